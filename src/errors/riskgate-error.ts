@@ -1,0 +1,102 @@
+/**
+ * Stable error codes. A code never changes meaning once published: callers, logs, metrics and the
+ * HTTP edge all key on it (the way undici's `UND_ERR_*` codes work).
+ */
+export const ErrorCode = {
+  /** Caller input failed validation (a request body, a query, a client method's parameters). */
+  INVALID_INPUT: 'RG_ERR_INVALID_INPUT',
+  /** Configuration (env, files) is missing or malformed. */
+  INVALID_CONFIG: 'RG_ERR_INVALID_CONFIG',
+  /** A policy file failed to parse, validate or type-check. */
+  INVALID_POLICY: 'RG_ERR_INVALID_POLICY',
+  /** The per-decision deadline passed before the work finished. */
+  DEADLINE_EXCEEDED: 'RG_ERR_DEADLINE_EXCEEDED',
+  /** A single upstream call exceeded its own timeout. */
+  UPSTREAM_TIMEOUT: 'RG_ERR_UPSTREAM_TIMEOUT',
+  /** The upstream could not be reached (refused, reset, DNS). */
+  UPSTREAM_UNREACHABLE: 'RG_ERR_UPSTREAM_UNREACHABLE',
+  /** Upstream answered 400. */
+  UPSTREAM_BAD_REQUEST: 'RG_ERR_UPSTREAM_BAD_REQUEST',
+  /** Upstream answered 401. */
+  UPSTREAM_UNAUTHORIZED: 'RG_ERR_UPSTREAM_UNAUTHORIZED',
+  /** Upstream answered 403 (or a batch item came back `forbidden`). */
+  UPSTREAM_FORBIDDEN: 'RG_ERR_UPSTREAM_FORBIDDEN',
+  /** Upstream answered 404. */
+  UPSTREAM_NOT_FOUND: 'RG_ERR_UPSTREAM_NOT_FOUND',
+  /** Upstream answered 410: the resource is archived. */
+  UPSTREAM_GONE: 'RG_ERR_UPSTREAM_GONE',
+  /** Upstream answered 429. */
+  UPSTREAM_RATE_LIMITED: 'RG_ERR_UPSTREAM_RATE_LIMITED',
+  /** Upstream answered 5xx (or a batch item came back `internalError`). */
+  UPSTREAM_SERVER_ERROR: 'RG_ERR_UPSTREAM_SERVER_ERROR',
+  /** Upstream answered something that does not match the spec (bad JSON, wrong shape, cut stream). */
+  UPSTREAM_MALFORMED_RESPONSE: 'RG_ERR_UPSTREAM_MALFORMED_RESPONSE',
+  /** Upstream answered a status the spec does not define for the call. */
+  UPSTREAM_UNEXPECTED_STATUS: 'RG_ERR_UPSTREAM_UNEXPECTED_STATUS',
+  /** No valid access token could be obtained. */
+  TOKEN_UNAVAILABLE: 'RG_ERR_TOKEN_UNAVAILABLE',
+  /** A signature (callback JWS, HMAC) did not verify. */
+  INVALID_SIGNATURE: 'RG_ERR_INVALID_SIGNATURE',
+  /** The caller is not authenticated. */
+  UNAUTHENTICATED: 'RG_ERR_UNAUTHENTICATED',
+  /** The operation was cancelled by its caller. */
+  ABORTED: 'RG_ERR_ABORTED',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Base of every error riskgate raises on purpose. `code` is stable; `message` is for humans. */
+export class RiskgateError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RiskgateError';
+    this.code = code;
+  }
+}
+
+/** A caller's input failed validation; `field` is the JSON pointer-ish path of the first bad field. */
+export class InputError extends RiskgateError {
+  readonly field: string | undefined;
+  readonly issues: readonly { field: string; message: string }[];
+  constructor(message: string, issues: readonly { field: string; message: string }[] = []) {
+    super(ErrorCode.INVALID_INPUT, message);
+    this.name = 'InputError';
+    this.issues = issues;
+    this.field = issues[0]?.field;
+  }
+}
+
+/** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs';
+
+/** Details an upstream failure carries besides its code. */
+export interface UpstreamErrorDetails {
+  upstream: UpstreamName;
+  /** HTTP status, when the upstream answered. */
+  status?: number;
+  /** The upstream's own error message or code, when it sent one (never a secret). */
+  upstreamMessage?: string;
+  /** From `Retry-After`, in milliseconds, on 429. */
+  retryAfterMs?: number;
+}
+
+/** A call to a vendor API failed. Typed by `code`; retry decisions use `code` and `status` only. */
+export class UpstreamError extends RiskgateError {
+  readonly upstream: UpstreamName;
+  readonly status: number | undefined;
+  readonly upstreamMessage: string | undefined;
+  readonly retryAfterMs: number | undefined;
+  constructor(code: ErrorCode, message: string, details: UpstreamErrorDetails, options?: ErrorOptions) {
+    super(code, message, options);
+    this.name = 'UpstreamError';
+    this.upstream = details.upstream;
+    this.status = details.status;
+    this.upstreamMessage = details.upstreamMessage;
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** Narrowing helper for `catch (e: unknown)`. */
+export function isRiskgateError(error: unknown): error is RiskgateError {
+  return error instanceof RiskgateError;
+}
