@@ -1,0 +1,151 @@
+import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import type {
+  ActiveCallResponse,
+  GeolocationResponse,
+  GeovelocityResponse,
+  HistoricalProximityResponse,
+  LatestProximityResponse,
+  NewBrowserResponse,
+  RemoteAccessToolResponse,
+} from '../signals/signal-schemas.ts';
+
+/**
+ * The boundary between the decision service (src/decide/) and the policy engine (src/policy/).
+ * The decision service fetches what `PolicyRequirements` lists, builds a `PolicyInput`, and calls
+ * `evaluate`; the engine owns how those values appear to CEL.
+ */
+
+/** Signals a policy can reference, by riskgate's name (`signals.<name>` in CEL). */
+export const POLICY_SIGNAL_NAMES = [
+  'remoteAccessTool',
+  'newBrowser',
+  'latestProximity',
+  'historicalProximity',
+  'geovelocity',
+  'activeCall',
+  'geolocation',
+] as const;
+export type PolicySignalName = (typeof POLICY_SIGNAL_NAMES)[number];
+
+/** The parsed vendor envelope of each signal. */
+export interface SignalResponses {
+  remoteAccessTool: RemoteAccessToolResponse;
+  newBrowser: NewBrowserResponse;
+  latestProximity: LatestProximityResponse;
+  historicalProximity: HistoricalProximityResponse;
+  geovelocity: GeovelocityResponse;
+  activeCall: ActiveCallResponse;
+  geolocation: GeolocationResponse;
+}
+
+/**
+ * What the decision service got for one signal. `ok` carries the vendor envelope as received
+ * (which may itself say `success: false` with a reason such as `insufficient_observations`);
+ * `unavailable` means riskgate got no usable answer (timeout, upstream error, skipped), and the
+ * policy's `onUnavailable` for that signal applies.
+ */
+export type SignalOutcome<N extends PolicySignalName = PolicySignalName> =
+  | { status: 'ok'; response: SignalResponses[N] }
+  | {
+      status: 'unavailable';
+      /** Why: `timeout`, `deadline`, or an `RG_ERR_*` code, or `not_requested` (missing inputs). */
+      reason: string;
+    };
+
+/** The /decide request as the policy sees it (`request` in CEL). */
+export interface PolicyRequest {
+  accountId: string;
+  userId?: string | undefined;
+  deviceId?: string | undefined;
+  platform?: 'browser' | 'mobile' | undefined;
+  unitId?: string | undefined;
+  verificationStatus?: string | undefined;
+  interactionId?: string | undefined;
+  sdkVersionId?: string | undefined;
+  ip?: string | undefined;
+  userAgent?: string | undefined;
+  /** Free attributes from the login backend (strings, numbers, booleans). */
+  context: Record<string, string | number | boolean>;
+}
+
+/** Everything one evaluation sees. */
+export interface PolicyInput {
+  signals: { [N in PolicySignalName]?: SignalOutcome<N> };
+  /** The Admin user; `undefined` when not requested or not available (see `adminUnavailable`). */
+  user?: AdminUser | undefined;
+  /** The user's devices; empty when not requested or unavailable. */
+  devices: AdminDevice[];
+  /** Admin reads that were required but failed, with the reason. */
+  adminUnavailable?: { user?: string; devices?: string };
+  request: PolicyRequest;
+  /** Evaluation time. */
+  now: Date;
+}
+
+/** What a policy needs fetched; derived by static analysis of its expressions. */
+export interface PolicyRequirements {
+  signals: ReadonlySet<PolicySignalName>;
+  adminUser: boolean;
+  adminDevices: boolean;
+}
+
+export type Verdict = 'allow' | 'challenge' | 'deny';
+
+/** Admin actions a policy can ask for. */
+export type PolicyActionType = 'lock_out_user' | 'archive_device' | 'restrict_factors' | 'one_time_code';
+
+export interface PolicyAction {
+  type: PolicyActionType;
+  /** The rule or verdict binding that asked for it (for the explanation and the decision log). */
+  source: string;
+  /** For `restrict_factors`: the factors to keep. */
+  allowedFactors?: string[];
+  /** For `one_time_code`: code length and validity. */
+  length?: number;
+  validSecs?: number;
+}
+
+/** Per-signal settings the decision service needs before evaluating. */
+export interface SignalSettings {
+  /** This signal's own timeout, milliseconds (inside the decision deadline). */
+  timeoutMs: number;
+  /** Vendor query options the policy chose (e.g. new-browser `matchScope`, `cooldownSeconds`). */
+  params: Record<string, string | number | boolean>;
+}
+
+export interface MatchedRule {
+  id: string;
+  description: string;
+  score?: number;
+  verdict?: Verdict;
+  /** Set when the rule's expression failed to evaluate and the error policy counted it. */
+  error?: string;
+}
+
+export interface UnavailableTreatment {
+  signal: PolicySignalName | 'adminUser' | 'adminDevices';
+  reason: string;
+  /** What the policy did about it: `ignore`, `score:<n>`, or `verdict:<v>`. */
+  treatment: string;
+}
+
+/** The result of one evaluation, with its explanation (always on). */
+export interface PolicyDecision {
+  verdict: Verdict;
+  score: number;
+  matchedRules: MatchedRule[];
+  thresholds: { challenge: number; deny: number };
+  unavailable: UnavailableTreatment[];
+  actions: PolicyAction[];
+  policy: { name: string; revision: string };
+}
+
+/** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
+export interface CompiledPolicy {
+  name: string;
+  /** Content hash of the source files. */
+  revision: string;
+  requirements: PolicyRequirements;
+  signalSettings: { [N in PolicySignalName]?: SignalSettings };
+  evaluate(input: PolicyInput): PolicyDecision;
+}

@@ -1,0 +1,23 @@
+import type { UpstreamError } from '../errors/riskgate-error.ts';
+
+/**
+ * What every upstream client method resolves to. Client methods never reject for upstream
+ * failures (only for programmer errors): the /decide fan-out handles outcomes as values, with no
+ * exception cost on the hot path. `durationMs` feeds Server-Timing and the latency metrics.
+ */
+export type UpstreamResult<T> =
+  | { ok: true; value: T; durationMs: number }
+  | { ok: false; error: UpstreamError; durationMs: number };
+
+/** Per-call options every client method accepts. */
+export interface CallOptions {
+  /**
+   * The decision's shared deadline signal (one per /decide, shared across its fan-out). When it
+   * aborts, the call resolves at once with `RG_ERR_DEADLINE_EXCEEDED`.
+   */
+  signal?: AbortSignal;
+  /** This call's own timeout in milliseconds, on top of `signal`. Default: the client's. */
+  timeoutMs?: number;
+  /** W3C `traceparent` to pass upstream, when tracing is on. */
+  traceparent?: string;
+}
