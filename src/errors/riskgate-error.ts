@@ -41,6 +41,14 @@ export const ErrorCode = {
   UNAUTHENTICATED: 'RG_ERR_UNAUTHENTICATED',
   /** The operation was cancelled by its caller. */
   ABORTED: 'RG_ERR_ABORTED',
+  /** A request body is over the endpoint's size limit (HTTP 413). */
+  PAYLOAD_TOO_LARGE: 'RG_ERR_PAYLOAD_TOO_LARGE',
+  /** A request body has a content type the endpoint does not take (HTTP 415). */
+  UNSUPPORTED_MEDIA_TYPE: 'RG_ERR_UNSUPPORTED_MEDIA_TYPE',
+  /** No route matches the request's path and method (HTTP 404 / 405). */
+  NOT_FOUND: 'RG_ERR_NOT_FOUND',
+  /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
+  INTERNAL: 'RG_ERR_INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
