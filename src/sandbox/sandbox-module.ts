@@ -34,6 +34,14 @@ export interface LogEvent {
   [field: string]: unknown;
 }
 
+/** When an event happened, for events recorded after the fact (seed history). */
+export interface EmitOptions {
+  /** Millisecond timestamp of the event. Default: the sandbox clock's now. */
+  atMs?: number;
+  /** `created_at` with second precision (`...T10:00:00Z`) instead of nanoseconds. Default false. */
+  secondPrecision?: boolean;
+}
+
 /** Where sandbox modules record events for the Log API to stream. */
 export interface EventSink {
   /** Records a service event (adds created_at from the clock, event_id, service_id, client ip/port). */
@@ -41,11 +49,13 @@ export interface EventSink {
     type: string,
     fields: Record<string, unknown>,
     client?: { ip: string; port: string },
+    options?: EmitOptions,
   ): LogEvent;
   /** Records an organization event. */
   emitOrganizationEvent(
     type: string,
     fields: Record<string, unknown>,
     client?: { ip: string; port: string },
+    options?: EmitOptions,
   ): LogEvent;
 }
