@@ -16,6 +16,12 @@ export interface CallOptions {
    * aborts, the call resolves at once with `RG_ERR_DEADLINE_EXCEEDED`.
    */
   signal?: AbortSignal;
+  /**
+   * When `signal` will abort, as epoch milliseconds on the client's clock (its `now` option).
+   * Optional; when given, a retry (or a wait on `Retry-After`) is only attempted if it fits before
+   * it. Without it, retries are bounded by the client's own limits.
+   */
+  deadlineAt?: number;
   /** This call's own timeout in milliseconds, on top of `signal`. Default: the client's. */
   timeoutMs?: number;
   /** W3C `traceparent` to pass upstream, when tracing is on. */

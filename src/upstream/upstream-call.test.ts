@@ -1,0 +1,243 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Pool } from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import {
+  type CallInfo,
+  type CallSpec,
+  callUpstream,
+  parseJsonBody,
+  type UpstreamContext,
+} from './upstream-call.ts';
+import { createUpstreamPool } from './upstream-pool.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse, hit: number) => void;
+
+let server: Server;
+let origin: string;
+let handler: Handler = (_req, res) => res.end('{}');
+let hits = 0;
+let pool: Pool;
+const calls: CallInfo[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits++;
+    req.resume();
+    req.on('end', () => handler(req, res, hits));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  pool = createUpstreamPool(origin, { connections: 4 });
+});
+afterAll(async () => {
+  await pool.close();
+  server.closeAllConnections();
+  server.close();
+});
+afterEach(() => {
+  hits = 0;
+  calls.length = 0;
+});
+
+function ctx(over: Partial<UpstreamContext> = {}): UpstreamContext {
+  return {
+    upstream: 'signals',
+    dispatcher: pool,
+    now: Date.now,
+    defaultTimeoutMs: 500,
+    maxRetryWaitMs: 1000,
+    retryDelayMs: 1,
+    minRetryBudgetMs: 5,
+    maxBodyBytes: 1024,
+    onCall: (i) => calls.push(i),
+    ...over,
+  };
+}
+
+const okSchema = z.object({ ok: z.literal(true) });
+function spec(over: Partial<CallSpec<z.infer<typeof okSchema>>> = {}): CallSpec<z.infer<typeof okSchema>> {
+  return {
+    name: 'probe',
+    build: () => ({ method: 'GET', path: '/probe', headers: { accept: 'application/json' } }),
+    parse: (res) => parseJsonBody('signals', 'probe', res, okSchema),
+    retry: true,
+    ...over,
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+async function expectError(p: Promise<unknown>, code: string) {
+  const r = (await p) as { ok: boolean; error?: UpstreamError };
+  expect(r.ok).toBe(false);
+  expect(r.error).toBeInstanceOf(UpstreamError);
+  expect(r.error?.code).toBe(code);
+  return r.error!;
+}
+
+describe('callUpstream over real HTTP', () => {
+  it('parses a 200 that matches the schema and reports the call', async () => {
+    handler = (_q, res) => json(res, 200, { ok: true });
+    const r = await callUpstream(ctx(), spec(), undefined);
+    expect(r).toMatchObject({ ok: true, value: { ok: true } });
+    expect(calls).toEqual([expect.objectContaining({ name: 'probe', attempts: 1, status: 200 })]);
+  });
+
+  it('maps each error status to its code, keeping the upstream message', async () => {
+    const table: [number, string][] = [
+      [400, ErrorCode.UPSTREAM_BAD_REQUEST],
+      [401, ErrorCode.UPSTREAM_UNAUTHORIZED],
+      [403, ErrorCode.UPSTREAM_FORBIDDEN],
+      [404, ErrorCode.UPSTREAM_NOT_FOUND],
+      [410, ErrorCode.UPSTREAM_GONE],
+      [418, ErrorCode.UPSTREAM_UNEXPECTED_STATUS],
+    ];
+    for (const [status, code] of table) {
+      handler = (_q, res) => json(res, status, { error: 'invalid_request', message: `said ${status}` });
+      const err = await expectError(callUpstream(ctx(), spec({ retry: false }), undefined), code);
+      expect(err.status).toBe(status);
+      expect(err.upstreamMessage).toBe(`invalid_request: said ${status}`);
+    }
+  });
+
+  it('keeps the Admin/Log error envelope code and detail', async () => {
+    handler = (_q, res) => json(res, 401, { error: true, code: 40100, message: 'Unauthorized', detail: 'x' });
+    const err = await expectError(callUpstream(ctx(), spec(), undefined), ErrorCode.UPSTREAM_UNAUTHORIZED);
+    expect(err.upstreamMessage).toBe('40100: Unauthorized: x');
+  });
+
+  it('a body that is not JSON, or JSON of the wrong shape, is malformed (never undefined)', async () => {
+    handler = (_q, res) => res.end('{"ok": tru');
+    await expectError(callUpstream(ctx(), spec(), undefined), ErrorCode.UPSTREAM_MALFORMED_RESPONSE);
+    handler = (_q, res) => json(res, 200, { ok: 'yes' });
+    const err = await expectError(
+      callUpstream(ctx(), spec(), undefined),
+      ErrorCode.UPSTREAM_MALFORMED_RESPONSE,
+    );
+    expect(err.message).toContain('at ok');
+  });
+
+  it('refuses a body over the size limit', async () => {
+    handler = (_q, res) => res.end(`{"ok":true,"pad":"${'x'.repeat(5000)}"}`);
+    await expectError(callUpstream(ctx(), spec(), undefined), ErrorCode.UPSTREAM_MALFORMED_RESPONSE);
+  });
+
+  it('retries a 503 once and succeeds on the second attempt', async () => {
+    handler = (_q, res, hit) => (hit === 1 ? json(res, 503, {}) : json(res, 200, { ok: true }));
+    const r = await callUpstream(ctx(), spec(), undefined);
+    expect(r.ok).toBe(true);
+    expect(hits).toBe(2);
+    expect(calls[0]?.attempts).toBe(2);
+  });
+
+  it('retries at most once, and never when the call is not idempotent', async () => {
+    handler = (_q, res) => json(res, 500, {});
+    const err = await expectError(callUpstream(ctx(), spec(), undefined), ErrorCode.UPSTREAM_SERVER_ERROR);
+    expect(err.status).toBe(500);
+    expect(hits).toBe(2);
+    hits = 0;
+    await expectError(
+      callUpstream(ctx(), spec({ retry: false }), undefined),
+      ErrorCode.UPSTREAM_SERVER_ERROR,
+    );
+    expect(hits).toBe(1);
+  });
+
+  it('429 carries Retry-After and is retried only when the wait fits the deadline', async () => {
+    handler = (_q, res, hit) =>
+      hit === 1 ? json(res, 429, { error: 'rate' }, { 'retry-after': '0' }) : json(res, 200, { ok: true });
+    expect((await callUpstream(ctx(), spec(), undefined)).ok).toBe(true);
+    expect(hits).toBe(2);
+
+    hits = 0;
+    handler = (_q, res) => json(res, 429, {}, { 'retry-after': '2' });
+    const err = await expectError(
+      callUpstream(ctx(), spec(), { deadlineAt: Date.now() + 500 }),
+      ErrorCode.UPSTREAM_RATE_LIMITED,
+    );
+    expect(err.retryAfterMs).toBe(2000);
+    expect(hits).toBe(1);
+  });
+
+  it('times out on a hanging upstream at the call timeout', async () => {
+    handler = () => {}; // never answers
+    const t0 = performance.now();
+    await expectError(
+      callUpstream(ctx(), spec({ retry: false }), { timeoutMs: 60 }),
+      ErrorCode.UPSTREAM_TIMEOUT,
+    );
+    const took = performance.now() - t0;
+    expect(took).toBeGreaterThanOrEqual(55);
+    expect(took).toBeLessThan(400);
+  });
+
+  it('the shared decision signal releases every call at once with DEADLINE_EXCEEDED', async () => {
+    handler = () => {};
+    const ac = new AbortController();
+    const p = Promise.all([
+      callUpstream(ctx(), spec(), { signal: ac.signal, timeoutMs: 5000 }),
+      callUpstream(ctx(), spec(), { signal: ac.signal, timeoutMs: 5000 }),
+    ]);
+    setTimeout(() => ac.abort(), 30);
+    const t0 = performance.now();
+    const rs = await p;
+    expect(performance.now() - t0).toBeLessThan(1000);
+    for (const r of rs) expect(r.ok ? undefined : r.error.code).toBe(ErrorCode.DEADLINE_EXCEEDED);
+  });
+
+  it('an already aborted signal makes no request', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    await expectError(callUpstream(ctx(), spec(), { signal: ac.signal }), ErrorCode.DEADLINE_EXCEEDED);
+    expect(hits).toBe(0);
+  });
+
+  it('a refused connection is UPSTREAM_UNREACHABLE', async () => {
+    const dead = createServer();
+    dead.listen(0, '127.0.0.1');
+    await once(dead, 'listening');
+    const port = (dead.address() as AddressInfo).port;
+    dead.close();
+    await once(dead, 'close');
+    const p = createUpstreamPool(`http://127.0.0.1:${port}`);
+    try {
+      const err = await expectError(
+        callUpstream(ctx({ dispatcher: p }), spec(), undefined),
+        ErrorCode.UPSTREAM_UNREACHABLE,
+      );
+      expect(err.message).toContain('ECONNREFUSED');
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('on 401 calls onUnauthorized and retries once with a fresh request', async () => {
+    handler = (req, res) =>
+      req.headers.authorization === 'Bearer new' ? json(res, 200, { ok: true }) : json(res, 401, {});
+    let token = 'old';
+    let refreshes = 0;
+    const s = spec({
+      retry: false,
+      build: () => ({ method: 'GET', path: '/p', headers: { authorization: `Bearer ${token}` } }),
+      onUnauthorized: async () => {
+        refreshes++;
+        token = 'new';
+        return true;
+      },
+    });
+    expect((await callUpstream(ctx(), s, undefined)).ok).toBe(true);
+    expect(refreshes).toBe(1);
+    token = 'stale';
+    handler = (_q, res) => json(res, 401, {});
+    await expectError(callUpstream(ctx(), s, undefined), ErrorCode.UPSTREAM_UNAUTHORIZED);
+    expect(refreshes).toBe(2);
+  });
+});

@@ -1,0 +1,238 @@
+import type { Dispatcher } from 'undici';
+import type { z } from 'zod';
+import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
+import { deadlineError, malformedError, statusError } from './upstream-errors.ts';
+import { type AttemptRequest, type RawResponse, sendAttempt } from './upstream-request.ts';
+import type { CallOptions, UpstreamResult } from './upstream-result.ts';
+
+/**
+ * A call to an upstream: attempts, the retry policy, the 401 hook and the typed result. Every
+ * client builds on `callUpstream`; none talks to undici directly.
+ */
+
+/** What a client observes about each call (metrics, Server-Timing). Never carries secrets. */
+export interface CallInfo {
+  upstream: UpstreamName;
+  /** Operation, e.g. `new-browser`, `remote-access-tool-batch`, `get-user`. */
+  name: string;
+  durationMs: number;
+  /** Attempts made (1, or 2 after a retry / a token refresh). */
+  attempts: number;
+  /** Last HTTP status seen, when the upstream answered. */
+  status?: number;
+  /** The error code, when the call failed. */
+  code?: string;
+}
+
+/** Settings shared by all calls of one client. Times in milliseconds. */
+export interface UpstreamContext {
+  upstream: UpstreamName;
+  dispatcher: Dispatcher;
+  /** Epoch milliseconds; injected so tests can move time. */
+  now: () => number;
+  /** Timeout of one attempt when the call gives none. */
+  defaultTimeoutMs: number;
+  /** Longest `Retry-After` honoured when the call has no `deadlineAt`. */
+  maxRetryWaitMs: number;
+  /** Pause before retrying a transport failure, timeout or 5xx (jittered between 50% and 100%). */
+  retryDelayMs: number;
+  /** A retry is only started when at least this much remains before `deadlineAt`. */
+  minRetryBudgetMs: number;
+  /** Larger bodies are malformed. */
+  maxBodyBytes: number;
+  onCall?: ((info: CallInfo) => void) | undefined;
+}
+
+/** Client-level options that tune `UpstreamContext` (all optional, milliseconds). */
+export interface RetryTuning {
+  /** Longest `Retry-After` honoured when a call has no `deadlineAt`. Default 1000. */
+  maxRetryWaitMs?: number;
+  /** Pause before a retry after a transport failure, timeout or 5xx. Default 20. */
+  retryDelayMs?: number;
+  /** Minimum time left before `deadlineAt` for a retry to start. Default 20. */
+  minRetryBudgetMs?: number;
+}
+
+export function retryDefaults(
+  t: RetryTuning = {},
+): Pick<UpstreamContext, 'maxRetryWaitMs' | 'retryDelayMs' | 'minRetryBudgetMs'> {
+  return {
+    maxRetryWaitMs: t.maxRetryWaitMs ?? 1000,
+    retryDelayMs: t.retryDelayMs ?? 20,
+    minRetryBudgetMs: t.minRetryBudgetMs ?? 20,
+  };
+}
+
+/** One logical call. */
+export interface CallSpec<T> {
+  /** Operation name for errors and metrics. */
+  name: string;
+  /**
+   * Builds the request of each attempt (called again for a retry, so signatures and tokens are
+   * fresh). May resolve to an error (e.g. no token), which ends the call.
+   */
+  build: () => AttemptRequest | UpstreamError | Promise<AttemptRequest | UpstreamError>;
+  /** Statuses handed to `parse`; any other is a typed status error. Default: 200 only. */
+  accept?: (status: number) => boolean;
+  /** Turns an accepted answer into the value, or into an error when it does not match the spec. */
+  parse: (res: RawResponse) => T | UpstreamError;
+  /** Whether the request is safe to send twice (idempotent). At most one retry is ever made. */
+  retry: boolean;
+  /**
+   * Called on a 401 with the request that got it; resolving `true` retries once (after the token
+   * was refreshed). Independent of `retry`: a stale token is not a reason to give up.
+   */
+  onUnauthorized?: (req: AttemptRequest) => Promise<boolean>;
+  /** Streams a 2xx body instead of collecting it (the Log API). */
+  onChunk?: (chunk: Buffer) => UpstreamError | undefined;
+}
+
+const accept200 = (status: number): boolean => status === 200;
+
+function isRetryable(err: UpstreamError): boolean {
+  switch (err.code) {
+    case ErrorCode.UPSTREAM_UNREACHABLE:
+    case ErrorCode.UPSTREAM_TIMEOUT:
+      return true;
+    case ErrorCode.UPSTREAM_SERVER_ERROR:
+      // 501 "not implemented" will not change on a second try.
+      return err.status !== 501;
+    case ErrorCode.UPSTREAM_RATE_LIMITED:
+      return err.retryAfterMs !== undefined;
+    default:
+      return false;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (ms <= 0) return Promise.resolve(!signal?.aborted);
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Runs a call with its retry policy and resolves to an `UpstreamResult` (never rejects for an
+ * upstream failure). Retries at most once, only when `spec.retry`, only for a transport failure, a
+ * timeout, a 5xx other than 501, or a 429 whose `Retry-After` fits the deadline.
+ */
+export async function callUpstream<T>(
+  ctx: UpstreamContext,
+  spec: CallSpec<T>,
+  opts: CallOptions | undefined,
+): Promise<UpstreamResult<T>> {
+  const started = performance.now();
+  const signal = opts?.signal;
+  const timeoutMs = opts?.timeoutMs ?? ctx.defaultTimeoutMs;
+  const accept = spec.accept ?? accept200;
+  let attempts = 0;
+  let retried = false;
+  let authRetried = false;
+  let lastStatus: number | undefined;
+  let outcome: T | UpstreamError;
+
+  for (;;) {
+    if (signal?.aborted) {
+      outcome = deadlineError(ctx.upstream, spec.name);
+      break;
+    }
+    let req = spec.build();
+    if (req instanceof Promise) req = await req;
+    if (req instanceof UpstreamError) {
+      outcome = req;
+      break;
+    }
+    attempts++;
+    const res = await sendAttempt(ctx.dispatcher, req, {
+      upstream: ctx.upstream,
+      operation: spec.name,
+      timeoutMs,
+      signal,
+      maxBodyBytes: ctx.maxBodyBytes,
+      onChunk: spec.onChunk,
+    });
+    if (res instanceof UpstreamError) {
+      outcome = res;
+    } else {
+      lastStatus = res.status;
+      outcome = accept(res.status)
+        ? spec.parse(res)
+        : statusError(ctx.upstream, spec.name, res.status, res.body, res.headers['retry-after'], ctx.now());
+    }
+    if (!(outcome instanceof UpstreamError)) break;
+
+    if (outcome.status === 401 && spec.onUnauthorized !== undefined && !authRetried) {
+      authRetried = true;
+      if (await spec.onUnauthorized(req)) continue;
+      break;
+    }
+    if (!spec.retry || retried || !isRetryable(outcome)) break;
+    const wait =
+      outcome.code === ErrorCode.UPSTREAM_RATE_LIMITED
+        ? (outcome.retryAfterMs ?? 0)
+        : ctx.retryDelayMs * (0.5 + Math.random() * 0.5);
+    const fits =
+      opts?.deadlineAt !== undefined
+        ? ctx.now() + wait + ctx.minRetryBudgetMs <= opts.deadlineAt
+        : wait <= ctx.maxRetryWaitMs;
+    if (!fits) break;
+    retried = true;
+    if (!(await sleep(wait, signal))) {
+      outcome = deadlineError(ctx.upstream, spec.name);
+      break;
+    }
+  }
+
+  const durationMs = performance.now() - started;
+  if (outcome instanceof UpstreamError) {
+    ctx.onCall?.({
+      upstream: ctx.upstream,
+      name: spec.name,
+      durationMs,
+      attempts,
+      status: lastStatus,
+      code: outcome.code,
+    });
+    return { ok: false, error: outcome, durationMs };
+  }
+  ctx.onCall?.({ upstream: ctx.upstream, name: spec.name, durationMs, attempts, status: lastStatus });
+  return { ok: true, value: outcome, durationMs };
+}
+
+/**
+ * Parses a JSON body with a precompiled zod schema. Bad JSON or a shape that does not match the
+ * spec is `RG_ERR_UPSTREAM_MALFORMED_RESPONSE` (naming the first bad field, never the body).
+ */
+export function parseJsonBody<S extends z.ZodType>(
+  upstream: UpstreamName,
+  operation: string,
+  res: RawResponse,
+  schema: S,
+): z.infer<S> | UpstreamError {
+  let json: unknown;
+  try {
+    json = JSON.parse(res.body.toString('utf8'));
+  } catch {
+    return malformedError(upstream, operation, 'body is not valid JSON', res.status);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : '(root)';
+    return malformedError(
+      upstream,
+      operation,
+      `body does not match the spec at ${where}: ${issue?.message}`,
+      res.status,
+    );
+  }
+  return parsed.data;
+}
