@@ -46,7 +46,8 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
 
 /**
  * The upstream's own message from an error body, when it sent one: Trust Signals'
- * `{error, message}` or the Admin/Log `{error: true, code, message, detail}`. Bounded in length.
+ * `{error, message}`, the Admin/Log `{error: true, code, message, detail}` or OAuth's
+ * `{error, error_description}`. Bounded in length.
  */
 export function extractUpstreamMessage(body: Uint8Array): string | undefined {
   if (body.length === 0 || body.length > 64 * 1024) return undefined;
@@ -62,6 +63,8 @@ export function extractUpstreamMessage(body: Uint8Array): string | undefined {
   if (typeof o.error === 'string') parts.push(o.error);
   if (typeof o.code === 'number') parts.push(String(o.code));
   if (typeof o.message === 'string') parts.push(o.message);
+  // RFC 6749 §5.2 (the token endpoint).
+  if (typeof o.error_description === 'string') parts.push(o.error_description);
   if (typeof o.detail === 'string') parts.push(o.detail);
   if (parts.length === 0) return undefined;
   const text = parts.join(': ');
