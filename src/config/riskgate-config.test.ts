@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './riskgate-config.ts';
+
+const UPSTREAM = {
+  RISKGATE_API_KEYS: 'caller-key-0123456789,caller-key-abcdefghij',
+  RISKGATE_SERVICE_ID: '7ef5fbc3-8a0d-4a44-8a5c-3b1f2a1e9c10',
+  RISKGATE_SIGNALS_URL: 'https://signals.example.com/api/v1/',
+  RISKGATE_AUTH_URL: 'https://auth.example.com',
+  RISKGATE_CLIENT_ID: '3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d',
+  RISKGATE_CLIENT_SECRET: 'top-secret-value',
+  RISKGATE_SIGNALS_AUDIENCE: 'riskgate-signals',
+  RISKGATE_ADMIN_URL: 'https://admin.example.com',
+  RISKGATE_ADMIN_API_KEY: 'admin-secret-value',
+};
+
+function errorOf(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error & { code?: string };
+  }
+  throw new Error('expected a throw');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults and sandbox mode when no upstream is configured', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 8080,
+      sandboxPort: 4010,
+      apiKeys: undefined,
+      policyPath: 'policies/',
+      deadlineMs: 300,
+      decisionLog: { kind: 'stdout' },
+      upstream: undefined,
+    });
+  });
+
+  it('reads a full upstream configuration and trims trailing slashes of URLs', () => {
+    const config = loadConfig({ ...UPSTREAM, RISKGATE_DECISION_LOG: '/var/log/decisions.ndjson' });
+    expect(config.apiKeys).toEqual(['caller-key-0123456789', 'caller-key-abcdefghij']);
+    expect(config.upstream?.signalsUrl).toBe('https://signals.example.com/api/v1');
+    expect(config.upstream?.logsUrl).toBeUndefined();
+    expect(config.decisionLog).toEqual({ kind: 'file', path: '/var/log/decisions.ndjson' });
+  });
+
+  it('names a missing upstream variable', () => {
+    const { RISKGATE_ADMIN_API_KEY: _, ...env } = UPSTREAM;
+    const error = errorOf(() => loadConfig(env));
+    expect(error.code).toBe('RG_ERR_INVALID_CONFIG');
+    expect(error.message).toBe('RISKGATE_ADMIN_API_KEY is required');
+  });
+
+  it('names a malformed value without echoing it', () => {
+    const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_AUTH_URL: 'ftp://secret-host' }));
+    expect(error.message).toMatch(/^RISKGATE_AUTH_URL /);
+    expect(error.message).not.toContain('secret-host');
+    expect(errorOf(() => loadConfig({ RISKGATE_DEADLINE_MS: 'soon' })).message).toMatch(
+      /^RISKGATE_DEADLINE_MS /,
+    );
+    expect(errorOf(() => loadConfig({ RISKGATE_PORT: '70000' })).message).toMatch(/^RISKGATE_PORT /);
+  });
+
+  it('refuses a half-configured vendor instead of silently using the sandbox', () => {
+    const error = errorOf(() => loadConfig({ RISKGATE_ADMIN_URL: 'https://admin.example.com' }));
+    expect(error.message).toBe('RISKGATE_SIGNALS_URL is required when RISKGATE_ADMIN_URL is set');
+  });
+
+  it('requires caller keys against a real upstream', () => {
+    const { RISKGATE_API_KEYS: _, ...env } = UPSTREAM;
+    expect(errorOf(() => loadConfig(env)).message).toBe(
+      'RISKGATE_API_KEYS is required when an upstream is configured',
+    );
+  });
+
+  it('refuses short caller keys', () => {
+    expect(errorOf(() => loadConfig({ RISKGATE_API_KEYS: 'short' })).message).toMatch(/^RISKGATE_API_KEYS/);
+  });
+
+  it('reads secrets from _FILE variables and drops the trailing newline', () => {
+    const files: Record<string, string> = { '/run/secrets/admin': 'admin-from-file\n' };
+    const { RISKGATE_ADMIN_API_KEY: _, ...env } = UPSTREAM;
+    const config = loadConfig({ ...env, RISKGATE_ADMIN_API_KEY_FILE: '/run/secrets/admin' }, (p) => {
+      const content = files[p];
+      if (content === undefined) throw Object.assign(new Error('nope'), { code: 'ENOENT' });
+      return content;
+    });
+    expect(config.upstream?.adminApiKey).toBe('admin-from-file');
+  });
+
+  it('names an unreadable secret file and refuses a secret given twice', () => {
+    const missing = errorOf(() => loadConfig({ RISKGATE_API_KEYS_FILE: '/does/not/exist' }));
+    expect(missing.message).toBe('RISKGATE_API_KEYS_FILE: cannot read /does/not/exist (ENOENT)');
+    const twice = errorOf(() =>
+      loadConfig({ ...UPSTREAM, RISKGATE_CLIENT_SECRET_FILE: '/x' }, () => 'from-file'),
+    );
+    expect(twice.message).toBe(
+      'RISKGATE_CLIENT_SECRET and RISKGATE_CLIENT_SECRET_FILE are both set; set only one',
+    );
+  });
+
+  it('requires the Log API URL and key together', () => {
+    const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_LOG_API_KEY: 'log-key' }));
+    expect(error.message).toBe('RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set');
+  });
+});

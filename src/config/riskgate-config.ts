@@ -1,0 +1,210 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import { serviceIdSchema } from '../signals/identifiers.ts';
+
+/**
+ * riskgate's configuration, read from environment variables once at start (src/main.ts) and
+ * validated here. A missing or malformed value stops the process with a message naming the
+ * variable; a secret's value never appears in a message.
+ */
+
+/** Where decision log lines go. */
+export type DecisionLogTarget = { kind: 'stdout' } | { kind: 'file'; path: string } | { kind: 'off' };
+
+/** The vendor's endpoints and credentials. Absent in sandbox mode. */
+export interface UpstreamConfig {
+  serviceId: string;
+  signalsUrl: string;
+  authUrl: string;
+  clientId: string;
+  clientSecret: string;
+  signalsAudience: string;
+  adminUrl: string;
+  adminApiKey: string;
+  /** Log API; optional because /decide never reads it. */
+  logsUrl: string | undefined;
+  logApiKey: string | undefined;
+  /** Without it, `POST /callbacks/admin` is not served. */
+  callbackSignatureKey: string | undefined;
+}
+
+export interface RiskgateConfig {
+  /** Listening port. Default 8080. */
+  port: number;
+  /** Caller keys for `Authorization: Bearer`; undefined only in sandbox mode (a key is generated). */
+  apiKeys: string[] | undefined;
+  /** Policy file or directory. Default `policies/`. */
+  policyPath: string;
+  /** Per-decision deadline, milliseconds. Default 300. */
+  deadlineMs: number;
+  decisionLog: DecisionLogTarget;
+  /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
+  upstream: UpstreamConfig | undefined;
+  /** Port of the embedded sandbox in sandbox mode. Default 4010. */
+  sandboxPort: number;
+}
+
+/** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
+export const SECRET_VARIABLES = [
+  'RISKGATE_API_KEYS',
+  'RISKGATE_CLIENT_SECRET',
+  'RISKGATE_ADMIN_API_KEY',
+  'RISKGATE_LOG_API_KEY',
+  'RISKGATE_CALLBACK_SIGNATURE_KEY',
+] as const;
+
+/** Upstream variables: any of them set without RISKGATE_SIGNALS_URL is a half-configured vendor. */
+const UPSTREAM_VARIABLES = [
+  'RISKGATE_SERVICE_ID',
+  'RISKGATE_AUTH_URL',
+  'RISKGATE_CLIENT_ID',
+  'RISKGATE_CLIENT_SECRET',
+  'RISKGATE_SIGNALS_AUDIENCE',
+  'RISKGATE_ADMIN_URL',
+  'RISKGATE_ADMIN_API_KEY',
+  'RISKGATE_LOGS_URL',
+  'RISKGATE_LOG_API_KEY',
+] as const;
+
+const port = z.coerce.number().int().min(0).max(65535);
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+  .transform((u) => u.replace(/\/+$/, ''));
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+const optionalEmptyAsUndefined = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const baseSchema = z.object({
+  RISKGATE_PORT: port.default(8080),
+  SANDBOX_PORT: port.default(4010),
+  RISKGATE_API_KEYS: optionalEmptyAsUndefined(
+    z
+      .string()
+      .transform((s) =>
+        s
+          .split(',')
+          .map((k) => k.trim())
+          .filter((k) => k.length > 0),
+      )
+      .pipe(z.array(z.string().min(16, 'each key must be at least 16 characters')).min(1, 'lists no key')),
+  ),
+  RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
+  RISKGATE_DEADLINE_MS: z.coerce.number().int().min(10).max(60_000).default(300),
+  RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
+  RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
+});
+
+const upstreamSchema = z.object({
+  RISKGATE_SERVICE_ID: serviceIdSchema,
+  RISKGATE_SIGNALS_URL: httpUrl,
+  RISKGATE_AUTH_URL: httpUrl,
+  RISKGATE_CLIENT_ID: nonEmpty,
+  RISKGATE_CLIENT_SECRET: nonEmpty,
+  RISKGATE_SIGNALS_AUDIENCE: nonEmpty,
+  RISKGATE_ADMIN_URL: httpUrl,
+  RISKGATE_ADMIN_API_KEY: nonEmpty,
+  RISKGATE_LOGS_URL: optionalEmptyAsUndefined(httpUrl),
+  RISKGATE_LOG_API_KEY: optionalEmptyAsUndefined(nonEmpty),
+  RISKGATE_CALLBACK_SIGNATURE_KEY: optionalEmptyAsUndefined(nonEmpty),
+});
+
+function configError(message: string): RiskgateError {
+  return new RiskgateError(ErrorCode.INVALID_CONFIG, message);
+}
+
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const variable = String(issue.path[0] ?? '');
+  // zod says "expected string, received undefined" for a missing key; say it plainly.
+  const missing = issue.code === 'invalid_type' && issue.message.includes('received undefined');
+  return missing ? `${variable} is required` : `${variable} ${issue.message}`;
+}
+
+/**
+ * Resolves `<NAME>_FILE` secrets into `<NAME>`. Setting both is an error (which one wins would be
+ * a guess); a trailing newline, as editors and `echo` write, is dropped.
+ */
+export function resolveSecretFiles(
+  env: Readonly<Record<string, string | undefined>>,
+  readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = { ...env };
+  for (const name of SECRET_VARIABLES) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    if (env[name] !== undefined && env[name] !== '') {
+      throw configError(`${name} and ${name}_FILE are both set; set only one`);
+    }
+    try {
+      out[name] = readFile(file).replace(/\r?\n$/, '');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'read error';
+      throw configError(`${name}_FILE: cannot read ${file} (${code})`);
+    }
+  }
+  return out;
+}
+
+function parseDecisionLog(value: string): DecisionLogTarget {
+  if (value === 'stdout') return { kind: 'stdout' };
+  if (value === 'off') return { kind: 'off' };
+  return { kind: 'file', path: value };
+}
+
+/**
+ * Builds the configuration from `env` (normally `process.env`). Throws a `RiskgateError` with
+ * code `RG_ERR_INVALID_CONFIG` whose message names the first bad variable.
+ */
+export function loadConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  readFile?: (path: string) => string,
+): RiskgateConfig {
+  const resolved = resolveSecretFiles(env, readFile);
+  const base = baseSchema.safeParse(resolved);
+  if (!base.success) throw configError(firstIssue(base.error));
+  const b = base.data;
+
+  let upstream: UpstreamConfig | undefined;
+  if (b.RISKGATE_SIGNALS_URL === undefined) {
+    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
+    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
+  } else {
+    const u = upstreamSchema.safeParse(resolved);
+    if (!u.success) throw configError(firstIssue(u.error));
+    if (b.RISKGATE_API_KEYS === undefined) {
+      throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
+    }
+    const d = u.data;
+    upstream = {
+      serviceId: d.RISKGATE_SERVICE_ID,
+      signalsUrl: d.RISKGATE_SIGNALS_URL,
+      authUrl: d.RISKGATE_AUTH_URL,
+      clientId: d.RISKGATE_CLIENT_ID,
+      clientSecret: d.RISKGATE_CLIENT_SECRET,
+      signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
+      adminUrl: d.RISKGATE_ADMIN_URL,
+      adminApiKey: d.RISKGATE_ADMIN_API_KEY,
+      logsUrl: d.RISKGATE_LOGS_URL,
+      logApiKey: d.RISKGATE_LOG_API_KEY,
+      callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
+    };
+    if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
+      throw configError(
+        upstream.logsUrl === undefined
+          ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
+          : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
+      );
+    }
+  }
+
+  return {
+    port: b.RISKGATE_PORT,
+    apiKeys: b.RISKGATE_API_KEYS,
+    policyPath: b.RISKGATE_POLICY_PATH,
+    deadlineMs: b.RISKGATE_DEADLINE_MS,
+    decisionLog: parseDecisionLog(b.RISKGATE_DECISION_LOG),
+    upstream,
+    sandboxPort: b.SANDBOX_PORT,
+  };
+}

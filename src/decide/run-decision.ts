@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import type {
+  AdminReadSettings,
+  CompiledPolicy,
+  PolicyDecision,
+  PolicyInput,
+  PolicySignalName,
+  SignalOutcome,
+} from '../policy/policy-types.ts';
+import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+import type { AdminPort, OneTimeCode, PolicySource, SignalFetcher } from './decide-ports.ts';
+import type { DecideRequest } from './decide-request.ts';
+import { buildSignalQuery, isApplicable, NOT_APPLICABLE } from './signal-queries.ts';
+
+/**
+ * The /decide hot path: fetch what the active policy needs, all at once, under one deadline;
+ * evaluate; fetch a one-time code if the policy asks for one. Everything that happens after the
+ * answer (actions, decision log, metrics) is the caller's, from the returned `DecisionRun`.
+ */
+
+export interface RunDecisionDeps {
+  signals: SignalFetcher;
+  admin: AdminPort;
+  policies: PolicySource;
+  /** The whole decision's budget, milliseconds (RISKGATE_DEADLINE_MS). */
+  deadlineMs: number;
+}
+
+/** One upstream call (or step) of a decision, for Server-Timing, metrics and the decision log. */
+export interface CallTiming {
+  /** `signals-<name>`, `admin-user`, `admin-devices`, `admin-otc`. */
+  name: string;
+  durationMs: number;
+  /** `ok`, or why not: `timeout`, `deadline`, an `RG_ERR_*` code. */
+  outcome: string;
+}
+
+export type OneTimeCodeOutcome =
+  | { status: 'done'; code: OneTimeCode }
+  | { status: 'failed'; reason: string }
+  | { status: 'skipped'; reason: string };
+
+export interface DecisionRun {
+  decisionId: string;
+  receivedAt: Date;
+  request: DecideRequest;
+  policy: CompiledPolicy;
+  input: PolicyInput;
+  decision: PolicyDecision;
+  calls: CallTiming[];
+  /** Policy evaluation time, milliseconds. */
+  evaluationMs: number;
+  /** Set when the policy asked for a one-time code. */
+  oneTimeCode?: OneTimeCodeOutcome;
+  elapsedMs: number;
+}
+
+/** Floor of the one-time code's budget when the fan-out used the whole deadline, milliseconds. */
+export const ONE_TIME_CODE_MIN_BUDGET_MS = 100;
+
+/** The reason an upstream failure is reported under (`SignalOutcome.reason`). */
+export function unavailableReason(error: UpstreamError): string {
+  if (error.code === ErrorCode.UPSTREAM_TIMEOUT) return 'timeout';
+  if (error.code === ErrorCode.DEADLINE_EXCEEDED) return 'deadline';
+  return error.code;
+}
+
+/** Runs one decision. Never rejects for upstream failures; they become unavailable inputs. */
+export async function runDecision(
+  deps: RunDecisionDeps,
+  request: DecideRequest,
+  traceparent?: string,
+): Promise<DecisionRun> {
+  const startedAt = performance.now();
+  const receivedAt = new Date();
+  const policy = deps.policies.current();
+  const { requirements, signalSettings } = policy;
+
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const signals: PolicyInput['signals'] = {};
+  const calls: CallTiming[] = [];
+  let user: AdminUser | undefined;
+  let devices: AdminDevice[] = [];
+  const adminUnavailable: { user?: string; devices?: string } = {};
+
+  // One map, one promise and one timer per decision: the whole fan-out join.
+  const inFlight = new Map<string, () => void>();
+  let closed = false;
+  let release!: () => void;
+  const allSettled = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const settle = (name: string) => {
+    inFlight.delete(name);
+    if (inFlight.size === 0 && !closed) {
+      closed = true;
+      release();
+    }
+  };
+  /**
+   * Starts a call: records its timing and hands its result to `onResult`, unless the deadline came
+   * first, in which case `onDeadline` marks it unavailable and a late result is ignored.
+   */
+  const start = <T>(
+    name: string,
+    call: Promise<UpstreamResult<T>>,
+    onResult: (r: UpstreamResult<T>) => void,
+    onDeadline: () => void,
+  ) => {
+    inFlight.set(name, onDeadline);
+    const handle = (result: UpstreamResult<T>) => {
+      if (closed) return;
+      const outcome = result.ok ? 'ok' : unavailableReason(result.error);
+      calls.push({ name, durationMs: result.durationMs, outcome });
+      onResult(result);
+      settle(name);
+    };
+    // A client must resolve; if one rejects anyway (a bug), the decision still goes out.
+    call.then(handle, (cause: unknown) =>
+      handle({ ok: false, error: clientBug(name, cause), durationMs: performance.now() - startedAt }),
+    );
+  };
+
+  const adminTimeout = (settings: AdminReadSettings | undefined) =>
+    Math.min(settings?.timeoutMs ?? deps.deadlineMs, deps.deadlineMs);
+  const options = (timeoutMs: number): CallOptions =>
+    traceparent === undefined ? { signal, timeoutMs } : { signal, timeoutMs, traceparent };
+
+  for (const name of requirements.signals) {
+    if (!isApplicable(name, request)) {
+      signals[name] = { status: 'unavailable', reason: NOT_APPLICABLE };
+      continue;
+    }
+    const settings = signalSettings[name];
+    const timeoutMs = Math.min(settings?.timeoutMs ?? deps.deadlineMs, deps.deadlineMs);
+    start(
+      `signals-${name}`,
+      deps.signals(name, buildSignalQuery(name, request, settings?.params), options(timeoutMs)),
+      (result) => {
+        (signals as Record<PolicySignalName, SignalOutcome>)[name] = result.ok
+          ? { status: 'ok', response: result.value }
+          : { status: 'unavailable', reason: unavailableReason(result.error) };
+      },
+      () => {
+        signals[name] = { status: 'unavailable', reason: 'deadline' };
+      },
+    );
+  }
+  if (requirements.adminUser) {
+    if (request.userId === undefined) adminUnavailable.user = NOT_APPLICABLE;
+    else
+      start(
+        'admin-user',
+        deps.admin.getUser(request.userId, options(adminTimeout(policy.adminSettings?.user))),
+        (r) => {
+          if (r.ok) user = r.value;
+          else adminUnavailable.user = unavailableReason(r.error);
+        },
+        () => {
+          adminUnavailable.user = 'deadline';
+        },
+      );
+  }
+  if (requirements.adminDevices) {
+    if (request.userId === undefined) adminUnavailable.devices = NOT_APPLICABLE;
+    else
+      start(
+        'admin-devices',
+        deps.admin.getUserDevices(request.userId, options(adminTimeout(policy.adminSettings?.devices))),
+        (r) => {
+          if (r.ok) devices = r.value;
+          else adminUnavailable.devices = unavailableReason(r.error);
+        },
+        () => {
+          adminUnavailable.devices = 'deadline';
+        },
+      );
+  }
+
+  if (inFlight.size > 0) {
+    const timer = setTimeout(() => {
+      if (closed) return;
+      closed = true;
+      controller.abort();
+      const at = performance.now() - startedAt;
+      for (const [name, onDeadline] of inFlight) {
+        onDeadline();
+        calls.push({ name, durationMs: at, outcome: 'deadline' });
+      }
+      release();
+    }, deps.deadlineMs);
+    await allSettled;
+    clearTimeout(timer);
+  }
+
+  const input: PolicyInput = { signals, user, devices, request: toPolicyRequest(request), now: receivedAt };
+  if (adminUnavailable.user !== undefined || adminUnavailable.devices !== undefined) {
+    input.adminUnavailable = adminUnavailable;
+  }
+  const evaluationStartedAt = performance.now();
+  const decision = policy.evaluate(input);
+  const evaluationMs = performance.now() - evaluationStartedAt;
+
+  const run: DecisionRun = {
+    decisionId: randomUUID(),
+    receivedAt,
+    request,
+    policy,
+    input,
+    decision,
+    calls,
+    evaluationMs,
+    elapsedMs: 0,
+  };
+  const otc = decision.actions.find((a) => a.type === 'one_time_code');
+  if (otc !== undefined) {
+    if (request.userId === undefined) run.oneTimeCode = { status: 'skipped', reason: 'no_user_id' };
+    else {
+      const budget = Math.max(deps.deadlineMs - (performance.now() - startedAt), ONE_TIME_CODE_MIN_BUDGET_MS);
+      const result = await deps.admin.createOneTimeCode(
+        request.userId,
+        { length: otc.length, validSecs: otc.validSecs },
+        traceparent === undefined ? { timeoutMs: budget } : { timeoutMs: budget, traceparent },
+      );
+      const outcome = result.ok ? 'ok' : unavailableReason(result.error);
+      calls.push({ name: 'admin-otc', durationMs: result.durationMs, outcome });
+      run.oneTimeCode = result.ok
+        ? { status: 'done', code: result.value }
+        : { status: 'failed', reason: outcome };
+    }
+  }
+  run.elapsedMs = performance.now() - startedAt;
+  return run;
+}
+
+function clientBug(name: string, cause: unknown): UpstreamError {
+  const upstream = name.startsWith('admin') ? 'admin' : 'signals';
+  return new UpstreamError(ErrorCode.INTERNAL, `${name}: the client rejected`, { upstream }, { cause });
+}
+
+function toPolicyRequest(r: DecideRequest): PolicyInput['request'] {
+  return {
+    accountId: r.accountId,
+    userId: r.userId,
+    deviceId: r.deviceId,
+    platform: r.platform,
+    unitId: r.unitId,
+    verificationStatus: r.verificationStatus,
+    interactionId: r.interactionId,
+    sdkVersionId: r.sdkVersionId,
+    ip: r.ip,
+    userAgent: r.userAgent,
+    context: r.context ?? {},
+  };
+}

@@ -1,0 +1,139 @@
+import type { PolicySignalName } from '../policy/policy-types.ts';
+import type { VerificationStatus } from '../signals/identifiers.ts';
+import type { DecideRequest } from './decide-request.ts';
+
+/**
+ * How a /decide request becomes one Trust Signals query per signal, and which signals cannot
+ * apply to it. This is the one place that maps the login (the subject) and its `baseline` onto the
+ * vendor's parameters; the vendor's `serviceId` is the client's business.
+ */
+
+/** The reason a signal is skipped without a call. Shared with the policy engine's explanations. */
+export const NOT_APPLICABLE = 'not_applicable';
+
+/** Parameters of the single-unit signals (geolocation, geovelocity, active call). */
+export interface UnitQuery {
+  accountId: string;
+  unitId?: string;
+  verificationStatus?: VerificationStatus;
+  interactionId?: string;
+  sdkVersionId?: string;
+}
+
+/** Parameters of the paired signals (proximity, new browser). */
+export interface PairedQuery {
+  subjectAccountId: string;
+  subjectUnitId?: string;
+  subjectVerificationStatus?: VerificationStatus;
+  subjectInteractionId?: string;
+  subjectSdkVersionId?: string;
+  baselineAccountId?: string;
+  baselineUnitId?: string;
+  baselineVerificationStatus?: VerificationStatus;
+  baselineInteractionId?: string;
+  baselineSdkVersionId?: string;
+}
+
+/** Parameters of the remote access tool signal (all identifiers required). */
+export interface RemoteAccessToolQuery {
+  accountId: string;
+  unitId: string;
+  verificationStatus: VerificationStatus;
+  interactionId: string;
+  sdkVersionId?: string;
+}
+
+/** Vendor options a policy may set per signal (`signalSettings[name].params`). */
+export type SignalParams = Record<string, string | number | boolean>;
+
+export interface SignalQueries {
+  remoteAccessTool: RemoteAccessToolQuery;
+  newBrowser: PairedQuery;
+  latestProximity: PairedQuery;
+  historicalProximity: PairedQuery;
+  geovelocity: UnitQuery;
+  activeCall: UnitQuery;
+  geolocation: UnitQuery;
+}
+
+/** The sensor platforms a signal is computed for (trust-signals-api.md, per endpoint). */
+const PLATFORMS: Record<PolicySignalName, readonly ('browser' | 'mobile')[]> = {
+  remoteAccessTool: ['browser'],
+  newBrowser: ['browser'],
+  latestProximity: ['browser', 'mobile'],
+  historicalProximity: ['browser', 'mobile'],
+  geovelocity: ['mobile'],
+  activeCall: ['mobile'],
+  geolocation: ['browser', 'mobile'],
+};
+
+/**
+ * Whether `name` cannot apply to this login: a platform the signal does not cover (when the caller
+ * says which platform it is), or identifiers the signal requires missing. A skipped signal costs no
+ * call and is reported `unavailable` with reason `not_applicable`.
+ */
+export function isApplicable(name: PolicySignalName, request: DecideRequest): boolean {
+  if (request.platform !== undefined && !PLATFORMS[name].includes(request.platform)) return false;
+  switch (name) {
+    case 'remoteAccessTool':
+      return request.interactionId !== undefined; // the ordering rule implies unitId and status
+    case 'latestProximity':
+    case 'historicalProximity':
+      // Without a baseline both sides are the same observations: a meaningless "near itself".
+      return request.baseline !== undefined;
+    default:
+      return true;
+  }
+}
+
+function unitQuery(r: DecideRequest): UnitQuery {
+  const q: UnitQuery = { accountId: r.accountId };
+  if (r.unitId !== undefined) q.unitId = r.unitId;
+  if (r.verificationStatus !== undefined) q.verificationStatus = r.verificationStatus;
+  if (r.interactionId !== undefined) q.interactionId = r.interactionId;
+  if (r.sdkVersionId !== undefined) q.sdkVersionId = r.sdkVersionId;
+  return q;
+}
+
+function pairedQuery(r: DecideRequest, withBaseline: boolean): PairedQuery {
+  const q: PairedQuery = { subjectAccountId: r.accountId };
+  if (r.unitId !== undefined) q.subjectUnitId = r.unitId;
+  if (r.verificationStatus !== undefined) q.subjectVerificationStatus = r.verificationStatus;
+  if (r.interactionId !== undefined) q.subjectInteractionId = r.interactionId;
+  if (r.sdkVersionId !== undefined) q.subjectSdkVersionId = r.sdkVersionId;
+  const b = withBaseline ? r.baseline : undefined;
+  if (b !== undefined) {
+    if (b.accountId !== undefined && b.accountId !== r.accountId) q.baselineAccountId = b.accountId;
+    if (b.unitId !== undefined) q.baselineUnitId = b.unitId;
+    if (b.verificationStatus !== undefined) q.baselineVerificationStatus = b.verificationStatus;
+    if (b.interactionId !== undefined) q.baselineInteractionId = b.interactionId;
+    if (b.sdkVersionId !== undefined) q.baselineSdkVersionId = b.sdkVersionId;
+  }
+  return q;
+}
+
+/** Builds the vendor query of `name` for an applicable request, with the policy's `params` added. */
+export function buildSignalQuery<N extends PolicySignalName>(
+  name: N,
+  request: DecideRequest,
+  params: SignalParams | undefined,
+): SignalQueries[N] {
+  let query: SignalQueries[PolicySignalName];
+  switch (name) {
+    case 'remoteAccessTool':
+      query = unitQuery(request) as RemoteAccessToolQuery;
+      break;
+    case 'newBrowser':
+      // The vendor ignores baseline* without baselineAccountId and compares the subject with its own
+      // history, which is the question "has this browser been seen for this account".
+      query = pairedQuery(request, request.baseline?.accountId !== undefined);
+      break;
+    case 'latestProximity':
+    case 'historicalProximity':
+      query = pairedQuery(request, true);
+      break;
+    default:
+      query = unitQuery(request);
+  }
+  return (params ? { ...params, ...query } : query) as SignalQueries[N];
+}

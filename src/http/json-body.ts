@@ -1,0 +1,60 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { z } from 'zod';
+import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import { problemOf, problemResponse } from './problem-details.ts';
+
+/**
+ * JSON request bodies at the edge: content type (415), size (413), syntax and schema (400). The
+ * errors are `RiskgateError`s, so the app's one error handler renders them as problem+json.
+ */
+
+const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/** Hono middleware answering 413 problem+json for a body over `maxBytes` (streamed or declared). */
+export function limitBody(maxBytes: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize: maxBytes,
+    onError: () =>
+      problemResponse(problemOf(ErrorCode.PAYLOAD_TOO_LARGE, `The request body is over ${maxBytes} bytes.`)),
+  });
+}
+
+/** Converts zod issues to `InputError` issues with dotted field paths (`baseline.unitId`). */
+export function inputErrorOf(error: z.ZodError, what = 'The request body'): InputError {
+  const issues = error.issues.flatMap((issue) => {
+    const base = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((k) => ({ field: base ? `${base}.${k}` : k, message: 'is not a known field' }));
+    }
+    return [{ field: base, message: issue.message }];
+  });
+  const first = issues[0];
+  const message = first
+    ? `${what} is invalid: ${first.field ? `${first.field} ` : ''}${first.message}`
+    : `${what} is invalid`;
+  return new InputError(message, issues);
+}
+
+/**
+ * Reads, parses and validates a JSON body with `schema`. Throws `RG_ERR_UNSUPPORTED_MEDIA_TYPE`
+ * for a content type other than JSON, and `InputError` for bad JSON or a schema violation.
+ */
+export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  const contentType = c.req.header('content-type');
+  if (contentType === undefined || !JSON_CONTENT_TYPE.test(contentType)) {
+    throw new RiskgateError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Send the body as application/json.');
+  }
+  const text = await c.req.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InputError('The request body is not valid JSON.', [
+      { field: '', message: 'is not valid JSON' },
+    ]);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw inputErrorOf(parsed.error);
+  return parsed.data;
+}
