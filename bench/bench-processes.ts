@@ -1,0 +1,222 @@
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { CannonJob, GeneratorReply, OpenLoopJob } from './open-loop-generator.ts';
+
+/** A job as the harness hands it over; the generator wrapper numbers it. */
+export type JobInput = Omit<OpenLoopJob, 'id'> | Omit<CannonJob, 'id'>;
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Which core each process runs on; `undefined` means unpinned. */
+export interface Pinning {
+  available: boolean;
+  riskgate: string | undefined;
+  sandbox: string | undefined;
+  load: string | undefined;
+  note: string;
+}
+
+/**
+ * Cores for riskgate, the sandbox and the load generator. With three or more cores each gets its
+ * own; with two, riskgate (what we measure) gets core 0 to itself and the generator shares core 1
+ * with the sandbox; without taskset (or with `--no-pin`) nothing is pinned, and the note says so.
+ */
+export function planPinning(wanted: boolean): Pinning {
+  const cores = availableParallelism();
+  const none = (note: string): Pinning => ({
+    available: false,
+    riskgate: undefined,
+    sandbox: undefined,
+    load: undefined,
+    note,
+  });
+  if (!wanted) return none('unpinned (--no-pin)');
+  let hasTaskset = false;
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    hasTaskset = true;
+  } catch {
+    hasTaskset = false;
+  }
+  if (!hasTaskset) return none('unpinned: taskset not found');
+  if (cores < 2) return none('unpinned: one core');
+  if (cores === 2) {
+    return {
+      available: true,
+      riskgate: '0',
+      sandbox: '1',
+      load: '1',
+      note: 'riskgate on core 0; sandbox and load generator share core 1 (2 cores)',
+    };
+  }
+  return {
+    available: true,
+    riskgate: '0',
+    sandbox: '1',
+    load: '2',
+    note: 'riskgate on core 0, sandbox on core 1, load generator on core 2',
+  };
+}
+
+/** A free TCP port on loopback (bound then released; a race is possible but harmless here). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A server process the harness started, with the tail of its output for error messages. */
+export interface ServerProcess {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  /** Last lines of stdout/stderr. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node --import tsx <entry>` (under `taskset -c <cpu>` when pinned) with `env`, and waits
+ * until `readyPath` answers 200 (polling every 100 ms, up to `readyTimeoutMs`, default 30 000).
+ */
+export async function startServer(options: {
+  name: string;
+  entry: string;
+  port: number;
+  cpu: string | undefined;
+  env: Record<string, string>;
+  readyPath: string;
+  nodeArgs?: string[];
+  readyTimeoutMs?: number;
+}): Promise<ServerProcess> {
+  const nodeArgs = [...(options.nodeArgs ?? []), '--import', 'tsx', options.entry];
+  const [command, args] =
+    options.cpu === undefined
+      ? [process.execPath, nodeArgs]
+      : ['taskset', ['-c', options.cpu, process.execPath, ...nodeArgs]];
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const keep = (chunk: Buffer): void => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line.trim() === '') continue;
+      lines.push(line);
+      if (lines.length > 40) lines.shift();
+    }
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const url = `http://127.0.0.1:${options.port}`;
+  let exited: number | null | undefined;
+  child.once('exit', (code) => {
+    exited = code;
+  });
+  const server: ServerProcess = {
+    name: options.name,
+    child,
+    pid: child.pid ?? -1,
+    url,
+    output: () => lines.join('\n'),
+    stop: () => stopChild(child),
+  };
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
+  while (Date.now() < deadline) {
+    if (exited !== undefined) {
+      throw new Error(`${options.name} exited with code ${exited} before it was ready:\n${server.output()}`);
+    }
+    try {
+      const response = await fetch(`${url}${options.readyPath}`, { signal: AbortSignal.timeout(1000) });
+      await response.arrayBuffer();
+      if (response.ok) return server;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await server.stop();
+  throw new Error(`${options.name} was not ready at ${url}${options.readyPath} in time:\n${server.output()}`);
+}
+
+/** SIGTERM, then SIGKILL after 5 s if the process has not exited. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The forked load generator: send it jobs, get results. */
+export interface Generator {
+  run<R>(job: JobInput): Promise<R>;
+  stop(): Promise<void>;
+}
+
+/** Forks bench/open-loop-generator.ts and pins all its threads to `cpu` when given. */
+export async function startGenerator(cpu: string | undefined): Promise<Generator> {
+  const child = fork(fileURLToPath(new URL('./open-loop-generator.ts', import.meta.url)), [], {
+    cwd: ROOT,
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  let nextId = 1;
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) =>
+      reject(new Error(`load generator exited with code ${code} before it was ready`)),
+    );
+    child.on('message', (message: GeneratorReply) => {
+      if (message.type === 'ready') {
+        resolve();
+        return;
+      }
+      const waiter = pending.get(message.id);
+      if (!waiter) return;
+      pending.delete(message.id);
+      if (message.type === 'result') waiter.resolve(message.result);
+      else waiter.reject(new Error(`load generator: ${message.message}`));
+    });
+  });
+  child.on('exit', (code) => {
+    for (const waiter of pending.values())
+      waiter.reject(new Error(`load generator exited with code ${code}`));
+    pending.clear();
+  });
+  await ready;
+  if (cpu !== undefined && child.pid !== undefined) {
+    // -a: every thread, including the ones V8 and libuv already started.
+    execFileSync('taskset', ['-a', '-p', '-c', cpu, String(child.pid)], { stdio: 'ignore' });
+  }
+  return {
+    run<R>(job: JobInput): Promise<R> {
+      const id = nextId++;
+      return new Promise<R>((resolve, reject) => {
+        pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        child.send({ ...job, id });
+      });
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.send({ type: 'exit' });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,224 @@
+import type { BenchResult } from './bench-run.ts';
+import type { LatencySummary } from './latency-summary.ts';
+
+/** One of the issue's targets, as measured (recorded, never asserted). */
+export interface TargetCheck {
+  name: string;
+  target: string;
+  measured: string;
+  /** null when the run did not measure it (e.g. no 1000/s step). */
+  met: boolean | null;
+}
+
+const ms = (us: number, digits = 2) => (us / 1000).toFixed(digits);
+
+function errorsText(errors: {
+  timeouts: number;
+  connection: number;
+  dropped: number;
+  status: Record<string, number>;
+}) {
+  const parts: string[] = [];
+  if (errors.timeouts) parts.push(`${errors.timeouts} timeout`);
+  if (errors.connection) parts.push(`${errors.connection} conn`);
+  if (errors.dropped) parts.push(`${errors.dropped} dropped`);
+  for (const [status, n] of Object.entries(errors.status)) parts.push(`${n}×${status}`);
+  return parts.length > 0 ? parts.join(', ') : '0';
+}
+
+/** The step closest to `rate` (the targets are stated at 1000/s). */
+function closest<T extends { rate: number }>(rows: T[], rate: number): T | undefined {
+  let best: T | undefined;
+  for (const row of rows) if (!best || Math.abs(row.rate - rate) < Math.abs(best.rate - rate)) best = row;
+  return best;
+}
+
+/** The issue's targets against this run's figures. */
+export function checkTargets(result: BenchResult): TargetCheck[] {
+  const s = result.scenarios;
+  const checks: TargetCheck[] = [];
+  for (const profile of s.overhead.profiles) {
+    const row = closest(profile.rates, 1000);
+    const at = row ? `${row.rate}/s, ${profile.profile}` : profile.profile;
+    const e2e: LatencySummary | undefined = row?.overheadEndToEndUs;
+    checks.push({
+      name: `overhead p99 (${at})`,
+      target: '≤ 2 ms',
+      measured: e2e ? `${ms(e2e.p99, 3)} ms (server-side ${ms(row!.overheadServerUs.p99, 3)} ms)` : 'n/a',
+      met: e2e && e2e.count > 0 && row?.rate === 1000 ? e2e.p99 <= 2000 : null,
+    });
+    checks.push({
+      name: `overhead p50 (${at})`,
+      target: '≤ 0.5 ms',
+      measured: e2e ? `${ms(e2e.p50, 3)} ms (server-side ${ms(row!.overheadServerUs.p50, 3)} ms)` : 'n/a',
+      met: e2e && e2e.count > 0 && row?.rate === 1000 ? e2e.p50 <= 500 : null,
+    });
+  }
+  checks.push({
+    name: '/decide throughput vs hello-world (same run)',
+    target: '≥ 35 %',
+    measured: `${(s.throughput.ratio * 100).toFixed(1)} % (${s.throughput.decide.requestsPerSecond} vs ${s.throughput.hello.requestsPerSecond} req/s)`,
+    met: s.throughput.hello.requestsPerSecond > 0 ? s.throughput.ratio >= 0.35 : null,
+  });
+  for (const profile of s.upstream.profiles) {
+    const row = closest(profile.rates, 1000);
+    checks.push({
+      name: `remote-access-tool POSTs per decision (${row ? `${row.rate}/s, ` : ''}${profile.profile})`,
+      target: '≤ 0.1',
+      measured: row ? `${row.ratPostsPerDecision} (${row.itemsPerBatch.mean} items/batch)` : 'n/a',
+      met: row && row.rate === 1000 && row.decisions > 0 ? row.ratPostsPerDecision <= 0.1 : null,
+    });
+  }
+  const t = s.upstream.tokens;
+  checks.push({
+    name: 'token requests',
+    target: `one per token lifetime (≤ ${t.allowed} in ${t.runSeconds} s at ${t.lifetimeSeconds} s)`,
+    measured: String(t.issued),
+    met: t.issued >= 1 && t.issued <= t.allowed,
+  });
+  checks.push({
+    name: 'RSS growth after warm-up',
+    target: '≤ 10 %',
+    measured: `${s.memory.rssGrowthPct} % (heap after GC ${s.memory.heapAfterGcGrowthPct} %)`,
+    met: s.memory.samples.length >= 4 ? s.memory.rssGrowthPct <= 10 : null,
+  });
+  return checks;
+}
+
+/** The console / markdown report of one run (or of the median of several). */
+export function renderReport(result: BenchResult, title = 'riskgate bench'): string {
+  const s = result.scenarios;
+  const m = result.machine;
+  const out: string[] = [];
+  out.push(`## ${title}: ${result.mode} run, ${result.startedAt}`);
+  out.push('');
+  out.push(`- Command: \`${result.command}\``);
+  out.push(
+    `- Machine: ${m.cores} cores (${m.cpuModel}), Node ${m.node}, ${m.platform}, ${m.totalMemoryMb} MB; load average ${m.loadAverage.start} → ${m.loadAverage.end}`,
+  );
+  out.push(`- Pinning: ${m.pinning.note}`);
+  out.push('');
+
+  out.push('### 1. Latency under open-model load (from intended send time, ms)');
+  out.push('');
+  for (const profile of s.latency.profiles) {
+    out.push(`${profile.description}:`);
+    out.push('');
+    out.push(
+      '| rate/s | achieved/s | p50 | p90 | p99 | p99.9 | max | errors | generator lag p99 | verdicts |',
+    );
+    out.push('|---:|---:|---:|---:|---:|---:|---:|---|---:|---|');
+    for (const r of profile.rates) {
+      const l = r.latencyUs;
+      const verdicts = Object.entries(r.verdicts)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      out.push(
+        `| ${r.rate} | ${r.achievedRate} | ${ms(l.p50)} | ${ms(l.p90)} | ${ms(l.p99)} | ${ms(l.p999)} | ${ms(l.max)} | ${errorsText(r.errors)} | ${ms(r.sendLagUs.p99)} | ${verdicts} |`,
+      );
+    }
+    out.push('');
+  }
+
+  out.push('### 2. Orchestration overhead (decision latency − slowest upstream call, ms)');
+  out.push('');
+  out.push(
+    '| profile | rate/s | end-to-end p50 | end-to-end p99 | server p50 | server p99 | floor p50 | floor p99 | no Server-Timing |',
+  );
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const profile of s.overhead.profiles) {
+    for (const r of profile.rates) {
+      out.push(
+        `| ${profile.profile} | ${r.rate} | ${ms(r.overheadEndToEndUs.p50, 3)} | ${ms(r.overheadEndToEndUs.p99, 3)} | ${ms(r.overheadServerUs.p50, 3)} | ${ms(r.overheadServerUs.p99, 3)} | ${ms(r.slowestUpstreamUs.p50)} | ${ms(r.slowestUpstreamUs.p99)} | ${r.missingServerTiming} |`,
+      );
+    }
+  }
+  out.push('');
+
+  out.push('### 3. Throughput ceiling (autocannon, closed model)');
+  out.push('');
+  out.push('| target | connections | req/s | p50 ms | p99 ms | non-2xx | errors | riskgate CPU µs/req |');
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [name, r] of [
+    ['GET /bench/hello', s.throughput.hello],
+    ['POST /decide', s.throughput.decide],
+  ] as const) {
+    out.push(
+      `| ${name} | ${r.connections} | ${r.requestsPerSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p99} | ${r.non2xx} | ${r.errors} | ${r.cpuUsPerRequest} |`,
+    );
+  }
+  out.push('');
+  out.push(`/decide ÷ hello-world: **${(s.throughput.ratio * 100).toFixed(1)} %**`);
+  out.push('');
+
+  out.push('### 4. Upstream efficiency (from /sandbox/stats, per decision answered)');
+  out.push('');
+  const needs = s.upstream.policyNeeds;
+  out.push(
+    needs.available
+      ? `Policy needs ${needs.readsPerDecision} reads per decision on these bodies (signals: ${needs.signals.join(', ') || 'none'}; admin user ${needs.adminUser}, devices ${needs.adminDevices}).`
+      : `Policy needs: not computed (${needs.reason}).`,
+  );
+  out.push('');
+  out.push(
+    '| profile | rate/s | upstream calls | reads | actions | RAT POSTs | items/batch mean (max) | RAT GETs | upstream non-2xx |',
+  );
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---|');
+  for (const profile of s.upstream.profiles) {
+    for (const r of profile.rates) {
+      const errs = Object.entries(r.upstreamErrors)
+        .map(([k, v]) => `${v}×${k}`)
+        .join(', ');
+      out.push(
+        `| ${profile.profile} | ${r.rate} | ${r.upstreamCallsPerDecision} | ${r.readsPerDecision} | ${r.actionsPerDecision} | ${r.ratPostsPerDecision} | ${r.itemsPerBatch.mean} (${r.itemsPerBatch.max}) | ${r.ratGets} | ${errs || '0'} |`,
+      );
+    }
+  }
+  const t = s.upstream.tokens;
+  out.push('');
+  out.push(
+    `Token requests: ${t.issued} in ${t.runSeconds} s with a ${t.lifetimeSeconds} s token lifetime (allowed: ${t.allowed}).`,
+  );
+  out.push('');
+
+  out.push(`### 5. Memory (${s.memory.rate}/s for ${s.memory.durationS} s)`);
+  out.push('');
+  out.push('| moment | RSS MB | heap used MB | heap total MB |');
+  out.push('|---|---:|---:|---:|');
+  for (const [name, sample] of [
+    ['before', s.memory.before],
+    ['before, after full GC', s.memory.beforeAfterGc],
+    [`peak (at ${s.memory.peak.tS} s)`, s.memory.peak],
+    ['after', s.memory.after],
+    ['after, after full GC', s.memory.afterAfterGc],
+  ] as const) {
+    out.push(`| ${name} | ${sample.rssMb} | ${sample.heapUsedMb} | ${sample.heapTotalMb} |`);
+  }
+  out.push('');
+  out.push(
+    `RSS growth after warm-up: **${s.memory.rssGrowthPct} %**; heap after full GC, after vs before: ${s.memory.heapAfterGcGrowthPct} %. Load: ${s.memory.load.achievedRate}/s, p99 ${ms(s.memory.load.latencyUs.p99)} ms, errors ${errorsText(s.memory.load.errors)}.`,
+  );
+  out.push('');
+
+  out.push('### 6. Policy evaluation');
+  out.push('');
+  out.push(renderPolicyEval(s.policyEval));
+  out.push('');
+
+  out.push('### Targets (recorded, not asserted)');
+  out.push('');
+  out.push('| target | wanted | measured | met |');
+  out.push('|---|---|---|---|');
+  for (const check of checkTargets(result)) {
+    out.push(
+      `| ${check.name} | ${check.target} | ${check.measured} | ${check.met === null ? 'n/a' : check.met ? 'yes' : '**no**'} |`,
+    );
+  }
+  out.push('');
+  return out.join('\n');
+}
+
+function renderPolicyEval(policyEval: BenchResult['scenarios']['policyEval']): string {
+  if (!policyEval.available) return `Not run: ${policyEval.reason}.`;
+  return ['```json', JSON.stringify(policyEval.figures, null, 2), '```'].join('\n');
+}

@@ -1,0 +1,494 @@
+import { randomBytes } from 'node:crypto';
+import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
+import type { BenchOptions } from './bench-options.ts';
+import {
+  freePort,
+  type Generator,
+  type Pinning,
+  planPinning,
+  type ServerProcess,
+  startGenerator,
+  startServer,
+} from './bench-processes.ts';
+import { buildDecideBodies } from './decide-bodies.ts';
+import type { CannonResult, OpenLoopResult } from './open-loop-generator.ts';
+import { type PolicyEvalFigures, runPolicyEval } from './policy-eval-scenario.ts';
+import { computePolicyNeeds, type PolicyNeeds } from './policy-needs.ts';
+import {
+  applyLatencyProfile,
+  getSandboxStats,
+  type LatencyProfile,
+  resetSandbox,
+  resetSandboxStats,
+  type SandboxStats,
+} from './sandbox-control.ts';
+import { type UpstreamFigures, upstreamFigures } from './upstream-efficiency.ts';
+
+/** The sandbox's token lifetime when the bench does not set one (CONTRACT §3). */
+const SANDBOX_DEFAULT_TOKEN_LIFETIME_S = 43_200;
+
+export interface MachineInfo {
+  cores: number;
+  cpuModel: string;
+  node: string;
+  platform: string;
+  totalMemoryMb: number;
+  /** 1-minute load average when the run started and ended: the noise from everything else. */
+  loadAverage: { start: number; end: number };
+  pinning: Pinning;
+}
+
+export interface OpenLoopStep {
+  profile: string;
+  rate: number;
+  load: OpenLoopResult;
+  upstream: UpstreamFigures;
+}
+
+/** `process.cpuUsage` + `memoryUsage` of riskgate, as `/bench/process` answers. */
+interface ProcessSample {
+  uptimeS: number;
+  cpuUsage: { user: number; system: number };
+  memoryUsage: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
+  gcExposed: boolean;
+}
+
+export interface MemorySample {
+  /** Seconds since the sustained run started. */
+  tS: number;
+  rssMb: number;
+  heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+}
+
+export interface BenchResult {
+  schemaVersion: 1;
+  startedAt: string;
+  finishedAt: string;
+  /** How the run was started, to repeat it. */
+  command: string;
+  mode: BenchOptions['mode'];
+  options: BenchOptions;
+  machine: MachineInfo;
+  scenarios: {
+    latency: {
+      profiles: {
+        profile: string;
+        description: string;
+        rates: ({ rate: number } & Pick<
+          OpenLoopResult,
+          | 'scheduled'
+          | 'ok'
+          | 'achievedRate'
+          | 'errors'
+          | 'latencyUs'
+          | 'serviceTimeUs'
+          | 'sendLagUs'
+          | 'verdicts'
+        >)[];
+      }[];
+    };
+    overhead: {
+      profiles: {
+        profile: string;
+        rates: Pick<
+          OpenLoopResult,
+          'rate' | 'overheadEndToEndUs' | 'overheadServerUs' | 'slowestUpstreamUs' | 'missingServerTiming'
+        >[];
+      }[];
+    };
+    throughput: {
+      hello: CannonResult & { cpuUsPerRequest: number };
+      decide: CannonResult & { cpuUsPerRequest: number };
+      /** decide requests/s ÷ hello requests/s, same run. */
+      ratio: number;
+    };
+    upstream: {
+      profiles: {
+        profile: string;
+        rates: (UpstreamFigures & { rate: number; metricsInServerTiming: number })[];
+      }[];
+      tokens: {
+        issued: number;
+        runSeconds: number;
+        lifetimeSeconds: number;
+        /** The most a client refreshing once per lifetime may ask for in this run. */
+        allowed: number;
+      };
+      policyNeeds: PolicyNeeds;
+    };
+    memory: {
+      rate: number;
+      durationS: number;
+      before: MemorySample;
+      beforeAfterGc: MemorySample;
+      peak: MemorySample;
+      after: MemorySample;
+      afterAfterGc: MemorySample;
+      /** RSS at the end of the run vs. just after warm-up (the first 25 %), percent. */
+      rssGrowthPct: number;
+      /** Heap after a full GC, after the run vs. before it, percent. */
+      heapAfterGcGrowthPct: number;
+      samples: MemorySample[];
+      load: Pick<OpenLoopResult, 'ok' | 'achievedRate' | 'errors' | 'latencyUs'>;
+    };
+    policyEval: PolicyEvalFigures;
+  };
+}
+
+const MB = 1024 * 1024;
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+function toMemorySample(sample: ProcessSample, tS: number): MemorySample {
+  return {
+    tS: round(tS),
+    rssMb: round(sample.memoryUsage.rss / MB),
+    heapUsedMb: round(sample.memoryUsage.heapUsed / MB),
+    heapTotalMb: round(sample.memoryUsage.heapTotal / MB),
+    externalMb: round(sample.memoryUsage.external / MB),
+  };
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function describeProfile(profile: LatencyProfile): string {
+  return profile.name === 'zero'
+    ? 'sandbox at zero added latency'
+    : `upstream latency lognormal, p50 ${profile.p50Ms} ms, p99 ${profile.p99Ms} ms`;
+}
+
+/** Logs progress on stderr so stdout keeps only the report. */
+function progress(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+/**
+ * One full run: starts the sandbox, riskgate (bench/riskgate-under-bench.ts) and the load
+ * generator, runs every scenario, stops everything, and returns the figures.
+ */
+export async function runBench(options: BenchOptions, command: string): Promise<BenchResult> {
+  const startedAt = new Date();
+  const loadStart = loadavg()[0]!;
+  const pinning = planPinning(options.pin);
+  progress(`pinning: ${pinning.note}`);
+  const bodies = buildDecideBodies(options.bodyVariants);
+  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
+  const tokenLifetimeS = options.tokenLifetimeS || SANDBOX_DEFAULT_TOKEN_LIFETIME_S;
+
+  const servers: ServerProcess[] = [];
+  let generator: Generator | undefined;
+  try {
+    const sandboxPort = await freePort();
+    const sandboxEnv: Record<string, string> = { SANDBOX_PORT: String(sandboxPort) };
+    if (options.tokenLifetimeS > 0)
+      sandboxEnv.SANDBOX_TOKEN_LIFETIME_SECONDS = String(options.tokenLifetimeS);
+    progress('starting the sandbox');
+    const sandbox = await startServer({
+      name: 'sandbox',
+      entry: process.env.BENCH_SANDBOX_ENTRY ?? 'src/sandbox/main.ts',
+      port: sandboxPort,
+      cpu: pinning.sandbox,
+      env: sandboxEnv,
+      readyPath: '/sandbox/stats',
+    });
+    servers.push(sandbox);
+
+    const riskgatePort = await freePort();
+    const c = DEFAULT_CREDENTIALS;
+    progress('starting riskgate');
+    const riskgate = await startServer({
+      name: 'riskgate',
+      entry: process.env.BENCH_RISKGATE_ENTRY ?? 'bench/riskgate-under-bench.ts',
+      port: riskgatePort,
+      cpu: pinning.riskgate,
+      nodeArgs: ['--expose-gc'],
+      readyPath: '/readyz',
+      env: {
+        RISKGATE_PORT: String(riskgatePort),
+        RISKGATE_SIGNALS_URL: `${sandbox.url}/api/v1`,
+        RISKGATE_AUTH_URL: sandbox.url,
+        RISKGATE_ADMIN_URL: sandbox.url,
+        RISKGATE_LOGS_URL: sandbox.url,
+        RISKGATE_SERVICE_ID: c.serviceId,
+        RISKGATE_CLIENT_ID: c.retrievalClientId,
+        RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
+        RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
+        RISKGATE_ADMIN_API_KEY: c.adminApiKey,
+        RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
+        RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
+        RISKGATE_API_KEYS: apiKey,
+        RISKGATE_POLICY_PATH: options.policyPath,
+        RISKGATE_DECISION_LOG: 'off',
+      },
+    });
+    servers.push(riskgate);
+    generator = await startGenerator(pinning.load);
+    const runStartMs = Date.now();
+
+    let tokensIssued = 0;
+    /** Stats since the last reset; the token count is carried over because a reset zeroes it. */
+    const takeStats = async (): Promise<SandboxStats> => {
+      const stats = await getSandboxStats(sandbox.url);
+      tokensIssued += stats.tokensIssued;
+      await resetSandboxStats(sandbox.url);
+      return stats;
+    };
+    const sample = async (gc = false): Promise<ProcessSample> => {
+      const response = await fetch(`${riskgate.url}/bench/process${gc ? '?gc=1' : ''}`, {
+        signal: AbortSignal.timeout(5000),
+      });
+      return (await response.json()) as ProcessSample;
+    };
+    const decideHeaders = { authorization: `Bearer ${apiKey}` };
+    const openLoop = (rate: number, durationS: number, warmupS: number) =>
+      generator!.run<OpenLoopResult>({
+        type: 'open',
+        origin: riskgate.url,
+        path: '/decide',
+        headers: decideHeaders,
+        bodies,
+        rate,
+        durationS,
+        warmupS,
+        connections: options.connections,
+        timeoutMs: options.timeoutMs,
+        maxInFlight: options.maxInFlight,
+      });
+    /** Restores the seeded users (deny actions lock them out) and the wanted latency profile. */
+    const freshSandbox = async (profile: LatencyProfile) => {
+      await takeStats();
+      await resetSandbox(sandbox.url);
+      await applyLatencyProfile(sandbox.url, profile);
+      await takeStats();
+    };
+
+    // Scenarios 1, 2 and 4: one open-model step per profile and rate.
+    const profiles: LatencyProfile[] = options.profiles.map((name) =>
+      name === 'zero' ? { name } : { name, p50Ms: options.latencyP50Ms, p99Ms: options.latencyP99Ms },
+    );
+    const steps: OpenLoopStep[] = [];
+    for (const profile of profiles) {
+      for (const rate of options.rates) {
+        await freshSandbox(profile);
+        progress(`open model: ${describeProfile(profile)}, ${rate}/s for ${options.durationS} s`);
+        const load = await openLoop(rate, options.durationS, options.warmupS);
+        const stats = await takeStats();
+        steps.push({
+          profile: profile.name,
+          rate,
+          load,
+          upstream: upstreamFigures(stats, load.answeredIncludingWarmup),
+        });
+      }
+    }
+
+    // Scenario 3: closed-model ceiling, hello-world and /decide in the same run.
+    await freshSandbox({ name: 'zero' });
+    const cannon = async (target: 'hello' | 'decide') => {
+      const job = {
+        type: 'cannon' as const,
+        url: target === 'hello' ? `${riskgate.url}/bench/hello` : `${riskgate.url}/decide`,
+        method: target === 'hello' ? ('GET' as const) : ('POST' as const),
+        headers: target === 'hello' ? {} : { ...decideHeaders, 'content-type': 'application/json' },
+        bodies: target === 'hello' ? [] : bodies,
+        connections: options.cannonConnections,
+      };
+      // A short unmeasured run first, so both targets are measured warm.
+      await generator!.run<CannonResult>({ ...job, durationS: Math.min(1, options.cannonDurationS) });
+      progress(
+        `throughput: autocannon ${target}, ${options.cannonConnections} connections, ${options.cannonDurationS} s`,
+      );
+      const before = await sample();
+      const result = await generator!.run<CannonResult>({ ...job, durationS: options.cannonDurationS });
+      const after = await sample();
+      const cpuUs =
+        after.cpuUsage.user - before.cpuUsage.user + (after.cpuUsage.system - before.cpuUsage.system);
+      return { ...result, cpuUsPerRequest: result.requests > 0 ? round(cpuUs / result.requests) : 0 };
+    };
+    const hello = await cannon('hello');
+    const decide = await cannon('decide');
+    await takeStats();
+
+    // Scenario 5: memory before, during and after a sustained run.
+    await freshSandbox({ name: 'zero' });
+    const beforeSample = await sample();
+    const beforeGc = await sample(true);
+    const memorySamples: MemorySample[] = [];
+    let memoryLoad: OpenLoopResult | undefined;
+    if (options.memoryDurationS > 0) {
+      progress(`memory: ${options.memoryRate}/s for ${options.memoryDurationS} s`);
+      const t0 = Date.now();
+      const loadDone = openLoop(options.memoryRate, options.memoryDurationS, 0).then((r) => {
+        memoryLoad = r;
+      });
+      let finished = false;
+      void loadDone.finally(() => {
+        finished = true;
+      });
+      while (!finished) {
+        await Promise.race([loadDone, new Promise((r) => setTimeout(r, 1000))]);
+        if (!finished) memorySamples.push(toMemorySample(await sample(), (Date.now() - t0) / 1000));
+      }
+      await loadDone;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    const afterSample = await sample();
+    const afterGc = await sample(true);
+    await takeStats();
+    const runSeconds = (Date.now() - runStartMs) / 1000;
+
+    const policyNeeds = await computePolicyNeeds(options.policyPath, bodies);
+    const policyEval = await runPolicyEval(options.mode);
+
+    const memory = memoryFigures(
+      toMemorySample(beforeSample, 0),
+      toMemorySample(beforeGc, 0),
+      memorySamples,
+      toMemorySample(afterSample, options.memoryDurationS + 1),
+      toMemorySample(afterGc, options.memoryDurationS + 1),
+    );
+    const result: BenchResult = {
+      schemaVersion: 1,
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      command,
+      mode: options.mode,
+      options,
+      machine: {
+        cores: availableParallelism(),
+        cpuModel: cpus()[0]?.model ?? 'unknown',
+        node: process.version,
+        platform: `${process.platform}-${process.arch}`,
+        totalMemoryMb: Math.round(totalmem() / MB),
+        loadAverage: { start: round(loadStart, 2), end: round(loadavg()[0]!, 2) },
+        pinning,
+      },
+      scenarios: {
+        latency: {
+          profiles: profiles.map((profile) => ({
+            profile: profile.name,
+            description: describeProfile(profile),
+            rates: steps
+              .filter((s) => s.profile === profile.name)
+              .map(({ load }) => ({
+                rate: load.rate,
+                scheduled: load.scheduled,
+                ok: load.ok,
+                achievedRate: load.achievedRate,
+                errors: load.errors,
+                latencyUs: load.latencyUs,
+                serviceTimeUs: load.serviceTimeUs,
+                sendLagUs: load.sendLagUs,
+                verdicts: load.verdicts,
+              })),
+          })),
+        },
+        overhead: {
+          profiles: profiles.map((profile) => ({
+            profile: profile.name,
+            rates: steps
+              .filter((s) => s.profile === profile.name)
+              .map(({ load }) => ({
+                rate: load.rate,
+                overheadEndToEndUs: load.overheadEndToEndUs,
+                overheadServerUs: load.overheadServerUs,
+                slowestUpstreamUs: load.slowestUpstreamUs,
+                missingServerTiming: load.missingServerTiming,
+              })),
+          })),
+        },
+        throughput: {
+          hello,
+          decide,
+          ratio:
+            hello.requestsPerSecond > 0 ? round(decide.requestsPerSecond / hello.requestsPerSecond, 3) : 0,
+        },
+        upstream: {
+          profiles: profiles.map((profile) => ({
+            profile: profile.name,
+            rates: steps
+              .filter((s) => s.profile === profile.name)
+              .map((s) => ({
+                rate: s.rate,
+                ...s.upstream,
+                metricsInServerTiming: s.load.upstreamMetricsPerDecision,
+              })),
+          })),
+          tokens: {
+            issued: tokensIssued,
+            runSeconds: round(runSeconds),
+            lifetimeSeconds: tokenLifetimeS,
+            allowed: Math.ceil(runSeconds / tokenLifetimeS),
+          },
+          policyNeeds,
+        },
+        memory: {
+          rate: options.memoryRate,
+          durationS: options.memoryDurationS,
+          ...memory,
+          load: {
+            ok: memoryLoad?.ok ?? 0,
+            achievedRate: memoryLoad?.achievedRate ?? 0,
+            errors: memoryLoad?.errors ?? { timeouts: 0, connection: 0, dropped: 0, status: {} },
+            latencyUs: memoryLoad?.latencyUs ?? {
+              count: 0,
+              p50: 0,
+              p90: 0,
+              p99: 0,
+              p999: 0,
+              max: 0,
+              mean: 0,
+            },
+          },
+        },
+        policyEval,
+      },
+    };
+    return result;
+  } catch (error) {
+    for (const server of servers) {
+      process.stderr.write(`--- last output of ${server.name} ---\n${server.output()}\n`);
+    }
+    throw error;
+  } finally {
+    await generator?.stop().catch(() => {});
+    for (const server of servers.reverse()) await server.stop().catch(() => {});
+  }
+}
+
+function memoryFigures(
+  before: MemorySample,
+  beforeAfterGc: MemorySample,
+  samples: MemorySample[],
+  after: MemorySample,
+  afterAfterGc: MemorySample,
+): Omit<BenchResult['scenarios']['memory'], 'rate' | 'durationS' | 'load'> {
+  const all = samples.length > 0 ? samples : [after];
+  const peak = all.reduce((a, b) => (b.rssMb > a.rssMb ? b : a));
+  // Warm-up is the first quarter; compare the samples just after it with the last tenth of the run.
+  const n = all.length;
+  const warm = all.slice(Math.floor(n * 0.25), Math.max(Math.floor(n * 0.25) + 1, Math.ceil(n * 0.35)));
+  const end = all.slice(Math.min(n - 1, Math.floor(n * 0.9)));
+  const warmRss = median(warm.map((s) => s.rssMb));
+  const endRss = median(end.map((s) => s.rssMb));
+  return {
+    before,
+    beforeAfterGc,
+    peak,
+    after,
+    afterAfterGc,
+    rssGrowthPct: warmRss > 0 ? round(((endRss - warmRss) / warmRss) * 100) : 0,
+    heapAfterGcGrowthPct:
+      beforeAfterGc.heapUsedMb > 0
+        ? round(((afterAfterGc.heapUsedMb - beforeAfterGc.heapUsedMb) / beforeAfterGc.heapUsedMb) * 100)
+        : 0,
+    samples,
+  };
+}

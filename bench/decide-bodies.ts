@@ -1,0 +1,77 @@
+/**
+ * The /decide bodies the bench sends: the sandbox's six demo accounts, with the IP and the free
+ * `context` varied so no two consecutive requests carry the same body. Deterministic (seeded), so
+ * two runs send the same sequence.
+ */
+
+interface DemoAccount {
+  name: string;
+  platform: 'browser' | 'mobile';
+}
+
+/** The sandbox's demo accounts; browser ones log in from `<name>-web`, mobile ones from `<name>-app`. */
+export const DEMO_ACCOUNTS: readonly DemoAccount[] = [
+  { name: 'alice', platform: 'browser' },
+  { name: 'bob', platform: 'browser' },
+  { name: 'mallory', platform: 'browser' },
+  { name: 'dave', platform: 'browser' },
+  { name: 'trudy', platform: 'mobile' },
+  { name: 'carol', platform: 'mobile' },
+];
+
+const USER_AGENTS = [
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36',
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15',
+  'Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0',
+];
+const CHANNELS = ['web', 'ios', 'android', 'partner-portal'];
+const COUNTRIES = ['US', 'DE', 'FR', 'GB', 'BR', 'JP', 'IN'];
+
+/** Mulberry32: a tiny seeded PRNG, enough to vary bodies reproducibly. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One /decide request body (D's request schema). */
+export function buildDecideBody(account: DemoAccount, random: () => number): Record<string, unknown> {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const unitId = account.platform === 'browser' ? `${account.name}-web` : `${account.name}-app`;
+  const octet = () => 1 + Math.floor(random() * 254);
+  const body: Record<string, unknown> = {
+    accountId: account.name,
+    platform: account.platform,
+    unitId,
+    verificationStatus: 'unverified',
+    interactionId: `${account.name}-login-1`,
+    baseline: { unitId: `${account.name}-app`, verificationStatus: 'verified' },
+    ip: `${pick([203, 198, 192])}.${octet()}.${octet()}.${octet()}`,
+    context: {
+      channel: pick(CHANNELS),
+      country: pick(COUNTRIES),
+      attempt: 1 + Math.floor(random() * 3),
+      passwordless: random() < 0.3,
+    },
+  };
+  if (account.platform === 'browser') body.userAgent = pick(USER_AGENTS);
+  return body;
+}
+
+/**
+ * `count` serialised bodies, cycling through the demo accounts in order (so every account is
+ * exercised evenly at every rate) with the varied fields drawn from a PRNG seeded with `seed`.
+ */
+export function buildDecideBodies(count: number, seed = 20240102): string[] {
+  const random = seededRandom(seed);
+  const bodies: string[] = [];
+  for (let i = 0; i < count; i++) {
+    bodies.push(JSON.stringify(buildDecideBody(DEMO_ACCOUNTS[i % DEMO_ACCOUNTS.length]!, random)));
+  }
+  return bodies;
+}

@@ -1,0 +1,325 @@
+/**
+ * The load generator, in its own process (forked by bench/run.ts with `node --import tsx`, pinned
+ * beside the servers). Two jobs, driven over IPC:
+ *
+ * - `open`: an open-model run. Sends are scheduled at fixed intended times (rate per second) and
+ *   fired whether or not earlier answers came back, so a slow answer never delays the next send.
+ *   Every latency is measured from the intended send time to the end of the response body
+ *   (no coordinated omission), in microseconds, into hdr histograms.
+ * - `cannon`: a closed-model autocannon run (throughput ceiling).
+ */
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import { Pool } from 'undici';
+import {
+  createMicrosecondHistogram,
+  type LatencySummary,
+  recordMicros,
+  summarize,
+} from './latency-summary.ts';
+import { parseServerTiming } from './server-timing.ts';
+
+export interface OpenLoopJob {
+  type: 'open';
+  id: number;
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  /** Serialised bodies, sent in turn. */
+  bodies: string[];
+  rate: number;
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  timeoutMs: number;
+  maxInFlight: number;
+}
+
+export interface CannonJob {
+  type: 'cannon';
+  id: number;
+  url: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  /** Bodies cycled per request (POST); empty for GET. */
+  bodies: string[];
+  durationS: number;
+  connections: number;
+}
+
+export type GeneratorJob = OpenLoopJob | CannonJob;
+
+export interface OpenLoopResult {
+  rate: number;
+  durationS: number;
+  warmupS: number;
+  /** Sends scheduled in the measured window. */
+  scheduled: number;
+  /** 2xx answers in the measured window. */
+  ok: number;
+  /** Answers of any status, warm-up included: the denominator of per-decision upstream figures. */
+  answeredIncludingWarmup: number;
+  /** 2xx answers per second of the measured window. */
+  achievedRate: number;
+  errors: { timeouts: number; connection: number; dropped: number; status: Record<string, number> };
+  /** Intended send → end of body, 2xx answers and timeouts. */
+  latencyUs: LatencySummary;
+  /** Actual send → end of body (excludes the generator's own scheduling lag). */
+  serviceTimeUs: LatencySummary;
+  /** Actual send − intended send: how far behind schedule the generator itself ran. */
+  sendLagUs: LatencySummary;
+  /** Slowest upstream call per decision, from Server-Timing: the floor. */
+  slowestUpstreamUs: LatencySummary;
+  /** Server-Timing `total` − slowest upstream: orchestration overhead inside riskgate. */
+  overheadServerUs: LatencySummary;
+  /** Actual send → end of body − slowest upstream: overhead as the caller sees it (HTTP and loopback included). */
+  overheadEndToEndUs: LatencySummary;
+  /** 2xx answers without a parsable Server-Timing `total`. */
+  missingServerTiming: number;
+  /** Mean upstream metrics named in Server-Timing per 2xx decision. */
+  upstreamMetricsPerDecision: number;
+  verdicts: Record<string, number>;
+  /** CPU the generator used during the run, microseconds (to show it was not the bottleneck). */
+  generatorCpuUs: number;
+}
+
+export interface CannonResult {
+  url: string;
+  durationS: number;
+  connections: number;
+  requests: number;
+  ok: number;
+  requestsPerSecond: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+}
+
+export type GeneratorReply =
+  | { type: 'ready' }
+  | { type: 'result'; id: number; result: OpenLoopResult | CannonResult }
+  | { type: 'error'; id: number; message: string };
+
+async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
+  const pool = new Pool(job.origin, {
+    connections: job.connections,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    // The generator's own deadline (AbortSignal below) is the one that counts.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  const latency = createMicrosecondHistogram();
+  const serviceTime = createMicrosecondHistogram();
+  const sendLag = createMicrosecondHistogram();
+  const slowestUpstream = createMicrosecondHistogram();
+  const overheadServer = createMicrosecondHistogram();
+  const overheadEndToEnd = createMicrosecondHistogram();
+  const errors = { timeouts: 0, connection: 0, dropped: 0, status: {} as Record<string, number> };
+  const verdicts: Record<string, number> = {};
+  let ok = 0;
+  let answeredIncludingWarmup = 0;
+  let missingServerTiming = 0;
+  let upstreamMetrics = 0;
+  let inFlight = 0;
+
+  const intervalMs = 1000 / job.rate;
+  const warmupCount = Math.round(job.warmupS * job.rate);
+  const measuredCount = Math.round(job.durationS * job.rate);
+  const total = warmupCount + measuredCount;
+  const headers = { 'content-type': 'application/json', ...job.headers };
+  const cpuBefore = process.cpuUsage();
+  // Start a few ms out so the first sends are not already late.
+  const startMs = performance.now() + 5;
+  const measuredStartMs = startMs + warmupCount * intervalMs;
+  let lastMeasuredEndMs = measuredStartMs;
+
+  const fire = (index: number, intendedMs: number): void => {
+    const measured = index >= warmupCount;
+    if (inFlight >= job.maxInFlight) {
+      if (measured) errors.dropped++;
+      return;
+    }
+    inFlight++;
+    const sentMs = performance.now();
+    if (measured) recordMicros(sendLag, (sentMs - intendedMs) * 1000);
+    const body = job.bodies[index % job.bodies.length]!;
+    const remainingMs = Math.max(1, Math.round(job.timeoutMs - (sentMs - intendedMs)));
+    pool
+      .request({
+        path: job.path,
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(remainingMs),
+      })
+      .then(async (response) => {
+        const text = await response.body.text();
+        const endMs = performance.now();
+        answeredIncludingWarmup++;
+        if (!measured) return;
+        if (endMs > lastMeasuredEndMs) lastMeasuredEndMs = endMs;
+        if (response.statusCode < 200 || response.statusCode > 299) {
+          const key = String(response.statusCode);
+          errors.status[key] = (errors.status[key] ?? 0) + 1;
+          return;
+        }
+        ok++;
+        recordMicros(latency, (endMs - intendedMs) * 1000);
+        const serviceMs = endMs - sentMs;
+        recordMicros(serviceTime, serviceMs * 1000);
+        const timing = parseServerTiming(response.headers['server-timing']);
+        if (timing?.totalMs === undefined) {
+          missingServerTiming++;
+        } else {
+          upstreamMetrics += timing.upstreamCalls;
+          recordMicros(slowestUpstream, timing.slowestUpstreamMs * 1000);
+          recordMicros(overheadServer, (timing.totalMs - timing.slowestUpstreamMs) * 1000);
+          recordMicros(overheadEndToEnd, (serviceMs - timing.slowestUpstreamMs) * 1000);
+        }
+        const verdict = readVerdict(text);
+        verdicts[verdict] = (verdicts[verdict] ?? 0) + 1;
+      })
+      .catch((error: unknown) => {
+        const endMs = performance.now();
+        if (!measured) return;
+        if (endMs > lastMeasuredEndMs) lastMeasuredEndMs = endMs;
+        const name = error instanceof Error ? error.name : '';
+        if (name === 'TimeoutError' || name === 'AbortError') {
+          errors.timeouts++;
+          // A timed-out request still counts in the latency figures, at what it cost the caller.
+          recordMicros(latency, (endMs - intendedMs) * 1000);
+        } else {
+          errors.connection++;
+        }
+      })
+      .finally(() => {
+        inFlight--;
+      });
+  };
+
+  await new Promise<void>((resolve) => {
+    let next = 0;
+    const tick = (): void => {
+      const now = performance.now();
+      // Fire everything whose intended time has come: a late tick sends a burst, never skips.
+      while (next < total && startMs + next * intervalMs <= now) {
+        fire(next, startMs + next * intervalMs);
+        next++;
+      }
+      if (next < total) {
+        setTimeout(tick, Math.max(0, startMs + next * intervalMs - performance.now()));
+      } else {
+        resolve();
+      }
+    };
+    setTimeout(tick, Math.max(0, startMs - performance.now()));
+  });
+  while (inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+  const cpu = process.cpuUsage(cpuBefore);
+  await pool.close();
+
+  const windowS = Math.max(job.durationS, (lastMeasuredEndMs - measuredStartMs) / 1000);
+  return {
+    rate: job.rate,
+    durationS: job.durationS,
+    warmupS: job.warmupS,
+    scheduled: measuredCount,
+    ok,
+    answeredIncludingWarmup,
+    achievedRate: round(ok / windowS, 1),
+    errors,
+    latencyUs: summarize(latency),
+    serviceTimeUs: summarize(serviceTime),
+    sendLagUs: summarize(sendLag),
+    slowestUpstreamUs: summarize(slowestUpstream),
+    overheadServerUs: summarize(overheadServer),
+    overheadEndToEndUs: summarize(overheadEndToEnd),
+    missingServerTiming,
+    upstreamMetricsPerDecision:
+      ok - missingServerTiming > 0 ? round(upstreamMetrics / (ok - missingServerTiming), 3) : 0,
+    verdicts,
+    generatorCpuUs: cpu.user + cpu.system,
+  };
+}
+
+/** The `verdict` of a /decide answer without a full parse when the field is where D puts it. */
+function readVerdict(text: string): string {
+  const match = /"verdict"\s*:\s*"([a-z_]+)"/.exec(text);
+  return match?.[1] ?? 'unknown';
+}
+
+async function runCannon(job: CannonJob): Promise<CannonResult> {
+  let n = 0;
+  const bodies = job.bodies;
+  const result = await autocannon({
+    url: job.url,
+    connections: job.connections,
+    duration: job.durationS,
+    timeout: 10,
+    method: job.method,
+    headers: job.headers,
+    requests:
+      bodies.length > 0
+        ? [
+            {
+              method: job.method,
+              setupRequest: (request) => {
+                request.body = bodies[n++ % bodies.length]!;
+                return request;
+              },
+            },
+          ]
+        : [{ method: job.method }],
+  });
+  const statusCodes: Record<string, number> = {};
+  for (const [code, stat] of Object.entries(result.statusCodeStats ?? {}))
+    statusCodes[code] = Number(stat.count);
+  return {
+    url: job.url,
+    durationS: result.duration,
+    connections: job.connections,
+    requests: result.requests.total,
+    ok: result['2xx'],
+    requestsPerSecond: round(result['2xx'] / result.duration, 1),
+    latencyMs: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      mean: result.latency.mean,
+    },
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    statusCodes,
+  };
+}
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+function reply(message: GeneratorReply): void {
+  process.send?.(message);
+}
+
+// Only act as the generator when forked with an IPC channel; importing the types is side-effect free.
+if (process.send) {
+  process.on('message', (job: GeneratorJob | { type: 'exit' }) => {
+    if (job.type === 'exit') {
+      process.disconnect();
+      return;
+    }
+    const run = job.type === 'open' ? runOpenLoop(job) : runCannon(job);
+    run.then(
+      (result) => reply({ type: 'result', id: job.id, result }),
+      (error: unknown) =>
+        reply({ type: 'error', id: job.id, message: error instanceof Error ? error.message : String(error) }),
+    );
+  });
+  reply({ type: 'ready' });
+}
