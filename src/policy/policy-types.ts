@@ -103,6 +103,10 @@ export interface PolicyAction {
   /** For `one_time_code`: code length and validity. */
   length?: number;
   validSecs?: number;
+  /** The action's name in the policy file (`actions.<name>`). */
+  name?: string;
+  /** For `archive_device`: the devices to archive (the request's device, or the policy's `select`). */
+  deviceIds?: string[];
 }
 
 /** Per-signal settings the decision service needs before evaluating. */
@@ -122,6 +126,32 @@ export interface MatchedRule {
   error?: string;
 }
 
+/** A rule that was not evaluated, or whose evaluation failed and did not count. */
+export interface SkippedRule {
+  id: string;
+  /** e.g. `signal newBrowser unavailable (timeout)`, `evaluation error: No such key: x (onError: skip)`. */
+  reason: string;
+}
+
+/** The allow/deny list entry that decided the verdict. */
+export interface OverrideMatch {
+  list: 'allow' | 'deny';
+  id: string;
+  reason: string;
+  expiresAt: string;
+  /** What matched: `account` or `ip`. */
+  matchedBy: 'account' | 'ip';
+}
+
+/** One problem found while loading or checking a policy; positions are 1-based. */
+export interface PolicyIssue {
+  file: string;
+  line: number;
+  col: number;
+  message: string;
+  severity: 'error' | 'warning';
+}
+
 export interface UnavailableTreatment {
   signal: PolicySignalName | 'adminUser' | 'adminDevices';
   reason: string;
@@ -138,6 +168,20 @@ export interface PolicyDecision {
   unavailable: UnavailableTreatment[];
   actions: PolicyAction[];
   policy: { name: string; revision: string };
+  /** What decided the verdict: an override list entry, a hard rule verdict, or the score. */
+  decidedBy?: 'override' | 'verdict' | 'score';
+  /** Set when an allow/deny list entry decided the verdict. */
+  override?: OverrideMatch;
+  /** Rules not counted: a referenced input was unavailable, or an error with `onError: skip`. */
+  skippedRules?: SkippedRule[];
+  /** Rules marked `shadow: true` that matched: reported, never counted (to trial an edit live). */
+  shadowMatches?: MatchedRule[];
+}
+
+/** Per-read settings of the Admin API reads (`admin.user`, `admin.devices` in the policy). */
+export interface AdminReadSettings {
+  /** Milliseconds (inside the decision deadline). */
+  timeoutMs: number;
 }
 
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
@@ -148,4 +192,10 @@ export interface CompiledPolicy {
   requirements: PolicyRequirements;
   signalSettings: { [N in PolicySignalName]?: SignalSettings };
   evaluate(input: PolicyInput): PolicyDecision;
+  /** Timeouts of the Admin reads the policy needs. */
+  adminSettings?: { user?: AdminReadSettings; devices?: AdminReadSettings };
+  /** Non-fatal findings of the load (expired overrides, unused settings). */
+  warnings?: readonly PolicyIssue[];
+  /** The files the policy was loaded from. */
+  files?: readonly string[];
 }

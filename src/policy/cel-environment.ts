@@ -1,0 +1,368 @@
+import { Environment } from '@marcbachmann/cel-js';
+import { type Cidr, cidrContains, parseCidr, parseIp } from './ip-cidr.ts';
+import type { PolicySignalName } from './policy-types.ts';
+
+/**
+ * The typed CEL environment policies are checked against, and the view classes the evaluator fills
+ * per decision. Every field a view declares is always present with a zero value (`false`, `0.0`,
+ * `""`, `[]`) so that expressions stay typed whatever arrived; `available`, `success` and `reason`
+ * say whether the values mean anything. Numbers are `double` (JSON numbers); cel-js would want
+ * BigInt for `int`. The views are plain classes with a fixed shape, registered as CEL message types,
+ * so field access is a property read and a misspelled field is a type error at load.
+ */
+
+/** Structural limits for every expression (parse time). */
+export const CEL_LIMITS = {
+  maxAstNodes: 1000,
+  maxDepth: 24,
+  maxListElements: 256,
+  maxMapEntries: 64,
+  maxCallArguments: 8,
+} as const;
+
+const EMPTY: readonly string[] = Object.freeze([]);
+
+export class RemoteAccessToolView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  anomaly = false;
+  anomalyConfidence = 0;
+}
+
+export class NewBrowserView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  known = false;
+  mismatchedFields: readonly string[] = EMPTY;
+}
+
+export class LatestProximityView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  proximityConfidence = 0;
+  matchedSignals: readonly string[] = EMPTY;
+}
+
+export class HistoricalProximityView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  hasBestMatch = false;
+  bestConfidence = 0;
+  matchedSignals: readonly string[] = EMPTY;
+  hasBestIngressMatch = false;
+  bestIngressConfidence = 0;
+  ingressMatchedSignals: readonly string[] = EMPTY;
+}
+
+export class GeovelocityView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  anomaly = false;
+  evaluated = false;
+  maxSpeedKmh = 0;
+  thresholdKmh = 0;
+  evaluatedPairCount = 0;
+  distanceKm = 0;
+  elapsedSeconds = 0;
+}
+
+export class ActiveCallView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  onCall = false;
+}
+
+export class GeolocationView {
+  available = false;
+  success = false;
+  reason = '';
+  observationTime = '';
+  hasGps = false;
+  lat = 0;
+  lon = 0;
+  hasIngress = false;
+  ingressLat = 0;
+  ingressLon = 0;
+  country = '';
+  region = '';
+  city = '';
+  continent = '';
+}
+
+export class SignalsView {
+  remoteAccessTool = new RemoteAccessToolView();
+  newBrowser = new NewBrowserView();
+  latestProximity = new LatestProximityView();
+  historicalProximity = new HistoricalProximityView();
+  geovelocity = new GeovelocityView();
+  activeCall = new ActiveCallView();
+  geolocation = new GeolocationView();
+}
+
+export class UserView {
+  available = false;
+  reason = '';
+  user_id = '';
+  username = '';
+  display_name = '';
+  status = '';
+  failed_attempts = 0;
+  max_attempts = 0;
+  allowed_factors: readonly string[] = EMPTY;
+  service_defined_username = false;
+  created_at = 0;
+  updated_at = 0;
+  archived_at = 0;
+}
+
+export class DeviceView {
+  device_id = '';
+  type = '';
+  display_name = '';
+  capabilities: readonly string[] = EMPTY;
+  enrolled = false;
+  enrolled_at = 0;
+  created_at = 0;
+  updated_at = 0;
+  archived_at = 0;
+  version = '';
+  /** Absent (SMS, hardware tokens) reads as `true`: nothing says the version is unsupported. */
+  version_supported = true;
+  device_integrity = '';
+  device_integrity_updated_at = 0;
+  migrated_from_device_id = '';
+  migrated_to_device_id = '';
+  migrated_at = 0;
+}
+
+export class RequestView {
+  accountId = '';
+  userId = '';
+  deviceId = '';
+  platform = '';
+  unitId = '';
+  verificationStatus = '';
+  interactionId = '';
+  sdkVersionId = '';
+  ip = '';
+  userAgent = '';
+  context: Record<string, string | number | boolean> = {};
+}
+
+/** The activation object handed to every compiled expression. One per compiled policy, refilled. */
+export interface Activation {
+  signals: SignalsView;
+  user: UserView;
+  devices: DeviceView[];
+  request: RequestView;
+  now: Date;
+  nowSeconds: number;
+  /** Device views reused across decisions (`devices` holds the first n of them). */
+  devicePool: DeviceView[];
+}
+
+export function createActivation(): Activation {
+  return {
+    signals: new SignalsView(),
+    user: new UserView(),
+    devices: [],
+    request: new RequestView(),
+    now: new Date(0),
+    nowSeconds: 0,
+    devicePool: [],
+  };
+}
+
+const common = { available: 'bool', success: 'bool', reason: 'string', observationTime: 'string' };
+
+/** CEL type name and fields of each signal view, for registration and for documentation. */
+export const SIGNAL_VIEW_TYPES: Record<
+  PolicySignalName,
+  { typeName: string; ctor: new () => object; fields: Record<string, string> }
+> = {
+  remoteAccessTool: {
+    typeName: 'RemoteAccessToolSignal',
+    ctor: RemoteAccessToolView,
+    fields: { ...common, anomaly: 'bool', anomalyConfidence: 'double' },
+  },
+  newBrowser: {
+    typeName: 'NewBrowserSignal',
+    ctor: NewBrowserView,
+    fields: { ...common, known: 'bool', mismatchedFields: 'list<string>' },
+  },
+  latestProximity: {
+    typeName: 'LatestProximitySignal',
+    ctor: LatestProximityView,
+    fields: { ...common, proximityConfidence: 'double', matchedSignals: 'list<string>' },
+  },
+  historicalProximity: {
+    typeName: 'HistoricalProximitySignal',
+    ctor: HistoricalProximityView,
+    fields: {
+      ...common,
+      hasBestMatch: 'bool',
+      bestConfidence: 'double',
+      matchedSignals: 'list<string>',
+      hasBestIngressMatch: 'bool',
+      bestIngressConfidence: 'double',
+      ingressMatchedSignals: 'list<string>',
+    },
+  },
+  geovelocity: {
+    typeName: 'GeovelocitySignal',
+    ctor: GeovelocityView,
+    fields: {
+      ...common,
+      anomaly: 'bool',
+      evaluated: 'bool',
+      maxSpeedKmh: 'double',
+      thresholdKmh: 'double',
+      evaluatedPairCount: 'double',
+      distanceKm: 'double',
+      elapsedSeconds: 'double',
+    },
+  },
+  activeCall: { typeName: 'ActiveCallSignal', ctor: ActiveCallView, fields: { ...common, onCall: 'bool' } },
+  geolocation: {
+    typeName: 'GeolocationSignal',
+    ctor: GeolocationView,
+    fields: {
+      ...common,
+      hasGps: 'bool',
+      lat: 'double',
+      lon: 'double',
+      hasIngress: 'bool',
+      ingressLat: 'double',
+      ingressLon: 'double',
+      country: 'string',
+      region: 'string',
+      city: 'string',
+      continent: 'string',
+    },
+  },
+};
+
+export const USER_FIELDS: Record<string, string> = {
+  available: 'bool',
+  reason: 'string',
+  user_id: 'string',
+  username: 'string',
+  display_name: 'string',
+  status: 'string',
+  failed_attempts: 'double',
+  max_attempts: 'double',
+  allowed_factors: 'list<string>',
+  service_defined_username: 'bool',
+  created_at: 'double',
+  updated_at: 'double',
+  archived_at: 'double',
+};
+
+export const DEVICE_FIELDS: Record<string, string> = {
+  device_id: 'string',
+  type: 'string',
+  display_name: 'string',
+  capabilities: 'list<string>',
+  enrolled: 'bool',
+  enrolled_at: 'double',
+  created_at: 'double',
+  updated_at: 'double',
+  archived_at: 'double',
+  version: 'string',
+  version_supported: 'bool',
+  device_integrity: 'string',
+  device_integrity_updated_at: 'double',
+  migrated_from_device_id: 'string',
+  migrated_to_device_id: 'string',
+  migrated_at: 'double',
+};
+
+export const REQUEST_FIELDS: Record<string, string> = {
+  accountId: 'string',
+  userId: 'string',
+  deviceId: 'string',
+  platform: 'string',
+  unitId: 'string',
+  verificationStatus: 'string',
+  interactionId: 'string',
+  sdkVersionId: 'string',
+  ip: 'string',
+  userAgent: 'string',
+  context: 'map<string, dyn>',
+};
+
+/** CIDRs seen in `inCidr` calls, parsed once. Policies hold literals, so the set stays small. */
+const cidrCache = new Map<string, Cidr | null>();
+const CIDR_CACHE_MAX = 4096;
+
+function ipInCidr(ip: string, cidrText: string): boolean {
+  let cidr = cidrCache.get(cidrText);
+  if (cidr === undefined) {
+    cidr = parseCidr(cidrText);
+    if (cidrCache.size < CIDR_CACHE_MAX) cidrCache.set(cidrText, cidr);
+  }
+  if (!cidr) throw new Error(`inCidr: "${cidrText}" is not a CIDR`);
+  const words = parseIp(ip);
+  return words !== null && cidrContains(cidr, words);
+}
+
+let shared: Environment | undefined;
+
+/** The policy CEL environment (built once per process; building is the expensive part). */
+export function policyEnvironment(): Environment {
+  if (shared) return shared;
+  const env = new Environment({ limits: CEL_LIMITS, homogeneousAggregateLiterals: true });
+  const signalFields: Record<string, string> = {};
+  for (const [name, t] of Object.entries(SIGNAL_VIEW_TYPES)) {
+    env.registerType(t.typeName, { ctor: t.ctor, fields: t.fields });
+    signalFields[name] = t.typeName;
+  }
+  env
+    .registerType('Signals', { ctor: SignalsView, fields: signalFields })
+    .registerType('User', { ctor: UserView, fields: USER_FIELDS })
+    .registerType('Device', { ctor: DeviceView, fields: DEVICE_FIELDS })
+    .registerType('Request', { ctor: RequestView, fields: REQUEST_FIELDS })
+    .registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' })
+    .registerVariable('user', 'User', { description: 'The Admin API user.' })
+    .registerVariable('devices', 'list<Device>', { description: "The user's Admin API devices." })
+    .registerVariable('request', 'Request', { description: 'The /decide request.' })
+    .registerVariable('now', 'google.protobuf.Timestamp', { description: 'Evaluation time.' })
+    .registerVariable('nowSeconds', 'double', { description: 'Evaluation time, Unix seconds.' })
+    .registerFunction('string.inCidr(string): bool', ipInCidr, {
+      description: 'Whether the IP address lies in the IPv4/IPv6 CIDR; false for a non-IP string.',
+    });
+  // CEL has no implicit int/double conversion; `user.failed_attempts + 1` would otherwise be a type
+  // error that surprises every policy author. Comparisons between the two already work.
+  for (const op of ['+', '-', '*', '/'] as const) {
+    const f = numericOp(op);
+    env.registerOperator(`double ${op} int: double`, (a: number, b: bigint) => f(a, Number(b)));
+    env.registerOperator(`int ${op} double: double`, (a: bigint, b: number) => f(Number(a), b));
+  }
+  shared = env;
+  return env;
+}
+
+function numericOp(op: '+' | '-' | '*' | '/'): (a: number, b: number) => number {
+  switch (op) {
+    case '+':
+      return (a, b) => a + b;
+    case '-':
+      return (a, b) => a - b;
+    case '*':
+      return (a, b) => a * b;
+    case '/':
+      return (a, b) => a / b;
+  }
+}

@@ -1,0 +1,341 @@
+import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import type { SupportingSignalType } from '../signals/signal-schemas.ts';
+import type {
+  Activation,
+  ActiveCallView,
+  GeolocationView,
+  GeovelocityView,
+  HistoricalProximityView,
+  LatestProximityView,
+  NewBrowserView,
+  RemoteAccessToolView,
+} from './cel-environment.ts';
+import { DeviceView } from './cel-environment.ts';
+import type { PolicyInput, PolicySignalName, SignalOutcome, SignalResponses } from './policy-types.ts';
+
+/**
+ * Refills the activation views from a `PolicyInput`. Views are reset to their zero values first, so
+ * nothing of the previous decision leaks into the next. Only the signals the policy references are
+ * touched; the others keep zero values and no expression reads them.
+ */
+
+const EMPTY: readonly string[] = Object.freeze([]);
+
+/** Reason recorded for a referenced input the decision service did not pass at all. */
+export const MISSING_REASON = 'missing';
+
+interface CommonView {
+  available: boolean;
+  success: boolean;
+  reason: string;
+  observationTime: string;
+}
+
+function fillCommon(
+  view: CommonView,
+  outcome: SignalOutcome | undefined,
+): { success: boolean; observationTime?: string | undefined } | undefined {
+  if (outcome === undefined) {
+    view.available = false;
+    view.success = false;
+    view.reason = MISSING_REASON;
+    view.observationTime = '';
+    return undefined;
+  }
+  if (outcome.status === 'unavailable') {
+    view.available = false;
+    view.success = false;
+    view.reason = outcome.reason;
+    view.observationTime = '';
+    return undefined;
+  }
+  const r = outcome.response;
+  view.available = true;
+  view.success = r.success;
+  view.reason = r.reason ?? '';
+  view.observationTime = r.observationTime ?? '';
+  return r;
+}
+
+function matchedTypes(
+  signals: readonly { type: SupportingSignalType; details: { matched: boolean } }[] | undefined,
+): readonly string[] {
+  if (!signals || signals.length === 0) return EMPTY;
+  let out: string[] | undefined;
+  for (const s of signals) {
+    if (!s.details.matched) continue;
+    if (out) out.push(s.type);
+    else out = [s.type];
+  }
+  return out ?? EMPTY;
+}
+
+function fillRat(v: RemoteAccessToolView, o: SignalOutcome<'remoteAccessTool'> | undefined): void {
+  const r = fillCommon(v, o) as SignalResponses['remoteAccessTool'] | undefined;
+  const res = r?.result;
+  v.anomaly = res?.anomaly ?? false;
+  v.anomalyConfidence = res?.anomalyConfidence ?? 0;
+}
+
+function fillNewBrowser(v: NewBrowserView, o: SignalOutcome<'newBrowser'> | undefined): void {
+  const r = fillCommon(v, o) as SignalResponses['newBrowser'] | undefined;
+  v.known = r?.result?.known ?? false;
+  v.mismatchedFields = r?.mismatchedFields ?? EMPTY;
+}
+
+function fillLatest(v: LatestProximityView, o: SignalOutcome<'latestProximity'> | undefined): void {
+  const r = fillCommon(v, o) as SignalResponses['latestProximity'] | undefined;
+  if (r) v.observationTime = r.observationTimesByUnit?.subjectUnitId ?? v.observationTime;
+  v.proximityConfidence = r?.result?.proximityConfidence ?? 0;
+  v.matchedSignals = matchedTypes(r?.result?.supportingSignals);
+}
+
+function fillHistorical(
+  v: HistoricalProximityView,
+  o: SignalOutcome<'historicalProximity'> | undefined,
+): void {
+  const r = fillCommon(v, o) as SignalResponses['historicalProximity'] | undefined;
+  if (r) v.observationTime = r.observationTimesByUnit?.subjectUnitId ?? v.observationTime;
+  const best = r?.result?.bestMatch ?? null;
+  const ingress = r?.result?.bestIngressMatch ?? null;
+  v.hasBestMatch = best !== null;
+  v.bestConfidence = best?.proximityConfidence ?? 0;
+  v.matchedSignals = matchedTypes(best?.supportingSignals);
+  v.hasBestIngressMatch = ingress !== null;
+  v.bestIngressConfidence = ingress?.proximityConfidence ?? 0;
+  v.ingressMatchedSignals = matchedTypes(ingress?.supportingSignals);
+}
+
+function fillGeovelocity(v: GeovelocityView, o: SignalOutcome<'geovelocity'> | undefined): void {
+  const r = fillCommon(v, o) as SignalResponses['geovelocity'] | undefined;
+  const res = r?.result;
+  v.anomaly = res?.anomaly ?? false;
+  v.maxSpeedKmh = res?.maxSpeedKmh ?? 0;
+  v.evaluated = false;
+  v.thresholdKmh = 0;
+  v.evaluatedPairCount = 0;
+  v.distanceKm = 0;
+  v.elapsedSeconds = 0;
+  if (!res) return;
+  // The fastest source decides; today there is a single gps source.
+  let fastestSpeed = -1;
+  for (const s of res.sources) {
+    if (s.evaluated) v.evaluated = true;
+    v.evaluatedPairCount += s.evaluatedPairCount;
+    if (s.thresholdKmh !== null && v.thresholdKmh === 0) v.thresholdKmh = s.thresholdKmh;
+    if (s.fastestPair && s.fastestPair.speedKmh > fastestSpeed) {
+      fastestSpeed = s.fastestPair.speedKmh;
+      v.distanceKm = s.fastestPair.distanceKm;
+      v.elapsedSeconds = s.fastestPair.elapsedSeconds;
+      if (s.thresholdKmh !== null) v.thresholdKmh = s.thresholdKmh;
+    }
+  }
+}
+
+function fillActiveCall(v: ActiveCallView, o: SignalOutcome<'activeCall'> | undefined): void {
+  const r = fillCommon(v, o) as SignalResponses['activeCall'] | undefined;
+  v.onCall = r?.result?.onCall ?? false;
+}
+
+function fillGeolocation(v: GeolocationView, o: SignalOutcome<'geolocation'> | undefined): void {
+  const r = fillCommon(v, o) as SignalResponses['geolocation'] | undefined;
+  v.hasGps = false;
+  v.lat = 0;
+  v.lon = 0;
+  v.hasIngress = false;
+  v.ingressLat = 0;
+  v.ingressLon = 0;
+  v.country = '';
+  v.region = '';
+  v.city = '';
+  v.continent = '';
+  for (const d of r?.result?.datapoints ?? []) {
+    if (d.valueType === 'geo') {
+      if (d.name === 'geo') {
+        v.hasGps = true;
+        v.lat = d.lat;
+        v.lon = d.lon;
+      } else if (d.name === 'ingress_ip_geo') {
+        v.hasIngress = true;
+        v.ingressLat = d.lat;
+        v.ingressLon = d.lon;
+      }
+    } else if (d.valueType === 'string') {
+      switch (d.name) {
+        case 'ingress_ip_country':
+          v.country = d.value;
+          break;
+        case 'ingress_ip_region':
+          v.region = d.value;
+          break;
+        case 'ingress_ip_city':
+          v.city = d.value;
+          break;
+        case 'ingress_ip_continent':
+          v.continent = d.value;
+          break;
+      }
+    }
+  }
+}
+
+/** Which signals are unavailable, as a bit per `SIGNAL_BIT` entry (set by `fillActivation`). */
+export const SIGNAL_BIT: Record<PolicySignalName, number> = {
+  remoteAccessTool: 1 << 0,
+  newBrowser: 1 << 1,
+  latestProximity: 1 << 2,
+  historicalProximity: 1 << 3,
+  geovelocity: 1 << 4,
+  activeCall: 1 << 5,
+  geolocation: 1 << 6,
+};
+export const USER_BIT = 1 << 7;
+export const DEVICES_BIT = 1 << 8;
+
+/**
+ * Fills `act` for the referenced inputs; returns the unavailability mask (bits of `SIGNAL_BIT`,
+ * `USER_BIT`, `DEVICES_BIT`) of the referenced inputs.
+ */
+export function fillActivation(
+  act: Activation,
+  input: PolicyInput,
+  signals: readonly PolicySignalName[],
+  needsUser: boolean,
+  needsDevices: boolean,
+): number {
+  let unavailable = 0;
+  const s = act.signals;
+  const given = input.signals;
+  for (let i = 0; i < signals.length; i++) {
+    const name = signals[i]!;
+    switch (name) {
+      case 'remoteAccessTool':
+        fillRat(s.remoteAccessTool, given.remoteAccessTool);
+        if (!s.remoteAccessTool.available) unavailable |= SIGNAL_BIT.remoteAccessTool;
+        break;
+      case 'newBrowser':
+        fillNewBrowser(s.newBrowser, given.newBrowser);
+        if (!s.newBrowser.available) unavailable |= SIGNAL_BIT.newBrowser;
+        break;
+      case 'latestProximity':
+        fillLatest(s.latestProximity, given.latestProximity);
+        if (!s.latestProximity.available) unavailable |= SIGNAL_BIT.latestProximity;
+        break;
+      case 'historicalProximity':
+        fillHistorical(s.historicalProximity, given.historicalProximity);
+        if (!s.historicalProximity.available) unavailable |= SIGNAL_BIT.historicalProximity;
+        break;
+      case 'geovelocity':
+        fillGeovelocity(s.geovelocity, given.geovelocity);
+        if (!s.geovelocity.available) unavailable |= SIGNAL_BIT.geovelocity;
+        break;
+      case 'activeCall':
+        fillActiveCall(s.activeCall, given.activeCall);
+        if (!s.activeCall.available) unavailable |= SIGNAL_BIT.activeCall;
+        break;
+      case 'geolocation':
+        fillGeolocation(s.geolocation, given.geolocation);
+        if (!s.geolocation.available) unavailable |= SIGNAL_BIT.geolocation;
+        break;
+    }
+  }
+  if (needsUser && !fillUser(act, input.user, input.adminUnavailable?.user)) unavailable |= USER_BIT;
+  if (needsDevices && !fillDevices(act, input.devices, input.adminUnavailable?.devices))
+    unavailable |= DEVICES_BIT;
+
+  const r = act.request;
+  const q = input.request;
+  r.accountId = q.accountId;
+  r.userId = q.userId ?? '';
+  r.deviceId = q.deviceId ?? '';
+  r.platform = q.platform ?? '';
+  r.unitId = q.unitId ?? '';
+  r.verificationStatus = q.verificationStatus ?? '';
+  r.interactionId = q.interactionId ?? '';
+  r.sdkVersionId = q.sdkVersionId ?? '';
+  r.ip = q.ip ?? '';
+  r.userAgent = q.userAgent ?? '';
+  r.context = q.context;
+  act.now = input.now;
+  act.nowSeconds = input.now.getTime() / 1000;
+  return unavailable;
+}
+
+function fillUser(
+  act: Activation,
+  user: AdminUser | undefined,
+  unavailableReason: string | undefined,
+): boolean {
+  const v = act.user;
+  if (!user) {
+    v.available = false;
+    v.reason = unavailableReason ?? MISSING_REASON;
+    v.user_id = '';
+    v.username = '';
+    v.display_name = '';
+    v.status = '';
+    v.failed_attempts = 0;
+    v.max_attempts = 0;
+    v.allowed_factors = EMPTY;
+    v.service_defined_username = false;
+    v.created_at = 0;
+    v.updated_at = 0;
+    v.archived_at = 0;
+    return false;
+  }
+  v.available = true;
+  v.reason = '';
+  v.user_id = user.user_id;
+  v.username = user.username;
+  v.display_name = user.display_name ?? '';
+  v.status = user.status;
+  v.failed_attempts = user.failed_attempts;
+  v.max_attempts = user.max_attempts;
+  v.allowed_factors = user.allowed_factors;
+  v.service_defined_username = user.service_defined_username;
+  v.created_at = user.created_at;
+  v.updated_at = user.updated_at;
+  v.archived_at = user.archived_at ?? 0;
+  return true;
+}
+
+/** Device views are pooled: a decision reuses the previous decision's objects. */
+function fillDevices(
+  act: Activation,
+  devices: AdminDevice[],
+  unavailableReason: string | undefined,
+): boolean {
+  const out = act.devices;
+  if (unavailableReason !== undefined) {
+    out.length = 0;
+    return false;
+  }
+  const pool = act.devicePool;
+  out.length = devices.length;
+  for (let i = 0; i < devices.length; i++) {
+    const d = devices[i]!;
+    let v = pool[i];
+    if (v === undefined) {
+      v = new DeviceView();
+      pool[i] = v;
+    }
+    v.device_id = d.device_id;
+    v.type = d.type;
+    v.display_name = d.display_name;
+    v.capabilities = d.capabilities;
+    v.enrolled = d.enrolled;
+    v.enrolled_at = d.enrolled_at ?? 0;
+    v.created_at = d.created_at;
+    v.updated_at = d.updated_at;
+    v.archived_at = d.archived_at ?? 0;
+    v.version = d.version ?? '';
+    v.version_supported = d.version_supported ?? true;
+    v.device_integrity = d.device_integrity ?? '';
+    v.device_integrity_updated_at = d.device_integrity_updated_at ?? 0;
+    v.migrated_from_device_id = d.migrated_from_device_id ?? '';
+    v.migrated_to_device_id = d.migrated_to_device_id ?? '';
+    v.migrated_at = d.migrated_at ?? 0;
+    out[i] = v;
+  }
+  return true;
+}

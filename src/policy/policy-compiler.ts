@@ -1,0 +1,367 @@
+import { createHash } from 'node:crypto';
+import type { ParseResult } from '@marcbachmann/cel-js';
+import type { z } from 'zod';
+import {
+  DEVICE_FIELDS,
+  policyEnvironment,
+  REQUEST_FIELDS,
+  SIGNAL_VIEW_TYPES,
+  USER_FIELDS,
+} from './cel-environment.ts';
+import { parseCidr } from './ip-cidr.ts';
+import { DEVICES_BIT, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
+import { analyzeExpression } from './policy-analysis.ts';
+import {
+  type CompiledAction,
+  type CompiledOverride,
+  type CompiledRule,
+  PolicyEvaluator,
+  type UnavailableSetting,
+  VERDICT_RANK,
+} from './policy-evaluator.ts';
+import { crossCheckPolicy, type OnUnavailable, type PolicyFile, policyFileSchema } from './policy-schema.ts';
+import {
+  type AdminReadSettings,
+  POLICY_SIGNAL_NAMES,
+  type PolicyAction,
+  type PolicyIssue,
+  type PolicySignalName,
+  type SignalSettings,
+} from './policy-types.ts';
+import {
+  parseYamlSource,
+  positionInString,
+  positionOf,
+  positionOfKey,
+  type YamlPath,
+  type YamlSource,
+} from './yaml-source.ts';
+
+/** Per-signal and Admin-read timeout when neither the input nor `defaults` sets one, milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 250;
+
+export interface CompileOptions {
+  /** Clock for "override already expired" warnings. Default: the wall clock. */
+  now?: Date;
+}
+
+export interface CompileResult {
+  /** Present when there is no error (warnings allowed). */
+  policy?: PolicyEvaluator;
+  /** Errors and warnings, in file order. */
+  issues: PolicyIssue[];
+}
+
+/** Content hash of policy source text, as the revision reported in every decision. */
+export function policyRevision(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+function pathText(path: YamlPath): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${p}` : p;
+  return out || '(root)';
+}
+
+function zodMessage(issue: z.core.$ZodIssue, path: YamlPath): string {
+  const last = path[path.length - 1];
+  if (issue.code === 'invalid_union') {
+    if (last === 'onUnavailable')
+      return 'must be `ignore`, `{score: <number>}` or `{verdict: allow|challenge|deny}`';
+    return 'invalid value; see policies/README.md for the accepted forms';
+  }
+  if (issue.code === 'unrecognized_keys') return `unknown key "${issue.keys.join('", "')}"`;
+  return issue.message;
+}
+
+/** Every identifier a policy author can write after a dot, for "did you mean" hints. */
+const KNOWN_NAMES: readonly string[] = [
+  ...new Set([
+    ...POLICY_SIGNAL_NAMES,
+    ...Object.values(SIGNAL_VIEW_TYPES).flatMap((t) => Object.keys(t.fields)),
+    ...Object.keys(USER_FIELDS),
+    ...Object.keys(DEVICE_FIELDS),
+    ...Object.keys(REQUEST_FIELDS),
+  ]),
+];
+
+function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = prev[j]!;
+      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = tmp;
+    }
+  }
+  return prev[b.length]!;
+}
+
+function celMessage(summary: string): string {
+  const m = /^No such key: (\w+)/.exec(summary);
+  if (!m) return summary;
+  const wrong = m[1]!;
+  let best: string | undefined;
+  let bestD = 3;
+  for (const name of KNOWN_NAMES) {
+    const d = editDistance(wrong.toLowerCase(), name.toLowerCase());
+    if (d < bestD) {
+      bestD = d;
+      best = name;
+    }
+  }
+  return best ? `unknown field "${wrong}" (did you mean "${best}"?)` : `unknown field "${wrong}"`;
+}
+
+interface CelError {
+  summary?: string;
+  message: string;
+  range?: { start: number; end: number };
+}
+
+/**
+ * Compiles one policy file: YAML syntax, the zod schema, cross-field rules, then every CEL
+ * expression type-checked against the typed environment. Collects every issue it can rather than
+ * stopping at the first.
+ */
+export function compilePolicy(file: string, text: string, options: CompileOptions = {}): CompileResult {
+  const { source, issues } = parseYamlSource(file, text);
+  const error = (path: YamlPath, message: string, at = positionOf(source, path)): void => {
+    issues.push({
+      file,
+      line: at.line,
+      col: at.col,
+      message: `${pathText(path)}: ${message}`,
+      severity: 'error',
+    });
+  };
+  const warn = (path: YamlPath, message: string): void => {
+    const at = positionOf(source, path);
+    issues.push({
+      file,
+      line: at.line,
+      col: at.col,
+      message: `${pathText(path)}: ${message}`,
+      severity: 'warning',
+    });
+  };
+  if (issues.some((i) => i.severity === 'error')) return { issues };
+
+  const parsed = policyFileSchema.safeParse(source.doc.toJS());
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const path = issue.path as (string | number)[];
+      const at =
+        issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined
+          ? positionOfKey(source, path, issue.keys[0])
+          : positionOf(source, path);
+      error(path, zodMessage(issue, path), at);
+    }
+    return { issues: sortIssues(issues) };
+  }
+  const p = parsed.data;
+  for (const c of crossCheckPolicy(p)) error(c.path, c.message);
+
+  const env = policyEnvironment();
+  const compileExpression = (path: YamlPath, expr: string, wantType: string): ParseResult | undefined => {
+    let fn: ParseResult;
+    try {
+      fn = env.parse(expr);
+    } catch (e) {
+      const ce = e as CelError;
+      error(path, celMessage(ce.summary ?? ce.message), positionInString(source, path, ce.range?.start ?? 0));
+      return undefined;
+    }
+    const checked = fn.check();
+    if (!checked.valid) {
+      const ce = checked.error as CelError | undefined;
+      const msg = celMessage(ce?.summary ?? ce?.message ?? 'type error');
+      error(path, msg, positionInString(source, path, ce?.range?.start ?? 0));
+      return undefined;
+    }
+    if (checked.type !== wantType) {
+      error(path, `must be of type ${wantType}, but is ${checked.type}`, positionInString(source, path, 0));
+      return undefined;
+    }
+    return fn;
+  };
+
+  // Actions first: rules refer to them by name.
+  const actionRefs = { signals: new Set<PolicySignalName>(), user: false, devices: false };
+  const actions = new Map<string, CompiledAction>();
+  for (const [name, cfg] of Object.entries(p.actions ?? {})) {
+    const template: Omit<PolicyAction, 'source'> = { type: cfg.type, name };
+    if (cfg.type === 'restrict_factors') template.allowedFactors = [...cfg.allowedFactors];
+    if (cfg.type === 'one_time_code') {
+      if (cfg.length !== undefined) template.length = cfg.length;
+      if (cfg.validSecs !== undefined) template.validSecs = cfg.validSecs;
+    }
+    const compiled: CompiledAction = { name, template };
+    if (cfg.type === 'archive_device' && cfg.select !== undefined) {
+      const path = ['actions', name, 'select'];
+      const fn = compileExpression(path, cfg.select, 'list<string>');
+      if (fn) {
+        compiled.select = fn;
+        const refs = analyzeExpression(fn.ast);
+        for (const s of refs.signals) actionRefs.signals.add(s);
+        actionRefs.user ||= refs.user;
+        actionRefs.devices ||= refs.devices;
+      }
+    }
+    actions.set(name, compiled);
+  }
+
+  const defaults = p.defaults ?? {};
+  const defaultOnError = defaults.onError ?? 'failClosed';
+  const required = new Set<PolicySignalName>(actionRefs.signals);
+  let needsUser = actionRefs.user;
+  let needsDevices = actionRefs.devices;
+  const rules: CompiledRule[] = [];
+  p.rules.forEach((rule, i) => {
+    const fn = compileExpression(['rules', i, 'when'], rule.when, 'bool');
+    if (!fn) return;
+    const refs = analyzeExpression(fn.ast);
+    let skipMask = 0;
+    for (const s of refs.signals) {
+      required.add(s);
+      if (!refs.availabilityAware.has(s)) skipMask |= SIGNAL_BIT[s];
+    }
+    if (refs.user) {
+      needsUser = true;
+      if (!refs.userAware) skipMask |= USER_BIT;
+    }
+    if (refs.devices) {
+      needsDevices = true;
+      skipMask |= DEVICES_BIT;
+    }
+    const score = rule.score ?? 0;
+    const verdictRank = rule.verdict ? VERDICT_RANK[rule.verdict] : 0;
+    const onError = rule.onError ?? defaultOnError;
+    const raisesRisk = score > 0 || verdictRank >= VERDICT_RANK.challenge;
+    const matched = Object.freeze({
+      id: rule.id,
+      description: rule.description,
+      ...(rule.score !== undefined ? { score: rule.score } : {}),
+      ...(rule.verdict !== undefined ? { verdict: rule.verdict } : {}),
+    });
+    rules.push({
+      id: rule.id,
+      score,
+      verdictRank,
+      fn,
+      skipMask,
+      onError,
+      countsOnError: onError === 'match' || (onError === 'failClosed' && raisesRisk),
+      shadow: rule.shadow ?? false,
+      matched,
+      actions: (rule.actions ?? []).flatMap((a) => actions.get(a) ?? []),
+    });
+  });
+
+  warnUnused(p, required, needsUser, needsDevices, actions, warn);
+  const now = (options.now ?? new Date()).getTime();
+  const overrides: CompiledOverride[] = [];
+  for (const list of ['deny', 'allow'] as const) {
+    p.overrides?.[list]?.forEach((o, i) => {
+      const expiresAtMs = Date.parse(o.expiresAt);
+      if (expiresAtMs <= now)
+        warn(['overrides', list, i, 'expiresAt'], `override "${o.id}" expired; it is ignored`);
+      overrides.push({
+        list,
+        id: o.id,
+        reason: o.reason,
+        expiresAt: o.expiresAt,
+        expiresAtMs,
+        accounts: new Set(o.accounts ?? []),
+        cidrs: (o.cidrs ?? []).flatMap((c) => parseCidr(c) ?? []),
+      });
+    });
+  }
+
+  if (issues.some((i) => i.severity === 'error')) return { issues: sortIssues(issues) };
+
+  const defaultTimeout = defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const defaultOnUnavailable: OnUnavailable = defaults.onUnavailable ?? 'ignore';
+  const signalOrder = POLICY_SIGNAL_NAMES.filter((s) => required.has(s));
+  const signalSettings: { [N in PolicySignalName]?: SignalSettings } = {};
+  const unavailableSettings: UnavailableSetting[] = [];
+  for (const s of signalOrder) {
+    const cfg = p.signals?.[s];
+    signalSettings[s] = { timeoutMs: cfg?.timeoutMs ?? defaultTimeout, params: { ...(cfg?.params ?? {}) } };
+    unavailableSettings.push({
+      signal: s,
+      bit: SIGNAL_BIT[s],
+      onUnavailable: cfg?.onUnavailable ?? defaultOnUnavailable,
+    });
+  }
+  const adminSettings: { user?: AdminReadSettings; devices?: AdminReadSettings } = {};
+  if (needsUser) {
+    adminSettings.user = { timeoutMs: p.admin?.user?.timeoutMs ?? defaultTimeout };
+    unavailableSettings.push({
+      signal: 'adminUser',
+      bit: USER_BIT,
+      onUnavailable: p.admin?.user?.onUnavailable ?? defaultOnUnavailable,
+    });
+  }
+  if (needsDevices) {
+    adminSettings.devices = { timeoutMs: p.admin?.devices?.timeoutMs ?? defaultTimeout };
+    unavailableSettings.push({
+      signal: 'adminDevices',
+      bit: DEVICES_BIT,
+      onUnavailable: p.admin?.devices?.onUnavailable ?? defaultOnUnavailable,
+    });
+  }
+
+  const policy = new PolicyEvaluator({
+    name: p.name,
+    revision: policyRevision(text),
+    files: [file],
+    thresholds: Object.freeze({ challenge: p.thresholds.challenge, deny: p.thresholds.deny }),
+    rules,
+    requirements: { signals: new Set(signalOrder), adminUser: needsUser, adminDevices: needsDevices },
+    signalOrder,
+    signalSettings,
+    adminSettings,
+    unavailableSettings,
+    verdictActions: {
+      allow: (p.verdictActions?.allow ?? []).flatMap((a) => actions.get(a) ?? []),
+      challenge: (p.verdictActions?.challenge ?? []).flatMap((a) => actions.get(a) ?? []),
+      deny: (p.verdictActions?.deny ?? []).flatMap((a) => actions.get(a) ?? []),
+    },
+    overrides,
+    warnings: sortIssues(issues),
+  });
+  return { policy, issues: sortIssues(issues) };
+}
+
+function warnUnused(
+  p: PolicyFile,
+  required: ReadonlySet<PolicySignalName>,
+  needsUser: boolean,
+  needsDevices: boolean,
+  actions: ReadonlyMap<string, CompiledAction>,
+  warn: (path: YamlPath, message: string) => void,
+): void {
+  for (const s of Object.keys(p.signals ?? {}) as PolicySignalName[]) {
+    if (!required.has(s)) warn(['signals', s], `settings for "${s}", but no rule reads signals.${s}`);
+  }
+  if (p.admin?.user && !needsUser)
+    warn(['admin', 'user'], 'settings for the Admin user, but no rule reads `user`');
+  if (p.admin?.devices && !needsDevices) {
+    warn(['admin', 'devices'], 'settings for Admin devices, but no rule reads `devices`');
+  }
+  const used = new Set<string>([
+    ...p.rules.flatMap((r) => r.actions ?? []),
+    ...Object.values(p.verdictActions ?? {}).flat(),
+  ]);
+  for (const name of actions.keys())
+    if (!used.has(name)) warn(['actions', name], `action "${name}" is never used`);
+}
+
+function sortIssues(issues: PolicyIssue[]): PolicyIssue[] {
+  return issues.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.col - b.col);
+}
+
+export type { YamlSource };

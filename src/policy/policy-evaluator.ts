@@ -1,0 +1,344 @@
+import type { ParseResult } from '@marcbachmann/cel-js';
+import { type Activation, createActivation } from './cel-environment.ts';
+import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
+import { DEVICES_BIT, fillActivation, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
+import type { OnError, OnUnavailable } from './policy-schema.ts';
+import type {
+  AdminReadSettings,
+  CompiledPolicy,
+  MatchedRule,
+  OverrideMatch,
+  PolicyAction,
+  PolicyDecision,
+  PolicyInput,
+  PolicyIssue,
+  PolicyRequirements,
+  PolicySignalName,
+  SignalSettings,
+  SkippedRule,
+  UnavailableTreatment,
+  Verdict,
+} from './policy-types.ts';
+
+/**
+ * The runtime half of a compiled policy. Everything that can be decided at load is: rule
+ * dependencies are bitmasks, explanation entries of matched rules are prebuilt frozen objects, the
+ * activation views are reused. A decision allocates its result arrays and little else.
+ */
+
+/** Reason of an unavailable signal that does not apply to the request's platform: never fail-closed. */
+export const NOT_APPLICABLE = 'not_applicable';
+
+const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
+const BY_RANK: readonly (Verdict | undefined)[] = [undefined, 'allow', 'challenge', 'deny'];
+
+export interface CompiledAction {
+  name: string;
+  /** Prebuilt action without a per-decision part (`source` filled per binding). */
+  template: Omit<PolicyAction, 'source'>;
+  /** `archive_device` selector; without it the request's deviceId is archived. */
+  select?: ParseResult;
+}
+
+export interface CompiledRule {
+  id: string;
+  score: number;
+  verdictRank: number;
+  fn: ParseResult;
+  /** Bits of the inputs the rule reads, minus those whose availability it tests itself. */
+  skipMask: number;
+  onError: OnError;
+  /** `failClosed` counts an erroring rule only when matching raises risk. */
+  countsOnError: boolean;
+  shadow: boolean;
+  matched: Readonly<MatchedRule>;
+  actions: readonly CompiledAction[];
+}
+
+export interface CompiledOverride {
+  list: 'allow' | 'deny';
+  id: string;
+  reason: string;
+  expiresAt: string;
+  expiresAtMs: number;
+  accounts: ReadonlySet<string>;
+  cidrs: readonly Cidr[];
+}
+
+export interface UnavailableSetting {
+  signal: UnavailableTreatment['signal'];
+  bit: number;
+  onUnavailable: OnUnavailable;
+}
+
+export interface PolicyParts {
+  name: string;
+  revision: string;
+  files: readonly string[];
+  thresholds: { challenge: number; deny: number };
+  rules: readonly CompiledRule[];
+  requirements: PolicyRequirements;
+  signalOrder: readonly PolicySignalName[];
+  signalSettings: { [N in PolicySignalName]?: SignalSettings };
+  adminSettings: { user?: AdminReadSettings; devices?: AdminReadSettings };
+  unavailableSettings: readonly UnavailableSetting[];
+  verdictActions: { [V in Verdict]: readonly CompiledAction[] };
+  overrides: readonly CompiledOverride[];
+  warnings: readonly PolicyIssue[];
+}
+
+/** Pushes onto a lazily created array: most decisions never need one. */
+function append<T>(list: T[] | undefined, value: T): T[] {
+  if (list === undefined) return [value];
+  list.push(value);
+  return list;
+}
+
+function treatmentText(o: OnUnavailable): string {
+  if (o === 'ignore') return 'ignore';
+  return 'score' in o ? `score:${o.score}` : `verdict:${o.verdict}`;
+}
+
+function errorSummary(e: unknown): string {
+  if (e && typeof e === 'object') {
+    const s = (e as { summary?: unknown }).summary;
+    if (typeof s === 'string') return s;
+    const m = (e as { message?: unknown }).message;
+    if (typeof m === 'string') return m.split('\n', 1)[0]!;
+  }
+  return String(e);
+}
+
+function reasonOf(act: Activation, input: PolicyInput, bit: number): string {
+  if (bit === USER_BIT) return act.user.reason;
+  if (bit === DEVICES_BIT) return input.adminUnavailable?.devices ?? 'missing';
+  for (const [name, b] of Object.entries(SIGNAL_BIT)) {
+    if (b === bit) return act.signals[name as PolicySignalName].reason;
+  }
+  return 'unavailable';
+}
+
+export class PolicyEvaluator implements CompiledPolicy {
+  readonly name: string;
+  readonly revision: string;
+  readonly requirements: PolicyRequirements;
+  readonly signalSettings: { [N in PolicySignalName]?: SignalSettings };
+  readonly adminSettings: { user?: AdminReadSettings; devices?: AdminReadSettings };
+  readonly warnings: readonly PolicyIssue[];
+  readonly files: readonly string[];
+  readonly #p: PolicyParts;
+  readonly #act: Activation = createActivation();
+  readonly #policyRef: { name: string; revision: string };
+
+  constructor(parts: PolicyParts) {
+    this.#p = parts;
+    this.name = parts.name;
+    this.revision = parts.revision;
+    this.requirements = parts.requirements;
+    this.signalSettings = parts.signalSettings;
+    this.adminSettings = parts.adminSettings;
+    this.warnings = parts.warnings;
+    this.files = parts.files;
+    this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
+  }
+
+  /** Synchronous and never throws: an internal failure answers `deny` with the error explained. */
+  evaluate(input: PolicyInput): PolicyDecision {
+    try {
+      return this.#evaluate(input);
+    } catch (e) {
+      return {
+        verdict: 'deny',
+        score: 0,
+        matchedRules: [
+          {
+            id: '$internal-error',
+            description: 'the policy engine failed; failing closed',
+            error: errorSummary(e),
+          },
+        ],
+        thresholds: this.#p.thresholds,
+        unavailable: [],
+        actions: [],
+        policy: this.#policyRef,
+        decidedBy: 'verdict',
+      };
+    }
+  }
+
+  #evaluate(input: PolicyInput): PolicyDecision {
+    const p = this.#p;
+    const act = this.#act;
+    const req = p.requirements;
+    const unavailableMask = fillActivation(act, input, p.signalOrder, req.adminUser, req.adminDevices);
+
+    let score = 0;
+    let hardRank = 0;
+    const unavailable: UnavailableTreatment[] = [];
+    if (unavailableMask !== 0) {
+      for (const u of p.unavailableSettings) {
+        if ((unavailableMask & u.bit) === 0) continue;
+        const reason = reasonOf(act, input, u.bit);
+        if (reason === NOT_APPLICABLE) {
+          unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
+          continue;
+        }
+        const o = u.onUnavailable;
+        if (o !== 'ignore') {
+          if ('score' in o) score += o.score;
+          else if (RANK[o.verdict] > hardRank) hardRank = RANK[o.verdict];
+        }
+        unavailable.push({ signal: u.signal, reason, treatment: treatmentText(o) });
+      }
+    }
+
+    const override = p.overrides.length > 0 ? this.#matchOverride(input) : undefined;
+
+    const matchedRules: MatchedRule[] = [];
+    let skipped: SkippedRule[] | undefined;
+    let shadow: MatchedRule[] | undefined;
+    let ruleActions: CompiledAction[] | undefined;
+    let ruleActionSources: string[] | undefined;
+    const rules = p.rules;
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!;
+      if ((rule.skipMask & unavailableMask) !== 0) {
+        skipped = append(skipped, {
+          id: rule.id,
+          reason: this.#skipReason(input, rule.skipMask & unavailableMask),
+        });
+        continue;
+      }
+      let result: unknown;
+      let error: string | undefined;
+      try {
+        result = rule.fn(act);
+        if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
+      } catch (e) {
+        error = errorSummary(e);
+      }
+      let entry: Readonly<MatchedRule>;
+      if (error !== undefined) {
+        if (!rule.countsOnError) {
+          skipped = append(skipped, {
+            id: rule.id,
+            reason: `evaluation error: ${error} (onError: ${rule.onError})`,
+          });
+          continue;
+        }
+        entry = { ...rule.matched, error };
+      } else if (result === true) entry = rule.matched;
+      else continue;
+
+      if (rule.shadow) {
+        shadow = append(shadow, entry);
+        continue;
+      }
+      matchedRules.push(entry);
+      score += rule.score;
+      if (rule.verdictRank > hardRank) hardRank = rule.verdictRank;
+      for (const a of rule.actions) {
+        ruleActions = append(ruleActions, a);
+        ruleActionSources = append(ruleActionSources, rule.id);
+      }
+    }
+
+    const t = p.thresholds;
+    let verdict: Verdict;
+    let decidedBy: PolicyDecision['decidedBy'];
+    if (override) {
+      verdict = override.list;
+      decidedBy = 'override';
+    } else if (hardRank > 0) {
+      verdict = BY_RANK[hardRank]!;
+      decidedBy = 'verdict';
+    } else {
+      verdict = score >= t.deny ? 'deny' : score >= t.challenge ? 'challenge' : 'allow';
+      decidedBy = 'score';
+    }
+
+    const actions: PolicyAction[] = [];
+    // An allow-list entry exempts the account from what the rules would have done to it.
+    if (ruleActions && override?.list !== 'allow') {
+      for (let i = 0; i < ruleActions.length; i++)
+        this.#pushAction(actions, ruleActions[i]!, ruleActionSources![i]!);
+    }
+    const bound = p.verdictActions[verdict];
+    for (let i = 0; i < bound.length; i++) this.#pushAction(actions, bound[i]!, `verdict:${verdict}`);
+
+    const decision: PolicyDecision = {
+      verdict,
+      score,
+      matchedRules,
+      thresholds: t,
+      unavailable,
+      actions,
+      policy: this.#policyRef,
+      decidedBy,
+    };
+    if (override) decision.override = override;
+    if (skipped) decision.skippedRules = skipped;
+    if (shadow) decision.shadowMatches = shadow;
+    return decision;
+  }
+
+  #skipReason(input: PolicyInput, mask: number): string {
+    let out = '';
+    for (const u of this.#p.unavailableSettings) {
+      if ((mask & u.bit) === 0) continue;
+      const reason = reasonOf(this.#act, input, u.bit);
+      out += `${out ? ', ' : ''}${u.signal} unavailable (${reason})`;
+    }
+    return out;
+  }
+
+  #pushAction(out: PolicyAction[], a: CompiledAction, source: string): void {
+    for (let i = 0; i < out.length; i++) if (out[i]!.name === a.name) return;
+    const action: PolicyAction = { ...a.template, source };
+    if (a.template.type === 'archive_device') {
+      let ids: string[] = [];
+      if (a.select) {
+        try {
+          const r = a.select(this.#act);
+          if (Array.isArray(r)) ids = r.filter((x): x is string => typeof x === 'string');
+        } catch {
+          // A failing selector archives nothing: archiving the wrong device is worse than none.
+        }
+      } else if (this.#act.request.deviceId) ids = [this.#act.request.deviceId];
+      if (ids.length === 0) return;
+      action.deviceIds = ids;
+    }
+    out.push(action);
+  }
+
+  #matchOverride(input: PolicyInput): OverrideMatch | undefined {
+    const nowMs = input.now.getTime();
+    const account = input.request.accountId;
+    let ip: IpWords | null | undefined;
+    let allow: OverrideMatch | undefined;
+    for (const o of this.#p.overrides) {
+      if (o.expiresAtMs <= nowMs) continue;
+      if (o.list === 'allow' && allow) continue;
+      let by: OverrideMatch['matchedBy'] | undefined;
+      if (o.accounts.has(account)) by = 'account';
+      else if (o.cidrs.length > 0 && input.request.ip) {
+        if (ip === undefined) ip = parseIp(input.request.ip);
+        if (ip) for (const c of o.cidrs) if (cidrContains(c, ip)) by = 'ip';
+      }
+      if (!by) continue;
+      const m: OverrideMatch = {
+        list: o.list,
+        id: o.id,
+        reason: o.reason,
+        expiresAt: o.expiresAt,
+        matchedBy: by,
+      };
+      // Deny entries win over allow entries, whatever their order in the file.
+      if (o.list === 'deny') return m;
+      allow = m;
+    }
+    return allow;
+  }
+}
+
+export { RANK as VERDICT_RANK };

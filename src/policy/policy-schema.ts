@@ -1,0 +1,248 @@
+import { z } from 'zod';
+import { FACTORS } from '../admin/admin-schemas.ts';
+import { SUPPORTING_SIGNAL_TYPES } from '../signals/signal-schemas.ts';
+
+/**
+ * The policy file (`apiVersion: riskgate/v1`, `kind: Policy`), as zod. This is the single source of
+ * the format: the loader validates with it and `policies/policy.schema.json` is generated from it
+ * (`npx riskgate policy schema`). Cross-field rules live in `superRefine`, which JSON Schema cannot
+ * express; the loader reports them with positions like any other issue.
+ */
+
+export const POLICY_API_VERSION = 'riskgate/v1';
+
+/** Longest `when` / `select` expression accepted, characters. */
+export const MAX_EXPRESSION_LENGTH = 4096;
+
+export const verdictSchema = z.enum(['allow', 'challenge', 'deny']);
+
+const idSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/i, 'must be 1-64 letters, digits, "_", "-" or "." (starting alnum)');
+
+const expressionSchema = z.string().min(1).max(MAX_EXPRESSION_LENGTH);
+
+export const onUnavailableSchema = z
+  .union([
+    z.literal('ignore'),
+    z.object({ score: z.number().finite() }).strict(),
+    z.object({ verdict: verdictSchema }).strict(),
+  ])
+  .describe(
+    'What an unavailable input means: `ignore`, `{score: n}` (added to the total) or `{verdict: v}` (hard verdict).',
+  );
+export type OnUnavailable = z.infer<typeof onUnavailableSchema>;
+
+export const onErrorSchema = z
+  .enum(['failClosed', 'match', 'skip'])
+  .describe(
+    'When `when` fails to evaluate: `failClosed` (default) counts the rule if it raises risk (positive score, challenge or deny) and skips it if it lowers risk; `match` always counts it; `skip` never does.',
+  );
+export type OnError = z.infer<typeof onErrorSchema>;
+
+const timeoutMsSchema = z
+  .number()
+  .int()
+  .min(1)
+  .max(10_000)
+  .describe('Milliseconds, inside the decision deadline.');
+
+function signalSettings<P extends z.ZodRawShape>(params: P) {
+  return z
+    .object({
+      timeoutMs: timeoutMsSchema.optional(),
+      onUnavailable: onUnavailableSchema.optional(),
+      params: z.object(params).strict().optional().describe('Vendor query options for this signal.'),
+    })
+    .strict();
+}
+
+const supportingSignalParam = { supportingSignal: z.enum(SUPPORTING_SIGNAL_TYPES).optional() };
+
+export const signalSettingsSchema = z
+  .object({
+    remoteAccessTool: signalSettings({
+      baselineScope: z.enum(['interaction_anchored', 'full_history']).optional(),
+    }),
+    newBrowser: signalSettings({
+      matchScope: z.enum(['browser_profile', 'full_fingerprint']).optional(),
+      cooldownSeconds: z.number().int().min(0).optional(),
+    }),
+    latestProximity: signalSettings(supportingSignalParam),
+    historicalProximity: signalSettings(supportingSignalParam),
+    geovelocity: signalSettings({}),
+    activeCall: signalSettings({}),
+    geolocation: signalSettings({}),
+  })
+  .partial()
+  .strict();
+
+const adminReadSchema = z
+  .object({ timeoutMs: timeoutMsSchema.optional(), onUnavailable: onUnavailableSchema.optional() })
+  .strict();
+
+export const ruleSchema = z
+  .object({
+    id: idSchema,
+    description: z.string().min(1),
+    when: expressionSchema.describe('CEL expression of type bool.'),
+    score: z
+      .number()
+      .finite()
+      .optional()
+      .describe('Added to the total when the rule matches (may be negative).'),
+    verdict: verdictSchema.optional().describe('Hard verdict; overrides the score.'),
+    actions: z.array(idSchema).optional().describe('Names from `actions`, taken when the rule matches.'),
+    onError: onErrorSchema.optional(),
+    shadow: z
+      .boolean()
+      .optional()
+      .describe('Evaluate and report the rule, but never count it: trial an edit on live traffic.'),
+  })
+  .strict();
+export type PolicyRule = z.infer<typeof ruleSchema>;
+
+export const actionSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('lock_out_user'), description: z.string().optional() }).strict(),
+  z
+    .object({
+      type: z.literal('archive_device'),
+      description: z.string().optional(),
+      select: expressionSchema
+        .optional()
+        .describe("CEL list<string> of device ids to archive; default: the request's deviceId."),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('restrict_factors'),
+      description: z.string().optional(),
+      allowedFactors: z.array(z.enum(FACTORS)).min(1),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('one_time_code'),
+      description: z.string().optional(),
+      length: z.number().int().min(4).max(20).optional(),
+      validSecs: z.number().int().min(60).max(604_800).optional(),
+    })
+    .strict(),
+]);
+export type PolicyActionConfig = z.infer<typeof actionSchema>;
+
+const cidrSchema = z
+  .string()
+  .refine((s) => parseCidrShape(s), 'must be an IPv4 or IPv6 CIDR, e.g. 203.0.113.0/24');
+
+function parseCidrShape(s: string): boolean {
+  const slash = s.indexOf('/');
+  if (slash < 0) return false;
+  const bits = Number(s.slice(slash + 1));
+  const addr = s.slice(0, slash);
+  if (!Number.isInteger(bits) || bits < 0) return false;
+  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(addr))
+    return bits <= 32 && addr.split('.').every((o) => Number(o) <= 255);
+  return addr.includes(':') && bits <= 128;
+}
+
+export const overrideEntrySchema = z
+  .object({
+    id: idSchema,
+    accounts: z.array(z.string().min(1)).optional().describe('accountIds (exact match).'),
+    cidrs: z.array(cidrSchema).optional().describe('IPv4/IPv6 CIDRs matched against request.ip.'),
+    expiresAt: z.iso.datetime({ offset: true }).describe('RFC 3339; the entry is ignored from then on.'),
+    reason: z.string().min(1),
+  })
+  .strict();
+export type OverrideEntry = z.infer<typeof overrideEntrySchema>;
+
+export const policyFileSchema = z
+  .object({
+    apiVersion: z.literal(POLICY_API_VERSION),
+    kind: z.literal('Policy'),
+    name: idSchema,
+    description: z.string().optional(),
+    defaults: z
+      .object({
+        timeoutMs: timeoutMsSchema.optional(),
+        onUnavailable: onUnavailableSchema.optional(),
+        onError: onErrorSchema.optional(),
+      })
+      .strict()
+      .optional(),
+    thresholds: z
+      .object({
+        challenge: z.number().finite().describe('total >= challenge gives challenge'),
+        deny: z.number().finite().describe('total >= deny gives deny'),
+      })
+      .strict(),
+    signals: signalSettingsSchema.optional(),
+    admin: z
+      .object({ user: adminReadSchema.optional(), devices: adminReadSchema.optional() })
+      .strict()
+      .optional(),
+    rules: z.array(ruleSchema).min(1),
+    actions: z.record(idSchema, actionSchema).optional(),
+    verdictActions: z
+      .object({
+        allow: z.array(idSchema).optional(),
+        challenge: z.array(idSchema).optional(),
+        deny: z.array(idSchema).optional(),
+      })
+      .strict()
+      .optional()
+      .describe('Actions taken whenever the final verdict is this one.'),
+    overrides: z
+      .object({
+        allow: z.array(overrideEntrySchema).optional(),
+        deny: z.array(overrideEntrySchema).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type PolicyFile = z.infer<typeof policyFileSchema>;
+
+/** Cross-field checks, each with the path of the offending value. */
+export function crossCheckPolicy(p: PolicyFile): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  if (p.thresholds.challenge > p.thresholds.deny) {
+    issues.push({
+      path: ['thresholds', 'challenge'],
+      message: 'challenge threshold must not exceed deny threshold',
+    });
+  }
+  const seen = new Set<string>();
+  const actionNames = new Set(Object.keys(p.actions ?? {}));
+  p.rules.forEach((rule, i) => {
+    if (seen.has(rule.id))
+      issues.push({ path: ['rules', i, 'id'], message: `duplicate rule id "${rule.id}"` });
+    seen.add(rule.id);
+    if ((rule.score === undefined) === (rule.verdict === undefined)) {
+      issues.push({ path: ['rules', i], message: 'a rule needs exactly one of `score` or `verdict`' });
+    }
+    rule.actions?.forEach((a, j) => {
+      if (!actionNames.has(a))
+        issues.push({ path: ['rules', i, 'actions', j], message: `unknown action "${a}"` });
+    });
+  });
+  for (const v of ['allow', 'challenge', 'deny'] as const) {
+    p.verdictActions?.[v]?.forEach((a, j) => {
+      if (!actionNames.has(a))
+        issues.push({ path: ['verdictActions', v, j], message: `unknown action "${a}"` });
+    });
+  }
+  const overrideIds = new Set<string>();
+  for (const list of ['allow', 'deny'] as const) {
+    p.overrides?.[list]?.forEach((e, i) => {
+      if (overrideIds.has(e.id))
+        issues.push({ path: ['overrides', list, i, 'id'], message: `duplicate override id "${e.id}"` });
+      overrideIds.add(e.id);
+      if (!e.accounts?.length && !e.cidrs?.length) {
+        issues.push({ path: ['overrides', list, i], message: 'an override needs `accounts` or `cidrs`' });
+      }
+    });
+  }
+  return issues;
+}

@@ -1,0 +1,193 @@
+import { type FSWatcher, watch } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import { isPolicyFileName, loadPolicy, PolicyLoadError } from './policy-loader.ts';
+import type { CompiledPolicy, PolicyIssue } from './policy-types.ts';
+
+/**
+ * The live policy with hot reload. A change to the files is compiled off to the side and swapped in
+ * with one reference assignment, so a decision sees either the old policy or the new one, never a
+ * mix. An invalid edit is refused: the last good policy stays live, and the error is logged, passed
+ * to `onError` (for metrics) and kept in `status().lastError` (for `/policies`).
+ */
+
+export interface PolicyStoreStatus {
+  name: string;
+  revision: string;
+  /** When the live policy was loaded (RFC 3339). */
+  loadedAt: string;
+  files: readonly string[];
+  /** Successful reloads that changed the revision, since start. */
+  reloads: number;
+  /** Refused reloads since start. */
+  failedReloads: number;
+  warnings: readonly PolicyIssue[];
+  /** The latest refused edit; cleared by the next successful load. */
+  lastError?: {
+    message: string;
+    at: string;
+    errors: { file: string; line: number; col: number; message: string }[];
+  };
+}
+
+export type ReloadOutcome =
+  | { ok: true; changed: boolean; revision: string }
+  | { ok: false; error: PolicyLoadError; revision: string };
+
+export interface PolicyStore {
+  /** The live policy. Cheap: a field read. */
+  current(): CompiledPolicy;
+  status(): PolicyStoreStatus;
+  /** Loads the files now (also what the watcher calls). Never rejects. */
+  reload(): Promise<ReloadOutcome>;
+  /** Stops watching. */
+  close(): void;
+}
+
+export interface PolicyStoreOptions {
+  /** A policy file, or a directory holding exactly one policy file. */
+  path: string;
+  /** Watch the files and reload on change. Default true. */
+  watch?: boolean;
+  /** Quiet period after the last file event before reloading, milliseconds. Default 200. */
+  debounceMs?: number;
+  /** After a reload that changed the revision (metrics hook). */
+  onReload?: (policy: CompiledPolicy, info: { previousRevision: string; durationMs: number }) => void;
+  /** After a refused reload (metrics hook). */
+  onError?: (error: PolicyLoadError, info: { durationMs: number }) => void;
+  /** One structured log line per reload outcome. Default: JSON on stderr. */
+  log?: (line: Record<string, unknown>) => void;
+}
+
+function defaultLog(line: Record<string, unknown>): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
+}
+
+function toLoadError(e: unknown, path: string): PolicyLoadError {
+  if (e instanceof PolicyLoadError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new PolicyLoadError(`policy ${path}: ${message}`, [
+    { file: path, line: 1, col: 1, message, severity: 'error' },
+  ]);
+}
+
+/**
+ * Loads the policy and starts watching it.
+ * @throws PolicyLoadError when the initial load fails (there is no last good policy to keep).
+ */
+export async function createPolicyStore(options: PolicyStoreOptions): Promise<PolicyStore> {
+  const { path } = options;
+  const debounceMs = options.debounceMs ?? 200;
+  const log = options.log ?? defaultLog;
+  let live = await loadPolicy(path);
+  let loadedAt = new Date();
+  let reloads = 0;
+  let failedReloads = 0;
+  let lastError: PolicyStoreStatus['lastError'];
+  let running: Promise<ReloadOutcome> | undefined;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+  let watcher: FSWatcher | undefined;
+  let closed = false;
+
+  const loadOnce = async (): Promise<ReloadOutcome> => {
+    const started = performance.now();
+    try {
+      const next = await loadPolicy(path);
+      const durationMs = performance.now() - started;
+      lastError = undefined;
+      if (next.revision === live.revision) return { ok: true, changed: false, revision: live.revision };
+      const previousRevision = live.revision;
+      live = next;
+      loadedAt = new Date();
+      reloads++;
+      log({
+        level: 'info',
+        msg: 'policy reloaded',
+        policy: next.name,
+        revision: next.revision,
+        previousRevision,
+      });
+      options.onReload?.(next, { previousRevision, durationMs });
+      return { ok: true, changed: true, revision: next.revision };
+    } catch (e) {
+      const error = toLoadError(e, path);
+      const durationMs = performance.now() - started;
+      failedReloads++;
+      const errors = error.issues.filter((i) => i.severity === 'error');
+      lastError = {
+        message: error.message,
+        at: new Date().toISOString(),
+        errors: errors.map(({ file, line, col, message }) => ({ file, line, col, message })),
+      };
+      log({
+        level: 'error',
+        msg: 'policy reload refused; last good policy stays live',
+        code: error.code,
+        revision: live.revision,
+        error: error.message,
+      });
+      options.onError?.(error, { durationMs });
+      return { ok: false, error, revision: live.revision };
+    }
+  };
+
+  // One load at a time; a change during a load triggers exactly one more.
+  const reload = (): Promise<ReloadOutcome> => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let outcome = await loadOnce();
+      while (again && !closed) {
+        again = false;
+        outcome = await loadOnce();
+      }
+      running = undefined;
+      return outcome;
+    })();
+    return running;
+  };
+
+  if (options.watch ?? true) {
+    const isDir = (await stat(path)).isDirectory();
+    const dir = isDir ? path : dirname(path);
+    const target = isDir ? undefined : basename(path);
+    // The directory, not the file: editors save by writing a new file and renaming it over the old.
+    watcher = watch(dir, { persistent: false }, (_event, filename) => {
+      const name = filename?.toString();
+      if (name && (target ? name !== target : !isPolicyFileName(name))) return;
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (!closed) void reload();
+      }, debounceMs);
+      timer.unref();
+    });
+    watcher.on('error', (e) => log({ level: 'error', msg: 'policy watcher failed', error: String(e) }));
+  }
+
+  return {
+    current: () => live,
+    status: () => {
+      const s: PolicyStoreStatus = {
+        name: live.name,
+        revision: live.revision,
+        loadedAt: loadedAt.toISOString(),
+        files: live.files ?? [],
+        reloads,
+        failedReloads,
+        warnings: live.warnings ?? [],
+      };
+      if (lastError) s.lastError = lastError;
+      return s;
+    },
+    reload,
+    close: () => {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      watcher?.close();
+    },
+  };
+}
