@@ -1,0 +1,417 @@
+import { LRUCache } from 'lru-cache';
+import type { z } from 'zod';
+import type { TokenManager } from '../auth/token-manager.ts';
+import { ErrorCode, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
+import {
+  type CallInfo,
+  type CallSpec,
+  callUpstream,
+  parseJsonBody,
+  type RetryTuning,
+  retryDefaults,
+  type UpstreamContext,
+} from '../upstream/upstream-call.ts';
+import { malformedError } from '../upstream/upstream-errors.ts';
+import { createUpstreamPool, splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
+import type { AttemptRequest, RawResponse } from '../upstream/upstream-request.ts';
+import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+import { UUID_PATTERN } from './identifiers.ts';
+import { type BatcherStats, type BatchItem, type BatchOptions, RatBatcher } from './rat-batcher.ts';
+import {
+  checkRemoteAccessTool,
+  type NewBrowserParams,
+  newBrowserQuery,
+  type ProximityParams,
+  proximityQuery,
+  type RemoteAccessToolParams,
+  remoteAccessToolQuery,
+  type SingleUnitParams,
+  singleUnitQuery,
+} from './signal-params.ts';
+import {
+  type ActiveCallResponse,
+  activeCallResponseSchema,
+  type GeolocationResponse,
+  type GeovelocityResponse,
+  geolocationResponseSchema,
+  geovelocityResponseSchema,
+  type HistoricalProximityResponse,
+  historicalProximityResponseSchema,
+  type LatestProximityResponse,
+  latestProximityResponseSchema,
+  type NewBrowserResponse,
+  newBrowserResponseSchema,
+  type RemoteAccessToolBatchItem,
+  type RemoteAccessToolResponse,
+  remoteAccessToolBatchResponseSchema,
+  remoteAccessToolResponseSchema,
+  SIGNAL_TYPES,
+} from './signal-schemas.ts';
+
+/**
+ * The Trust Signals API client: one typed method per endpoint, parameters validated before any
+ * I/O, bearer token from the token manager (a 401 refreshes it once and retries once), answers
+ * parsed with the shared zod schemas. Remote-access-tool lookups are batched.
+ */
+
+/** Options of `createSignalsClient`. Times in milliseconds. */
+export interface SignalsClientOptions {
+  /** `{signals_url}`, e.g. `http://127.0.0.1:4010/api/v1`. */
+  baseUrl: string;
+  /** The tenant UUID; must equal the token's `service_id`. */
+  serviceId: string;
+  /** Source of bearer tokens (`createTokenManager`). */
+  tokens: Pick<TokenManager, 'getToken' | 'peekToken' | 'invalidate'>;
+  /** Connections to the signals origin. Default 32. */
+  connections?: number;
+  /** Timeout of one attempt when the call gives none. Default 1000. */
+  defaultTimeoutMs?: number;
+  /** Remote-access-tool batching; see `BatchOptions`. */
+  batch?: BatchOptions & {
+    /** Timeout of one batch call (the callers keep their own). Default `defaultTimeoutMs`. */
+    timeoutMs?: number;
+  };
+  /**
+   * Caches remote-access-tool answers (interaction-anchored only; they are stable once computed).
+   * Other signals describe "the latest" observation and change with every interaction: never cached.
+   * Off unless given.
+   */
+  cache?: {
+    /** Lifetime of an entry. Default 30000. */
+    ttlMs?: number;
+    /** Entries kept. Default 10000. */
+    max?: number;
+  };
+  /** Called once per HTTP call (a batch is one call): metrics and Server-Timing. */
+  onCall?: (info: CallInfo) => void;
+  /** Epoch ms; used for window validation. Default `Date.now`. */
+  now?: () => number;
+  /** Connection tuning (timeouts are backstops; calls carry their own). */
+  pool?: Omit<UpstreamPoolOptions, 'connections'>;
+  retry?: RetryTuning;
+  /** Largest accepted body, bytes. Default 1 MiB. */
+  maxBodyBytes?: number;
+}
+
+type Method<P, R> = (params: P, opts?: CallOptions) => Promise<UpstreamResult<R>>;
+
+/** What `createSignalsClient` returns. Methods never reject for upstream failures; invalid params reject with `InputError`. */
+export interface SignalsClient {
+  /** Remote access tool via the batcher (or the single GET for `baselineScope: 'full_history'`). */
+  remoteAccessTool: Method<RemoteAccessToolParams, RemoteAccessToolResponse>;
+  /** `GET /signals/remote-access-tool`, unbatched. */
+  remoteAccessToolSingle: Method<RemoteAccessToolParams, RemoteAccessToolResponse>;
+  newBrowser: Method<NewBrowserParams, NewBrowserResponse>;
+  latestProximity: Method<ProximityParams, LatestProximityResponse>;
+  historicalProximity: Method<ProximityParams, HistoricalProximityResponse>;
+  geovelocity: Method<SingleUnitParams, GeovelocityResponse>;
+  activeCall: Method<SingleUnitParams, ActiveCallResponse>;
+  geolocation: Method<SingleUnitParams, GeolocationResponse>;
+  /** Batcher and cache counters. */
+  stats(): BatcherStats & { cacheHits: number };
+  /** Sends any open batch, then closes the connections once in-flight calls finish. */
+  close(): Promise<void>;
+}
+
+interface Envelope {
+  signalType: string;
+  success: boolean;
+  reason?: string | undefined;
+  result?: unknown;
+}
+
+/**
+ * Beyond the schema: the envelope is for this signal, and `success` agrees with `result`/`reason`
+ * (the spec: result "omitted when success is false"; a failure always has a reason).
+ */
+function checkEnvelope(
+  operation: string,
+  expected: string,
+  env: Envelope,
+  status: number,
+): UpstreamError | undefined {
+  if (env.signalType !== expected) {
+    return malformedError(
+      'signals',
+      operation,
+      `signalType ${JSON.stringify(env.signalType)}, expected ${expected}`,
+      status,
+    );
+  }
+  if (env.success && env.result === undefined)
+    return malformedError('signals', operation, 'success without result', status);
+  if (!env.success && env.reason === undefined)
+    return malformedError('signals', operation, 'failure without reason', status);
+  return undefined;
+}
+
+function envelopeParser<S extends z.ZodType>(operation: string, expected: string, schema: S) {
+  return (res: RawResponse): z.infer<S> | UpstreamError => {
+    const v = parseJsonBody('signals', operation, res, schema);
+    if (v instanceof RiskgateError) return v as UpstreamError;
+    return checkEnvelope(operation, expected, v as Envelope, res.status) ?? v;
+  };
+}
+
+const parsers = {
+  geolocation: envelopeParser('geolocation', SIGNAL_TYPES.geolocation, geolocationResponseSchema),
+  geovelocity: envelopeParser('geovelocity', SIGNAL_TYPES.geovelocity, geovelocityResponseSchema),
+  activeCall: envelopeParser('active-call', SIGNAL_TYPES.activeCall, activeCallResponseSchema),
+  latestProximity: envelopeParser(
+    'latest-proximity',
+    SIGNAL_TYPES.latestProximity,
+    latestProximityResponseSchema,
+  ),
+  historicalProximity: envelopeParser(
+    'historical-proximity',
+    SIGNAL_TYPES.historicalProximity,
+    historicalProximityResponseSchema,
+  ),
+  newBrowser: envelopeParser('new-browser', SIGNAL_TYPES.newBrowser, newBrowserResponseSchema),
+  remoteAccessTool: envelopeParser(
+    'remote-access-tool',
+    SIGNAL_TYPES.remoteAccessTool,
+    remoteAccessToolResponseSchema,
+  ),
+};
+
+const BATCH_OP = 'remote-access-tool-batch';
+
+/** Invalid parameters surface as a rejected promise (not a synchronous throw), like any async API. */
+function rejecting<P, R>(fn: Method<P, R>): Method<P, R> {
+  return (p, o) => {
+    try {
+      return fn(p, o);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+}
+
+/** Cache key of a remote-access-tool lookup: the full parameter set. */
+function ratKey(p: RemoteAccessToolParams): string {
+  return `${p.accountId}\u0001${p.unitId}\u0001${p.verificationStatus}\u0001${p.interactionId}\u0001${p.sdkVersionId ?? ''}`;
+}
+
+/** Creates a Trust Signals client. Throws `RG_ERR_INVALID_CONFIG` on a bad `serviceId` or URL. */
+export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
+  if (!UUID_PATTERN.test(opts.serviceId)) {
+    throw new RiskgateError(ErrorCode.INVALID_CONFIG, 'signals client: serviceId must be a UUID');
+  }
+  const { origin, pathPrefix } = splitBaseUrl(opts.baseUrl);
+  const now = opts.now ?? Date.now;
+  const tokens = opts.tokens;
+  const pool = createUpstreamPool(origin, { ...opts.pool, connections: opts.connections ?? 32 });
+  const ctx: UpstreamContext = {
+    upstream: 'signals',
+    dispatcher: pool,
+    now,
+    defaultTimeoutMs: opts.defaultTimeoutMs ?? 1000,
+    ...retryDefaults(opts.retry),
+    maxBodyBytes: opts.maxBodyBytes ?? 1024 * 1024,
+    onCall: opts.onCall,
+  };
+  const queryPrefix = `?serviceId=${opts.serviceId}`;
+  const signalsPath = `${pathPrefix}/signals/`;
+  const paths = {
+    geolocation: `${signalsPath}geolocation`,
+    geovelocity: `${signalsPath}geovelocity`,
+    activeCall: `${signalsPath}active-call`,
+    latestProximity: `${signalsPath}latest-proximity`,
+    historicalProximity: `${signalsPath}historical-proximity`,
+    newBrowser: `${signalsPath}new-browser`,
+    remoteAccessTool: `${signalsPath}remote-access-tool`,
+  };
+
+  function headersFor(token: string, traceparent: string | undefined, json: boolean): Record<string, string> {
+    const h: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    if (json) h['content-type'] = 'application/json';
+    if (traceparent !== undefined) h.traceparent = traceparent;
+    return h;
+  }
+
+  /** A spec whose requests carry the current bearer token, refreshed once on a 401. */
+  function authed<T>(
+    name: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | undefined,
+    parse: (res: RawResponse) => T | UpstreamError,
+    callOpts: CallOptions | undefined,
+  ): CallSpec<T> {
+    const signal = callOpts?.signal;
+    const traceparent = callOpts?.traceparent;
+    const json = body !== undefined;
+    return {
+      name,
+      retry: true, // every Trust Signals call is a read (the batch POST included)
+      parse,
+      build: (): AttemptRequest | Promise<AttemptRequest | UpstreamError> => {
+        const t = tokens.peekToken();
+        if (t !== undefined) return { method, path, headers: headersFor(t, traceparent, json), body };
+        return tokens
+          .getToken(signal)
+          .then((r) =>
+            r.ok ? { method, path, headers: headersFor(r.value, traceparent, json), body } : r.error,
+          );
+      },
+      onUnauthorized: async (req) => {
+        tokens.invalidate(req.headers.authorization!.slice(7));
+        const r = await tokens.getToken(signal);
+        return r.ok;
+      },
+    };
+  }
+
+  function get<T>(
+    name: string,
+    path: string,
+    parse: (res: RawResponse) => T | UpstreamError,
+    o?: CallOptions,
+  ) {
+    return callUpstream(ctx, authed(name, 'GET', path, undefined, parse, o), o);
+  }
+
+  const batchTimeoutMs = opts.batch?.timeoutMs ?? ctx.defaultTimeoutMs;
+  const parseBatch =
+    (items: BatchItem[]) =>
+    (res: RawResponse): RemoteAccessToolBatchItem[] | UpstreamError => {
+      const v = parseJsonBody('signals', BATCH_OP, res, remoteAccessToolBatchResponseSchema);
+      if (v instanceof RiskgateError) return v as UpstreamError;
+      const results = v.results;
+      if (results.length !== items.length) {
+        return malformedError(
+          'signals',
+          BATCH_OP,
+          `${results.length} results for ${items.length} items`,
+          res.status,
+        );
+      }
+      // Matching is by position: make sure each position really answers its item.
+      for (let i = 0; i < results.length; i++) {
+        const r = results[i]!;
+        const it = items[i]!;
+        if (
+          r.accountId !== it.accountId ||
+          r.unitId !== it.unitId ||
+          r.verificationStatus !== it.verificationStatus ||
+          r.interactionId !== it.interactionId
+        ) {
+          return malformedError('signals', BATCH_OP, `result ${i} echoes another item`, res.status);
+        }
+        if (r.success ? r.result === undefined : r.reason === undefined) {
+          return malformedError(
+            'signals',
+            BATCH_OP,
+            `result ${i}: success and result/reason disagree`,
+            res.status,
+          );
+        }
+      }
+      return results;
+    };
+  const batcher = new RatBatcher(
+    (items) =>
+      callUpstream(
+        ctx,
+        authed(BATCH_OP, 'POST', paths.remoteAccessTool, JSON.stringify(items), parseBatch(items), undefined),
+        { timeoutMs: batchTimeoutMs },
+      ),
+    opts.batch,
+  );
+
+  const cache =
+    opts.cache === undefined
+      ? undefined
+      : new LRUCache<string, RemoteAccessToolResponse>({
+          max: opts.cache.max ?? 10_000,
+          ttl: opts.cache.ttlMs ?? 30_000,
+        });
+  let cacheHits = 0;
+
+  /** Only settled answers are cached: too few events may become enough as the session goes on. */
+  function remember(
+    key: string,
+    r: UpstreamResult<RemoteAccessToolResponse>,
+  ): UpstreamResult<RemoteAccessToolResponse> {
+    if (cache !== undefined && r.ok && (r.value.success || r.value.reason === 'unsupported_platform')) {
+      cache.set(key, r.value);
+    }
+    return r;
+  }
+
+  function single(p: RemoteAccessToolParams, o?: CallOptions) {
+    const q = remoteAccessToolQuery(queryPrefix, p);
+    return get('remote-access-tool', paths.remoteAccessTool + q, parsers.remoteAccessTool, o);
+  }
+
+  function remoteAccessTool(
+    p: RemoteAccessToolParams,
+    o?: CallOptions,
+  ): Promise<UpstreamResult<RemoteAccessToolResponse>> {
+    checkRemoteAccessTool(p);
+    if (p.baselineScope === 'full_history') return single(p, o);
+    const key = ratKey(p);
+    if (cache !== undefined) {
+      const hit = cache.get(key);
+      if (hit !== undefined) {
+        cacheHits++;
+        return Promise.resolve({ ok: true, value: hit, durationMs: 0 });
+      }
+    }
+    const item: BatchItem = {
+      serviceId: opts.serviceId,
+      accountId: p.accountId,
+      unitId: p.unitId,
+      verificationStatus: p.verificationStatus,
+      interactionId: p.interactionId,
+    };
+    if (p.sdkVersionId !== undefined) item.sdkVersionId = p.sdkVersionId;
+    const pending = batcher.lookup(key, item, o);
+    return cache === undefined ? pending : pending.then((r) => remember(key, r));
+  }
+
+  function remoteAccessToolSingle(p: RemoteAccessToolParams, o?: CallOptions) {
+    const pending = single(p, o);
+    if (cache === undefined || p.baselineScope === 'full_history') return pending;
+    return pending.then((r) => remember(ratKey(p), r));
+  }
+
+  return {
+    remoteAccessTool: rejecting(remoteAccessTool),
+    remoteAccessToolSingle: rejecting(remoteAccessToolSingle),
+    newBrowser: rejecting((p, o) =>
+      get('new-browser', paths.newBrowser + newBrowserQuery(queryPrefix, p, now()), parsers.newBrowser, o),
+    ),
+    latestProximity: rejecting((p, o) =>
+      get(
+        'latest-proximity',
+        paths.latestProximity + proximityQuery(queryPrefix, p, now()),
+        parsers.latestProximity,
+        o,
+      ),
+    ),
+    historicalProximity: rejecting((p, o) =>
+      get(
+        'historical-proximity',
+        paths.historicalProximity + proximityQuery(queryPrefix, p, now()),
+        parsers.historicalProximity,
+        o,
+      ),
+    ),
+    geovelocity: rejecting((p, o) =>
+      get('geovelocity', paths.geovelocity + singleUnitQuery(queryPrefix, p, now()), parsers.geovelocity, o),
+    ),
+    activeCall: rejecting((p, o) =>
+      get('active-call', paths.activeCall + singleUnitQuery(queryPrefix, p, now()), parsers.activeCall, o),
+    ),
+    geolocation: rejecting((p, o) =>
+      get('geolocation', paths.geolocation + singleUnitQuery(queryPrefix, p, now()), parsers.geolocation, o),
+    ),
+    stats: () => ({ ...batcher.stats, cacheHits }),
+    async close() {
+      batcher.flush();
+      await pool.close();
+    },
+  };
+}
