@@ -208,7 +208,11 @@ export async function runBench(options: BenchOptions, command: string): Promise<
       entry: process.env.BENCH_RISKGATE_ENTRY ?? 'bench/riskgate-under-bench.ts',
       port: riskgatePort,
       cpu: pinning.riskgate,
-      nodeArgs: ['--expose-gc'],
+      // BENCH_RISKGATE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=bench/results` to profile riskgate.
+      nodeArgs: [
+        '--expose-gc',
+        ...(process.env.BENCH_RISKGATE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
+      ],
       readyPath: '/readyz',
       env: {
         RISKGATE_PORT: String(riskgatePort),

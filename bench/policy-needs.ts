@@ -1,5 +1,6 @@
 import { type DecideRequest, decideRequestSchema } from '../src/decide/decide-request.ts';
 import { isApplicable } from '../src/decide/signal-queries.ts';
+import { loadPolicy } from '../src/policy/policy-loader.ts';
 import type { PolicyRequirements } from '../src/policy/policy-types.ts';
 
 /**
@@ -39,7 +40,7 @@ export function meanReadsNeeded(requirements: PolicyRequirements, bodies: string
   return Math.round((total / bodies.length) * 1000) / 1000;
 }
 
-/** Loads the policy's requirements with the policy engine's loader and averages them over `bodies`. */
+/** Loads the policy with the policy engine's loader and averages its needs over `bodies`. */
 export async function computePolicyNeeds(policyPath: string, bodies: string[]): Promise<PolicyNeeds> {
   const none = (reason: string): PolicyNeeds => ({
     available: false,
@@ -67,6 +68,5 @@ export async function computePolicyNeeds(policyPath: string, bodies: string[]): 
 }
 
 async function loadRequirements(policyPath: string): Promise<PolicyRequirements> {
-  void policyPath;
-  throw new Error('the policy engine has no loader to import yet');
+  return (await loadPolicy(policyPath)).requirements;
 }

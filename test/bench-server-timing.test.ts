@@ -10,6 +10,22 @@ describe('parseServerTiming', () => {
     });
   });
 
+  it('does not count policy evaluation as an upstream call', () => {
+    expect(parseServerTiming('total;dur=9, signals-geolocation;dur=7.5, policy;dur=0.2')).toEqual({
+      totalMs: 9,
+      slowestUpstreamMs: 7.5,
+      upstreamCalls: 1,
+    });
+  });
+
+  it('adds the one-time code call, made after evaluation, to the floor', () => {
+    expect(
+      parseServerTiming(
+        'total;dur=30, signals-newBrowser;dur=12, admin-user;dur=9, admin-otc;dur=8, policy;dur=0.1',
+      ),
+    ).toEqual({ totalMs: 30, slowestUpstreamMs: 20, upstreamCalls: 3 });
+  });
+
   it('reads headers split over several lines and quoted durations', () => {
     expect(parseServerTiming(['admin-user;dur="3.5";desc="user"', 'total;dur=4'])).toEqual({
       totalMs: 4,
