@@ -1,5 +1,37 @@
 import { z } from 'zod';
+import {
+  accountIdSchema,
+  interactionIdSchema,
+  sdkVersionIdSchema,
+  serviceIdSchema,
+  unitIdSchema,
+  verificationStatusSchema,
+} from '../../signals/identifiers.ts';
 import { seedUserSchema } from '../admin/admin-seed-schema.ts';
+import { faultRuleSchema } from '../faults/fault-rule.ts';
+import { observationPayloadShape } from '../signals/observation.ts';
+
+const ago = z.number().nonnegative().optional();
+
+/**
+ * One seeded observation: the Collection shape, with a time relative to the sandbox's start
+ * (`daysAgo + hoursAgo + minutesAgo + secondsAgo`, all default 0) so a scenario never ages, and the
+ * serviceId defaulting to the sandbox's.
+ */
+export const scenarioObservationSchema = z.object({
+  serviceId: serviceIdSchema.optional(),
+  accountId: accountIdSchema,
+  unitId: unitIdSchema,
+  verificationStatus: verificationStatusSchema,
+  interactionId: interactionIdSchema,
+  sdkVersionId: sdkVersionIdSchema.optional(),
+  daysAgo: ago,
+  hoursAgo: ago,
+  minutesAgo: ago,
+  secondsAgo: ago,
+  ...observationPayloadShape,
+});
+export type ScenarioObservation = z.infer<typeof scenarioObservationSchema>;
 
 /**
  * A sandbox scenario file (YAML): users and devices for the Admin API, observations for the Trust
@@ -7,7 +39,20 @@ import { seedUserSchema } from '../admin/admin-seed-schema.ts';
  */
 export const scenarioSchema = z.object({
   name: z.string().default('unnamed'),
+  description: z.string().optional(),
   users: z.array(seedUserSchema).default([]),
-  // Extended by the signals work: observations, faults, admin-dashboard events.
+  observations: z.array(scenarioObservationSchema).default([]),
+  /** Faults active from the start (and restored by `POST /sandbox/reset`). */
+  faults: z.array(faultRuleSchema).default([]),
 });
 export type Scenario = z.infer<typeof scenarioSchema>;
+
+/** Milliseconds before the sandbox start that an observation's `*Ago` fields add up to. */
+export function offsetMsOf(o: ScenarioObservation): number {
+  return (
+    (o.daysAgo ?? 0) * 86_400_000 +
+    (o.hoursAgo ?? 0) * 3_600_000 +
+    (o.minutesAgo ?? 0) * 60_000 +
+    (o.secondsAgo ?? 0) * 1000
+  );
+}

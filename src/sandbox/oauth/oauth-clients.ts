@@ -1,0 +1,41 @@
+import type { SandboxCredentials } from '../sandbox-config.ts';
+
+/** The permission scope a Retrieval token carries (trust-signals-api.md "Authentication"). */
+export const SIGNALS_READ_SCOPE = 'signals:read';
+/** The permission scope a Collection token carries (CONTRACT §4). */
+export const OBSERVATIONS_WRITE_SCOPE = 'observations:write';
+
+/** One provisioned OAuth client. */
+export interface OAuthClient {
+  kind: 'retrieval' | 'collection';
+  clientId: string;
+  clientSecret: string;
+  audience: string;
+  /** The scope written into its tokens' `scope` claim. */
+  permission: string;
+}
+
+/** `urn:<idp>:iam:org:project:id:<audience>:aud` (CONTRACT §3). */
+export function audienceUrn(idp: string, audience: string): string {
+  return `urn:${idp}:iam:org:project:id:${audience}:aud`;
+}
+
+/** The two clients of the integration: Retrieval (signals) and Collection (observations). */
+export function oauthClientsOf(credentials: SandboxCredentials): OAuthClient[] {
+  return [
+    {
+      kind: 'retrieval',
+      clientId: credentials.retrievalClientId,
+      clientSecret: credentials.retrievalClientSecret,
+      audience: credentials.signalsAudience,
+      permission: SIGNALS_READ_SCOPE,
+    },
+    {
+      kind: 'collection',
+      clientId: credentials.collectionClientId,
+      clientSecret: credentials.collectionClientSecret,
+      audience: credentials.collectionAudience,
+      permission: OBSERVATIONS_WRITE_SCOPE,
+    },
+  ];
+}
