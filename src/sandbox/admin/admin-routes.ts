@@ -1,0 +1,209 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, Hono } from 'hono';
+import type { SandboxModuleContext } from '../sandbox-module.ts';
+import {
+  decodeJsonObject,
+  parseBody,
+  postBackupCodesSchema,
+  postDeviceSchema,
+  postLogoSchema,
+  postOneTimeCodeSchema,
+  postUserDeviceSchema,
+  postUserSchema,
+  putDeviceSchema,
+  putInfoSchema,
+  putUserSchema,
+  QueryParams,
+} from './admin-input.ts';
+import type { AdminService, EventClient } from './admin-service.ts';
+import { type ReceivedRequest, readReceivedRequest, verifyHmacRequest } from './hmac-verifier.ts';
+import { notFound, VendorApiError } from './vendor-error.ts';
+
+/** Path prefix of the Admin API. */
+export const ADMIN_PREFIX = '/srv/admin/v1';
+
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** What a handler gets: the request as received (signed parts), its query and body decoded. */
+export interface AdminRequest {
+  c: Context;
+  received: ReceivedRequest;
+  query: QueryParams;
+  /** The JSON object body of POST/PUT (`{}` when empty). */
+  body: Record<string, unknown>;
+  param(name: string): string;
+  client: EventClient;
+  /** `http://host` as the client addressed us, for absolute URLs in answers. */
+  origin: string;
+}
+
+/** The HTTP client of a request, for event attribution; undefined outside a Node server. */
+export function eventClient(c: Context): EventClient {
+  try {
+    const info = getConnInfo(c);
+    return { ip: info.remote.address ?? '127.0.0.1', port: String(info.remote.port ?? 0) };
+  } catch {
+    return undefined;
+  }
+}
+
+const received = new WeakMap<Request, ReceivedRequest>();
+
+/**
+ * Registers the Admin API on `app`: HMAC middleware (all but ping and api_version), every endpoint
+ * of admin-api.md the sandbox emulates, and 404 / 405 envelopes for the rest of the prefix.
+ */
+export function registerAdminRoutes(
+  app: Hono,
+  svc: AdminService,
+  ctx: SandboxModuleContext,
+  opts: { apiVersion: string },
+): void {
+  const patterns: { method: Method; re: RegExp }[] = [];
+  const unauthenticated = new Set([`${ADMIN_PREFIX}/server/ping`, `${ADMIN_PREFIX}/server/api_version`]);
+
+  app.use(`${ADMIN_PREFIX}/*`, async (c, next) => {
+    const req = await readReceivedRequest(c);
+    received.set(c.req.raw, req);
+    if (c.req.method === 'GET' && unauthenticated.has(req.rawPath)) return next();
+    verifyHmacRequest(req, {
+      dateHeaderName: 'SVC-Date',
+      dateHeaderValue: c.req.header('svc-date'),
+      authorization: c.req.header('authorization'),
+      keyFor: (id) =>
+        id === ctx.config.credentials.serviceId ? ctx.config.credentials.adminApiKey : undefined,
+      nowMs: ctx.clock.now(),
+      skewSeconds: ctx.config.hmacSkewSeconds,
+    });
+    return next();
+  });
+
+  const route = (
+    method: Method,
+    path: string,
+    handler: (r: AdminRequest) => Response | Promise<Response>,
+  ) => {
+    const full = `${ADMIN_PREFIX}${path}`;
+    patterns.push({ method, re: new RegExp(`^${full.replace(/:[a-z_]+/g, '[^/]+')}$`) });
+    const h = async (c: Context) => {
+      const req = received.get(c.req.raw) ?? (await readReceivedRequest(c));
+      const body =
+        method === 'POST' || method === 'PUT' ? decodeJsonObject(req.body, c.req.header('content-type')) : {};
+      const host = c.req.header('host') ?? 'localhost';
+      return handler({
+        c,
+        received: req,
+        query: new QueryParams(req.query),
+        body,
+        param: (name) => c.req.param(name) ?? '',
+        client: eventClient(c),
+        origin: `${req.protocol}//${host}`,
+      });
+    };
+    if (method === 'GET') app.get(full, h);
+    else if (method === 'POST') app.post(full, h);
+    else if (method === 'PUT') app.put(full, h);
+    else app.delete(full, h);
+  };
+
+  const json = (r: AdminRequest, value: unknown) => r.c.json(value as Record<string, unknown>, 200);
+  const notModified = () => new Response(null, { status: 304 });
+  const maybe = (r: AdminRequest, value: Record<string, unknown> | undefined) =>
+    value === undefined ? notModified() : json(r, value);
+
+  // ---- server
+  route('GET', '/server/ping', (r) => json(r, { time: String(ctx.clock.now()) }));
+  route('GET', '/server/api_version', (r) => json(r, { api_version: opts.apiVersion }));
+  route('GET', '/server/test', (r) => json(r, { time: String(ctx.clock.now()) }));
+  route('POST', '/server/test', (r) => json(r, { time: String(ctx.clock.now()) }));
+
+  // ---- service
+  route('GET', '/info', (r) => json(r, svc.getInfo()));
+  route('PUT', '/info', (r) => maybe(r, svc.updateInfo(parseBody(putInfoSchema, r.body))));
+  route('GET', '/logo', (r) => {
+    const logo = svc.getLogo();
+    if (!logo) throw notFound('no logo stored');
+    return json(r, { logo_url: `${r.origin}/sandbox/logo/${logo.id}.png` });
+  });
+  route('POST', '/logo', (r) => {
+    const id = svc.setLogo(parseBody(postLogoSchema, r.body).logo);
+    return json(r, { logo_url: `${r.origin}/sandbox/logo/${id}.png` });
+  });
+  route('DELETE', '/logo', (r) => {
+    if (!svc.deleteLogo()) throw notFound('no logo stored');
+    return json(r, { result: 'ok' });
+  });
+
+  // ---- activity
+  route('GET', '/activity', (r) => json(r, svc.serviceActivity(r.query)));
+  route('GET', '/active_users', (r) => json(r, svc.activeUsers(r.query)));
+
+  // ---- users
+  route('GET', '/users', (r) => json(r, svc.lookupUsers(r.query)));
+  route('POST', '/users', (r) =>
+    json(r, svc.createUser(parseBody(postUserSchema, r.body), r.origin, r.client)),
+  );
+  route('GET', '/users/:id', (r) => json(r, svc.getUser(r.param('id'))));
+  route('PUT', '/users/:id', (r) =>
+    maybe(r, svc.updateUser(r.param('id'), parseBody(putUserSchema, r.body), r.client)),
+  );
+  route('DELETE', '/users/:id', (r) => {
+    svc.archiveUser(r.param('id'), r.client);
+    return json(r, { result: 'ok' });
+  });
+  route('GET', '/users/:id/activity', (r) => json(r, svc.userActivity(r.param('id'), r.query)));
+  route('GET', '/users/:id/devices', (r) => json(r, svc.listUserDevices(r.param('id'), r.query)));
+  route('POST', '/users/:id/devices', (r) =>
+    json(r, svc.addUserDevice(r.param('id'), parseBody(postUserDeviceSchema, r.body), r.origin, r.client)),
+  );
+  route('GET', '/users/:id/enrollments', (r) => json(r, svc.listUserEnrollments(r.param('id'))));
+  route('GET', '/users/:id/backup_codes', (r) => json(r, svc.getBackupCodes(r.param('id'))));
+  route('POST', '/users/:id/backup_codes', (r) =>
+    json(r, svc.createBackupCodes(r.param('id'), parseBody(postBackupCodesSchema, r.body))),
+  );
+  route('POST', '/users/:id/one_time_code', (r) =>
+    json(r, svc.createOneTimeCode(r.param('id'), parseBody(postOneTimeCodeSchema, r.body))),
+  );
+
+  // ---- devices
+  route('GET', '/devices', (r) => json(r, svc.listDevices(r.query)));
+  route('POST', '/devices', (r) => {
+    const { user_id, ...body } = parseBody(postDeviceSchema, r.body);
+    return json(r, svc.addUserDevice(user_id, body, r.origin, r.client));
+  });
+  route('GET', '/devices/:id', (r) => json(r, svc.getDevice(r.param('id'))));
+  route('PUT', '/devices/:id', (r) =>
+    maybe(r, svc.updateDevice(r.param('id'), parseBody(putDeviceSchema, r.body), r.client)),
+  );
+  route('DELETE', '/devices/:id', (r) => json(r, svc.deleteDevice(r.param('id'), r.client)));
+
+  // ---- enrollments by identifier (shapes not shown by the spec: the Enrollment record)
+  route('GET', '/enrollments', (r) => json(r, svc.listEnrollments(r.query)));
+  for (const path of ['/enrollments/enrollment_id/:id', '/enrollments/:id']) {
+    route('GET', path, (r) => json(r, svc.getEnrollment(r.param('id'))));
+    route('DELETE', path, (r) => {
+      svc.deleteEnrollment(r.param('id'), r.client);
+      return json(r, { result: 'ok' });
+    });
+    route('PUT', path, () => {
+      throw new VendorApiError(50100, 'Not implemented', 'enrollment updates are not emulated');
+    });
+  }
+
+  // ---- hardware tokens: not emulated (CONTRACT §5)
+  app.all(`${ADMIN_PREFIX}/hwtokens`, () => {
+    throw new VendorApiError(50100, 'Not implemented', 'hardware token endpoints are not emulated');
+  });
+  app.all(`${ADMIN_PREFIX}/hwtokens/*`, () => {
+    throw new VendorApiError(50100, 'Not implemented', 'hardware token endpoints are not emulated');
+  });
+
+  // ---- everything else under the prefix: 405 on a known path, else 404 (both in the envelope)
+  app.all(`${ADMIN_PREFIX}/*`, (c) => {
+    const path = received.get(c.req.raw)?.rawPath ?? new URL(c.req.url).pathname;
+    if (patterns.some((p) => p.re.test(path))) {
+      throw new VendorApiError(40500, 'Method not allowed', `${c.req.method} is not valid for ${path}`);
+    }
+    throw new VendorApiError(40400, 'Not found', `no such endpoint: ${path}`);
+  });
+}

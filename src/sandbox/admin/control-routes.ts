@@ -1,0 +1,132 @@
+import type { Context, Hono } from 'hono';
+import { z } from 'zod';
+import { factorSchema, zodToVendorError } from './admin-input.ts';
+import { eventClient } from './admin-routes.ts';
+import { type AdminService, PLACEHOLDER_PNG } from './admin-service.ts';
+import type { CallbackSender } from './callback-delivery.ts';
+import { invalidParameter, notFound, problemResponse } from './vendor-error.ts';
+
+/**
+ * The sandbox's control API for the Admin side: things the real vendor does on its own (a user
+ * authenticates, a phone finishes activation, an account is recovered onto a new device) made
+ * callable by tests. Errors are RFC 9457 problem+json naming the field.
+ */
+
+const authenticationSchema = z
+  .object({
+    user_id: z.string().min(1).optional(),
+    username: z.string().min(1).optional(),
+    result: z.enum(['success', 'failure']).optional(),
+    factor: factorSchema.optional(),
+    device_id: z.string().min(1).optional(),
+    ip: z.string().min(1).optional(),
+    location: z.string().min(1).optional(),
+    reason: z.string().optional(),
+    type: z.string().min(1).optional(),
+    totp_reused: z.boolean().optional(),
+    passcode: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine((b) => b.user_id !== undefined || b.username !== undefined, {
+    message: 'user_id or username is required',
+    path: ['user_id'],
+  })
+  .refine((b) => b.result !== undefined || b.passcode !== undefined, {
+    message: 'result is required unless passcode is given',
+    path: ['result'],
+  });
+
+const completeSchema = z
+  .object({
+    type: z.enum(['android', 'ios']).optional(),
+    display_name: z.string().min(1).max(100).optional(),
+    version: z.string().min(1).optional(),
+    device_integrity: z.string().min(1).optional(),
+  })
+  .strict();
+
+const migrationSchema = z.union([
+  z.object({ device_id: z.string().min(1) }).strict(),
+  z.object({ user_id: z.string().min(1) }).strict(),
+]);
+
+async function jsonBody(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  if (text === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalidParameter('body', 'not valid JSON');
+  }
+}
+
+function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw zodToVendorError(r.error);
+  return r.data;
+}
+
+/** Registers `/sandbox/...` control routes of the admin module. */
+export function registerControlRoutes(app: Hono, svc: AdminService, callbacks: CallbackSender): void {
+  const wrap =
+    (fn: (c: Context) => Response | Promise<Response>) =>
+    async (c: Context): Promise<Response> => {
+      try {
+        return await fn(c);
+      } catch (err) {
+        return problemResponse(err as Error);
+      }
+    };
+
+  app.post(
+    '/sandbox/authentications',
+    wrap(async (c) =>
+      c.json(svc.simulateAuthentication(parse(authenticationSchema, await jsonBody(c)), eventClient(c))),
+    ),
+  );
+
+  app.post(
+    '/sandbox/enrollments/:enrollment_id/complete',
+    wrap(async (c) => {
+      const body = parse(completeSchema, await jsonBody(c));
+      return c.json(await svc.completeEnrollment(c.req.param('enrollment_id') ?? '', body, eventClient(c)));
+    }),
+  );
+
+  app.post(
+    '/sandbox/devices/:device_id/verify',
+    wrap((c) => c.json(svc.verifySmsDevice(c.req.param('device_id') ?? '', eventClient(c)))),
+  );
+
+  app.post(
+    '/sandbox/migrations',
+    wrap(async (c) => c.json(await svc.migrate(parse(migrationSchema, await jsonBody(c)), eventClient(c)))),
+  );
+
+  app.get(
+    '/sandbox/callbacks',
+    wrap((c) => {
+      const list = callbacks.list();
+      return c.json({ callbacks: list, count: list.length });
+    }),
+  );
+
+  // Public images the Admin API links to (no Authorization, like the vendor's).
+  app.get(
+    '/sandbox/qrcode/:file',
+    wrap((c) => {
+      const file = c.req.param('file') ?? '';
+      const id = file.endsWith('.png') ? file.slice(0, -4) : '';
+      if (!svc.hasEnrollment(id)) throw notFound(`no QR code ${file}`);
+      return c.body(new Uint8Array(PLACEHOLDER_PNG), 200, { 'content-type': 'image/png' });
+    }),
+  );
+  app.get(
+    '/sandbox/logo/:file',
+    wrap((c) => {
+      const logo = svc.getLogo();
+      if (!logo || c.req.param('file') !== `${logo.id}.png`) throw notFound(`no logo ${c.req.param('file')}`);
+      return c.body(new Uint8Array(logo.bytes), 200, { 'content-type': 'image/png' });
+    }),
+  );
+}

@@ -1,0 +1,214 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { request } from 'undici';
+import { type AdminModuleOptions, createAdminModule } from '../../src/sandbox/admin/admin-module.ts';
+import {
+  createLogsModule,
+  type LogsModule,
+  type LogsModuleOptions,
+} from '../../src/sandbox/logs/logs-module.ts';
+import {
+  DEFAULT_CREDENTIALS,
+  DEFAULT_THRESHOLDS,
+  type SandboxClock,
+  type SandboxConfig,
+} from '../../src/sandbox/sandbox-config.ts';
+import type { SandboxModule, SandboxModuleContext } from '../../src/sandbox/sandbox-module.ts';
+import { type Scenario, scenarioSchema } from '../../src/sandbox/scenario/scenario-schema.ts';
+import { encodeRfc3986, formatRfc2822, signRequest } from '../../src/vendor-auth/hmac-signature.ts';
+
+/** A clock tests move by hand. */
+export interface ManualClock extends SandboxClock {
+  set(ms: number): void;
+  advance(ms: number): void;
+}
+
+export function manualClock(startMs: number): ManualClock {
+  let now = startMs;
+  return {
+    now: () => now,
+    set: (ms) => {
+      now = ms;
+    },
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+export interface ServedModules {
+  baseUrl: string;
+  /** `127.0.0.1:<port>`, as a client puts it in the Host header. */
+  host: string;
+  clock: ManualClock;
+  config: SandboxConfig;
+  logs: LogsModule;
+  admin: SandboxModule;
+  close(): Promise<void>;
+}
+
+/**
+ * Mounts the logs and admin modules the way the sandbox does (`app.route('/', module.app)`) on a real
+ * HTTP server on port 0, with a manual clock. Seeds `scenario` (after a reset) when given.
+ */
+export async function serveModules(
+  opts: {
+    nowMs?: number;
+    scenario?: Partial<Scenario>;
+    logs?: LogsModuleOptions;
+    admin?: AdminModuleOptions;
+    credentials?: Partial<SandboxConfig['credentials']>;
+  } = {},
+): Promise<ServedModules> {
+  const clock = manualClock(opts.nowMs ?? Date.UTC(2026, 0, 15, 12, 0, 0));
+  const startedAt = clock.now();
+  const config: SandboxConfig = {
+    credentials: { ...DEFAULT_CREDENTIALS, ...opts.credentials },
+    thresholds: { ...DEFAULT_THRESHOLDS },
+    tokenLifetimeSeconds: 43200,
+    hmacSkewSeconds: 300,
+  };
+  const ctx: SandboxModuleContext = { config, clock, startedAtMs: () => startedAt };
+  const logs = createLogsModule(ctx, opts.logs);
+  const admin = createAdminModule(ctx, logs.events, opts.admin);
+  if (opts.scenario) {
+    const scenario = scenarioSchema.parse(opts.scenario);
+    logs.seed(scenario);
+    admin.seed(scenario);
+  }
+  const app = new Hono();
+  app.route('/', logs.app);
+  app.route('/', admin.app);
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    host: `127.0.0.1:${port}`,
+    clock,
+    config,
+    logs,
+    admin,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Builds a wire query string the way CONTRACT §1 wants it (RFC 3986, space as %20). */
+export function wireQuery(pairs: readonly (readonly [string, string])[]): string {
+  return pairs.map(([k, v]) => `${encodeRfc3986(k)}=${encodeRfc3986(v)}`).join('&');
+}
+
+export interface SignedCall {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  query?: readonly (readonly [string, string])[];
+  /** Raw query string sent as is (instead of `query`); still signed from its decoded pairs. */
+  rawQuery?: string;
+  body?: string;
+  id: string;
+  key: string;
+  /** `SVC-Date` (Admin) or `Date` (Log). */
+  dateHeader: 'SVC-Date' | 'Date';
+  dateMs: number;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: test convenience for reading JSON answers
+  json: any;
+}
+
+/** Sends a request signed per CONTRACT §1 over real HTTP (undici). */
+export async function signedCall(
+  served: { baseUrl: string; host: string },
+  call: SignedCall,
+): Promise<CallResult> {
+  const date = formatRfc2822(new Date(call.dateMs));
+  const qs = call.rawQuery ?? (call.query ? wireQuery(call.query) : '');
+  const decodedPairs: [string, string][] = qs
+    ? qs.split('&').map((s) => {
+        const i = s.indexOf('=');
+        return [decodeURIComponent(s.slice(0, i)), decodeURIComponent(s.slice(i + 1))];
+      })
+    : [];
+  const authorization = signRequest(
+    {
+      date,
+      method: call.method,
+      host: served.host,
+      protocol: 'http:',
+      path: call.path,
+      query: decodedPairs,
+      body: call.body,
+    },
+    call.id,
+    call.key,
+  );
+  const headers: Record<string, string> = {
+    [call.dateHeader.toLowerCase()]: date,
+    authorization,
+    ...(call.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    ...call.headers,
+  };
+  return plainCall(served, call.method, `${call.path}${qs ? `?${qs}` : ''}`, { headers, body: call.body });
+}
+
+/** An HTTP call with no signing. */
+export async function plainCall(
+  served: { baseUrl: string },
+  method: string,
+  pathAndQuery: string,
+  init: { headers?: Record<string, string>; body?: string } = {},
+): Promise<CallResult> {
+  const res = await request(`${served.baseUrl}${pathAndQuery}`, {
+    method: method as 'GET',
+    headers: init.headers,
+    body: init.body,
+    headersTimeout: 5000,
+    bodyTimeout: 5000,
+  });
+  const text = await res.body.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text, json };
+}
+
+/** A signed Admin API call with the sandbox's credentials at the sandbox clock's now. */
+export function adminCall(
+  served: ServedModules,
+  method: SignedCall['method'],
+  path: string,
+  init: { query?: readonly (readonly [string, string])[]; body?: unknown } = {},
+): Promise<CallResult> {
+  return signedCall(served, {
+    method,
+    path: `/srv/admin/v1${path}`,
+    ...(init.query ? { query: init.query } : {}),
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    id: served.config.credentials.serviceId,
+    key: served.config.credentials.adminApiKey,
+    dateHeader: 'SVC-Date',
+    dateMs: served.clock.now(),
+  });
+}
+
+/** A control-API call (unsigned JSON). */
+export function controlCall(
+  served: ServedModules,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<CallResult> {
+  return plainCall(served, method, path, {
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
