@@ -8,8 +8,8 @@ import type { DecideRequest } from './decide-request.ts';
  * vendor's parameters; the vendor's `serviceId` is the client's business.
  */
 
-/** The reason a signal is skipped without a call. Shared with the policy engine's explanations. */
-export const NOT_APPLICABLE = 'not_applicable';
+/** The reason a signal is skipped without a call; the policy engine never counts it against a login. */
+export { NOT_APPLICABLE } from '../policy/policy-evaluator.ts';
 
 /** Parameters of the single-unit signals (geolocation, geovelocity, active call). */
 export interface UnitQuery {

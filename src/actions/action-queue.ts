@@ -1,0 +1,238 @@
+import { LRUCache } from 'lru-cache';
+import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
+import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+
+/**
+ * Runs Admin actions after the answer has gone out: bounded concurrency, bounded retries with
+ * exponential backoff and jitter (honouring `Retry-After`), at most once per key (decision +
+ * action + target), drained on shutdown. Every job ends in exactly one `onOutcome`: done, or
+ * failed with the reason; nothing is dropped silently.
+ */
+
+export interface ActionJob {
+  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
+  key: string;
+  decisionId: string;
+  /** The action type, for outcomes and metrics. */
+  type: string;
+  /** What the action acts on (user or device id), for the log. */
+  target: string;
+  /** One attempt. Resolves with an `UpstreamResult`; `isDone` may accept some failures as done. */
+  attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
+  /** A failure that means the work is already done (e.g. 410 on archiving an archived device). */
+  isDone?: (error: UpstreamError) => boolean;
+}
+
+export interface ActionOutcome {
+  key: string;
+  decisionId: string;
+  type: string;
+  target: string;
+  status: 'done' | 'failed';
+  attempts: number;
+  /** Why it failed: the last error code, `queue_full`, `shutdown`. */
+  reason?: string;
+  /** From enqueue to outcome, milliseconds. */
+  elapsedMs: number;
+}
+
+export interface ActionQueueOptions {
+  /** Attempts in flight at once. Default 4. */
+  concurrency?: number;
+  /** Attempts per job, the first included. Default 6. */
+  maxAttempts?: number;
+  /** First retry delay, milliseconds; doubles each retry. Default 200. */
+  baseDelayMs?: number;
+  /** Longest retry delay, milliseconds (also caps a `Retry-After`). Default 10 000. */
+  maxDelayMs?: number;
+  /** Timeout of one attempt, milliseconds. Default 5000. */
+  attemptTimeoutMs?: number;
+  /** Jobs waiting (queued or between retries) before new ones are refused as failed. Default 10 000. */
+  maxPending?: number;
+  /** Keys remembered for deduplication after their outcome. Default 100 000. */
+  rememberKeys?: number;
+  /** Called once per job with its final outcome. Must not throw. */
+  onOutcome: (outcome: ActionOutcome) => void;
+  /** Jitter source in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Failures worth another attempt: the request may succeed later. */
+const RETRYABLE: ReadonlySet<string> = new Set([
+  ErrorCode.UPSTREAM_TIMEOUT,
+  ErrorCode.UPSTREAM_UNREACHABLE,
+  ErrorCode.UPSTREAM_RATE_LIMITED,
+  ErrorCode.UPSTREAM_SERVER_ERROR,
+  ErrorCode.UPSTREAM_MALFORMED_RESPONSE,
+  ErrorCode.TOKEN_UNAVAILABLE,
+  ErrorCode.DEADLINE_EXCEEDED,
+  ErrorCode.INTERNAL,
+]);
+
+interface Entry {
+  job: ActionJob;
+  attempts: number;
+  enqueuedAt: number;
+  retryTimer?: NodeJS.Timeout;
+}
+
+export type EnqueueResult = 'queued' | 'duplicate' | 'refused';
+
+export class ActionQueue {
+  readonly #o: Required<Omit<ActionQueueOptions, 'onOutcome'>> & Pick<ActionQueueOptions, 'onOutcome'>;
+  readonly #ready: Entry[] = [];
+  readonly #waiting = new Set<Entry>();
+  readonly #running = new Set<Entry>();
+  readonly #seen: LRUCache<string, true>;
+  readonly #shutdown = new AbortController();
+  #closing = false;
+  #idleWaiters: (() => void)[] = [];
+  #pumpScheduled = false;
+
+  constructor(options: ActionQueueOptions) {
+    this.#o = {
+      concurrency: 4,
+      maxAttempts: 6,
+      baseDelayMs: 200,
+      maxDelayMs: 10_000,
+      attemptTimeoutMs: 5000,
+      maxPending: 10_000,
+      rememberKeys: 100_000,
+      random: Math.random,
+      ...options,
+    };
+    this.#seen = new LRUCache({ max: this.#o.rememberKeys });
+  }
+
+  /** Jobs queued, between retries, or running. */
+  get size(): number {
+    return this.#ready.length + this.#waiting.size + this.#running.size;
+  }
+
+  /**
+   * Accepts a job; attempts start on a later turn, so the caller's answer goes out first. A key
+   * seen before is a `duplicate` and does nothing. A full or closing queue `refused`s the job and
+   * reports it failed at once.
+   */
+  enqueue(job: ActionJob): EnqueueResult {
+    if (this.#seen.has(job.key)) return 'duplicate';
+    this.#seen.set(job.key, true);
+    const entry: Entry = { job, attempts: 0, enqueuedAt: performance.now() };
+    if (this.#closing || this.#ready.length + this.#waiting.size >= this.#o.maxPending) {
+      this.#finish(entry, 'failed', this.#closing ? 'shutdown' : 'queue_full');
+      return 'refused';
+    }
+    this.#ready.push(entry);
+    this.#schedulePump();
+    return 'queued';
+  }
+
+  /**
+   * Stops accepting jobs and waits for the queued ones, retries included, for up to `timeoutMs`.
+   * What is left then is cancelled and reported failed with reason `shutdown`.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#closing = true;
+    if (this.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    this.#shutdown.abort();
+    for (const entry of [...this.#ready, ...this.#waiting, ...this.#running]) {
+      clearTimeout(entry.retryTimer);
+      this.#finish(entry, 'failed', 'shutdown');
+    }
+    this.#ready.length = 0;
+    this.#waiting.clear();
+    this.#running.clear();
+  }
+
+  #schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    setImmediate(() => {
+      this.#pumpScheduled = false;
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    while (this.#running.size < this.#o.concurrency && this.#ready.length > 0) {
+      const entry = this.#ready.shift()!;
+      this.#running.add(entry);
+      void this.#attempt(entry);
+    }
+  }
+
+  async #attempt(entry: Entry): Promise<void> {
+    entry.attempts++;
+    let failure: { code: string; retryAfterMs?: number | undefined } | undefined;
+    try {
+      const result = await entry.job.attempt({
+        timeoutMs: this.#o.attemptTimeoutMs,
+        signal: this.#shutdown.signal,
+      });
+      if (!result.ok && !entry.job.isDone?.(result.error)) {
+        failure = { code: result.error.code, retryAfterMs: result.error.retryAfterMs };
+      }
+    } catch {
+      failure = { code: ErrorCode.INTERNAL }; // an attempt must resolve; a bug is retried like a 500
+    }
+    if (!this.#running.delete(entry)) return; // cancelled by drain meanwhile
+    if (failure === undefined) this.#finish(entry, 'done');
+    else if (
+      !RETRYABLE.has(failure.code) ||
+      entry.attempts >= this.#o.maxAttempts ||
+      this.#shutdown.signal.aborted
+    ) {
+      this.#finish(entry, 'failed', failure.code);
+    } else {
+      this.#waiting.add(entry);
+      entry.retryTimer = setTimeout(
+        () => {
+          this.#waiting.delete(entry);
+          this.#ready.push(entry);
+          this.#pump();
+        },
+        this.#retryDelay(entry.attempts, failure.retryAfterMs),
+      );
+    }
+    this.#pump();
+    this.#checkIdle();
+  }
+
+  /** Full-jitter exponential backoff, never shorter than the upstream's `Retry-After`. */
+  #retryDelay(attempts: number, retryAfterMs: number | undefined): number {
+    const ceiling = Math.min(this.#o.maxDelayMs, this.#o.baseDelayMs * 2 ** (attempts - 1));
+    const jittered = ceiling / 2 + (this.#o.random() * ceiling) / 2;
+    return Math.min(this.#o.maxDelayMs, Math.max(jittered, retryAfterMs ?? 0));
+  }
+
+  #finish(entry: Entry, status: 'done' | 'failed', reason?: string): void {
+    const { job } = entry;
+    const outcome: ActionOutcome = {
+      key: job.key,
+      decisionId: job.decisionId,
+      type: job.type,
+      target: job.target,
+      status,
+      attempts: entry.attempts,
+      elapsedMs: performance.now() - entry.enqueuedAt,
+    };
+    if (reason !== undefined) outcome.reason = reason;
+    this.#o.onOutcome(outcome);
+  }
+
+  #checkIdle(): void {
+    if (this.size > 0 || this.#idleWaiters.length === 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}

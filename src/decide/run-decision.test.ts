@@ -1,0 +1,338 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AdminUser } from '../admin/admin-schemas.ts';
+import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import type {
+  CompiledPolicy,
+  PolicyAction,
+  PolicyInput,
+  PolicyRequirements,
+  PolicySignalName,
+} from '../policy/policy-types.ts';
+import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+import type { AdminPort, SignalFetcher } from './decide-ports.ts';
+import type { DecideRequest } from './decide-request.ts';
+import { runDecision } from './run-decision.ts';
+
+/**
+ * A hand-written policy fixture: it records what it was given and allows. The real policy engine
+ * and clients are exercised end to end in test/decide-*.test.ts.
+ */
+function fixturePolicy(
+  requirements: Partial<PolicyRequirements>,
+  options: { timeoutMs?: number; actions?: PolicyAction[] } = {},
+) {
+  const seen: PolicyInput[] = [];
+  const signals = requirements.signals ?? new Set<PolicySignalName>();
+  const policy: CompiledPolicy = {
+    name: 'fixture',
+    revision: 'r1',
+    requirements: { signals, adminUser: false, adminDevices: false, ...requirements },
+    signalSettings: Object.fromEntries(
+      [...signals].map((n) => [n, { timeoutMs: options.timeoutMs ?? 100, params: {} }]),
+    ),
+    evaluate(input) {
+      seen.push(structuredClone(input));
+      return {
+        verdict: 'allow',
+        score: 0,
+        matchedRules: [],
+        thresholds: { challenge: 40, deny: 80 },
+        unavailable: [],
+        actions: options.actions ?? [],
+        policy: { name: 'fixture', revision: 'r1' },
+      };
+    },
+  };
+  return { policy, seen };
+}
+
+type Scripted = { afterMs: number; result: UpstreamResult<unknown> } | 'hang';
+
+function scriptedSignals(script: Partial<Record<PolicySignalName, Scripted>>) {
+  const calls: { name: PolicySignalName; query: unknown; options: CallOptions; at: number }[] = [];
+  const fetch: SignalFetcher = (name, query, options) => {
+    calls.push({ name, query, options, at: Date.now() });
+    const step = script[name] ?? { afterMs: 5, result: okEnvelope(name) };
+    if (step === 'hang') return new Promise(() => {});
+    return new Promise((resolve) => setTimeout(() => resolve(step.result as never), step.afterMs));
+  };
+  return { fetch, calls };
+}
+
+function okEnvelope(name: string): UpstreamResult<unknown> {
+  return { ok: true, value: { signalType: name, success: true, result: {} }, durationMs: 5 };
+}
+function failure(code: (typeof ErrorCode)[keyof typeof ErrorCode]): UpstreamResult<unknown> {
+  return { ok: false, error: new UpstreamError(code, code, { upstream: 'signals' }), durationMs: 7 };
+}
+
+const USER = { user_id: 'u-1', username: 'alice', status: 'enabled' } as AdminUser;
+
+function admin(overrides: Partial<AdminPort> = {}): AdminPort & { otcCalls: unknown[] } {
+  const otcCalls: unknown[] = [];
+  const resolved = <T>(value: T): Promise<UpstreamResult<T>> =>
+    new Promise((r) => setTimeout(() => r({ ok: true, value, durationMs: 2 }), 2));
+  return {
+    otcCalls,
+    getUser: () => resolved(USER),
+    getUserDevices: () => resolved([]),
+    updateUser: () => resolved({}),
+    archiveDevice: () => resolved({}),
+    createOneTimeCode: (userId, params) => {
+      otcCalls.push({ userId, params });
+      return resolved({ oneTimeCode: '1234 5678', expiration: 1_900_000_000 });
+    },
+    ...overrides,
+  };
+}
+
+const LOGIN: DecideRequest = {
+  accountId: 'alice',
+  userId: 'u-1',
+  platform: 'browser',
+  unitId: 'alice-web',
+  verificationStatus: 'unverified',
+  interactionId: 'alice-login-1',
+  baseline: { unitId: 'alice-app', verificationStatus: 'verified' },
+};
+
+describe('runDecision', () => {
+  beforeEach(() => vi.useFakeTimers({ now: 0 }));
+  afterEach(() => vi.useRealTimers());
+
+  it('starts every required call at once, with the per-signal timeout and the shared deadline signal', async () => {
+    const { policy, seen } = fixturePolicy(
+      { signals: new Set(['remoteAccessTool', 'newBrowser', 'latestProximity']), adminUser: true },
+      { timeoutMs: 120 },
+    );
+    const signals = scriptedSignals({});
+    const getUser = vi.fn(admin().getUser);
+    const running = runDecision(
+      {
+        signals: signals.fetch,
+        admin: admin({ getUser }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    );
+    expect(signals.calls.map((c) => c.name).sort()).toEqual([
+      'latestProximity',
+      'newBrowser',
+      'remoteAccessTool',
+    ]);
+    expect(getUser).toHaveBeenCalledTimes(1);
+    const sharedSignal = signals.calls[0]!.options.signal;
+    expect(signals.calls.every((c) => c.options.signal === sharedSignal && c.options.timeoutMs === 120)).toBe(
+      true,
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    const run = await running;
+    expect(seen[0]!.signals.newBrowser).toEqual({
+      status: 'ok',
+      response: expect.objectContaining({ success: true }),
+    });
+    expect(seen[0]!.user).toEqual(USER);
+    expect(run.calls.map((c) => c.name).sort()).toEqual([
+      'admin-user',
+      'signals-latestProximity',
+      'signals-newBrowser',
+      'signals-remoteAccessTool',
+    ]);
+    expect(sharedSignal?.aborted).toBe(false);
+  });
+
+  it('builds each vendor query from the login and its baseline', async () => {
+    const { policy } = fixturePolicy({
+      signals: new Set(['remoteAccessTool', 'newBrowser', 'latestProximity']),
+    });
+    const signals = scriptedSignals({});
+    const running = runDecision(
+      { signals: signals.fetch, admin: admin(), policies: { current: () => policy }, deadlineMs: 300 },
+      LOGIN,
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    await running;
+    const byName = Object.fromEntries(signals.calls.map((c) => [c.name, c.query]));
+    expect(byName.remoteAccessTool).toEqual({
+      accountId: 'alice',
+      unitId: 'alice-web',
+      verificationStatus: 'unverified',
+      interactionId: 'alice-login-1',
+    });
+    expect(byName.latestProximity).toEqual({
+      subjectAccountId: 'alice',
+      subjectUnitId: 'alice-web',
+      subjectVerificationStatus: 'unverified',
+      subjectInteractionId: 'alice-login-1',
+      baselineUnitId: 'alice-app',
+      baselineVerificationStatus: 'verified',
+    });
+    // Same-account baseline parameters are ignored by the vendor's new-browser: not sent.
+    expect(byName.newBrowser).not.toHaveProperty('baselineUnitId');
+  });
+
+  it('skips signals that cannot apply, without calling them', async () => {
+    const { policy, seen } = fixturePolicy({
+      signals: new Set(['remoteAccessTool', 'newBrowser', 'geovelocity', 'latestProximity']),
+    });
+    const signals = scriptedSignals({});
+    const mobileNoBaseline: DecideRequest = { accountId: 'bob', platform: 'mobile', unitId: 'bob-app' };
+    const running = runDecision(
+      { signals: signals.fetch, admin: admin(), policies: { current: () => policy }, deadlineMs: 300 },
+      mobileNoBaseline,
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    await running;
+    expect(signals.calls.map((c) => c.name)).toEqual(['geovelocity']);
+    const notApplicable = { status: 'unavailable', reason: 'not_applicable' };
+    expect(seen[0]!.signals.remoteAccessTool).toEqual(notApplicable);
+    expect(seen[0]!.signals.newBrowser).toEqual(notApplicable);
+    expect(seen[0]!.signals.latestProximity).toEqual(notApplicable);
+  });
+
+  it('answers at the deadline with what arrived, marks the rest `deadline` and aborts them', async () => {
+    const { policy, seen } = fixturePolicy({
+      signals: new Set(['newBrowser', 'remoteAccessTool']),
+      adminUser: true,
+    });
+    const signals = scriptedSignals({ remoteAccessTool: 'hang' });
+    let adminSignal: AbortSignal | undefined;
+    const hangingUser: AdminPort['getUser'] = (_id, o) => {
+      adminSignal = o.signal;
+      return new Promise(() => {});
+    };
+    let done = false;
+    const running = runDecision(
+      {
+        signals: signals.fetch,
+        admin: admin({ getUser: hangingUser }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    ).then((r) => {
+      done = true;
+      return r;
+    });
+    await vi.advanceTimersByTimeAsync(299);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const run = await running;
+    expect(seen[0]!.signals.remoteAccessTool).toEqual({ status: 'unavailable', reason: 'deadline' });
+    expect(seen[0]!.signals.newBrowser?.status).toBe('ok');
+    expect(seen[0]!.adminUnavailable).toEqual({ user: 'deadline' });
+    expect(adminSignal?.aborted).toBe(true);
+    expect(run.calls).toContainEqual({
+      name: 'signals-remoteAccessTool',
+      durationMs: 300,
+      outcome: 'deadline',
+    });
+  });
+
+  it('reports a failed call as unavailable with the reason (timeout, or the error code)', async () => {
+    const { policy, seen } = fixturePolicy({
+      signals: new Set(['newBrowser', 'remoteAccessTool', 'latestProximity']),
+    });
+    const signals = scriptedSignals({
+      newBrowser: { afterMs: 100, result: failure(ErrorCode.UPSTREAM_TIMEOUT) },
+      remoteAccessTool: { afterMs: 3, result: failure(ErrorCode.UPSTREAM_RATE_LIMITED) },
+      latestProximity: { afterMs: 3, result: failure(ErrorCode.UPSTREAM_SERVER_ERROR) },
+    });
+    const running = runDecision(
+      { signals: signals.fetch, admin: admin(), policies: { current: () => policy }, deadlineMs: 300 },
+      LOGIN,
+    );
+    await vi.advanceTimersByTimeAsync(100);
+    const run = await running;
+    expect(seen[0]!.signals).toEqual({
+      newBrowser: { status: 'unavailable', reason: 'timeout' },
+      remoteAccessTool: { status: 'unavailable', reason: 'RG_ERR_UPSTREAM_RATE_LIMITED' },
+      latestProximity: { status: 'unavailable', reason: 'RG_ERR_UPSTREAM_SERVER_ERROR' },
+    });
+    expect(run.elapsedMs).toBe(100);
+  });
+
+  it('still answers when a client rejects instead of resolving (a bug), with that input unavailable', async () => {
+    const { policy, seen } = fixturePolicy({ signals: new Set(['newBrowser']) });
+    const running = runDecision(
+      {
+        signals: () => Promise.reject(new Error('boom')),
+        admin: admin(),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    await running;
+    expect(seen[0]!.signals.newBrowser).toEqual({ status: 'unavailable', reason: 'RG_ERR_INTERNAL' });
+  });
+
+  it('marks Admin reads not applicable without a userId, and calls nothing', async () => {
+    const { policy, seen } = fixturePolicy({ adminUser: true, adminDevices: true });
+    const getUser = vi.fn(admin().getUser);
+    const run = await runDecision(
+      {
+        signals: scriptedSignals({}).fetch,
+        admin: admin({ getUser }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      { accountId: 'alice' },
+    );
+    expect(getUser).not.toHaveBeenCalled();
+    expect(seen[0]!.adminUnavailable).toEqual({ user: 'not_applicable', devices: 'not_applicable' });
+    expect(run.calls).toEqual([]);
+  });
+
+  it('fetches the one-time code the policy asks for before answering', async () => {
+    const otc: PolicyAction = {
+      type: 'one_time_code',
+      source: 'verdict:challenge',
+      length: 8,
+      validSecs: 300,
+    };
+    const { policy } = fixturePolicy({}, { actions: [otc] });
+    const a = admin();
+    const running = runDecision(
+      { signals: scriptedSignals({}).fetch, admin: a, policies: { current: () => policy }, deadlineMs: 300 },
+      LOGIN,
+    );
+    await vi.advanceTimersByTimeAsync(5);
+    const run = await running;
+    expect(a.otcCalls).toEqual([{ userId: 'u-1', params: { length: 8, validSecs: 300 } }]);
+    expect(run.oneTimeCode).toEqual({
+      status: 'done',
+      code: { oneTimeCode: '1234 5678', expiration: 1_900_000_000 },
+    });
+    expect(run.calls.map((c) => c.name)).toEqual(['admin-otc']);
+
+    const anonymous = await runDecision(
+      { signals: scriptedSignals({}).fetch, admin: a, policies: { current: () => policy }, deadlineMs: 300 },
+      { accountId: 'alice' },
+    );
+    expect(anonymous.oneTimeCode).toEqual({ status: 'skipped', reason: 'no_user_id' });
+  });
+
+  it('uses the policy that is current when the decision starts, even if it is swapped meanwhile', async () => {
+    const first = fixturePolicy({ signals: new Set(['newBrowser']) });
+    const second = fixturePolicy({ signals: new Set(['newBrowser']) });
+    let current = first.policy;
+    const running = runDecision(
+      {
+        signals: scriptedSignals({}).fetch,
+        admin: admin(),
+        policies: { current: () => current },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    );
+    current = second.policy;
+    await vi.advanceTimersByTimeAsync(10);
+    const run = await running;
+    expect(run.policy).toBe(first.policy);
+    expect(first.seen).toHaveLength(1);
+    expect(second.seen).toHaveLength(0);
+  });
+});

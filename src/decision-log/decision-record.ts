@@ -1,0 +1,68 @@
+import type { ActionOutcome } from '../actions/action-queue.ts';
+import type { DecideResponse } from '../decide/decide-response.ts';
+import type { DecisionRun } from '../decide/run-decision.ts';
+
+/**
+ * The lines of the decision log. A decision line holds what replaying the decision offline needs:
+ * the request, every input the policy saw (signal envelopes, Admin user and devices, what was
+ * unavailable and why), the policy revision, the outcome with its explanation, and the timings.
+ * One-time codes are secrets: only whether one was issued is kept.
+ */
+
+export interface DecisionLine {
+  kind: 'decision';
+  decisionId: string;
+  /** When the request arrived (RFC 3339); the policy's `now`. */
+  at: string;
+  request: DecisionRun['request'];
+  policy: { name: string; revision: string };
+  inputs: {
+    signals: DecisionRun['input']['signals'];
+    user: DecisionRun['input']['user'];
+    devices: DecisionRun['input']['devices'];
+    adminUnavailable: DecisionRun['input']['adminUnavailable'];
+  };
+  outcome: Omit<DecisionRun['decision'], 'policy' | 'actions'>;
+  actions: DecideResponse['actions'];
+  degraded: boolean;
+  timings: {
+    /** From the request's arrival to the answer, milliseconds. */
+    totalMs: number;
+    evaluationMs: number;
+    calls: DecisionRun['calls'];
+  };
+}
+
+export interface ActionLine extends ActionOutcome {
+  kind: 'action';
+  at: string;
+}
+
+/** The decision line of `run`, answered with `response` after `totalMs`. */
+export function decisionLine(run: DecisionRun, response: DecideResponse, totalMs: number): DecisionLine {
+  const { policy: _p, actions: _a, ...outcome } = run.decision;
+  return {
+    kind: 'decision',
+    decisionId: run.decisionId,
+    at: run.receivedAt.toISOString(),
+    request: run.request,
+    policy: run.decision.policy,
+    inputs: {
+      signals: run.input.signals,
+      user: run.input.user,
+      devices: run.input.devices,
+      adminUnavailable: run.input.adminUnavailable,
+    },
+    outcome,
+    actions: response.actions.map(({ oneTimeCode, ...rest }) =>
+      oneTimeCode === undefined ? rest : { ...rest, oneTimeCode: '[redacted]' },
+    ),
+    degraded: response.degraded,
+    timings: { totalMs, evaluationMs: run.evaluationMs, calls: run.calls },
+  };
+}
+
+/** The line of a queued action's final outcome. */
+export function actionLine(outcome: ActionOutcome): ActionLine {
+  return { kind: 'action', at: new Date().toISOString(), ...outcome };
+}

@@ -1,0 +1,184 @@
+import { Hono } from 'hono';
+import type { ActionQueue } from '../actions/action-queue.ts';
+import { planActions } from '../actions/admin-actions.ts';
+import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
+import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
+import {
+  type ActionReport,
+  actionReport,
+  buildDecideResponse,
+  type DecideResponse,
+  oneTimeCodeReport,
+  serverTiming,
+} from '../decide/decide-response.ts';
+import { type DecisionRun, type RunDecisionDeps, runDecision } from '../decide/run-decision.ts';
+import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { decisionLine } from '../decision-log/decision-record.ts';
+import { ErrorCode, InputError } from '../errors/riskgate-error.ts';
+import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
+import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
+import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
+import { callerAuth } from './caller-auth.ts';
+import { limitBody, readJsonBody } from './json-body.ts';
+import { problemOf, problemResponse, toProblem } from './problem-details.ts';
+
+/**
+ * riskgate's HTTP surface. `createApp` only wires: it opens nothing, reads no environment and
+ * starts no timer, so tests build it around real clients and a real policy store.
+ */
+
+/** One structured service-log line (callbacks, unexpected errors). Never a secret. */
+export type ServiceLog = (line: Record<string, unknown>) => void;
+
+export interface AppDeps {
+  /** The fan-out's clients, policy source and deadline. `policies` also serves `GET /policies`. */
+  decide: RunDecisionDeps & { policies: { status(): object } };
+  /** Caller keys for `Authorization: Bearer`. */
+  apiKeys: readonly string[];
+  actions: ActionQueue;
+  decisionLog: DecisionLog;
+  metrics: RiskgateMetrics;
+  /** Readiness checks beyond the policy (which `createApp` checks itself): e.g. `token`. */
+  readiness: () => Record<string, boolean>;
+  /** True once shutdown began: `/readyz` answers 503 so load balancers stop sending. */
+  isDraining?: () => boolean;
+  /** Without it, `POST /callbacks/admin` is not served. */
+  callbackSignatureKey?: string | undefined;
+  tracing?: DecisionTracing | undefined;
+  log: ServiceLog;
+  /** riskgate's version, for /openapi.json. */
+  version: string;
+}
+
+/** Largest admin callback body accepted, bytes. */
+export const MAX_CALLBACK_BODY_BYTES = 64 * 1024;
+
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  const auth = callerAuth(deps.apiKeys);
+  let openApi: string | undefined;
+
+  app.onError((error, c) => {
+    const problem = toProblem(error);
+    if (problem.code === ErrorCode.INTERNAL) {
+      deps.log({ level: 'error', msg: 'unhandled error', path: c.req.path, error: String(error) });
+    }
+    return problemResponse(problem);
+  });
+  app.notFound((c) =>
+    problemResponse(problemOf(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}.`)),
+  );
+
+  app.post('/decide', auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
+    const startedAt = performance.now();
+    const request = await readJsonBody(c, decideRequestSchema);
+    const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
+    const run = await runDecision(deps.decide, request, span?.traceparent);
+    const response = buildDecideResponse(run, startActions(deps, run));
+    const totalMs = performance.now() - startedAt;
+    setImmediate(afterDecision, deps, run, response, totalMs, span);
+    return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
+  });
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  app.get('/readyz', (c) => {
+    const checks: Record<string, boolean> = { policy: hasPolicy(deps), ...deps.readiness() };
+    if (deps.isDraining?.()) checks.draining = false;
+    const ready = Object.values(checks).every(Boolean);
+    return c.json({ ready, checks }, ready ? 200 : 503);
+  });
+
+  app.get('/metrics', async (c) =>
+    c.body(await deps.metrics.render(), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE }),
+  );
+
+  app.get('/policies', (c) => c.json(deps.decide.policies.status()));
+
+  app.get('/openapi.json', (c) => {
+    openApi ??= JSON.stringify(buildOpenApiDocument(deps.version));
+    return c.body(openApi, 200, { 'content-type': 'application/json' });
+  });
+
+  const callbackKey = deps.callbackSignatureKey;
+  if (callbackKey !== undefined) {
+    app.post('/callbacks/admin', limitBody(MAX_CALLBACK_BODY_BYTES), async (c) => {
+      const raw = new Uint8Array(await c.req.arrayBuffer());
+      const verified = verifyCallbackSignature(c.req.header('x-jws-signature'), raw, callbackKey);
+      if (!verified.ok) {
+        deps.log({ level: 'warn', msg: 'admin callback refused', reason: verified.reason });
+        return problemResponse(
+          problemOf(ErrorCode.INVALID_SIGNATURE, 'x-jws-signature does not verify over this body.'),
+        );
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.from(raw).toString('utf8'));
+      } catch {
+        throw new InputError('The callback body is not valid JSON.', [
+          { field: '', message: 'is not valid JSON' },
+        ]);
+      }
+      deps.log({ level: 'info', msg: 'admin callback', callback: callbackKind(body), body });
+      return c.json({ received: true });
+    });
+  }
+
+  return app;
+}
+
+function hasPolicy(deps: AppDeps): boolean {
+  try {
+    return deps.decide.policies.current() !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** Enrollment success and accounts migration are told apart by their fields (admin-api.md, Events). */
+function callbackKind(body: unknown): 'enrollment' | 'migration' | 'unknown' {
+  if (typeof body !== 'object' || body === null) return 'unknown';
+  if ('migrated_to_device_id' in body) return 'migration';
+  if ('enrollment_id' in body || 'activation_code' in body) return 'enrollment';
+  return 'unknown';
+}
+
+/**
+ * Reports every action of the decision: the one-time code as fetched, the others queued (they
+ * start on a later turn, after this answer is written) or skipped with the reason.
+ */
+function startActions(deps: AppDeps, run: DecisionRun): ActionReport[] {
+  const { actions } = run.decision;
+  if (actions.length === 0) return [];
+  const reports: ActionReport[] = [];
+  const otc = actions.find((a) => a.type === 'one_time_code');
+  if (otc !== undefined) reports.push(oneTimeCodeReport(run, otc));
+  const targets = { decisionId: run.decisionId, userId: run.request.userId, deviceId: run.request.deviceId };
+  for (const plan of planActions(actions, targets, deps.decide.admin)) {
+    if (plan.skipped !== undefined) {
+      reports.push(actionReport(plan.action, 'skipped', plan.skipped));
+      continue;
+    }
+    let refused = false;
+    for (const job of plan.jobs) refused = deps.actions.enqueue(job) === 'refused' || refused;
+    reports.push(
+      refused ? actionReport(plan.action, 'failed', 'queue_refused') : actionReport(plan.action, 'queued'),
+    );
+  }
+  return reports;
+}
+
+function afterDecision(
+  deps: AppDeps,
+  run: DecisionRun,
+  response: DecideResponse,
+  totalMs: number,
+  span: DecisionSpan | undefined,
+): void {
+  deps.decisionLog.write(decisionLine(run, response, totalMs));
+  deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
+  if (span !== undefined) {
+    for (const call of run.calls) span.recordCall(call.name, call.durationMs, call.outcome);
+    span.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
+  }
+}

@@ -1,0 +1,120 @@
+import type { Attributes, Counter, Histogram } from '@opentelemetry/api';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import type { UpstreamName } from '../errors/riskgate-error.ts';
+
+/**
+ * riskgate's metrics: OpenTelemetry instruments, read through a Prometheus exporter that never
+ * opens a port of its own; `GET /metrics` on the main server serialises on demand. One instance
+ * per process (main) or per test; nothing is registered globally. Modules report through the
+ * hooks they already have (`onCall`, `onBatch`, `onReload`), which src/main.ts wires here.
+ */
+export interface RiskgateMetrics {
+  /** A decision answered; `durationMs` is what the caller waited. */
+  recordDecision(verdict: string, degraded: boolean, durationMs: number): void;
+  /** One upstream call, from a client's `onCall`; `code` when it failed. */
+  recordUpstreamCall(upstream: UpstreamName, operation: string, durationMs: number, code?: string): void;
+  /** Items in one remote-access-tool batch sent upstream. */
+  recordRemoteAccessToolBatch(size: number): void;
+  recordTokenRefresh(outcome: 'ok' | 'error'): void;
+  recordPolicyReload(outcome: 'ok' | 'error'): void;
+  /** A queued action's final outcome. */
+  recordActionOutcome(type: string, status: 'done' | 'failed'): void;
+  /** Reports a value read at scrape time (queue depth, dropped log records). */
+  observeGauge(name: string, description: string, read: () => number): void;
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string>;
+  shutdown(): Promise<void>;
+}
+
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100];
+
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+export function createMetrics(): RiskgateMetrics {
+  const reader = new PrometheusExporter({ preventServerStart: true });
+  const provider = new MeterProvider({ readers: [reader] });
+  const meter = provider.getMeter('riskgate');
+  const serializer = new PrometheusSerializer(undefined, false, undefined, true, true);
+
+  const histogram = (name: string, description: string, unit: string, buckets: number[]): Histogram =>
+    meter.createHistogram(name, { description, unit, advice: { explicitBucketBoundaries: buckets } });
+  const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
+
+  const decisionDuration = histogram(
+    'riskgate_decision_duration_seconds',
+    'Time to answer POST /decide, by verdict',
+    's',
+    LATENCY_BUCKETS_S,
+  );
+  const decisions = counter('riskgate_decisions', 'Decisions answered, by verdict and degraded');
+  const upstreamDuration = histogram(
+    'riskgate_upstream_call_duration_seconds',
+    'Upstream call latency, by upstream and operation',
+    's',
+    LATENCY_BUCKETS_S,
+  );
+  const upstreamErrors = counter(
+    'riskgate_upstream_errors',
+    'Failed upstream calls, by upstream, operation and code',
+  );
+  const batchSize = histogram(
+    'riskgate_remote_access_tool_batch_size',
+    'Items per remote-access-tool batch call',
+    '',
+    BATCH_BUCKETS,
+  );
+  const tokenRefreshes = counter('riskgate_token_refreshes', 'Token requests, by outcome');
+  const policyReloads = counter('riskgate_policy_reloads', 'Policy reloads, by outcome');
+  const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
+
+  // Attribute objects are reused: the hot path records without allocating them.
+  const verdictAttrs = new Map<string, Attributes>();
+  const decisionAttrs = new Map<string, Attributes>();
+  const cached = (map: Map<string, Attributes>, key: string, make: () => Attributes): Attributes => {
+    let attrs = map.get(key);
+    if (attrs === undefined) {
+      attrs = make();
+      map.set(key, attrs);
+    }
+    return attrs;
+  };
+
+  return {
+    recordDecision(verdict, degraded, durationMs) {
+      decisionDuration.record(
+        durationMs / 1000,
+        cached(verdictAttrs, verdict, () => ({ verdict })),
+      );
+      decisions.add(
+        1,
+        cached(decisionAttrs, degraded ? `${verdict}:degraded` : verdict, () => ({ verdict, degraded })),
+      );
+    },
+    recordUpstreamCall(upstream, operation, durationMs, code) {
+      upstreamDuration.record(durationMs / 1000, { upstream, operation });
+      if (code !== undefined) upstreamErrors.add(1, { upstream, operation, code });
+    },
+    recordRemoteAccessToolBatch(size) {
+      batchSize.record(size);
+    },
+    recordTokenRefresh(outcome) {
+      tokenRefreshes.add(1, { outcome });
+    },
+    recordPolicyReload(outcome) {
+      policyReloads.add(1, { outcome });
+    },
+    recordActionOutcome(type, status) {
+      actionOutcomes.add(1, { type, status });
+    },
+    observeGauge(name, description, read) {
+      meter.createObservableGauge(name, { description }).addCallback((r) => r.observe(read()));
+    },
+    async render() {
+      const { resourceMetrics } = await reader.collect();
+      return serializer.serialize(resourceMetrics);
+    },
+    shutdown: () => provider.shutdown(),
+  };
+}
