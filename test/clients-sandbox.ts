@@ -1,0 +1,105 @@
+import {
+  createTokenManager,
+  type TokenManager,
+  type TokenManagerOptions,
+} from '../src/auth/token-manager.ts';
+import { type RunningSandbox, type SandboxOptions, startSandbox } from '../src/sandbox/server.ts';
+import {
+  createSignalsClient,
+  type SignalsClient,
+  type SignalsClientOptions,
+} from '../src/signals/signals-client.ts';
+
+/**
+ * Test support for the upstream clients: a sandbox on port 0 plus its control API over HTTP
+ * (`/sandbox/stats`, `/sandbox/faults`, `/sandbox/clock`), and clients wired to it.
+ */
+
+export interface StatsSnapshot {
+  routes: Record<string, Record<string, number>>;
+  tokensIssued: number;
+  ratBatchSizes: number[];
+}
+
+export interface ClientSandbox {
+  sb: RunningSandbox;
+  url: string;
+  stats(): Promise<StatsSnapshot>;
+  resetStats(): Promise<void>;
+  /** Replaces the fault rules. */
+  faults(rules: unknown[]): Promise<void>;
+  clearFaults(): Promise<void>;
+  /** Moves the sandbox clock forward. */
+  advanceClock(seconds: number): Promise<void>;
+  /** Calls counted for `route` (`"METHOD /pattern"`), all statuses, or one status. */
+  count(s: StatsSnapshot, route: string, status?: number): number;
+  tokens(over?: Partial<TokenManagerOptions>): TokenManager;
+  signals(tokens: TokenManager, over?: Partial<SignalsClientOptions>): SignalsClient;
+  stop(): Promise<void>;
+}
+
+async function control(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+export async function startClientSandbox(options: SandboxOptions = {}): Promise<ClientSandbox> {
+  const sb = await startSandbox({ port: 0, quiet: true, ...options });
+  const url = sb.url;
+  const creds = sb.config.credentials;
+  const closers: (() => Promise<void>)[] = [];
+  return {
+    sb,
+    url,
+    stats: async () => (await control(url, 'GET', '/sandbox/stats')) as StatsSnapshot,
+    resetStats: async () => {
+      await control(url, 'POST', '/sandbox/stats/reset');
+    },
+    faults: async (rules) => {
+      await control(url, 'PUT', '/sandbox/faults', { rules });
+    },
+    clearFaults: async () => {
+      await control(url, 'DELETE', '/sandbox/faults');
+    },
+    advanceClock: async (seconds) => {
+      await control(url, 'POST', '/sandbox/clock', { advanceSeconds: seconds });
+    },
+    count(s, route, status) {
+      const byStatus = s.routes[route] ?? {};
+      if (status !== undefined) return byStatus[String(status)] ?? 0;
+      return Object.values(byStatus).reduce((a, b) => a + b, 0);
+    },
+    tokens(over = {}) {
+      const m = createTokenManager({
+        authUrl: url,
+        clientId: creds.retrievalClientId,
+        clientSecret: creds.retrievalClientSecret,
+        audience: creds.signalsAudience,
+        idp: creds.idp,
+        ...over,
+      });
+      closers.push(() => m.stop());
+      return m;
+    },
+    signals(tokens, over = {}) {
+      const c = createSignalsClient({
+        baseUrl: `${url}/api/v1`,
+        serviceId: creds.serviceId,
+        tokens,
+        ...over,
+      });
+      closers.push(() => c.close());
+      return c;
+    },
+    async stop() {
+      await Promise.all(closers.splice(0).map((c) => c()));
+      await sb.stop();
+    },
+  };
+}
