@@ -3,6 +3,8 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { request } from 'undici';
 import { type AdminModuleOptions, createAdminModule } from '../../src/sandbox/admin/admin-module.ts';
+import type { AdjustableClock } from '../../src/sandbox/clock/sandbox-clock.ts';
+import { createSandboxApp, type SandboxApp } from '../../src/sandbox/create-sandbox-app.ts';
 import {
   createLogsModule,
   type LogsModule,
@@ -11,17 +13,15 @@ import {
 import {
   DEFAULT_CREDENTIALS,
   DEFAULT_THRESHOLDS,
-  type SandboxClock,
   type SandboxConfig,
 } from '../../src/sandbox/sandbox-config.ts';
 import type { SandboxModule, SandboxModuleContext } from '../../src/sandbox/sandbox-module.ts';
 import { type Scenario, scenarioSchema } from '../../src/sandbox/scenario/scenario-schema.ts';
 import { encodeRfc3986, formatRfc2822, signRequest } from '../../src/vendor-auth/hmac-signature.ts';
 
-/** A clock tests move by hand. */
-export interface ManualClock extends SandboxClock {
+/** A clock tests move by hand (also usable as the assembled sandbox's AdjustableClock). */
+export interface ManualClock extends AdjustableClock {
   set(ms: number): void;
-  advance(ms: number): void;
 }
 
 export function manualClock(startMs: number): ManualClock {
@@ -34,22 +34,74 @@ export function manualClock(startMs: number): ManualClock {
     advance: (ms) => {
       now += ms;
     },
+    offsetMs: () => 0,
+    // A reset of the sandbox must not move a test's clock.
+    resetOffset: () => {},
   };
 }
 
-export interface ServedModules {
+/** What both helpers below answer: a listening server, its clock and config. */
+export interface Served {
   baseUrl: string;
   /** `127.0.0.1:<port>`, as a client puts it in the Host header. */
   host: string;
   clock: ManualClock;
   config: SandboxConfig;
-  logs: LogsModule;
-  admin: SandboxModule;
   close(): Promise<void>;
 }
 
 /**
- * Mounts the logs and admin modules the way the sandbox does (`app.route('/', module.app)`) on a real
+ * The whole sandbox as S1 assembles it (createSandboxApp: stats, faults, every module), on a real
+ * HTTP server on port 0, with a manual clock at `nowMs`.
+ */
+export async function serveSandbox(
+  opts: {
+    nowMs?: number;
+    scenario?: Partial<Scenario>;
+    credentials?: Partial<SandboxConfig['credentials']>;
+  } = {},
+): Promise<Served & { sandbox: SandboxApp }> {
+  const clock = manualClock(opts.nowMs ?? Date.UTC(2026, 0, 15, 12, 0, 0));
+  const config: SandboxConfig = {
+    credentials: { ...DEFAULT_CREDENTIALS, ...opts.credentials },
+    thresholds: { ...DEFAULT_THRESHOLDS },
+    tokenLifetimeSeconds: 43200,
+    hmacSkewSeconds: 300,
+  };
+  const sandbox = await createSandboxApp({
+    config,
+    scenario: scenarioSchema.parse(opts.scenario ?? { name: 'test' }),
+    clock,
+    logError: () => {},
+  });
+  const server = serve({ fetch: sandbox.app.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  sandbox.setPublicUrl(baseUrl);
+  return {
+    baseUrl,
+    host: `127.0.0.1:${port}`,
+    clock,
+    config,
+    sandbox,
+    close: () =>
+      new Promise<void>((resolve) => {
+        sandbox.shutdown();
+        server.close(() => resolve());
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      }),
+  };
+}
+
+export interface ServedModules extends Served {
+  logs: LogsModule;
+  admin: SandboxModule;
+}
+
+/**
+ * Only the logs and admin modules, built with their own options (which the assembled sandbox does not
+ * expose). Mounts them the way the sandbox does (`app.route('/', module.app)`) on a real
  * HTTP server on port 0, with a manual clock. Seeds `scenario` (after a reset) when given.
  */
 export async function serveModules(
@@ -183,7 +235,7 @@ export async function plainCall(
 
 /** A signed Admin API call with the sandbox's credentials at the sandbox clock's now. */
 export function adminCall(
-  served: ServedModules,
+  served: Served,
   method: SignedCall['method'],
   path: string,
   init: { query?: readonly (readonly [string, string])[]; body?: unknown } = {},
@@ -202,7 +254,7 @@ export function adminCall(
 
 /** A control-API call (unsigned JSON). */
 export function controlCall(
-  served: ServedModules,
+  served: Served,
   method: string,
   path: string,
   body?: unknown,
