@@ -126,6 +126,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly adminSettings: { user?: AdminReadSettings; devices?: AdminReadSettings };
   readonly warnings: readonly PolicyIssue[];
   readonly files: readonly string[];
+  readonly ruleIds: readonly string[];
   readonly #p: PolicyParts;
   readonly #act: Activation = createActivation();
   readonly #policyRef: { name: string; revision: string };
@@ -139,6 +140,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.adminSettings = parts.adminSettings;
     this.warnings = parts.warnings;
     this.files = parts.files;
+    this.ruleIds = parts.rules.map((r) => r.id);
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
 

@@ -198,4 +198,6 @@ export interface CompiledPolicy {
   warnings?: readonly PolicyIssue[];
   /** The files the policy was loaded from. */
   files?: readonly string[];
+  /** Rule ids in file order. */
+  ruleIds?: readonly string[];
 }
