@@ -1,0 +1,199 @@
+import { describe, expect, it } from 'vitest';
+import { compilePolicy } from '../src/policy/policy-compiler.ts';
+import type { PolicyIssue } from '../src/policy/policy-types.ts';
+
+/** A valid minimal policy; tests splice one bad thing into it. */
+function policy(rules: string, extra = ''): string {
+  return `apiVersion: riskgate/v1
+kind: Policy
+name: t
+thresholds: { challenge: 40, deny: 80 }
+rules:
+${rules}
+${extra}`;
+}
+
+function errorsOf(text: string): PolicyIssue[] {
+  const r = compilePolicy('p.yaml', text, { now: new Date('2026-01-01T00:00:00Z') });
+  const errors = r.issues.filter((i) => i.severity === 'error');
+  expect(r.policy).toBeUndefined();
+  expect(errors.length).toBeGreaterThan(0);
+  return errors;
+}
+
+describe('policy loading errors carry file, line, column and a readable message', () => {
+  it('accepts the minimal policy the other cases break', () => {
+    const r = compilePolicy('p.yaml', policy('  - { id: a, description: d, when: "true", score: 1 }'));
+    expect(r.issues).toEqual([]);
+    expect(r.policy?.name).toBe('t');
+  });
+
+  it('reports YAML syntax errors at their position', () => {
+    const [e] = errorsOf('apiVersion: riskgate/v1\nkind: Policy\nrules:\n  - id: a\n   when: [unclosed\n');
+    expect(e!.file).toBe('p.yaml');
+    expect(e!.line).toBeGreaterThanOrEqual(4);
+  });
+
+  it('reports a value of the wrong type at the value', () => {
+    const [e] = errorsOf(policy('  - id: a\n    description: d\n    when: "true"\n    score: "ten"'));
+    expect(e).toMatchObject({ line: 9, col: 12 });
+    expect(e!.message).toMatch(/^rules\[0\]\.score: .*number/);
+  });
+
+  it('reports an unknown key at the key itself', () => {
+    const [e] = errorsOf(policy('  - id: a\n    description: d\n    when: "true"\n    scoer: 10'));
+    expect(e).toMatchObject({ line: 9, col: 5 });
+    expect(e!.message).toBe('rules[0]: unknown key "scoer"');
+  });
+
+  it('reports a rule with both a score and a verdict', () => {
+    const [e] = errorsOf(policy('  - { id: a, description: d, when: "true", score: 1, verdict: deny }'));
+    expect(e).toMatchObject({ line: 6, col: 5 });
+    expect(e!.message).toMatch(/exactly one of `score` or `verdict`/);
+  });
+
+  it('reports an unknown action name where it is used', () => {
+    const [e] = errorsOf(
+      policy('  - id: a\n    description: d\n    when: "true"\n    verdict: deny\n    actions: [lockout]'),
+    );
+    expect(e).toMatchObject({ line: 10, col: 15 });
+    expect(e!.message).toBe('rules[0].actions[0]: unknown action "lockout"');
+  });
+
+  it('explains the accepted forms of a bad onUnavailable', () => {
+    const text = policy(
+      '  - { id: a, description: d, when: signals.newBrowser.known, score: 1 }',
+      'signals:\n  newBrowser:\n    onUnavailable: fail-closed',
+    );
+    const [e] = errorsOf(text);
+    expect(e).toMatchObject({ line: 9, col: 20 });
+    expect(e!.message).toMatch(
+      /must be `ignore`, `\{score: <number>\}` or `\{verdict: allow\|challenge\|deny\}`/,
+    );
+  });
+
+  it('points a misspelled field inside a folded multi-line expression at the word, with a hint', () => {
+    const text = policy(`  - id: rat
+    description: d
+    when: >-
+      signals.remoteAccessTool.success
+      && signals.remoteAccessTool.anomalyConfidance >= 0.9
+    verdict: deny`);
+    const [e] = errorsOf(text);
+    expect(e).toMatchObject({ file: 'p.yaml', line: 10, col: 35 });
+    expect(e!.message).toBe(
+      'rules[0].when: unknown field "anomalyConfidance" (did you mean "anomalyConfidence"?)',
+    );
+  });
+
+  it('points a misspelled signal name at the name in a single-line expression', () => {
+    const [e] = errorsOf(policy('  - { id: a, description: d, when: "signals.newBrowsr.known", score: 1 }'));
+    // `when: "` starts at col 35; the field begins 8 characters into the expression.
+    expect(e).toMatchObject({ line: 6, col: 45 });
+    expect(e!.message).toMatch(/unknown field "newBrowsr" \(did you mean "newBrowser"\?\)/);
+  });
+
+  it('refuses a type mismatch such as "3" > 2', () => {
+    const [e] = errorsOf(policy('  - id: a\n    description: d\n    when: \'"3" > 2\'\n    score: 1'));
+    expect(e).toMatchObject({ line: 8, col: 12 });
+    expect(e!.message).toMatch(/no such overload: string > int/);
+  });
+
+  it('refuses comparing a string field with a number', () => {
+    const [e] = errorsOf(policy('  - { id: a, description: d, when: "user.status > 2", score: 1 }'));
+    expect(e!.message).toMatch(/string > int/);
+  });
+
+  it('refuses a `when` that is not bool', () => {
+    const [e] = errorsOf(
+      policy('  - { id: a, description: d, when: "signals.remoteAccessTool.anomalyConfidence", score: 1 }'),
+    );
+    expect(e!.message).toBe('rules[0].when: must be of type bool, but is double');
+  });
+
+  it('refuses a `when` of dynamic type (a context attribute) until compared', () => {
+    const [e] = errorsOf(policy('  - { id: a, description: d, when: "request.context.vip", score: 1 }'));
+    expect(e!.message).toMatch(/must be of type bool, but is dyn/);
+  });
+
+  it('reports CEL syntax errors at the offending token', () => {
+    const [e] = errorsOf(
+      policy('  - id: a\n    description: d\n    when: "user.status == \\"x\\" &&"\n    score: 1'),
+    );
+    expect(e!.line).toBe(8);
+    expect(e!.message).toMatch(/Unexpected token: EOF/);
+  });
+
+  it('enforces the expression depth limit', () => {
+    const deep = `${'('.repeat(40)}true${')'.repeat(40)}`;
+    const [e] = errorsOf(policy(`  - { id: a, description: d, when: "${deep}", score: 1 }`));
+    expect(e!.message).toMatch(/depth|nesting/i);
+  });
+
+  it('enforces the expression size limit', () => {
+    const long = Array.from({ length: 300 }, () => '1<2').join('||');
+    const [e] = errorsOf(policy(`  - { id: a, description: d, when: "${long}", score: 1 }`));
+    expect(e!.message).toMatch(/AST|nodes|too (many|large)|exceed/i);
+  });
+
+  it('refuses an archive_device selector that is not a list of strings', () => {
+    const text = policy(
+      '  - { id: a, description: d, when: "true", verdict: deny, actions: [arch] }',
+      'actions:\n  arch: { type: archive_device, select: "devices.map(d, d.enrolled_at)" }',
+    );
+    const [e] = errorsOf(text);
+    expect(e).toMatchObject({ line: 8 });
+    expect(e!.message).toBe('actions.arch.select: must be of type list<string>, but is list<double>');
+  });
+
+  it('collects every error of a file, in file order', () => {
+    const text = policy(`  - { id: a, description: d, when: "signals.nope", score: 1 }
+  - { id: a, description: d, when: "1 + ", score: 1 }
+  - { id: c, description: d, when: "user.status == 1.5", score: 1 }`);
+    const errors = errorsOf(text);
+    expect(errors.map((e) => e.line)).toEqual([6, 7, 7, 8]);
+    expect(errors.some((e) => e.message.includes('duplicate rule id "a"'))).toBe(true);
+  });
+
+  it('refuses a challenge threshold above the deny threshold', () => {
+    const text = policy('  - { id: a, description: d, when: "true", score: 1 }').replace(
+      '{ challenge: 40, deny: 80 }',
+      '{ challenge: 90, deny: 80 }',
+    );
+    const [e] = errorsOf(text);
+    expect(e!.message).toBe('thresholds.challenge: challenge threshold must not exceed deny threshold');
+  });
+
+  it('refuses a malformed CIDR and a malformed expiry in overrides', () => {
+    const text = policy(
+      '  - { id: a, description: d, when: "true", score: 1 }',
+      'overrides:\n  deny:\n    - { id: x, cidrs: [10.0.0.0/33], expiresAt: tomorrow, reason: r }',
+    );
+    const errors = errorsOf(text);
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/^overrides\.deny\[0\]\.cidrs\[0\]: must be an IPv4 or IPv6 CIDR/),
+      expect.stringMatching(/^overrides\.deny\[0\]\.expiresAt: /),
+    ]);
+  });
+
+  it('warns, without refusing, about expired overrides and unused settings', () => {
+    const text = policy(
+      '  - { id: a, description: d, when: "true", score: 1 }',
+      `signals:
+  geovelocity: { timeoutMs: 100 }
+overrides:
+  allow:
+    - { id: old, accounts: [x], expiresAt: "2025-01-01T00:00:00Z", reason: r }`,
+    );
+    const r = compilePolicy('p.yaml', text, { now: new Date('2026-01-01T00:00:00Z') });
+    expect(r.policy).toBeDefined();
+    expect(r.issues.map((i) => [i.severity, i.line, i.message])).toEqual([
+      [
+        'warning',
+        8,
+        'signals.geovelocity: settings for "geovelocity", but no rule reads signals.geovelocity',
+      ],
+      ['warning', 11, 'overrides.allow[0].expiresAt: override "old" expired; it is ignored'],
+    ]);
+  });
+});
