@@ -9,6 +9,7 @@ const UPSTREAM = {
   RISKGATE_CLIENT_ID: '3f1c9a52-7d4e-4b8a-9c21-5e6f7a8b9c0d',
   RISKGATE_CLIENT_SECRET: 'top-secret-value',
   RISKGATE_SIGNALS_AUDIENCE: 'riskgate-signals',
+  RISKGATE_SIGNALS_IDP: 'vendor-idp',
   RISKGATE_ADMIN_URL: 'https://admin.example.com',
   RISKGATE_ADMIN_API_KEY: 'admin-secret-value',
 };
@@ -97,6 +98,13 @@ describe('loadConfig', () => {
     expect(twice.message).toBe(
       'RISKGATE_CLIENT_SECRET and RISKGATE_CLIENT_SECRET_FILE are both set; set only one',
     );
+  });
+
+  it('needs the identity provider unless the audience is already the scope URN', () => {
+    const { RISKGATE_SIGNALS_IDP: _, ...env } = UPSTREAM;
+    expect(errorOf(() => loadConfig(env)).message).toMatch(/^RISKGATE_SIGNALS_IDP is required unless/);
+    const urn = 'urn:vendor-idp:iam:org:project:id:riskgate-signals:aud';
+    expect(loadConfig({ ...env, RISKGATE_SIGNALS_AUDIENCE: urn }).upstream?.signalsAudience).toBe(urn);
   });
 
   it('requires the Log API URL and key together', () => {

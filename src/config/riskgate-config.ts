@@ -19,7 +19,10 @@ export interface UpstreamConfig {
   authUrl: string;
   clientId: string;
   clientSecret: string;
+  /** The signals audience, or the whole scope URN `urn:<idp>:iam:org:project:id:<audience>:aud`. */
   signalsAudience: string;
+  /** The `<idp>` of the scope URN; required when `signalsAudience` is not already the URN. */
+  signalsIdp: string | undefined;
   adminUrl: string;
   adminApiKey: string;
   /** Log API; optional because /decide never reads it. */
@@ -61,6 +64,7 @@ const UPSTREAM_VARIABLES = [
   'RISKGATE_CLIENT_ID',
   'RISKGATE_CLIENT_SECRET',
   'RISKGATE_SIGNALS_AUDIENCE',
+  'RISKGATE_SIGNALS_IDP',
   'RISKGATE_ADMIN_URL',
   'RISKGATE_ADMIN_API_KEY',
   'RISKGATE_LOGS_URL',
@@ -102,6 +106,9 @@ const upstreamSchema = z.object({
   RISKGATE_CLIENT_ID: nonEmpty,
   RISKGATE_CLIENT_SECRET: nonEmpty,
   RISKGATE_SIGNALS_AUDIENCE: nonEmpty,
+  RISKGATE_SIGNALS_IDP: optionalEmptyAsUndefined(
+    z.string().regex(/^[A-Za-z0-9.-]+$/, 'must be a host-like name'),
+  ),
   RISKGATE_ADMIN_URL: httpUrl,
   RISKGATE_ADMIN_API_KEY: nonEmpty,
   RISKGATE_LOGS_URL: optionalEmptyAsUndefined(httpUrl),
@@ -183,12 +190,18 @@ export function loadConfig(
       clientId: d.RISKGATE_CLIENT_ID,
       clientSecret: d.RISKGATE_CLIENT_SECRET,
       signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
+      signalsIdp: d.RISKGATE_SIGNALS_IDP,
       adminUrl: d.RISKGATE_ADMIN_URL,
       adminApiKey: d.RISKGATE_ADMIN_API_KEY,
       logsUrl: d.RISKGATE_LOGS_URL,
       logApiKey: d.RISKGATE_LOG_API_KEY,
       callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
     };
+    if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
+      throw configError(
+        'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
+      );
+    }
     if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
       throw configError(
         upstream.logsUrl === undefined

@@ -1,0 +1,76 @@
+import type { DecideRequest } from '../decide/decide-request.ts';
+
+/**
+ * The demo logins `npm start` prints as curl commands, one per expected verdict on the sandbox's
+ * default scenario. The end-to-end tests send exactly these.
+ */
+export const DEMO_ACCOUNTS = [
+  { username: 'alice', expected: 'allow' },
+  { username: 'bob', expected: 'challenge' },
+  { username: 'mallory', expected: 'deny' },
+] as const;
+
+/** A browser login of `username` on its web unit, compared with its enrolled phone app. */
+export function demoRequest(username: string, userId: string | undefined): DecideRequest {
+  const request: DecideRequest = {
+    accountId: username,
+    ...(userId !== undefined && { userId }),
+    platform: 'browser',
+    unitId: `${username}-web`,
+    verificationStatus: 'unverified',
+    interactionId: `${username}-login-1`,
+    baseline: { unitId: `${username}-app`, verificationStatus: 'verified' },
+  };
+  return request;
+}
+
+/** A copy-pasteable curl command sending `request` to `baseUrl` with `apiKey`. */
+export function curlCommand(baseUrl: string, apiKey: string, request: DecideRequest): string {
+  return [
+    `curl -s ${baseUrl}/decide`,
+    `-H 'authorization: Bearer ${apiKey}'`,
+    `-H 'content-type: application/json'`,
+    `-d '${JSON.stringify(request)}'`,
+  ].join(' ');
+}
+
+export interface DemoBanner {
+  riskgateUrl: string;
+  sandboxUrl: string;
+  apiKey: string;
+  /** True when the key was generated (not from RISKGATE_API_KEYS). */
+  keyGenerated: boolean;
+  keyFile: string;
+  userIds: Record<string, string | undefined>;
+}
+
+const WHAT_HAPPENS: Record<string, string> = {
+  allow: 'allow: a known browser next to the enrolled phone',
+  challenge: 'challenge: a new browser; the answer carries a one-time code for step-up',
+  deny: 'deny: a remote-controlled browser; the account is locked out after the answer',
+};
+
+/** Prints what `npm start` shows once riskgate listens on the embedded sandbox. */
+export function printDemo(b: DemoBanner): void {
+  const lines = [
+    '',
+    `riskgate is listening on ${b.riskgateUrl}, on the embedded sandbox (vendor APIs emulated at ${b.sandboxUrl}).`,
+    b.keyGenerated
+      ? `Development caller key: ${b.apiKey} (also in ${b.keyFile}; set RISKGATE_API_KEYS to choose your own)`
+      : 'Caller key: the first of RISKGATE_API_KEYS.',
+    '',
+    'Try a login of each demo account:',
+    '',
+  ];
+  for (const { username, expected } of DEMO_ACCOUNTS) {
+    lines.push(`  # ${username}, ${WHAT_HAPPENS[expected]}`);
+    lines.push(`  ${curlCommand(b.riskgateUrl, b.apiKey, demoRequest(username, b.userIds[username]))}`);
+    lines.push('');
+  }
+  lines.push(
+    `Also: ${['healthz', 'readyz', 'metrics', 'policies', 'openapi.json'].map((p) => `${b.riskgateUrl}/${p}`).join('  ')}`,
+    'Decision log lines follow on stdout. Ctrl-C stops riskgate and the sandbox.',
+    '',
+  );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}

@@ -1,0 +1,73 @@
+import { request } from 'undici';
+import type { UpstreamConfig } from '../config/riskgate-config.ts';
+import type { SandboxCredentials } from '../sandbox/sandbox-config.ts';
+import { startSandbox } from '../sandbox/server.ts';
+import { formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
+
+/**
+ * Development only: the sandbox riskgate runs against when no vendor is configured (`npm start`).
+ * src/main.ts loads this file with a dynamic import in sandbox mode only, so the production import
+ * graph never reaches src/sandbox/ (and the container image leaves both out).
+ *
+ * In-process rather than a child process: one lifecycle (Ctrl-C or SIGTERM stops both), no
+ * readiness polling or IPC, port 0 works, and a failure to start is an exception with a stack.
+ */
+
+export interface EmbeddedSandbox {
+  url: string;
+  /** The vendor settings that point riskgate's clients at this sandbox. */
+  upstream: UpstreamConfig;
+  /** The Admin API user id of each username (for the demo commands). */
+  userIds(usernames: readonly string[]): Promise<Record<string, string | undefined>>;
+  stop(): Promise<void>;
+}
+
+/** Starts the sandbox with the default scenario (the demo accounts) on `port` (0 = any free port). */
+export async function startEmbeddedSandbox(port: number): Promise<EmbeddedSandbox> {
+  const running = await startSandbox({ port, scenario: 'default' });
+  const { url } = running;
+  const c = running.config.credentials;
+  const upstream: UpstreamConfig = {
+    serviceId: c.serviceId,
+    signalsUrl: `${url}/api/v1`,
+    authUrl: url,
+    clientId: c.retrievalClientId,
+    clientSecret: c.retrievalClientSecret,
+    signalsAudience: c.signalsAudience,
+    signalsIdp: c.idp,
+    adminUrl: url,
+    adminApiKey: c.adminApiKey,
+    logsUrl: url,
+    logApiKey: c.serviceLogApiKey,
+    callbackSignatureKey: c.callbackSignatureKey,
+  };
+  return {
+    url,
+    upstream,
+    userIds: async (usernames) => {
+      const out: Record<string, string | undefined> = {};
+      for (const username of usernames) out[username] = await lookUpUserId(url, c, username);
+      return out;
+    },
+    stop: () => running.stop(),
+  };
+}
+
+/** `GET /users?username=` on the sandbox's Admin API, signed like any Admin call (CONTRACT §1). */
+async function lookUpUserId(
+  url: string,
+  c: SandboxCredentials,
+  username: string,
+): Promise<string | undefined> {
+  const u = new URL('/srv/admin/v1/users', url);
+  u.searchParams.set('username', username);
+  const date = formatRfc2822(new Date());
+  const authorization = signRequest(
+    { date, method: 'GET', host: u.host, protocol: u.protocol, path: u.pathname, query: u.searchParams },
+    c.serviceId,
+    c.adminApiKey,
+  );
+  const res = await request(u, { headers: { 'svc-date': date, authorization }, headersTimeout: 2000 });
+  const body = (await res.body.json()) as { users?: { username: string; user_id: string }[] };
+  return body.users?.find((user) => user.username === username)?.user_id;
+}

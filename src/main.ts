@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/riskgate-config.ts';
+import { isRiskgateError } from './errors/riskgate-error.ts';
+import { createTracing } from './observability/tracing.ts';
+import { type RunningRiskgate, startRiskgate, stderrLog } from './service/start-riskgate.ts';
+
+/**
+ * The process: reads the environment, starts riskgate (on the embedded sandbox when no vendor is
+ * configured), handles SIGTERM/SIGINT with a graceful shutdown. The only module with side effects
+ * at the process level.
+ */
+
+/** Where the generated development key is written in sandbox mode, for copy-paste commands. */
+const DEV_KEY_FILE = '.riskgate/dev-api-key';
+
+function fail(message: string): never {
+  process.stderr.write(`riskgate: ${message}\n`);
+  process.exit(1);
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+async function main(): Promise<void> {
+  let config: RiskgateConfig;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    fail(isRiskgateError(error) ? error.message : String(error));
+  }
+
+  let upstream: UpstreamConfig | undefined = config.upstream;
+  let apiKeys = config.apiKeys;
+  let sandbox:
+    | Awaited<ReturnType<typeof import('./dev/embedded-sandbox.ts')['startEmbeddedSandbox']>>
+    | undefined;
+  if (upstream === undefined) {
+    if (process.env.NODE_ENV === 'production') {
+      fail(
+        'RISKGATE_SIGNALS_URL is required with NODE_ENV=production (the embedded sandbox is for development)',
+      );
+    }
+    // Loaded only here, so nothing in the production import graph reaches src/sandbox/.
+    const { startEmbeddedSandbox } = await import('./dev/embedded-sandbox.ts');
+    sandbox = await startEmbeddedSandbox(config.sandboxPort);
+    upstream = sandbox.upstream;
+    if (apiKeys === undefined) {
+      apiKeys = [`rg_dev_${randomBytes(24).toString('base64url')}`];
+      mkdirSync('.riskgate', { recursive: true });
+      writeFileSync(DEV_KEY_FILE, `${apiKeys[0]}\n`, { mode: 0o600 });
+    }
+  }
+
+  let service: RunningRiskgate;
+  try {
+    service = await startRiskgate({
+      config,
+      upstream,
+      apiKeys: apiKeys!,
+      tracing: createTracing(process.env),
+      log: stderrLog,
+      version: version(),
+    });
+  } catch (error) {
+    await sandbox?.stop();
+    fail(error instanceof Error ? error.message : String(error));
+  }
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      process.stderr.write(`riskgate: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    stderrLog({ level: 'info', msg: 'shutting down', signal });
+    void service
+      .stop()
+      .then(() => sandbox?.stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => fail(`shutdown failed: ${String(error)}`),
+      );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+
+  if (sandbox === undefined) {
+    stderrLog({
+      level: 'info',
+      msg: 'riskgate listening',
+      port: service.port,
+      policy: service.policies.status(),
+    });
+    return;
+  }
+  await service.ready;
+  const { printDemo } = await import('./dev/demo-requests.ts');
+  await printDemo({
+    riskgateUrl: `http://localhost:${service.port}`,
+    sandboxUrl: sandbox.url,
+    apiKey: apiKeys![0]!,
+    keyGenerated: config.apiKeys === undefined,
+    keyFile: DEV_KEY_FILE,
+    userIds: await sandbox.userIds(['alice', 'bob', 'mallory']),
+  });
+}
+
+await main();

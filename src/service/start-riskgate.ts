@@ -1,0 +1,216 @@
+import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Hono } from 'hono';
+import { ActionQueue, type ActionQueueOptions } from '../actions/action-queue.ts';
+import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
+import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
+import type { SignalFetcher } from '../decide/decide-ports.ts';
+import { type DecisionLog, openDecisionLog } from '../decision-log/decision-log.ts';
+import { actionLine } from '../decision-log/decision-record.ts';
+import { createApp, type ServiceLog } from '../http/create-app.ts';
+import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
+import type { DecisionTracing } from '../observability/tracing.ts';
+import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
+import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
+import type { CallInfo } from '../upstream/upstream-call.ts';
+import { type AdminClientPort, createAdminPort } from './admin-port.ts';
+
+/**
+ * Assembles riskgate from its configuration and listens: metrics, policy store, token manager,
+ * clients, action queue, decision log, app, server. src/main.ts calls it with the environment's
+ * configuration; end-to-end tests call it against a sandbox on port 0. `stop()` is the graceful
+ * shutdown: stop accepting, finish in-flight decisions, drain the actions, flush the log.
+ */
+
+export interface StartRiskgateOptions {
+  config: RiskgateConfig;
+  /** The vendor. In sandbox mode main passes the embedded sandbox's settings. */
+  upstream: UpstreamConfig;
+  /** Caller keys (the configured ones, or the generated development key). */
+  apiKeys: readonly string[];
+  /** Interface to bind. Default: all interfaces (`::`/`0.0.0.0`). */
+  host?: string;
+  log?: ServiceLog;
+  tracing?: DecisionTracing | undefined;
+  /** Overrides the configured decision log (tests collect lines). */
+  decisionLog?: DecisionLog;
+  /** Action queue tuning (tests shorten the backoff). */
+  actionQueue?: Omit<ActionQueueOptions, 'onOutcome'>;
+  /** Quiet period before a policy reload, milliseconds. Default 200. */
+  policyDebounceMs?: number;
+  /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
+  drainTimeoutMs?: number;
+  version?: string;
+}
+
+export interface RunningRiskgate {
+  url: string;
+  port: number;
+  app: Hono;
+  policies: PolicyStore;
+  tokens: TokenManager;
+  signals: SignalsClient;
+  admin: AdminClientPort;
+  actions: ActionQueue;
+  decisionLog: DecisionLog;
+  metrics: RiskgateMetrics;
+  /** Resolves once the first token request finished (successful or not; see `/readyz`). */
+  ready: Promise<void>;
+  /** Graceful shutdown; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** JSON lines on stderr (stdout carries the decision log by default). */
+export const stderrLog: ServiceLog = (line) => {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
+};
+
+/** The token request's scope: the audience as given when it is already the URN (config checked the rest). */
+function signalsScope(upstream: UpstreamConfig): string {
+  const audience = upstream.signalsAudience;
+  return audience.startsWith('urn:') ? audience : audienceScope(upstream.signalsIdp!, audience);
+}
+
+export async function startRiskgate(options: StartRiskgateOptions): Promise<RunningRiskgate> {
+  const { config, upstream } = options;
+  const log = options.log ?? stderrLog;
+  const metrics = createMetrics();
+  const recordCall = (info: CallInfo) =>
+    metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
+
+  const policies = await createPolicyStore({
+    path: config.policyPath,
+    debounceMs: options.policyDebounceMs ?? 200,
+    log,
+    onReload: () => metrics.recordPolicyReload('ok'),
+    onError: () => metrics.recordPolicyReload('error'),
+  });
+
+  const tokens = createTokenManager({
+    authUrl: upstream.authUrl,
+    clientId: upstream.clientId,
+    clientSecret: upstream.clientSecret,
+    audience: upstream.signalsAudience,
+    scope: signalsScope(upstream),
+    onCall: (info) => {
+      recordCall(info);
+      metrics.recordTokenRefresh(info.code === undefined ? 'ok' : 'error');
+    },
+  });
+  const signals = createSignalsClient({
+    baseUrl: upstream.signalsUrl,
+    serviceId: upstream.serviceId,
+    tokens,
+    onCall: recordCall,
+  });
+  const admin = createAdminPort(upstream, recordCall);
+  const decisionLog =
+    options.decisionLog ??
+    openDecisionLog(config.decisionLog, {
+      onError: (e) => log({ level: 'error', msg: 'decision log write failed', error: e.message }),
+    });
+  const actions = new ActionQueue({
+    ...options.actionQueue,
+    onOutcome: (outcome) => {
+      decisionLog.write(actionLine(outcome));
+      metrics.recordActionOutcome(outcome.type, outcome.status);
+      if (outcome.status === 'failed') log({ level: 'warn', msg: 'action failed', ...outcome });
+    },
+  });
+  metrics.observeGauge(
+    'riskgate_action_queue_size',
+    'Actions queued, waiting to retry or running',
+    () => actions.size,
+  );
+  metrics.observeGauge(
+    'riskgate_decision_log_dropped',
+    'Decision log records dropped under sustained backpressure',
+    () => decisionLog.dropped,
+  );
+  metrics.observeGauge(
+    'riskgate_remote_access_tool_batches',
+    'Remote-access-tool batch calls sent since start',
+    () => signals.stats().batches,
+  );
+  metrics.observeGauge(
+    'riskgate_remote_access_tool_batch_items',
+    'Remote-access-tool lookups sent in batches since start (items / batches = mean batch size)',
+    () => signals.stats().items,
+  );
+
+  // The client has one method per signal, named as the policy names them.
+  const fetchSignal = ((name, query, callOptions) =>
+    (signals[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, callOptions)) as SignalFetcher;
+
+  let draining = false;
+  const app = createApp({
+    decide: { signals: fetchSignal, admin, policies, deadlineMs: config.deadlineMs },
+    apiKeys: options.apiKeys,
+    actions,
+    decisionLog,
+    metrics,
+    readiness: () => ({ token: tokens.isReady() }),
+    isDraining: () => draining,
+    callbackSignatureKey: upstream.callbackSignatureKey,
+    tracing: options.tracing,
+    log,
+    version: options.version ?? '0.0.0',
+  });
+
+  const ready = tokens.start();
+  const server = createAdaptorServer({ fetch: app.fetch });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      const onListening = () => {
+        server.off('error', reject);
+        resolve();
+      };
+      if (options.host === undefined) server.listen(config.port, onListening);
+      else server.listen(config.port, options.host, onListening);
+    });
+  } catch (error) {
+    policies.close();
+    await Promise.all([tokens.stop(), signals.close(), admin.close(), metrics.shutdown()]);
+    throw error;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
+
+  let stopping: Promise<void> | undefined;
+  const stop = async () => {
+    draining = true;
+    // Node closes idle keep-alive connections on close() and the busy ones after their response.
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const forced = setTimeout(() => {
+      if ('closeAllConnections' in server) server.closeAllConnections();
+    }, drainTimeoutMs);
+    await closed;
+    clearTimeout(forced);
+    // The last answers' after-response work (log lines, action enqueues) runs on the next turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    await actions.drain(drainTimeoutMs);
+    policies.close();
+    await Promise.all([tokens.stop(), signals.close(), admin.close()]);
+    await decisionLog.close();
+    await Promise.all([metrics.shutdown(), options.tracing?.shutdown()]);
+  };
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    app,
+    policies,
+    tokens,
+    signals,
+    admin,
+    actions,
+    decisionLog,
+    metrics,
+    ready,
+    stop: () => {
+      stopping ??= stop();
+      return stopping;
+    },
+  };
+}
