@@ -11,7 +11,7 @@ import {
   type SignalThresholds,
 } from './sandbox-config.ts';
 import { loadScenario } from './scenario/load-scenario.ts';
-import type { Scenario } from './scenario/scenario-schema.ts';
+import type { ScenarioInput } from './scenario/scenario-schema.ts';
 
 /** How to start a sandbox. Every field is optional. */
 export interface SandboxOptions {
@@ -26,7 +26,7 @@ export interface SandboxOptions {
   /** Access token lifetime, seconds. Default 43200 (CONTRACT §3); `expires_in` is this minus 1. */
   tokenLifetimeSeconds?: number;
   /** `'default'` (the demo accounts, default), `'empty'`, a YAML file path, or a Scenario object. */
-  scenario?: 'default' | 'empty' | string | Scenario;
+  scenario?: 'default' | 'empty' | string | ScenarioInput;
   /** Faults active from the start, after the scenario's own. */
   faults?: FaultRule[];
   /** Suppress error logging. Default false. */

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InputError } from '../../errors/riskgate-error.ts';
-import { type Scenario, scenarioSchema } from './scenario-schema.ts';
+import { type Scenario, type ScenarioInput, scenarioSchema } from './scenario-schema.ts';
 
 /** The scenario shipped with the sandbox: the six demo accounts (README "The sandbox"). */
 export const DEFAULT_SCENARIO_PATH = fileURLToPath(new URL('./default.yaml', import.meta.url));
@@ -29,7 +29,7 @@ export function parseScenario(text: string, source: string): Scenario {
 
 /** Loads `'default'`, `'empty'`, a YAML file path, or passes a Scenario object through (validated). */
 export async function loadScenario(
-  spec: 'default' | 'empty' | string | Scenario | undefined,
+  spec: 'default' | 'empty' | string | ScenarioInput | undefined,
 ): Promise<Scenario> {
   if (spec === undefined || spec === 'default') {
     return parseScenario(await readFile(DEFAULT_SCENARIO_PATH, 'utf8'), 'default');

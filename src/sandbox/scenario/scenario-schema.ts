@@ -46,6 +46,8 @@ export const scenarioSchema = z.object({
   faults: z.array(faultRuleSchema).default([]),
 });
 export type Scenario = z.infer<typeof scenarioSchema>;
+/** A scenario as written (defaults not yet applied), e.g. an object literal in a test. */
+export type ScenarioInput = z.input<typeof scenarioSchema>;
 
 /** Milliseconds before the sandbox start that an observation's `*Ago` fields add up to. */
 export function offsetMsOf(o: ScenarioObservation): number {
