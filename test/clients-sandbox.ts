@@ -1,3 +1,4 @@
+import { type AdminClient, type AdminClientOptions, createAdminClient } from '../src/admin/admin-client.ts';
 import {
   createTokenManager,
   type TokenManager,
@@ -35,6 +36,7 @@ export interface ClientSandbox {
   count(s: StatsSnapshot, route: string, status?: number): number;
   tokens(over?: Partial<TokenManagerOptions>): TokenManager;
   signals(tokens: TokenManager, over?: Partial<SignalsClientOptions>): SignalsClient;
+  admin(over?: Partial<AdminClientOptions>): AdminClient;
   stop(): Promise<void>;
 }
 
@@ -92,6 +94,16 @@ export async function startClientSandbox(options: SandboxOptions = {}): Promise<
         baseUrl: `${url}/api/v1`,
         serviceId: creds.serviceId,
         tokens,
+        ...over,
+      });
+      closers.push(() => c.close());
+      return c;
+    },
+    admin(over = {}) {
+      const c = createAdminClient({
+        baseUrl: url,
+        serviceId: creds.serviceId,
+        apiKey: creds.adminApiKey,
         ...over,
       });
       closers.push(() => c.close());
