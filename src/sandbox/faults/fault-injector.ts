@@ -106,9 +106,10 @@ export class FaultInjector {
   middleware(ctx: FaultContext): MiddlewareHandler {
     return async (c, next) => {
       const path = c.req.path;
+      const api = apiOfPath(path);
+      if (api === 'control') return next();
       const plan = this.plan(c.req.method, ctx.routeKey(c), path);
       if (!plan) return next();
-      const api = apiOfPath(path);
 
       if (plan.latencies.length > 0) {
         let ms = 0;

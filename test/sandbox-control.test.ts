@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { StatsSnapshot } from '../src/sandbox/stats/request-stats.ts';
+import { collect, getSignal, getToken } from './sandbox-helpers.ts';
+
+let sb: RunningSandbox;
+let token: string;
+beforeAll(async () => {
+  sb = await startSandbox({ scenario: 'empty', quiet: true });
+  token = await getToken(sb);
+});
+afterAll(() => sb.stop());
+
+const control = async (method: string, path: string, body?: unknown) => {
+  const res = await fetch(`${sb.url}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    json: (await res.json()) as Record<string, unknown>,
+  };
+};
+
+describe('GET /sandbox/stats', () => {
+  it('counts vendor-API requests by METHOD and route pattern and status, but not control calls', async () => {
+    await control('POST', '/sandbox/stats/reset');
+    await getSignal(sb, 'geolocation', { accountId: 'a' }, token);
+    await getSignal(sb, 'geolocation', { accountId: 'a' }, token);
+    await getSignal(sb, 'geolocation', { accountId: 'bad id' }, token);
+    await getSignal(sb, 'geovelocity', { accountId: 'a' }, undefined);
+    await fetch(`${sb.url}/api/v1/nope`);
+    await control('GET', '/sandbox/faults');
+    const stats = (await control('GET', '/sandbox/stats')).json as unknown as StatsSnapshot;
+    expect(stats.routes).toEqual({
+      'GET /api/v1/signals/geolocation': { '200': 2, '400': 1 },
+      'GET /api/v1/signals/geovelocity': { '401': 1 },
+      'GET (unmatched)': { '404': 1 },
+    });
+    expect(stats.tokensIssued).toBe(0);
+    expect(stats.ratBatchSizes).toEqual([]);
+  });
+
+  it('POST /sandbox/stats/reset zeroes it', async () => {
+    await getSignal(sb, 'geolocation', { accountId: 'a' }, token);
+    const reset = await control('POST', '/sandbox/stats/reset');
+    expect(reset.json).toEqual({ routes: {}, tokensIssued: 0, ratBatchSizes: [] });
+  });
+});
+
+describe('/sandbox/faults', () => {
+  it('PUT replaces, POST adds, GET lists, DELETE clears', async () => {
+    const a = { route: 'GET /api/v1/signals/*', errorRate: 0.5 };
+    const b = { route: '*', latency: { kind: 'fixed', ms: 1 } };
+    expect((await control('PUT', '/sandbox/faults', { rules: [a] })).json).toEqual({ rules: [a] });
+    expect((await control('POST', '/sandbox/faults', b)).status).toBe(201);
+    expect((await control('GET', '/sandbox/faults')).json).toEqual({ rules: [a, b] });
+    expect((await control('PUT', '/sandbox/faults', { rules: [b] })).json).toEqual({ rules: [b] });
+    expect((await control('DELETE', '/sandbox/faults')).json).toEqual({ rules: [] });
+    expect((await control('GET', '/sandbox/faults')).json).toEqual({ rules: [] });
+  });
+
+  it('answers 400 problem+json naming the field for a bad rule', async () => {
+    const res = await control('PUT', '/sandbox/faults', { rules: [{ route: '*', errorRate: 2 }] });
+    expect(res.status).toBe(400);
+    expect(res.type).toBe('application/problem+json');
+    expect(res.json).toMatchObject({ status: 400, field: 'rules.0.errorRate' });
+    const notJson = await control('POST', '/sandbox/faults', '{');
+    expect(notJson.status).toBe(400);
+    expect(notJson.json.field).toBe('body');
+    expect((await control('GET', '/sandbox/faults')).json).toEqual({ rules: [] });
+  });
+});
+
+describe('POST /sandbox/clock', () => {
+  it('moves the clock forward for observations and windows', async () => {
+    const writer = await getToken(sb, 'collection');
+    const obs = {
+      accountId: 'clocked',
+      unitId: 'u',
+      verificationStatus: 'verified',
+      interactionId: 'i',
+      platform: 'mobile',
+      onCall: true,
+    };
+    expect((await collect(sb, writer, [obs])).status).toBe(200);
+    expect(
+      (
+        (await (await getSignal(sb, 'active-call', { accountId: 'clocked' }, token)).json()) as {
+          success: boolean;
+        }
+      ).success,
+    ).toBe(true);
+    // 32 days later the observation has left the default 31-day window (and the old token expired).
+    const moved = await control('POST', '/sandbox/clock', { advanceSeconds: 32 * 86_400 });
+    expect(moved.status).toBe(200);
+    expect(moved.json.offsetMs).toBe(32 * 86_400_000);
+    expect((await getSignal(sb, 'active-call', { accountId: 'clocked' }, token)).status).toBe(401);
+    const fresh = await getToken(sb);
+    const later = (await (await getSignal(sb, 'active-call', { accountId: 'clocked' }, fresh)).json()) as {
+      reason: string;
+    };
+    expect(later.reason).toBe('insufficient_observations');
+    await control('POST', '/sandbox/reset');
+  });
+
+  it('refuses to move backwards', async () => {
+    const res = await control('POST', '/sandbox/clock', { advanceSeconds: -5 });
+    expect(res.status).toBe(400);
+    expect(res.json.field).toBe('advanceSeconds');
+  });
+});
+
+describe('POST /sandbox/reset', () => {
+  it('drops collected observations, reseeds the scenario, zeroes stats and the clock offset', async () => {
+    const own = await startSandbox({ quiet: true });
+    try {
+      const t = await getToken(own);
+      const writer = await getToken(own, 'collection');
+      const obs = {
+        accountId: 'extra',
+        unitId: 'u',
+        verificationStatus: 'verified',
+        interactionId: 'i',
+        platform: 'mobile',
+        onCall: false,
+      };
+      await collect(own, writer, [obs]);
+      const before = (await (await fetch(`${own.url}/sandbox/info`)).json()) as { observations: number };
+      await fetch(`${own.url}/sandbox/clock`, {
+        method: 'POST',
+        body: JSON.stringify({ advanceSeconds: 10 }),
+      });
+      const info = (await (await fetch(`${own.url}/sandbox/reset`, { method: 'POST' })).json()) as {
+        observations: number;
+        clockOffsetMs: number;
+      };
+      expect(info.observations).toBe(before.observations - 1);
+      expect(info.clockOffsetMs).toBe(0);
+      const gone = (await (await getSignal(own, 'active-call', { accountId: 'extra' }, t)).json()) as {
+        reason: string;
+      };
+      expect(gone.reason).toBe('insufficient_observations');
+      // Tokens issued before the reset stay valid (same key pair).
+      expect((await getSignal(own, 'active-call', { accountId: 'carol' }, t)).status).toBe(200);
+      const stats = (await (await fetch(`${own.url}/sandbox/stats`)).json()) as StatsSnapshot;
+      expect(stats.routes['POST /api/v1/collections']).toBeUndefined();
+    } finally {
+      await own.stop();
+    }
+  });
+});
