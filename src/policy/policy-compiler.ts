@@ -57,7 +57,8 @@ export function policyRevision(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
-function pathText(path: YamlPath): string {
+/** `rules[2].when`-style rendering of a document path. */
+export function pathText(path: YamlPath): string {
   let out = '';
   for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${p}` : p;
   return out || '(root)';
@@ -99,20 +100,47 @@ function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-function celMessage(summary: string): string {
-  const m = /^No such key: (\w+)/.exec(summary);
-  if (!m) return summary;
-  const wrong = m[1]!;
+const KNOWN_VARIABLES: readonly string[] = [
+  'signals',
+  'user',
+  'devices',
+  'request',
+  'now',
+  'nowSeconds',
+  'true',
+  'false',
+  'null',
+];
+
+function closest(wrong: string, names: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestD = 3;
-  for (const name of KNOWN_NAMES) {
+  for (const name of names) {
     const d = editDistance(wrong.toLowerCase(), name.toLowerCase());
     if (d < bestD) {
       bestD = d;
       best = name;
     }
   }
-  return best ? `unknown field "${wrong}" (did you mean "${best}"?)` : `unknown field "${wrong}"`;
+  return best;
+}
+
+/** cel-js's summary, with a "did you mean" for misspelled names. */
+function celMessage(summary: string): string {
+  const field = /^No such key: (\w+)/.exec(summary)?.[1];
+  if (field) {
+    const best = closest(field, KNOWN_NAMES);
+    return best ? `unknown field "${field}" (did you mean "${best}"?)` : `unknown field "${field}"`;
+  }
+  const variable = /^Unknown variable: (\w+)/.exec(summary)?.[1];
+  if (variable) {
+    const best = closest(variable, KNOWN_VARIABLES);
+    const known = 'signals, user, devices, request, now, nowSeconds';
+    return best
+      ? `unknown name "${variable}" (did you mean "${best}"?)`
+      : `unknown name "${variable}"; the inputs are ${known}`;
+  }
+  return summary;
 }
 
 interface CelError {

@@ -12,7 +12,12 @@ export const POLICY_SCHEMA_FILE = 'policy.schema.json';
 export const POLICY_TEST_SCHEMA_FILE = 'policy-test.schema.json';
 
 function generate(schema: z.ZodType, title: string, id: string): string {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any', reused: 'ref' });
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io: 'input',
+    unrepresentable: 'any',
+    reused: 'ref',
+  });
   return `${JSON.stringify({ $id: id, title, ...json }, null, 2)}\n`;
 }
 

@@ -18,7 +18,10 @@ export const verdictSchema = z.enum(['allow', 'challenge', 'deny']);
 
 const idSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1-64 letters, digits, "_", "-" or "." (starting alnum)');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
+    'must be 1-64 letters, digits, "_", "-" or "." (starting alnum)',
+  );
 
 const expressionSchema = z.string().min(1).max(MAX_EXPRESSION_LENGTH);
 

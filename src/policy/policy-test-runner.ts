@@ -7,6 +7,7 @@ import {
   adminUserSchema,
 } from '../admin/admin-schemas.ts';
 import { SIGNAL_TYPES } from '../signals/signal-schemas.ts';
+import { pathText } from './policy-compiler.ts';
 import { compilePolicyFile } from './policy-loader.ts';
 import {
   type ExpectedDecision,
@@ -220,8 +221,9 @@ export async function runPolicyTestFile(
   const parsed = policyTestFileSchema.safeParse(source.doc.toJS());
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const at = positionOf(source, issue.path as (string | number)[]);
-      const where = issue.path.join('.');
+      const path = issue.path as (string | number)[];
+      const at = positionOf(source, path);
+      const where = pathText(path);
       result.issues.push({ file, ...at, message: `${where}: ${issue.message}`, severity: 'error' });
     }
     return result;
