@@ -12,7 +12,7 @@ describe('Admin API activity and active users', () => {
   let s: Served;
   const sec = () => s.clock.now() / 1000;
   const auth = (body: Record<string, unknown>) => controlCall(s, 'POST', '/sandbox/authentications', body);
-  const stamps: Record<string, number> = {};
+  const stamps = { december: 0, jan1: 0, jan1b: 0, jan1c: 0, jan11: 0 };
 
   beforeAll(async () => {
     s = await serveSandbox({

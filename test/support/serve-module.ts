@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { request } from 'undici';
+import type { z } from 'zod';
 import { type AdminModuleOptions, createAdminModule } from '../../src/sandbox/admin/admin-module.ts';
 import type { AdjustableClock } from '../../src/sandbox/clock/sandbox-clock.ts';
 import { createSandboxApp, type SandboxApp } from '../../src/sandbox/create-sandbox-app.ts';
@@ -16,8 +17,11 @@ import {
   type SandboxConfig,
 } from '../../src/sandbox/sandbox-config.ts';
 import type { SandboxModule, SandboxModuleContext } from '../../src/sandbox/sandbox-module.ts';
-import { type Scenario, scenarioSchema } from '../../src/sandbox/scenario/scenario-schema.ts';
+import { scenarioSchema } from '../../src/sandbox/scenario/scenario-schema.ts';
 import { encodeRfc3986, formatRfc2822, signRequest } from '../../src/vendor-auth/hmac-signature.ts';
+
+/** A scenario as written (defaults not yet applied). */
+export type ScenarioInput = z.input<typeof scenarioSchema>;
 
 /** A clock tests move by hand (also usable as the assembled sandbox's AdjustableClock). */
 export interface ManualClock extends AdjustableClock {
@@ -57,7 +61,7 @@ export interface Served {
 export async function serveSandbox(
   opts: {
     nowMs?: number;
-    scenario?: Partial<Scenario>;
+    scenario?: ScenarioInput;
     credentials?: Partial<SandboxConfig['credentials']>;
   } = {},
 ): Promise<Served & { sandbox: SandboxApp }> {
@@ -107,7 +111,7 @@ export interface ServedModules extends Served {
 export async function serveModules(
   opts: {
     nowMs?: number;
-    scenario?: Partial<Scenario>;
+    scenario?: ScenarioInput;
     logs?: LogsModuleOptions;
     admin?: AdminModuleOptions;
     credentials?: Partial<SandboxConfig['credentials']>;
