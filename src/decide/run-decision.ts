@@ -126,8 +126,12 @@ export async function runDecision(
 
   const adminTimeout = (settings: AdminReadSettings | undefined) =>
     Math.min(settings?.timeoutMs ?? deps.deadlineMs, deps.deadlineMs);
+  // Retries and Retry-After waits inside a client only start when they fit before this.
+  const deadlineAt = Date.now() + deps.deadlineMs;
   const options = (timeoutMs: number): CallOptions =>
-    traceparent === undefined ? { signal, timeoutMs } : { signal, timeoutMs, traceparent };
+    traceparent === undefined
+      ? { signal, deadlineAt, timeoutMs }
+      : { signal, deadlineAt, timeoutMs, traceparent };
 
   for (const name of requirements.signals) {
     if (!isApplicable(name, request)) {

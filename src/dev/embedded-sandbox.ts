@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import type { UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SandboxCredentials } from '../sandbox/sandbox-config.ts';
-import { startSandbox } from '../sandbox/server.ts';
+import { type RunningSandbox, startSandbox } from '../sandbox/server.ts';
 import { formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
 
 /**
@@ -25,9 +25,19 @@ export interface EmbeddedSandbox {
 /** Starts the sandbox with the default scenario (the demo accounts) on `port` (0 = any free port). */
 export async function startEmbeddedSandbox(port: number): Promise<EmbeddedSandbox> {
   const running = await startSandbox({ port, scenario: 'default' });
+  return {
+    url: running.url,
+    upstream: sandboxUpstream(running),
+    userIds: (usernames) => lookUpUserIds(running, usernames),
+    stop: () => running.stop(),
+  };
+}
+
+/** The vendor settings of a running sandbox: every API on its one origin, its well-known credentials. */
+export function sandboxUpstream(running: RunningSandbox): UpstreamConfig {
   const { url } = running;
   const c = running.config.credentials;
-  const upstream: UpstreamConfig = {
+  return {
     serviceId: c.serviceId,
     signalsUrl: `${url}/api/v1`,
     authUrl: url,
@@ -41,16 +51,18 @@ export async function startEmbeddedSandbox(port: number): Promise<EmbeddedSandbo
     logApiKey: c.serviceLogApiKey,
     callbackSignatureKey: c.callbackSignatureKey,
   };
-  return {
-    url,
-    upstream,
-    userIds: async (usernames) => {
-      const out: Record<string, string | undefined> = {};
-      for (const username of usernames) out[username] = await lookUpUserId(url, c, username);
-      return out;
-    },
-    stop: () => running.stop(),
-  };
+}
+
+/** The Admin API user id of each username (undefined when there is no such user). */
+export async function lookUpUserIds(
+  running: RunningSandbox,
+  usernames: readonly string[],
+): Promise<Record<string, string | undefined>> {
+  const out: Record<string, string | undefined> = {};
+  for (const username of usernames) {
+    out[username] = await lookUpUserId(running.url, running.config.credentials, username);
+  }
+  return out;
 }
 
 /** `GET /users?username=` on the sandbox's Admin API, signed like any Admin call (CONTRACT §1). */

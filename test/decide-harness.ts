@@ -1,0 +1,150 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config/riskgate-config.ts';
+import type { DecisionLog } from '../src/decision-log/decision-log.ts';
+import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import { type RunningSandbox, type SandboxOptions, startSandbox } from '../src/sandbox/server.ts';
+import {
+  type RunningRiskgate,
+  type StartRiskgateOptions,
+  startRiskgate,
+} from '../src/service/start-riskgate.ts';
+
+/**
+ * End-to-end harness: the real sandbox and the real riskgate (real clients, policy store, queue),
+ * both listening on port 0, talking over HTTP. The decision log is collected in memory.
+ */
+
+export const CALLER_KEY = 'test-caller-key-0123456789';
+
+export interface Harness {
+  sandbox: RunningSandbox;
+  riskgate: RunningRiskgate;
+  /** riskgate's base URL. */
+  url: string;
+  /** Decision log lines, in order. */
+  lines: Record<string, unknown>[];
+  /** Service log lines (stderr in production), in order. */
+  serviceLog: Record<string, unknown>[];
+  /** POSTs `body` (serialised unless a string) to /decide with the caller key. */
+  decide(body: unknown, init?: { headers?: Record<string, string> }): Promise<HttpAnswer>;
+  /** A call to the sandbox's control API (`/sandbox/...`). */
+  control(method: string, path: string, body?: unknown): Promise<unknown>;
+  /** Calls counted by the sandbox for `route` (e.g. `GET /api/v1/signals/new-browser`). */
+  calls(route: string): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+export interface HarnessOptions {
+  /** Policy file contents (written to a temp dir), or a path. Default: the shipped policies/. */
+  policy?: { yaml: string } | string;
+  deadlineMs?: number;
+  sandbox?: SandboxOptions;
+  riskgate?: Partial<Omit<StartRiskgateOptions, 'config' | 'upstream' | 'apiKeys'>>;
+}
+
+/** Writes a policy file into a fresh temp dir and returns its path. */
+export function writePolicy(yaml: string, dir = mkdtempSync(join(tmpdir(), 'riskgate-policy-'))): string {
+  const path = join(dir, 'policy.yaml');
+  writeFileSync(path, yaml);
+  return path;
+}
+
+function collectingLog(lines: Record<string, unknown>[]): DecisionLog {
+  return {
+    write: (record) => {
+      lines.push(record as Record<string, unknown>);
+    },
+    flush: async () => {},
+    close: async () => {},
+    dropped: 0,
+  };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const sandbox = await startSandbox({ port: 0, quiet: true, ...options.sandbox });
+  const policyPath =
+    options.policy === undefined
+      ? 'policies/'
+      : typeof options.policy === 'string'
+        ? options.policy
+        : writePolicy(options.policy.yaml);
+  const config = loadConfig({
+    RISKGATE_PORT: '0',
+    RISKGATE_POLICY_PATH: policyPath,
+    RISKGATE_DEADLINE_MS: String(options.deadlineMs ?? 300),
+    RISKGATE_DECISION_LOG: 'off',
+  });
+  const lines: Record<string, unknown>[] = [];
+  const serviceLog: Record<string, unknown>[] = [];
+  let riskgate: RunningRiskgate;
+  try {
+    riskgate = await startRiskgate({
+      config,
+      upstream: sandboxUpstream(sandbox),
+      apiKeys: [CALLER_KEY],
+      host: '127.0.0.1',
+      log: (line) => {
+        serviceLog.push(line);
+      },
+      decisionLog: collectingLog(lines),
+      policyDebounceMs: 50,
+      actionQueue: { baseDelayMs: 20, maxDelayMs: 200 },
+      ...options.riskgate,
+    });
+    await riskgate.ready;
+  } catch (error) {
+    await sandbox.stop();
+    throw error;
+  }
+
+  const control = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${sandbox.url}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? (JSON.parse(text) as unknown) : undefined;
+  };
+
+  return {
+    sandbox,
+    riskgate,
+    url: riskgate.url,
+    lines,
+    serviceLog,
+    async decide(body, init = {}) {
+      const res = await fetch(`${riskgate.url}/decide`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${CALLER_KEY}`,
+          'content-type': 'application/json',
+          ...init.headers,
+        },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
+    },
+    control,
+    async calls(route) {
+      const stats = (await control('GET', '/sandbox/stats')) as {
+        routes: Record<string, Record<string, number>>;
+      };
+      return Object.values(stats.routes[route] ?? {}).reduce((a, b) => a + b, 0);
+    },
+    async stop() {
+      await riskgate.stop();
+      await sandbox.stop();
+    },
+  };
+}

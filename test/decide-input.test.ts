@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_DECIDE_BODY_BYTES } from '../src/decide/decide-request.ts';
+import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
+
+/** Bad input over real HTTP: each kind gets its status and an RFC 9457 body naming the field. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+const VALID = { accountId: 'alice', platform: 'browser', unitId: 'alice-web' };
+
+async function expectProblem(
+  answer: Awaited<ReturnType<Harness['decide']>>,
+  status: number,
+  code: string,
+  field?: string,
+) {
+  expect(answer.status).toBe(status);
+  expect(answer.headers.get('content-type')).toBe('application/problem+json');
+  expect(answer.body).toMatchObject({ status, code, type: expect.stringMatching(/^urn:riskgate:problem:/) });
+  expect(typeof answer.body.title).toBe('string');
+  expect(typeof answer.body.detail).toBe('string');
+  if (field !== undefined) expect(answer.body.field).toBe(field);
+}
+
+describe('POST /decide input', () => {
+  it('answers 400 naming nothing more precise than the body for invalid JSON', async () => {
+    await expectProblem(await h.decide('{"accountId": "alice",'), 400, 'RG_ERR_INVALID_INPUT', '');
+  });
+
+  it('answers 400 for a body that is JSON but not an object', async () => {
+    for (const body of ['null', '[]', '42', '"alice"']) {
+      await expectProblem(await h.decide(body), 400, 'RG_ERR_INVALID_INPUT');
+    }
+  });
+
+  it('answers 400 naming a missing required field', async () => {
+    await expectProblem(await h.decide({ platform: 'browser' }), 400, 'RG_ERR_INVALID_INPUT', 'accountId');
+  });
+
+  it('answers 400 naming a field of the wrong type', async () => {
+    await expectProblem(await h.decide({ ...VALID, platform: 7 }), 400, 'RG_ERR_INVALID_INPUT', 'platform');
+    await expectProblem(
+      await h.decide({ ...VALID, context: { plan: { nested: true } } }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'context.plan',
+    );
+  });
+
+  it('answers 400 naming an identifier that breaks the Trust Signals rules', async () => {
+    await expectProblem(await h.decide({ accountId: 'al ice' }), 400, 'RG_ERR_INVALID_INPUT', 'accountId');
+    await expectProblem(
+      await h.decide({ accountId: 'a'.repeat(51) }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'accountId',
+    );
+    await expectProblem(
+      await h.decide({ ...VALID, unitId: 'alice_web' }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'unitId',
+    );
+    await expectProblem(
+      await h.decide({ ...VALID, baseline: { unitId: 'x'.repeat(1001) } }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'baseline.unitId',
+    );
+    await expectProblem(
+      await h.decide({ ...VALID, verificationStatus: 'trusted' }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'verificationStatus',
+    );
+    await expectProblem(await h.decide({ ...VALID, ip: '999.1.1.1' }), 400, 'RG_ERR_INVALID_INPUT', 'ip');
+  });
+
+  it('answers 400 naming the identifier given out of order', async () => {
+    await expectProblem(
+      await h.decide({ accountId: 'alice', interactionId: 'alice-login-1', unitId: 'alice-web' }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'interactionId',
+    );
+    await expectProblem(
+      await h.decide({ ...VALID, baseline: { verificationStatus: 'verified' } }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'baseline.verificationStatus',
+    );
+  });
+
+  it('answers 400 naming an unknown field rather than ignoring it', async () => {
+    await expectProblem(
+      await h.decide({ ...VALID, unitID: 'alice-web' }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'unitID',
+    );
+  });
+
+  it('answers 413 for a body over the limit, declared or not', async () => {
+    const big = JSON.stringify({ ...VALID, userAgent: 'x'.repeat(MAX_DECIDE_BODY_BYTES) });
+    await expectProblem(await h.decide(big), 413, 'RG_ERR_PAYLOAD_TOO_LARGE');
+    // Chunked, with no content-length to refuse it by: the limit applies while reading.
+    const chunk = new TextEncoder().encode(big.slice(0, 4096));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 8) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await fetch(`${h.url}/decide`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toMatchObject({ code: 'RG_ERR_PAYLOAD_TOO_LARGE' });
+  });
+
+  it('answers 415 for a content type other than JSON', async () => {
+    const answer = await h.decide(JSON.stringify(VALID), { headers: { 'content-type': 'text/plain' } });
+    await expectProblem(answer, 415, 'RG_ERR_UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('accepts JSON with a charset parameter', async () => {
+    const answer = await h.decide(VALID, { headers: { 'content-type': 'application/json; charset=utf-8' } });
+    expect(answer.status).toBe(200);
+  });
+
+  it('answers 401 without a caller key, and with a wrong one', async () => {
+    for (const authorization of [undefined, 'Bearer not-a-valid-key-at-all', 'Basic dXNlcjpwYXNz']) {
+      const res = await fetch(`${h.url}/decide`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(authorization === undefined ? {} : { authorization }),
+        },
+        body: JSON.stringify(VALID),
+      });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect(await res.json()).toMatchObject({ code: 'RG_ERR_UNAUTHENTICATED' });
+    }
+  });
+
+  it('checks the caller before reading the body: no key and an oversized body is still 401', async () => {
+    const res = await fetch(`${h.url}/decide`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(MAX_DECIDE_BODY_BYTES * 2),
+    });
+    expect(res.status).toBe(401);
+  });
+
+  it('answers an unknown route with a 404 problem', async () => {
+    const res = await fetch(`${h.url}/decisions`, { method: 'POST' });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 'RG_ERR_NOT_FOUND' });
+  });
+
+  it('logs a decision for the one valid request only: refused ones never reach the fan-out', async () => {
+    expect(h.lines.filter((l) => l.kind === 'decision')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
+import { decideResponseSchema } from '../src/decide/decide-response.ts';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/** Everything around /decide, over real HTTP against riskgate on the sandbox. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+const get = (path: string) => fetch(`${h.url}${path}`);
+
+describe('service endpoints', () => {
+  it('GET /healthz says the process is alive', async () => {
+    const res = await get('/healthz');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz is ready once the policy is loaded and a token is held', async () => {
+    const res = await get('/readyz');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ready: true, checks: { policy: true, token: true } });
+  });
+
+  it('GET /policies names the active policy, its revision and when it was loaded', async () => {
+    const body = (await (await get('/policies')).json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ name: 'login', revision: expect.stringMatching(/^[0-9a-f]+$/) });
+    expect(Number.isNaN(Date.parse(String(body.loadedAt)))).toBe(false);
+    expect(body).not.toHaveProperty('lastError');
+  });
+
+  it('answers a decision that matches the published contract, with Server-Timing', async () => {
+    const answer = await h.decide(demoRequest('alice', undefined));
+    expect(answer.status).toBe(200);
+    expect(decideResponseSchema.safeParse(answer.body).error).toBeUndefined();
+    const timing = answer.headers.get('server-timing') ?? '';
+    expect(timing).toMatch(/^total;dur=\d+(\.\d)?/);
+    expect(timing).toMatch(/signals-newBrowser;dur=/);
+    expect(timing).toMatch(/policy;dur=/);
+  });
+
+  it('writes a replayable decision log line for it, off the response path', async () => {
+    const answer = await h.decide(demoRequest('alice', undefined));
+    await new Promise((r) => setImmediate(r));
+    const line = h.lines.find((l) => l.decisionId === answer.body.decisionId);
+    expect(line).toMatchObject({
+      kind: 'decision',
+      request: { accountId: 'alice', unitId: 'alice-web' },
+      policy: answer.body.policy,
+      outcome: { verdict: answer.body.verdict, score: answer.body.score },
+      inputs: { signals: { newBrowser: { status: expect.any(String) } } },
+      timings: { totalMs: expect.any(Number), calls: expect.any(Array) },
+    });
+  });
+
+  it('GET /metrics exposes decisions, latency and upstream calls as Prometheus text', async () => {
+    await h.decide(demoRequest('alice', undefined));
+    await new Promise((r) => setImmediate(r));
+    const res = await get('/metrics');
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(text).toMatch(/^riskgate_decisions_total\{verdict="\w+",degraded="(true|false)"\} [1-9]/m);
+    expect(text).toMatch(/^riskgate_decision_duration_seconds_bucket\{verdict="\w+",le="\+Inf"\} [1-9]/m);
+    expect(text).toMatch(
+      /^riskgate_upstream_call_duration_seconds_count\{upstream="signals",operation="new-browser"\} [1-9]/m,
+    );
+    expect(text).toMatch(/^riskgate_token_refreshes_total\{outcome="ok"\} 1$/m);
+    expect(text).toMatch(/^riskgate_action_queue_size 0$/m);
+  });
+
+  it('GET /openapi.json describes POST /decide from the request and response schemas', async () => {
+    const doc = (await (await get('/openapi.json')).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> };
+    };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths['/decide'] ?? {})).toEqual(['post']);
+    expect(doc.components.schemas.DecideRequest?.required).toEqual(['accountId']);
+    expect(Object.keys(doc.components.schemas.DecideRequest?.properties ?? {})).toContain('baseline');
+    expect(Object.keys(doc.components.schemas.DecideResponse?.properties ?? {})).toEqual(
+      Object.keys(decideResponseSchema.shape),
+    );
+  });
+});
+
+describe('POST /callbacks/admin', () => {
+  const key = () => h.sandbox.config.credentials.callbackSignatureKey;
+  const enrollment = JSON.stringify({
+    user_id: 'u-1',
+    username: 'alice',
+    enrollment_id: 'e-1',
+    activation_code: 'ac',
+    device_id: 'd-1',
+    result: 'success',
+  });
+  const post = (body: string, signature: string | undefined) =>
+    fetch(`${h.url}/callbacks/admin`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(signature === undefined ? {} : { 'x-jws-signature': signature }),
+      },
+      body,
+    });
+
+  it('accepts a callback signed with the callback key over the raw body', async () => {
+    const res = await post(enrollment, signCallbackBody(enrollment, key()));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ received: true });
+    expect(h.serviceLog).toContainEqual(
+      expect.objectContaining({
+        msg: 'admin callback',
+        callback: 'enrollment',
+        body: JSON.parse(enrollment),
+      }),
+    );
+  });
+
+  it('logs an accounts migration callback as such', async () => {
+    const migration = JSON.stringify({
+      user_id: 'u-1',
+      device_id: 'd-1',
+      migrated_to_device_id: 'd-2',
+      migrated_at: 1,
+    });
+    const res = await post(migration, signCallbackBody(migration, key()));
+    expect(res.status).toBe(200);
+    expect(h.serviceLog).toContainEqual(
+      expect.objectContaining({ msg: 'admin callback', callback: 'migration' }),
+    );
+  });
+
+  it('refuses a tampered body, a wrong key and a missing signature with 401', async () => {
+    const signature = signCallbackBody(enrollment, key());
+    const tampered = enrollment.replace('"u-1"', '"u-2"');
+    for (const [body, sig] of [
+      [tampered, signature],
+      [enrollment, signCallbackBody(enrollment, 'another-key')],
+      [enrollment, undefined],
+      [enrollment, 'eyJhbGciOiJub25lIn0..'],
+    ] as const) {
+      const res = await post(body, sig);
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ code: 'RG_ERR_INVALID_SIGNATURE' });
+    }
+  });
+});
