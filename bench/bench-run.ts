@@ -11,7 +11,8 @@ import {
   startGenerator,
   startServer,
 } from './bench-processes.ts';
-import { buildDecideBodies } from './decide-bodies.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
+import { lookUpUserIds } from './demo-users.ts';
 import type { CannonResult, OpenLoopResult } from './open-loop-generator.ts';
 import { type PolicyEvalFigures, runPolicyEval } from './policy-eval-scenario.ts';
 import { computePolicyNeeds, type PolicyNeeds } from './policy-needs.ts';
@@ -178,7 +179,6 @@ export async function runBench(options: BenchOptions, command: string): Promise<
   const loadStart = loadavg()[0]!;
   const pinning = planPinning(options.pin);
   progress(`pinning: ${pinning.note}`);
-  const bodies = buildDecideBodies(options.bodyVariants);
   const apiKey = `bench-${randomBytes(16).toString('hex')}`;
   const tokenLifetimeS = options.tokenLifetimeS || SANDBOX_DEFAULT_TOKEN_LIFETIME_S;
 
@@ -224,6 +224,7 @@ export async function runBench(options: BenchOptions, command: string): Promise<
         RISKGATE_CLIENT_ID: c.retrievalClientId,
         RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
         RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
+        RISKGATE_SIGNALS_IDP: c.idp,
         RISKGATE_ADMIN_API_KEY: c.adminApiKey,
         RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
         RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
@@ -251,6 +252,7 @@ export async function runBench(options: BenchOptions, command: string): Promise<
       return (await response.json()) as ProcessSample;
     };
     const decideHeaders = { authorization: `Bearer ${apiKey}` };
+    let bodies: string[] = [];
     const openLoop = (rate: number, durationS: number, warmupS: number) =>
       generator!.run<OpenLoopResult>({
         type: 'open',
@@ -265,10 +267,18 @@ export async function runBench(options: BenchOptions, command: string): Promise<
         timeoutMs: options.timeoutMs,
         maxInFlight: options.maxInFlight,
       });
-    /** Restores the seeded users (deny actions lock them out) and the wanted latency profile. */
+    /**
+     * Restores the seeded users (deny actions lock them out) and the wanted latency profile. A reset
+     * gives the users new ids, so the bodies are rebuilt with them (the same bodies otherwise).
+     */
     const freshSandbox = async (profile: LatencyProfile) => {
       await takeStats();
       await resetSandbox(sandbox.url);
+      const userIds = await lookUpUserIds(
+        sandbox.url,
+        DEMO_ACCOUNTS.map((a) => a.name),
+      );
+      bodies = buildDecideBodies(options.bodyVariants, userIds);
       await applyLatencyProfile(sandbox.url, profile);
       await takeStats();
     };

@@ -39,13 +39,18 @@ function seededRandom(seed: number): () => number {
   };
 }
 
-/** One /decide request body (D's request schema). */
-export function buildDecideBody(account: DemoAccount, random: () => number): Record<string, unknown> {
+/** One /decide request body (src/decide/decide-request.ts); `userId` is the account's Admin user id. */
+export function buildDecideBody(
+  account: DemoAccount,
+  userId: string | undefined,
+  random: () => number,
+): Record<string, unknown> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const unitId = account.platform === 'browser' ? `${account.name}-web` : `${account.name}-app`;
   const octet = () => 1 + Math.floor(random() * 254);
   const body: Record<string, unknown> = {
     accountId: account.name,
+    ...(userId === undefined ? {} : { userId }),
     platform: account.platform,
     unitId,
     verificationStatus: 'unverified',
@@ -66,12 +71,19 @@ export function buildDecideBody(account: DemoAccount, random: () => number): Rec
 /**
  * `count` serialised bodies, cycling through the demo accounts in order (so every account is
  * exercised evenly at every rate) with the varied fields drawn from a PRNG seeded with `seed`.
+ * `userIds` maps account names to Admin user ids (the sandbox generates them); an account without
+ * one is sent without `userId`, which skips the Admin reads and actions for it.
  */
-export function buildDecideBodies(count: number, seed = 20240102): string[] {
+export function buildDecideBodies(
+  count: number,
+  userIds: Readonly<Record<string, string>> = {},
+  seed = 20240102,
+): string[] {
   const random = seededRandom(seed);
   const bodies: string[] = [];
   for (let i = 0; i < count; i++) {
-    bodies.push(JSON.stringify(buildDecideBody(DEMO_ACCOUNTS[i % DEMO_ACCOUNTS.length]!, random)));
+    const account = DEMO_ACCOUNTS[i % DEMO_ACCOUNTS.length]!;
+    bodies.push(JSON.stringify(buildDecideBody(account, userIds[account.name], random)));
   }
   return bodies;
 }
