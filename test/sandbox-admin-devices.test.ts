@@ -331,3 +331,38 @@ describe('Admin API backup codes and one-time codes', () => {
     });
   });
 });
+
+describe('Admin API seeded statuses follow the status table', () => {
+  it('unenrolls the devices of a seeded disabled user and disables a seeded enabled user without devices', async () => {
+    const s = await serveSandbox({
+      scenario: {
+        name: 'seeded-status',
+        users: [
+          { user_id: U(1), username: 'off', status: 'disabled', devices: [{ device_id: D(1), type: 'ios' }] },
+          { user_id: U(2), username: 'empty', status: 'enabled' },
+          {
+            user_id: U(3),
+            username: 'locked',
+            status: 'locked_out',
+            failed_attempts: 16,
+            devices: [{ type: 'ios' }],
+          },
+        ],
+      },
+    });
+    try {
+      expect((await adminCall(s, 'GET', `/devices/${D(1)}`)).json.enrolled).toBe(false);
+      expect((await adminCall(s, 'GET', `/users/${U(2)}`)).json.status).toBe('disabled');
+      expect((await adminCall(s, 'GET', `/users/${U(3)}`)).json).toMatchObject({
+        status: 'locked_out',
+        failed_attempts: 16,
+      });
+      // A reset brings the scenario back after changes.
+      await adminCall(s, 'PUT', `/users/${U(3)}`, { body: { status: 'enabled' } });
+      expect((await controlCall(s, 'POST', '/sandbox/reset')).status).toBe(200);
+      expect((await adminCall(s, 'GET', `/users/${U(3)}`)).json.status).toBe('locked_out');
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -1229,13 +1229,12 @@ export class AdminService {
         enrolledAtSec,
       );
     }
-    const hasEnrolled = this.#enrolledDevices(u.user_id).length > 0;
-    u.status =
-      seed.status === undefined
-        ? hasEnrolled
-          ? 'enabled'
-          : 'disabled'
-        : statusAfterPut(seed.status, hasEnrolled).status;
+    const enrolled = this.#enrolledDevices(u.user_id);
+    // A seeded status follows the same table as a PUT: enabled without a device is disabled, and a
+    // disabled user has no enrolled device.
+    const outcome = statusAfterPut(seed.status ?? 'enabled', enrolled.length > 0);
+    u.status = outcome.status;
+    if (outcome.unenrollDevices) for (const d of enrolled) d.enrolled = false;
     return u;
   }
 
