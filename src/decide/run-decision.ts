@@ -124,8 +124,8 @@ export async function runDecision(
     );
   };
 
-  const adminTimeout = (settings: AdminReadSettings | undefined) =>
-    Math.min(settings?.timeoutMs ?? deps.deadlineMs, deps.deadlineMs);
+  // A call's own timeout may exceed the deadline: the deadline then ends it, reported as such.
+  const adminTimeout = (settings: AdminReadSettings | undefined) => settings?.timeoutMs ?? deps.deadlineMs;
   // Retries and Retry-After waits inside a client only start when they fit before this.
   const deadlineAt = Date.now() + deps.deadlineMs;
   const options = (timeoutMs: number): CallOptions =>
@@ -139,7 +139,7 @@ export async function runDecision(
       continue;
     }
     const settings = signalSettings[name];
-    const timeoutMs = Math.min(settings?.timeoutMs ?? deps.deadlineMs, deps.deadlineMs);
+    const timeoutMs = settings?.timeoutMs ?? deps.deadlineMs;
     start(
       `signals-${name}`,
       deps.signals(name, buildSignalQuery(name, request, settings?.params), options(timeoutMs)),
