@@ -314,6 +314,27 @@ rules:
     expect(d.matchedRules[0]?.error).toBeTypeOf('string');
   });
 
+  it('short-circuits like CEL: a false leading signal flag hides an error on the right', () => {
+    const q = compile(`${THRESHOLDS}rules:
+  - { id: g, description: g, when: 'signals.newBrowser.success && !signals.newBrowser.known && request.context.x == 1', score: 50 }
+`);
+    const failed: SignalOutcome<'newBrowser'> = {
+      status: 'ok',
+      response: { signalType: 'new_browser', success: false, reason: 'insufficient_observations' },
+    };
+    expect(q.evaluate(input({ signals: { newBrowser: failed } }))).toMatchObject({
+      score: 0,
+      matchedRules: [],
+    });
+    expect(q.evaluate(input({ signals: { newBrowser: newBrowser(true) } }))).toMatchObject({ score: 0 });
+    const d = q.evaluate(input({ signals: { newBrowser: newBrowser(false) } }));
+    expect(d.matchedRules).toEqual([{ id: 'g', description: 'g', score: 50, error: 'No such key: x' }]);
+    const ok = q.evaluate(
+      input({ signals: { newBrowser: newBrowser(false) }, request: { accountId: 'a', context: { x: 1 } } }),
+    );
+    expect(ok.matchedRules.map((r) => r.error)).toEqual([undefined]);
+  });
+
   it('guards context access with `in` so that no error happens', () => {
     const q = compile(`${THRESHOLDS}rules:
   - { id: vip, description: v, when: '"tier" in request.context && request.context.tier == "vip"', score: -10 }

@@ -14,30 +14,40 @@ export interface Cidr {
   text: string;
 }
 
+/** Dotted-quad parse without allocation (this runs once per decision for the override lists). */
 function parseV4Into(s: string, out: IpWords): boolean {
-  const parts = s.split('.');
-  if (parts.length !== 4) return false;
-  let v = 0;
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p)) return false;
-    const n = Number(p);
-    if (n > 255) return false;
-    v = v * 256 + n;
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || ++dots > 3) return false;
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57 && digits < 3) {
+      octet = octet * 10 + (c - 48);
+      digits++;
+      if (octet > 255) return false;
+    } else return false;
   }
+  if (dots !== 3 || digits === 0) return false;
   out[0] = 0;
   out[1] = 0;
   out[2] = 0xffff;
-  out[3] = v >>> 0;
+  out[3] = (value * 256 + octet) >>> 0;
   return true;
 }
 
 /** Parses an IP address; `null` when it is not one. Zone ids (`fe80::1%eth0`) are dropped. */
 export function parseIp(input: string): IpWords | null {
+  const out = new Uint32Array(4);
+  if (parseV4Into(input, out)) return out;
   const pct = input.indexOf('%');
   const s = pct >= 0 ? input.slice(0, pct) : input;
   const family = isIP(s);
-  const out = new Uint32Array(4);
-  if (family === 4) return parseV4Into(s, out) ? out : null;
   if (family !== 6) return null;
   const hextets = new Array<number>(8).fill(0);
   let head = s;

@@ -82,3 +82,42 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
   visit(ast);
   return refs;
 }
+
+/** A leading conjunct `signals.<name>.<bool field>` (or its negation) the evaluator checks in JS. */
+export interface RuleGuard {
+  signal: PolicySignalName;
+  field: string;
+  expect: boolean;
+}
+
+/**
+ * Guards of a `when`: the top-level `&&` conjuncts that read one boolean field of a signal. When a
+ * guard fails, the expression is false whatever the rest says (CEL's `&&` is false if either side
+ * is false, errors included), so the evaluator skips the CEL call: a plain property read instead.
+ */
+export function extractGuards(
+  ast: ASTNode,
+  boolFields: (signal: PolicySignalName) => ReadonlySet<string>,
+): RuleGuard[] {
+  const conjuncts: ASTNode[] = [];
+  const flatten = (n: ASTNode): void => {
+    if (n.op === '&&') {
+      for (const a of n.args) if (isNode(a)) flatten(a);
+    } else conjuncts.push(n);
+  };
+  flatten(ast);
+  const guards: RuleGuard[] = [];
+  for (const c of conjuncts) {
+    let n = c;
+    let expect = true;
+    if (n.op === '!_' && isNode(n.args)) {
+      n = n.args;
+      expect = false;
+    }
+    if (n.op !== '.' || !isNode(n.args[0])) continue;
+    const signal = signalOf(n.args[0]);
+    const field = n.args[1];
+    if (signal && boolFields(signal).has(field)) guards.push({ signal, field, expect });
+  }
+  return guards;
+}

@@ -10,7 +10,7 @@ import {
 } from './cel-environment.ts';
 import { parseCidr } from './ip-cidr.ts';
 import { DEVICES_BIT, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
-import { analyzeExpression } from './policy-analysis.ts';
+import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {
   type CompiledAction,
   type CompiledOverride,
@@ -74,6 +74,17 @@ function zodMessage(issue: z.core.$ZodIssue, path: YamlPath): string {
   if (issue.code === 'unrecognized_keys') return `unknown key "${issue.keys.join('", "')}"`;
   return issue.message;
 }
+
+const BOOL_FIELDS = Object.fromEntries(
+  Object.entries(SIGNAL_VIEW_TYPES).map(([name, t]) => [
+    name,
+    new Set(
+      Object.entries(t.fields)
+        .filter(([, type]) => type === 'bool')
+        .map(([f]) => f),
+    ),
+  ]),
+) as unknown as Record<PolicySignalName, ReadonlySet<string>>;
 
 /** Every identifier a policy author can write after a dot, for "did you mean" hints. */
 const KNOWN_NAMES: readonly string[] = [
@@ -279,6 +290,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       score,
       verdictRank,
       fn,
+      guards: extractGuards(fn.ast, (sig) => BOOL_FIELDS[sig]),
       skipMask,
       onError,
       countsOnError: onError === 'match' || (onError === 'failClosed' && raisesRisk),

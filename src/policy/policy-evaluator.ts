@@ -1,7 +1,8 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { type Activation, createActivation } from './cel-environment.ts';
 import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
-import { DEVICES_BIT, fillActivation, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
+import { fillActivation } from './policy-activation.ts';
+import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
   AdminReadSettings,
@@ -45,6 +46,8 @@ export interface CompiledRule {
   score: number;
   verdictRank: number;
   fn: ParseResult;
+  /** Leading `signals.x.flag` conjuncts checked in JS before calling CEL (see `extractGuards`). */
+  guards: readonly RuleGuard[];
   /** Bits of the inputs the rule reads, minus those whose availability it tests itself. */
   skipMask: number;
   onError: OnError;
@@ -87,6 +90,15 @@ export interface PolicyParts {
   warnings: readonly PolicyIssue[];
 }
 
+function guardsPass(act: Activation, guards: readonly RuleGuard[]): boolean {
+  const views = act.signals as unknown as Record<string, Record<string, unknown>>;
+  for (let i = 0; i < guards.length; i++) {
+    const g = guards[i]!;
+    if (views[g.signal]![g.field] !== g.expect) return false;
+  }
+  return true;
+}
+
 /** Pushes onto a lazily created array: most decisions never need one. */
 function append<T>(list: T[] | undefined, value: T): T[] {
   if (list === undefined) return [value];
@@ -109,13 +121,10 @@ function errorSummary(e: unknown): string {
   return String(e);
 }
 
-function reasonOf(act: Activation, input: PolicyInput, bit: number): string {
-  if (bit === USER_BIT) return act.user.reason;
-  if (bit === DEVICES_BIT) return input.adminUnavailable?.devices ?? 'missing';
-  for (const [name, b] of Object.entries(SIGNAL_BIT)) {
-    if (b === bit) return act.signals[name as PolicySignalName].reason;
-  }
-  return 'unavailable';
+function reasonOf(act: Activation, input: PolicyInput, signal: UnavailableSetting['signal']): string {
+  if (signal === 'adminUser') return act.user.reason;
+  if (signal === 'adminDevices') return input.adminUnavailable?.devices ?? 'missing';
+  return act.signals[signal].reason;
 }
 
 export class PolicyEvaluator implements CompiledPolicy {
@@ -180,7 +189,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     if (unavailableMask !== 0) {
       for (const u of p.unavailableSettings) {
         if ((unavailableMask & u.bit) === 0) continue;
-        const reason = reasonOf(act, input, u.bit);
+        const reason = reasonOf(act, input, u.signal);
         if (reason === NOT_APPLICABLE) {
           unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
           continue;
@@ -211,6 +220,7 @@ export class PolicyEvaluator implements CompiledPolicy {
         });
         continue;
       }
+      if (rule.guards.length > 0 && !guardsPass(act, rule.guards)) continue;
       let result: unknown;
       let error: string | undefined;
       try {
@@ -288,7 +298,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     let out = '';
     for (const u of this.#p.unavailableSettings) {
       if ((mask & u.bit) === 0) continue;
-      const reason = reasonOf(this.#act, input, u.bit);
+      const reason = reasonOf(this.#act, input, u.signal);
       out += `${out ? ', ' : ''}${u.signal} unavailable (${reason})`;
     }
     return out;
