@@ -168,8 +168,14 @@ describe('runDecision', () => {
       baselineUnitId: 'alice-app',
       baselineVerificationStatus: 'verified',
     });
-    // Same-account baseline parameters are ignored by the vendor's new-browser: not sent.
-    expect(byName.newBrowser).not.toHaveProperty('baselineUnitId');
+    // New browser: the login against the whole account's history, not against the phone.
+    expect(byName.newBrowser).toEqual({
+      subjectAccountId: 'alice',
+      subjectUnitId: 'alice-web',
+      subjectVerificationStatus: 'unverified',
+      subjectInteractionId: 'alice-login-1',
+      baselineAccountId: 'alice',
+    });
   });
 
   it('skips signals that cannot apply, without calling them', async () => {

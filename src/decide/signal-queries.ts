@@ -95,13 +95,18 @@ function unitQuery(r: DecideRequest): UnitQuery {
   return q;
 }
 
-function pairedQuery(r: DecideRequest, withBaseline: boolean): PairedQuery {
+function subjectQuery(r: DecideRequest): PairedQuery {
   const q: PairedQuery = { subjectAccountId: r.accountId };
   if (r.unitId !== undefined) q.subjectUnitId = r.unitId;
   if (r.verificationStatus !== undefined) q.subjectVerificationStatus = r.verificationStatus;
   if (r.interactionId !== undefined) q.subjectInteractionId = r.interactionId;
   if (r.sdkVersionId !== undefined) q.subjectSdkVersionId = r.sdkVersionId;
-  const b = withBaseline ? r.baseline : undefined;
+  return q;
+}
+
+function proximityQuery(r: DecideRequest): PairedQuery {
+  const q = subjectQuery(r);
+  const b = r.baseline;
   if (b !== undefined) {
     if (b.accountId !== undefined && b.accountId !== r.accountId) q.baselineAccountId = b.accountId;
     if (b.unitId !== undefined) q.baselineUnitId = b.unitId;
@@ -109,6 +114,18 @@ function pairedQuery(r: DecideRequest, withBaseline: boolean): PairedQuery {
     if (b.interactionId !== undefined) q.baselineInteractionId = b.interactionId;
     if (b.sdkVersionId !== undefined) q.baselineSdkVersionId = b.sdkVersionId;
   }
+  return q;
+}
+
+/**
+ * "Has this browser been seen for this account": the login's fingerprint against every earlier
+ * observation of the account. `baselineAccountId` is sent even when it is the subject's own: without
+ * it the vendor compares the subject side with itself, which the login's interactionId narrows to
+ * the login alone. The request's `baseline` (a phone, for proximity) is no browser history.
+ */
+function newBrowserQuery(r: DecideRequest): PairedQuery {
+  const q = subjectQuery(r);
+  q.baselineAccountId = r.accountId;
   return q;
 }
 
@@ -124,13 +141,11 @@ export function buildSignalQuery<N extends PolicySignalName>(
       query = unitQuery(request) as RemoteAccessToolQuery;
       break;
     case 'newBrowser':
-      // The vendor ignores baseline* without baselineAccountId and compares the subject with its own
-      // history, which is the question "has this browser been seen for this account".
-      query = pairedQuery(request, request.baseline?.accountId !== undefined);
+      query = newBrowserQuery(request);
       break;
     case 'latestProximity':
     case 'historicalProximity':
-      query = pairedQuery(request, true);
+      query = proximityQuery(request);
       break;
     default:
       query = unitQuery(request);

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DecideRequest } from '../src/decide/decide-request.ts';
+import { DEMO_ACCOUNTS, demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { createLogClient } from '../src/logs/log-client.ts';
+import type { LogEvent } from '../src/logs/log-event.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/**
+ * The product, end to end: riskgate with the shipped policy (policies/), the real clients and the
+ * real sandbox with its default scenario, over HTTP on port 0. Each demo account's login (the
+ * requests `npm start` prints) gets its verdict with the expected reasons, and a deny's lock-out
+ * reaches the Admin API and its event the Log API.
+ */
+
+let h: Harness;
+let userIds: Record<string, string | undefined>;
+beforeAll(async () => {
+  h = await startHarness();
+  userIds = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory', 'trudy', 'carol', 'dave']);
+});
+afterAll(() => h?.stop());
+
+type Reason = { id: string };
+type Action = { type: string; status: string; oneTimeCode?: string; expiresAt?: number };
+
+const reasonIds = (body: Record<string, unknown>) => (body.reasons as Reason[]).map((r) => r.id).sort();
+const actions = (body: Record<string, unknown>) => body.actions as Action[];
+
+/** A mobile-app login of `name` (the scenario's `<name>-app` unit). */
+function appLogin(name: string): DecideRequest {
+  return {
+    accountId: name,
+    userId: userIds[name]!,
+    platform: 'mobile',
+    unitId: `${name}-app`,
+    verificationStatus: 'unverified',
+    interactionId: `${name}-login-1`,
+  };
+}
+
+/** Polls `check` every 20 ms for up to `timeoutMs` (the actions run after the answer). */
+async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 3000): Promise<T> {
+  const until = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (performance.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function adminUser(userId: string): Promise<{ status: string }> {
+  const answer = await h.riskgate.admin.getUser(userId, { timeoutMs: 2000 });
+  if (!answer.ok) throw answer.error;
+  return answer.value;
+}
+
+describe('the demo accounts, as npm start prints them', () => {
+  it('every printed account has an Admin user id', () => {
+    for (const { username } of DEMO_ACCOUNTS) expect(userIds[username], username).toBeDefined();
+  });
+
+  it('alice is allowed: a known browser next to her enrolled phone', async () => {
+    const { status, body } = await h.decide(demoRequest('alice', userIds.alice));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ verdict: 'allow', degraded: false, actions: [] });
+    expect(reasonIds(body)).toEqual(['near-enrolled-phone']);
+    expect(body.signals).toMatchObject({ newBrowser: { status: 'ok', result: { known: true } } });
+  });
+
+  it('bob is challenged for a new browser on another OS, with a one-time code to step up', async () => {
+    const { body } = await h.decide(demoRequest('bob', userIds.bob));
+    expect(body.verdict).toBe('challenge');
+    expect(reasonIds(body)).toEqual(['new-browser', 'new-browser-os-changed']);
+    const [otc] = actions(body);
+    expect(otc).toMatchObject({ type: 'one_time_code', status: 'done' });
+    expect(otc?.oneTimeCode).toMatch(/^\d{4} \d{4}$/); // the policy asks for 8 digits
+    expect(otc?.expiresAt).toBeGreaterThan(Date.now() / 1000);
+    // A secret: the decision log keeps only that one was issued.
+    await new Promise((r) => setImmediate(r));
+    const line = h.lines.find((l) => l.decisionId === body.decisionId);
+    expect(JSON.stringify(line)).not.toContain(otc!.oneTimeCode!);
+  });
+
+  it('mallory is denied for a remote-controlled browser, and the lock-out reaches the Admin and Log APIs', async () => {
+    const decidedAt = Date.now();
+    const { body } = await h.decide(demoRequest('mallory', userIds.mallory));
+    expect(body.verdict).toBe('deny');
+    expect(reasonIds(body)).toEqual(['rat-confirmed']);
+    expect(actions(body)).toEqual([expect.objectContaining({ type: 'lock_out_user', status: 'queued' })]);
+
+    const locked = await eventually(async () => {
+      const user = await adminUser(userIds.mallory!);
+      return user.status === 'locked_out' ? user : undefined;
+    });
+    expect(locked.status).toBe('locked_out');
+    await eventually(async () =>
+      h.lines.find((l) => l.kind === 'action' && l.decisionId === body.decisionId),
+    ).then((line) => expect(line).toMatchObject({ type: 'lock_out_user', status: 'done', attempts: 1 }));
+
+    // The Log API serves events once they are a minute old: move the sandbox clock past that.
+    await h.control('POST', '/sandbox/clock', { advanceSeconds: 120 });
+    const creds = h.sandbox.config.credentials;
+    const logs = createLogClient({
+      baseUrl: h.sandbox.url,
+      service: { id: creds.serviceId, apiKey: creds.serviceLogApiKey },
+      now: () => Date.now() + 120_000,
+    });
+    const events: LogEvent[] = [];
+    const read = await logs.readWindow(
+      'service',
+      {
+        start: Math.floor(decidedAt / 1000) * 1000 - 5000,
+        end: Math.floor(decidedAt / 1000) * 1000 + 55_000,
+      },
+      (e) => events.push(e),
+    );
+    await logs.close();
+    expect(read.ok).toBe(true);
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'user.updated', user_id: userIds.mallory, status: 'locked_out' }),
+    );
+  });
+
+  it('a second deny of a locked-out user still counts its lock-out done (304 is success)', async () => {
+    // mallory is locked out now: the shipped policy denies on the account status too.
+    const { body } = await h.decide(demoRequest('mallory', userIds.mallory));
+    expect(body.verdict).toBe('deny');
+    expect(reasonIds(body)).toContain('account-locked');
+    const line = await eventually(async () =>
+      h.lines.find((l) => l.kind === 'action' && l.decisionId === body.decisionId),
+    );
+    expect(line).toMatchObject({ type: 'lock_out_user', status: 'done' });
+  });
+});
+
+describe('the other scenario accounts', () => {
+  it('trudy is denied for impossible travel on her phone', async () => {
+    const { body } = await h.decide(appLogin('trudy'));
+    expect(body.verdict).toBe('deny');
+    expect(reasonIds(body)).toEqual(['impossible-travel', 'impossible-travel-extreme']);
+    expect(body.signals).toMatchObject({
+      remoteAccessTool: { status: 'unavailable', reason: 'not_applicable' },
+    });
+  });
+
+  it('carol is challenged while on a phone call, and her factors are restricted', async () => {
+    const { body } = await h.decide(appLogin('carol'));
+    expect(body.verdict).toBe('challenge');
+    expect(reasonIds(body)).toEqual(['on-active-call']);
+    expect(actions(body).map((a) => [a.type, a.status])).toEqual(
+      expect.arrayContaining([
+        ['one_time_code', 'done'],
+        ['restrict_factors', 'queued'],
+      ]),
+    );
+  });
+
+  it('dave is allowed: his browser is next to his phone', async () => {
+    const { body } = await h.decide(demoRequest('dave', userIds.dave));
+    expect(body.verdict).toBe('allow');
+    expect(reasonIds(body)).toEqual(['near-enrolled-phone']);
+  });
+});
