@@ -1,0 +1,100 @@
+import { renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { type Harness, startHarness, writePolicy } from './decide-harness.ts';
+
+/**
+ * A policy edited on disk while riskgate serves: decisions keep flowing (none fails), and the edit
+ * takes effect without a restart. A broken edit is refused and the last good policy keeps serving.
+ */
+
+const policyWith = (rule: string) => `
+apiVersion: riskgate/v1
+kind: Policy
+name: reload
+thresholds: { challenge: 40, deny: 80 }
+signals:
+  newBrowser: { timeoutMs: 250 }
+rules:
+${rule}
+`;
+const SCORE_RULE = `  - id: new-browser
+    description: The browser is new for this account.
+    when: signals.newBrowser.success && !signals.newBrowser.known
+    score: 40`;
+const DENY_RULE = `  - id: new-browser
+    description: The browser is new for this account, and new browsers are refused today.
+    when: signals.newBrowser.success && !signals.newBrowser.known
+    verdict: deny`;
+
+let h: Harness;
+let path: string;
+beforeAll(async () => {
+  path = writePolicy(policyWith(SCORE_RULE));
+  h = await startHarness({ policy: path });
+});
+afterAll(() => h?.stop());
+
+/** Replaces the file the way editors save: write a sibling, rename it over the original. */
+function saveAtomically(text: string) {
+  const tmp = join(dirname(path), '.policy.yaml.swp');
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+describe('policy hot reload while serving', () => {
+  it('an edit takes effect with no failed request in between', async () => {
+    const bob = demoRequest('bob', undefined); // a new browser: the rule matches
+    const before = await h.decide(bob);
+    expect(before.body).toMatchObject({ verdict: 'challenge' });
+    const oldRevision = (before.body.policy as { revision: string }).revision;
+
+    const statuses: number[] = [];
+    const verdicts: string[] = [];
+    let stop = false;
+    const load = Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        const answer = await h.decide(bob);
+        statuses.push(answer.status);
+        verdicts.push(String(answer.body.verdict));
+      }
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    saveAtomically(policyWith(DENY_RULE));
+    const until = performance.now() + 5000;
+    while (verdicts.at(-1) !== 'deny' && performance.now() < until)
+      await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100));
+    stop = true;
+    await Promise.all(load);
+
+    expect(statuses.length).toBeGreaterThan(8);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    // Every decision saw one policy or the other, and the edit is live at the end.
+    expect(new Set(verdicts)).toEqual(new Set(['challenge', 'deny']));
+    expect(verdicts.at(-1)).toBe('deny');
+    const after = await h.decide(bob);
+    expect((after.body.policy as { revision: string }).revision).not.toBe(oldRevision);
+    const status = (await (await fetch(`${h.url}/policies`)).json()) as Record<string, unknown>;
+    expect(status.revision).toBe((after.body.policy as { revision: string }).revision);
+  });
+
+  it('a broken edit is refused: the last good policy serves and /policies shows the error', async () => {
+    const before = await h.decide(demoRequest('bob', undefined));
+    saveAtomically(policyWith(DENY_RULE.replace('!signals.newBrowser.known', '!signals.newBrowser.knwon')));
+    const status = await (async () => {
+      const until = performance.now() + 5000;
+      for (;;) {
+        const s = (await (await fetch(`${h.url}/policies`)).json()) as Record<string, unknown>;
+        if (s.lastError !== undefined || performance.now() > until) return s;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    expect(status.lastError).toMatchObject({ message: expect.stringContaining('knwon') });
+    const after = await h.decide(demoRequest('bob', undefined));
+    expect(after.status).toBe(200);
+    expect(after.body.policy).toEqual(before.body.policy);
+    expect(after.body.verdict).toBe('deny');
+  });
+});
