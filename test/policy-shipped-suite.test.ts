@@ -55,3 +55,32 @@ describe('the shipped login policy', () => {
     expect(verdictOf('dave')).toEqual(['allow', 'allow']);
   });
 });
+
+describe('policies/README.md', () => {
+  async function yamlBlocks(): Promise<string[]> {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(`${POLICIES}README.md`, 'utf8');
+    return [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  }
+
+  it('shows a complete policy example that compiles without errors', async () => {
+    const { compilePolicy } = await import('../src/policy/policy-compiler.ts');
+    const example = (await yamlBlocks()).find((b) => /^kind: Policy\s/m.test(b));
+    expect(example).toBeDefined();
+    const r = compilePolicy('README.md', example!, { now: new Date('2026-11-20T00:00:00Z') });
+    expect(r.issues.filter((i) => i.severity === 'error')).toEqual([]);
+    expect(r.policy?.ruleIds).toEqual([
+      'rat-confirmed',
+      'new-browser',
+      'near-enrolled-phone',
+      'many-failures',
+    ]);
+  });
+
+  it('shows a test-suite example that the suite schema accepts', async () => {
+    const { parse } = await import('yaml');
+    const { policyTestFileSchema } = await import('../src/policy/policy-test-schema.ts');
+    const example = (await yamlBlocks()).find((b) => b.includes('kind: PolicyTest'));
+    expect(policyTestFileSchema.safeParse(parse(example!)).success).toBe(true);
+  });
+});
