@@ -126,7 +126,8 @@ describe('Trust Signals client against the sandbox', () => {
   });
 
   it('sends identical items in one batch once', async () => {
-    const c = env.signals(env.tokens());
+    const calls: CallInfo[] = [];
+    const c = env.signals(env.tokens(), { onCall: (i) => calls.push(i) });
     const rs = await Promise.all(
       Array.from({ length: 300 }, (_, i) => c.remoteAccessTool(rat(DEMO[i % 3]!))),
     );
@@ -134,6 +135,9 @@ describe('Trust Signals client against the sandbox', () => {
     const s = await env.stats();
     expect(s.ratBatchSizes).toEqual([3]);
     expect(c.stats()).toMatchObject({ lookups: 300, deduplicated: 297, batches: 1, items: 3 });
+    expect(calls).toEqual([
+      expect.objectContaining({ name: 'remote-access-tool-batch', items: 3, status: 200 }),
+    ]);
   });
 
   it('a failed batch fails each of its callers with the typed error', async () => {

@@ -40,7 +40,8 @@ export const ADMIN_PREFIX = '/srv/admin/v1';
 
 /** Options of `createAdminClient`. Times in milliseconds. */
 export interface AdminClientOptions {
-  /** `{base_url}`: the service origin, e.g. `http://127.0.0.1:4010` (paths add `/srv/admin/v1`). */
+  /** `{base_url}`: the service origin, e.g. `http://127.0.0.1:4010` (paths add `/srv/admin/v1`; a path in
+   * the base URL, e.g. a gateway's, goes in front). */
   baseUrl: string;
   serviceId: string;
   /** The Admin API key (HMAC key). Never logged, never in an error. */
@@ -72,7 +73,8 @@ export interface DeviceFilter {
 export interface UserUpdate {
   status?: SettableUserStatus;
   /** An empty list leaves `passcode` as the only factor. */
-  allowed_factors?: readonly Factor[];
+  /** Values of `FACTORS` (checked before sending). */
+  allowed_factors?: readonly (Factor | (string & {}))[];
 }
 
 /** Outcome of `updateUser`. */
@@ -198,7 +200,9 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   if (!opts.serviceId || !opts.apiKey) {
     throw new RiskgateError(ErrorCode.INVALID_CONFIG, 'admin client: serviceId and apiKey are required');
   }
-  const { origin, host, protocol } = splitBaseUrl(opts.baseUrl);
+  const { origin, host, protocol, pathPrefix } = splitBaseUrl(opts.baseUrl);
+  // A base URL with a path (a gateway) is kept in front of the API's own prefix.
+  const prefix = `${pathPrefix}${ADMIN_PREFIX}`;
   const now = opts.now ?? Date.now;
   const pool = createUpstreamPool(origin, { ...opts.pool, connections: opts.connections ?? 8 });
   const ctx: UpstreamContext = {
@@ -252,7 +256,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
     );
   }
 
-  const userPath = (id: string) => `${ADMIN_PREFIX}/users/${checkId('userId', id)}`;
+  const userPath = (id: string) => `${prefix}/users/${checkId('userId', id)}`;
   const parseUser = (res: RawResponse) => parseJsonBody('admin', 'get-user', res, adminUserSchema);
   const parseDevices = (res: RawResponse) =>
     parseJsonBody('admin', 'get-user-devices', res, userDevicesSchema);
@@ -343,7 +347,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       return call<DeviceDeleteOutcome>(
         'delete-device',
         'DELETE',
-        `${ADMIN_PREFIX}/devices/${deviceId}`,
+        `${prefix}/devices/${deviceId}`,
         (res) => {
           if (res.status === 410) return { alreadyArchived: true };
           const v = parseJsonBody('admin', 'delete-device', res, deletedDeviceSchema);
@@ -392,7 +396,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       return call(
         'lookup-users',
         'GET',
-        `${ADMIN_PREFIX}/users`,
+        `${prefix}/users`,
         (res) => parseJsonBody('admin', 'lookup-users', res, userPageSchema),
         o,
         {
@@ -404,7 +408,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       call(
         'get-info',
         'GET',
-        `${ADMIN_PREFIX}/info`,
+        `${prefix}/info`,
         (res) => parseJsonBody('admin', 'get-info', res, adminInfoSchema),
         o,
       ),

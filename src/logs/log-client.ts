@@ -33,7 +33,7 @@ export interface LogCredentials {
 
 /** Options of `createLogClient`. Times in milliseconds. */
 export interface LogClientOptions {
-  /** `{base_url}`: the origin; paths add `/logs/v1`. */
+  /** `{base_url}`: the origin (a path in it goes in front); paths add `/logs/v1`. */
   baseUrl: string;
   service?: LogCredentials;
   organization?: LogCredentials;
@@ -86,7 +86,7 @@ export function createLogClient(opts: LogClientOptions): LogClient {
       'log client: give service and/or organization credentials',
     );
   }
-  const { origin, host, protocol } = splitBaseUrl(opts.baseUrl);
+  const { origin, host, protocol, pathPrefix } = splitBaseUrl(opts.baseUrl);
   const now = opts.now ?? Date.now;
   const maxLineBytes = opts.maxLineBytes ?? 1024 * 1024;
   const pool = createUpstreamPool(origin, { ...opts.pool, connections: 2 });
@@ -113,7 +113,7 @@ export function createLogClient(opts: LogClientOptions): LogClient {
         );
       }
       const operation = `${scope}-events`;
-      const path = `${LOGS_PREFIX}/${scope}/${encodeURIComponent(creds.id)}`;
+      const path = `${pathPrefix}${LOGS_PREFIX}/${scope}/${encodeURIComponent(creds.id)}`;
       const query: [string, string][] = [
         ['start', formatLogTime(window.start)],
         ['end', formatLogTime(window.end)],

@@ -314,7 +314,17 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     (items) =>
       callUpstream(
         ctx,
-        authed(BATCH_OP, 'POST', paths.remoteAccessTool, JSON.stringify(items), parseBatch(items), undefined),
+        {
+          ...authed(
+            BATCH_OP,
+            'POST',
+            paths.remoteAccessTool,
+            JSON.stringify(items),
+            parseBatch(items),
+            undefined,
+          ),
+          items: items.length,
+        },
         { timeoutMs: batchTimeoutMs },
       ),
     opts.batch,

@@ -22,6 +22,8 @@ export interface CallInfo {
   status?: number;
   /** The error code, when the call failed. */
   code?: string;
+  /** Items carried, for a batch call. */
+  items?: number;
 }
 
 /** Settings shared by all calls of one client. Times in milliseconds. */
@@ -85,6 +87,8 @@ export interface CallSpec<T> {
   onUnauthorized?: (req: AttemptRequest) => Promise<boolean>;
   /** Streams a 2xx body instead of collecting it (the Log API). */
   onChunk?: (chunk: Buffer) => UpstreamError | undefined;
+  /** Items in a batch call, reported in `CallInfo`. */
+  items?: number;
 }
 
 const accept200 = (status: number): boolean => status === 200;
@@ -193,17 +197,26 @@ export async function callUpstream<T>(
 
   const durationMs = performance.now() - started;
   if (outcome instanceof UpstreamError) {
-    ctx.onCall?.({
-      upstream: ctx.upstream,
-      name: spec.name,
-      durationMs,
-      attempts,
-      status: lastStatus,
-      code: outcome.code,
-    });
+    if (ctx.onCall) {
+      const info: CallInfo = {
+        upstream: ctx.upstream,
+        name: spec.name,
+        durationMs,
+        attempts,
+        code: outcome.code,
+      };
+      if (lastStatus !== undefined) info.status = lastStatus;
+      if (spec.items !== undefined) info.items = spec.items;
+      ctx.onCall(info);
+    }
     return { ok: false, error: outcome, durationMs };
   }
-  ctx.onCall?.({ upstream: ctx.upstream, name: spec.name, durationMs, attempts, status: lastStatus });
+  if (ctx.onCall) {
+    const info: CallInfo = { upstream: ctx.upstream, name: spec.name, durationMs, attempts };
+    if (lastStatus !== undefined) info.status = lastStatus;
+    if (spec.items !== undefined) info.items = spec.items;
+    ctx.onCall(info);
+  }
   return { ok: true, value: outcome, durationMs };
 }
 
