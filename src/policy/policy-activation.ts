@@ -21,6 +21,8 @@ import type { PolicyInput, PolicySignalName, SignalOutcome, SignalResponses } fr
 
 const EMPTY: readonly string[] = Object.freeze([]);
 
+const NO_CONTEXT: Record<string, string | number | boolean> = Object.freeze({});
+
 /** Reason recorded for a referenced input the decision service did not pass at all. */
 export const MISSING_REASON = 'missing';
 
@@ -255,7 +257,7 @@ export function fillActivation(
   r.sdkVersionId = q.sdkVersionId ?? '';
   r.ip = q.ip ?? '';
   r.userAgent = q.userAgent ?? '';
-  r.context = q.context;
+  r.context = q.context ?? NO_CONTEXT;
   act.now = input.now;
   act.nowSeconds = input.now.getTime() / 1000;
   return unavailable;
