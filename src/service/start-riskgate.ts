@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
@@ -180,12 +181,15 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   let stopping: Promise<void> | undefined;
   const stop = async () => {
     draining = true;
-    // Node closes idle keep-alive connections on close() and the busy ones after their response.
+    // close() stops accepting and ends the connections idle at that moment; a connection busy with
+    // a decision goes idle once answered, and is ended by the next sweep instead of lingering for
+    // its keep-alive timeout. Past the drain timeout, everything is cut.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    const forced = setTimeout(() => {
-      if ('closeAllConnections' in server) server.closeAllConnections();
-    }, drainTimeoutMs);
+    const http = server as HttpServer;
+    const sweep = setInterval(() => http.closeIdleConnections(), 20);
+    const forced = setTimeout(() => http.closeAllConnections(), drainTimeoutMs);
     await closed;
+    clearInterval(sweep);
     clearTimeout(forced);
     // The last answers' after-response work (log lines, action enqueues) runs on the next turn.
     await new Promise((resolve) => setImmediate(resolve));

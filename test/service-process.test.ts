@@ -1,0 +1,165 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+
+/**
+ * The production start command, as the container runs it: `node dist/main.js`, compiled here with
+ * the build's own tsconfig, configured by environment variables against a sandbox on port 0.
+ * Covers configuration errors at start and the graceful shutdown on SIGTERM.
+ */
+
+const ROOT = resolve(import.meta.dirname, '..');
+// Inside the repository so the compiled files resolve node_modules and package.json's "type".
+const BUILD = join(ROOT, '.riskgate', `build-test-${process.pid}`);
+const MAIN = join(BUILD, 'main.js');
+const KEY = 'process-test-caller-key-0123';
+
+let sandbox: RunningSandbox;
+let work: string;
+
+beforeAll(async () => {
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', BUILD],
+    {
+      cwd: ROOT,
+      stdio: 'pipe',
+    },
+  );
+  cpSync(join(ROOT, 'src/sandbox/scenario/default.yaml'), join(BUILD, 'sandbox/scenario/default.yaml'));
+  sandbox = await startSandbox({ port: 0, quiet: true });
+  work = mkdtempSync(join(tmpdir(), 'riskgate-process-'));
+}, 120_000);
+
+afterAll(async () => {
+  await sandbox?.stop();
+  rmSync(BUILD, { recursive: true, force: true });
+});
+
+function vendorEnv(): Record<string, string> {
+  const u = sandboxUpstream(sandbox);
+  return {
+    RISKGATE_PORT: '0',
+    RISKGATE_API_KEYS: KEY,
+    RISKGATE_SERVICE_ID: u.serviceId,
+    RISKGATE_SIGNALS_URL: u.signalsUrl,
+    RISKGATE_AUTH_URL: u.authUrl,
+    RISKGATE_CLIENT_ID: u.clientId,
+    RISKGATE_CLIENT_SECRET: u.clientSecret,
+    RISKGATE_SIGNALS_AUDIENCE: u.signalsAudience,
+    RISKGATE_SIGNALS_IDP: u.signalsIdp!,
+    RISKGATE_ADMIN_URL: u.adminUrl,
+    RISKGATE_ADMIN_API_KEY: u.adminApiKey,
+    RISKGATE_POLICY_PATH: join(ROOT, 'policies'),
+  };
+}
+
+interface Started {
+  child: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function run(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, [MAIN], {
+    cwd: work,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  child.stdout!.resume();
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, stderr: () => stderr, exited };
+}
+
+async function listeningPort(p: Started): Promise<number> {
+  const until = performance.now() + 15_000;
+  for (;;) {
+    const m = /"msg":"riskgate listening","port":(\d+)/.exec(p.stderr());
+    if (m) return Number(m[1]);
+    if (performance.now() > until || p.child.exitCode !== null)
+      throw new Error(`did not start: ${p.stderr()}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function control(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${sandbox.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  expect(res.ok).toBe(true);
+}
+
+describe('node dist/main.js', () => {
+  it('stops at start with a message naming a missing variable', async () => {
+    const { RISKGATE_ADMIN_API_KEY: _, ...env } = vendorEnv();
+    const p = run(env);
+    expect(await p.exited).toBe(1);
+    expect(p.stderr()).toBe('riskgate: RISKGATE_ADMIN_API_KEY is required\n');
+  });
+
+  it('refuses to fall back to the sandbox in production', async () => {
+    const p = run({ NODE_ENV: 'production', RISKGATE_PORT: '0' });
+    expect(await p.exited).toBe(1);
+    expect(p.stderr()).toMatch(/^riskgate: RISKGATE_SIGNALS_URL is required with NODE_ENV=production/);
+  });
+
+  it('serves decisions and, on SIGTERM, finishes the one in flight, drains the lock-out and the log, exits 0', async () => {
+    const logPath = join(work, 'decisions.ndjson');
+    const p = run({ ...vendorEnv(), NODE_ENV: 'production', RISKGATE_DECISION_LOG: logPath });
+    const port = await listeningPort(p);
+    const base = `http://127.0.0.1:${port}`;
+    const until = performance.now() + 10_000;
+    while ((await fetch(`${base}/readyz`)).status !== 200) {
+      if (performance.now() > until) throw new Error('never ready');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+
+    const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
+    // Slow signals keep the decision in flight at SIGTERM; a slow Admin PUT keeps the lock-out queued.
+    await control('PUT', '/sandbox/faults', {
+      rules: [
+        { route: 'GET /api/v1/signals/*', latency: { kind: 'fixed', ms: 120 } },
+        { route: 'POST /api/v1/signals/*', latency: { kind: 'fixed', ms: 120 } },
+        { route: 'PUT /srv/admin/v1/users/*', latency: { kind: 'fixed', ms: 400 } },
+      ],
+    });
+    try {
+      const answer = fetch(`${base}/decide`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify(demoRequest('mallory', mallory)),
+      });
+      await new Promise((r) => setTimeout(r, 40));
+      p.child.kill('SIGTERM');
+      const res = await answer;
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { decisionId: string; verdict: string };
+      expect(body.verdict).toBe('deny');
+      expect(await p.exited).toBe(0);
+
+      const lines = readFileSync(logPath, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.map((l) => [l.kind, l.decisionId])).toEqual([
+        ['decision', body.decisionId],
+        ['action', body.decisionId],
+      ]);
+      expect(lines[1]).toMatchObject({ type: 'lock_out_user', status: 'done' });
+    } finally {
+      await control('DELETE', '/sandbox/faults');
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    }
+  });
+});
