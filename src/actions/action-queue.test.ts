@@ -108,15 +108,6 @@ describe('ActionQueue', () => {
     ]);
   });
 
-  it('counts a failure the job accepts as done (already archived) as done', async () => {
-    const { job: j } = job([fail(ErrorCode.UPSTREAM_GONE)], {
-      isDone: (e) => e.code === ErrorCode.UPSTREAM_GONE,
-    });
-    queue.enqueue(j);
-    await vi.advanceTimersByTimeAsync(0);
-    expect(outcomes).toEqual([expect.objectContaining({ status: 'done' })]);
-  });
-
   it('never runs the same key twice, even after it finished', async () => {
     const { job: j, calls } = job([ok]);
     expect(queue.enqueue(j)).toBe('queued');

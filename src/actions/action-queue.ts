@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 
 /**
@@ -17,10 +17,8 @@ export interface ActionJob {
   type: string;
   /** What the action acts on (user or device id), for the log. */
   target: string;
-  /** One attempt. Resolves with an `UpstreamResult`; `isDone` may accept some failures as done. */
+  /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
   attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
-  /** A failure that means the work is already done (e.g. 410 on archiving an archived device). */
-  isDone?: (error: UpstreamError) => boolean;
 }
 
 export interface ActionOutcome {
@@ -178,7 +176,7 @@ export class ActionQueue {
         timeoutMs: this.#o.attemptTimeoutMs,
         signal: this.#shutdown.signal,
       });
-      if (!result.ok && !entry.job.isDone?.(result.error)) {
+      if (!result.ok) {
         failure = { code: result.error.code, retryAfterMs: result.error.retryAfterMs };
       }
     } catch {

@@ -1,5 +1,4 @@
 import type { AdminPort } from '../decide/decide-ports.ts';
-import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
 import type { ActionJob } from './action-queue.ts';
 
@@ -68,11 +67,7 @@ export function planActions(
             ? { action, jobs: [], skipped: 'no_device_id' }
             : {
                 action,
-                jobs: ids.map((id) => ({
-                  ...job(t, action, id, (o) => admin.archiveDevice(id, o)),
-                  // Archiving an archived device (410) leaves it as the action wanted.
-                  isDone: (e) => e.code === ErrorCode.UPSTREAM_GONE,
-                })),
+                jobs: ids.map((id) => job(t, action, id, (o) => admin.deleteDevice(id, o))),
               },
         );
         break;

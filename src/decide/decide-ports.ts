@@ -1,4 +1,4 @@
-import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import type { AdminClient } from '../admin/admin-client.ts';
 import type { CompiledPolicy, PolicySignalName, SignalResponses } from '../policy/policy-types.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { SignalQueries } from './signal-queries.ts';
@@ -16,37 +16,15 @@ export type SignalFetcher = <N extends PolicySignalName>(
   options: CallOptions,
 ) => Promise<UpstreamResult<SignalResponses[N]>>;
 
-/** A user's fields that `PUT /users/{id}` can change. */
-export interface AdminUserChanges {
-  status?: 'enabled' | 'bypass' | 'locked_out' | 'disabled';
-  allowed_factors?: string[];
-}
-
-export interface OneTimeCode {
-  /** Spaced digits, as the vendor sends them. */
-  oneTimeCode: string;
-  /** Unix seconds. */
-  expiration: number;
-}
-
-/** The Admin API calls /decide and its actions make. Resolve (never reject) with `UpstreamResult`. */
-export interface AdminPort {
-  getUser(userId: string, options: CallOptions): Promise<UpstreamResult<AdminUser>>;
-  getUserDevices(userId: string, options: CallOptions): Promise<UpstreamResult<AdminDevice[]>>;
-  /** `PUT /users/{id}`; a 304 (nothing changed) is success. */
-  updateUser(
-    userId: string,
-    changes: AdminUserChanges,
-    options: CallOptions,
-  ): Promise<UpstreamResult<unknown>>;
-  /** `DELETE /devices/{id}`. */
-  archiveDevice(deviceId: string, options: CallOptions): Promise<UpstreamResult<unknown>>;
-  createOneTimeCode(
-    userId: string,
-    params: { length?: number | undefined; validSecs?: number | undefined },
-    options: CallOptions,
-  ): Promise<UpstreamResult<OneTimeCode>>;
-}
+/**
+ * The Admin API calls /decide and its actions make: reads through the client's short-lived cache
+ * (a burst of logins of one user costs one read), writes direct (they drop that user's cached
+ * reads). A 304 and a 410 on a write are outcomes, not errors.
+ */
+export type AdminPort = Pick<
+  AdminClient,
+  'getUserCached' | 'getUserDevicesCached' | 'updateUser' | 'deleteDevice' | 'createOneTimeCode'
+>;
 
 /** The active policy; hot reload swaps what `current()` returns. */
 export interface PolicySource {

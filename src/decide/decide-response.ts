@@ -116,7 +116,7 @@ export function oneTimeCodeReport(run: DecisionRun, action: PolicyAction): Actio
   if (otc === undefined) return actionReport(action, 'skipped', 'not_fetched');
   if (otc.status !== 'done') return actionReport(action, otc.status, otc.reason);
   const report = actionReport(action, 'done');
-  report.oneTimeCode = otc.code.oneTimeCode;
+  report.oneTimeCode = otc.code.one_time_code;
   report.expiresAt = otc.code.expiration;
   return report;
 }

@@ -74,13 +74,13 @@ function admin(overrides: Partial<AdminPort> = {}): AdminPort & { otcCalls: unkn
     new Promise((r) => setTimeout(() => r({ ok: true, value, durationMs: 2 }), 2));
   return {
     otcCalls,
-    getUser: () => resolved(USER),
-    getUserDevices: () => resolved([]),
-    updateUser: () => resolved({}),
-    archiveDevice: () => resolved({}),
+    getUserCached: () => resolved(USER),
+    getUserDevicesCached: () => resolved({ count: 0, devices: [] }),
+    updateUser: () => resolved({ changed: true, alreadyArchived: false, updated: {} }),
+    deleteDevice: () => resolved({ alreadyArchived: false }),
     createOneTimeCode: (userId, params) => {
       otcCalls.push({ userId, params });
-      return resolved({ oneTimeCode: '1234 5678', expiration: 1_900_000_000 });
+      return resolved({ one_time_code: '1234 5678', expiration: 1_900_000_000 });
     },
     ...overrides,
   };
@@ -106,11 +106,11 @@ describe('runDecision', () => {
       { timeoutMs: 120 },
     );
     const signals = scriptedSignals({});
-    const getUser = vi.fn(admin().getUser);
+    const getUserCached = vi.fn(admin().getUserCached);
     const running = runDecision(
       {
         signals: signals.fetch,
-        admin: admin({ getUser }),
+        admin: admin({ getUserCached }),
         policies: { current: () => policy },
         deadlineMs: 300,
       },
@@ -121,7 +121,7 @@ describe('runDecision', () => {
       'newBrowser',
       'remoteAccessTool',
     ]);
-    expect(getUser).toHaveBeenCalledTimes(1);
+    expect(getUserCached).toHaveBeenCalledTimes(1);
     const sharedSignal = signals.calls[0]!.options.signal;
     expect(signals.calls.every((c) => c.options.signal === sharedSignal && c.options.timeoutMs === 120)).toBe(
       true,
@@ -204,15 +204,15 @@ describe('runDecision', () => {
     });
     const signals = scriptedSignals({ remoteAccessTool: 'hang' });
     let adminSignal: AbortSignal | undefined;
-    const hangingUser: AdminPort['getUser'] = (_id, o) => {
-      adminSignal = o.signal;
+    const hangingUser: AdminPort['getUserCached'] = (_id, o) => {
+      adminSignal = o?.signal;
       return new Promise(() => {});
     };
     let done = false;
     const running = runDecision(
       {
         signals: signals.fetch,
-        admin: admin({ getUser: hangingUser }),
+        admin: admin({ getUserCached: hangingUser }),
         policies: { current: () => policy },
         deadlineMs: 300,
       },
@@ -277,17 +277,17 @@ describe('runDecision', () => {
 
   it('marks Admin reads not applicable without a userId, and calls nothing', async () => {
     const { policy, seen } = fixturePolicy({ adminUser: true, adminDevices: true });
-    const getUser = vi.fn(admin().getUser);
+    const getUserCached = vi.fn(admin().getUserCached);
     const run = await runDecision(
       {
         signals: scriptedSignals({}).fetch,
-        admin: admin({ getUser }),
+        admin: admin({ getUserCached }),
         policies: { current: () => policy },
         deadlineMs: 300,
       },
       { accountId: 'alice' },
     );
-    expect(getUser).not.toHaveBeenCalled();
+    expect(getUserCached).not.toHaveBeenCalled();
     expect(seen[0]!.adminUnavailable).toEqual({ user: 'not_applicable', devices: 'not_applicable' });
     expect(run.calls).toEqual([]);
   });
@@ -307,10 +307,10 @@ describe('runDecision', () => {
     );
     await vi.advanceTimersByTimeAsync(5);
     const run = await running;
-    expect(a.otcCalls).toEqual([{ userId: 'u-1', params: { length: 8, validSecs: 300 } }]);
+    expect(a.otcCalls).toEqual([{ userId: 'u-1', params: { length: 8, valid_secs: 300 } }]);
     expect(run.oneTimeCode).toEqual({
       status: 'done',
-      code: { oneTimeCode: '1234 5678', expiration: 1_900_000_000 },
+      code: { one_time_code: '1234 5678', expiration: 1_900_000_000 },
     });
     expect(run.calls.map((c) => c.name)).toEqual(['admin-otc']);
 

@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import type { OneTimeCode } from '../admin/admin-responses.ts';
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type {
   AdminReadSettings,
   CompiledPolicy,
+  PolicyAction,
   PolicyDecision,
   PolicyInput,
   PolicySignalName,
   SignalOutcome,
 } from '../policy/policy-types.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import type { AdminPort, OneTimeCode, PolicySource, SignalFetcher } from './decide-ports.ts';
+import type { AdminPort, PolicySource, SignalFetcher } from './decide-ports.ts';
 import type { DecideRequest } from './decide-request.ts';
 import { buildSignalQuery, isApplicable, NOT_APPLICABLE } from './signal-queries.ts';
 
@@ -158,7 +160,7 @@ export async function runDecision(
     else
       start(
         'admin-user',
-        deps.admin.getUser(request.userId, options(adminTimeout(policy.adminSettings?.user))),
+        deps.admin.getUserCached(request.userId, options(adminTimeout(policy.adminSettings?.user))),
         (r) => {
           if (r.ok) user = r.value;
           else adminUnavailable.user = unavailableReason(r.error);
@@ -173,9 +175,13 @@ export async function runDecision(
     else
       start(
         'admin-devices',
-        deps.admin.getUserDevices(request.userId, options(adminTimeout(policy.adminSettings?.devices))),
+        deps.admin.getUserDevicesCached(
+          request.userId,
+          undefined,
+          options(adminTimeout(policy.adminSettings?.devices)),
+        ),
         (r) => {
-          if (r.ok) devices = r.value;
+          if (r.ok) devices = r.value.devices;
           else adminUnavailable.devices = unavailableReason(r.error);
         },
         () => {
@@ -226,7 +232,7 @@ export async function runDecision(
       const budget = Math.max(deps.deadlineMs - (performance.now() - startedAt), ONE_TIME_CODE_MIN_BUDGET_MS);
       const result = await deps.admin.createOneTimeCode(
         request.userId,
-        { length: otc.length, validSecs: otc.validSecs },
+        oneTimeCodeParams(otc),
         traceparent === undefined ? { timeoutMs: budget } : { timeoutMs: budget, traceparent },
       );
       const outcome = result.ok ? 'ok' : unavailableReason(result.error);
@@ -238,6 +244,13 @@ export async function runDecision(
   }
   run.elapsedMs = performance.now() - startedAt;
   return run;
+}
+
+function oneTimeCodeParams(action: PolicyAction): { length?: number; valid_secs?: number } {
+  const params: { length?: number; valid_secs?: number } = {};
+  if (action.length !== undefined) params.length = action.length;
+  if (action.validSecs !== undefined) params.valid_secs = action.validSecs;
+  return params;
 }
 
 function clientBug(name: string, cause: unknown): UpstreamError {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { ActionQueue, type ActionQueueOptions } from '../actions/action-queue.ts';
+import { type AdminClient, createAdminClient } from '../admin/admin-client.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
@@ -14,7 +15,6 @@ import type { DecisionTracing } from '../observability/tracing.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
-import { type AdminClientPort, createAdminPort } from './admin-port.ts';
 
 /**
  * Assembles riskgate from its configuration and listens: metrics, policy store, token manager,
@@ -51,7 +51,7 @@ export interface RunningRiskgate {
   policies: PolicyStore;
   tokens: TokenManager;
   signals: SignalsClient;
-  admin: AdminClientPort;
+  admin: AdminClient;
   actions: ActionQueue;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
@@ -76,8 +76,10 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const { config, upstream } = options;
   const log = options.log ?? stderrLog;
   const metrics = createMetrics();
-  const recordCall = (info: CallInfo) =>
+  const recordCall = (info: CallInfo) => {
     metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
+    if (info.items !== undefined) metrics.recordRemoteAccessToolBatch(info.items);
+  };
 
   const policies = await createPolicyStore({
     path: config.policyPath,
@@ -104,7 +106,12 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     tokens,
     onCall: recordCall,
   });
-  const admin = createAdminPort(upstream, recordCall);
+  const admin = createAdminClient({
+    baseUrl: upstream.adminUrl,
+    serviceId: upstream.serviceId,
+    apiKey: upstream.adminApiKey,
+    onCall: recordCall,
+  });
   const decisionLog =
     options.decisionLog ??
     openDecisionLog(config.decisionLog, {
@@ -128,17 +135,6 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     'Decision log records dropped under sustained backpressure',
     () => decisionLog.dropped,
   );
-  metrics.observeGauge(
-    'riskgate_remote_access_tool_batches',
-    'Remote-access-tool batch calls sent since start',
-    () => signals.stats().batches,
-  );
-  metrics.observeGauge(
-    'riskgate_remote_access_tool_batch_items',
-    'Remote-access-tool lookups sent in batches since start (items / batches = mean batch size)',
-    () => signals.stats().items,
-  );
-
   // The client has one method per signal, named as the policy names them.
   const fetchSignal = ((name, query, callOptions) =>
     (signals[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, callOptions)) as SignalFetcher;
