@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { audienceScope, createTokenManager, refreshDelayMs, type TokenManager } from './token-manager.ts';
 
@@ -31,7 +31,7 @@ beforeAll(async () => {
       lastBody = body;
       lastAuth = req.headers.authorization ?? '';
       // Answer on a later turn so concurrent callers really overlap the request.
-      setTimeout(() => answer(res, requests), 5);
+      setImmediate(() => answer(res, requests));
     });
   });
   server.listen(0, '127.0.0.1');
@@ -181,6 +181,45 @@ describe('token manager', () => {
     expect(r.ok ? 'ok' : r.error.code).toBe(ErrorCode.DEADLINE_EXCEEDED);
     expect(await m.getToken()).toMatchObject({ ok: true, value: 'tok-1' });
     expect(requests).toBe(1);
+  });
+
+  it('retries a failing endpoint in the background with capped exponential backoff', async () => {
+    answer = (res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'invalid_scope' })); // not retried inside a call: one request per refresh
+    };
+    const m = manager({ backoffInitialMs: 100, backoffMaxMs: 400, random: () => 0.999_999 });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await m.start();
+      expect(requests).toBe(1);
+      const untilRequests = async (n: number) => {
+        // I/O is real: spin on setImmediate (not faked) until the request arrived.
+        for (let i = 0; i < 2000 && requests < n; i++) await new Promise((r) => setImmediate(r));
+        for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+      };
+      for (const [n, delay] of [
+        [2, 100],
+        [3, 200],
+        [4, 400],
+        [5, 400],
+      ] as const) {
+        vi.advanceTimersByTime(delay - 2);
+        await untilRequests(n);
+        expect(requests).toBe(n - 1); // not yet
+        vi.advanceTimersByTime(2);
+        await untilRequests(n);
+        expect(requests).toBe(n);
+      }
+      expect(m.stats()).toMatchObject({
+        failures: 5,
+        consecutiveFailures: 5,
+        lastErrorCode: 'RG_ERR_UPSTREAM_BAD_REQUEST',
+      });
+      expect(m.isReady()).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('refuses a configuration without scope or idp', () => {
