@@ -175,6 +175,14 @@ function progress(message: string): void {
  * generator, runs every scenario, stops everything, and returns the figures.
  */
 export async function runBench(options: BenchOptions, command: string): Promise<BenchResult> {
+  const result = await runServerScenarios(options, command);
+  progress('policy evaluation');
+  result.scenarios.policyEval = await runPolicyEval(options.mode);
+  result.finishedAt = new Date().toISOString();
+  return result;
+}
+
+async function runServerScenarios(options: BenchOptions, command: string): Promise<BenchResult> {
   const startedAt = new Date();
   const loadStart = loadavg()[0]!;
   const pinning = planPinning(options.pin);
@@ -359,7 +367,6 @@ export async function runBench(options: BenchOptions, command: string): Promise<
     const runSeconds = (Date.now() - runStartMs) / 1000;
 
     const policyNeeds = await computePolicyNeeds(options.policyPath, bodies);
-    const policyEval = await runPolicyEval(options.mode);
 
     const memory = memoryFigures(
       toMemorySample(beforeSample, 0),
@@ -462,7 +469,8 @@ export async function runBench(options: BenchOptions, command: string): Promise<
             },
           },
         },
-        policyEval,
+        // Filled in below, once the servers have stopped.
+        policyEval: { available: false, reason: 'not run' },
       },
     };
     return result;

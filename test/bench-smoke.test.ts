@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * CI smoke of the benchmark harness: `npm run bench -- --smoke` starts the sandbox, riskgate and
+ * the load generator, runs every scenario for a moment and writes its results. Performance is never
+ * asserted here (bench/README.md): only that a run completes with every scenario's figures.
+ */
+const resultsDir = mkdtempSync(join(tmpdir(), 'riskgate-bench-smoke-'));
+afterAll(() => rmSync(resultsDir, { recursive: true, force: true }));
+
+function runSmoke(): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'bench/run.ts', '--smoke', '--no-pin', '--results-dir', resultsDir],
+      { cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 55_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('bench harness (smoke)', () => {
+  it('runs every scenario against a real sandbox and riskgate and writes the results JSON', async () => {
+    const { code, output } = await runSmoke();
+    expect(code, output).toBe(0);
+    const files = readdirSync(resultsDir).filter((f) => f.endsWith('.json'));
+    expect(files).toHaveLength(1);
+    const result = JSON.parse(readFileSync(join(resultsDir, files[0]!), 'utf8'));
+
+    expect(result.machine).toMatchObject({ cores: expect.any(Number), node: process.version });
+    const s = result.scenarios;
+    const step = s.latency.profiles[0].rates[0];
+    expect(step.ok).toBeGreaterThan(0);
+    expect(step.latencyUs).toMatchObject({
+      p50: expect.any(Number),
+      p99: expect.any(Number),
+      p999: expect.any(Number),
+    });
+    expect(s.overhead.profiles[0].rates[0].overheadEndToEndUs.count).toBeGreaterThan(0);
+    expect(s.throughput.hello.requests).toBeGreaterThan(0);
+    expect(s.throughput.decide.requests).toBeGreaterThan(0);
+    expect(s.throughput.ratio).toEqual(expect.any(Number));
+    expect(s.upstream.profiles[0].rates[0].upstreamCalls).toBeGreaterThan(0);
+    expect(s.upstream.tokens.issued).toEqual(expect.any(Number));
+    expect(s.memory).toMatchObject({
+      rssGrowthPct: expect.any(Number),
+      before: { rssMb: expect.any(Number) },
+    });
+    expect(s.policyEval).toHaveProperty('available');
+    expect(output).toContain('### Targets');
+  }, 60_000);
+});
