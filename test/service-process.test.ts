@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,8 +9,9 @@ import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 
 /**
  * The production start command, as the container runs it: `node dist/main.js`, compiled here with
- * the build's own tsconfig, configured by environment variables against a sandbox on port 0.
- * Covers configuration errors at start and the graceful shutdown on SIGTERM.
+ * the build's own tsconfig and, like the Dockerfile, without dist/sandbox and dist/dev (so the
+ * production import graph is proven free of them), configured by environment variables against a
+ * sandbox on port 0. Covers configuration errors at start and the graceful shutdown on SIGTERM.
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -31,7 +32,8 @@ beforeAll(async () => {
       stdio: 'pipe',
     },
   );
-  cpSync(join(ROOT, 'src/sandbox/scenario/default.yaml'), join(BUILD, 'sandbox/scenario/default.yaml'));
+  rmSync(join(BUILD, 'sandbox'), { recursive: true });
+  rmSync(join(BUILD, 'dev'), { recursive: true });
   sandbox = await startSandbox({ port: 0, quiet: true });
   work = mkdtempSync(join(tmpdir(), 'riskgate-process-'));
 }, 120_000);

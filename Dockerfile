@@ -1,0 +1,32 @@
+# riskgate container: compiled JavaScript on a slim Node 20, run as a non-root user.
+#   docker build -t riskgate .
+#   docker run -p 8080:8080 --env-file riskgate.env riskgate
+# The vendor is configured by environment variables (README, "Configuration"); there is no
+# embedded sandbox in the image: without RISKGATE_SIGNALS_URL it stops with a message.
+# Policies are baked in from policies/; mount your own over /app/policies (read-only is fine).
+
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# `npm ci` rejects the lockfile npm 11 writes (npm/cli#9846); `npm install` from it is what CI runs.
+RUN npm install --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+# The sandbox and its dev launcher stay out of the image; then only runtime dependencies remain.
+RUN npx tsc -p tsconfig.build.json \
+ && rm -rf dist/sandbox dist/dev \
+ && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-slim
+ENV NODE_ENV=production RISKGATE_PORT=8080 RISKGATE_POLICY_PATH=/app/policies
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY policies ./policies
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=2s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.RISKGATE_PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node is PID 1 and handles SIGTERM itself: stop accepting, finish decisions, drain actions and log.
+CMD ["node", "dist/main.js"]
