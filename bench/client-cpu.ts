@@ -13,6 +13,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
 import { createTokenManager } from '../src/auth/token-manager.ts';
 import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
 import { createSignalsClient, type SignalsClient } from '../src/signals/signals-client.ts';
@@ -141,23 +142,39 @@ async function main() {
   await tokens.start();
   const client = createSignalsClient({ baseUrl: `${url}/api/v1`, serviceId: c.serviceId, tokens });
   const call = () => client.newBrowser({ subjectAccountId: 'alice', subjectUnitId: 'alice-web' });
+  // Reference: the same request with bare undici (request() + text() + JSON.parse), no validation,
+  // no zod, no timers. The ratio to it is what survives a noisy machine.
+  const raw = new Pool(url, { connections: 32, pipelining: 1 });
+  const rawPath = `/api/v1/signals/new-browser?serviceId=${c.serviceId}&subjectAccountId=alice&subjectUnitId=alice-web`;
+  const rawCall = async () => {
+    const res = await raw.request({
+      method: 'GET',
+      path: rawPath,
+      headers: { authorization: `Bearer ${tokens.peekToken()}`, accept: 'application/json' },
+    });
+    const json = JSON.parse(await res.body.text()) as { success?: boolean };
+    return { ok: res.statusCode === 200 && json.success !== undefined };
+  };
   try {
     // Warm-up: JIT, connections, token.
     await perCall(3000, CONCURRENCY, call);
+    await perCall(3000, CONCURRENCY, rawCall);
     await perItem(client, 3000);
     const runs: {
       usPerCall: number;
       callsPerSecond: number;
+      usPerRawUndiciCall: number;
       usPerItem: number;
       itemsPerSecond: number;
       batches: number;
     }[] = [];
     for (let r = 0; r < RUNS; r++) {
       const a = await perCall(CALLS, CONCURRENCY, call);
+      const z = await perCall(CALLS, CONCURRENCY, rawCall);
       const b = await perItem(client, ITEMS);
-      runs.push({ ...a, ...b });
+      runs.push({ ...a, usPerRawUndiciCall: z.usPerCall, ...b });
       console.error(
-        `run ${r + 1}: ${a.usPerCall.toFixed(1)} µs CPU/call (${a.callsPerSecond.toFixed(0)}/s), ` +
+        `run ${r + 1}: ${a.usPerCall.toFixed(1)} µs CPU/call (${a.callsPerSecond.toFixed(0)}/s; bare undici ${z.usPerCall.toFixed(1)}), ` +
           `${b.usPerItem.toFixed(1)} µs CPU/batched item (${b.itemsPerSecond.toFixed(0)}/s, ${b.batches} batches)`,
       );
     }
@@ -169,6 +186,8 @@ async function main() {
       runs: RUNS,
       usCpuPerSignalsCall: Number(median(runs.map((x) => x.usPerCall)).toFixed(1)),
       usCpuPerBatchedItem: Number(median(runs.map((x) => x.usPerItem)).toFixed(1)),
+      usCpuPerBareUndiciCall: Number(median(runs.map((x) => x.usPerRawUndiciCall)).toFixed(1)),
+      clientOverBareUndici: Number(median(runs.map((x) => x.usPerCall / x.usPerRawUndiciCall)).toFixed(2)),
       signalsCallsPerSecond: Math.round(median(runs.map((x) => x.callsPerSecond))),
       batchedItemsPerSecond: Math.round(median(runs.map((x) => x.itemsPerSecond))),
       perRun: runs,
@@ -176,6 +195,7 @@ async function main() {
     console.log(JSON.stringify(result, null, 2));
   } finally {
     await client.close();
+    await raw.close();
     await tokens.stop();
     child.kill('SIGTERM');
   }
