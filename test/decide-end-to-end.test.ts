@@ -121,6 +121,10 @@ describe('the demo accounts, as npm start prints them', () => {
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'user.updated', user_id: userIds.mallory, status: 'locked_out' }),
     );
+
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    expect(metrics).toMatch(/^riskgate_action_outcomes_total\{type="lock_out_user",status="done"\} [1-9]/m);
+    expect(metrics).toMatch(/^riskgate_remote_access_tool_batch_size_count [1-9]/m);
   });
 
   it('a second deny of a locked-out user still counts its lock-out done (304 is success)', async () => {
@@ -132,6 +136,33 @@ describe('the demo accounts, as npm start prints them', () => {
       h.lines.find((l) => l.kind === 'action' && l.decisionId === body.decisionId),
     );
     expect(line).toMatchObject({ type: 'lock_out_user', status: 'done' });
+  });
+});
+
+describe('an action the Admin API keeps refusing', () => {
+  it('is retried, then logged as failed with the reason: never dropped silently', async () => {
+    await h.control('PUT', '/sandbox/faults', {
+      rules: [{ route: 'PUT /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }],
+    });
+    try {
+      const { body } = await h.decide(appLogin('carol'));
+      expect(actions(body)).toContainEqual(
+        expect.objectContaining({ type: 'restrict_factors', status: 'queued' }),
+      );
+      const line = await eventually(
+        async () => h.lines.find((l) => l.kind === 'action' && l.decisionId === body.decisionId),
+        10_000,
+      );
+      expect(line).toMatchObject({
+        type: 'restrict_factors',
+        target: userIds.carol,
+        status: 'failed',
+        reason: 'RG_ERR_UPSTREAM_SERVER_ERROR',
+        attempts: 6,
+      });
+    } finally {
+      await h.control('DELETE', '/sandbox/faults');
+    }
   });
 });
 

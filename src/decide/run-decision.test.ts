@@ -142,6 +142,32 @@ describe('runDecision', () => {
     expect(sharedSignal?.aborted).toBe(false);
   });
 
+  it('passes the decision span’s traceparent to every upstream call, and none without tracing', async () => {
+    const { policy } = fixturePolicy({
+      signals: new Set(['newBrowser', 'remoteAccessTool']),
+      adminUser: true,
+    });
+    const traced = scriptedSignals({});
+    const userOptions: unknown[] = [];
+    const getUserCached: AdminPort['getUserCached'] = (id, o) => {
+      userOptions.push(o);
+      return admin().getUserCached(id, o);
+    };
+    const deps = { admin: admin({ getUserCached }), policies: { current: () => policy }, deadlineMs: 300 };
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const running = runDecision({ ...deps, signals: traced.fetch }, LOGIN, tp);
+    await vi.advanceTimersByTimeAsync(10);
+    await running;
+    expect(traced.calls.map((c) => c.options.traceparent)).toEqual([tp, tp]);
+    expect(userOptions).toEqual([expect.objectContaining({ traceparent: tp })]);
+
+    const untraced = scriptedSignals({});
+    const plain = runDecision({ ...deps, signals: untraced.fetch }, LOGIN);
+    await vi.advanceTimersByTimeAsync(10);
+    await plain;
+    expect(untraced.calls.every((c) => !('traceparent' in c.options))).toBe(true);
+  });
+
   it('builds each vendor query from the login and its baseline', async () => {
     const { policy } = fixturePolicy({
       signals: new Set(['remoteAccessTool', 'newBrowser', 'latestProximity']),

@@ -1,15 +1,7 @@
-import {
-  propagation,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  type Tracer,
-  trace,
-} from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 /**
  * Opt-in tracing. Off unless the standard `OTEL_*` variables ask for it; off means `createTracing`
@@ -52,16 +44,17 @@ const getter = {
 
 /**
  * Starts the tracer provider (OTLP over HTTP, batched) when the environment asks for tracing;
- * undefined otherwise. Only src/main.ts calls it.
+ * undefined otherwise. Nothing is registered globally: spans are parented explicitly. Only
+ * src/main.ts calls it; tests pass their own `spanProcessor`.
  */
 export function createTracing(
   env: Readonly<Record<string, string | undefined>>,
+  options: { spanProcessor?: SpanProcessor } = {},
 ): DecisionTracing | undefined {
   if (!isTracingRequested(env)) return undefined;
-  const provider = new NodeTracerProvider({
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  const provider = new BasicTracerProvider({
+    spanProcessors: [options.spanProcessor ?? new BatchSpanProcessor(new OTLPTraceExporter())],
   });
-  propagation.setGlobalPropagator(propagator);
   const tracer = provider.getTracer('riskgate');
   return {
     startDecision: (traceparent, tracestate) => startDecision(tracer, traceparent, tracestate),
