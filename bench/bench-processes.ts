@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -58,6 +59,22 @@ export function planPinning(wanted: boolean): Pinning {
     load: '2',
     note: 'riskgate on core 0, sandbox on core 1, load generator on core 2',
   };
+}
+
+/**
+ * CPU time (user + system) a process has used so far, microseconds, from `/proc/<pid>/stat`
+ * (10 ms resolution at the usual 100 ticks/s). Undefined where /proc does not exist.
+ */
+export function processCpuUs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at state, field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10_000 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A free TCP port on loopback (bound then released; a race is possible but harmless here). */

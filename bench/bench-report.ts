@@ -105,16 +105,16 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
     out.push(`${profile.description}:`);
     out.push('');
     out.push(
-      '| rate/s | achieved/s | p50 | p90 | p99 | p99.9 | max | errors | generator lag p99 | verdicts |',
+      '| rate/s | achieved/s | p50 | p90 | p99 | p99.9 | max | errors | generator lag p99 | CPU % of a core: riskgate / sandbox / generator | riskgate CPU µs/decision | verdicts |',
     );
-    out.push('|---:|---:|---:|---:|---:|---:|---:|---|---:|---|');
+    out.push('|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---|');
     for (const r of profile.rates) {
       const l = r.latencyUs;
       const verdicts = Object.entries(r.verdicts)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
       out.push(
-        `| ${r.rate} | ${r.achievedRate} | ${ms(l.p50)} | ${ms(l.p90)} | ${ms(l.p99)} | ${ms(l.p999)} | ${ms(l.max)} | ${errorsText(r.errors)} | ${ms(r.sendLagUs.p99)} | ${verdicts} |`,
+        `| ${r.rate} | ${r.achievedRate} | ${ms(l.p50)} | ${ms(l.p90)} | ${ms(l.p99)} | ${ms(l.p999)} | ${ms(l.max)} | ${errorsText(r.errors)} | ${ms(r.sendLagUs.p99)} | ${r.cpu.riskgateCorePct} / ${r.cpu.sandboxCorePct} / ${r.cpu.generatorCorePct} | ${r.cpu.riskgateUsPerDecision} | ${verdicts} |`,
       );
     }
     out.push('');

@@ -7,6 +7,7 @@ import {
   type Generator,
   type Pinning,
   planPinning,
+  processCpuUs,
   type ServerProcess,
   startGenerator,
   startServer,
@@ -40,11 +41,25 @@ export interface MachineInfo {
   pinning: Pinning;
 }
 
+/** CPU use during one open-model step (warm-up included): who was saturated. */
+export interface StepCpu {
+  /** riskgate CPU per decision answered, µs (`process.cpuUsage`). */
+  riskgateUsPerDecision: number;
+  /** riskgate CPU time ÷ wall time, percent of one core. */
+  riskgateCorePct: number;
+  /** The sandbox's CPU per decision answered, µs (`/proc`; 0 where unavailable). */
+  sandboxUsPerDecision: number;
+  sandboxCorePct: number;
+  /** The load generator's CPU ÷ wall time, percent of one core. */
+  generatorCorePct: number;
+}
+
 export interface OpenLoopStep {
   profile: string;
   rate: number;
   load: OpenLoopResult;
   upstream: UpstreamFigures;
+  cpu: StepCpu;
 }
 
 /** `process.cpuUsage` + `memoryUsage` of riskgate, as `/bench/process` answers. */
@@ -78,7 +93,7 @@ export interface BenchResult {
       profiles: {
         profile: string;
         description: string;
-        rates: ({ rate: number } & Pick<
+        rates: ({ rate: number; cpu: StepCpu } & Pick<
           OpenLoopResult,
           | 'scheduled'
           | 'ok'
@@ -141,6 +156,10 @@ export interface BenchResult {
 
 const MB = 1024 * 1024;
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+function cpuOf(sample: ProcessSample): number {
+  return sample.cpuUsage.user + sample.cpuUsage.system;
+}
 
 function toMemorySample(sample: ProcessSample, tS: number): MemorySample {
   return {
@@ -300,13 +319,30 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       for (const rate of options.rates) {
         await freshSandbox(profile);
         progress(`open model: ${describeProfile(profile)}, ${rate}/s for ${options.durationS} s`);
+        const before = {
+          at: performance.now(),
+          riskgate: await sample(),
+          sandbox: processCpuUs(sandbox.pid),
+        };
         const load = await openLoop(rate, options.durationS, options.warmupS);
+        const after = { at: performance.now(), riskgate: await sample(), sandbox: processCpuUs(sandbox.pid) };
         const stats = await takeStats();
+        const wallUs = (after.at - before.at) * 1000;
+        const decisions = Math.max(1, load.answeredIncludingWarmup);
+        const riskgateUs = cpuOf(after.riskgate) - cpuOf(before.riskgate);
+        const sandboxUs = (after.sandbox ?? 0) - (before.sandbox ?? 0);
         steps.push({
           profile: profile.name,
           rate,
           load,
           upstream: upstreamFigures(stats, load.answeredIncludingWarmup),
+          cpu: {
+            riskgateUsPerDecision: round(riskgateUs / decisions),
+            riskgateCorePct: round((riskgateUs / wallUs) * 100),
+            sandboxUsPerDecision: round(sandboxUs / decisions),
+            sandboxCorePct: round((sandboxUs / wallUs) * 100),
+            generatorCorePct: round((load.generatorCpuUs / wallUs) * 100),
+          },
         });
       }
     }
@@ -330,8 +366,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       const before = await sample();
       const result = await generator!.run<CannonResult>({ ...job, durationS: options.cannonDurationS });
       const after = await sample();
-      const cpuUs =
-        after.cpuUsage.user - before.cpuUsage.user + (after.cpuUsage.system - before.cpuUsage.system);
+      const cpuUs = cpuOf(after) - cpuOf(before);
       return { ...result, cpuUsPerRequest: result.requests > 0 ? round(cpuUs / result.requests) : 0 };
     };
     const hello = await cannon('hello');
@@ -398,8 +433,9 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
             description: describeProfile(profile),
             rates: steps
               .filter((s) => s.profile === profile.name)
-              .map(({ load }) => ({
+              .map(({ load, cpu }) => ({
                 rate: load.rate,
+                cpu,
                 scheduled: load.scheduled,
                 ok: load.ok,
                 achievedRate: load.achievedRate,
