@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/riskgate-config.ts';
+// Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
+import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
 import { isRiskgateError } from './errors/riskgate-error.ts';
 import { createTracing } from './observability/tracing.ts';
 import { type RunningRiskgate, startRiskgate, stderrLog } from './service/start-riskgate.ts';
@@ -40,9 +42,7 @@ async function main(): Promise<void> {
 
   let upstream: UpstreamConfig | undefined = config.upstream;
   let apiKeys = config.apiKeys;
-  let sandbox:
-    | Awaited<ReturnType<typeof import('./dev/embedded-sandbox.ts')['startEmbeddedSandbox']>>
-    | undefined;
+  let sandbox: EmbeddedSandbox | undefined;
   if (upstream === undefined) {
     if (process.env.NODE_ENV === 'production') {
       fail(

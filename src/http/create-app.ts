@@ -83,7 +83,10 @@ export function createApp(deps: AppDeps): Hono {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   app.get('/readyz', (c) => {
-    const checks: Record<string, boolean> = { policy: hasPolicy(deps), ...deps.readiness() };
+    const checks: Record<string, boolean> = {
+      policy: deps.decide.policies.current() !== undefined,
+      ...deps.readiness(),
+    };
     if (deps.isDraining?.()) checks.draining = false;
     const ready = Object.values(checks).every(Boolean);
     return c.json({ ready, checks }, ready ? 200 : 503);
@@ -125,14 +128,6 @@ export function createApp(deps: AppDeps): Hono {
   }
 
   return app;
-}
-
-function hasPolicy(deps: AppDeps): boolean {
-  try {
-    return deps.decide.policies.current() !== undefined;
-  } catch {
-    return false;
-  }
 }
 
 /** Enrollment success and accounts migration are told apart by their fields (admin-api.md, Events). */
