@@ -11,13 +11,21 @@ import { problemOf, problemResponse } from './problem-details.ts';
 
 const JSON_CONTENT_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
-/** Hono middleware answering 413 problem+json for a body over `maxBytes` (streamed or declared). */
+/**
+ * Hono middleware answering 413 problem+json for a body over `maxBytes`. A declared length is
+ * checked from the header alone, so the body is then read by the adapter's direct path; only a
+ * streamed (chunked) body goes through hono's counting reader, which materialises a web Request.
+ */
 export function limitBody(maxBytes: number): MiddlewareHandler {
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: () =>
-      problemResponse(problemOf(ErrorCode.PAYLOAD_TOO_LARGE, `The request body is over ${maxBytes} bytes.`)),
-  });
+  const tooLarge = () =>
+    problemResponse(problemOf(ErrorCode.PAYLOAD_TOO_LARGE, `The request body is over ${maxBytes} bytes.`));
+  const streamed = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
+  return async (c, next) => {
+    const length = c.req.header('content-length');
+    if (length === undefined || c.req.header('transfer-encoding') !== undefined) return streamed(c, next);
+    if (Number(length) > maxBytes) return tooLarge();
+    await next();
+  };
 }
 
 /** Converts zod issues to `InputError` issues with dotted field paths (`baseline.unitId`). */
