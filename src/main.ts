@@ -51,7 +51,13 @@ async function main(): Promise<void> {
     }
     // Loaded only here, so nothing in the production import graph reaches src/sandbox/.
     const { startEmbeddedSandbox } = await import('./dev/embedded-sandbox.ts');
-    sandbox = await startEmbeddedSandbox(config.sandboxPort);
+    try {
+      sandbox = await startEmbeddedSandbox(config.sandboxPort);
+    } catch (error) {
+      fail(
+        `cannot start the embedded sandbox on port ${config.sandboxPort} (set SANDBOX_PORT): ${String(error)}`,
+      );
+    }
     upstream = sandbox.upstream;
     if (apiKeys === undefined) {
       apiKeys = [`rg_dev_${randomBytes(24).toString('base64url')}`];
