@@ -347,6 +347,21 @@ describe('runDecision', () => {
     expect(anonymous.oneTimeCode).toEqual({ status: 'skipped', reason: 'no_user_id' });
   });
 
+  it('still answers when the one-time code request rejects, reporting it failed', async () => {
+    const otc: PolicyAction = { type: 'one_time_code', source: 'verdict:challenge' };
+    const { policy } = fixturePolicy({}, { actions: [otc] });
+    const run = await runDecision(
+      {
+        signals: scriptedSignals({}).fetch,
+        admin: admin({ createOneTimeCode: () => Promise.reject(new Error('bad params')) }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    );
+    expect(run.oneTimeCode).toEqual({ status: 'failed', reason: 'RG_ERR_INTERNAL' });
+  });
+
   it('uses the policy that is current when the decision starts, even if it is swapped meanwhile', async () => {
     const first = fixturePolicy({ signals: new Set(['newBrowser']) });
     const second = fixturePolicy({ signals: new Set(['newBrowser']) });

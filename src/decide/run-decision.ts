@@ -120,10 +120,7 @@ export async function runDecision(
       onResult(result);
       settle(name);
     };
-    // A client must resolve; if one rejects anyway (a bug), the decision still goes out.
-    call.then(handle, (cause: unknown) =>
-      handle({ ok: false, error: clientBug(name, cause), durationMs: performance.now() - startedAt }),
-    );
+    call.then(handle, (cause: unknown) => handle(failed<T>(name, cause, performance.now() - startedAt)));
   };
 
   // A call's own timeout may exceed the deadline: the deadline then ends it, reported as such.
@@ -230,11 +227,13 @@ export async function runDecision(
     if (request.userId === undefined) run.oneTimeCode = { status: 'skipped', reason: 'no_user_id' };
     else {
       const budget = Math.max(deps.deadlineMs - (performance.now() - startedAt), ONE_TIME_CODE_MIN_BUDGET_MS);
-      const result = await deps.admin.createOneTimeCode(
-        request.userId,
-        oneTimeCodeParams(otc),
-        traceparent === undefined ? { timeoutMs: budget } : { timeoutMs: budget, traceparent },
-      );
+      const result = await deps.admin
+        .createOneTimeCode(
+          request.userId,
+          oneTimeCodeParams(otc),
+          traceparent === undefined ? { timeoutMs: budget } : { timeoutMs: budget, traceparent },
+        )
+        .catch((cause: unknown) => failed<OneTimeCode>('admin-otc', cause, 0));
       const outcome = result.ok ? 'ok' : unavailableReason(result.error);
       calls.push({ name: 'admin-otc', durationMs: result.durationMs, outcome });
       run.oneTimeCode = result.ok
@@ -253,9 +252,16 @@ function oneTimeCodeParams(action: PolicyAction): { length?: number; valid_secs?
   return params;
 }
 
-function clientBug(name: string, cause: unknown): UpstreamError {
+/** A client must resolve; one that rejects anyway (a bug) becomes an internal failure of that call. */
+function failed<T>(name: string, cause: unknown, durationMs: number): UpstreamResult<T> {
   const upstream = name.startsWith('admin') ? 'admin' : 'signals';
-  return new UpstreamError(ErrorCode.INTERNAL, `${name}: the client rejected`, { upstream }, { cause });
+  const error = new UpstreamError(
+    ErrorCode.INTERNAL,
+    `${name}: the client rejected`,
+    { upstream },
+    { cause },
+  );
+  return { ok: false, error, durationMs };
 }
 
 function toPolicyRequest(r: DecideRequest): PolicyInput['request'] {
