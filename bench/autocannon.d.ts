@@ -29,9 +29,9 @@ declare module 'autocannon' {
     amount?: number;
     timeout?: number;
     pipelining?: number;
-    method?: string;
-    headers?: Record<string, string>;
-    body?: string;
+    method?: string | undefined;
+    headers?: Record<string, string | undefined>;
+    body?: string | undefined;
     requests?: AutocannonRequest[];
   }
   export interface AutocannonResult {

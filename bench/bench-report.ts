@@ -122,6 +122,11 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
 
   out.push('### 2. Orchestration overhead (decision latency − slowest upstream call, ms)');
   out.push('');
+  const base = s.overhead.transportBaseline;
+  out.push(
+    `Transport baseline (GET /bench/hello at ${base.rate}/s, same generator, no decision): service time p50 ${ms(base.serviceTimeUs.p50, 3)} ms, p99 ${ms(base.serviceTimeUs.p99, 3)} ms. End-to-end overhead includes this much transport.`,
+  );
+  out.push('');
   out.push(
     '| profile | rate/s | end-to-end p50 | end-to-end p99 | server p50 | server p99 | floor p50 | floor p99 | no Server-Timing |',
   );

@@ -107,6 +107,11 @@ export interface BenchResult {
       }[];
     };
     overhead: {
+      /**
+       * GET /bench/hello under the same open model (rate `rate`): loopback, HTTP and the generator,
+       * with no decision. What end-to-end overhead cannot go below on this machine.
+       */
+      transportBaseline: Pick<OpenLoopResult, 'rate' | 'achievedRate' | 'serviceTimeUs' | 'latencyUs'>;
       profiles: {
         profile: string;
         rates: Pick<
@@ -226,6 +231,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       readyPath: '/sandbox/stats',
     });
     servers.push(sandbox);
+    progress(`sandbox at ${sandbox.url} (pid ${sandbox.pid})`);
 
     const riskgatePort = await freePort();
     const c = DEFAULT_CREDENTIALS;
@@ -261,6 +267,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       },
     });
     servers.push(riskgate);
+    progress(`riskgate at ${riskgate.url} (pid ${riskgate.pid})`);
     generator = await startGenerator(pinning.load);
     const runStartMs = Date.now();
 
@@ -280,13 +287,18 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     };
     const decideHeaders = { authorization: `Bearer ${apiKey}` };
     let bodies: string[] = [];
-    const openLoop = (rate: number, durationS: number, warmupS: number) =>
+    const openLoop = (
+      rate: number,
+      durationS: number,
+      warmupS: number,
+      target: 'decide' | 'hello' = 'decide',
+    ) =>
       generator!.run<OpenLoopResult>({
         type: 'open',
         origin: riskgate.url,
-        path: '/decide',
-        headers: decideHeaders,
-        bodies,
+        path: target === 'decide' ? '/decide' : '/bench/hello',
+        headers: target === 'decide' ? decideHeaders : {},
+        bodies: target === 'decide' ? bodies : [],
         rate,
         durationS,
         warmupS,
@@ -309,6 +321,16 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       await applyLatencyProfile(sandbox.url, profile);
       await takeStats();
     };
+
+    // The transport baseline of scenario 2: hello-world at the target rate, same generator.
+    const baselineRate = Math.min(1000, Math.max(...options.rates));
+    progress(`transport baseline: GET /bench/hello, ${baselineRate}/s`);
+    const baseline = await openLoop(
+      baselineRate,
+      Math.min(options.durationS, 5),
+      Math.min(options.warmupS, 1),
+      'hello',
+    );
 
     // Scenarios 1, 2 and 4: one open-model step per profile and rate.
     const profiles: LatencyProfile[] = options.profiles.map((name) =>
@@ -448,6 +470,12 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
           })),
         },
         overhead: {
+          transportBaseline: {
+            rate: baseline.rate,
+            achievedRate: baseline.achievedRate,
+            serviceTimeUs: baseline.serviceTimeUs,
+            latencyUs: baseline.latencyUs,
+          },
           profiles: profiles.map((profile) => ({
             profile: profile.name,
             rates: steps

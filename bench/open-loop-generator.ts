@@ -25,7 +25,7 @@ export interface OpenLoopJob {
   origin: string;
   path: string;
   headers: Record<string, string>;
-  /** Serialised bodies, sent in turn. */
+  /** Serialised bodies, POSTed in turn; empty sends GETs (the transport baseline). */
   bodies: string[];
   rate: number;
   durationS: number;
@@ -129,7 +129,8 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
   const warmupCount = Math.round(job.warmupS * job.rate);
   const measuredCount = Math.round(job.durationS * job.rate);
   const total = warmupCount + measuredCount;
-  const headers = { 'content-type': 'application/json', ...job.headers };
+  const isPost = job.bodies.length > 0;
+  const headers = isPost ? { 'content-type': 'application/json', ...job.headers } : job.headers;
   const cpuBefore = process.cpuUsage();
   // Start a few ms out so the first sends are not already late.
   const startMs = performance.now() + 5;
@@ -145,14 +146,13 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
     inFlight++;
     const sentMs = performance.now();
     if (measured) recordMicros(sendLag, (sentMs - intendedMs) * 1000);
-    const body = job.bodies[index % job.bodies.length]!;
     const remainingMs = Math.max(1, Math.round(job.timeoutMs - (sentMs - intendedMs)));
     pool
       .request({
         path: job.path,
-        method: 'POST',
+        method: isPost ? 'POST' : 'GET',
         headers,
-        body,
+        body: isPost ? job.bodies[index % job.bodies.length]! : null,
         signal: AbortSignal.timeout(remainingMs),
       })
       .then(async (response) => {

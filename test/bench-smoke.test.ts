@@ -52,6 +52,8 @@ describe('bench harness (smoke)', () => {
       p999: expect.any(Number),
     });
     expect(s.overhead.profiles[0].rates[0].overheadEndToEndUs.count).toBeGreaterThan(0);
+    expect(s.overhead.transportBaseline.serviceTimeUs.count).toBeGreaterThan(0);
+    expect(step.cpu.riskgateUsPerDecision).toBeGreaterThan(0);
     expect(s.throughput.hello.requests).toBeGreaterThan(0);
     expect(s.throughput.decide.requests).toBeGreaterThan(0);
     expect(s.throughput.ratio).toEqual(expect.any(Number));
