@@ -335,6 +335,54 @@ rules:
     expect(ok.matchedRules.map((r) => r.error)).toEqual([undefined]);
   });
 
+  it('counts a failing deny rule but does not take its actions; verdict-bound actions still apply', () => {
+    const q = compile(`${THRESHOLDS}rules:
+  - { id: big-amount, description: b, when: 'request.context.amount > 1000', verdict: deny, actions: [lockOut] }
+actions:
+  lockOut: { type: lock_out_user }
+  restrict: { type: restrict_factors, allowedFactors: [approve] }
+verdictActions: { deny: [restrict] }
+`);
+    const d = q.evaluate(input());
+    expect(d).toMatchObject({ verdict: 'deny', decidedBy: 'verdict' });
+    expect(d.matchedRules).toEqual([
+      { id: 'big-amount', description: 'b', verdict: 'deny', error: 'No such key: amount' },
+    ]);
+    expect(d.actions).toEqual([
+      { type: 'restrict_factors', name: 'restrict', source: 'verdict:deny', allowedFactors: ['approve'] },
+    ]);
+    expect(d.suppressedActions).toEqual([
+      { name: 'lockOut', type: 'lock_out_user', source: 'big-amount', reason: 'rule_error' },
+    ]);
+
+    const real = q.evaluate(input({ request: { accountId: 'alice', context: { amount: 5000 } } }));
+    expect(real.actions.map((a) => a.name)).toEqual(['lockOut', 'restrict']);
+    expect(real.suppressedActions).toBeUndefined();
+  });
+
+  it('withholds the actions of a failing rule under onError: match too', () => {
+    const q = compile(`${THRESHOLDS}rules:
+  - { id: m, description: m, when: 'request.context.x == 1', score: 90, onError: match, actions: [lockOut] }
+actions:
+  lockOut: { type: lock_out_user }
+`);
+    const d = q.evaluate(input());
+    expect(d).toMatchObject({ verdict: 'deny', score: 90, actions: [] });
+    expect(d.suppressedActions?.map((a) => [a.name, a.reason])).toEqual([['lockOut', 'rule_error']]);
+  });
+
+  it('takes an action a failing rule and a matching rule both ask for, once, and reports nothing withheld', () => {
+    const q = compile(`${THRESHOLDS}rules:
+  - { id: broken, description: b, when: 'request.context.x == 1', score: 50, actions: [lockOut] }
+  - { id: sure, description: s, when: 'request.accountId == "alice"', score: 50, actions: [lockOut] }
+actions:
+  lockOut: { type: lock_out_user }
+`);
+    const d = q.evaluate(input());
+    expect(d.actions).toEqual([{ type: 'lock_out_user', name: 'lockOut', source: 'sure' }]);
+    expect(d.suppressedActions).toBeUndefined();
+  });
+
   it('guards context access with `in` so that no error happens', () => {
     const q = compile(`${THRESHOLDS}rules:
   - { id: vip, description: v, when: '"tier" in request.context && request.context.tier == "vip"', score: -10 }
@@ -399,6 +447,86 @@ verdictActions: { challenge: [otp] }
   it('drops archive_device when there is no device to archive', () => {
     const d = p.evaluate(input({ signals: { remoteAccessTool: rat(true, 0.95) } }));
     expect(d.actions.map((a) => a.name)).toEqual(['lock', 'restrict']);
+  });
+});
+
+describe('suppressActions', () => {
+  const p = compile(`${THRESHOLDS}rules:
+  - { id: new-browser, description: n, when: 'request.context.newBrowser == true', score: 40, actions: [notify] }
+  - { id: on-call, description: c, when: 'request.context.onCall == true', score: 45, actions: [pushOnly], suppressActions: [stepUp, notify] }
+actions:
+  stepUp: { type: one_time_code, length: 8, validSecs: 300 }
+  pushOnly: { type: restrict_factors, allowedFactors: [approve, mobile_auth] }
+  notify: { type: lock_out_user }
+verdictActions: { challenge: [stepUp] }
+`);
+  const ctx = (c: Record<string, boolean>) =>
+    input({ request: { accountId: 'carol', context: { newBrowser: false, onCall: false, ...c } } });
+
+  it('takes a verdict-bound action when no matched rule suppresses it', () => {
+    const d = p.evaluate(ctx({ newBrowser: true }));
+    expect(d.verdict).toBe('challenge');
+    expect(d.actions.map((a) => a.name)).toEqual(['notify', 'stepUp']);
+    expect(d.suppressedActions).toBeUndefined();
+  });
+
+  it("withholds a verdict-bound action and another rule's action while the suppressing rule matches", () => {
+    const d = p.evaluate(ctx({ newBrowser: true, onCall: true }));
+    expect(d).toMatchObject({ verdict: 'deny', score: 85 });
+    const only = p.evaluate(ctx({ onCall: true }));
+    expect(only.verdict).toBe('challenge');
+    expect(only.actions.map((a) => a.name)).toEqual(['pushOnly']);
+    expect(only.suppressedActions).toEqual([
+      {
+        name: 'stepUp',
+        type: 'one_time_code',
+        source: 'verdict:challenge',
+        reason: 'suppressed_by_rule',
+        by: 'on-call',
+      },
+    ]);
+    expect(d.actions.map((a) => a.name)).toEqual(['pushOnly']);
+    expect(d.suppressedActions).toEqual([
+      {
+        name: 'notify',
+        type: 'lock_out_user',
+        source: 'new-browser',
+        reason: 'suppressed_by_rule',
+        by: 'on-call',
+      },
+    ]);
+  });
+
+  it('applies the suppressions of a rule that counted because it failed (withholding is the safe side)', () => {
+    const q = compile(`${THRESHOLDS}rules:
+  - { id: on-call, description: c, when: 'request.context.onCall == true', score: 45, suppressActions: [stepUp] }
+actions:
+  stepUp: { type: one_time_code }
+verdictActions: { challenge: [stepUp] }
+`);
+    const d = q.evaluate(input());
+    expect(d).toMatchObject({ verdict: 'challenge', actions: [] });
+    expect(d.suppressedActions?.map((a) => [a.name, a.by])).toEqual([['stepUp', 'on-call']]);
+  });
+
+  it('is refused at load for an unknown action or one the rule also takes', () => {
+    const r = compilePolicy(
+      't.yaml',
+      `apiVersion: riskgate/v1
+kind: Policy
+name: t
+${THRESHOLDS}rules:
+  - { id: a, description: a, when: 'true', score: 1, actions: [x], suppressActions: [x, nope] }
+actions:
+  x: { type: lock_out_user }
+`,
+      { now: NOW },
+    );
+    expect(r.policy).toBeUndefined();
+    expect(r.issues.filter((i) => i.severity === 'error').map((i) => [i.line, i.message])).toEqual([
+      [6, 'rules[0].suppressActions[0]: the rule both takes and suppresses action "x"'],
+      [6, 'rules[0].suppressActions[1]: unknown action "nope"'],
+    ]);
   });
 });
 

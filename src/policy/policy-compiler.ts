@@ -297,6 +297,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       shadow: rule.shadow ?? false,
       matched,
       actions: (rule.actions ?? []).flatMap((a) => actions.get(a) ?? []),
+      suppresses: rule.suppressActions ?? [],
     });
   });
 

@@ -17,6 +17,7 @@ import type {
   PolicySignalName,
   SignalSettings,
   SkippedRule,
+  SuppressedAction,
   UnavailableTreatment,
   Verdict,
 } from './policy-types.ts';
@@ -56,6 +57,8 @@ export interface CompiledRule {
   shadow: boolean;
   matched: Readonly<MatchedRule>;
   actions: readonly CompiledAction[];
+  /** Action names this rule withholds when it counts (`suppressActions`). */
+  suppresses: readonly string[];
 }
 
 export interface CompiledOverride {
@@ -210,6 +213,10 @@ export class PolicyEvaluator implements CompiledPolicy {
     let shadow: MatchedRule[] | undefined;
     let ruleActions: CompiledAction[] | undefined;
     let ruleActionSources: string[] | undefined;
+    // Actions of rules that counted only because they failed (failClosed/match): not taken.
+    let erroredActions: CompiledAction[] | undefined;
+    let erroredSources: string[] | undefined;
+    let suppressors: Map<string, string> | undefined;
     const rules = p.rules;
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
@@ -249,9 +256,22 @@ export class PolicyEvaluator implements CompiledPolicy {
       matchedRules.push(entry);
       score += rule.score;
       if (rule.verdictRank > hardRank) hardRank = rule.verdictRank;
-      for (const a of rule.actions) {
-        ruleActions = append(ruleActions, a);
-        ruleActionSources = append(ruleActionSources, rule.id);
+      // A failing rule counts towards the verdict (fail closed), but its side effects (lock-out,
+      // archiving) are not taken on an unknown. Its suppressions apply: withholding is the safe side.
+      if (error === undefined) {
+        for (const a of rule.actions) {
+          ruleActions = append(ruleActions, a);
+          ruleActionSources = append(ruleActionSources, rule.id);
+        }
+      } else {
+        for (const a of rule.actions) {
+          erroredActions = append(erroredActions, a);
+          erroredSources = append(erroredSources, rule.id);
+        }
+      }
+      if (rule.suppresses.length > 0) {
+        suppressors ??= new Map();
+        for (const name of rule.suppresses) if (!suppressors.has(name)) suppressors.set(name, rule.id);
       }
     }
 
@@ -270,13 +290,35 @@ export class PolicyEvaluator implements CompiledPolicy {
     }
 
     const actions: PolicyAction[] = [];
+    let suppressed: SuppressedAction[] | undefined;
     // An allow-list entry exempts the account from what the rules would have done to it.
-    if (ruleActions && override?.list !== 'allow') {
+    const rulesAct = override?.list !== 'allow';
+    if (ruleActions && rulesAct) {
       for (let i = 0; i < ruleActions.length; i++)
-        this.#pushAction(actions, ruleActions[i]!, ruleActionSources![i]!);
+        suppressed = this.#takeAction(
+          actions,
+          suppressed,
+          suppressors,
+          ruleActions[i]!,
+          ruleActionSources![i]!,
+        );
     }
     const bound = p.verdictActions[verdict];
-    for (let i = 0; i < bound.length; i++) this.#pushAction(actions, bound[i]!, `verdict:${verdict}`);
+    for (let i = 0; i < bound.length; i++)
+      suppressed = this.#takeAction(actions, suppressed, suppressors, bound[i]!, `verdict:${verdict}`);
+    if (erroredActions && rulesAct) {
+      for (let i = 0; i < erroredActions.length; i++) {
+        const a = erroredActions[i]!;
+        // Reported once, and only when nothing else took or withheld it.
+        if (actions.some((x) => x.name === a.name) || suppressed?.some((x) => x.name === a.name)) continue;
+        suppressed = append(suppressed, {
+          name: a.name,
+          type: a.template.type,
+          source: erroredSources![i]!,
+          reason: 'rule_error',
+        });
+      }
+    }
 
     const decision: PolicyDecision = {
       verdict,
@@ -291,6 +333,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     if (override) decision.override = override;
     if (skipped) decision.skippedRules = skipped;
     if (shadow) decision.shadowMatches = shadow;
+    if (suppressed) decision.suppressedActions = suppressed;
     return decision;
   }
 
@@ -302,6 +345,29 @@ export class PolicyEvaluator implements CompiledPolicy {
       out += `${out ? ', ' : ''}${u.signal} unavailable (${reason})`;
     }
     return out;
+  }
+
+  /** Takes `a`, or records it as withheld when a counted rule suppresses it; returns `suppressed`. */
+  #takeAction(
+    actions: PolicyAction[],
+    suppressed: SuppressedAction[] | undefined,
+    suppressors: ReadonlyMap<string, string> | undefined,
+    a: CompiledAction,
+    source: string,
+  ): SuppressedAction[] | undefined {
+    const by = suppressors?.get(a.name);
+    if (by === undefined) {
+      this.#pushAction(actions, a, source);
+      return suppressed;
+    }
+    if (suppressed?.some((x) => x.name === a.name)) return suppressed;
+    return append(suppressed, {
+      name: a.name,
+      type: a.template.type,
+      source,
+      reason: 'suppressed_by_rule',
+      by,
+    });
   }
 
   #pushAction(out: PolicyAction[], a: CompiledAction, source: string): void {

@@ -96,6 +96,12 @@ export const ruleSchema = z
       .describe('Added to the total when the rule matches (may be negative).'),
     verdict: verdictSchema.optional().describe('Hard verdict; overrides the score.'),
     actions: z.array(idSchema).optional().describe('Names from `actions`, taken when the rule matches.'),
+    suppressActions: z
+      .array(idSchema)
+      .optional()
+      .describe(
+        'Names from `actions` NOT taken when the rule matches, whoever asked for them (a verdict binding or another rule).',
+      ),
     onError: onErrorSchema.optional(),
     shadow: z
       .boolean()
@@ -228,6 +234,12 @@ export function crossCheckPolicy(p: PolicyFile): { path: (string | number)[]; me
     rule.actions?.forEach((a, j) => {
       if (!actionNames.has(a))
         issues.push({ path: ['rules', i, 'actions', j], message: `unknown action "${a}"` });
+    });
+    rule.suppressActions?.forEach((a, j) => {
+      const path = ['rules', i, 'suppressActions', j];
+      if (!actionNames.has(a)) issues.push({ path, message: `unknown action "${a}"` });
+      else if (rule.actions?.includes(a))
+        issues.push({ path, message: `the rule both takes and suppresses action "${a}"` });
     });
   });
   for (const v of ['allow', 'challenge', 'deny'] as const) {

@@ -180,6 +180,10 @@ export function compareDecision(expect: ExpectedDecision, d: PolicyDecision): st
   if (expect.actions && !sameSet(expect.actions, actions)) {
     out.push(`actions: expected ${list(expect.actions)}, got ${list(actions)}`);
   }
+  const suppressed = (d.suppressedActions ?? []).map((a) => a.name);
+  if (expect.suppressedActions && !sameSet(expect.suppressedActions, suppressed)) {
+    out.push(`suppressedActions: expected ${list(expect.suppressedActions)}, got ${list(suppressed)}`);
+  }
   if (expect.decidedBy !== undefined && expect.decidedBy !== d.decidedBy) {
     out.push(`decidedBy: expected ${expect.decidedBy}, got ${d.decidedBy}`);
   }

@@ -87,6 +87,10 @@ const expectSchema = z
     matchedRules: z.array(z.string()).optional().describe('Exactly these rules match (any order).'),
     skippedRules: z.array(z.string()).optional().describe('Exactly these rules are skipped (any order).'),
     actions: z.array(z.string()).optional().describe('Exactly these actions, by name (any order).'),
+    suppressedActions: z
+      .array(z.string())
+      .optional()
+      .describe('Exactly these actions asked for but not taken, by name (any order).'),
     decidedBy: z.enum(['override', 'verdict', 'score']).optional(),
   })
   .strict();

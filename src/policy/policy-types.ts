@@ -126,6 +126,22 @@ export interface MatchedRule {
   error?: string;
 }
 
+/**
+ * An action the policy asked for and did not take. `rule_error`: the rule that asked for it failed
+ * to evaluate; it still counted (failing closed) but its side effects are not taken on an unknown.
+ * `suppressed_by_rule`: a matched rule's `suppressActions` withheld it (`by` names that rule).
+ */
+export interface SuppressedAction {
+  /** The action's name in the policy file (`actions.<name>`). */
+  name: string;
+  type: PolicyActionType;
+  /** The rule or verdict binding (`verdict:<v>`) that asked for it. */
+  source: string;
+  reason: 'rule_error' | 'suppressed_by_rule';
+  /** For `suppressed_by_rule`: the rule whose `suppressActions` withheld it. */
+  by?: string;
+}
+
 /** A rule that was not evaluated, or whose evaluation failed and did not count. */
 export interface SkippedRule {
   id: string;
@@ -176,6 +192,8 @@ export interface PolicyDecision {
   skippedRules?: SkippedRule[];
   /** Rules marked `shadow: true` that matched: reported, never counted (to trial an edit live). */
   shadowMatches?: MatchedRule[];
+  /** Actions asked for but not taken (a failing rule's, or withheld by `suppressActions`). */
+  suppressedActions?: SuppressedAction[];
 }
 
 /** Per-read settings of the Admin API reads (`admin.user`, `admin.devices` in the policy). */
