@@ -176,6 +176,78 @@ describe('policy loading errors carry file, line, column and a readable message'
     ]);
   });
 
+  it('refuses a literal CIDR, regular expression or time zone that would fail every evaluation', () => {
+    const text = policy(`  - id: office
+    description: d
+    score: 1
+    when: >-
+      request.ip.inCidr("10.0.0.0/8") || request.ip.inCidr("10.0.0.0/33")
+  - { id: bot, description: d, when: 'request.userAgent.matches("(bot")', score: 1 }
+  - { id: night, description: d, when: 'now.getHours("Europe/Zurch") < 6', score: 1 }
+  - { id: offset, description: d, when: 'now.getDayOfWeek("+01:00") == 0', score: 1 }
+  - { id: ci, description: d, when: 'request.userAgent.matches("(?i)bot")', score: 1 }`);
+    const errors = errorsOf(text);
+    expect(errors.map((e) => [e.line, e.col, e.message])).toEqual([
+      [
+        10,
+        60,
+        'rules[0].when: inCidr: "10.0.0.0/33" is not a CIDR (address/prefix: IPv4 /0-32, IPv6 /0-128, e.g. "10.0.0.0/8")',
+      ],
+      [11, 65, 'rules[1].when: matches: invalid regular expression "(bot": Unterminated group'],
+      [12, 54, 'rules[2].when: getHours: unknown time zone "Europe/Zurch" (did you mean "Europe/Zurich"?)'],
+      [
+        13,
+        59,
+        'rules[3].when: getDayOfWeek: unknown time zone "+01:00"; fixed offsets are written as IANA names, e.g. "Etc/GMT-1" for UTC+1',
+      ],
+      [
+        14,
+        64,
+        'rules[4].when: matches: invalid regular expression "(?i)bot": Invalid group; inline flags such as (?i) are not supported: use e.g. `s.lowerAscii().matches("bot")`',
+      ],
+    ]);
+  });
+
+  it('refuses a literal timestamp or duration that cannot parse, and accepts valid literals', () => {
+    const errors = errorsOf(
+      policy(`  - { id: t, description: d, when: 'now > timestamp("2026-13-01T00:00:00Z")', score: 1 }
+  - { id: u, description: d, when: 'duration("5x") > duration("1s")', score: 1 }`),
+    );
+    expect(errors.map((e) => [e.line, e.col, e.message])).toEqual([
+      [
+        6,
+        43,
+        'rules[0].when: timestamp(…) fails on every evaluation: timestamp() requires a string in ISO 8601 format',
+      ],
+      [7, 37, 'rules[1].when: duration(…) fails on every evaluation: Invalid duration string: 5x'],
+    ]);
+    const ok = compilePolicy(
+      'p.yaml',
+      policy(`  - id: ok
+    description: d
+    score: 1
+    when: >-
+      request.ip.inCidr("2001:db8::/32") && request.userAgent.matches("^curl/[0-9.]+$")
+      && now.getHours("Europe/Zurich") < 6 && now > timestamp("2026-01-01T00:00:00Z")
+      && request.userAgent.matches(request.context.pattern)`),
+    );
+    expect(ok.issues).toEqual([]);
+  });
+
+  it('warns about a regular expression that JavaScript accepts but RE2 (CEL) does not', () => {
+    const r = compilePolicy(
+      'p.yaml',
+      policy(`  - { id: la, description: d, when: 'request.userAgent.matches("bot(?!tle)")', score: 1 }`),
+    );
+    expect(r.policy).toBeDefined();
+    expect(r.issues.map((i) => [i.severity, i.message])).toEqual([
+      [
+        'warning',
+        'rules[0].when: matches: "bot(?!tle)" uses a lookaround or back-reference, which RE2 (CEL\'s regex syntax) does not support',
+      ],
+    ]);
+  });
+
   it('warns, without refusing, about expired overrides and unused settings', () => {
     const text = policy(
       '  - { id: a, description: d, when: "true", score: 1 }',

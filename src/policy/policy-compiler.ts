@@ -9,6 +9,8 @@ import {
   USER_FIELDS,
 } from './cel-environment.ts';
 import { parseCidr } from './ip-cidr.ts';
+import { checkLiteralArguments } from './literal-arguments.ts';
+import { closestName } from './name-suggestion.ts';
 import { DEVICES_BIT, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {
@@ -97,20 +99,6 @@ const KNOWN_NAMES: readonly string[] = [
   ]),
 ];
 
-function editDistance(a: string, b: string): number {
-  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0]!;
-    prev[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = prev[j]!;
-      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = tmp;
-    }
-  }
-  return prev[b.length]!;
-}
-
 const KNOWN_VARIABLES: readonly string[] = [
   'signals',
   'user',
@@ -123,29 +111,16 @@ const KNOWN_VARIABLES: readonly string[] = [
   'null',
 ];
 
-function closest(wrong: string, names: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestD = 3;
-  for (const name of names) {
-    const d = editDistance(wrong.toLowerCase(), name.toLowerCase());
-    if (d < bestD) {
-      bestD = d;
-      best = name;
-    }
-  }
-  return best;
-}
-
 /** cel-js's summary, with a "did you mean" for misspelled names. */
 function celMessage(summary: string): string {
   const field = /^No such key: (\w+)/.exec(summary)?.[1];
   if (field) {
-    const best = closest(field, KNOWN_NAMES);
+    const best = closestName(field, KNOWN_NAMES);
     return best ? `unknown field "${field}" (did you mean "${best}"?)` : `unknown field "${field}"`;
   }
   const variable = /^Unknown variable: (\w+)/.exec(summary)?.[1];
   if (variable) {
-    const best = closest(variable, KNOWN_VARIABLES);
+    const best = closestName(variable, KNOWN_VARIABLES);
     const known = 'signals, user, devices, request, now, nowSeconds';
     return best
       ? `unknown name "${variable}" (did you mean "${best}"?)`
@@ -224,7 +199,19 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       error(path, `must be of type ${wantType}, but is ${checked.type}`, positionInString(source, path, 0));
       return undefined;
     }
-    return fn;
+    let valid = true;
+    for (const l of checkLiteralArguments(fn.ast, env)) {
+      const at = positionInString(source, path, l.offset);
+      issues.push({
+        file,
+        line: at.line,
+        col: at.col,
+        message: `${pathText(path)}: ${l.message}`,
+        severity: l.severity,
+      });
+      if (l.severity === 'error') valid = false;
+    }
+    return valid ? fn : undefined;
   };
 
   // Actions first: rules refer to them by name.
