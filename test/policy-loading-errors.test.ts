@@ -248,6 +248,33 @@ describe('policy loading errors carry file, line, column and a readable message'
     ]);
   });
 
+  it('warns about every hard allow: a rule verdict or an onUnavailable that allows whatever the score', () => {
+    const text = policy(
+      `  - { id: a, description: d, when: 'signals.latestProximity.success && user.status == "x"', score: 1 }
+  - { id: vip, description: d, when: 'request.accountId == "ceo"', verdict: allow }`,
+      `signals:
+  latestProximity: { onUnavailable: { verdict: allow } }
+admin:
+  user: { onUnavailable: { verdict: challenge } }`,
+    );
+    const r = compilePolicy('p.yaml', text, { now: new Date('2026-01-01T00:00:00Z') });
+    expect(r.policy).toBeDefined();
+    expect(r.issues.map((i) => [i.severity, i.line, i.col, i.message])).toEqual([
+      [
+        'warning',
+        7,
+        77,
+        'rules[1].verdict: a hard allow overrides any score, including a total at or above the deny threshold (only a hard deny beats it); to exempt accounts or networks, use overrides.allow, which expires',
+      ],
+      [
+        'warning',
+        9,
+        37,
+        'signals.latestProximity.onUnavailable: signals.latestProximity unavailable allows the login whatever the score (a hard allow; only a hard deny beats it)',
+      ],
+    ]);
+  });
+
   it('warns, without refusing, about expired overrides and unused settings', () => {
     const text = policy(
       '  - { id: a, description: d, when: "true", score: 1 }',

@@ -262,6 +262,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       needsDevices = true;
       skipMask |= DEVICES_BIT;
     }
+    if (rule.verdict === 'allow') warn(['rules', i, 'verdict'], HARD_ALLOW_WARNING);
     const score = rule.score ?? 0;
     const verdictRank = rule.verdict ? VERDICT_RANK[rule.verdict] : 0;
     const onError = rule.onError ?? defaultOnError;
@@ -288,6 +289,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     });
   });
 
+  warnUnavailableAllow(p, warn);
   warnUnused(p, required, needsUser, needsDevices, actions, warn);
   const now = (options.now ?? new Date()).getTime();
   const overrides: CompiledOverride[] = [];
@@ -362,6 +364,25 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };
+}
+
+const HARD_ALLOW_WARNING =
+  'a hard allow overrides any score, including a total at or above the deny threshold (only a hard ' +
+  'deny beats it); to exempt accounts or networks, use overrides.allow, which expires';
+
+/** `onUnavailable: {verdict: allow}` anywhere: an outage would allow whatever the score says. */
+function warnUnavailableAllow(p: PolicyFile, warn: (path: YamlPath, message: string) => void): void {
+  const message = (what: string) =>
+    `${what} unavailable allows the login whatever the score (a hard allow; only a hard deny beats it)`;
+  const isAllow = (o: OnUnavailable | undefined) =>
+    typeof o === 'object' && 'verdict' in o && o.verdict === 'allow';
+  if (isAllow(p.defaults?.onUnavailable))
+    warn(['defaults', 'onUnavailable'], message('any input without its own setting'));
+  for (const [s, cfg] of Object.entries(p.signals ?? {}))
+    if (isAllow(cfg?.onUnavailable)) warn(['signals', s, 'onUnavailable'], message(`signals.${s}`));
+  for (const r of ['user', 'devices'] as const)
+    if (isAllow(p.admin?.[r]?.onUnavailable))
+      warn(['admin', r, 'onUnavailable'], message(`the Admin ${r} read`));
 }
 
 function warnUnused(
