@@ -35,7 +35,7 @@ export interface ClientSandbox {
   /** Calls counted for `route` (`"METHOD /pattern"`), all statuses, or one status. */
   count(s: StatsSnapshot, route: string, status?: number): number;
   tokens(over?: Partial<TokenManagerOptions>): TokenManager;
-  signals(tokens: TokenManager, over?: Partial<SignalsClientOptions>): SignalsClient;
+  signals(tokens: SignalsClientOptions['tokens'], over?: Partial<SignalsClientOptions>): SignalsClient;
   admin(over?: Partial<AdminClientOptions>): AdminClient;
   stop(): Promise<void>;
 }

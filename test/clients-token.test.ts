@@ -29,42 +29,84 @@ async function advanceBoth(seconds: number) {
 
 const codes = (rs: UpstreamResult<unknown>[]) => rs.map((r) => (r.ok ? 'ok' : r.error.code));
 
+/** 200 concurrent new-browser calls; each call's attempt count from `onCall`. */
+async function burst(c: ReturnType<ClientSandbox['signals']>, attempts: number[]) {
+  const rs = await Promise.all(
+    Array.from({ length: 200 }, () => c.newBrowser({ subjectAccountId: 'alice' })),
+  );
+  expect(new Set(codes(rs))).toEqual(new Set(['ok']));
+  expect(attempts).toHaveLength(200);
+  return env.stats();
+}
+
 describe('token rollover against the sandbox', () => {
   it('200 concurrent callers at token expiry cause exactly one token request, and none fails', async () => {
     const tokens = env.tokens({ now });
-    const c = env.signals(tokens, { now });
+    const attempts: number[] = [];
+    const c = env.signals(tokens, { now, onCall: (i) => attempts.push(i.attempts) });
     expect((await tokens.getToken()).ok).toBe(true);
     await advanceBoth(5); // the token has expired on both sides
     expect(tokens.isReady()).toBe(false);
     await env.resetStats();
 
-    const rs = await Promise.all(
-      Array.from({ length: 200 }, () => c.newBrowser({ subjectAccountId: 'alice' })),
-    );
-    expect(new Set(codes(rs))).toEqual(new Set(['ok']));
-    const s = await env.stats();
+    const s = await burst(c, attempts);
     expect(s.tokensIssued).toBe(1);
     expect(env.count(s, NEW_BROWSER, 200)).toBe(200);
     expect(env.count(s, NEW_BROWSER, 401)).toBe(0);
+    expect(new Set(attempts)).toEqual(new Set([1]));
   });
 
   it('a token the upstream rejects (401) is refreshed once for 200 concurrent callers, each retried once', async () => {
     const tokens = env.tokens({ now });
-    const c = env.signals(tokens, { now });
+    const attempts: number[] = [];
+    const c = env.signals(tokens, { now, onCall: (i) => attempts.push(i.attempts) });
     expect((await tokens.getToken()).ok).toBe(true);
     await env.advanceClock(5); // expired for the sandbox only: the client still believes in it
     expect(tokens.isReady()).toBe(true);
     await env.resetStats();
 
-    const rs = await Promise.all(
-      Array.from({ length: 200 }, () => c.newBrowser({ subjectAccountId: 'alice' })),
-    );
-    expect(new Set(codes(rs))).toEqual(new Set(['ok']));
-    const s = await env.stats();
+    const s = await burst(c, attempts);
     expect(s.tokensIssued).toBe(1);
+    // Every call was built in the same turn with the held token, so each met one 401 and then
+    // succeeded with the one refreshed token: 200 refusals, 200 answers, nothing more.
+    expect(env.count(s, NEW_BROWSER, 401)).toBe(200);
     expect(env.count(s, NEW_BROWSER, 200)).toBe(200);
-    expect(env.count(s, NEW_BROWSER, 401)).toBeGreaterThan(0);
-    expect(env.count(s, NEW_BROWSER, 401)).toBeLessThanOrEqual(200);
+    expect(env.count(s, NEW_BROWSER)).toBe(400);
+    expect(new Set(attempts)).toEqual(new Set([2]));
+  });
+
+  it('a 401 whose retry meets a 503 ends there: two requests reach the upstream, not three', async () => {
+    const tokens = env.tokens({ now });
+    expect((await tokens.getToken()).ok).toBe(true);
+    await env.advanceClock(5); // the sandbox refuses the held token
+    let armed = false;
+    // The 503 is armed between the 401 and the retry, so only requests after the 401 meet it.
+    const c = env.signals(
+      {
+        peekToken: () => tokens.peekToken(),
+        invalidate: (t) => {
+          armed = true;
+          tokens.invalidate(t);
+        },
+        getToken: async (signal) => {
+          if (armed) {
+            armed = false;
+            await env.faults([{ route: NEW_BROWSER, errorRate: 1, errorStatus: 503, times: 2 }]);
+          }
+          return tokens.getToken(signal);
+        },
+      },
+      { now },
+    );
+    await env.resetStats();
+
+    const r = await c.newBrowser({ subjectAccountId: 'alice' });
+    expect(codes([r])).toEqual([ErrorCode.UPSTREAM_SERVER_ERROR]);
+    expect(r.ok ? 0 : r.error.status).toBe(503);
+    const s = await env.stats();
+    expect(env.count(s, NEW_BROWSER, 401)).toBe(1);
+    expect(env.count(s, NEW_BROWSER, 503)).toBe(1);
+    expect(env.count(s, NEW_BROWSER)).toBe(2);
   });
 
   it('no call fails across repeated rollovers under continuous load (refreshed ahead of expiry)', async () => {

@@ -240,4 +240,75 @@ describe('callUpstream over real HTTP', () => {
     await expectError(callUpstream(ctx(), s, undefined), ErrorCode.UPSTREAM_UNAUTHORIZED);
     expect(refreshes).toBe(2);
   });
+
+  it('a 401 then a 503 makes two attempts in all: the auth retry spends the one retry', async () => {
+    handler = (_q, res, hit) =>
+      hit === 1 ? json(res, 401, {}) : hit === 2 ? json(res, 503, {}) : json(res, 200, { ok: true });
+    let refreshes = 0;
+    const s = spec({
+      onUnauthorized: async () => {
+        refreshes++;
+        return true;
+      },
+    });
+    const err = await expectError(callUpstream(ctx(), s, undefined), ErrorCode.UPSTREAM_SERVER_ERROR);
+    expect(err.status).toBe(503);
+    expect(hits).toBe(2);
+    expect(refreshes).toBe(1);
+    expect(calls[0]?.attempts).toBe(2);
+  });
+
+  it('a 503 then a 401 makes two attempts in all: no token refresh after the 5xx retry', async () => {
+    handler = (_q, res, hit) =>
+      hit === 1 ? json(res, 503, {}) : hit === 2 ? json(res, 401, {}) : json(res, 200, { ok: true });
+    let refreshes = 0;
+    const s = spec({
+      onUnauthorized: async () => {
+        refreshes++;
+        return true;
+      },
+    });
+    await expectError(callUpstream(ctx(), s, undefined), ErrorCode.UPSTREAM_UNAUTHORIZED);
+    expect(hits).toBe(2);
+    expect(refreshes).toBe(0);
+  });
+
+  it('makes no 401 retry (and no refresh) when too little is left before deadlineAt', async () => {
+    handler = (_q, res, hit) => (hit === 1 ? json(res, 401, {}) : json(res, 200, { ok: true }));
+    let refreshes = 0;
+    const s = spec({
+      onUnauthorized: async () => {
+        refreshes++;
+        return true;
+      },
+    });
+    const at = 1_000_000;
+    // minRetryBudgetMs is 5: 4 ms left is too little.
+    await expectError(
+      callUpstream(ctx({ now: () => at }), s, { deadlineAt: at + 4 }),
+      ErrorCode.UPSTREAM_UNAUTHORIZED,
+    );
+    expect(hits).toBe(1);
+    expect(refreshes).toBe(0);
+    hits = 0;
+    expect((await callUpstream(ctx({ now: () => at }), s, { deadlineAt: at + 5 })).ok).toBe(true);
+    expect(hits).toBe(2);
+    expect(refreshes).toBe(1);
+  });
+
+  it('makes no 401 retry when the token refresh used up the time before deadlineAt', async () => {
+    handler = (_q, res, hit) => (hit === 1 ? json(res, 401, {}) : json(res, 200, { ok: true }));
+    let t = 1_000_000;
+    const s = spec({
+      onUnauthorized: async () => {
+        t += 50; // the refresh took 50 ms
+        return true;
+      },
+    });
+    await expectError(
+      callUpstream(ctx({ now: () => t }), s, { deadlineAt: t + 30 }),
+      ErrorCode.UPSTREAM_UNAUTHORIZED,
+    );
+    expect(hits).toBe(1);
+  });
 });

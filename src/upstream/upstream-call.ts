@@ -78,11 +78,15 @@ export interface CallSpec<T> {
   accept?: (status: number) => boolean;
   /** Turns an accepted answer into the value, or into an error when it does not match the spec. */
   parse: (res: RawResponse) => T | UpstreamError;
-  /** Whether the request is safe to send twice (idempotent). At most one retry is ever made. */
+  /**
+   * Whether the request is safe to send twice (idempotent), so a failure may be retried. At most one
+   * retry is ever made per call, the 401 retry included.
+   */
   retry: boolean;
   /**
    * Called on a 401 with the request that got it; resolving `true` retries once (after the token
-   * was refreshed). Independent of `retry`: a stale token is not a reason to give up.
+   * was refreshed). Independent of `retry`: a stale token is not a reason to give up. Not called
+   * when the call already retried, or when too little time is left before `deadlineAt`.
    */
   onUnauthorized?: (req: AttemptRequest) => Promise<boolean>;
   /** Streams a 2xx body instead of collecting it (the Log API). */
@@ -123,10 +127,19 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
   });
 }
 
+/** Whether a retry after `waitMs` still leaves `minRetryBudgetMs` before the call's `deadlineAt`. */
+function fitsDeadline(ctx: UpstreamContext, opts: CallOptions | undefined, waitMs: number): boolean {
+  return opts?.deadlineAt === undefined || ctx.now() + waitMs + ctx.minRetryBudgetMs <= opts.deadlineAt;
+}
+
 /**
  * Runs a call with its retry policy and resolves to an `UpstreamResult` (never rejects for an
- * upstream failure). Retries at most once, only when `spec.retry`, only for a transport failure, a
- * timeout, a 5xx other than 501, or a 429 whose `Retry-After` fits the deadline.
+ * upstream failure). A call makes at most two attempts: one retry, for one reason. That retry is
+ * either the 401 one (`spec.onUnauthorized` refreshed the token; made whether or not `spec.retry`)
+ * or, only when `spec.retry`, the one after a transport failure, a timeout, a 5xx other than 501,
+ * or a 429 whose `Retry-After` fits. So a 401 then a 503 is the call's answer (503), not a third
+ * attempt. Either retry starts only when at least `minRetryBudgetMs` is left before
+ * `opts.deadlineAt` (after the wait, for a 5xx/429).
  */
 export async function callUpstream<T>(
   ctx: UpstreamContext,
@@ -139,7 +152,6 @@ export async function callUpstream<T>(
   const accept = spec.accept ?? accept200;
   let attempts = 0;
   let retried = false;
-  let authRetried = false;
   let lastStatus: number | undefined;
   let outcome: T | UpstreamError;
 
@@ -173,20 +185,22 @@ export async function callUpstream<T>(
     }
     if (!(outcome instanceof UpstreamError)) break;
 
-    if (outcome.status === 401 && spec.onUnauthorized !== undefined && !authRetried) {
-      authRetried = true;
-      if (await spec.onUnauthorized(req)) continue;
-      break;
+    // One retry budget per call, whatever the reason: at most two attempts ever reach the upstream.
+    if (retried) break;
+    if (outcome.status === 401 && spec.onUnauthorized !== undefined) {
+      if (!fitsDeadline(ctx, opts, 0)) break;
+      retried = true;
+      if (!(await spec.onUnauthorized(req))) break;
+      // The refresh may have used up what was left.
+      if (!fitsDeadline(ctx, opts, 0)) break;
+      continue;
     }
-    if (!spec.retry || retried || !isRetryable(outcome)) break;
+    if (!spec.retry || !isRetryable(outcome)) break;
     const wait =
       outcome.code === ErrorCode.UPSTREAM_RATE_LIMITED
         ? (outcome.retryAfterMs ?? 0)
         : ctx.retryDelayMs * (0.5 + Math.random() * 0.5);
-    const fits =
-      opts?.deadlineAt !== undefined
-        ? ctx.now() + wait + ctx.minRetryBudgetMs <= opts.deadlineAt
-        : wait <= ctx.maxRetryWaitMs;
+    const fits = opts?.deadlineAt !== undefined ? fitsDeadline(ctx, opts, wait) : wait <= ctx.maxRetryWaitMs;
     if (!fits) break;
     retried = true;
     if (!(await sleep(wait, signal))) {
