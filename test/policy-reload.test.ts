@@ -1,7 +1,7 @@
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PolicyLoadError } from '../src/policy/policy-loader.ts';
 import { createPolicyStore, type PolicyStore } from '../src/policy/policy-store.ts';
 import type { PolicyInput } from '../src/policy/policy-types.ts';
@@ -142,6 +142,85 @@ describe('policy store: hot reload keeps the last good policy', () => {
     await until(() => store!.status().lastError !== undefined);
     expect(store.current()).toBe(first);
     expect(store.status().lastError?.errors[0]).toMatchObject({ file, line: 9, col: 12 });
+  });
+
+  it('picks up a Kubernetes ConfigMap update (an atomic `..data` symlink swap) through the watcher', async () => {
+    // The kubelet's layout: login.yaml -> ..data/login.yaml, ..data -> ..<timestamp>/; an update
+    // writes a new timestamped directory and renames a new `..data` link over the old one.
+    const mount = join(dir, 'mount');
+    await mkdir(join(mount, '..2026_11_20_v1'), { recursive: true });
+    await writeFile(join(mount, '..2026_11_20_v1', 'login.yaml'), policyText(50));
+    await symlink('..2026_11_20_v1', join(mount, '..data'));
+    await symlink('..data/login.yaml', join(mount, 'login.yaml'));
+    store = await createPolicyStore({
+      path: mount,
+      debounceMs: 20,
+      pollIntervalMs: 0,
+      log: (l) => logs.push(l),
+    });
+    const first = store.current();
+    expect(first.evaluate(INPUT).score).toBe(50);
+
+    await mkdir(join(mount, '..2026_11_20_v2'));
+    await writeFile(join(mount, '..2026_11_20_v2', 'login.yaml'), policyText(20));
+    await symlink('..2026_11_20_v2', join(mount, '..data_tmp'));
+    await rename(join(mount, '..data_tmp'), join(mount, '..data'));
+
+    await until(() => store!.current() !== first);
+    expect(store.current().evaluate(INPUT).score).toBe(20);
+    expect(store.status().reloads).toBe(1);
+  });
+
+  it('polls the content every pollIntervalMs, for mounts where file events never arrive', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      store = await createPolicyStore({ path: dir, watch: false, pollIntervalMs: 5000, log: () => {} });
+      const first = store.current();
+      await writeFile(file, policyText(30));
+      await vi.advanceTimersByTimeAsync(4999);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(store.current()).toBe(first);
+
+      await vi.advanceTimersByTimeAsync(1);
+      await until(() => store!.current() !== first);
+      expect(store.current().evaluate(INPUT).score).toBe(30);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('reports a broken file found by the poll once, not on every tick', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      store = await createPolicyStore({ path: dir, watch: false, pollIntervalMs: 1000, log: () => {} });
+      await writeFile(file, policyText(50, 'request.context.flag ==='));
+      await vi.advanceTimersByTimeAsync(1000);
+      await until(() => store!.status().failedReloads === 1);
+      for (let i = 0; i < 3; i++) await vi.advanceTimersByTimeAsync(1000);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(store.status().failedReloads).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('does not reload on an event in the directory that leaves the policy unchanged', async () => {
+    const reloaded: string[] = [];
+    store = await createPolicyStore({
+      path: dir,
+      debounceMs: 20,
+      pollIntervalMs: 0,
+      log: () => {},
+      onReload: (p) => reloaded.push(p.revision),
+    });
+    const first = store.current();
+    await writeFile(join(dir, 'notes.txt'), 'unrelated');
+    await writeFile(file, policyText(60));
+    await until(() => store!.current() !== first);
+    await writeFile(join(dir, 'notes.txt'), 'unrelated again');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(reloaded).toHaveLength(1);
+    expect(store.status()).toMatchObject({ reloads: 1, failedReloads: 0 });
   });
 
   it('fails to start when there is no good policy at all', async () => {

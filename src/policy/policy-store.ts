@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
-import { isPolicyFileName, loadPolicy, PolicyLoadError } from './policy-loader.ts';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { loadPolicy, PolicyLoadError, resolvePolicyFiles } from './policy-loader.ts';
 import type { CompiledPolicy, PolicyIssue } from './policy-types.ts';
 
 /**
@@ -9,6 +10,11 @@ import type { CompiledPolicy, PolicyIssue } from './policy-types.ts';
  * with one reference assignment, so a decision sees either the old policy or the new one, never a
  * mix. An invalid edit is refused: the last good policy stays live, and the error is logged, passed
  * to `onError` (for metrics) and kept in `status().lastError` (for `/policies`).
+ *
+ * Changes are noticed two ways, both reloading only when the files' content hash moved: any event
+ * in the directory (not only on the policy's name: a Kubernetes ConfigMap update is a swap of the
+ * `..data` symlink, and editors save through temporary names), and a slow poll, because fs.watch
+ * misses events on some mounts (network filesystems, some container runtimes).
  */
 
 export interface PolicyStoreStatus {
@@ -47,10 +53,15 @@ export interface PolicyStore {
 export interface PolicyStoreOptions {
   /** A policy file, or a directory holding exactly one policy file. */
   path: string;
-  /** Watch the files and reload on change. Default true. */
+  /** Watch the directory and reload on change. Default true. */
   watch?: boolean;
   /** Quiet period after the last file event before reloading, milliseconds. Default 200. */
   debounceMs?: number;
+  /**
+   * Interval of the content poll, milliseconds: the files are re-read and reloaded when their hash
+   * changed. Default 5000 when `watch` is on, else no poll; 0 turns it off. The timer is unref'd.
+   */
+  pollIntervalMs?: number;
   /** After a reload that changed the revision (metrics hook). */
   onReload?: (policy: CompiledPolicy, info: { previousRevision: string; durationMs: number }) => void;
   /** After a refused reload (metrics hook). */
@@ -61,6 +72,22 @@ export interface PolicyStoreOptions {
 
 function defaultLog(line: Record<string, unknown>): void {
   process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...line })}\n`);
+}
+
+/** Hash of the policy files' names and content (or of why they cannot be read). */
+async function contentHash(path: string): Promise<string> {
+  const h = createHash('sha256');
+  try {
+    for (const file of await resolvePolicyFiles(path)) {
+      h.update(file)
+        .update('\0')
+        .update(await readFile(file))
+        .update('\0');
+    }
+  } catch (e) {
+    h.update(`unreadable:${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  return h.digest('hex');
 }
 
 function toLoadError(e: unknown, path: string): PolicyLoadError {
@@ -78,7 +105,12 @@ function toLoadError(e: unknown, path: string): PolicyLoadError {
 export async function createPolicyStore(options: PolicyStoreOptions): Promise<PolicyStore> {
   const { path } = options;
   const debounceMs = options.debounceMs ?? 200;
+  const watching = options.watch ?? true;
+  const pollIntervalMs = options.pollIntervalMs ?? (watching ? 5000 : 0);
   const log = options.log ?? defaultLog;
+  // The content each load attempt started from: a poll or event that finds the same content does
+  // nothing, so a broken file is reported once, not on every tick.
+  let seenHash = await contentHash(path);
   let live = await loadPolicy(path);
   let loadedAt = new Date();
   let reloads = 0;
@@ -88,9 +120,11 @@ export async function createPolicyStore(options: PolicyStoreOptions): Promise<Po
   let again = false;
   let timer: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
+  let poller: NodeJS.Timeout | undefined;
   let closed = false;
 
   const loadOnce = async (): Promise<ReloadOutcome> => {
+    seenHash = await contentHash(path);
     const started = performance.now();
     try {
       const next = await loadPolicy(path);
@@ -150,22 +184,44 @@ export async function createPolicyStore(options: PolicyStoreOptions): Promise<Po
     return running;
   };
 
-  if (options.watch ?? true) {
-    const isDir = (await stat(path)).isDirectory();
-    const dir = isDir ? path : dirname(path);
-    const target = isDir ? undefined : basename(path);
-    // The directory, not the file: editors save by writing a new file and renaming it over the old.
-    watcher = watch(dir, { persistent: false }, (_event, filename) => {
-      const name = filename?.toString();
-      if (name && (target ? name !== target : !isPolicyFileName(name))) return;
+  // Reloads when the content moved since the last attempt; a trigger during a check checks again.
+  let checking: Promise<void> | undefined;
+  let recheck = false;
+  const reloadIfChanged = (): Promise<void> => {
+    if (checking) {
+      recheck = true;
+      return checking;
+    }
+    checking = (async () => {
+      do {
+        recheck = false;
+        if (running) await running;
+        if (closed) return;
+        if ((await contentHash(path)) !== seenHash) await reload();
+      } while (recheck && !closed);
+    })().finally(() => {
+      checking = undefined;
+    });
+    return checking;
+  };
+
+  if (watching) {
+    const dir = (await stat(path)).isDirectory() ? path : dirname(path);
+    // The directory, and every name in it: editors save through temporary files renamed over the
+    // policy, and a ConfigMap swaps a `..data` symlink the policy file points through.
+    watcher = watch(dir, { persistent: false }, () => {
       if (timer) clearTimeout(timer);
       timer = setTimeout(() => {
         timer = undefined;
-        if (!closed) void reload();
+        void reloadIfChanged();
       }, debounceMs);
       timer.unref();
     });
     watcher.on('error', (e) => log({ level: 'error', msg: 'policy watcher failed', error: String(e) }));
+  }
+  if (pollIntervalMs > 0) {
+    poller = setInterval(() => void reloadIfChanged(), pollIntervalMs);
+    poller.unref();
   }
 
   return {
@@ -187,6 +243,7 @@ export async function createPolicyStore(options: PolicyStoreOptions): Promise<Po
     close: () => {
       closed = true;
       if (timer) clearTimeout(timer);
+      if (poller) clearInterval(poller);
       watcher?.close();
     },
   };
