@@ -175,6 +175,8 @@ describe('Log API ranges and timestamp formats', () => {
     ['a malformed start', 'yesterday', '2026-01-15T11:00:00Z', 'start'],
     ['an impossible date', '2026-02-30T10:00:00Z', '2026-01-15T11:00:00Z', 'start'],
     ['an impossible hour', '2026-01-15T10:00:00Z', '2026-01-15T25:00:00Z', 'end'],
+    ['hour 24 (no rollover to the next day)', '2026-01-14T23:30:00Z', '2026-01-14T24:00:00Z', 'end'],
+    ['February 30th as end', '2026-01-15T10:00:00Z', '2024-02-30T00:00:00Z', 'end'],
   ])('answers 400 / 40000 for %s', async (_label, start, end, named) => {
     const r = await logCall(s, 'service', {
       query: [

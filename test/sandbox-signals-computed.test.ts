@@ -726,4 +726,17 @@ describe('collections', () => {
     expect(foreign.status).toBe(403);
     expect((await collect(sb, writer, [ok])).status).toBe(200);
   });
+
+  it('refuses an observedAt that is no real date and time, naming it', async () => {
+    const ok = { accountId: 'c', unitId: 'u', verificationStatus: 'verified', interactionId: 'i' };
+    for (const observedAt of ['2024-02-30T00:00:00Z', '2024-01-01T24:00:00+01:00']) {
+      const res = await collect(sb, writer, [{ ...ok, platform: 'mobile', observedAt }]);
+      expect(res.status, observedAt).toBe(400);
+      expect(((await res.json()) as { message: string }).message).toMatch(/^\[0\]\.observedAt: /);
+    }
+    const leapDay = await collect(sb, writer, [
+      { ...ok, platform: 'mobile', observedAt: '2024-02-29T12:00:00+01:00' },
+    ]);
+    expect(leapDay.status).toBe(200);
+  });
 });

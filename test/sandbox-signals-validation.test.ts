@@ -173,11 +173,35 @@ describe('windows', () => {
     ['not a date', 'yesterday'],
     ['a date without time', '2024-01-02'],
     ['an offset instead of UTC', '2024-01-02T10:00:00+01:00'],
+    ['February 30th', '2024-02-30T00:00:00Z'],
+    ['February 29th of a common year', '2023-02-29T00:00:00Z'],
+    ['April 31st', '2024-04-31T00:00:00Z'],
+    ['hour 24', '2024-01-01T24:00:00Z'],
   ])('refuses %s', async (_n, value) => {
     await expect400(
       await getSignal(sb, 'geolocation', { accountId: 'a', windowEnd: value }, token),
       'windowEnd',
     );
+    const end = '2024-03-01T00:00:00Z';
+    await expect400(
+      await getSignal(
+        sb,
+        'new-browser',
+        { subjectAccountId: 'a', windowStart: value, windowEnd: end },
+        token,
+      ),
+      'windowStart',
+    );
+  });
+
+  it('accepts the leap day of a leap year', async () => {
+    const res = await getSignal(
+      sb,
+      'geolocation',
+      { accountId: 'a', windowEnd: '2024-02-29T00:00:00Z' },
+      token,
+    );
+    expect(res.status).toBe(200);
   });
 });
 

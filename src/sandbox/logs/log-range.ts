@@ -1,4 +1,5 @@
 import { VendorApiError } from '../admin/vendor-error.ts';
+import { utcDateTimeMs } from '../signals/rfc3339.ts';
 
 /**
  * Timestamps and ranges of the Log API (log-api.md "Endpoints" and "Limits", CONTRACT §6). Times are
@@ -38,24 +39,8 @@ export function parseLogTimestamp(value: string): bigint | undefined {
   const iso = ISO_8601.exec(value);
   if (!iso) return undefined;
   const [, y, mo, d, h, mi, s, frac, zone] = iso;
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
-  const hour = Number(h);
-  const minute = Number(mi);
-  const second = Number(s);
-  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
-  const check = new Date(ms);
-  if (
-    check.getUTCFullYear() !== year ||
-    check.getUTCMonth() !== month - 1 ||
-    check.getUTCDate() !== day ||
-    check.getUTCHours() !== hour ||
-    check.getUTCMinutes() !== minute ||
-    check.getUTCSeconds() !== second
-  ) {
-    return undefined;
-  }
+  const ms = utcDateTimeMs(Number(y), Number(mo), Number(d), Number(h), Number(mi), Number(s));
+  if (ms === undefined) return undefined;
   let offsetMinutes = 0;
   if (zone && zone !== 'Z' && zone !== 'z') {
     const sign = zone[0] === '-' ? -1 : 1;

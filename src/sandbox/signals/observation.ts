@@ -8,6 +8,7 @@ import {
   type VerificationStatus,
   verificationStatusSchema,
 } from '../../signals/identifiers.ts';
+import { parseRfc3339 } from './rfc3339.ts';
 
 /**
  * The sandbox's observation model: what a sensor SDK reports about one unit (a browser or a mobile
@@ -89,8 +90,6 @@ export const observationPayloadShape = {
   onCall: z.boolean().optional(),
 };
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-
 /** One observation as written to `POST /api/v1/collections`. */
 export const collectedObservationSchema = z.object({
   serviceId: serviceIdSchema,
@@ -100,7 +99,10 @@ export const collectedObservationSchema = z.object({
   interactionId: interactionIdSchema,
   sdkVersionId: sdkVersionIdSchema.optional(),
   /** RFC 3339; default the sandbox clock's now. */
-  observedAt: z.string().regex(RFC3339, 'must be an RFC 3339 timestamp').optional(),
+  observedAt: z
+    .string()
+    .refine((v) => parseRfc3339(v) !== undefined, 'must be an RFC 3339 timestamp of a real date and time')
+    .optional(),
   ...observationPayloadShape,
 });
 export type CollectedObservation = z.infer<typeof collectedObservationSchema>;

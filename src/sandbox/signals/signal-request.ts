@@ -12,6 +12,7 @@ import {
   type VerificationStatus,
 } from '../../signals/identifiers.ts';
 import type { UnitFilter } from './observation-store.ts';
+import { parseRfc3339 } from './rfc3339.ts';
 
 /**
  * Query-parameter validation of the signal endpoints (trust-signals-api.md "Identifiers", "Matching
@@ -43,7 +44,6 @@ export interface SideSelector {
   filter: UnitFilter;
 }
 
-const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?[Zz]$/;
 const STATUSES: ReadonlySet<string> = new Set(VERIFICATION_STATUSES);
 
 export function requireServiceId(q: Query): string {
@@ -120,9 +120,13 @@ function checkId(name: string, v: string, pattern: RegExp, max: number): void {
 }
 
 function parseTime(name: string, v: string): number {
-  const t = RFC3339_UTC.test(v) ? Date.parse(v) : Number.NaN;
-  if (Number.isNaN(t))
-    throw new SignalParamError(name, 'must be an RFC 3339 UTC timestamp, e.g. 2024-01-02T10:00:00Z');
+  const t = parseRfc3339(v, { utcOnly: true });
+  if (t === undefined) {
+    throw new SignalParamError(
+      name,
+      'must be an RFC 3339 UTC timestamp of a real date and time, e.g. 2024-01-02T10:00:00Z',
+    );
+  }
   return t;
 }
 

@@ -21,6 +21,7 @@ import {
   type RatOutcome,
   scoreRemoteAccessTool,
 } from './remote-access-tool.ts';
+import { parseRfc3339 } from './rfc3339.ts';
 import {
   type PairedRequest,
   parsePairedRequest,
@@ -338,5 +339,5 @@ function supportingSignalTypes(q: Query): readonly SupportingSignalType[] {
 
 function toStored(o: CollectedObservation, nowMs: number) {
   const { observedAt, ...rest } = o;
-  return { ...rest, timeMs: observedAt === undefined ? nowMs : Date.parse(observedAt) };
+  return { ...rest, timeMs: (observedAt === undefined ? undefined : parseRfc3339(observedAt)) ?? nowMs };
 }
