@@ -69,6 +69,25 @@ describe('Admin client against the sandbox (signed with SVC-Date)', () => {
     expect(await admin.deleteDevice(deviceId!)).toMatchObject({ ok: true, value: { alreadyArchived: true } });
   });
 
+  it('a 503 on DELETE device is the answer: the delete is sent once, never retried', async () => {
+    const id = await userId('carol');
+    const devices = await admin.getUserDevices(id, { status: ['enrolled'] });
+    const deviceId = devices.ok ? devices.value.devices[0]?.device_id : undefined;
+    expect(deviceId).toBeDefined();
+    await env.faults([
+      { route: 'DELETE /srv/admin/v1/devices/:id', errorRate: 1, errorStatus: 503, times: 1 },
+    ]);
+    await env.resetStats();
+    const r = await admin.deleteDevice(deviceId!);
+    expect(r.ok ? 'ok' : r.error.code).toBe(ErrorCode.UPSTREAM_SERVER_ERROR);
+    expect(env.count(await env.stats(), 'DELETE /srv/admin/v1/devices/:id')).toBe(1);
+    // The fault is spent: the device is still there to archive.
+    expect(await admin.deleteDevice(deviceId!)).toMatchObject({
+      ok: true,
+      value: { alreadyArchived: false },
+    });
+  });
+
   it('creates a one-time code', async () => {
     const id = await userId('carol');
     const r = await admin.createOneTimeCode(id, { length: 8, valid_secs: 300 });

@@ -117,7 +117,10 @@ export interface AdminClient {
   getUserDevicesCached(userId: string, filter?: DeviceFilter, opts?: CallOptions): R<UserDevices>;
   /** `PUT /users/{id}`; retried once when safe (a PUT sets, so repeating it is harmless). */
   updateUser(userId: string, update: UserUpdate, opts?: CallOptions): R<UserUpdateOutcome>;
-  /** `DELETE /devices/{id}`; a retry that finds it archived reports `alreadyArchived`. */
+  /**
+   * `DELETE /devices/{id}`; never retried here (a caller's retry that finds it archived gets
+   * `alreadyArchived`).
+   */
   deleteDevice(deviceId: string, opts?: CallOptions): R<DeviceDeleteOutcome>;
   /** `POST /users/{id}/one_time_code`; never retried (a new code voids the previous one). */
   createOneTimeCode(
@@ -357,7 +360,9 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
           return out;
         },
         o,
-        { accept: (s) => s === 200 || s === 410 },
+        // Not retried here: the issue allows retries for GETs and PUT status only. The action queue
+        // retries at its own level, and a 410 there is "already archived".
+        { accept: (s) => s === 200 || s === 410, retry: false },
       ).then((r) => {
         devices.invalidate(undefined, (list) => list.devices.some((d) => d.device_id === deviceId));
         return r;
