@@ -4,7 +4,8 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { runCli, processIo } = await import('../src/cli/main.ts');
+const { runCli, processIo, handleClosedStdout } = await import('../src/cli/main.ts');
+handleClosedStdout();
 try {
   process.exitCode = await runCli(process.argv.slice(2), processIo);
 } catch (e) {

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,11 +145,67 @@ describe('riskgate policy CLI', () => {
     });
   });
 
-  it('exits 2 on usage errors and a missing path', async () => {
+  it('exits 2 on usage errors', async () => {
     expect((await cli(['policy'])).code).toBe(2);
     expect((await cli(['policy', 'frobnicate'])).code).toBe(2);
     expect((await cli(['policy', 'check', '--bogus'])).code).toBe(2);
-    expect((await cli(['policy', 'check', join(dir, 'nope')])).code).toBe(2);
+  });
+
+  it('exits 3 with a clear message when the path to check or test does not exist', async () => {
+    const missing = join(dir, 'nope');
+    const check = await cli(['policy', 'check', missing]);
+    expect(check.code).toBe(3);
+    expect(check.err).toEqual([
+      `riskgate policy check: ${missing}: no such file or directory (nothing checked)`,
+    ]);
+    const test = await cli(['policy', 'test', missing]);
+    expect(test.code).toBe(3);
+    expect(test.err).toEqual([
+      `riskgate policy test: ${missing}: no such file or directory (nothing tested)`,
+    ]);
+  });
+
+  it('test: exits 3 when the directory holds no suite', async () => {
+    const sub = await mkdtemp(join(dir, 'nosuite-'));
+    await writeFile(join(sub, 'cli.yaml'), GOOD);
+    const r = await cli(['policy', 'test', sub]);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain(`riskgate policy test: no *.test.yaml suites in ${sub}`);
+  });
+
+  it('check: prints a literal that would fail every evaluation at file:line:col, and warns on a hard allow', async () => {
+    const file = join(dir, 'literals.yaml');
+    await writeFile(
+      file,
+      GOOD.concat(
+        `  - { id: office, description: o, when: 'request.ip.inCidr("10.0.0.0/33")', verdict: allow }\n`,
+      ),
+    );
+    const r = await cli(['policy', 'check', file]);
+    expect(r.code).toBe(3);
+    expect(r.out).toHaveLength(2);
+    expect(r.out[0]).toBe(
+      `${file}:7:60 rules[1].when: inCidr: "10.0.0.0/33" is not a CIDR (address/prefix: IPv4 /0-32, IPv6 /0-128, e.g. "10.0.0.0/8")`,
+    );
+    expect(
+      r.out[1]?.startsWith(`${file}:7:86 warning: rules[1].verdict: a hard allow overrides any score`),
+    ).toBe(true);
+  });
+
+  it('test --json into a pipe closed early (| head) ends quietly, without an EPIPE stack (real launcher)', async () => {
+    const child = spawn(process.execPath, [BIN, 'policy', 'test', '--json'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // The reader goes away before the first byte, as `| head -c 0` does: every write hits EPIPE.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('schema: writes the JSON Schemas that the committed ones must equal', async () => {

@@ -5,21 +5,45 @@ const USAGE = `usage: riskgate policy <command> [path] [options]
 
 commands:
   check [path]    compile and type-check the policies (default path: policies)
-                  exit 0 ok, 3 on errors; one line per issue: file:line:col message
+                  exit 0 ok, 3 on errors (a missing path too); one line per issue: file:line:col message
   test [path]     run the *.test.yaml suites beside the policies
-                  exit 0 ok, 4 on a failing case, 3 when a suite or policy does not load
+                  exit 0 ok, 4 on a failing case, 3 when a suite or policy does not load (or is missing)
   schema [dir]    write policy.schema.json and policy-test.schema.json (default dir: policies)
 
 options:
   --json                 machine-readable output (check, test)
   --require-coverage     test: also fail (exit 4) on a coverage gap
-  -h, --help             this text`;
+  -h, --help             this text
 
-/** Console output for the real CLI. */
+exit 2 on a usage error`;
+
+let stdoutClosed = false;
+
+/** Console output for the real CLI; stops writing once the reader of stdout has gone. */
 export const processIo: CliIo = {
-  out: (line) => process.stdout.write(`${line}\n`),
+  out: (line) => {
+    if (!stdoutClosed) process.stdout.write(`${line}\n`);
+  },
   err: (line) => process.stderr.write(`${line}\n`),
 };
+
+/**
+ * Makes a closed stdout quiet: `riskgate policy test --json | head` closes the pipe early, and the
+ * write fails with EPIPE, which unhandled is a crash with a stack trace. The reader has what it
+ * wanted, so further output is dropped and the command ends with its own exit code. Call once,
+ * from the launcher.
+ */
+export function handleClosedStdout(stream: NodeJS.WriteStream = process.stdout): void {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') {
+      stdoutClosed = true;
+      return;
+    }
+    process.stderr.write(`riskgate: cannot write output: ${e.message}\n`);
+    process.exitCode = 1;
+    stdoutClosed = true;
+  });
+}
 
 /** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {

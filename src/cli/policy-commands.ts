@@ -29,12 +29,13 @@ async function pathKind(path: string): Promise<'file' | 'dir' | undefined> {
 
 /**
  * `riskgate policy check [path]`: compiles and type-checks every policy file at `path` (default
- * `policies`). Prints one line per issue (`file:line:col message`); exit 0, or 3 on any error.
+ * `policies`). Prints one line per issue (`file:line:col message`); exit 0, or 3 on any error,
+ * a missing path or a directory without policy files.
  */
 export async function policyCheck(path: string, opts: { json: boolean }, io: CliIo): Promise<number> {
   if (!(await pathKind(path))) {
-    io.err(`riskgate policy check: ${path}: no such file or directory`);
-    return EXIT.USAGE;
+    io.err(`riskgate policy check: ${path}: no such file or directory (nothing checked)`);
+    return EXIT.INVALID_POLICY;
   }
   const files = await resolvePolicyFiles(path);
   const issues: PolicyIssue[] = [];
@@ -117,7 +118,7 @@ function printSuite(s: SuiteResult, io: CliIo): void {
 /**
  * `riskgate policy test [path]`: runs the `*.test.yaml` suites at `path` (default `policies`).
  * Exit 0 when all pass, 4 on a failing case (or a coverage gap with `requireCoverage`), 3 when a
- * suite or its policy does not load.
+ * suite or its policy does not load, the path does not exist or holds no suite.
  */
 export async function policyTest(
   path: string,
@@ -125,8 +126,8 @@ export async function policyTest(
   io: CliIo,
 ): Promise<number> {
   if (!(await pathKind(path))) {
-    io.err(`riskgate policy test: ${path}: no such file or directory`);
-    return EXIT.USAGE;
+    io.err(`riskgate policy test: ${path}: no such file or directory (nothing tested)`);
+    return EXIT.INVALID_POLICY;
   }
   const started = performance.now();
   const files = await resolveTestFiles(path);
@@ -141,7 +142,7 @@ export async function policyTest(
     : failed > 0 || (opts.requireCoverage && gaps > 0)
       ? EXIT.TEST_FAILED
       : files.length === 0
-        ? EXIT.USAGE
+        ? EXIT.INVALID_POLICY
         : EXIT.OK;
   if (opts.json) {
     const slim = suites.map((s) => ({

@@ -246,6 +246,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   let needsDevices = actionRefs.devices;
   const rules: CompiledRule[] = [];
   p.rules.forEach((rule, i) => {
+    if (rule.verdict === 'allow') warn(['rules', i, 'verdict'], HARD_ALLOW_WARNING);
     const fn = compileExpression(['rules', i, 'when'], rule.when, 'bool');
     if (!fn) return;
     const refs = analyzeExpression(fn.ast);
@@ -262,7 +263,6 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       needsDevices = true;
       skipMask |= DEVICES_BIT;
     }
-    if (rule.verdict === 'allow') warn(['rules', i, 'verdict'], HARD_ALLOW_WARNING);
     const score = rule.score ?? 0;
     const verdictRank = rule.verdict ? VERDICT_RANK[rule.verdict] : 0;
     const onError = rule.onError ?? defaultOnError;
