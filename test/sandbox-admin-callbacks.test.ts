@@ -74,15 +74,15 @@ describe('Admin API callbacks', () => {
     const cb = hook.received.find((r) => r.path.startsWith('/enrolled'))!;
     expect(cb.path).toBe('/enrolled?token=single-use-123');
     expect(cb.headers['content-type']).toBe('application/json');
-    const verdict = verifyCallbackSignature(
+    const verdict = await verifyCallbackSignature(
       cb.headers['x-jws-signature'] as string,
       cb.raw,
       s.config.credentials.callbackSignatureKey,
     );
     expect(verdict).toEqual({ ok: true });
-    expect(verifyCallbackSignature(cb.headers['x-jws-signature'] as string, cb.raw, 'other-key').ok).toBe(
-      false,
-    );
+    expect(
+      (await verifyCallbackSignature(cb.headers['x-jws-signature'] as string, cb.raw, 'other-key')).ok,
+    ).toBe(false);
     expect(JSON.parse(cb.raw.toString('utf8'))).toEqual({
       user_id: created.json.user_id,
       username: 'enrollee',
@@ -130,16 +130,18 @@ describe('Admin API callbacks', () => {
     const now = s.clock.now() / 1000;
     const calls = hook.received.filter((r) => r.path === '/migrated');
     expect(calls).toHaveLength(2);
-    const bodies = calls.map((c) => {
+    for (const c of calls) {
       expect(
-        verifyCallbackSignature(
-          c.headers['x-jws-signature'] as string,
-          c.raw,
-          s.config.credentials.callbackSignatureKey,
+        (
+          await verifyCallbackSignature(
+            c.headers['x-jws-signature'] as string,
+            c.raw,
+            s.config.credentials.callbackSignatureKey,
+          )
         ).ok,
       ).toBe(true);
-      return JSON.parse(c.raw.toString('utf8'));
-    });
+    }
+    const bodies = calls.map((c) => JSON.parse(c.raw.toString('utf8')));
     expect(bodies.map((b) => b.device_id).sort()).toEqual([...oldIds].sort());
     for (const b of bodies) {
       expect(b).toEqual({
@@ -216,10 +218,12 @@ describe('Admin API callback delivery: retries and URL rules', () => {
       // Every attempt carries the same verifying signature.
       for (const r of flaky.received) {
         expect(
-          verifyCallbackSignature(
-            r.headers['x-jws-signature'] as string,
-            r.raw,
-            s.config.credentials.callbackSignatureKey,
+          (
+            await verifyCallbackSignature(
+              r.headers['x-jws-signature'] as string,
+              r.raw,
+              s.config.credentials.callbackSignatureKey,
+            )
           ).ok,
         ).toBe(true);
       }

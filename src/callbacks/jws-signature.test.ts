@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { base64url } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { signCallbackBody, verifyCallbackSignature } from './jws-signature.ts';
@@ -10,35 +11,66 @@ describe('callback JWS (CONTRACT §2)', () => {
   it('signs the contract vector', () => {
     expect(signCallbackBody(BODY, KEY)).toBe(VECTOR);
   });
-  it('verifies the contract vector on the raw bytes', () => {
-    expect(verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY)).toEqual({ ok: true });
+  it('verifies the contract vector on the raw bytes', async () => {
+    expect(await verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY)).toEqual({ ok: true });
   });
-  it('refuses a tampered body, a wrong key and a missing header', () => {
-    expect(verifyCallbackSignature(VECTOR, Buffer.from(BODY.replace('u1', 'u2')), KEY)).toEqual({
+  it('refuses a tampered body, a wrong key and a missing header', async () => {
+    expect(await verifyCallbackSignature(VECTOR, Buffer.from(BODY.replace('u1', 'u2')), KEY)).toEqual({
       ok: false,
       reason: 'MISMATCH',
     });
-    expect(verifyCallbackSignature(VECTOR, Buffer.from(BODY), 'other-key').ok).toBe(false);
-    expect(verifyCallbackSignature(undefined, Buffer.from(BODY), KEY)).toEqual({
+    expect(await verifyCallbackSignature(VECTOR, Buffer.from(BODY), 'other-key')).toEqual({
+      ok: false,
+      reason: 'MISMATCH',
+    });
+    expect(await verifyCallbackSignature(undefined, Buffer.from(BODY), KEY)).toEqual({
       ok: false,
       reason: 'MISSING',
     });
   });
-  it('refuses alg none and any alg but HS256', () => {
+  it('refuses alg none and any alg but HS256', async () => {
     const none = `${base64url.encode('{"alg":"none"}')}..`;
-    expect(verifyCallbackSignature(none, Buffer.from(BODY), KEY).ok).toBe(false);
+    expect((await verifyCallbackSignature(none, Buffer.from(BODY), KEY)).ok).toBe(false);
+    const noneSigned = `${base64url.encode('{"alg":"none"}')}..${VECTOR.split('..')[1]}`;
+    expect(await verifyCallbackSignature(noneSigned, Buffer.from(BODY), KEY)).toEqual({
+      ok: false,
+      reason: 'UNSUPPORTED_ALG',
+    });
     const hs512 = `${base64url.encode('{"alg":"HS512"}')}..${VECTOR.split('..')[1]}`;
-    expect(verifyCallbackSignature(hs512, Buffer.from(BODY), KEY)).toEqual({
+    expect(await verifyCallbackSignature(hs512, Buffer.from(BODY), KEY)).toEqual({
       ok: false,
       reason: 'UNSUPPORTED_ALG',
     });
   });
-  it('refuses an attached payload', () => {
+  it('refuses an attached payload', async () => {
     const [h, s] = VECTOR.split('..');
     const attached = `${h}.${base64url.encode(BODY)}.${s}`;
-    expect(verifyCallbackSignature(attached, Buffer.from(BODY), KEY)).toEqual({
+    expect(await verifyCallbackSignature(attached, Buffer.from(BODY), KEY)).toEqual({
       ok: false,
       reason: 'MALFORMED',
     });
+  });
+  it('refuses a header that is not base64url JSON', async () => {
+    const sig = VECTOR.split('..')[1];
+    expect(await verifyCallbackSignature(`not-json..${sig}`, Buffer.from(BODY), KEY)).toEqual({
+      ok: false,
+      reason: 'MALFORMED',
+    });
+  });
+  it('refuses a critical header extension it does not understand, even correctly signed (RFC 7515 §4.1.11)', async () => {
+    const crit = base64url.encode('{"alg":"HS256","crit":["x-unknown"],"x-unknown":1}');
+    const mac = createHmac('sha256', KEY)
+      .update(`${crit}.${base64url.encode(BODY)}`)
+      .digest();
+    const value = `${crit}..${base64url.encode(mac)}`;
+    expect(await verifyCallbackSignature(value, Buffer.from(BODY), KEY)).toEqual({
+      ok: false,
+      reason: 'MALFORMED',
+    });
+  });
+  it('is asynchronous (WebCrypto through jose): the verdict is a promise', async () => {
+    const pending = verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await pending).toEqual({ ok: true });
   });
 });

@@ -107,7 +107,7 @@ export function createApp(deps: AppDeps): Hono {
   if (callbackKey !== undefined) {
     app.post('/callbacks/admin', limitBody(MAX_CALLBACK_BODY_BYTES), async (c) => {
       const raw = new Uint8Array(await c.req.arrayBuffer());
-      const verified = verifyCallbackSignature(c.req.header('x-jws-signature'), raw, callbackKey);
+      const verified = await verifyCallbackSignature(c.req.header('x-jws-signature'), raw, callbackKey);
       if (!verified.ok) {
         deps.log({ level: 'warn', msg: 'admin callback refused', reason: verified.reason });
         return problemResponse(
