@@ -30,7 +30,7 @@ export async function lookUpUserIds(
     );
     const response = await fetch(url, {
       headers: { 'svc-date': date, authorization },
-      signal: AbortSignal.timeout(5000),
+      signal: AbortSignal.timeout(30_000),
     });
     const text = await response.text();
     if (!response.ok) throw new Error(`GET ${url}: ${response.status} ${text.slice(0, 300)}`);

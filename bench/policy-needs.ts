@@ -1,7 +1,7 @@
 import { type DecideRequest, decideRequestSchema } from '../src/decide/decide-request.ts';
-import { isApplicable } from '../src/decide/signal-queries.ts';
+import * as signalQueries from '../src/decide/signal-queries.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
-import type { PolicyRequirements } from '../src/policy/policy-types.ts';
+import type { PolicyRequirements, PolicySignalName } from '../src/policy/policy-types.ts';
 
 /**
  * How many upstream reads the active policy needs per decision, for the bench's bodies: one per
@@ -21,10 +21,25 @@ export interface PolicyNeeds {
   readsPerDecision: number;
 }
 
+/**
+ * Whether the decision service queries `name` for this request, by its own rule
+ * (src/decide/signal-queries.ts: `applicability`, formerly `isApplicable`; read through the
+ * namespace so the bench keeps working across that rename).
+ */
+function isQueried(name: PolicySignalName, request: DecideRequest): boolean {
+  const rules = signalQueries as unknown as {
+    applicability?: (n: PolicySignalName, r: DecideRequest) => string;
+    isApplicable?: (n: PolicySignalName, r: DecideRequest) => boolean;
+  };
+  if (rules.applicability) return rules.applicability(name, request) === 'ok';
+  if (rules.isApplicable) return rules.isApplicable(name, request);
+  throw new Error('src/decide/signal-queries.ts exports neither applicability nor isApplicable');
+}
+
 /** Reads one request needs under `requirements` (mirrors the fan-out of src/decide/run-decision.ts). */
 export function readsNeeded(requirements: PolicyRequirements, request: DecideRequest): number {
   let n = 0;
-  for (const name of requirements.signals) if (isApplicable(name, request)) n++;
+  for (const name of requirements.signals) if (isQueried(name, request)) n++;
   if (request.userId !== undefined) {
     if (requirements.adminUser) n++;
     if (requirements.adminDevices) n++;

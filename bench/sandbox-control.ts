@@ -1,6 +1,6 @@
 /**
  * The sandbox's control API as the bench uses it: counters of upstream traffic, faults (the
- * upstream latency profile) and resets. Every call has a 5 s timeout and fails loudly.
+ * upstream latency profile) and resets. Every call has a 30 s timeout and fails loudly.
  */
 
 /** What `GET /sandbox/stats` answers (src/sandbox/stats/request-stats.ts). */
@@ -14,7 +14,7 @@ export interface SandboxStats {
 export type LatencyProfile = { name: 'zero' } | { name: 'lognormal'; p50Ms: number; p99Ms: number };
 
 async function call(url: string, init: RequestInit = {}): Promise<Response> {
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) });
   if (!response.ok) {
     const text = await response.text().catch(() => '');
     throw new Error(`${init.method ?? 'GET'} ${url}: ${response.status} ${text.slice(0, 300)}`);
