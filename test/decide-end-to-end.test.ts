@@ -30,7 +30,10 @@ type Action = { type: string; status: string; oneTimeCode?: string; expiresAt?: 
 const reasonIds = (body: Record<string, unknown>) => (body.reasons as Reason[]).map((r) => r.id).sort();
 const actions = (body: Record<string, unknown>) => body.actions as Action[];
 
-/** A mobile-app login of `name` (the scenario's `<name>-app` unit). */
+/**
+ * A mobile-app login of `name` (the scenario's `<name>-app` unit), compared for proximity with the
+ * app's own verified history: without a baseline, proximity would be unavailable (degraded).
+ */
 function appLogin(name: string): DecideRequest {
   return {
     accountId: name,
@@ -39,6 +42,7 @@ function appLogin(name: string): DecideRequest {
     unitId: `${name}-app`,
     verificationStatus: 'unverified',
     interactionId: `${name}-login-1`,
+    baseline: { unitId: `${name}-app`, verificationStatus: 'verified' },
   };
 }
 
@@ -186,16 +190,12 @@ describe('the other scenario accounts', () => {
     });
   });
 
-  it('carol is challenged while on a phone call, and her factors are restricted', async () => {
+  it('carol is challenged while on a phone call: push only, and no one-time code to read aloud', async () => {
     const body = await decideHealthy(appLogin('carol'));
     expect(body.verdict).toBe('challenge');
     expect(reasonIds(body)).toEqual(['on-active-call']);
-    expect(actions(body).map((a) => [a.type, a.status])).toEqual(
-      expect.arrayContaining([
-        ['one_time_code', 'done'],
-        ['restrict_factors', 'queued'],
-      ]),
-    );
+    // The rule withholds the step-up code the challenge verdict would bring (suppressActions).
+    expect(actions(body).map((a) => [a.type, a.status])).toEqual([['restrict_factors', 'queued']]);
   });
 
   it('dave is allowed: his browser is next to his phone', async () => {

@@ -127,7 +127,14 @@ describe('node dist/main.js', () => {
       await new Promise((r) => setTimeout(r, 25));
     }
 
-    const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
+    const { mallory, alice } = await lookUpUserIds(sandbox, ['mallory', 'alice']);
+    // Warm up (connections, JIT): a cold first call under slow signals could miss their timeouts.
+    const warm = await fetch(`${base}/decide`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(demoRequest('alice', alice)),
+    });
+    expect(warm.status).toBe(200);
     // Slow signals keep the decision in flight at SIGTERM; a slow Admin PUT keeps the lock-out queued.
     await control('PUT', '/sandbox/faults', {
       rules: [
@@ -153,7 +160,8 @@ describe('node dist/main.js', () => {
       const lines = readFileSync(logPath, 'utf8')
         .trim()
         .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.decisionId === body.decisionId);
       expect(lines.map((l) => [l.kind, l.decisionId])).toEqual([
         ['decision', body.decisionId],
         ['action', body.decisionId],

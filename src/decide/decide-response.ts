@@ -22,7 +22,11 @@ const signalReportSchema = z.union([
     .describe('The vendor’s answer (success may still be false, with its reason).'),
   z.object({
     status: z.literal('unavailable'),
-    reason: z.string().describe('`not_applicable`, `timeout`, `deadline` or an RG_ERR_* code.'),
+    reason: z
+      .string()
+      .describe(
+        '`not_applicable` (platform mismatch), `missing_identifiers`, `timeout`, `deadline` or an RG_ERR_* code.',
+      ),
     treatment: z
       .string()
       .optional()
@@ -67,7 +71,9 @@ export const decideResponseSchema = z.object({
   actions: z.array(actionReportSchema),
   degraded: z
     .boolean()
-    .describe('True when an input the policy uses was unavailable (not_applicable aside).'),
+    .describe(
+      'True when an input the policy uses was unavailable (missing_identifiers included; not_applicable aside).',
+    ),
   elapsedMs: z.number(),
 });
 export type DecideResponse = z.infer<typeof decideResponseSchema>;

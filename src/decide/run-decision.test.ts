@@ -204,15 +204,21 @@ describe('runDecision', () => {
     });
   });
 
-  it('skips signals that cannot apply, without calling them', async () => {
+  it('skips a signal the login’s platform does not cover as not applicable, without calling it', async () => {
     const { policy, seen } = fixturePolicy({
-      signals: new Set(['remoteAccessTool', 'newBrowser', 'geovelocity', 'latestProximity']),
+      signals: new Set(['remoteAccessTool', 'newBrowser', 'geovelocity']),
     });
     const signals = scriptedSignals({});
-    const mobileNoBaseline: DecideRequest = { accountId: 'bob', platform: 'mobile', unitId: 'bob-app' };
+    const mobile: DecideRequest = {
+      accountId: 'bob',
+      platform: 'mobile',
+      unitId: 'bob-app',
+      verificationStatus: 'unverified',
+      interactionId: 'bob-login-1',
+    };
     const running = runDecision(
       { signals: signals.fetch, admin: admin(), policies: { current: () => policy }, deadlineMs: 300 },
-      mobileNoBaseline,
+      mobile,
     );
     await vi.advanceTimersByTimeAsync(10);
     await running;
@@ -220,7 +226,29 @@ describe('runDecision', () => {
     const notApplicable = { status: 'unavailable', reason: 'not_applicable' };
     expect(seen[0]!.signals.remoteAccessTool).toEqual(notApplicable);
     expect(seen[0]!.signals.newBrowser).toEqual(notApplicable);
-    expect(seen[0]!.signals.latestProximity).toEqual(notApplicable);
+  });
+
+  it('marks a signal the platform allows but whose identifiers are missing `missing_identifiers`, not skipped', async () => {
+    const { policy, seen } = fixturePolicy({
+      signals: new Set(['remoteAccessTool', 'newBrowser', 'latestProximity']),
+    });
+    const missing = { status: 'unavailable', reason: 'missing_identifiers' };
+    // A browser login without interactionId or baseline, then the same with no platform at all.
+    for (const login of [
+      { accountId: 'mallory', platform: 'browser', unitId: 'mallory-web' },
+      { accountId: 'mallory', unitId: 'mallory-web' },
+    ] satisfies DecideRequest[]) {
+      const signals = scriptedSignals({});
+      const running = runDecision(
+        { signals: signals.fetch, admin: admin(), policies: { current: () => policy }, deadlineMs: 300 },
+        login,
+      );
+      await vi.advanceTimersByTimeAsync(10);
+      await running;
+      expect(signals.calls.map((c) => c.name)).toEqual(['newBrowser']);
+      expect(seen.at(-1)!.signals.remoteAccessTool).toEqual(missing);
+      expect(seen.at(-1)!.signals.latestProximity).toEqual(missing);
+    }
   });
 
   it('answers at the deadline with what arrived, marks the rest `deadline` and aborts them', async () => {
@@ -301,7 +329,7 @@ describe('runDecision', () => {
     expect(seen[0]!.signals.newBrowser).toEqual({ status: 'unavailable', reason: 'RG_ERR_INTERNAL' });
   });
 
-  it('marks Admin reads not applicable without a userId, and calls nothing', async () => {
+  it('marks Admin reads `missing_identifiers` without a userId, and calls nothing', async () => {
     const { policy, seen } = fixturePolicy({ adminUser: true, adminDevices: true });
     const getUserCached = vi.fn(admin().getUserCached);
     const run = await runDecision(
@@ -314,7 +342,10 @@ describe('runDecision', () => {
       { accountId: 'alice' },
     );
     expect(getUserCached).not.toHaveBeenCalled();
-    expect(seen[0]!.adminUnavailable).toEqual({ user: 'not_applicable', devices: 'not_applicable' });
+    expect(seen[0]!.adminUnavailable).toEqual({
+      user: 'missing_identifiers',
+      devices: 'missing_identifiers',
+    });
     expect(run.calls).toEqual([]);
   });
 

@@ -14,7 +14,7 @@ import type {
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource, SignalFetcher } from './decide-ports.ts';
 import type { DecideRequest } from './decide-request.ts';
-import { buildSignalQuery, isApplicable, NOT_APPLICABLE } from './signal-queries.ts';
+import { applicability, buildSignalQuery, MISSING_IDENTIFIERS } from './signal-queries.ts';
 
 /**
  * The /decide hot path: fetch what the active policy needs, all at once, under one deadline;
@@ -133,8 +133,9 @@ export async function runDecision(
       : { signal, deadlineAt, timeoutMs, traceparent };
 
   for (const name of requirements.signals) {
-    if (!isApplicable(name, request)) {
-      signals[name] = { status: 'unavailable', reason: NOT_APPLICABLE };
+    const applies = applicability(name, request);
+    if (applies !== 'ok') {
+      signals[name] = { status: 'unavailable', reason: applies };
       continue;
     }
     const settings = signalSettings[name];
@@ -153,7 +154,7 @@ export async function runDecision(
     );
   }
   if (requirements.adminUser) {
-    if (request.userId === undefined) adminUnavailable.user = NOT_APPLICABLE;
+    if (request.userId === undefined) adminUnavailable.user = MISSING_IDENTIFIERS;
     else
       start(
         'admin-user',
@@ -168,7 +169,7 @@ export async function runDecision(
       );
   }
   if (requirements.adminDevices) {
-    if (request.userId === undefined) adminUnavailable.devices = NOT_APPLICABLE;
+    if (request.userId === undefined) adminUnavailable.devices = MISSING_IDENTIFIERS;
     else
       start(
         'admin-devices',

@@ -1,3 +1,4 @@
+import { NOT_APPLICABLE } from '../policy/policy-evaluator.ts';
 import type { PolicySignalName } from '../policy/policy-types.ts';
 import type { VerificationStatus } from '../signals/identifiers.ts';
 import type { DecideRequest } from './decide-request.ts';
@@ -8,8 +9,8 @@ import type { DecideRequest } from './decide-request.ts';
  * vendor's parameters; the vendor's `serviceId` is the client's business.
  */
 
-/** The reason a signal is skipped without a call; the policy engine never counts it against a login. */
-export { NOT_APPLICABLE } from '../policy/policy-evaluator.ts';
+/** The reason a signal is skipped for the login's platform; the policy engine never counts it. */
+export { NOT_APPLICABLE };
 
 /** Parameters of the single-unit signals (geolocation, geovelocity, active call). */
 export interface UnitQuery {
@@ -68,21 +69,34 @@ const PLATFORMS: Record<PolicySignalName, readonly ('browser' | 'mobile')[]> = {
 };
 
 /**
- * Whether `name` cannot apply to this login: a platform the signal does not cover (when the caller
- * says which platform it is), or identifiers the signal requires missing. A skipped signal costs no
- * call and is reported `unavailable` with reason `not_applicable`.
+ * Reason of a signal the login's platform allows but whose required identifiers the request lacks
+ * (no interactionId for remote access, no baseline for proximity). It is an unavailable input like
+ * any other: the policy's `onUnavailable` applies and the decision is degraded, so leaving a field
+ * out can never switch a protective signal off.
  */
-export function isApplicable(name: PolicySignalName, request: DecideRequest): boolean {
-  if (request.platform !== undefined && !PLATFORMS[name].includes(request.platform)) return false;
+export const MISSING_IDENTIFIERS = 'missing_identifiers';
+
+/**
+ * Whether `name` can be queried for this login: `ok`; `not_applicable` when the caller names a
+ * platform the signal does not cover (a browser-only signal on a mobile login, or the reverse),
+ * the one case the policy never counts; `missing_identifiers` when the platform allows it (or is
+ * not given) but an identifier the signal needs is missing. Neither costs a call.
+ */
+export function applicability(
+  name: PolicySignalName,
+  request: DecideRequest,
+): 'ok' | typeof NOT_APPLICABLE | typeof MISSING_IDENTIFIERS {
+  if (request.platform !== undefined && !PLATFORMS[name].includes(request.platform)) return NOT_APPLICABLE;
   switch (name) {
     case 'remoteAccessTool':
-      return request.interactionId !== undefined; // the ordering rule implies unitId and status
+      // The ordering rule makes interactionId imply unitId and verificationStatus.
+      return request.interactionId === undefined ? MISSING_IDENTIFIERS : 'ok';
     case 'latestProximity':
     case 'historicalProximity':
       // Without a baseline both sides are the same observations: a meaningless "near itself".
-      return request.baseline !== undefined;
+      return request.baseline === undefined ? MISSING_IDENTIFIERS : 'ok';
     default:
-      return true;
+      return 'ok';
   }
 }
 
