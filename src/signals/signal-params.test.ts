@@ -86,6 +86,18 @@ describe('signal parameters', () => {
     expect(w(undefined, 'yesterday')).toBe('windowEnd');
   });
 
+  it('refuses a window bound that names an impossible date or time, naming the field', () => {
+    const w = (windowStart?: string, windowEnd?: string) =>
+      fieldOf(() => newBrowserQuery(P, { subjectAccountId: 'a', windowStart, windowEnd }, NOW));
+    expect(w('2024-02-30T00:00:00Z')).toBe('windowStart');
+    expect(w(undefined, '2024-02-30T00:00:00Z')).toBe('windowEnd');
+    expect(w(undefined, '2024-02-28T24:00:00Z')).toBe('windowEnd');
+    expect(w('2024-02-29T00:00:00Z', '2024-02-29T12:00:00Z')).toBeUndefined();
+    expect(() => singleUnitQuery(P, { accountId: 'a', windowStart: '2023-02-29T00:00:00Z' }, NOW)).toThrow(
+      /windowStart must be an existing RFC 3339 UTC time/,
+    );
+  });
+
   it('checks new-browser and proximity extras', () => {
     expect(
       newBrowserQuery(P, { subjectAccountId: 'a', matchScope: 'full_fingerprint', cooldownSeconds: 0 }, NOW),

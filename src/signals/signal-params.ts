@@ -11,6 +11,7 @@ import {
   UNIT_ID_PATTERN,
   type VerificationStatus,
 } from './identifiers.ts';
+import { parseRfc3339Utc } from './rfc3339.ts';
 import { SUPPORTING_SIGNAL_TYPES, type SupportingSignalType } from './signal-schemas.ts';
 
 /**
@@ -20,7 +21,7 @@ import { SUPPORTING_SIGNAL_TYPES, type SupportingSignalType } from './signal-sch
  * concatenated directly: identifiers that passed their patterns need no percent-encoding.
  */
 
-/** A window bound: an RFC 3339 UTC string (`...Z`) or a `Date`. */
+/** A window bound: an RFC 3339 UTC string (`...Z`, checked by `parseRfc3339Utc`) or a `Date`. */
 export type WindowBound = string | Date;
 
 /** The observation window; at most 31 days, start not after end. */
@@ -91,8 +92,6 @@ export interface RemoteAccessToolParams {
   baselineScope?: BaselineScope | undefined;
 }
 
-const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
-
 function fail(field: string, message: string): never {
   throw new InputError(`${field} ${message}`, [{ field, message }]);
 }
@@ -146,10 +145,10 @@ function boundToString(field: string, v: WindowBound): { text: string; ms: numbe
     if (Number.isNaN(ms)) fail(field, 'is an invalid Date');
     return { text: v.toISOString(), ms };
   }
-  if (typeof v !== 'string' || !RFC3339_UTC.test(v))
-    fail(field, 'must be an RFC 3339 UTC time such as 2024-01-02T10:00:00Z');
-  const ms = Date.parse(v);
-  if (Number.isNaN(ms)) fail(field, 'is not a valid date');
+  const ms = parseRfc3339Utc(v);
+  if (ms === undefined) {
+    fail(field, 'must be an existing RFC 3339 UTC time such as 2024-01-02T10:00:00Z');
+  }
   return { text: v, ms };
 }
 
