@@ -141,6 +141,17 @@ describe('Admin API users lookup', () => {
     expect(r.json).toMatchObject({ error: true, code: 40000 });
     expect(r.json.detail).toContain(name);
   });
+
+  it('refuses a repeated query parameter with 400 naming it, rather than using one of them', async () => {
+    const r = await adminCall(s, 'GET', '/users', {
+      query: [
+        ['username', 'alice'],
+        ['username', 'bob'],
+      ],
+    });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ error: true, code: 40000, detail: 'username: must be given once' });
+  });
 });
 
 describe('Admin API user creation', () => {

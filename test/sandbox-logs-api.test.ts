@@ -190,6 +190,18 @@ describe('Log API ranges and timestamp formats', () => {
     expect(r.json.detail).toContain(named);
   });
 
+  it('answers 400 / 40000 naming a repeated start rather than picking one', async () => {
+    const r = await logCall(s, 'service', {
+      query: [
+        ['start', '2026-01-15T11:00:00Z'],
+        ['start', '2026-01-15T11:30:00Z'],
+        ['end', '2026-01-15T11:40:00Z'],
+      ],
+    });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ error: true, code: 40000, detail: 'start: must be given once' });
+  });
+
   it('defaults end when only start is given, applying the span rule to it', async () => {
     const ok = await logCall(s, 'service', { query: [['start', unix(NOW - 30 * 60_000)]] });
     expect(ok.status).toBe(200);

@@ -138,6 +138,33 @@ describe('identifiers', () => {
   });
 });
 
+describe('repeated parameters', () => {
+  const get = (signal: string, query: string) =>
+    fetch(`${sb.url}/api/v1/signals/${signal}?serviceId=${sb.config.credentials.serviceId}&${query}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+
+  it.each([...SINGLE, 'remote-access-tool'])('%s: a repeated accountId is a 400 naming it', async (s) => {
+    const rest = s === 'remote-access-tool' ? '&unitId=u&verificationStatus=verified&interactionId=i' : '';
+    const res = await get(s, `accountId=alice&accountId=bob${rest}`);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'invalid_request', message: 'accountId: must be given once' });
+  });
+
+  it('names any repeated parameter, the same value twice included', async () => {
+    await expect400(await get('new-browser', 'subjectAccountId=a&windowEnd=x&windowEnd=x'), 'windowEnd');
+    await expect400(
+      await get(
+        'latest-proximity',
+        'subjectAccountId=a&supportingSignal=reportedIpOverlap&supportingSignal=reportedIpOverlap',
+      ),
+      'supportingSignal',
+    );
+    await expect400(await get('geolocation', 'serviceId=x&accountId=a'), 'serviceId');
+    expect((await get('geolocation', 'accountId=a')).status).toBe(200);
+  });
+});
+
 describe('windows', () => {
   const iso = (ms: number) => new Date(ms).toISOString();
   it.each([...SINGLE, ...PAIRED])('%s: accepts 31 days, refuses more, refuses start after end', async (s) => {

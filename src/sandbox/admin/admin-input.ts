@@ -129,11 +129,14 @@ export function decodeJsonObject(
   return value as Record<string, unknown>;
 }
 
-/** Query parameters of a request (first occurrence of each name wins). */
+/** Query parameters of a request. A name given twice is a 400 naming it (no silent first-wins). */
 export class QueryParams {
   readonly #values = new Map<string, string>();
   constructor(pairs: readonly (readonly [string, string])[]) {
-    for (const [k, v] of pairs) if (!this.#values.has(k)) this.#values.set(k, v);
+    for (const [k, v] of pairs) {
+      if (this.#values.has(k)) throw invalidParameter(k, 'must be given once');
+      this.#values.set(k, v);
+    }
   }
 
   has(name: string): boolean {

@@ -104,8 +104,11 @@ export function createLogsModule(ctx: SandboxModuleContext, options: LogsModuleO
     }
     checkRateLimit();
     const params: { start?: string; end?: string } = {};
+    const seen = new Set<string>();
     for (const [k, v] of received.query) {
-      if ((k === 'start' || k === 'end') && params[k] === undefined) params[k] = v;
+      if (seen.has(k)) throw invalidParameter(k, 'must be given once');
+      seen.add(k);
+      if (k === 'start' || k === 'end') params[k] = v;
     }
     const range = resolveLogRange(params, ctx.clock.now());
     const events = shuffle(store.query(scope, range));

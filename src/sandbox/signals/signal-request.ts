@@ -46,6 +46,20 @@ export interface SideSelector {
 
 const STATUSES: ReadonlySet<string> = new Set(VERIFICATION_STATUSES);
 
+/**
+ * The query with one value per parameter. A parameter given twice is a 400 naming it: taking the
+ * first (or last) would hide a client bug and answer for an account the caller may not have meant.
+ */
+export function singleValuedQuery(all: Record<string, string[]>): Query {
+  const q: Query = Object.create(null);
+  for (const name in all) {
+    const values = all[name]!;
+    if (values.length > 1) throw new SignalParamError(name, 'must be given once');
+    q[name] = values[0];
+  }
+  return q;
+}
+
 export function requireServiceId(q: Query): string {
   const v = q.serviceId;
   if (v === undefined) throw new SignalParamError('serviceId', 'is required');

@@ -30,6 +30,7 @@ import {
   type Query,
   type RatRequest,
   SignalParamError,
+  singleValuedQuery,
 } from './signal-request.ts';
 
 export interface SignalsRoutesDeps {
@@ -88,11 +89,11 @@ export function createSignalsRoutes(deps: SignalsRoutesDeps): Hono {
           `a Retrieval token (scope ${SIGNALS_READ_SCOPE}) is required`,
         );
       }
-      const q = c.req.query();
       const nowMs = clock.now();
       let params: P;
       let body: unknown;
       try {
+        const q = singleValuedQuery(c.req.queries());
         params = parse(q, nowMs);
         if (params.serviceId !== verdict.token.claims.service_id) {
           return errorResponse(403, 'forbidden', "serviceId does not match the token's service_id");
