@@ -92,6 +92,16 @@ describe('a failing signal gives a degraded decision, treated as the policy says
     expect(wallMs).toBeLessThan(DEADLINE_MS + 100);
   });
 
+  it('a signal’s timeout bounds the whole call: a timed-out attempt is not retried past it', async () => {
+    await faults({ route: NEW_BROWSER, hang: true });
+    await h.control('POST', '/sandbox/stats/reset');
+    const { answer } = await timedDecide();
+    expect(answer.body.signals).toMatchObject({ newBrowser: { status: 'unavailable', reason: 'timeout' } });
+    // One attempt: a retry would have needed time past the signal's 100 ms.
+    expect(await h.calls(NEW_BROWSER)).toBe(1);
+    expect(answer.body.elapsedMs).toBeLessThan(200);
+  });
+
   it('a hang past the decision deadline is reported as `deadline`, and the answer goes out on time', async () => {
     await faults({ route: PROXIMITY, hang: true });
     const { answer, wallMs } = await timedDecide();

@@ -142,6 +142,68 @@ describe('runDecision', () => {
     expect(sharedSignal?.aborted).toBe(false);
   });
 
+  it('bounds each call, a client retry included, by its own timeout: deadlineAt is the earlier of the two', async () => {
+    const { policy } = fixturePolicy(
+      { signals: new Set(['newBrowser']), adminUser: true },
+      { timeoutMs: 120 },
+    );
+    policy.adminSettings = { user: { timeoutMs: 400 } };
+    const signals = scriptedSignals({});
+    let adminOptions: CallOptions | undefined;
+    const getUserCached: AdminPort['getUserCached'] = (id, o) => {
+      adminOptions = o;
+      return admin().getUserCached(id, o);
+    };
+    const running = runDecision(
+      {
+        signals: signals.fetch,
+        admin: admin({ getUserCached }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    );
+    expect(signals.calls[0]!.options).toMatchObject({ timeoutMs: 120, deadlineAt: 120 });
+    // Its own timeout is past the decision's deadline: the deadline bounds it.
+    expect(adminOptions).toMatchObject({ timeoutMs: 400, deadlineAt: 300 });
+    await vi.advanceTimersByTimeAsync(10);
+    await running;
+  });
+
+  it('ends an Admin read at its own timeout (the shared cache honours only the deadline signal)', async () => {
+    const { policy, seen } = fixturePolicy({ adminUser: true, adminDevices: true });
+    policy.adminSettings = {
+      user: { timeoutMs: 100 },
+      devices: { timeoutMs: 150 },
+    };
+    let done = false;
+    const running = runDecision(
+      {
+        signals: scriptedSignals({}).fetch,
+        admin: admin({
+          getUserCached: () => new Promise(() => {}),
+          getUserDevicesCached: () => new Promise(() => {}),
+        }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+    ).then((r) => {
+      done = true;
+      return r;
+    });
+    await vi.advanceTimersByTimeAsync(149);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const run = await running;
+    expect(seen[0]!.adminUnavailable).toEqual({ user: 'timeout', devices: 'timeout' });
+    expect(run.elapsedMs).toBe(150);
+    expect(run.calls).toEqual([
+      { name: 'admin-user', durationMs: 100, outcome: 'timeout' },
+      { name: 'admin-devices', durationMs: 150, outcome: 'timeout' },
+    ]);
+  });
+
   it('passes the decision span’s traceparent to every upstream call, and none without tracing', async () => {
     const { policy } = fixturePolicy({
       signals: new Set(['newBrowser', 'remoteAccessTool']),

@@ -89,7 +89,7 @@ export async function runDecision(
   const adminUnavailable: { user?: string; devices?: string } = {};
 
   // One map, one promise and one timer per decision: the whole fan-out join.
-  const inFlight = new Map<string, () => void>();
+  const inFlight = new Map<string, (reason: string) => void>();
   let closed = false;
   let release!: () => void;
   const allSettled = new Promise<void>((resolve) => {
@@ -103,34 +103,53 @@ export async function runDecision(
     }
   };
   /**
-   * Starts a call: records its timing and hands its result to `onResult`, unless the deadline came
-   * first, in which case `onDeadline` marks it unavailable and a late result is ignored.
+   * Starts a call: records its timing and hands its result to `onResult`, unless the deadline (or
+   * `ownTimeoutMs`, when given) came first, in which case `onUnavailable` marks it unavailable with
+   * `deadline` (or `timeout`) and a late result is ignored.
    */
   const start = <T>(
     name: string,
     call: Promise<UpstreamResult<T>>,
     onResult: (r: UpstreamResult<T>) => void,
-    onDeadline: () => void,
+    onUnavailable: (reason: string) => void,
+    ownTimeoutMs?: number,
   ) => {
-    inFlight.set(name, onDeadline);
+    inFlight.set(name, onUnavailable);
+    let timer: NodeJS.Timeout | undefined;
     const handle = (result: UpstreamResult<T>) => {
-      if (closed) return;
+      if (closed || !inFlight.has(name)) return;
+      if (timer !== undefined) clearTimeout(timer);
       const outcome = result.ok ? 'ok' : unavailableReason(result.error);
       calls.push({ name, durationMs: result.durationMs, outcome });
       onResult(result);
       settle(name);
     };
+    if (ownTimeoutMs !== undefined && ownTimeoutMs < deps.deadlineMs) {
+      timer = setTimeout(() => {
+        if (closed || !inFlight.has(name)) return;
+        calls.push({ name, durationMs: performance.now() - startedAt, outcome: 'timeout' });
+        onUnavailable('timeout');
+        settle(name);
+      }, ownTimeoutMs);
+    }
     call.then(handle, (cause: unknown) => handle(failed<T>(name, cause, performance.now() - startedAt)));
   };
 
   // A call's own timeout may exceed the deadline: the deadline then ends it, reported as such.
   const adminTimeout = (settings: AdminReadSettings | undefined) => settings?.timeoutMs ?? deps.deadlineMs;
-  // Retries and Retry-After waits inside a client only start when they fit before this.
-  const deadlineAt = Date.now() + deps.deadlineMs;
-  const options = (timeoutMs: number): CallOptions =>
-    traceparent === undefined
-      ? { signal, deadlineAt, timeoutMs }
-      : { signal, deadlineAt, timeoutMs, traceparent };
+  const now = Date.now();
+  const deadlineAt = now + deps.deadlineMs;
+  /**
+   * A call's options. `deadlineAt` is the earlier of the decision's deadline and the call's own
+   * timeout from now: a client only retries (or waits out a Retry-After) when that fits before it,
+   * so a signal's timeout bounds the whole call, a retry included, not each attempt.
+   */
+  const options = (timeoutMs: number): CallOptions => {
+    const callDeadlineAt = Math.min(deadlineAt, now + timeoutMs);
+    return traceparent === undefined
+      ? { signal, deadlineAt: callDeadlineAt, timeoutMs }
+      : { signal, deadlineAt: callDeadlineAt, timeoutMs, traceparent };
+  };
 
   for (const name of requirements.signals) {
     const applies = applicability(name, request);
@@ -148,44 +167,48 @@ export async function runDecision(
           ? { status: 'ok', response: result.value }
           : { status: 'unavailable', reason: unavailableReason(result.error) };
       },
-      () => {
-        signals[name] = { status: 'unavailable', reason: 'deadline' };
+      (reason) => {
+        signals[name] = { status: 'unavailable', reason };
       },
     );
   }
+  // Admin reads go through the client's shared cache, which bounds a caller by the deadline signal
+  // alone: their own timeout is enforced here.
   if (requirements.adminUser) {
     if (request.userId === undefined) adminUnavailable.user = MISSING_IDENTIFIERS;
-    else
+    else {
+      const timeoutMs = adminTimeout(policy.adminSettings?.user);
       start(
         'admin-user',
-        deps.admin.getUserCached(request.userId, options(adminTimeout(policy.adminSettings?.user))),
+        deps.admin.getUserCached(request.userId, options(timeoutMs)),
         (r) => {
           if (r.ok) user = r.value;
           else adminUnavailable.user = unavailableReason(r.error);
         },
-        () => {
-          adminUnavailable.user = 'deadline';
+        (reason) => {
+          adminUnavailable.user = reason;
         },
+        timeoutMs,
       );
+    }
   }
   if (requirements.adminDevices) {
     if (request.userId === undefined) adminUnavailable.devices = MISSING_IDENTIFIERS;
-    else
+    else {
+      const timeoutMs = adminTimeout(policy.adminSettings?.devices);
       start(
         'admin-devices',
-        deps.admin.getUserDevicesCached(
-          request.userId,
-          undefined,
-          options(adminTimeout(policy.adminSettings?.devices)),
-        ),
+        deps.admin.getUserDevicesCached(request.userId, undefined, options(timeoutMs)),
         (r) => {
           if (r.ok) devices = r.value.devices;
           else adminUnavailable.devices = unavailableReason(r.error);
         },
-        () => {
-          adminUnavailable.devices = 'deadline';
+        (reason) => {
+          adminUnavailable.devices = reason;
         },
+        timeoutMs,
       );
+    }
   }
 
   if (inFlight.size > 0) {
@@ -194,8 +217,8 @@ export async function runDecision(
       closed = true;
       controller.abort();
       const at = performance.now() - startedAt;
-      for (const [name, onDeadline] of inFlight) {
-        onDeadline();
+      for (const [name, onUnavailable] of inFlight) {
+        onUnavailable('deadline');
         calls.push({ name, durationMs: at, outcome: 'deadline' });
       }
       release();
