@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FaultRule } from '../src/sandbox/faults/fault-rule.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import type { StatsSnapshot } from '../src/sandbox/stats/request-stats.ts';
@@ -105,6 +105,41 @@ describe('fault injection over HTTP', () => {
     await setFaults([{ route: '*', errorRate: 1 }]);
     expect((await fetch(`${sb.url}/sandbox/stats`)).status).toBe(200);
     expect((await fetch(`${sb.url}/sandbox/faults`)).status).toBe(200);
+  });
+});
+
+describe('fault waits keep nothing per request', () => {
+  it('leaves no pending wait and builds no composite abort signal after many delayed requests', async () => {
+    // On Node 20 a long-lived signal passed to AbortSignal.any keeps every composite made from it.
+    const any = vi.spyOn(AbortSignal, 'any');
+    try {
+      await setFaults([
+        { route: 'GET /api/v1/signals/*', latency: { kind: 'lognormal', p50Ms: 1, p99Ms: 3 } },
+      ]);
+      for (let round = 0; round < 10; round++) {
+        const statuses = await Promise.all(
+          Array.from({ length: 30 }, () => geolocation().then((r) => r.status)),
+        );
+        expect(statuses.every((st) => st === 200)).toBe(true);
+      }
+      expect(any).not.toHaveBeenCalled();
+      expect(sb.sandbox.faults.pendingWaits()).toBe(0);
+      expect((await stats()).routes['GET /api/v1/signals/geolocation']?.['200']).toBeGreaterThanOrEqual(300);
+    } finally {
+      any.mockRestore();
+    }
+  });
+
+  it('drops a hang from the pending set when its client goes away', async () => {
+    await setFaults([{ route: 'GET /api/v1/signals/geolocation', hang: true }]);
+    const gone = new AbortController();
+    const pending = getSignal(sb, 'geolocation', { accountId: 'a' }, token, undefined, gone.signal).catch(
+      () => 'aborted',
+    );
+    await vi.waitFor(() => expect(sb.sandbox.faults.pendingWaits()).toBe(1), { timeout: 2000, interval: 10 });
+    gone.abort();
+    expect(await pending).toBe('aborted');
+    await vi.waitFor(() => expect(sb.sandbox.faults.pendingWaits()).toBe(0), { timeout: 2000, interval: 10 });
   });
 });
 

@@ -43,10 +43,11 @@ export async function getToken(sb: RunningSandbox, kind: ClientKind = 'retrieval
 /** GET a signal; `params` gets `serviceId` from the sandbox unless given (pass `null` to omit). */
 export function getSignal(
   sb: RunningSandbox,
-  signal: string,
+  signalName: string,
   params: Record<string, string | null>,
   token: string | undefined,
   authorization?: string,
+  signal?: AbortSignal,
 ): Promise<Response> {
   const q = new URLSearchParams();
   const all: Record<string, string | null> = { serviceId: sb.config.credentials.serviceId, ...params };
@@ -54,7 +55,7 @@ export function getSignal(
   const headers: Record<string, string> = {};
   if (authorization !== undefined) headers.authorization = authorization;
   else if (token !== undefined) headers.authorization = `Bearer ${token}`;
-  return fetch(`${sb.url}/api/v1/signals/${signal}?${q}`, { headers });
+  return fetch(`${sb.url}/api/v1/signals/${signalName}?${q}`, { headers, ...(signal && { signal }) });
 }
 
 /** Writes observations through the Collection endpoint; serviceId defaults to the sandbox's. */

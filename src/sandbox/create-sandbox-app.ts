@@ -69,7 +69,6 @@ export async function createSandboxApp(options: CreateSandboxAppOptions): Promis
 
   const stats = new RequestStats();
   const faults = new FaultInjector([...scenario.faults, ...(options.faults ?? [])], options.random);
-  const shutdownController = new AbortController();
   const tokens = createAccessTokens({
     key,
     clock,
@@ -100,7 +99,6 @@ export async function createSandboxApp(options: CreateSandboxAppOptions): Promis
         c.set('hung', true);
         stats.recordResponse(c.get('routeKey') ?? routeKeyOf(c), 0);
       },
-      shutdown: shutdownController.signal,
     }),
   );
   // The control routes are mounted before the fault middleware applies to them: it skips them too.
@@ -166,7 +164,7 @@ export async function createSandboxApp(options: CreateSandboxAppOptions): Promis
     },
     reset,
     shutdown() {
-      shutdownController.abort();
+      faults.stop();
     },
   };
 }

@@ -5,20 +5,18 @@ import { FaultInjector } from './fault-injector.ts';
 /** A small app behind the fault middleware: one NDJSON route (as the Log API streams) and one JSON route. */
 function appWith(faults: FaultInjector) {
   const app = new Hono();
-  const shutdown = new AbortController();
   app.use(
     '*',
     faults.middleware({
       routeKey: (c) => `${c.req.method} ${c.req.path}`,
       onHang: () => {},
-      shutdown: shutdown.signal,
     }),
   );
   app.get('/logs/v1/service/:id', (c) =>
     c.body('{"n":1}\n{"n":2}\n{"n":3}\n', 200, { 'Content-Type': 'application/x-ndjson' }),
   );
   app.get('/api/v1/x', (c) => c.json({ signalType: 'x', success: true }));
-  return { app, shutdown };
+  return { app };
 }
 
 describe('FaultInjector', () => {
@@ -68,14 +66,14 @@ describe('FaultInjector', () => {
 
   it('ends a hang when the sandbox shuts down', async () => {
     const faults = new FaultInjector([{ route: '*', hang: true }]);
-    const { app, shutdown } = appWith(faults);
+    const { app } = appWith(faults);
     let settled = false;
     const pending = Promise.resolve(app.request('/api/v1/x')).then(() => {
       settled = true;
     });
     await new Promise((r) => setTimeout(r, 20));
     expect(settled).toBe(false);
-    shutdown.abort();
+    faults.stop();
     await pending;
     expect(settled).toBe(true);
   });

@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Context, MiddlewareHandler } from 'hono';
 import { apiOfPath, vendorErrorResponse } from '../vendor-api-errors.ts';
 import { type FaultRule, type LatencySpec, ruleMatches, sampleLatencyMs } from './fault-rule.ts';
@@ -9,8 +8,6 @@ export interface FaultContext {
   routeKey(c: Context): string;
   /** Called when a request starts hanging (stats count it at once, as status 0). */
   onHang(c: Context): void;
-  /** Aborts when the sandbox stops: pending delays and hangs end. */
-  shutdown: AbortSignal;
 }
 
 interface ActiveRule {
@@ -40,6 +37,7 @@ const fires = (v: boolean | number | undefined, random: () => number) =>
  */
 export class FaultInjector {
   private rules: ActiveRule[] = [];
+  private readonly waits = new PendingWaits();
 
   /**
    * @param initial rules restored by `restoreInitial()` (start-time faults: env or scenario).
@@ -73,6 +71,16 @@ export class FaultInjector {
 
   restoreInitial(): void {
     this.replace(this.initial);
+  }
+
+  /** Ends every pending delay and hang (each answers 503); later ones end at once. Call on shutdown. */
+  stop(): void {
+    this.waits.stop();
+  }
+
+  /** How many requests are waiting on a fault delay or hang right now. */
+  pendingWaits(): number {
+    return this.waits.size;
   }
 
   /** Decides the faults of one request and consumes `times`. Undefined when no rule matches. */
@@ -114,7 +122,7 @@ export class FaultInjector {
       if (plan.latencies.length > 0) {
         let ms = 0;
         for (const l of plan.latencies) ms += sampleLatencyMs(l, this.random);
-        if (ms > 0 && !(await sleep(ms, [c.req.raw.signal, ctx.shutdown]))) {
+        if (ms > 0 && !(await this.waits.wait(ms, c.req.raw.signal))) {
           // Client gone or sandbox stopping: nobody reads this answer.
           return vendorErrorResponse(api, 503, 'Service unavailable');
         }
@@ -122,7 +130,7 @@ export class FaultInjector {
       const outcome = plan.outcome;
       if (outcome?.kind === 'hang') {
         ctx.onHang(c);
-        await untilAborted([c.req.raw.signal, ctx.shutdown]);
+        await this.waits.wait(undefined, c.req.raw.signal);
         return vendorErrorResponse(api, 503, 'Service unavailable');
       }
       if (outcome?.kind === 'rateLimit') {
@@ -145,20 +153,42 @@ export class FaultInjector {
   }
 }
 
-/** Waits `ms`; false when one of `signals` aborted first. Never rejects. */
-async function sleep(ms: number, signals: AbortSignal[]): Promise<boolean> {
-  try {
-    await delay(ms, undefined, { signal: AbortSignal.any(signals) });
-    return true;
-  } catch {
-    return false;
-  }
-}
+/**
+ * Fault delays and hangs in flight. Each wait listens on its own request's signal only and leaves the
+ * set when it settles, so nothing long-lived grows with traffic. (`AbortSignal.any([req.signal,
+ * shutdown])` per request did: on Node 20 the long-lived shutdown signal keeps every composite it
+ * fed, about 60 bytes a faulted request, forever.)
+ */
+class PendingWaits {
+  readonly #pending = new Set<(completed: boolean) => void>();
+  #stopped = false;
 
-function untilAborted(signals: AbortSignal[]): Promise<void> {
-  const any = AbortSignal.any(signals);
-  if (any.aborted) return Promise.resolve();
-  return new Promise((resolve) => any.addEventListener('abort', () => resolve(), { once: true }));
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  /** Waits `ms` (undefined: until aborted); false when `signal` aborted or stop() ran first. Never rejects. */
+  wait(ms: number | undefined, signal: AbortSignal): Promise<boolean> {
+    if (this.#stopped || signal.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const settle = (completed: boolean) => {
+        if (!this.#pending.delete(settle)) return;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        resolve(completed);
+      };
+      const onAbort = () => settle(false);
+      this.#pending.add(settle);
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (ms !== undefined) timer = setTimeout(settle, ms, true);
+    });
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const settle of [...this.#pending]) settle(false);
+  }
 }
 
 function isNdjson(res: Response): boolean {
