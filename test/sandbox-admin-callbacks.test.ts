@@ -197,6 +197,37 @@ describe('Admin API callbacks', () => {
 });
 
 describe('Admin API callback delivery: retries and URL rules', () => {
+  it('keeps only the most recent delivery records', async () => {
+    const hook2 = await receiver();
+    const s = await serveModules({
+      scenario: { name: 'capped', users: [] },
+      admin: { callbackHistoryLimit: 2 },
+    });
+    try {
+      const enrollmentIds: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const created = await adminCall(s, 'POST', '/users', {
+          body: { success_callback_url: `${hook2.url}/cb${i}` },
+        });
+        enrollmentIds.push(created.json.enrollment_id);
+        await controlCall(s, 'POST', `/sandbox/enrollments/${created.json.enrollment_id}/complete`, {});
+      }
+      expect(hook2.received.map((r) => r.path)).toEqual(['/cb0', '/cb1', '/cb2']);
+      const log = await controlCall(s, 'GET', '/sandbox/callbacks');
+      expect(log.json.count).toBe(2);
+      expect(log.json.callbacks.map((c: { url: string }) => c.url)).toEqual([
+        `${hook2.url}/cb1`,
+        `${hook2.url}/cb2`,
+      ]);
+      expect(
+        log.json.callbacks.map((c: { body: { enrollment_id: string } }) => c.body.enrollment_id),
+      ).toEqual(enrollmentIds.slice(1));
+    } finally {
+      await s.close();
+      await hook2.close();
+    }
+  });
+
   it('retries a failing receiver a bounded number of times', async () => {
     const flaky = await receiver([500, 503]);
     const s = await serveModules({

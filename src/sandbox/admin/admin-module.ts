@@ -21,6 +21,8 @@ export interface AdminModuleOptions {
   callbackMaxAttempts?: number;
   /** Delay before the first callback retry, doubled each time, ms. Default 100. */
   callbackRetryDelayMs?: number;
+  /** How many callback delivery records `GET /sandbox/callbacks` keeps (oldest dropped first). Default 1,000. */
+  callbackHistoryLimit?: number;
   /** What GET /server/api_version answers. Default `1.23.0`. */
   apiVersion?: string;
 }
@@ -43,6 +45,7 @@ export function createAdminModule(
     ...(options.callbackTimeoutMs === undefined ? {} : { timeoutMs: options.callbackTimeoutMs }),
     ...(options.callbackMaxAttempts === undefined ? {} : { maxAttempts: options.callbackMaxAttempts }),
     ...(options.callbackRetryDelayMs === undefined ? {} : { retryDelayMs: options.callbackRetryDelayMs }),
+    ...(options.callbackHistoryLimit === undefined ? {} : { maxDeliveries: options.callbackHistoryLimit }),
   });
   const svc = new AdminService(ctx, events, callbacks, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? true,

@@ -36,6 +36,8 @@ export interface CallbackSenderOptions {
   retryDelayMs?: number;
   /** Wall clock for the record's timestamps, ms. */
   now: () => number;
+  /** How many delivery records `list()` keeps (oldest dropped first). Default 1,000. */
+  maxDeliveries?: number;
 }
 
 function redactQuery(url: string): string {
@@ -43,7 +45,7 @@ function redactQuery(url: string): string {
   return q === -1 ? url : `${url.slice(0, q)}?[redacted]`;
 }
 
-/** Delivers callbacks and remembers how each went. */
+/** Delivers callbacks and remembers how the most recent ones went. */
 export class CallbackSender {
   readonly #opts: Required<Omit<CallbackSenderOptions, 'signatureKey' | 'now'>> &
     Pick<CallbackSenderOptions, 'signatureKey' | 'now'>;
@@ -51,7 +53,7 @@ export class CallbackSender {
   #nextId = 1;
 
   constructor(opts: CallbackSenderOptions) {
-    this.#opts = { timeoutMs: 2000, maxAttempts: 3, retryDelayMs: 100, ...opts };
+    this.#opts = { timeoutMs: 2000, maxAttempts: 3, retryDelayMs: 100, maxDeliveries: 1000, ...opts };
   }
 
   /**
@@ -71,6 +73,10 @@ export class CallbackSender {
       started_at: this.#opts.now(),
     };
     this.#deliveries.push(delivery);
+    // A long-running sandbox sends callbacks without end; keep only the recent ones for inspection.
+    if (this.#deliveries.length > this.#opts.maxDeliveries) {
+      this.#deliveries.splice(0, this.#deliveries.length - this.#opts.maxDeliveries);
+    }
     for (let attempt = 1; attempt <= this.#opts.maxAttempts; attempt++) {
       delivery.attempts = attempt;
       let retryable = true;
