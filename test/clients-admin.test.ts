@@ -124,7 +124,7 @@ describe('Admin client against the sandbox (signed with SVC-Date)', () => {
   it('cached user reads reach the sandbox once while fresh, and writes invalidate them', async () => {
     const id = await userId('bob');
     await env.resetStats();
-    const c = env.admin({ cache: { ttlMs: 60_000 } });
+    const c = env.admin({ cache: { user: { ttlMs: 60_000 } } });
     const rs = await Promise.all(Array.from({ length: 20 }, () => c.getUserCached(id)));
     expect(rs.every((r) => r.ok)).toBe(true);
     await c.getUserCached(id);

@@ -138,6 +138,15 @@ function verifies(s: Seen): boolean {
   );
 }
 
+/** Waits (bounded) for something the server side does. */
+async function until(cond: () => boolean, timeoutMs = 2000) {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
 const user = (id: string) => ({
   user_id: id,
   username: id,
@@ -208,7 +217,7 @@ describe('Admin client over real HTTP', () => {
 
   it('cached reads: fresh from memory, stale served while one refresh runs, misses shared', async () => {
     let t = 1_000_000;
-    const c = client(() => t, { cache: { ttlMs: 5000, staleMs: 10_000 } });
+    const c = client(() => t, { cache: { user: { ttlMs: 5000, staleMs: 10_000 } } });
     let version = 0;
     respond = (_q, res) => setTimeout(() => reply(res, 200, { ...user('u1'), updated_at: ++version }), 5);
     const [a, b] = await Promise.all([c.getUserCached('u1'), c.getUserCached('u1')]);
@@ -227,6 +236,50 @@ describe('Admin client over real HTTP', () => {
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);
     expect(c.cacheStats()).toMatchObject({ misses: 3, refreshes: 1 });
+  });
+
+  it('a read in flight during a write never puts the old status back in the cache', async () => {
+    const c = client();
+    let status = 'enabled';
+    const heldGets: (() => void)[] = [];
+    respond = (req, res) => {
+      if (req.method === 'PUT') {
+        status = 'locked_out';
+        reply(res, 200, { status });
+        return;
+      }
+      const answer = { ...user('u1'), status }; // read now, answered later
+      heldGets.push(() => reply(res, 200, answer));
+    };
+    const before = c.getUserCached('u1');
+    await until(() => heldGets.length === 1); // the read has reached the server
+    expect(await c.updateUser('u1', { status: 'locked_out' })).toMatchObject({ ok: true });
+    heldGets.shift()!();
+    const early = await before;
+    expect(early.ok && early.value.status).toBe('enabled'); // asked before the write: its own answer
+    const after = c.getUserCached('u1');
+    await until(() => heldGets.length === 1); // a new read, not the stale one from the cache
+    heldGets.shift()!();
+    const r = await after;
+    expect(r.ok && r.value.status).toBe('locked_out');
+    expect(seen.map((x) => x.method)).toEqual(['GET', 'PUT', 'GET']);
+  });
+
+  it('user reads stay fresh 2 s and are served stale 5 s more by default (account-locked is a security rule)', async () => {
+    let t = 1_000_000;
+    const c = client(() => t);
+    respond = (_q, res) => reply(res, 200, user('u1'));
+    expect((await c.getUserCached('u1')).ok).toBe(true);
+    t += 1999;
+    await c.getUserCached('u1');
+    expect(seen).toHaveLength(1); // fresh
+    t += 1;
+    await c.getUserCached('u1'); // stale: answered, refreshed in the background
+    await until(() => seen.length === 2);
+    t += 7000; // 7 s after the refresh: beyond fresh + stale, a miss
+    await c.getUserCached('u1');
+    expect(seen).toHaveLength(3);
+    expect(c.cacheStats()).toMatchObject({ fresh: 1, stale: 1, misses: 2, refreshes: 1 });
   });
 
   it('a 401 keeps the upstream diagnostic but never the key', async () => {

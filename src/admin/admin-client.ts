@@ -1,15 +1,9 @@
 import { ErrorCode, InputError, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
-import {
-  type CallInfo,
-  callUpstream,
-  parseJsonBody,
-  type RetryTuning,
-  retryDefaults,
-  type UpstreamContext,
-} from '../upstream/upstream-call.ts';
-import { createUpstreamPool, splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
+import { type CallInfo, callUpstream, parseJsonBody, type RetryTuning } from '../upstream/upstream-call.ts';
+import { createUpstreamContext } from '../upstream/upstream-context.ts';
+import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
 import type { AttemptRequest, HttpMethod, RawResponse } from '../upstream/upstream-request.ts';
-import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+import { type CallOptions, rejecting, type UpstreamResult } from '../upstream/upstream-result.ts';
 import { canonicalizeQuery, formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
 import { ReadCache, type ReadCacheOptions } from './admin-read-cache.ts';
 import {
@@ -38,6 +32,10 @@ import { type AdminUser, adminUserSchema, DEVICE_TYPES, FACTORS } from './admin-
 
 export const ADMIN_PREFIX = '/srv/admin/v1';
 
+/** Defaults of the user read cache (milliseconds); see `AdminClientOptions.cache.user`. */
+const USER_CACHE_TTL_MS = 2000;
+const USER_CACHE_STALE_MS = 5000;
+
 /** Options of `createAdminClient`. Times in milliseconds. */
 export interface AdminClientOptions {
   /** `{base_url}`: the service origin, e.g. `http://127.0.0.1:4010` (paths add `/srv/admin/v1`; a path in
@@ -50,8 +48,17 @@ export interface AdminClientOptions {
   connections?: number;
   /** Timeout of one attempt when the call gives none. Default 2000. */
   defaultTimeoutMs?: number;
-  /** Cache of `getUserCached` / `getUserDevicesCached`. Defaults: fresh 5 s, then stale 30 s. */
-  cache?: ReadCacheOptions;
+  /** Caches of `getUserCached` and `getUserDevicesCached`. */
+  cache?: {
+    /**
+     * `getUserCached`. Defaults: fresh 2000, then served stale (while refreshed) 5000 more. Short on
+     * purpose: the user's status drives `account-locked`, a security rule, so a lock made outside
+     * riskgate must show within seconds.
+     */
+    user?: ReadCacheOptions;
+    /** `getUserDevicesCached`. Defaults: fresh 5000, then stale 30000 more. */
+    devices?: ReadCacheOptions;
+  };
   /** Epoch ms, for `SVC-Date` and cache ages. Default `Date.now`. */
   now?: () => number;
   onCall?: (info: CallInfo) => void;
@@ -188,16 +195,6 @@ function checkIntRange(field: string, v: unknown, min: number, max: number): voi
   }
 }
 
-function rejecting<A extends unknown[], T>(fn: (...a: A) => R<T>): (...a: A) => R<T> {
-  return (...a) => {
-    try {
-      return fn(...a);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
-}
-
 /** Creates an Admin API client. Throws `RG_ERR_INVALID_CONFIG` for missing credentials (never echoing the key). */
 export function createAdminClient(opts: AdminClientOptions): AdminClient {
   if (!opts.serviceId || !opts.apiKey) {
@@ -207,16 +204,17 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   // A base URL with a path (a gateway) is kept in front of the API's own prefix.
   const prefix = `${pathPrefix}${ADMIN_PREFIX}`;
   const now = opts.now ?? Date.now;
-  const pool = createUpstreamPool(origin, { ...opts.pool, connections: opts.connections ?? 8 });
-  const ctx: UpstreamContext = {
+  const { ctx, pool } = createUpstreamContext({
     upstream: 'admin',
-    dispatcher: pool,
-    now,
+    origin,
+    connections: opts.connections ?? 8,
+    pool: opts.pool,
     defaultTimeoutMs: opts.defaultTimeoutMs ?? 2000,
-    ...retryDefaults(opts.retry),
+    retry: opts.retry,
     maxBodyBytes: 1024 * 1024,
+    now,
     onCall: opts.onCall,
-  };
+  });
   const signer: AdminSigner = { serviceId: opts.serviceId, apiKey: opts.apiKey, host, protocol };
 
   /** A request signed now: called for every attempt. */
@@ -286,9 +284,17 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       query: devicesQuery(filter),
     });
 
-  const cacheOpts = opts.cache ?? {};
-  const users = new ReadCache<AdminUser>(cacheOpts, now);
-  const devices = new ReadCache<UserDevices>(cacheOpts, now);
+  const userCache = opts.cache?.user;
+  const users = new ReadCache<AdminUser>(
+    {
+      ttlMs: userCache?.ttlMs ?? USER_CACHE_TTL_MS,
+      staleMs: userCache?.staleMs ?? USER_CACHE_STALE_MS,
+      max: userCache?.max,
+    },
+    now,
+    'get-user',
+  );
+  const devices = new ReadCache<UserDevices>(opts.cache?.devices ?? {}, now, 'get-user-devices');
   const cacheTimeout = { timeoutMs: ctx.defaultTimeoutMs };
 
   function invalidateUser(userId: string): void {

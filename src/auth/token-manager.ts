@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
-import {
-  type CallInfo,
-  callUpstream,
-  parseJsonBody,
-  retryDefaults,
-  type UpstreamContext,
-} from '../upstream/upstream-call.ts';
-import { createUpstreamPool, splitBaseUrl } from '../upstream/upstream-pool.ts';
+import { raceWithSignal } from '../upstream/abortable.ts';
+import { type CallInfo, callUpstream, parseJsonBody } from '../upstream/upstream-call.ts';
+import { createUpstreamContext } from '../upstream/upstream-context.ts';
+import { splitBaseUrl } from '../upstream/upstream-pool.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
+import { audienceScope } from './audience-scope.ts';
+
+export { audienceScope };
 
 /**
  * OAuth 2.0 client-credentials token manager for the Trust Signals Retrieval client (CONTRACT §3).
@@ -112,11 +111,6 @@ export function refreshDelayMs(lifetimeMs: number): number {
   return Math.max(0.5 * lifetimeMs, Math.min(0.8 * lifetimeMs, lifetimeMs - 60_000));
 }
 
-/** `urn:<idp>:iam:org:project:id:<audience>:aud`. */
-export function audienceScope(idp: string, audience: string): string {
-  return `urn:${idp}:iam:org:project:id:${audience}:aud`;
-}
-
 /** Creates a token manager. Throws `RG_ERR_INVALID_CONFIG` for missing settings (never echoing the secret). */
 export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   if (!opts.clientId || !opts.clientSecret) {
@@ -142,16 +136,15 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   const authorization = `Basic ${Buffer.from(`${formEncode(opts.clientId)}:${formEncode(opts.clientSecret)}`).toString('base64')}`;
   const body = new URLSearchParams({ grant_type: 'client_credentials', scope }).toString();
 
-  const pool = createUpstreamPool(origin, { connections: opts.connections ?? 2 });
-  const ctx: UpstreamContext = {
+  const { ctx, pool } = createUpstreamContext({
     upstream: 'auth',
-    dispatcher: pool,
-    now,
+    origin,
+    connections: opts.connections ?? 2,
     defaultTimeoutMs: timeoutMs,
-    ...retryDefaults(),
     maxBodyBytes: 64 * 1024,
+    now,
     onCall: opts.onCall,
-  };
+  });
 
   let held: HeldToken | undefined;
   let inflight: Promise<UpstreamResult<string>> | undefined;
@@ -250,31 +243,6 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
     return inflight;
   }
 
-  function awaitWithSignal(
-    p: Promise<UpstreamResult<string>>,
-    signal: AbortSignal,
-  ): Promise<UpstreamResult<string>> {
-    if (signal.aborted) return Promise.resolve(deadline());
-    return new Promise((resolve) => {
-      const onAbort = (): void => resolve(deadline());
-      signal.addEventListener('abort', onAbort, { once: true });
-      void p.then((r) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(r);
-      });
-    });
-  }
-
-  function deadline(): UpstreamResult<string> {
-    return {
-      ok: false,
-      durationMs: 0,
-      error: new UpstreamError(ErrorCode.DEADLINE_EXCEEDED, 'auth token: decision deadline passed', {
-        upstream: 'auth',
-      }),
-    };
-  }
-
   return {
     getToken(signal) {
       const t = held;
@@ -287,7 +255,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
       if (inflight === undefined && lastFailure !== undefined && at < nextAttemptAt)
         return Promise.resolve(lastFailure);
       const p = refresh();
-      return signal ? awaitWithSignal(p, signal) : p;
+      return signal ? raceWithSignal(p, signal, 'auth', 'token') : p;
     },
     peekToken() {
       const t = held;

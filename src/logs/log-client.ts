@@ -1,12 +1,8 @@
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
-import {
-  type CallInfo,
-  callUpstream,
-  retryDefaults,
-  type UpstreamContext,
-} from '../upstream/upstream-call.ts';
+import { type CallInfo, callUpstream } from '../upstream/upstream-call.ts';
+import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { malformedError } from '../upstream/upstream-errors.ts';
-import { createUpstreamPool, splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
+import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
 import type { AttemptRequest } from '../upstream/upstream-request.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import { canonicalizeQuery, formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
@@ -89,16 +85,16 @@ export function createLogClient(opts: LogClientOptions): LogClient {
   const { origin, host, protocol, pathPrefix } = splitBaseUrl(opts.baseUrl);
   const now = opts.now ?? Date.now;
   const maxLineBytes = opts.maxLineBytes ?? 1024 * 1024;
-  const pool = createUpstreamPool(origin, { ...opts.pool, connections: 2 });
-  const ctx: UpstreamContext = {
+  const { ctx, pool } = createUpstreamContext({
     upstream: 'logs',
-    dispatcher: pool,
-    now,
+    origin,
+    connections: 2,
+    pool: opts.pool,
     defaultTimeoutMs: opts.timeoutMs ?? 30_000,
-    ...retryDefaults(),
     maxBodyBytes: opts.maxBodyBytes ?? 256 * 1024 * 1024,
+    now,
     onCall: opts.onCall,
-  };
+  });
 
   return {
     readWindow(scope, window, onEvent, callOpts) {

@@ -8,13 +8,12 @@ import {
   callUpstream,
   parseJsonBody,
   type RetryTuning,
-  retryDefaults,
-  type UpstreamContext,
 } from '../upstream/upstream-call.ts';
+import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { malformedError } from '../upstream/upstream-errors.ts';
-import { createUpstreamPool, splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
+import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
 import type { AttemptRequest, RawResponse } from '../upstream/upstream-request.ts';
-import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+import { type CallOptions, rejecting, type UpstreamResult } from '../upstream/upstream-result.ts';
 import { UUID_PATTERN } from './identifiers.ts';
 import { type BatcherStats, type BatchItem, type BatchOptions, RatBatcher } from './rat-batcher.ts';
 import {
@@ -177,17 +176,6 @@ const parsers = {
 
 const BATCH_OP = 'remote-access-tool-batch';
 
-/** Invalid parameters surface as a rejected promise (not a synchronous throw), like any async API. */
-function rejecting<P, R>(fn: Method<P, R>): Method<P, R> {
-  return (p, o) => {
-    try {
-      return fn(p, o);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
-}
-
 /** Cache key of a remote-access-tool lookup: the full parameter set. */
 function ratKey(p: RemoteAccessToolParams): string {
   return `${p.accountId}\u0001${p.unitId}\u0001${p.verificationStatus}\u0001${p.interactionId}\u0001${p.sdkVersionId ?? ''}`;
@@ -201,16 +189,17 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   const { origin, pathPrefix } = splitBaseUrl(opts.baseUrl);
   const now = opts.now ?? Date.now;
   const tokens = opts.tokens;
-  const pool = createUpstreamPool(origin, { ...opts.pool, connections: opts.connections ?? 32 });
-  const ctx: UpstreamContext = {
+  const { ctx, pool } = createUpstreamContext({
     upstream: 'signals',
-    dispatcher: pool,
-    now,
+    origin,
+    connections: opts.connections ?? 32,
+    pool: opts.pool,
     defaultTimeoutMs: opts.defaultTimeoutMs ?? 1000,
-    ...retryDefaults(opts.retry),
+    retry: opts.retry,
     maxBodyBytes: opts.maxBodyBytes ?? 1024 * 1024,
+    now,
     onCall: opts.onCall,
-  };
+  });
   const queryPrefix = `?serviceId=${opts.serviceId}`;
   const signalsPath = `${pathPrefix}/signals/`;
   const paths = {

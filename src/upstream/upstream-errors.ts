@@ -173,3 +173,16 @@ export function deadlineError(upstream: UpstreamName, operation: string): Upstre
     },
   );
 }
+
+/**
+ * A bug, not an upstream failure: a promise that must never reject did (`cause` keeps what it
+ * threw, for the log). Callers get a typed answer instead of waiting forever.
+ */
+export function internalError(upstream: UpstreamName, operation: string, cause: unknown): UpstreamError {
+  return new UpstreamError(
+    ErrorCode.INTERNAL,
+    `${upstream} ${operation}: internal error`,
+    { upstream },
+    { cause },
+  );
+}

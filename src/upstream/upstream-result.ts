@@ -27,3 +27,19 @@ export interface CallOptions {
   /** W3C `traceparent` to pass upstream, when tracing is on. */
   traceparent?: string;
 }
+
+/**
+ * Wraps a client method so a synchronous throw (an `InputError` from argument checks before any
+ * I/O) surfaces as a rejected promise, the way any async API fails, never as a throw at the call.
+ */
+export function rejecting<A extends unknown[], T>(
+  fn: (...args: A) => Promise<T>,
+): (...args: A) => Promise<T> {
+  return (...args) => {
+    try {
+      return fn(...args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+}
