@@ -122,7 +122,10 @@ export interface MatchedRule {
   description: string;
   score?: number;
   verdict?: Verdict;
-  /** Set when the rule's expression failed to evaluate and the error policy counted it. */
+  /**
+   * Set when the rule's expression failed to evaluate and the error policy counted it: its score or
+   * verdict counts, its actions are not taken (they are in `suppressedActions`, `rule_error`).
+   */
   error?: string;
 }
 
