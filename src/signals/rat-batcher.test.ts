@@ -181,4 +181,44 @@ describe('remote-access-tool batcher', () => {
     vi.advanceTimersToNextTimer();
     expect(up.batches[0]!.map((i) => i.accountId)).toEqual(['acct-b']);
   });
+
+  it('a send that rejects answers every caller with RG_ERR_INTERNAL and leaves the batcher idle', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
+    const up = fakeUpstream();
+    let broken = true;
+    const send = (items: BatchItem[]) => {
+      if (!broken) return up.send(items);
+      broken = false;
+      up.batches.push(items);
+      return Promise.reject(new TypeError('bug in send'));
+    };
+    const b = new RatBatcher(send, { windowMs: 2 });
+    const ps = [b.lookup('a', item('a'), undefined), b.lookup('b', item('b'), undefined)];
+    vi.advanceTimersByTime(0);
+    expect(up.batches).toHaveLength(1);
+    const rs = await Promise.all(ps);
+    expect(rs.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([ErrorCode.INTERNAL, ErrorCode.INTERNAL]);
+    expect(rs[0]!.ok ? undefined : rs[0]!.error.cause).toBeInstanceOf(TypeError);
+    // Nothing in flight any more: the next lone lookup goes out at the end of the turn, not after 2 ms.
+    const next = b.lookup('c', item('c'), undefined);
+    vi.advanceTimersByTime(0);
+    expect(up.batches).toHaveLength(2);
+    up.answerAll();
+    expect(await next).toMatchObject({ ok: true, value: { unitId: 'acct-c-web' } });
+  });
+
+  it('a send that throws, or answers fewer items than sent, fails its callers instead of hanging them', async () => {
+    const thrower = new RatBatcher(() => {
+      throw new Error('bug');
+    });
+    const thrown = await thrower.lookup('a', item('a'), undefined);
+    expect(thrown.ok ? 'ok' : thrown.error.code).toBe(ErrorCode.INTERNAL);
+
+    const short = new RatBatcher(async () => ({ ok: true, durationMs: 1, value: [] }));
+    const rs = await Promise.all([
+      short.lookup('a', item('a'), undefined),
+      short.lookup('b', item('b'), undefined),
+    ]);
+    expect(rs.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([ErrorCode.INTERNAL, ErrorCode.INTERNAL]);
+  });
 });

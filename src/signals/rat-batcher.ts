@@ -1,4 +1,5 @@
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { internalError } from '../upstream/upstream-errors.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import { MAX_BATCH_ITEMS, type VerificationStatus } from './identifiers.ts';
 import type { RemoteAccessToolBatchItem, RemoteAccessToolResponse } from './signal-schemas.ts';
@@ -48,6 +49,9 @@ export interface BatcherStats {
 export type SendBatch = (items: BatchItem[]) => Promise<UpstreamResult<RemoteAccessToolBatchItem[]>>;
 
 type Resolve = (r: UpstreamResult<RemoteAccessToolResponse>) => void;
+
+/** Operation name of a batch call, for errors and metrics. */
+export const BATCH_OPERATION = 'remote-access-tool-batch';
 
 class Waiter {
   done = false;
@@ -188,30 +192,54 @@ export class RatBatcher {
     this.inflight++;
     this.stats.batches++;
     this.stats.items += items.length;
-    void this.send(items).then((r) => {
-      this.inflight--;
-      if (!r.ok) {
+    let sent: Promise<UpstreamResult<RemoteAccessToolBatchItem[]>>;
+    try {
+      sent = this.send(items);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    let landed = false;
+    sent
+      .then((r) => {
+        // Before any caller resumes, so the lookups they make next see the batcher idle.
+        landed = true;
+        this.inflight--;
+        this.answer(entries, r);
+      })
+      .catch((err: unknown) => {
+        // A bug (`send` resolves to a result; answers are length-checked): never leave callers hanging.
+        if (!landed) this.inflight--;
+        const error = internalError('signals', BATCH_OPERATION, err);
         for (const e of entries) {
           for (const w of e.waiters)
-            w.settle({ ok: false, error: r.error, durationMs: performance.now() - w.started });
+            w.settle({ ok: false, error, durationMs: performance.now() - w.started });
         }
-        return;
+      });
+  }
+
+  /** Settles each entry's waiters with its item's outcome, in request order. */
+  private answer(entries: Entry[], r: UpstreamResult<RemoteAccessToolBatchItem[]>): void {
+    if (!r.ok) {
+      for (const e of entries) {
+        for (const w of e.waiters)
+          w.settle({ ok: false, error: r.error, durationMs: performance.now() - w.started });
       }
-      const results = r.value;
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i]!;
-        if (e.waiters.length === 0) continue;
-        const outcome = itemOutcome(results[i]!);
-        for (const w of e.waiters) {
-          const durationMs = performance.now() - w.started;
-          w.settle(
-            outcome instanceof UpstreamError
-              ? { ok: false, error: outcome, durationMs }
-              : { ok: true, value: outcome, durationMs },
-          );
-        }
+      return;
+    }
+    const results = r.value;
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
+      if (e.waiters.length === 0) continue;
+      const outcome = itemOutcome(results[i]!);
+      for (const w of e.waiters) {
+        const durationMs = performance.now() - w.started;
+        w.settle(
+          outcome instanceof UpstreamError
+            ? { ok: false, error: outcome, durationMs }
+            : { ok: true, value: outcome, durationMs },
+        );
       }
-    });
+    }
   }
 }
 

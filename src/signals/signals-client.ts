@@ -15,7 +15,13 @@ import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-poo
 import type { AttemptRequest, RawResponse } from '../upstream/upstream-request.ts';
 import { type CallOptions, rejecting, type UpstreamResult } from '../upstream/upstream-result.ts';
 import { UUID_PATTERN } from './identifiers.ts';
-import { type BatcherStats, type BatchItem, type BatchOptions, RatBatcher } from './rat-batcher.ts';
+import {
+  BATCH_OPERATION,
+  type BatcherStats,
+  type BatchItem,
+  type BatchOptions,
+  RatBatcher,
+} from './rat-batcher.ts';
 import {
   checkRemoteAccessTool,
   type NewBrowserParams,
@@ -174,8 +180,6 @@ const parsers = {
   ),
 };
 
-const BATCH_OP = 'remote-access-tool-batch';
-
 /** Cache key of a remote-access-tool lookup: the full parameter set. */
 function ratKey(p: RemoteAccessToolParams): string {
   return `${p.accountId}\u0001${p.unitId}\u0001${p.verificationStatus}\u0001${p.interactionId}\u0001${p.sdkVersionId ?? ''}`;
@@ -265,13 +269,13 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   const parseBatch =
     (items: BatchItem[]) =>
     (res: RawResponse): RemoteAccessToolBatchItem[] | UpstreamError => {
-      const v = parseJsonBody('signals', BATCH_OP, res, remoteAccessToolBatchResponseSchema);
+      const v = parseJsonBody('signals', BATCH_OPERATION, res, remoteAccessToolBatchResponseSchema);
       if (v instanceof RiskgateError) return v as UpstreamError;
       const results = v.results;
       if (results.length !== items.length) {
         return malformedError(
           'signals',
-          BATCH_OP,
+          BATCH_OPERATION,
           `${results.length} results for ${items.length} items`,
           res.status,
         );
@@ -286,12 +290,12 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
           r.verificationStatus !== it.verificationStatus ||
           r.interactionId !== it.interactionId
         ) {
-          return malformedError('signals', BATCH_OP, `result ${i} echoes another item`, res.status);
+          return malformedError('signals', BATCH_OPERATION, `result ${i} echoes another item`, res.status);
         }
         if (r.success ? r.result === undefined : r.reason === undefined) {
           return malformedError(
             'signals',
-            BATCH_OP,
+            BATCH_OPERATION,
             `result ${i}: success and result/reason disagree`,
             res.status,
           );
@@ -305,7 +309,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
         ctx,
         {
           ...authed(
-            BATCH_OP,
+            BATCH_OPERATION,
             'POST',
             paths.remoteAccessTool,
             JSON.stringify(items),
