@@ -79,8 +79,7 @@ export interface DeviceFilter {
 /** What `PUT /users/{id}` may change here. */
 export interface UserUpdate {
   status?: SettableUserStatus;
-  /** An empty list leaves `passcode` as the only factor. */
-  /** Values of `FACTORS` (checked before sending). */
+  /** Values of `FACTORS` (checked before sending). An empty list leaves `passcode` as the only factor. */
   allowed_factors?: readonly (Factor | (string & {}))[];
 }
 
@@ -114,15 +113,25 @@ export interface UserLookup {
   offset?: number;
 }
 
-/** What `createAdminClient` returns. Methods never reject for upstream failures; bad arguments reject with `InputError`. */
+/**
+ * What `createAdminClient` returns. Methods never reject for upstream failures; bad arguments reject
+ * with `InputError`. "Retryable" calls are retried at most once, on a transport failure, a timeout,
+ * a 5xx other than 501 or a 429 whose `Retry-After` fits (see `callUpstream`); the others never are.
+ */
 export interface AdminClient {
+  /** `GET /users/{id}`, uncached; retryable. A missing user is `UPSTREAM_NOT_FOUND`. */
   getUser(userId: string, opts?: CallOptions): R<AdminUser>;
+  /** `GET /users/{id}/devices`, uncached, filtered upstream by status and type; retryable. */
   getUserDevices(userId: string, filter?: DeviceFilter, opts?: CallOptions): R<UserDevices>;
-  /** `getUser` through the short-lived cache (stale-while-revalidate). Treat the value as read-only. */
+  /**
+   * `getUser` through the short-lived cache (stale-while-revalidate; fresh 2 s, stale 5 s more by
+   * default). This client's writes drop the user's entries and any read of them in flight. Treat
+   * the value as read-only.
+   */
   getUserCached(userId: string, opts?: CallOptions): R<AdminUser>;
   /** `getUserDevices` through the cache. Treat the value as read-only. */
   getUserDevicesCached(userId: string, filter?: DeviceFilter, opts?: CallOptions): R<UserDevices>;
-  /** `PUT /users/{id}`; retried once when safe (a PUT sets, so repeating it is harmless). */
+  /** `PUT /users/{id}`; retryable (a PUT sets, so repeating it is harmless). */
   updateUser(userId: string, update: UserUpdate, opts?: CallOptions): R<UserUpdateOutcome>;
   /**
    * `DELETE /devices/{id}`; never retried here (a caller's retry that finds it archived gets
@@ -135,12 +144,18 @@ export interface AdminClient {
     params?: { length?: number; valid_secs?: number },
     opts?: CallOptions,
   ): R<OneTimeCode>;
+  /** `GET /info`: the service's own description (name, trial, callback URL); retryable. */
   getInfo(opts?: CallOptions): R<AdminInfo>;
-  /** `GET /users` (username is a partial match upstream; filters combine with AND). */
+  /**
+   * `GET /users` (username is a partial match upstream; filters combine with AND); retryable.
+   * `limit` 0 to 100, `offset` at least 0.
+   */
   lookupUsers(filter: UserLookup, opts?: CallOptions): R<UserPage>;
   /** Drops cached reads of a user (done automatically after this client's own writes). */
   invalidateUser(userId: string): void;
+  /** Cache counters over both cached reads: fresh and stale hits, misses, background refreshes. */
   cacheStats(): { fresh: number; stale: number; misses: number; refreshes: number };
+  /** Closes the connections once the calls in flight finish. */
   close(): Promise<void>;
 }
 

@@ -70,6 +70,12 @@ const MAX_START_AGE_MS = 30 * 24 * 3600 * 1000;
 
 const floorSecond = (ms: number) => Math.floor(ms / 1000) * 1000;
 
+/**
+ * Creates a poller for one Log API scope (see the module comment for how windows tile time). Does
+ * no I/O until `start()` or `pollOnce()`. Throws `TypeError` when neither `checkpointFile` nor
+ * `checkpointStore` is given. Defaults (ms): 1 h requests with a 30 s overlap, windows ending
+ * 120 s before now, a 30 s pause once caught up, backoff from 1 s to 60 s after a failure.
+ */
 export function createLogPoller(opts: LogPollerOptions): LogPoller {
   const store =
     opts.checkpointStore ??

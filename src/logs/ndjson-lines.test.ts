@@ -26,7 +26,11 @@ describe('NDJSON line splitting', () => {
   it('stops when the consumer says so', () => {
     const seen: string[] = [];
     const s = new NdjsonLines(100);
-    expect(s.push(Buffer.from('a\nb\nc\n'), (l) => (seen.push(l), l !== 'b'))).toBe(false);
+    const consume = (l: string): boolean => {
+      seen.push(l);
+      return l !== 'b';
+    };
+    expect(s.push(Buffer.from('a\nb\nc\n'), consume)).toBe(false);
     expect(seen).toEqual(['a', 'b']);
   });
 });

@@ -91,6 +91,13 @@ interface Entry {
   open: boolean;
 }
 
+/**
+ * The remote-access-tool batcher (see the module comment for when a batch goes out). Identical
+ * lookups in the open batch share one item; each caller is bounded by its own `signal` and
+ * `timeoutMs` and is released alone, the batch going on for the others. `lookup` never rejects: a
+ * failed batch fails each of its callers with the batch's typed error, an item's `forbidden` or
+ * `internalError` fails only that item's callers.
+ */
 export class RatBatcher {
   private open = new Map<string, Entry>();
   private scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;

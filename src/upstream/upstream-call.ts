@@ -55,6 +55,12 @@ export interface RetryTuning {
   minRetryBudgetMs?: number;
 }
 
+/**
+ * The retry settings of a client's `UpstreamContext`, from its optional tuning. Defaults (ms):
+ * `maxRetryWaitMs` 1000 (longest `Retry-After` honoured without a `deadlineAt`), `retryDelayMs` 20
+ * (pause before retrying a transport failure, timeout or 5xx, jittered to 50-100%),
+ * `minRetryBudgetMs` 20 (time that must be left before `deadlineAt` for any retry to start).
+ */
 export function retryDefaults(
   t: RetryTuning = {},
 ): Pick<UpstreamContext, 'maxRetryWaitMs' | 'retryDelayMs' | 'minRetryBudgetMs'> {
