@@ -241,6 +241,10 @@ describe('a failing input gives a degraded decision, treated as the policy says,
     // The score is exactly what the policy adds for what was unavailable (no rule can match).
     expect(body.score).toBe(treatedScore(signals));
     expect(body.verdict).toBe(target.treatment === 'verdict:deny' ? 'deny' : 'allow');
+    expect(body.explanation).toMatchObject({
+      thresholds: { challenge: 1000, deny: 2000 },
+      decidedBy: target.treatment === 'verdict:deny' ? 'verdict' : 'score',
+    });
     const elapsedMs = body.elapsedMs as number;
     if (fault.kind === 'hang' && target.hangReason === 'deadline') {
       expect(elapsedMs).toBeGreaterThanOrEqual(DEADLINE_MS - 1);

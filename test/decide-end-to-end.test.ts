@@ -83,6 +83,44 @@ describe('the demo accounts, as npm start prints them', () => {
     expect(body.signals).toMatchObject({ newBrowser: { status: 'ok', result: { known: true } } });
   });
 
+  it('answers the fields a policy uses, not the vendor’s whole answer, and how the verdict came about', async () => {
+    const body = await decideHealthy(demoRequest('alice', userIds.alice));
+    const signals = body.signals as Record<string, Record<string, unknown>>;
+    // Echoed identifiers and per-unit times are the vendor's business; supporting signals are
+    // compacted to the types that matched, as a policy reads them (matchedSignals).
+    expect(Object.keys(signals.remoteAccessTool!).sort()).toEqual([
+      'observationTime',
+      'result',
+      'status',
+      'success',
+    ]);
+    expect(signals.latestProximity).toEqual({
+      status: 'ok',
+      success: true,
+      observationTime: expect.any(String),
+      result: {
+        proximityConfidence: expect.any(Number),
+        matchedSignals: expect.arrayContaining(['wifiNetworkOverlap']),
+      },
+    });
+    expect(signals.adminUser).toEqual({
+      status: 'ok',
+      result: { status: 'enabled', failed_attempts: expect.any(Number), max_attempts: expect.any(Number) },
+    });
+    expect(signals.adminDevices).toEqual({ status: 'ok', result: { count: 1 } });
+    // Rules for the other platform (geovelocity, active call) are not listed as skipped.
+    expect(body.explanation).toEqual({ thresholds: { challenge: 40, deny: 80 }, decidedBy: 'score' });
+    // The decision log keeps the vendor's whole answer for replay.
+    await new Promise((r) => setImmediate(r));
+    const line = h.lines.find((l) => l.decisionId === body.decisionId) as {
+      inputs: { signals: { latestProximity: { response: { result: { supportingSignals: unknown[] } } } } };
+    };
+    expect(line.inputs.signals.latestProximity.response.result.supportingSignals[0]).toHaveProperty(
+      'details',
+    );
+    expect(JSON.stringify(body)).not.toContain('supportingSignals');
+  });
+
   it('bob is challenged for a new browser on another OS, with a one-time code to step up', async () => {
     const body = await decideHealthy(demoRequest('bob', userIds.bob));
     expect(body.verdict).toBe('challenge');
@@ -188,6 +226,19 @@ describe('the other scenario accounts', () => {
     expect(body.signals).toMatchObject({
       remoteAccessTool: { status: 'unavailable', reason: 'not_applicable' },
     });
+    // The fastest pair, flattened: what the policy's geovelocity fields read.
+    expect((body.signals as Record<string, unknown>).geovelocity).toEqual({
+      status: 'ok',
+      success: true,
+      observationTime: expect.any(String),
+      result: {
+        anomaly: true,
+        maxSpeedKmh: expect.any(Number),
+        thresholdKmh: expect.any(Number),
+        distanceKm: expect.any(Number),
+        elapsedSeconds: expect.any(Number),
+      },
+    });
   });
 
   it('carol is challenged while on a phone call: push only, and no one-time code to read aloud', async () => {
@@ -196,6 +247,12 @@ describe('the other scenario accounts', () => {
     expect(reasonIds(body)).toEqual(['on-active-call']);
     // The rule withholds the step-up code the challenge verdict would bring (suppressActions).
     expect(actions(body).map((a) => [a.type, a.status])).toEqual([['restrict_factors', 'queued']]);
+    expect(body.explanation).toMatchObject({
+      decidedBy: 'score',
+      suppressedActions: [
+        { name: 'stepUp', type: 'one_time_code', reason: 'suppressed_by_rule', by: 'on-active-call' },
+      ],
+    });
   });
 
   it('dave is allowed: his browser is next to his phone', async () => {

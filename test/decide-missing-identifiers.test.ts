@@ -52,6 +52,13 @@ describe('missing identifiers', () => {
     expect(body.verdict).not.toBe('allow');
     expect(body.verdict).toBe('challenge');
     expect(body.score as number).toBeGreaterThanOrEqual(shipped.thresholds.challenge);
+    // The proximity offset reads the remote access tool too: not counted, and the answer says so.
+    expect(body.explanation).toMatchObject({
+      decidedBy: 'score',
+      skipped: expect.arrayContaining([
+        { id: 'near-enrolled-phone', reason: 'remoteAccessTool unavailable (missing_identifiers)' },
+      ]),
+    });
   });
 
   it('the same without a platform is treated alike (the platform could be a browser)', async () => {

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import type { PolicyAction, SignalOutcome, UnavailableTreatment } from '../policy/policy-types.ts';
+import type {
+  PolicyAction,
+  PolicyDecision,
+  PolicySignalName,
+  SignalOutcome,
+  SignalResponses,
+  UnavailableTreatment,
+} from '../policy/policy-types.ts';
 import type { CallTiming, DecisionRun } from './run-decision.ts';
 import { NOT_APPLICABLE } from './signal-queries.ts';
 
@@ -13,14 +20,24 @@ const verdictSchema = z.enum(['allow', 'challenge', 'deny']);
 
 const signalReportSchema = z.union([
   z
-    .looseObject({
+    .strictObject({
       status: z.literal('ok'),
       success: z.boolean().optional(),
       reason: z.string().optional(),
-      result: z.record(z.string(), z.unknown()).optional(),
+      observationTime: z.string().optional(),
+      result: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe(
+          'The fields a policy can use: the vendor’s `result`, with bulky arrays compacted ' +
+            '(supporting signals as the list of matched types, geovelocity as its fastest pair, ' +
+            'geolocation as its places). For adminUser: status, failed_attempts, max_attempts; ' +
+            'for adminDevices: count.',
+        ),
+      mismatchedFields: z.array(z.string()).optional().describe('newBrowser: fields that differed.'),
     })
     .describe('The vendor’s answer (success may still be false, with its reason).'),
-  z.object({
+  z.strictObject({
     status: z.literal('unavailable'),
     reason: z
       .string()
@@ -74,6 +91,34 @@ export const decideResponseSchema = z.object({
     .describe(
       'True when an input the policy uses was unavailable (missing_identifiers included; not_applicable aside).',
     ),
+  explanation: z
+    .object({
+      thresholds: z.object({ challenge: z.number(), deny: z.number() }),
+      decidedBy: z
+        .enum(['override', 'verdict', 'score'])
+        .describe('An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, or the score.'),
+      skipped: z
+        .array(z.object({ id: z.string(), reason: z.string() }))
+        .optional()
+        .describe(
+          'Rules not counted: an input they read was unavailable, or they failed with onError: skip.',
+        ),
+      suppressedActions: z
+        .array(
+          z.object({
+            name: z.string(),
+            type: z.string(),
+            source: z.string(),
+            reason: z.enum(['rule_error', 'suppressed_by_rule']),
+            by: z.string().optional(),
+          }),
+        )
+        .optional()
+        .describe(
+          'Actions asked for but not taken: a failing rule’s, or withheld by a rule’s suppressActions.',
+        ),
+    })
+    .describe('How the verdict came about, beyond the matched rules in `reasons`.'),
   elapsedMs: z.number(),
 });
 export type DecideResponse = z.infer<typeof decideResponseSchema>;
@@ -89,10 +134,91 @@ function unavailableReport(reason: string, treatment: string | undefined): Signa
     : { status: 'unavailable', reason, treatment };
 }
 
-function signalReport(outcome: SignalOutcome, treatment: string | undefined): SignalReport {
+type SupportingSignals = readonly { type: string; details: { matched: boolean } }[] | undefined;
+
+/** The supporting signals that matched, by type: what a policy reads (`matchedSignals`). */
+function matchedSignals(list: SupportingSignals): string[] {
+  const out: string[] = [];
+  if (list !== undefined) for (const s of list) if (s.details.matched) out.push(s.type);
+  return out;
+}
+
+function proximityMatch(
+  m: { proximityConfidence: number; supportingSignals?: SupportingSignals } | null | undefined,
+) {
+  if (m === null || m === undefined) return null;
+  return { proximityConfidence: m.proximityConfidence, matchedSignals: matchedSignals(m.supportingSignals) };
+}
+
+/**
+ * The part of a signal's `result` a policy can read, small: the hot path serialises it on every
+ * answer, and the decision log keeps the vendor's whole answer for replay.
+ */
+function compactResult(
+  name: PolicySignalName,
+  response: SignalResponses[PolicySignalName],
+): object | undefined {
+  const result = response.result;
+  if (result === undefined) return undefined;
+  switch (name) {
+    case 'latestProximity':
+      return proximityMatch(result as SignalResponses['latestProximity']['result']) ?? undefined;
+    case 'historicalProximity': {
+      const r = result as NonNullable<SignalResponses['historicalProximity']['result']>;
+      return { bestMatch: proximityMatch(r.bestMatch), bestIngressMatch: proximityMatch(r.bestIngressMatch) };
+    }
+    case 'geovelocity': {
+      const r = result as NonNullable<SignalResponses['geovelocity']['result']>;
+      const out: Record<string, unknown> = { anomaly: r.anomaly, maxSpeedKmh: r.maxSpeedKmh };
+      let fastest = -1;
+      for (const source of r.sources) {
+        if (source.thresholdKmh !== null && out.thresholdKmh === undefined)
+          out.thresholdKmh = source.thresholdKmh;
+        const pair = source.fastestPair;
+        if (pair !== null && pair.speedKmh > fastest) {
+          fastest = pair.speedKmh;
+          out.distanceKm = pair.distanceKm;
+          out.elapsedSeconds = pair.elapsedSeconds;
+          if (source.thresholdKmh !== null) out.thresholdKmh = source.thresholdKmh;
+        }
+      }
+      return out;
+    }
+    case 'geolocation': {
+      const r = result as NonNullable<SignalResponses['geolocation']['result']>;
+      const out: Record<string, unknown> = {};
+      for (const d of r.datapoints) {
+        if (d.valueType === 'geo') out[d.name === 'geo' ? 'gps' : d.name] = { lat: d.lat, lon: d.lon };
+        else if (d.valueType === 'string' && d.name.startsWith('ingress_ip_')) out[d.name] = d.value;
+      }
+      return out;
+    }
+    default:
+      // remoteAccessTool, newBrowser, activeCall: a few scalars already.
+      return result;
+  }
+}
+
+function signalReport(
+  name: PolicySignalName,
+  outcome: SignalOutcome,
+  treatment: string | undefined,
+): SignalReport {
   if (outcome.status === 'unavailable') return unavailableReport(outcome.reason, treatment);
-  const { signalType: _, ...fields } = outcome.response;
-  return { status: 'ok', ...fields };
+  const response = outcome.response;
+  const report: SignalReport = { status: 'ok', success: response.success };
+  if (response.reason !== undefined) report.reason = response.reason;
+  const observationTime =
+    'observationTimesByUnit' in response
+      ? (response.observationTimesByUnit?.subjectUnitId ?? response.observationTime)
+      : response.observationTime;
+  if (observationTime !== undefined) report.observationTime = observationTime;
+  const result = compactResult(name, response);
+  if (result !== undefined) report.result = result as Record<string, unknown>;
+  if ('mismatchedFields' in response && response.mismatchedFields !== undefined) {
+    report.mismatchedFields = response.mismatchedFields;
+  }
+  return report;
 }
 
 /** Whether any input the policy uses was unavailable for a reason other than not applying. */
@@ -135,19 +261,29 @@ export function buildDecideResponse(run: DecisionRun, actions: ActionReport[]): 
   const signals: Record<string, SignalReport> = {};
   for (const name of policy.requirements.signals) {
     const outcome = input.signals[name];
-    if (outcome !== undefined) signals[name] = signalReport(outcome, treatmentOf(decision.unavailable, name));
+    if (outcome !== undefined) {
+      signals[name] = signalReport(name, outcome, treatmentOf(decision.unavailable, name));
+    }
   }
   const admin = input.adminUnavailable;
   if (policy.requirements.adminUser) {
+    const user = input.user;
     signals.adminUser =
-      admin?.user === undefined
-        ? { status: 'ok' }
-        : unavailableReport(admin.user, treatmentOf(decision.unavailable, 'adminUser'));
+      admin?.user === undefined && user !== undefined
+        ? {
+            status: 'ok',
+            result: {
+              status: user.status,
+              failed_attempts: user.failed_attempts,
+              max_attempts: user.max_attempts,
+            },
+          }
+        : unavailableReport(admin?.user ?? 'missing', treatmentOf(decision.unavailable, 'adminUser'));
   }
   if (policy.requirements.adminDevices) {
     signals.adminDevices =
       admin?.devices === undefined
-        ? { status: 'ok', count: input.devices.length }
+        ? { status: 'ok', result: { count: input.devices.length } }
         : unavailableReport(admin.devices, treatmentOf(decision.unavailable, 'adminDevices'));
   }
 
@@ -177,8 +313,28 @@ export function buildDecideResponse(run: DecisionRun, actions: ActionReport[]): 
     signals,
     actions,
     degraded: isDegraded(run),
+    explanation: explanationOf(decision),
     elapsedMs: round1(run.elapsedMs),
   };
+}
+
+/**
+ * A skip reason naming only inputs of another platform (`activeCall unavailable (not_applicable)`):
+ * such rules never concern this login, and listing them on every answer is noise.
+ */
+const OTHER_PLATFORM_ONLY = /^(?:\w+ unavailable \(not_applicable\)(?:, |$))+$/;
+
+function explanationOf(decision: PolicyDecision): DecideResponse['explanation'] {
+  const explanation: DecideResponse['explanation'] = {
+    thresholds: decision.thresholds,
+    decidedBy: decision.decidedBy ?? 'score',
+  };
+  const skipped = decision.skippedRules?.filter((r) => !OTHER_PLATFORM_ONLY.test(r.reason));
+  if (skipped !== undefined && skipped.length > 0) explanation.skipped = skipped;
+  if (decision.suppressedActions !== undefined && decision.suppressedActions.length > 0) {
+    explanation.suppressedActions = decision.suppressedActions;
+  }
+  return explanation;
 }
 
 /** `Server-Timing: total;dur=12.3, signals-newBrowser;dur=8.1, admin-user;dur=2.0, policy;dur=0.1`. */
