@@ -122,7 +122,7 @@ export function createApp(deps: AppDeps): Hono {
           { field: '', message: 'is not valid JSON' },
         ]);
       }
-      deps.log({ level: 'info', msg: 'admin callback', callback: callbackKind(body), body });
+      deps.log({ level: 'info', msg: 'admin callback', callback: callbackKind(body), ...callbackIds(body) });
       return c.json({ received: true });
     });
   }
@@ -136,6 +136,19 @@ function callbackKind(body: unknown): 'enrollment' | 'migration' | 'unknown' {
   if ('migrated_to_device_id' in body) return 'migration';
   if ('enrollment_id' in body || 'activation_code' in body) return 'enrollment';
   return 'unknown';
+}
+
+/** The ids a callback is about. Never the rest: an enrollment carries its activation code. */
+const CALLBACK_LOGGED_IDS = ['user_id', 'device_id', 'enrollment_id'] as const;
+
+function callbackIds(body: unknown): Record<string, string> {
+  const ids: Record<string, string> = {};
+  if (typeof body !== 'object' || body === null) return ids;
+  for (const key of CALLBACK_LOGGED_IDS) {
+    const value = (body as Record<string, unknown>)[key];
+    if (typeof value === 'string') ids[key] = value.slice(0, 100);
+  }
+  return ids;
 }
 
 /**
