@@ -29,7 +29,10 @@ async function advanceBoth(seconds: number) {
 
 const codes = (rs: UpstreamResult<unknown>[]) => rs.map((r) => (r.ok ? 'ok' : r.error.code));
 
-/** 200 concurrent new-browser calls; each call's attempt count from `onCall`. */
+/**
+ * 200 concurrent new-browser calls; each call's attempt count from `onCall`. The clients get a 5 s
+ * attempt timeout: on a busy machine a 1 s timeout would spend the one retry and blur the counts.
+ */
 async function burst(c: ReturnType<ClientSandbox['signals']>, attempts: number[]) {
   const rs = await Promise.all(
     Array.from({ length: 200 }, () => c.newBrowser({ subjectAccountId: 'alice' })),
@@ -43,7 +46,7 @@ describe('token rollover against the sandbox', () => {
   it('200 concurrent callers at token expiry cause exactly one token request, and none fails', async () => {
     const tokens = env.tokens({ now });
     const attempts: number[] = [];
-    const c = env.signals(tokens, { now, onCall: (i) => attempts.push(i.attempts) });
+    const c = env.signals(tokens, { now, defaultTimeoutMs: 5000, onCall: (i) => attempts.push(i.attempts) });
     expect((await tokens.getToken()).ok).toBe(true);
     await advanceBoth(5); // the token has expired on both sides
     expect(tokens.isReady()).toBe(false);
@@ -59,7 +62,7 @@ describe('token rollover against the sandbox', () => {
   it('a token the upstream rejects (401) is refreshed once for 200 concurrent callers, each retried once', async () => {
     const tokens = env.tokens({ now });
     const attempts: number[] = [];
-    const c = env.signals(tokens, { now, onCall: (i) => attempts.push(i.attempts) });
+    const c = env.signals(tokens, { now, defaultTimeoutMs: 5000, onCall: (i) => attempts.push(i.attempts) });
     expect((await tokens.getToken()).ok).toBe(true);
     await env.advanceClock(5); // expired for the sandbox only: the client still believes in it
     expect(tokens.isReady()).toBe(true);

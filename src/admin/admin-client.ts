@@ -219,16 +219,10 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   // A base URL with a path (a gateway) is kept in front of the API's own prefix.
   const prefix = `${pathPrefix}${ADMIN_PREFIX}`;
   const now = opts.now ?? Date.now;
-  const { ctx, pool } = createUpstreamContext({
-    upstream: 'admin',
-    origin,
-    connections: opts.connections ?? 8,
-    pool: opts.pool,
-    defaultTimeoutMs: opts.defaultTimeoutMs ?? 2000,
-    retry: opts.retry,
+  const { ctx, pool } = createUpstreamContext('admin', origin, now, opts, {
+    connections: 8,
+    defaultTimeoutMs: 2000,
     maxBodyBytes: 1024 * 1024,
-    now,
-    onCall: opts.onCall,
   });
   const signer: AdminSigner = { serviceId: opts.serviceId, apiKey: opts.apiKey, host, protocol };
 

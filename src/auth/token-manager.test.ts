@@ -90,12 +90,13 @@ describe('token manager', () => {
   });
 
   it('refreshes in the background ahead of expiry, so callers never wait', async () => {
-    answer = tokenAnswer(0.2); // 200 ms lifetime: refresh after 100 ms
+    // 400 ms lifetime: refresh after 200 ms, leaving a busy machine 190 ms for each refresh.
+    answer = tokenAnswer(0.4);
     const m = manager({ expiryMarginMs: 10 });
     await m.start();
     expect(m.isReady()).toBe(true);
     const seen = new Set<string>();
-    const deadline = performance.now() + 450;
+    const deadline = performance.now() + 900;
     while (performance.now() < deadline) {
       const t = m.peekToken();
       expect(t).toBeDefined();

@@ -136,15 +136,13 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   const authorization = `Basic ${Buffer.from(`${formEncode(opts.clientId)}:${formEncode(opts.clientSecret)}`).toString('base64')}`;
   const body = new URLSearchParams({ grant_type: 'client_credentials', scope }).toString();
 
-  const { ctx, pool } = createUpstreamContext({
-    upstream: 'auth',
+  const { ctx, pool } = createUpstreamContext(
+    'auth',
     origin,
-    connections: opts.connections ?? 2,
-    defaultTimeoutMs: timeoutMs,
-    maxBodyBytes: 64 * 1024,
     now,
-    onCall: opts.onCall,
-  });
+    { connections: opts.connections, onCall: opts.onCall },
+    { connections: 2, defaultTimeoutMs: timeoutMs, maxBodyBytes: 64 * 1024 },
+  );
 
   let held: HeldToken | undefined;
   let inflight: Promise<UpstreamResult<string>> | undefined;

@@ -85,16 +85,14 @@ export function createLogClient(opts: LogClientOptions): LogClient {
   const { origin, host, protocol, pathPrefix } = splitBaseUrl(opts.baseUrl);
   const now = opts.now ?? Date.now;
   const maxLineBytes = opts.maxLineBytes ?? 1024 * 1024;
-  const { ctx, pool } = createUpstreamContext({
-    upstream: 'logs',
+  // Windows are read one at a time per scope: two connections are enough.
+  const { ctx, pool } = createUpstreamContext(
+    'logs',
     origin,
-    connections: 2,
-    pool: opts.pool,
-    defaultTimeoutMs: opts.timeoutMs ?? 30_000,
-    maxBodyBytes: opts.maxBodyBytes ?? 256 * 1024 * 1024,
     now,
-    onCall: opts.onCall,
-  });
+    { pool: opts.pool, maxBodyBytes: opts.maxBodyBytes, onCall: opts.onCall },
+    { connections: 2, defaultTimeoutMs: opts.timeoutMs ?? 30_000, maxBodyBytes: 256 * 1024 * 1024 },
+  );
 
   return {
     readWindow(scope, window, onEvent, callOpts) {

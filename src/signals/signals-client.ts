@@ -193,16 +193,10 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   const { origin, pathPrefix } = splitBaseUrl(opts.baseUrl);
   const now = opts.now ?? Date.now;
   const tokens = opts.tokens;
-  const { ctx, pool } = createUpstreamContext({
-    upstream: 'signals',
-    origin,
-    connections: opts.connections ?? 32,
-    pool: opts.pool,
-    defaultTimeoutMs: opts.defaultTimeoutMs ?? 1000,
-    retry: opts.retry,
-    maxBodyBytes: opts.maxBodyBytes ?? 1024 * 1024,
-    now,
-    onCall: opts.onCall,
+  const { ctx, pool } = createUpstreamContext('signals', origin, now, opts, {
+    connections: 32,
+    defaultTimeoutMs: 1000,
+    maxBodyBytes: 1024 * 1024,
   });
   const queryPrefix = `?serviceId=${opts.serviceId}`;
   const signalsPath = `${pathPrefix}/signals/`;

@@ -75,6 +75,18 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
+/** A spec whose 401 hook "refreshes" and asks for the retry; counts the refreshes. */
+function refreshing() {
+  let n = 0;
+  const s = spec({
+    onUnauthorized: async () => {
+      n++;
+      return true;
+    },
+  });
+  return { s, refreshes: () => n };
+}
+
 async function expectError(p: Promise<unknown>, code: string) {
   const r = (await p) as { ok: boolean; error?: UpstreamError };
   expect(r.ok).toBe(false);
@@ -244,44 +256,26 @@ describe('callUpstream over real HTTP', () => {
   it('a 401 then a 503 makes two attempts in all: the auth retry spends the one retry', async () => {
     handler = (_q, res, hit) =>
       hit === 1 ? json(res, 401, {}) : hit === 2 ? json(res, 503, {}) : json(res, 200, { ok: true });
-    let refreshes = 0;
-    const s = spec({
-      onUnauthorized: async () => {
-        refreshes++;
-        return true;
-      },
-    });
+    const { s, refreshes } = refreshing();
     const err = await expectError(callUpstream(ctx(), s, undefined), ErrorCode.UPSTREAM_SERVER_ERROR);
     expect(err.status).toBe(503);
     expect(hits).toBe(2);
-    expect(refreshes).toBe(1);
+    expect(refreshes()).toBe(1);
     expect(calls[0]?.attempts).toBe(2);
   });
 
   it('a 503 then a 401 makes two attempts in all: no token refresh after the 5xx retry', async () => {
     handler = (_q, res, hit) =>
       hit === 1 ? json(res, 503, {}) : hit === 2 ? json(res, 401, {}) : json(res, 200, { ok: true });
-    let refreshes = 0;
-    const s = spec({
-      onUnauthorized: async () => {
-        refreshes++;
-        return true;
-      },
-    });
+    const { s, refreshes } = refreshing();
     await expectError(callUpstream(ctx(), s, undefined), ErrorCode.UPSTREAM_UNAUTHORIZED);
     expect(hits).toBe(2);
-    expect(refreshes).toBe(0);
+    expect(refreshes()).toBe(0);
   });
 
   it('makes no 401 retry (and no refresh) when too little is left before deadlineAt', async () => {
     handler = (_q, res, hit) => (hit === 1 ? json(res, 401, {}) : json(res, 200, { ok: true }));
-    let refreshes = 0;
-    const s = spec({
-      onUnauthorized: async () => {
-        refreshes++;
-        return true;
-      },
-    });
+    const { s, refreshes } = refreshing();
     const at = 1_000_000;
     // minRetryBudgetMs is 5: 4 ms left is too little.
     await expectError(
@@ -289,11 +283,11 @@ describe('callUpstream over real HTTP', () => {
       ErrorCode.UPSTREAM_UNAUTHORIZED,
     );
     expect(hits).toBe(1);
-    expect(refreshes).toBe(0);
+    expect(refreshes()).toBe(0);
     hits = 0;
     expect((await callUpstream(ctx({ now: () => at }), s, { deadlineAt: at + 5 })).ok).toBe(true);
     expect(hits).toBe(2);
-    expect(refreshes).toBe(1);
+    expect(refreshes()).toBe(1);
   });
 
   it('makes no 401 retry when the token refresh used up the time before deadlineAt', async () => {

@@ -3,40 +3,54 @@ import type { UpstreamName } from '../errors/riskgate-error.ts';
 import { type CallInfo, type RetryTuning, retryDefaults, type UpstreamContext } from './upstream-call.ts';
 import { createUpstreamPool, type UpstreamPoolOptions } from './upstream-pool.ts';
 
-/** What a client decides about its upstream; the rest are shared defaults. Times in milliseconds. */
-export interface UpstreamClientSettings {
-  upstream: UpstreamName;
-  /** `scheme://host[:port]` (see `splitBaseUrl`). */
-  origin: string;
+/** What a client's options may tune about its upstream (all optional). Times in milliseconds. */
+export interface UpstreamTuning {
   /** Upper bound on open connections to the origin. */
-  connections: number;
+  connections?: number | undefined;
   /** Connection tuning (timeouts are backstops; calls carry their own). */
   pool?: Omit<UpstreamPoolOptions, 'connections'> | undefined;
   /** Timeout of one attempt when the call gives none. */
-  defaultTimeoutMs: number;
+  defaultTimeoutMs?: number | undefined;
   /** Retry limits; defaults in `retryDefaults`. */
   retry?: RetryTuning | undefined;
-  /** Larger bodies are malformed. */
-  maxBodyBytes: number;
-  /** Epoch milliseconds. */
-  now: () => number;
+  /** Larger bodies are malformed, bytes. */
+  maxBodyBytes?: number | undefined;
   onCall?: ((info: CallInfo) => void) | undefined;
 }
 
+/** A client's own defaults for what `UpstreamTuning` leaves out. */
+export interface UpstreamDefaults {
+  connections: number;
+  defaultTimeoutMs: number;
+  maxBodyBytes: number;
+}
+
 /**
- * The connection pool of one client and the `UpstreamContext` its calls run in. The client owns
- * the pool: it closes it in its own `close()`.
+ * The connection pool of one client and the `UpstreamContext` its calls run in, from the client's
+ * options (`tuning`) over its own `defaults`. The client owns the pool: it closes it in `close()`.
+ *
+ * @param origin `scheme://host[:port]` (see `splitBaseUrl`).
+ * @param now epoch milliseconds.
  */
-export function createUpstreamContext(s: UpstreamClientSettings): { ctx: UpstreamContext; pool: Pool } {
-  const pool = createUpstreamPool(s.origin, { ...s.pool, connections: s.connections });
+export function createUpstreamContext(
+  upstream: UpstreamName,
+  origin: string,
+  now: () => number,
+  tuning: UpstreamTuning,
+  defaults: UpstreamDefaults,
+): { ctx: UpstreamContext; pool: Pool } {
+  const pool = createUpstreamPool(origin, {
+    ...tuning.pool,
+    connections: tuning.connections ?? defaults.connections,
+  });
   const ctx: UpstreamContext = {
-    upstream: s.upstream,
+    upstream,
     dispatcher: pool,
-    now: s.now,
-    defaultTimeoutMs: s.defaultTimeoutMs,
-    ...retryDefaults(s.retry),
-    maxBodyBytes: s.maxBodyBytes,
-    onCall: s.onCall,
+    now,
+    defaultTimeoutMs: tuning.defaultTimeoutMs ?? defaults.defaultTimeoutMs,
+    ...retryDefaults(tuning.retry),
+    maxBodyBytes: tuning.maxBodyBytes ?? defaults.maxBodyBytes,
+    onCall: tuning.onCall,
   };
   return { ctx, pool };
 }
