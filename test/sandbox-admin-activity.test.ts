@@ -1,9 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCall, controlCall, type Served, serveSandbox } from './support/serve-module.ts';
+import {
+  adminCall,
+  controlCall,
+  deviceId,
+  type Served,
+  serveSandbox,
+  userId as U,
+} from './support/serve-module.ts';
 
-const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const D1 = 'dddddddd-0000-4000-8000-000000000001';
-const D2 = 'dddddddd-0000-4000-8000-000000000002';
+const D1 = deviceId(1);
+const D2 = deviceId(2);
 
 // 31 Dec 2025 23:00 UTC: the first authentications fall in the previous month.
 const START = Date.UTC(2025, 11, 31, 23, 0, 0);

@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCall, controlCall, type Served, serveSandbox } from './support/serve-module.ts';
-
-const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const D = (n: number) => `dddddddd-0000-4000-8000-${String(n).padStart(12, '0')}`;
+import {
+  adminCall,
+  controlCall,
+  deviceId as D,
+  type Served,
+  serveSandbox,
+  serviceEvents,
+  userId as U,
+} from './support/serve-module.ts';
 
 const scenario = {
   name: 'devices-test',
@@ -20,12 +25,6 @@ const scenario = {
     { user_id: U(3), username: 'codes', devices: [{ device_id: D(5), type: 'ios' as const }] },
   ],
 };
-
-async function serviceEvents(s: Served, type: string) {
-  const r = await controlCall(s, 'GET', '/sandbox/logs/events?scope=service');
-  // biome-ignore lint/suspicious/noExplicitAny: event shapes vary by type
-  return (r.json.events as any[]).filter((e) => e.type === type);
-}
 
 describe('Admin API devices', () => {
   let s: Served;

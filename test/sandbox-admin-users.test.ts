@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCall, controlCall, plainCall, type Served, serveSandbox } from './support/serve-module.ts';
-
-const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+import {
+  adminCall,
+  controlCall,
+  plainCall,
+  type Served,
+  serveSandbox,
+  serviceEvents,
+  userId as U,
+} from './support/serve-module.ts';
 
 const scenario = {
   name: 'users-test',
@@ -30,12 +36,6 @@ const scenario = {
     { user_id: U(5), username: 'erin', devices: [{ type: 'ios' as const }] },
   ],
 };
-
-async function events(s: Served, type: string) {
-  const r = await controlCall(s, 'GET', '/sandbox/logs/events?scope=service');
-  // biome-ignore lint/suspicious/noExplicitAny: event shapes vary by type
-  return (r.json.events as any[]).filter((e) => e.type === type);
-}
 
 describe('Admin API users lookup', () => {
   let s: Served;
@@ -200,7 +200,7 @@ describe('Admin API user creation', () => {
       enrollment_id: b.enrollment_id,
       status: 'pending',
     });
-    const started = await events(s, 'device.enrollment.started');
+    const started = await serviceEvents(s, 'device.enrollment.started');
     expect(started.some((e) => e.enrollment_id === b.enrollment_id && e.device_type === 'sdk')).toBe(true);
   });
 
@@ -299,7 +299,7 @@ describe('Admin API PUT and DELETE user', () => {
     expect(r.json).toEqual({ display_name: 'Alice S.', max_attempts: 20 });
     const user = await adminCall(s, 'GET', `/users/${U(1)}`);
     expect(user.json).toMatchObject({ display_name: 'Alice S.', max_attempts: 20 });
-    const updated = (await events(s, 'user.updated')).filter((e) => e.user_id === U(1));
+    const updated = (await serviceEvents(s, 'user.updated')).filter((e) => e.user_id === U(1));
     expect(updated.at(-1)).toMatchObject({
       display_name: 'Alice S.',
       max_attempts: '20',
@@ -468,7 +468,7 @@ describe('Admin API user status state machine (admin-api.md table)', () => {
   });
 
   it('records user.updated events with max_attempts as a string for status changes', async () => {
-    const updated = (await events(s, 'user.updated')).filter((e) => e.user_id === U(1));
+    const updated = (await serviceEvents(s, 'user.updated')).filter((e) => e.user_id === U(1));
     expect(updated.map((e) => e.status)).toEqual(['locked_out', 'enabled']);
     expect(typeof updated[0].max_attempts).toBe('string');
   });

@@ -152,3 +152,45 @@ describe('POST /sandbox/reset', () => {
     }
   });
 });
+
+describe('control API errors', () => {
+  const problemOf = (status: number, field: string) => ({
+    type: 'about:blank',
+    title: 'Invalid request parameters',
+    status,
+    detail: expect.stringMatching(new RegExp(`^${field.replaceAll('.', '\\.')}: `)),
+    field,
+    code: status * 100,
+  });
+
+  it.each([
+    ['PUT', '/sandbox/faults', 'rules.0.errorRate', { rules: [{ route: '*', errorRate: 2 }] }],
+    ['POST', '/sandbox/clock', 'advanceSeconds', { advanceSeconds: 'soon' }],
+    ['POST', '/sandbox/clock', 'extra', { advanceSeconds: 1, extra: true }],
+    ['PUT', '/sandbox/logs/rate-limit', 'max_requests', { max_requests: -1, window_ms: 1000 }],
+    ['POST', '/sandbox/logs/events', 'scope', { scope: 'galaxy', type: 't' }],
+    ['POST', '/sandbox/logs/events', 'body', '{'],
+    ['POST', '/sandbox/authentications', 'result', { username: 'alice', result: 'maybe' }],
+    ['POST', '/sandbox/migrations', 'nobody', { nobody: true }],
+    ['POST', '/sandbox/migrations', 'device_id', { device_id: 'd', user_id: 'u' }],
+  ])('%s %s answers one problem+json shape naming %s', async (method, path, field, body) => {
+    const res = await control(method, path, body);
+    expect(res.status).toBe(400);
+    expect(res.type).toBe('application/problem+json');
+    expect(res.json).toEqual(problemOf(400, field));
+  });
+
+  it('answers a bad GET /sandbox/logs/events query and unknown control paths as problem+json', async () => {
+    const bad = await control('GET', '/sandbox/logs/events?scope=galaxy');
+    expect(bad.type).toBe('application/problem+json');
+    expect(bad.json).toEqual(problemOf(400, 'scope'));
+    const missing = await control('GET', '/sandbox/nothing-here');
+    expect(missing.status).toBe(404);
+    expect(missing.type).toBe('application/problem+json');
+    expect(missing.json).toMatchObject({ type: 'about:blank', status: 404, code: 40400 });
+    const user = await control('POST', '/sandbox/devices/no-such-device/verify');
+    expect(user.status).toBe(404);
+    expect(user.type).toBe('application/problem+json');
+    expect(user.json).toMatchObject({ status: 404, code: 40400 });
+  });
+});

@@ -1,3 +1,4 @@
+import { audienceScope } from '../src/auth/token-manager.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
 
 /** Shared by the sandbox's own tests: real HTTP against a started sandbox. */
@@ -11,7 +12,7 @@ export function basicAuth(id: string, secret: string): string {
 export function scopeFor(sb: RunningSandbox, kind: ClientKind): string {
   const c = sb.config.credentials;
   const audience = kind === 'retrieval' ? c.signalsAudience : c.collectionAudience;
-  return `urn:${c.idp}:iam:org:project:id:${audience}:aud`;
+  return audienceScope(c.idp, audience);
 }
 
 export function requestToken(

@@ -1,5 +1,6 @@
+import { audienceScope } from '../auth/token-manager.ts';
 import { isRiskgateError } from '../errors/riskgate-error.ts';
-import { audienceUrn, oauthClientsOf } from './oauth/oauth-clients.ts';
+import { oauthClientsOf } from './oauth/oauth-clients.ts';
 import type { SandboxCredentials } from './sandbox-config.ts';
 import { CREDENTIAL_ENV, sandboxOptionsFromEnv } from './sandbox-env.ts';
 import { startSandbox } from './server.ts';
@@ -35,9 +36,9 @@ async function main(): Promise<void> {
     `  organization Log API key   ${show('organizationLogApiKey')}`,
     `  callback signature key     ${show('callbackSignatureKey')}`,
     `  Retrieval client           ${show('retrievalClientId')} / ${show('retrievalClientSecret')}`,
-    `    scope                    ${audienceUrn(c.idp, retrieval!.audience)}`,
+    `    scope                    ${audienceScope(c.idp, retrieval!.audience)}`,
     `  Collection client          ${show('collectionClientId')} / ${show('collectionClientSecret')}`,
-    `    scope                    ${audienceUrn(c.idp, collection!.audience)}`,
+    `    scope                    ${audienceScope(c.idp, collection!.audience)}`,
     `  token lifetime             ${sandbox.config.tokenLifetimeSeconds} s`,
     '',
     '  demo accounts: alice bob mallory trudy carol dave (README "The sandbox")',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InputError } from '../errors/riskgate-error.ts';
+import { UUID_PATTERN } from '../signals/identifiers.ts';
 import { faultRulesSchema } from './faults/fault-rule.ts';
 import type { SandboxCredentials, SignalThresholds } from './sandbox-config.ts';
 import type { SandboxOptions } from './server.ts';
@@ -66,12 +67,7 @@ export function sandboxOptionsFromEnv(
   for (const [name, key] of Object.entries(CREDENTIAL_ENV)) {
     const v = env[name];
     if (v === undefined || v === '') continue;
-    if (
-      UUID_CREDENTIALS.has(key) &&
-      !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)
-    ) {
-      fail(name, 'must be a UUID');
-    }
+    if (UUID_CREDENTIALS.has(key) && !UUID_PATTERN.test(v)) fail(name, 'must be a UUID');
     credentials[key] = v;
   }
   if (Object.keys(credentials).length > 0) options.credentials = credentials;

@@ -18,6 +18,7 @@ import {
 } from '../../src/sandbox/sandbox-config.ts';
 import type { SandboxModule, SandboxModuleContext } from '../../src/sandbox/sandbox-module.ts';
 import { scenarioSchema } from '../../src/sandbox/scenario/scenario-schema.ts';
+import { apiOfPath, vendorErrorResponse } from '../../src/sandbox/vendor-api-errors.ts';
 import { encodeRfc3986, formatRfc2822, signRequest } from '../../src/vendor-auth/hmac-signature.ts';
 
 /** A scenario as written (defaults not yet applied). */
@@ -136,6 +137,8 @@ export async function serveModules(
   const app = new Hono();
   app.route('/', logs.app);
   app.route('/', admin.app);
+  // As the assembled sandbox does: an unexpected error is a bare 500 in the API's own shape.
+  app.onError((_err, c) => vendorErrorResponse(apiOfPath(c.req.path), 500, 'Internal error'));
   const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const { port } = server.address() as AddressInfo;
@@ -267,4 +270,15 @@ export function controlCall(
     headers: { 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+}
+
+/** Test user and device IDs: `userId(3)` is `00000000-0000-4000-8000-000000000003`. */
+export const userId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+export const deviceId = (n: number) => `dddddddd-0000-4000-8000-${String(n).padStart(12, '0')}`;
+
+/** The stored service-scope Log API events of `type` (through the control route). */
+export async function serviceEvents(served: Served, type: string) {
+  const r = await controlCall(served, 'GET', '/sandbox/logs/events?scope=service');
+  // biome-ignore lint/suspicious/noExplicitAny: event shapes vary by type
+  return (r.json.events as any[]).filter((e) => e.type === type);
 }

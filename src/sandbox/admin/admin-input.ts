@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEVICE_TYPES, FACTORS, USER_STATUSES } from '../../admin/admin-schemas.ts';
-import { invalidParameter, type VendorApiError } from './vendor-error.ts';
+import { invalidParameter, zodToVendorError } from '../vendor-api-errors.ts';
 
 /**
  * Request input of the emulated Admin API: body decoding, query parameter rules, the input
@@ -87,16 +87,6 @@ export const postBackupCodesSchema = z
 export const postOneTimeCodeSchema = z
   .object({ length: int(4, 20).optional(), valid_secs: int(60, 604_800).optional() })
   .strict();
-
-/** Turns a zod failure into 400 / 40000 naming the first bad field. */
-export function zodToVendorError(error: z.ZodError): VendorApiError {
-  const issue = error.issues[0];
-  if (!issue) return invalidParameter('body', 'invalid');
-  if (issue.code === 'unrecognized_keys') {
-    return invalidParameter(issue.keys.join(', '), 'unknown parameter');
-  }
-  return invalidParameter(issue.path.join('.') || 'body', issue.message);
-}
 
 /** Parses a validated body with `schema`. */
 export function parseBody<T extends z.ZodType>(schema: T, body: Record<string, unknown>): z.infer<T> {

@@ -1,11 +1,12 @@
 import { Hono } from 'hono';
 import type { EventSink, SandboxModule, SandboxModuleContext } from '../sandbox-module.ts';
 import type { Scenario } from '../scenario/scenario-schema.ts';
+import { handleVendorError } from '../vendor-api-errors.ts';
+import { userEventFields } from './admin-records.ts';
 import { ADMIN_PREFIX, registerAdminRoutes } from './admin-routes.ts';
 import { AdminService } from './admin-service.ts';
 import { CallbackSender } from './callback-delivery.ts';
 import { registerControlRoutes } from './control-routes.ts';
-import { handleVendorError } from './vendor-error.ts';
 
 /** Tunables of the emulated Admin API. */
 export interface AdminModuleOptions {
@@ -115,12 +116,7 @@ function seedAdmin(
         by_admin_dashboard_user_id: 'a11ce000-0000-4000-8000-000000000001',
         admin_user_name: 'alice.admin',
         admin_session_id: `sess-seed-${index}`,
-        user_id: u.user_id,
-        username: u.username,
-        display_name: u.display_name,
-        allowed_factors: [...u.allowed_factors],
-        status: u.status,
-        max_attempts: String(u.max_attempts),
+        ...userEventFields(u),
       },
       client,
       { atMs, secondPrecision: index % 2 === 0 },

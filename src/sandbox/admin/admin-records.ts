@@ -100,6 +100,18 @@ export function userView(u: UserRecord): AdminUser {
   };
 }
 
+/** The user fields of `user.updated` events (the dashboard's and the Admin API's alike). */
+export function userEventFields(u: UserRecord): Record<string, unknown> {
+  return {
+    user_id: u.user_id,
+    username: u.username,
+    display_name: u.display_name,
+    allowed_factors: [...u.allowed_factors],
+    status: u.status,
+    max_attempts: String(u.max_attempts),
+  };
+}
+
 export function deviceView(d: DeviceRecord): AdminDevice {
   const { sdk_lock_config_type: _lock, seq: _seq, ...view } = d;
   return { ...view, capabilities: [...d.capabilities] };

@@ -1,6 +1,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, Hono } from 'hono';
 import type { SandboxModuleContext } from '../sandbox-module.ts';
+import { notFound, VendorApiError } from '../vendor-api-errors.ts';
 import {
   decodeJsonObject,
   parseBody,
@@ -17,7 +18,6 @@ import {
 } from './admin-input.ts';
 import type { AdminService, EventClient } from './admin-service.ts';
 import { type ReceivedRequest, readReceivedRequest, verifyHmacRequest } from './hmac-verifier.ts';
-import { notFound, VendorApiError } from './vendor-error.ts';
 
 /** Path prefix of the Admin API. */
 export const ADMIN_PREFIX = '/srv/admin/v1';

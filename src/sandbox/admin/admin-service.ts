@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AdminDevice, AdminUser } from '../../admin/admin-schemas.ts';
 import type { EventSink, SandboxModuleContext } from '../sandbox-module.ts';
+import { gone, invalidParameter, notFound, VendorApiError } from '../vendor-api-errors.ts';
 import {
   checkCallbackUrl,
   type DeviceStatus,
@@ -22,6 +23,7 @@ import {
   type OneTimeCodeRecord,
   type ServiceInfo,
   type UserRecord,
+  userEventFields,
   userView,
 } from './admin-records.ts';
 import type { CallbackDelivery, CallbackSender } from './callback-delivery.ts';
@@ -33,7 +35,6 @@ import {
   statusAfterFailure,
   statusAfterPut,
 } from './user-status.ts';
-import { gone, invalidParameter, notFound, VendorApiError } from './vendor-error.ts';
 
 /** Who caused an event (the HTTP client), for the Log API's client_ip_address / client_port. */
 export type EventClient = { ip: string; port: string } | undefined;
@@ -181,18 +182,7 @@ export class AdminService {
   }
 
   #emitUserUpdated(u: UserRecord, client: EventClient): void {
-    this.#events.emitServiceEvent(
-      'user.updated',
-      {
-        user_id: u.user_id,
-        username: u.username,
-        display_name: u.display_name,
-        allowed_factors: [...u.allowed_factors],
-        status: u.status,
-        max_attempts: String(u.max_attempts),
-      },
-      client,
-    );
+    this.#events.emitServiceEvent('user.updated', userEventFields(u), client);
   }
 
   #emitDeviceUpdated(d: DeviceRecord, client: EventClient): void {

@@ -1,15 +1,17 @@
-import type { Context, Hono } from 'hono';
+import type { Hono } from 'hono';
 import { z } from 'zod';
-import { factorSchema, zodToVendorError } from './admin-input.ts';
+import { parseControlBody } from '../control/control-input.ts';
+import { notFound } from '../vendor-api-errors.ts';
+import { factorSchema } from './admin-input.ts';
 import { eventClient } from './admin-routes.ts';
 import { type AdminService, PLACEHOLDER_PNG } from './admin-service.ts';
 import type { CallbackSender } from './callback-delivery.ts';
-import { invalidParameter, notFound, problemResponse } from './vendor-error.ts';
 
 /**
  * The sandbox's control API for the Admin side: things the real vendor does on its own (a user
  * authenticates, a phone finishes activation, an account is recovered onto a new device) made
- * callable by tests. Errors are RFC 9457 problem+json naming the field.
+ * callable by tests. Errors are RFC 9457 problem+json naming the field (the module's onError answers
+ * VendorApiErrors on `/sandbox/` paths that way).
  */
 
 const authenticationSchema = z
@@ -45,88 +47,48 @@ const completeSchema = z
   })
   .strict();
 
-const migrationSchema = z.union([
-  z.object({ device_id: z.string().min(1) }).strict(),
-  z.object({ user_id: z.string().min(1) }).strict(),
-]);
-
-async function jsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text();
-  if (text === '') return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw invalidParameter('body', 'not valid JSON');
-  }
-}
-
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const r = schema.safeParse(value);
-  if (!r.success) throw zodToVendorError(r.error);
-  return r.data;
-}
+const migrationSchema = z
+  .object({ device_id: z.string().min(1).optional(), user_id: z.string().min(1).optional() })
+  .strict()
+  .refine((b) => (b.device_id === undefined) !== (b.user_id === undefined), {
+    message: 'give either device_id or user_id',
+    path: ['device_id'],
+  });
 
 /** Registers `/sandbox/...` control routes of the admin module. */
 export function registerControlRoutes(app: Hono, svc: AdminService, callbacks: CallbackSender): void {
-  const wrap =
-    (fn: (c: Context) => Response | Promise<Response>) =>
-    async (c: Context): Promise<Response> => {
-      try {
-        return await fn(c);
-      } catch (err) {
-        return problemResponse(err as Error);
-      }
-    };
-
-  app.post(
-    '/sandbox/authentications',
-    wrap(async (c) =>
-      c.json(svc.simulateAuthentication(parse(authenticationSchema, await jsonBody(c)), eventClient(c))),
-    ),
+  app.post('/sandbox/authentications', async (c) =>
+    c.json(svc.simulateAuthentication(await parseControlBody(c, authenticationSchema), eventClient(c))),
   );
 
-  app.post(
-    '/sandbox/enrollments/:enrollment_id/complete',
-    wrap(async (c) => {
-      const body = parse(completeSchema, await jsonBody(c));
-      return c.json(await svc.completeEnrollment(c.req.param('enrollment_id') ?? '', body, eventClient(c)));
-    }),
+  app.post('/sandbox/enrollments/:enrollment_id/complete', async (c) => {
+    const body = await parseControlBody(c, completeSchema);
+    return c.json(await svc.completeEnrollment(c.req.param('enrollment_id') ?? '', body, eventClient(c)));
+  });
+
+  app.post('/sandbox/devices/:device_id/verify', (c) =>
+    c.json(svc.verifySmsDevice(c.req.param('device_id') ?? '', eventClient(c))),
   );
 
-  app.post(
-    '/sandbox/devices/:device_id/verify',
-    wrap((c) => c.json(svc.verifySmsDevice(c.req.param('device_id') ?? '', eventClient(c)))),
+  app.post('/sandbox/migrations', async (c) =>
+    c.json(await svc.migrate(await parseControlBody(c, migrationSchema), eventClient(c))),
   );
 
-  app.post(
-    '/sandbox/migrations',
-    wrap(async (c) => c.json(await svc.migrate(parse(migrationSchema, await jsonBody(c)), eventClient(c)))),
-  );
-
-  app.get(
-    '/sandbox/callbacks',
-    wrap((c) => {
-      const list = callbacks.list();
-      return c.json({ callbacks: list, count: list.length });
-    }),
-  );
+  app.get('/sandbox/callbacks', (c) => {
+    const list = callbacks.list();
+    return c.json({ callbacks: list, count: list.length });
+  });
 
   // Public images the Admin API links to (no Authorization, like the vendor's).
-  app.get(
-    '/sandbox/qrcode/:file',
-    wrap((c) => {
-      const file = c.req.param('file') ?? '';
-      const id = file.endsWith('.png') ? file.slice(0, -4) : '';
-      if (!svc.hasEnrollment(id)) throw notFound(`no QR code ${file}`);
-      return c.body(new Uint8Array(PLACEHOLDER_PNG), 200, { 'content-type': 'image/png' });
-    }),
-  );
-  app.get(
-    '/sandbox/logo/:file',
-    wrap((c) => {
-      const logo = svc.getLogo();
-      if (!logo || c.req.param('file') !== `${logo.id}.png`) throw notFound(`no logo ${c.req.param('file')}`);
-      return c.body(new Uint8Array(logo.bytes), 200, { 'content-type': 'image/png' });
-    }),
-  );
+  app.get('/sandbox/qrcode/:file', (c) => {
+    const file = c.req.param('file') ?? '';
+    const id = file.endsWith('.png') ? file.slice(0, -4) : '';
+    if (!svc.hasEnrollment(id)) throw notFound(`no QR code ${file}`);
+    return c.body(new Uint8Array(PLACEHOLDER_PNG), 200, { 'content-type': 'image/png' });
+  });
+  app.get('/sandbox/logo/:file', (c) => {
+    const logo = svc.getLogo();
+    if (!logo || c.req.param('file') !== `${logo.id}.png`) throw notFound(`no logo ${c.req.param('file')}`);
+    return c.body(new Uint8Array(logo.bytes), 200, { 'content-type': 'image/png' });
+  });
 }

@@ -6,7 +6,7 @@ import {
   parseRfc2822,
   signCanonicalString,
 } from '../../vendor-auth/hmac-signature.ts';
-import { VendorApiError } from './vendor-error.ts';
+import { VendorApiError } from '../vendor-api-errors.ts';
 
 /**
  * Server side of CONTRACT §1 for the emulated Admin and Log APIs: rebuilds the canonical string from

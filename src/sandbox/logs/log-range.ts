@@ -1,5 +1,5 @@
-import { VendorApiError } from '../admin/vendor-error.ts';
-import { utcDateTimeMs } from '../signals/rfc3339.ts';
+import { parseRfc3339Utc } from '../../signals/rfc3339.ts';
+import { VendorApiError } from '../vendor-api-errors.ts';
 
 /**
  * Timestamps and ranges of the Log API (log-api.md "Endpoints" and "Limits", CONTRACT §6). Times are
@@ -39,7 +39,8 @@ export function parseLogTimestamp(value: string): bigint | undefined {
   const iso = ISO_8601.exec(value);
   if (!iso) return undefined;
   const [, y, mo, d, h, mi, s, frac, zone] = iso;
-  const ms = utcDateTimeMs(Number(y), Number(mo), Number(d), Number(h), Number(mi), Number(s));
+  // The calendar check (no 2024-02-30, no 24:00) is the shared strict parser's.
+  const ms = parseRfc3339Utc(`${y}-${mo}-${d}T${h}:${mi}:${s}Z`);
   if (ms === undefined) return undefined;
   let offsetMinutes = 0;
   if (zone && zone !== 'Z' && zone !== 'z') {

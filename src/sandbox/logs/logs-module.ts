@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { type Context, Hono } from 'hono';
 import { z } from 'zod';
+import { UUID_PATTERN } from '../../signals/identifiers.ts';
 import { readReceivedRequest, verifyHmacRequest } from '../admin/hmac-verifier.ts';
+import { parseControlBody } from '../control/control-input.ts';
+import type { EventSink, LogEvent, SandboxModule, SandboxModuleContext } from '../sandbox-module.ts';
 import {
   handleVendorError,
   invalidParameter,
   tooManyRequests,
   VendorApiError,
-} from '../admin/vendor-error.ts';
-import type { EventSink, LogEvent, SandboxModule, SandboxModuleContext } from '../sandbox-module.ts';
+} from '../vendor-api-errors.ts';
 import { seedDashboardHistory } from './dashboard-history.ts';
 import { LogEventStore, type LogScope } from './event-store.ts';
 import { parseLogTimestamp, resolveLogRange } from './log-range.ts';
@@ -28,9 +30,6 @@ export interface LogsModuleOptions {
 
 /** The logs module: the Log API, its event store (the sink every sandbox module emits into). */
 export type LogsModule = SandboxModule & { events: EventSink; store: LogEventStore };
-
-// A path ID is malformed unless it looks like the vendor's IDs (UUIDs) or is the configured one.
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const KNOWN_PATHS = [/^\/logs\/v1\/service\/[^/]+$/, /^\/logs\/v1\/organization\/[^/]+$/];
 
@@ -53,7 +52,8 @@ const rateLimitSchema = z.union([
  * The sandbox's Log API (log-api.md, CONTRACT §1 and §6) and the event store it streams from.
  *
  * Routes: `GET /logs/v1/service/:service_id`, `GET /logs/v1/organization/:organization_id`; control
- * routes `GET|POST /sandbox/logs/events` (inspect / inject history) and `PUT /sandbox/logs/rate-limit`.
+ * routes `GET|POST /sandbox/logs/events` (inspect / inject history) and `PUT /sandbox/logs/rate-limit`,
+ * whose errors are problem+json like every control route.
  */
 export function createLogsModule(ctx: SandboxModuleContext, options: LogsModuleOptions = {}): LogsModule {
   const store = new LogEventStore(ctx);
@@ -83,7 +83,8 @@ export function createLogsModule(ctx: SandboxModuleContext, options: LogsModuleO
     const expectedId = scope === 'service' ? credentials.serviceId : credentials.organizationId;
     const key = scope === 'service' ? credentials.serviceLogApiKey : credentials.organizationLogApiKey;
     const idName = scope === 'service' ? 'service_id' : 'organization_id';
-    if (!UUID.test(pathId) && pathId !== expectedId) {
+    // Malformed unless it looks like the vendor's IDs (UUIDs) or is the configured one.
+    if (!UUID_PATTERN.test(pathId) && pathId !== expectedId) {
       throw new VendorApiError(40000, 'Invalid request parameters', `invalid ${idName}: ${pathId}`);
     }
     const received = await readReceivedRequest(c);
@@ -138,9 +139,7 @@ export function createLogsModule(ctx: SandboxModuleContext, options: LogsModuleO
   });
 
   app.post('/sandbox/logs/events', async (c) => {
-    const body = injectSchema.safeParse(await c.req.json().catch(() => undefined));
-    if (!body.success) throw zodToVendorError(body.error);
-    const b = body.data;
+    const b = await parseControlBody(c, injectSchema);
     if (b.created_at === undefined) {
       const client = { ip: b.client_ip_address ?? '127.0.0.1', port: b.client_port ?? '0' };
       const event =
@@ -168,12 +167,9 @@ export function createLogsModule(ctx: SandboxModuleContext, options: LogsModuleO
   });
 
   app.put('/sandbox/logs/rate-limit', async (c) => {
-    const body = rateLimitSchema.safeParse(await c.req.json().catch(() => undefined));
-    if (!body.success) throw zodToVendorError(body.error);
+    const body = await parseControlBody(c, rateLimitSchema);
     rateLimit =
-      body.data.max_requests === null
-        ? undefined
-        : { maxRequests: body.data.max_requests, windowMs: body.data.window_ms };
+      body.max_requests === null ? undefined : { maxRequests: body.max_requests, windowMs: body.window_ms };
     windowStart = 0;
     windowCount = 0;
     return c.json({
@@ -199,12 +195,6 @@ export function createLogsModule(ctx: SandboxModuleContext, options: LogsModuleO
       windowCount = 0;
     },
   };
-}
-
-function zodToVendorError(error: z.ZodError | undefined): VendorApiError {
-  const issue = error?.issues[0];
-  if (!issue) return invalidParameter('body', 'must be a JSON object');
-  return invalidParameter(issue.path.join('.') || 'body', issue.message);
 }
 
 /** Fisher–Yates: the Log API promises no order, so the sandbox really gives none. */

@@ -15,11 +15,6 @@ export interface OAuthClient {
   permission: string;
 }
 
-/** `urn:<idp>:iam:org:project:id:<audience>:aud` (CONTRACT §3). */
-export function audienceUrn(idp: string, audience: string): string {
-  return `urn:${idp}:iam:org:project:id:${audience}:aud`;
-}
-
 /** The two clients of the integration: Retrieval (signals) and Collection (observations). */
 export function oauthClientsOf(credentials: SandboxCredentials): OAuthClient[] {
   return [

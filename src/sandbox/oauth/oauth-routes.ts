@@ -1,8 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
+import { audienceScope } from '../../auth/token-manager.ts';
 import type { SandboxCredentials } from '../sandbox-config.ts';
+import { oauthErrorResponse } from '../vendor-api-errors.ts';
 import type { AccessTokens } from './access-tokens.ts';
-import { audienceUrn, type OAuthClient, oauthClientsOf } from './oauth-clients.ts';
+import { type OAuthClient, oauthClientsOf } from './oauth-clients.ts';
 
 export interface OAuthRoutesDeps {
   credentials: SandboxCredentials;
@@ -25,11 +27,8 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): Hono {
   const app = new Hono();
   const clients = oauthClientsOf(deps.credentials);
 
-  const oauthError = (status: 400 | 401, error: OAuthErrorCode, description: string) => {
-    const headers: Record<string, string> = { ...NO_STORE, 'Content-Type': 'application/json' };
-    if (status === 401) headers['WWW-Authenticate'] = 'Basic realm="sandbox", charset="UTF-8"';
-    return new Response(JSON.stringify({ error, error_description: description }), { status, headers });
-  };
+  const oauthError = (status: 400 | 401, error: OAuthErrorCode, description: string) =>
+    oauthErrorResponse(status, error, description);
 
   app.post('/oauth/v2/token', async (c) => {
     const client = authenticateClient(clients, c.req.header('authorization'));
@@ -50,7 +49,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): Hono {
     if (grantType !== 'client_credentials') {
       return oauthError(400, 'unsupported_grant_type', 'only client_credentials is supported');
     }
-    const requiredUrn = audienceUrn(deps.credentials.idp, client.audience);
+    const requiredUrn = audienceScope(deps.credentials.idp, client.audience);
     const requested = (form.get('scope') ?? '').split(' ').filter(Boolean);
     if (!requested.includes(requiredUrn)) {
       return oauthError(400, 'invalid_scope', `scope must contain ${requiredUrn}`);

@@ -11,8 +11,8 @@ import {
   VERIFICATION_STATUSES,
   type VerificationStatus,
 } from '../../signals/identifiers.ts';
+import { parseRfc3339Utc } from '../../signals/rfc3339.ts';
 import type { UnitFilter } from './observation-store.ts';
-import { parseRfc3339 } from './rfc3339.ts';
 
 /**
  * Query-parameter validation of the signal endpoints (trust-signals-api.md "Identifiers", "Matching
@@ -134,7 +134,7 @@ function checkId(name: string, v: string, pattern: RegExp, max: number): void {
 }
 
 function parseTime(name: string, v: string): number {
-  const t = parseRfc3339(v, { utcOnly: true });
+  const t = parseRfc3339Utc(v);
   if (t === undefined) {
     throw new SignalParamError(
       name,

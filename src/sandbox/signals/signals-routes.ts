@@ -9,6 +9,7 @@ import type { AccessTokens, VerifiedToken } from '../oauth/access-tokens.ts';
 import { OBSERVATIONS_WRITE_SCOPE, SIGNALS_READ_SCOPE } from '../oauth/oauth-clients.ts';
 import { mediaType } from '../oauth/oauth-routes.ts';
 import type { SandboxClock, SandboxCredentials, SignalThresholds } from '../sandbox-config.ts';
+import { signalsErrorResponse as errorResponse } from '../vendor-api-errors.ts';
 import { computeActiveCall } from './active-call.ts';
 import { computeGeolocation, computeGeovelocity } from './geolocation.ts';
 import { computeNewBrowser, MATCH_SCOPES, type MatchScope } from './new-browser.ts';
@@ -41,16 +42,6 @@ export interface SignalsRoutesDeps {
   clock: SandboxClock;
   /** Called with the item count of every batch POST whose body is a JSON array (stats). */
   onBatch?: (items: number) => void;
-}
-
-const JSON_HEADERS = { 'Content-Type': 'application/json' };
-const UNAUTHORIZED_HEADERS = { ...JSON_HEADERS, 'WWW-Authenticate': 'Bearer error="invalid_token"' };
-
-function errorResponse(status: 400 | 401 | 403, error: string, message: string): Response {
-  return new Response(JSON.stringify({ error, message }), {
-    status,
-    headers: status === 401 ? UNAUTHORIZED_HEADERS : JSON_HEADERS,
-  });
 }
 
 const SUPPORTING: ReadonlySet<string> = new Set(SUPPORTING_SIGNAL_TYPES);
@@ -128,26 +119,21 @@ export function createSignalsRoutes(deps: SignalsRoutesDeps): Hono {
     ...parsePairedRequest(q, nowMs),
     types: supportingSignalTypes(q),
   });
-  app.get(
-    '/api/v1/signals/latest-proximity',
-    signalGet(parseProximity, (p) =>
-      computeLatestProximity(
-        selectSide(p.serviceId, p.subject, p.window),
-        selectSide(p.serviceId, p.baseline, p.window),
-        p.types,
+  for (const [path, computeProximity] of [
+    ['/api/v1/signals/latest-proximity', computeLatestProximity],
+    ['/api/v1/signals/historical-proximity', computeHistoricalProximity],
+  ] as const) {
+    app.get(
+      path,
+      signalGet(parseProximity, (p) =>
+        computeProximity(
+          selectSide(p.serviceId, p.subject, p.window),
+          selectSide(p.serviceId, p.baseline, p.window),
+          p.types,
+        ),
       ),
-    ),
-  );
-  app.get(
-    '/api/v1/signals/historical-proximity',
-    signalGet(parseProximity, (p) =>
-      computeHistoricalProximity(
-        selectSide(p.serviceId, p.subject, p.window),
-        selectSide(p.serviceId, p.baseline, p.window),
-        p.types,
-      ),
-    ),
-  );
+    );
+  }
 
   app.get(
     '/api/v1/signals/new-browser',
