@@ -37,8 +37,37 @@ describe('POST /decide input', () => {
     }
   });
 
-  it('answers 400 naming a missing required field', async () => {
-    await expectProblem(await h.decide({ platform: 'browser' }), 400, 'RG_ERR_INVALID_INPUT', 'accountId');
+  it('answers 400 naming a missing required field, saying it is required', async () => {
+    const answer = await h.decide({ platform: 'browser' });
+    await expectProblem(answer, 400, 'RG_ERR_INVALID_INPUT', 'accountId');
+    expect(answer.body.detail).toBe('The request body is invalid: accountId is required');
+    expect(answer.body.errors).toEqual([{ field: 'accountId', message: 'is required' }]);
+  });
+
+  it('says what a field must be, in the caller’s terms', async () => {
+    const nested = await h.decide({ ...VALID, context: { plan: { nested: true } } });
+    expect(nested.body.errors).toEqual([
+      { field: 'context.plan', message: 'must be a string, number or boolean' },
+    ]);
+    const list = await h.decide({ ...VALID, context: { tags: ['a'] } });
+    expect(list.body.errors).toEqual([
+      { field: 'context.tags', message: 'must be a string, number or boolean' },
+    ]);
+    const wrongType = await h.decide({ ...VALID, userAgent: 42 });
+    expect(wrongType.body.errors).toEqual([{ field: 'userAgent', message: 'must be a string' }]);
+    const notObject = await h.decide('[]');
+    expect(notObject.body.detail).toBe('The request body is invalid: must be an object');
+  });
+
+  it('answers 400 with a clear message for a number beyond the double range (1e400)', async () => {
+    const answer = await h.decide('{"accountId":"alice","context":{"amount":1e400}}');
+    await expectProblem(answer, 400, 'RG_ERR_INVALID_INPUT', 'context.amount');
+    expect(answer.body.errors).toEqual([
+      {
+        field: 'context.amount',
+        message: 'must be a finite number (this one is beyond the double-precision range)',
+      },
+    ]);
   });
 
   it('answers 400 naming a field of the wrong type', async () => {
@@ -159,6 +188,27 @@ describe('POST /decide input', () => {
       body: 'x'.repeat(MAX_DECIDE_BODY_BYTES * 2),
     });
     expect(res.status).toBe(401);
+  });
+
+  it('answers another method on /decide with a 405 problem and Allow: POST', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const res = await fetch(`${h.url}/decide`, {
+        method,
+        headers: { authorization: `Bearer ${CALLER_KEY}` },
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('POST');
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({
+        status: 405,
+        code: 'RG_ERR_METHOD_NOT_ALLOWED',
+        type: 'urn:riskgate:problem:method-not-allowed',
+        detail: `/decide takes POST, not ${method}.`,
+      });
+    }
+    const res = await fetch(`${h.url}/healthz`, { method: 'POST' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
   });
 
   it('answers an unknown route with a 404 problem', async () => {

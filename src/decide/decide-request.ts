@@ -59,11 +59,20 @@ export const baselineSchema = z
   .superRefine(checkOrdering)
   .describe('The side to compare against for proximity, e.g. the user’s enrolled phone.');
 
-const contextValueSchema = z.union([
-  z.string().max(MAX_CONTEXT_STRING_LENGTH, `must be at most ${MAX_CONTEXT_STRING_LENGTH} characters`),
-  z.number(),
-  z.boolean(),
-]);
+const contextValueSchema = z.union(
+  [
+    z.string().max(MAX_CONTEXT_STRING_LENGTH, `must be at most ${MAX_CONTEXT_STRING_LENGTH} characters`),
+    z.number(),
+    z.boolean(),
+  ],
+  {
+    // JSON.parse reads a number beyond the double range (1e400) as Infinity.
+    error: (issue) =>
+      typeof issue.input === 'number'
+        ? 'must be a finite number (this one is beyond the double-precision range)'
+        : 'must be a string, number or boolean',
+  },
+);
 
 export const decideRequestSchema = z
   .strictObject({

@@ -45,8 +45,10 @@ export const ErrorCode = {
   PAYLOAD_TOO_LARGE: 'RG_ERR_PAYLOAD_TOO_LARGE',
   /** A request body has a content type the endpoint does not take (HTTP 415). */
   UNSUPPORTED_MEDIA_TYPE: 'RG_ERR_UNSUPPORTED_MEDIA_TYPE',
-  /** No route matches the request's path and method (HTTP 404 / 405). */
+  /** No route matches the request's path (HTTP 404). */
   NOT_FOUND: 'RG_ERR_NOT_FOUND',
+  /** The path exists but not for the request's method (HTTP 405, with `Allow`). */
+  METHOD_NOT_ALLOWED: 'RG_ERR_METHOD_NOT_ALLOWED',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;

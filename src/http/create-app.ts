@@ -65,9 +65,18 @@ export function createApp(deps: AppDeps): Hono {
     }
     return problemResponse(problem);
   });
-  app.notFound((c) =>
-    problemResponse(problemOf(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}.`)),
-  );
+  let allowed: Map<string, string> | undefined;
+  app.notFound((c) => {
+    allowed ??= allowedMethods(app);
+    const allow = allowed.get(c.req.path);
+    if (allow !== undefined) {
+      return problemResponse(
+        problemOf(ErrorCode.METHOD_NOT_ALLOWED, `${c.req.path} takes ${allow}, not ${c.req.method}.`),
+        { allow },
+      );
+    }
+    return problemResponse(problemOf(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}.`));
+  });
 
   app.post('/decide', auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
     const startedAt = performance.now();
@@ -128,6 +137,19 @@ export function createApp(deps: AppDeps): Hono {
   }
 
   return app;
+}
+
+/** The `Allow` value of each routed path (a GET route answers HEAD too), for 405 answers. */
+function allowedMethods(app: Hono): Map<string, string> {
+  const byPath = new Map<string, Set<string>>();
+  for (const route of app.routes) {
+    if (route.method === 'ALL') continue;
+    let methods = byPath.get(route.path);
+    if (methods === undefined) byPath.set(route.path, (methods = new Set()));
+    methods.add(route.method);
+    if (route.method === 'GET') methods.add('HEAD');
+  }
+  return new Map([...byPath].map(([path, methods]) => [path, [...methods].join(', ')]));
 }
 
 /** Enrollment success and accounts migration are told apart by their fields (admin-api.md, Events). */

@@ -28,14 +28,43 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
   };
 }
 
-/** Converts zod issues to `InputError` issues with dotted field paths (`baseline.unitId`). */
-export function inputErrorOf(error: z.ZodError, what = 'The request body'): InputError {
+/** The value at `path` in `input`, or undefined when any step is missing. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/**
+ * A caller-facing message for one zod issue: zod's own ("Invalid input: expected string, received
+ * undefined") names its internals; a caller needs "is required" or "must be a string".
+ */
+function issueMessage(issue: z.core.$ZodIssue, input: unknown): string {
+  if (issue.code !== 'invalid_type') return issue.message;
+  if (input !== undefined && issue.path.length > 0 && valueAt(input, issue.path) === undefined) {
+    return 'is required';
+  }
+  const expected = String(issue.expected);
+  if (expected === 'number' && typeof valueAt(input, issue.path) === 'number') {
+    return 'must be a finite number (this one is beyond the double-precision range)';
+  }
+  return `must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}`;
+}
+
+/**
+ * Converts zod issues to `InputError` issues with dotted field paths (`baseline.unitId`). With the
+ * parsed `input`, a missing field reads "is required" and a wrong type "must be a <type>".
+ */
+export function inputErrorOf(error: z.ZodError, what = 'The request body', input?: unknown): InputError {
   const issues = error.issues.flatMap((issue) => {
     const base = issue.path.map(String).join('.');
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((k) => ({ field: base ? `${base}.${k}` : k, message: 'is not a known field' }));
     }
-    return [{ field: base, message: issue.message }];
+    return [{ field: base, message: issueMessage(issue, input) }];
   });
   const first = issues[0];
   const message = first
@@ -63,6 +92,6 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S): 
     ]);
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw inputErrorOf(parsed.error);
+  if (!parsed.success) throw inputErrorOf(parsed.error, 'The request body', json);
   return parsed.data;
 }
