@@ -4,9 +4,11 @@ import type { Scenario } from '../scenario/scenario-schema.ts';
 import { handleVendorError } from '../vendor-api-errors.ts';
 import { userEventFields } from './admin-records.ts';
 import { ADMIN_PREFIX, registerAdminRoutes } from './admin-routes.ts';
-import { AdminService } from './admin-service.ts';
+import { AdminState } from './admin-state.ts';
 import { CallbackSender } from './callback-delivery.ts';
 import { registerControlRoutes } from './control-routes.ts';
+import { devicesOf } from './devices.ts';
+import { seedUser } from './users.ts';
 
 /** Tunables of the emulated Admin API. */
 export interface AdminModuleOptions {
@@ -48,21 +50,21 @@ export function createAdminModule(
     ...(options.callbackRetryDelayMs === undefined ? {} : { retryDelayMs: options.callbackRetryDelayMs }),
     ...(options.callbackHistoryLimit === undefined ? {} : { maxDeliveries: options.callbackHistoryLimit }),
   });
-  const svc = new AdminService(ctx, events, callbacks, {
+  const state = new AdminState(ctx, events, callbacks, {
     allowInsecureCallbacks: options.allowInsecureCallbacks ?? true,
   });
   const app = new Hono();
   app.onError(handleVendorError);
-  registerAdminRoutes(app, svc, ctx, { apiVersion: options.apiVersion ?? '1.23.0' });
-  registerControlRoutes(app, svc, callbacks);
+  registerAdminRoutes(app, state, ctx, { apiVersion: options.apiVersion ?? '1.23.0' });
+  registerControlRoutes(app, state, callbacks);
 
   return {
     app,
     seed(scenario: Scenario) {
-      seedAdmin(svc, events, ctx, scenario);
+      seedAdmin(state, events, ctx, scenario);
     },
     reset() {
-      svc.clear();
+      state.clear();
       callbacks.clear();
     },
   };
@@ -74,7 +76,7 @@ export function createAdminModule(
  * device.created event.
  */
 function seedAdmin(
-  svc: AdminService,
+  state: AdminState,
   events: EventSink,
   ctx: SandboxModuleContext,
   scenario: Scenario,
@@ -83,7 +85,7 @@ function seedAdmin(
   scenario.users.forEach((seed, index) => {
     const oldestDays = Math.max(90, ...seed.devices.map((d) => d.enrolled_days_ago + 1));
     const createdAtSec = Math.floor((startedAt - oldestDays * DAY_MS) / 1000);
-    const u = svc.seedUser({
+    const u = seedUser(state, {
       ...(seed.user_id === undefined ? {} : { user_id: seed.user_id }),
       username: seed.username,
       ...(seed.display_name === undefined ? {} : { display_name: seed.display_name }),
@@ -121,7 +123,7 @@ function seedAdmin(
       client,
       { atMs, secondPrecision: index % 2 === 0 },
     );
-    for (const d of svc.devicesOf(u.user_id)) {
+    for (const d of devicesOf(state, u.user_id)) {
       if (!d.enrolled || d.enrolled_at === undefined) continue;
       const enrolledMs = d.enrolled_at * 1000;
       if (startedAt - enrolledMs >= 30 * DAY_MS || startedAt - enrolledMs < 2 * 60_000) continue;

@@ -2,6 +2,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, Hono } from 'hono';
 import type { SandboxModuleContext } from '../sandbox-module.ts';
 import { notFound, VendorApiError } from '../vendor-api-errors.ts';
+import { activeUsers, serviceActivity, userActivity } from './activity.ts';
 import {
   decodeJsonObject,
   parseBody,
@@ -16,8 +17,19 @@ import {
   putUserSchema,
   QueryParams,
 } from './admin-input.ts';
-import type { AdminService, EventClient } from './admin-service.ts';
+import type { AdminState, EventClient } from './admin-state.ts';
+import { deleteDevice, getDevice, listDevices, listUserDevices, updateDevice } from './devices.ts';
+import {
+  addUserDevice,
+  deleteEnrollment,
+  getEnrollment,
+  listEnrollments,
+  listUserEnrollments,
+} from './enrollments.ts';
 import { type ReceivedRequest, readReceivedRequest, verifyHmacRequest } from './hmac-verifier.ts';
+import { createBackupCodes, createOneTimeCode, getBackupCodes } from './passcodes.ts';
+import { deleteLogo, getInfo, getLogo, setLogo, updateInfo } from './service-info.ts';
+import { archiveUser, createUser, getUser, lookupUsers, updateUser } from './users.ts';
 
 /** Path prefix of the Admin API. */
 export const ADMIN_PREFIX = '/srv/admin/v1';
@@ -55,7 +67,7 @@ const received = new WeakMap<Request, ReceivedRequest>();
  */
 export function registerAdminRoutes(
   app: Hono,
-  svc: AdminService,
+  state: AdminState,
   ctx: SandboxModuleContext,
   opts: { apiVersion: string },
 ): void {
@@ -118,71 +130,71 @@ export function registerAdminRoutes(
   route('POST', '/server/test', (r) => json(r, { time: String(ctx.clock.now()) }));
 
   // ---- service
-  route('GET', '/info', (r) => json(r, svc.getInfo()));
-  route('PUT', '/info', (r) => maybe(r, svc.updateInfo(parseBody(putInfoSchema, r.body))));
+  route('GET', '/info', (r) => json(r, getInfo(state)));
+  route('PUT', '/info', (r) => maybe(r, updateInfo(state, parseBody(putInfoSchema, r.body))));
   route('GET', '/logo', (r) => {
-    const logo = svc.getLogo();
+    const logo = getLogo(state);
     if (!logo) throw notFound('no logo stored');
     return json(r, { logo_url: `${r.origin}/sandbox/logo/${logo.id}.png` });
   });
   route('POST', '/logo', (r) => {
-    const id = svc.setLogo(parseBody(postLogoSchema, r.body).logo);
+    const id = setLogo(state, parseBody(postLogoSchema, r.body).logo);
     return json(r, { logo_url: `${r.origin}/sandbox/logo/${id}.png` });
   });
   route('DELETE', '/logo', (r) => {
-    if (!svc.deleteLogo()) throw notFound('no logo stored');
+    if (!deleteLogo(state)) throw notFound('no logo stored');
     return json(r, { result: 'ok' });
   });
 
   // ---- activity
-  route('GET', '/activity', (r) => json(r, svc.serviceActivity(r.query)));
-  route('GET', '/active_users', (r) => json(r, svc.activeUsers(r.query)));
+  route('GET', '/activity', (r) => json(r, serviceActivity(state, r.query)));
+  route('GET', '/active_users', (r) => json(r, activeUsers(state, r.query)));
 
   // ---- users
-  route('GET', '/users', (r) => json(r, svc.lookupUsers(r.query)));
+  route('GET', '/users', (r) => json(r, lookupUsers(state, r.query)));
   route('POST', '/users', (r) =>
-    json(r, svc.createUser(parseBody(postUserSchema, r.body), r.origin, r.client)),
+    json(r, createUser(state, parseBody(postUserSchema, r.body), r.origin, r.client)),
   );
-  route('GET', '/users/:id', (r) => json(r, svc.getUser(r.param('id'))));
+  route('GET', '/users/:id', (r) => json(r, getUser(state, r.param('id'))));
   route('PUT', '/users/:id', (r) =>
-    maybe(r, svc.updateUser(r.param('id'), parseBody(putUserSchema, r.body), r.client)),
+    maybe(r, updateUser(state, r.param('id'), parseBody(putUserSchema, r.body), r.client)),
   );
   route('DELETE', '/users/:id', (r) => {
-    svc.archiveUser(r.param('id'), r.client);
+    archiveUser(state, r.param('id'), r.client);
     return json(r, { result: 'ok' });
   });
-  route('GET', '/users/:id/activity', (r) => json(r, svc.userActivity(r.param('id'), r.query)));
-  route('GET', '/users/:id/devices', (r) => json(r, svc.listUserDevices(r.param('id'), r.query)));
+  route('GET', '/users/:id/activity', (r) => json(r, userActivity(state, r.param('id'), r.query)));
+  route('GET', '/users/:id/devices', (r) => json(r, listUserDevices(state, r.param('id'), r.query)));
   route('POST', '/users/:id/devices', (r) =>
-    json(r, svc.addUserDevice(r.param('id'), parseBody(postUserDeviceSchema, r.body), r.origin, r.client)),
+    json(r, addUserDevice(state, r.param('id'), parseBody(postUserDeviceSchema, r.body), r.origin, r.client)),
   );
-  route('GET', '/users/:id/enrollments', (r) => json(r, svc.listUserEnrollments(r.param('id'))));
-  route('GET', '/users/:id/backup_codes', (r) => json(r, svc.getBackupCodes(r.param('id'))));
+  route('GET', '/users/:id/enrollments', (r) => json(r, listUserEnrollments(state, r.param('id'))));
+  route('GET', '/users/:id/backup_codes', (r) => json(r, getBackupCodes(state, r.param('id'))));
   route('POST', '/users/:id/backup_codes', (r) =>
-    json(r, svc.createBackupCodes(r.param('id'), parseBody(postBackupCodesSchema, r.body))),
+    json(r, createBackupCodes(state, r.param('id'), parseBody(postBackupCodesSchema, r.body))),
   );
   route('POST', '/users/:id/one_time_code', (r) =>
-    json(r, svc.createOneTimeCode(r.param('id'), parseBody(postOneTimeCodeSchema, r.body))),
+    json(r, createOneTimeCode(state, r.param('id'), parseBody(postOneTimeCodeSchema, r.body))),
   );
 
   // ---- devices
-  route('GET', '/devices', (r) => json(r, svc.listDevices(r.query)));
+  route('GET', '/devices', (r) => json(r, listDevices(state, r.query)));
   route('POST', '/devices', (r) => {
     const { user_id, ...body } = parseBody(postDeviceSchema, r.body);
-    return json(r, svc.addUserDevice(user_id, body, r.origin, r.client));
+    return json(r, addUserDevice(state, user_id, body, r.origin, r.client));
   });
-  route('GET', '/devices/:id', (r) => json(r, svc.getDevice(r.param('id'))));
+  route('GET', '/devices/:id', (r) => json(r, getDevice(state, r.param('id'))));
   route('PUT', '/devices/:id', (r) =>
-    maybe(r, svc.updateDevice(r.param('id'), parseBody(putDeviceSchema, r.body), r.client)),
+    maybe(r, updateDevice(state, r.param('id'), parseBody(putDeviceSchema, r.body), r.client)),
   );
-  route('DELETE', '/devices/:id', (r) => json(r, svc.deleteDevice(r.param('id'), r.client)));
+  route('DELETE', '/devices/:id', (r) => json(r, deleteDevice(state, r.param('id'), r.client)));
 
   // ---- enrollments by identifier (shapes not shown by the spec: the Enrollment record)
-  route('GET', '/enrollments', (r) => json(r, svc.listEnrollments(r.query)));
+  route('GET', '/enrollments', (r) => json(r, listEnrollments(state, r.query)));
   for (const path of ['/enrollments/enrollment_id/:id', '/enrollments/:id']) {
-    route('GET', path, (r) => json(r, svc.getEnrollment(r.param('id'))));
+    route('GET', path, (r) => json(r, getEnrollment(state, r.param('id'))));
     route('DELETE', path, (r) => {
-      svc.deleteEnrollment(r.param('id'), r.client);
+      deleteEnrollment(state, r.param('id'), r.client);
       return json(r, { result: 'ok' });
     });
     route('PUT', path, () => {

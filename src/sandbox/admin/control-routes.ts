@@ -4,8 +4,12 @@ import { parseControlBody } from '../control/control-input.ts';
 import { notFound } from '../vendor-api-errors.ts';
 import { factorSchema } from './admin-input.ts';
 import { eventClient } from './admin-routes.ts';
-import { type AdminService, PLACEHOLDER_PNG } from './admin-service.ts';
+import { type AdminState, PLACEHOLDER_PNG } from './admin-state.ts';
+import { simulateAuthentication } from './authentications.ts';
 import type { CallbackSender } from './callback-delivery.ts';
+import { completeEnrollment, hasEnrollment, verifySmsDevice } from './enrollments.ts';
+import { migrate } from './migrations.ts';
+import { getLogo } from './service-info.ts';
 
 /**
  * The sandbox's control API for the Admin side: things the real vendor does on its own (a user
@@ -56,22 +60,22 @@ const migrationSchema = z
   });
 
 /** Registers `/sandbox/...` control routes of the admin module. */
-export function registerControlRoutes(app: Hono, svc: AdminService, callbacks: CallbackSender): void {
+export function registerControlRoutes(app: Hono, state: AdminState, callbacks: CallbackSender): void {
   app.post('/sandbox/authentications', async (c) =>
-    c.json(svc.simulateAuthentication(await parseControlBody(c, authenticationSchema), eventClient(c))),
+    c.json(simulateAuthentication(state, await parseControlBody(c, authenticationSchema), eventClient(c))),
   );
 
   app.post('/sandbox/enrollments/:enrollment_id/complete', async (c) => {
     const body = await parseControlBody(c, completeSchema);
-    return c.json(await svc.completeEnrollment(c.req.param('enrollment_id') ?? '', body, eventClient(c)));
+    return c.json(await completeEnrollment(state, c.req.param('enrollment_id') ?? '', body, eventClient(c)));
   });
 
   app.post('/sandbox/devices/:device_id/verify', (c) =>
-    c.json(svc.verifySmsDevice(c.req.param('device_id') ?? '', eventClient(c))),
+    c.json(verifySmsDevice(state, c.req.param('device_id') ?? '', eventClient(c))),
   );
 
   app.post('/sandbox/migrations', async (c) =>
-    c.json(await svc.migrate(await parseControlBody(c, migrationSchema), eventClient(c))),
+    c.json(await migrate(state, await parseControlBody(c, migrationSchema), eventClient(c))),
   );
 
   app.get('/sandbox/callbacks', (c) => {
@@ -83,11 +87,11 @@ export function registerControlRoutes(app: Hono, svc: AdminService, callbacks: C
   app.get('/sandbox/qrcode/:file', (c) => {
     const file = c.req.param('file') ?? '';
     const id = file.endsWith('.png') ? file.slice(0, -4) : '';
-    if (!svc.hasEnrollment(id)) throw notFound(`no QR code ${file}`);
+    if (!hasEnrollment(state, id)) throw notFound(`no QR code ${file}`);
     return c.body(new Uint8Array(PLACEHOLDER_PNG), 200, { 'content-type': 'image/png' });
   });
   app.get('/sandbox/logo/:file', (c) => {
-    const logo = svc.getLogo();
+    const logo = getLogo(state);
     if (!logo || c.req.param('file') !== `${logo.id}.png`) throw notFound(`no logo ${c.req.param('file')}`);
     return c.body(new Uint8Array(logo.bytes), 200, { 'content-type': 'image/png' });
   });
