@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, fstatSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { DecisionLogTarget } from '../config/riskgate-config.ts';
@@ -6,26 +6,38 @@ import type { DecisionLogTarget } from '../config/riskgate-config.ts';
 /**
  * The decision log: one JSON line per decision (and one per action outcome), enough to replay a
  * decision offline. Writing is off the hot path: `write` only keeps the record; serialisation and
- * I/O happen in one batch per event-loop turn, and a slow disk (backpressure) makes records wait
- * in memory up to `maxPending`, never blocks a request.
+ * I/O happen in one batch per event-loop turn, and a slow destination (backpressure) makes records
+ * wait in memory up to `maxPending`, never blocks a request.
  */
 export interface DecisionLog {
   /** Keeps `record` for the next batch. Never throws, never blocks. */
   write(record: object): void;
-  /** Resolves once everything written so far has been handed to the destination and flushed. */
+  /**
+   * Resolves once everything written so far has been handed to the destination and its writes
+   * completed, or the destination failed (those records are then counted in `dropped`).
+   */
   flush(): Promise<void>;
-  /** Flushes and closes the destination (a file; stdout stays open). */
-  close(): Promise<void>;
-  /** Records dropped because `maxPending` was reached (exported as a metric). */
+  /**
+   * Flushes and closes the destination (a file; stdout stays open), giving up after `timeoutMs`
+   * (default 5000): records still waiting then are counted in `dropped` and reported to `onError`.
+   */
+  close(timeoutMs?: number): Promise<void>;
+  /** Records dropped: `maxPending` reached, the destination failed, or close timed out. A metric. */
   readonly dropped: number;
 }
 
 export interface DecisionLogOptions {
   /** Records kept while the destination is slow before new ones are dropped. Default 100 000. */
   maxPending?: number;
-  /** Told once per failure to write (the destination is gone); the log keeps trying. */
+  /**
+   * Told when the destination fails (its stream errors: it is then unusable, and later records are
+   * counted as dropped) and when close times out.
+   */
   onError?: (error: Error) => void;
 }
+
+/** Default longest wait of `close()`, milliseconds. */
+export const DECISION_LOG_CLOSE_TIMEOUT_MS = 5000;
 
 /** A decision log that writes nothing (`RISKGATE_DECISION_LOG=off`). */
 export const DISCARD_DECISION_LOG: DecisionLog = {
@@ -35,12 +47,33 @@ export const DISCARD_DECISION_LOG: DecisionLog = {
   dropped: 0,
 };
 
-/** Opens the decision log `target`. For a file, creates its directory and appends. */
+/**
+ * Opens the decision log `target`. For a file, creates its directory and appends. For `stdout`,
+ * a destination that never blocks the event loop: on a pipe or socket (containers, log shippers)
+ * `process.stdout`, whose libuv writes are non-blocking there; on a file or a terminal, where
+ * `process.stdout` writes synchronously (a slow disk or a paused terminal would stall every
+ * decision), an `fs.WriteStream` on fd 1, whose writes run on libuv's thread pool one at a time.
+ */
 export function openDecisionLog(target: DecisionLogTarget, options: DecisionLogOptions = {}): DecisionLog {
   if (target.kind === 'off') return DISCARD_DECISION_LOG;
-  if (target.kind === 'stdout') return createDecisionLog(process.stdout, { ...options, ownsStream: false });
+  if (target.kind === 'stdout') return createDecisionLog(stdoutStream(), { ...options, ownsStream: false });
   mkdirSync(dirname(target.path), { recursive: true });
   return createDecisionLog(createWriteStream(target.path, { flags: 'a' }), { ...options, ownsStream: true });
+}
+
+/**
+ * fd 1 as a non-blocking stream. Not an fs stream on a pipe: once anything touches
+ * `process.stdout` the pipe is non-blocking, and fs writes to it fail with EAGAIN when it is full.
+ */
+function stdoutStream(): Writable {
+  let pipe = false;
+  try {
+    const stat = fstatSync(1);
+    pipe = stat.isFIFO() || stat.isSocket();
+  } catch {
+    // fd 1 closed: the fs stream reports the error, and the log counts what it drops.
+  }
+  return pipe ? process.stdout : createWriteStream('', { fd: 1, autoClose: false });
 }
 
 /** A decision log over any writable stream (tests pass their own). */
@@ -52,73 +85,140 @@ export function createDecisionLog(
   let pending: object[] = [];
   let scheduled = false;
   let waitingForDrain = false;
+  let writesInFlight = 0;
   let dropped = 0;
   let flushWaiters: (() => void)[] = [];
+  /** No more records accepted (closed). */
   let closed = false;
-
-  stream.on('error', (error: Error) => options.onError?.(error));
+  /** The destination errored or closed: nothing more can be written to it. */
+  let broken = false;
 
   const settleWaiters = () => {
     const waiters = flushWaiters;
     flushWaiters = [];
     for (const w of waiters) w();
   };
+  const settleIfIdle = () => {
+    if (pending.length === 0 && writesInFlight === 0 && !waitingForDrain) settleWaiters();
+  };
+
+  // A stream that errored is destroyed, and a destroyed stream never drains nor calls back: settle
+  // every waiter now, and count what can no longer be written.
+  const markBroken = () => {
+    if (broken) return;
+    broken = true;
+    dropped += pending.length;
+    pending = [];
+    waitingForDrain = false;
+    writesInFlight = 0;
+    settleWaiters();
+  };
+  stream.on('error', (error: Error) => {
+    options.onError?.(error);
+    markBroken();
+  });
+  stream.on('close', markBroken);
+
+  const onWritten = () => {
+    if (broken) return;
+    writesInFlight--;
+    if (pending.length > 0) schedule();
+    else settleIfIdle();
+  };
+  const onDrain = () => {
+    waitingForDrain = false;
+    if (broken) return;
+    if (pending.length > 0) schedule();
+    else settleIfIdle();
+  };
 
   const writeBatch = () => {
     scheduled = false;
+    if (broken) {
+      settleWaiters();
+      return;
+    }
     if (waitingForDrain) return;
     if (pending.length === 0) {
-      settleWaiters();
+      settleIfIdle();
       return;
     }
     const batch = pending;
     pending = [];
     let text = '';
     for (const record of batch) text += `${safeStringify(record)}\n`;
-    const waiters = flushWaiters;
-    flushWaiters = [];
-    const ok = stream.write(text, () => {
-      for (const w of waiters) w();
-    });
-    if (!ok) {
+    writesInFlight++;
+    if (!stream.write(text, onWritten)) {
       waitingForDrain = true;
-      stream.once('drain', () => {
-        waitingForDrain = false;
-        schedule();
-      });
+      stream.once('drain', onDrain);
     }
   };
 
-  const schedule = () => {
+  function schedule() {
     if (scheduled) return;
     scheduled = true;
     setImmediate(writeBatch);
-  };
+  }
+
+  const flush = () =>
+    new Promise<void>((resolve) => {
+      if (broken) {
+        resolve();
+        return;
+      }
+      flushWaiters.push(resolve);
+      schedule();
+    });
 
   return {
     write(record) {
-      if (closed || pending.length >= maxPending) {
+      if (closed || broken || pending.length >= maxPending) {
         dropped++;
         return;
       }
       pending.push(record);
       schedule();
     },
-    flush() {
-      return new Promise<void>((resolve) => {
-        flushWaiters.push(resolve);
-        schedule();
-      });
-    },
-    async close() {
-      await this.flush();
+    flush,
+    async close(timeoutMs = DECISION_LOG_CLOSE_TIMEOUT_MS) {
+      const until = performance.now() + timeoutMs;
+      const done = await within(flush(), timeoutMs);
       closed = true;
-      if (options.ownsStream) await new Promise<void>((resolve) => stream.end(resolve));
+      if (!done && !broken) {
+        const unwritten = pending.length;
+        dropped += unwritten;
+        pending = [];
+        options.onError?.(
+          new Error(
+            `close timed out after ${timeoutMs} ms: ${unwritten} records not handed over, ${writesInFlight} writes unfinished`,
+          ),
+        );
+        return;
+      }
+      if (options.ownsStream && !broken) {
+        await within(
+          new Promise<void>((resolve) => stream.end(() => resolve())),
+          Math.max(0, until - performance.now()),
+        );
+      }
     },
     get dropped() {
       return dropped;
     },
   };
+}
+
+/** Whether `promise` settled within `ms`. */
+async function within(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A record that cannot be serialised (a bug) still leaves a line saying so. */

@@ -7,7 +7,11 @@ import { type AdminClient, createAdminClient } from '../admin/admin-client.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
-import { type DecisionLog, openDecisionLog } from '../decision-log/decision-log.ts';
+import {
+  DECISION_LOG_CLOSE_TIMEOUT_MS,
+  type DecisionLog,
+  openDecisionLog,
+} from '../decision-log/decision-log.ts';
 import { actionLine } from '../decision-log/decision-record.ts';
 import { createApp, type ServiceLog } from '../http/create-app.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
@@ -192,7 +196,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await actions.drain(drainTimeoutMs);
     policies.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close()]);
-    await decisionLog.close();
+    await decisionLog.close(DECISION_LOG_CLOSE_TIMEOUT_MS); // bounded: a stuck destination cannot hold the exit
     await Promise.all([metrics.shutdown(), options.tracing?.shutdown()]);
   };
 
