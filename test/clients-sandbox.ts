@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from 'node:net';
 import { type AdminClient, type AdminClientOptions, createAdminClient } from '../src/admin/admin-client.ts';
 import {
   createTokenManager,
@@ -112,6 +114,38 @@ export async function startClientSandbox(options: SandboxOptions = {}): Promise<
     async stop() {
       await Promise.all(closers.splice(0).map((c) => c()));
       await sb.stop();
+    },
+  };
+}
+
+/** A TCP relay in front of `targetUrl` that counts the connections clients open through it. */
+export async function startCountingProxy(
+  targetUrl: string,
+): Promise<{ url: string; connections(): number; stop(): Promise<void> }> {
+  const target = new URL(targetUrl);
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createNetServer((client) => {
+    connections++;
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {});
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    connections: () => connections,
+    async stop() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
     },
   };
 }

@@ -6,7 +6,7 @@ import { ErrorCode, InputError } from '../src/errors/riskgate-error.ts';
 import type { RemoteAccessToolParams } from '../src/signals/signal-params.ts';
 import type { CallInfo } from '../src/upstream/upstream-call.ts';
 import type { UpstreamResult } from '../src/upstream/upstream-result.ts';
-import { type ClientSandbox, startClientSandbox } from './clients-sandbox.ts';
+import { type ClientSandbox, startClientSandbox, startCountingProxy } from './clients-sandbox.ts';
 
 const BATCH = 'POST /api/v1/signals/remote-access-tool';
 const NEW_BROWSER = 'GET /api/v1/signals/new-browser';
@@ -177,6 +177,29 @@ describe('typed errors from injected faults', () => {
     );
     expect(codeOf(r)).toBe(ErrorCode.UPSTREAM_TIMEOUT);
     expect(r.durationMs).toBeLessThan(300);
+  });
+
+  it('timed-out calls keep their connections: late answers are drained, the sockets reused', async () => {
+    const proxy = await startCountingProxy(env.url);
+    try {
+      const c = env.signals(env.tokens(), { baseUrl: `${proxy.url}/api/v1`, connections: 4 });
+      const o = { timeoutMs: 30 };
+      await env.faults([{ route: NEW_BROWSER, latency: { kind: 'fixed', ms: 120 } }]);
+      for (let round = 0; round < 3; round++) {
+        const rs = await Promise.all(DEMO.slice(0, 4).map((a) => c.newBrowser({ subjectAccountId: a }, o)));
+        expect(rs.map(codeOf)).toEqual(Array(4).fill(ErrorCode.UPSTREAM_TIMEOUT));
+        await new Promise((r) => setTimeout(r, 150)); // the late answers arrive and are drained
+      }
+      await env.clearFaults();
+      for (let round = 0; round < 3; round++) {
+        const rs = await Promise.all(DEMO.slice(0, 4).map((a) => c.newBrowser({ subjectAccountId: a })));
+        expect(rs.map(codeOf)).toEqual(Array(4).fill('ok'));
+      }
+      // 12 timed-out calls (each retried once) and 12 answered ones over the first 4 connections.
+      expect(proxy.connections()).toBeLessThanOrEqual(4);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('5xx: retried once, then UPSTREAM_SERVER_ERROR with the status', async () => {

@@ -219,7 +219,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   // A base URL with a path (a gateway) is kept in front of the API's own prefix.
   const prefix = `${pathPrefix}${ADMIN_PREFIX}`;
   const now = opts.now ?? Date.now;
-  const { ctx, pool } = createUpstreamContext('admin', origin, now, opts, {
+  const { ctx, close: closePool } = createUpstreamContext('admin', origin, now, opts, {
     connections: 8,
     defaultTimeoutMs: 2000,
     maxBodyBytes: 1024 * 1024,
@@ -444,6 +444,6 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
         refreshes: a.refreshes + b.refreshes,
       };
     },
-    close: () => pool.close(),
+    close: closePool,
   };
 }

@@ -136,7 +136,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   const authorization = `Basic ${Buffer.from(`${formEncode(opts.clientId)}:${formEncode(opts.clientSecret)}`).toString('base64')}`;
   const body = new URLSearchParams({ grant_type: 'client_credentials', scope }).toString();
 
-  const { ctx, pool } = createUpstreamContext(
+  const { ctx, close: closePool } = createUpstreamContext(
     'auth',
     origin,
     now,
@@ -282,7 +282,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
       started = false;
       if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
-      await pool.close();
+      await closePool();
     },
     stats() {
       return { ...counters };

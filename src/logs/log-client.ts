@@ -86,7 +86,7 @@ export function createLogClient(opts: LogClientOptions): LogClient {
   const now = opts.now ?? Date.now;
   const maxLineBytes = opts.maxLineBytes ?? 1024 * 1024;
   // Windows are read one at a time per scope: two connections are enough.
-  const { ctx, pool } = createUpstreamContext(
+  const { ctx, close: closePool } = createUpstreamContext(
     'logs',
     origin,
     now,
@@ -199,6 +199,6 @@ export function createLogClient(opts: LogClientOptions): LogClient {
         callOpts,
       );
     },
-    close: () => pool.close(),
+    close: closePool,
   };
 }

@@ -193,7 +193,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   const { origin, pathPrefix } = splitBaseUrl(opts.baseUrl);
   const now = opts.now ?? Date.now;
   const tokens = opts.tokens;
-  const { ctx, pool } = createUpstreamContext('signals', origin, now, opts, {
+  const { ctx, close: closePool } = createUpstreamContext('signals', origin, now, opts, {
     connections: 32,
     defaultTimeoutMs: 1000,
     maxBodyBytes: 1024 * 1024,
@@ -408,7 +408,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     stats: () => ({ ...batcher.stats, cacheHits }),
     async close() {
       batcher.flush();
-      await pool.close();
+      await closePool();
     },
   };
 }

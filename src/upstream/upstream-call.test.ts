@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from 'undici';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import {
@@ -54,6 +54,8 @@ function ctx(over: Partial<UpstreamContext> = {}): UpstreamContext {
     retryDelayMs: 1,
     minRetryBudgetMs: 5,
     maxBodyBytes: 1024,
+    // Short, so the hanging answers of the timeout tests give their sockets back quickly.
+    lateAnswerGraceMs: 100,
     onCall: (i) => calls.push(i),
     ...over,
   };
@@ -304,5 +306,99 @@ describe('callUpstream over real HTTP', () => {
       ErrorCode.UPSTREAM_UNAUTHORIZED,
     );
     expect(hits).toBe(1);
+  });
+
+  describe('late answers keep their connection', () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // Its own server (the hanging answers above are still being drained on the shared one) and one
+    // connection per test, so each new connection the server sees is a socket replaced.
+    let own: Server;
+    let connections = 0;
+    let one: Pool;
+    beforeAll(async () => {
+      own = createServer((req, res) => {
+        hits++;
+        req.resume();
+        req.on('end', () => handler(req, res, hits));
+      });
+      own.on('connection', () => {
+        connections++;
+      });
+      own.listen(0, '127.0.0.1');
+      await once(own, 'listening');
+    });
+    afterAll(() => {
+      own.closeAllConnections();
+      own.close();
+    });
+    beforeEach(() => {
+      one = createUpstreamPool(`http://127.0.0.1:${(own.address() as AddressInfo).port}`, { connections: 1 });
+      connections = 0;
+    });
+    afterEach(async () => {
+      await one.destroy();
+    });
+
+    it('a timed-out attempt releases its caller at once; its late answer is drained and the socket reused', async () => {
+      handler = (_q, res, hit) =>
+        hit === 1 ? setTimeout(() => json(res, 200, { ok: true }), 80) : json(res, 200, { ok: true });
+      const t0 = performance.now();
+      await expectError(
+        callUpstream(ctx({ dispatcher: one, lateAnswerGraceMs: 1000 }), spec({ retry: false }), {
+          timeoutMs: 20,
+        }),
+        ErrorCode.UPSTREAM_TIMEOUT,
+      );
+      expect(performance.now() - t0).toBeLessThan(70);
+      await sleep(120);
+      const r = await callUpstream(ctx({ dispatcher: one }), spec(), undefined);
+      expect(r.ok).toBe(true);
+      expect(hits).toBe(2);
+      expect(connections).toBe(1);
+    });
+
+    it('a lookup that timed out while queued for a connection is never sent, and the socket is kept', async () => {
+      handler = (_q, res) => setTimeout(() => json(res, 200, { ok: true }), 60);
+      const c = ctx({ dispatcher: one });
+      const first = callUpstream(c, spec({ retry: false }), { timeoutMs: 1000 });
+      const queued = callUpstream(c, spec({ retry: false }), { timeoutMs: 20 });
+      await expectError(queued, ErrorCode.UPSTREAM_TIMEOUT);
+      expect((await first).ok).toBe(true);
+      expect((await callUpstream(c, spec({ retry: false }), undefined)).ok).toBe(true);
+      expect(hits).toBe(2);
+      expect(connections).toBe(1);
+    });
+
+    it('a late answer still missing after the grace destroys its socket', async () => {
+      let closed = false;
+      handler = (req) => {
+        req.socket.once('close', () => {
+          closed = true;
+        });
+      };
+      await expectError(
+        callUpstream(ctx({ dispatcher: one, lateAnswerGraceMs: 50 }), spec({ retry: false }), {
+          timeoutMs: 20,
+        }),
+        ErrorCode.UPSTREAM_TIMEOUT,
+      );
+      await sleep(30);
+      expect(closed).toBe(false);
+      for (let i = 0; i < 50 && !closed; i++) await sleep(10);
+      expect(closed).toBe(true);
+    });
+
+    it('a grace of 0 destroys the socket of a timed-out attempt at once', async () => {
+      handler = (_q, res) => setTimeout(() => json(res, 200, { ok: true }), 60);
+      await expectError(
+        callUpstream(ctx({ dispatcher: one, lateAnswerGraceMs: 0 }), spec({ retry: false }), {
+          timeoutMs: 20,
+        }),
+        ErrorCode.UPSTREAM_TIMEOUT,
+      );
+      handler = (_q, res) => json(res, 200, { ok: true });
+      expect((await callUpstream(ctx({ dispatcher: one }), spec(), undefined)).ok).toBe(true);
+      expect(connections).toBeGreaterThanOrEqual(2);
+    });
   });
 });

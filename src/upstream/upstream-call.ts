@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
 import { deadlineError, malformedError, statusError } from './upstream-errors.ts';
-import { type AttemptRequest, type RawResponse, sendAttempt } from './upstream-request.ts';
+import { type AttemptRequest, type LateAnswers, type RawResponse, sendAttempt } from './upstream-request.ts';
 import type { CallOptions, UpstreamResult } from './upstream-result.ts';
 
 /**
@@ -42,6 +42,10 @@ export interface UpstreamContext {
   minRetryBudgetMs: number;
   /** Larger bodies are malformed. */
   maxBodyBytes: number;
+  /** How long a timed-out attempt's late answer may take before its socket is destroyed (see `AttemptSettings`). */
+  lateAnswerGraceMs: number;
+  /** The late answers being drained (ended by the client's `close()`). */
+  lateAnswers?: LateAnswers | undefined;
   onCall?: ((info: CallInfo) => void) | undefined;
 }
 
@@ -179,6 +183,8 @@ export async function callUpstream<T>(
       timeoutMs,
       signal,
       maxBodyBytes: ctx.maxBodyBytes,
+      lateAnswerGraceMs: ctx.lateAnswerGraceMs,
+      lateAnswers: ctx.lateAnswers,
       onChunk: spec.onChunk,
     });
     if (res instanceof UpstreamError) {

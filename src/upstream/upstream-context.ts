@@ -2,6 +2,7 @@ import type { Pool } from 'undici';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
 import { type CallInfo, type RetryTuning, retryDefaults, type UpstreamContext } from './upstream-call.ts';
 import { createUpstreamPool, type UpstreamPoolOptions } from './upstream-pool.ts';
+import type { LateAnswers } from './upstream-request.ts';
 
 /** What a client's options may tune about its upstream (all optional). Times in milliseconds. */
 export interface UpstreamTuning {
@@ -27,7 +28,8 @@ export interface UpstreamDefaults {
 
 /**
  * The connection pool of one client and the `UpstreamContext` its calls run in, from the client's
- * options (`tuning`) over its own `defaults`. The client owns the pool: it closes it in `close()`.
+ * options (`tuning`) over its own `defaults`. The client owns the pool: its own `close()` calls the
+ * `close` returned here (late answers still being drained are aborted first).
  *
  * @param origin `scheme://host[:port]` (see `splitBaseUrl`).
  * @param now epoch milliseconds.
@@ -38,11 +40,12 @@ export function createUpstreamContext(
   now: () => number,
   tuning: UpstreamTuning,
   defaults: UpstreamDefaults,
-): { ctx: UpstreamContext; pool: Pool } {
+): { ctx: UpstreamContext; pool: Pool; close: () => Promise<void> } {
   const pool = createUpstreamPool(origin, {
     ...tuning.pool,
     connections: tuning.connections ?? defaults.connections,
   });
+  const lateAnswers: LateAnswers = new Set();
   const ctx: UpstreamContext = {
     upstream,
     dispatcher: pool,
@@ -50,7 +53,15 @@ export function createUpstreamContext(
     defaultTimeoutMs: tuning.defaultTimeoutMs ?? defaults.defaultTimeoutMs,
     ...retryDefaults(tuning.retry),
     maxBodyBytes: tuning.maxBodyBytes ?? defaults.maxBodyBytes,
+    lateAnswerGraceMs: tuning.pool?.lateAnswerGraceMs ?? 5000,
+    lateAnswers,
     onCall: tuning.onCall,
   };
-  return { ctx, pool };
+  /** Ends the late answers nobody waits for, then closes the pool once in-flight calls finish. */
+  const close = async (): Promise<void> => {
+    const closing = new Error('client closed');
+    for (const a of [...lateAnswers]) a.abort(closing);
+    await pool.close();
+  };
+  return { ctx, pool, close };
 }

@@ -15,6 +15,14 @@ export interface UpstreamPoolOptions {
   bodyTimeoutMs?: number;
   /** Idle keep-alive before the client closes a socket; keep it under the server's. Default 4000. */
   keepAliveTimeoutMs?: number;
+  /**
+   * After a call times out (or its decision deadline passes) the caller is released at once, but
+   * the late answer is still read and discarded so its keep-alive socket goes back to the pool;
+   * only an answer not complete after this grace destroys the socket. Under load, destroying a
+   * socket per timeout means a new TCP connection per timeout and more timeouts. 0 destroys the
+   * socket at once (the old behaviour). Default 5000.
+   */
+  lateAnswerGraceMs?: number;
 }
 
 /**

@@ -38,6 +38,15 @@ export interface AttemptSettings {
   /** Bodies larger than this are refused as malformed (the connection is dropped). */
   maxBodyBytes: number;
   /**
+   * After a timeout or the decision deadline, how long the late answer may still take, ms: the
+   * caller is released at once, the answer is read and discarded so its keep-alive socket is
+   * reused, and only an answer still missing after this grace destroys the socket. 0 destroys it
+   * at once.
+   */
+  lateAnswerGraceMs: number;
+  /** Where a draining attempt registers, so closing the client can end it (see `LateAnswers`). */
+  lateAnswers?: LateAnswers | undefined;
+  /**
    * Streams a 2xx body chunk by chunk instead of collecting it. Returning an error aborts the
    * attempt with it (e.g. a line that does not parse).
    */
@@ -45,6 +54,17 @@ export interface AttemptSettings {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Something that can be told to give up on its connection now. */
+export interface Abortable {
+  abort(error: Error): void;
+}
+
+/**
+ * The late answers a client is draining. `close()` of a client aborts them: nobody waits for them,
+ * and a graceful pool close would otherwise wait up to the grace for each.
+ */
+export type LateAnswers = Set<Abortable>;
 
 class Attempt implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
@@ -54,6 +74,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
   private readonly settings: AttemptSettings;
   private readonly resolve: (outcome: RawResponse | UpstreamError) => void;
 
@@ -66,26 +87,49 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   /** The decision signal aborted (EventTarget listener object: no closure per attempt). */
   handleEvent(): void {
-    this.fail(deadlineError(this.settings.upstream, this.settings.operation));
+    this.fail(deadlineError(this.settings.upstream, this.settings.operation), true);
   }
 
   timedOut(): void {
     this.timer = undefined;
-    this.fail(timeoutError(this.settings.upstream, this.settings.operation, this.settings.timeoutMs));
+    this.fail(timeoutError(this.settings.upstream, this.settings.operation, this.settings.timeoutMs), true);
   }
 
-  /** Settles with `error` and drops the request (its socket is destroyed, so nothing is left unread). */
-  fail(error: UpstreamError): void {
+  /**
+   * Settles with `error`. With `drain` (a timeout or the deadline: the answer is merely late), a
+   * request on the wire is left to finish so its socket stays in the pool (destroying it under load
+   * means a new TCP connection per timeout, more timeouts, and a collapse); the answer is discarded
+   * as it arrives, and one not complete after `lateAnswerGraceMs` is aborted. Without `drain` (a
+   * bad body) the request is aborted now and its socket destroyed, so nothing is left unread.
+   */
+  fail(error: UpstreamError, drain = false): void {
     if (this.settled) return;
     this.finish(error);
-    this.controller?.abort(error);
+    const controller = this.controller;
+    if (controller === null) return;
+    const graceMs = this.settings.lateAnswerGraceMs;
+    if (drain && graceMs > 0) {
+      this.graceTimer = setTimeout(onGraceOver, graceMs, this, error);
+      this.graceTimer.unref();
+      this.settings.lateAnswers?.add(this);
+    } else {
+      this.abort(error);
+    }
+  }
+
+  /** The late answer did not complete within the grace: give up on the socket. */
+  abort(error: Error): void {
+    this.clearGrace();
+    const controller = this.controller;
+    this.controller = null;
+    if (controller !== null && !controller.aborted) controller.abort(error);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
-    // Settled while queued for a connection: drop it before it is written.
     if (this.settled) {
-      controller.abort(new Error('attempt already settled'));
-      return;
+      // Settled while queued for a connection. Throwing here makes undici drop the request before
+      // it is written, keeping the socket (`controller.abort` at this point would destroy it).
+      throw new Error('attempt already settled');
     }
     this.controller = controller;
   }
@@ -97,8 +141,12 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.settled) return;
     this.size += chunk.length;
+    if (this.settled) {
+      // A late answer being drained: discard it, but not without bound.
+      if (this.size > this.settings.maxBodyBytes) this.abort(new Error('late answer over the size limit'));
+      return;
+    }
     if (this.size > this.settings.maxBodyBytes) {
       this.fail(
         malformedError(
@@ -120,15 +168,31 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    if (this.settled) return;
+    this.controller = null;
+    if (this.settled) {
+      this.clearGrace();
+      return;
+    }
     const c = this.chunks;
     const body = c.length === 0 ? EMPTY : c.length === 1 ? c[0]! : Buffer.concat(c, this.size);
     this.finish({ status: this.status, headers: this.headers, body });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
-    if (this.settled) return;
+    this.controller = null;
+    if (this.settled) {
+      this.clearGrace();
+      return;
+    }
     this.finish(transportError(this.settings.upstream, this.settings.operation, err));
+  }
+
+  private clearGrace(): void {
+    if (this.graceTimer !== undefined) {
+      clearTimeout(this.graceTimer);
+      this.graceTimer = undefined;
+      this.settings.lateAnswers?.delete(this);
+    }
   }
 
   private finish(outcome: RawResponse | UpstreamError): void {
@@ -141,6 +205,10 @@ class Attempt implements Dispatcher.DispatchHandler {
 
 function onAttemptTimeout(attempt: Attempt): void {
   attempt.timedOut();
+}
+
+function onGraceOver(attempt: Attempt, error: UpstreamError): void {
+  attempt.abort(error);
 }
 
 /**
