@@ -135,4 +135,43 @@ describe('Admin client against the sandbox (signed with SVC-Date)', () => {
     expect(env.count(await env.stats(), 'GET /srv/admin/v1/users/:id')).toBe(2);
     await c.updateUser(id, { status: 'enabled' });
   });
+
+  it('a user update drops only what it changes: not on 304, devices only when status=disabled', async () => {
+    const id = await userId('mallory');
+    const c = env.admin({ cache: { user: { ttlMs: 60_000 }, devices: { ttlMs: 60_000 } } });
+    const USER = 'GET /srv/admin/v1/users/:id';
+    const DEVICES = 'GET /srv/admin/v1/users/:id/devices';
+    const readBoth = async () => {
+      const [u, d] = await Promise.all([c.getUserCached(id), c.getUserDevicesCached(id)]);
+      if (!u.ok || !d.ok) throw new Error('cached read failed');
+      return { user: u.value, devices: d.value };
+    };
+    await c.updateUser(id, { status: 'enabled' });
+    const before = await readBoth();
+    expect(before.devices.devices.some((d) => d.enrolled)).toBe(true);
+    await env.resetStats();
+
+    expect(await c.updateUser(id, { status: 'bypass' })).toMatchObject({
+      ok: true,
+      value: { changed: true },
+    });
+    expect((await readBoth()).user.status).toBe('bypass');
+    let s = await env.stats();
+    expect([env.count(s, USER), env.count(s, DEVICES)]).toEqual([1, 0]);
+
+    expect(await c.updateUser(id, { status: 'bypass' })).toMatchObject({
+      ok: true,
+      value: { changed: false },
+    });
+    await readBoth();
+    s = await env.stats();
+    expect([env.count(s, USER), env.count(s, DEVICES)]).toEqual([1, 0]);
+
+    await c.updateUser(id, { status: 'disabled' });
+    const after = await readBoth();
+    expect(after.user.status).toBe('disabled');
+    expect(after.devices.devices.some((d) => d.enrolled)).toBe(false);
+    s = await env.stats();
+    expect([env.count(s, USER), env.count(s, DEVICES)]).toEqual([2, 1]);
+  });
 });

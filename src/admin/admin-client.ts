@@ -131,7 +131,11 @@ export interface AdminClient {
   getUserCached(userId: string, opts?: CallOptions): R<AdminUser>;
   /** `getUserDevices` through the cache. Treat the value as read-only. */
   getUserDevicesCached(userId: string, filter?: DeviceFilter, opts?: CallOptions): R<UserDevices>;
-  /** `PUT /users/{id}`; retryable (a PUT sets, so repeating it is harmless). */
+  /**
+   * `PUT /users/{id}`; retryable (a PUT sets, so repeating it is harmless). Drops the cached user
+   * unless the answer is 304 (nothing changed); drops the cached devices only for status=disabled,
+   * which unenrolls them all (or on 410).
+   */
   updateUser(userId: string, update: UserUpdate, opts?: CallOptions): R<UserUpdateOutcome>;
   /**
    * `DELETE /devices/{id}`; never retried here (a caller's retry that finds it archived gets
@@ -356,7 +360,14 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
         o,
         { body: json, accept: (s) => s === 200 || s === 304 || s === 410 },
       ).then((r) => {
-        invalidateUser(id);
+        // 304: nothing changed, the cached reads still hold. Anything else (a change, 410 archived,
+        // or a failure that may have been applied) drops the user. A user PUT leaves devices alone,
+        // except status=disabled, which unenrolls every device.
+        if (r.ok && r.value.changed === false && r.value.alreadyArchived === false) return r;
+        users.invalidate(`${id}\u0001`);
+        if (body.status === 'disabled' || (r.ok && r.value.alreadyArchived)) {
+          devices.invalidate(`${id}\u0001`);
+        }
         return r;
       });
     }),
