@@ -13,6 +13,45 @@ import { type RunningRiskgate, startRiskgate, stderrLog } from './service/start-
  * at the process level.
  */
 
+/** Longest wait for the decision log after a fatal error, milliseconds, before exiting anyway. */
+const CRASH_FLUSH_TIMEOUT_MS = 2000;
+
+/** The service once started: what a fatal error has to wind down. */
+let running: RunningRiskgate | undefined;
+let crashing = false;
+
+/**
+ * A fatal error's one log line: its name, message and stack. riskgate's own errors never carry a
+ * secret (credentials travel in headers, never in messages); anything else is logged as thrown.
+ */
+function describeFatal(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: String(error).slice(0, 1000) };
+  const code = (error as { code?: unknown }).code;
+  return {
+    error: `${error.name}: ${error.message}`.slice(0, 1000),
+    ...(typeof code === 'string' && { code }),
+    stack: error.stack?.split('\n').slice(1, 11).join('\n'),
+  };
+}
+
+/**
+ * An uncaught exception or unhandled rejection leaves the process in an unknown state: log it,
+ * stop accepting, report every queued or running action failed (`process_crash`) in the decision
+ * log, flush it (bounded) and exit 1. A second fatal error while doing so exits at once.
+ */
+function onFatal(kind: 'uncaughtException' | 'unhandledRejection') {
+  return (error: unknown) => {
+    if (crashing) process.exit(1);
+    crashing = true;
+    stderrLog({ level: 'fatal', msg: `${kind}: exiting`, ...describeFatal(error) });
+    const service = running;
+    if (service === undefined) process.exit(1);
+    // A backstop in case the flush itself hangs on something close() does not bound.
+    setTimeout(() => process.exit(1), CRASH_FLUSH_TIMEOUT_MS + 500);
+    void service.abandon('process_crash', CRASH_FLUSH_TIMEOUT_MS).finally(() => process.exit(1));
+  };
+}
+
 /** Where the generated development key is written in sandbox mode, for copy-paste commands. */
 const DEV_KEY_FILE = '.riskgate/dev-api-key';
 
@@ -33,6 +72,8 @@ function version(): string {
 }
 
 async function main(): Promise<void> {
+  process.on('uncaughtException', onFatal('uncaughtException'));
+  process.on('unhandledRejection', onFatal('unhandledRejection'));
   let config: RiskgateConfig;
   try {
     config = loadConfig(process.env);
@@ -80,6 +121,8 @@ async function main(): Promise<void> {
     await sandbox?.stop();
     fail(error instanceof Error ? error.message : String(error));
   }
+
+  running = service;
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,8 +67,8 @@ interface Started {
   exited: Promise<number | null>;
 }
 
-function run(env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [MAIN], {
+function run(env: Record<string, string>, nodeArgs: string[] = []): Started {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     cwd: work,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -90,6 +90,19 @@ async function listeningPort(p: Started): Promise<number> {
     if (performance.now() > until || p.child.exitCode !== null)
       throw new Error(`did not start: ${p.stderr()}`);
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Polls until the sandbox has seen `route` answered or hanging, for up to 5 s. */
+async function sandboxSaw(route: string): Promise<void> {
+  const until = performance.now() + 5000;
+  for (;;) {
+    const stats = (await (await fetch(`${sandbox.url}/sandbox/stats`)).json()) as {
+      routes: Record<string, unknown>;
+    };
+    if (stats.routes[route] !== undefined) return;
+    if (performance.now() > until) throw new Error(`the sandbox never saw ${route}`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -167,6 +180,79 @@ describe('node dist/main.js', () => {
         ['action', body.decisionId],
       ]);
       expect(lines[1]).toMatchObject({ type: 'lock_out_user', status: 'done' });
+    } finally {
+      await control('DELETE', '/sandbox/faults');
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    }
+  });
+
+  it('on a fatal error logs it without secrets, reports the queued lock-out failed (process_crash), flushes the log and exits 1', async () => {
+    // A crash with a lock-out in flight: a preload module (the same process as main) throws from a
+    // timer on SIGUSR2, an exception nothing catches.
+    const preload = join(work, 'crash-on-sigusr2.mjs');
+    writeFileSync(
+      preload,
+      "process.on('SIGUSR2', () => setImmediate(() => { throw new Error('boom: a bug nobody caught'); }));\n",
+    );
+    const logPath = join(work, 'crash-decisions.ndjson');
+    const env: Record<string, string> = {
+      ...vendorEnv(),
+      NODE_ENV: 'production',
+      RISKGATE_DECISION_LOG: logPath,
+    };
+    const p = run(env, ['--import', preload]);
+    const port = await listeningPort(p);
+    const base = `http://127.0.0.1:${port}`;
+    const until = performance.now() + 10_000;
+    while ((await fetch(`${base}/readyz`)).status !== 200) {
+      if (performance.now() > until) throw new Error('never ready');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
+    await control('POST', '/sandbox/stats/reset');
+    await control('PUT', '/sandbox/faults', { rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }] });
+    try {
+      const res = await fetch(`${base}/decide`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify(demoRequest('mallory', mallory)),
+      });
+      const body = (await res.json()) as {
+        decisionId: string;
+        verdict: string;
+        actions: { status: string }[];
+      };
+      expect(body.verdict).toBe('deny');
+      expect(body.actions).toEqual([expect.objectContaining({ type: 'lock_out_user', status: 'queued' })]);
+      await sandboxSaw('PUT /srv/admin/v1/users/:id'); // the lock-out is in flight, hanging
+
+      p.child.kill('SIGUSR2');
+      expect(await p.exited).toBe(1);
+
+      const fatal = p
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('"level":"fatal"'));
+      expect(fatal).toHaveLength(1);
+      expect(JSON.parse(fatal[0]!)).toMatchObject({
+        msg: 'uncaughtException: exiting',
+        error: 'Error: boom: a bug nobody caught',
+      });
+      for (const secret of [env.RISKGATE_CLIENT_SECRET!, env.RISKGATE_ADMIN_API_KEY!, KEY]) {
+        expect(p.stderr()).not.toContain(secret);
+      }
+      const lines = readFileSync(logPath, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.decisionId === body.decisionId);
+      expect(lines.map((l) => l.kind)).toEqual(['decision', 'action']);
+      expect(lines[1]).toMatchObject({
+        type: 'lock_out_user',
+        target: mallory,
+        status: 'failed',
+        reason: 'process_crash',
+      });
     } finally {
       await control('DELETE', '/sandbox/faults');
       if (p.child.exitCode === null) p.child.kill('SIGKILL');

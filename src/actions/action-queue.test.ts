@@ -175,4 +175,31 @@ describe('ActionQueue', () => {
     await drained;
     expect(outcomes).toEqual([expect.objectContaining({ status: 'done' })]);
   });
+
+  it('abandon ends every job at once, queued, between retries or in flight, each failed with the reason', async () => {
+    let abortedSignal: AbortSignal | undefined;
+    const inFlight = job([ok], {
+      key: 'in-flight',
+      attempt: (o) => {
+        abortedSignal = o.signal;
+        return new Promise(() => {});
+      },
+    });
+    const retrying = job([fail(ErrorCode.UPSTREAM_SERVER_ERROR)], { key: 'retrying' });
+    queue.enqueue(inFlight.job);
+    queue.enqueue(retrying.job);
+    await vi.advanceTimersByTimeAsync(0);
+    queue.enqueue(job([ok], { key: 'queued' }).job);
+    expect(queue.abandon('process_crash')).toBe(3);
+    expect(outcomes.map((o) => [o.key, o.status, o.reason]).sort()).toEqual([
+      ['in-flight', 'failed', 'process_crash'],
+      ['queued', 'failed', 'process_crash'],
+      ['retrying', 'failed', 'process_crash'],
+    ]);
+    expect(abortedSignal?.aborted).toBe(true);
+    expect(queue.size).toBe(0);
+    expect(queue.enqueue(job([ok], { key: 'late' }).job)).toBe('refused');
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(outcomes).toHaveLength(4); // nothing reported twice, nothing retried
+  });
 });

@@ -28,7 +28,7 @@ export interface ActionOutcome {
   target: string;
   status: 'done' | 'failed';
   attempts: number;
-  /** Why it failed: the last error code, `queue_full`, `shutdown`. */
+  /** Why it failed: the last error code, `queue_full`, `shutdown`, `process_crash`. */
   reason?: string;
   /** From enqueue to outcome, milliseconds. */
   elapsedMs: number;
@@ -84,6 +84,8 @@ export class ActionQueue {
   readonly #seen: LRUCache<string, true>;
   readonly #shutdown = new AbortController();
   #closing = false;
+  /** Reason a job enqueued while closing is refused with. */
+  #closingReason = 'shutdown';
   #idleWaiters: (() => void)[] = [];
   #pumpScheduled = false;
 
@@ -117,7 +119,7 @@ export class ActionQueue {
     this.#seen.set(job.key, true);
     const entry: Entry = { job, attempts: 0, enqueuedAt: performance.now() };
     if (this.#closing || this.#ready.length + this.#waiting.size >= this.#o.maxPending) {
-      this.#finish(entry, 'failed', this.#closing ? 'shutdown' : 'queue_full');
+      this.#finish(entry, 'failed', this.#closing ? this.#closingReason : 'queue_full');
       return 'refused';
     }
     this.#ready.push(entry);
@@ -149,6 +151,28 @@ export class ActionQueue {
     this.#ready.length = 0;
     this.#waiting.clear();
     this.#running.clear();
+  }
+
+  /**
+   * Ends every job at once, reported failed with `reason` (e.g. `process_crash`): for a process
+   * about to die, which cannot wait for retries but must leave a line for each action it promised.
+   * Stops accepting jobs; attempts in flight are aborted and their late results ignored.
+   * Returns how many jobs it ended.
+   */
+  abandon(reason: string): number {
+    this.#closing = true;
+    this.#closingReason = reason;
+    this.#shutdown.abort();
+    const entries = [...this.#ready, ...this.#waiting, ...this.#running];
+    this.#ready.length = 0;
+    this.#waiting.clear();
+    this.#running.clear();
+    for (const entry of entries) {
+      clearTimeout(entry.retryTimer);
+      this.#finish(entry, 'failed', reason);
+    }
+    this.#checkIdle();
+    return entries.length;
   }
 
   #schedulePump(): void {

@@ -63,6 +63,12 @@ export interface RunningRiskgate {
   ready: Promise<void>;
   /** Graceful shutdown; idempotent. */
   stop(): Promise<void>;
+  /**
+   * For a process about to die of a fatal error: stops accepting, reports every queued or running
+   * action failed with `reason` (nothing promised goes unlogged) and flushes the decision log for
+   * at most `timeoutMs`. Never rejects; the caller exits.
+   */
+  abandon(reason: string, timeoutMs: number): Promise<void>;
 }
 
 /** JSON lines on stderr (stdout carries the decision log by default). */
@@ -215,6 +221,12 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     stop: () => {
       stopping ??= stop();
       return stopping;
+    },
+    abandon: async (reason, timeoutMs) => {
+      draining = true;
+      server.close();
+      actions.abandon(reason);
+      await decisionLog.close(timeoutMs).catch(() => {});
     },
   };
 }
