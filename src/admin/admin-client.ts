@@ -4,7 +4,13 @@ import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
 import type { AttemptRequest, HttpMethod, RawResponse } from '../upstream/upstream-request.ts';
 import { type CallOptions, rejecting, type UpstreamResult } from '../upstream/upstream-result.ts';
-import { canonicalizeQuery, formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
+import {
+  canonicalizeQuery,
+  createSigningKey,
+  formatRfc2822,
+  type SigningKey,
+  signRequest,
+} from '../vendor-auth/hmac-signature.ts';
 import { ReadCache, type ReadCacheOptions } from './admin-read-cache.ts';
 import {
   type AdminInfo,
@@ -166,7 +172,8 @@ export interface AdminClient {
 /** Who signs and where to: the parts of a signed Admin request that do not change per call. */
 export interface AdminSigner {
   serviceId: string;
-  apiKey: string;
+  /** Best a `createSigningKey` key object, made once. */
+  apiKey: SigningKey;
   /** Host as in the base URL (`host[:port]`). */
   host: string;
   /** `http:` or `https:`. */
@@ -228,7 +235,12 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
     defaultTimeoutMs: 2000,
     maxBodyBytes: 1024 * 1024,
   });
-  const signer: AdminSigner = { serviceId: opts.serviceId, apiKey: opts.apiKey, host, protocol };
+  const signer: AdminSigner = {
+    serviceId: opts.serviceId,
+    apiKey: createSigningKey(opts.apiKey),
+    host,
+    protocol,
+  };
 
   /** A request signed now: called for every attempt. */
   function signed(

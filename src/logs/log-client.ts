@@ -5,7 +5,12 @@ import { malformedError } from '../upstream/upstream-errors.ts';
 import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
 import type { AttemptRequest } from '../upstream/upstream-request.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import { canonicalizeQuery, formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
+import {
+  canonicalizeQuery,
+  createSigningKey,
+  formatRfc2822,
+  signRequest,
+} from '../vendor-auth/hmac-signature.ts';
 import { type LogEvent, logEventSchema } from './log-event.ts';
 import { NdjsonLines } from './ndjson-lines.ts';
 
@@ -94,10 +99,17 @@ export function createLogClient(opts: LogClientOptions): LogClient {
     { connections: 2, defaultTimeoutMs: opts.timeoutMs ?? 30_000, maxBodyBytes: 256 * 1024 * 1024 },
   );
 
+  // Imported once: a string key is re-imported by every HMAC.
+  const keys = {
+    service: opts.service && createSigningKey(opts.service.apiKey),
+    organization: opts.organization && createSigningKey(opts.organization.apiKey),
+  };
+
   return {
     readWindow(scope, window, onEvent, callOpts) {
       const creds = scope === 'service' ? opts.service : opts.organization;
-      if (!creds)
+      const key = keys[scope];
+      if (!creds || !key)
         return Promise.reject(
           new RiskgateError(ErrorCode.INVALID_CONFIG, `log client: no ${scope} credentials`),
         );
@@ -161,7 +173,7 @@ export function createLogClient(opts: LogClientOptions): LogClient {
         const authorization = signRequest(
           { date, method: 'GET', host, protocol, path, query },
           creds.id,
-          creds.apiKey,
+          key,
         );
         const headers: Record<string, string> = { date, authorization, accept: 'application/x-ndjson' };
         if (callOpts?.traceparent !== undefined) headers.traceparent = callOpts.traceparent;

@@ -1,8 +1,10 @@
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   buildCanonicalString,
   canonicalizeHost,
   canonicalizeQuery,
+  createSigningKey,
   formatRfc2822,
   hexSignaturesEqual,
   parseBasicAuthorization,
@@ -79,5 +81,16 @@ describe('canonical pieces', () => {
     expect(hexSignaturesEqual('ABCDEF', 'abcdef')).toBe(true);
     expect(hexSignaturesEqual('abcdef', 'abcdee')).toBe(false);
     expect(hexSignaturesEqual('abc', 'abcdef')).toBe(false);
+  });
+
+  it('a key object made once signs exactly as the string key, and never shows the key', () => {
+    const canonical = `${DATE}\nGET\napi.example.com\n/srv/admin/v1/users\nlimit=10`;
+    const key = createSigningKey(KEY);
+    expect(signCanonicalString(canonical, key)).toBe(signCanonicalString(canonical, KEY));
+    expect(signCanonicalString(canonical, createSigningKey('another-key'))).not.toBe(
+      signCanonicalString(canonical, KEY),
+    );
+    expect(inspect(key)).not.toContain(KEY);
+    expect(JSON.stringify(key)).not.toContain(KEY);
   });
 });

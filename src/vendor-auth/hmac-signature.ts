@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 /**
  * HMAC request signing shared by the Admin API and the Log API (CONTRACT §1). This is the one place
@@ -65,8 +65,19 @@ export function buildCanonicalString(req: SignableRequest): string {
   return [req.date, method, canonicalizeHost(req.host, req.protocol), req.path, params].join('\n');
 }
 
+/** An API key: its UTF-8 string, or the `KeyObject` of `createSigningKey` (imported once). */
+export type SigningKey = string | KeyObject;
+
+/**
+ * The API key as a secret `KeyObject`, made once per client: `createHmac` with a string re-imports
+ * the key on every call (~10% of a signature). Inspecting it never shows the key.
+ */
+export function createSigningKey(apiKey: string): KeyObject {
+  return createSecretKey(apiKey, 'utf8');
+}
+
 /** Lower-case hex HMAC-SHA256 of the canonical string, keyed with the API key (UTF-8). */
-export function signCanonicalString(canonical: string, apiKey: string): string {
+export function signCanonicalString(canonical: string, apiKey: SigningKey): string {
   return createHmac('sha256', apiKey).update(canonical, 'utf8').digest('hex');
 }
 
@@ -76,7 +87,7 @@ export function basicAuthorization(id: string, hexSignature: string): string {
 }
 
 /** Signs a request: returns the `Authorization` header value. */
-export function signRequest(req: SignableRequest, id: string, apiKey: string): string {
+export function signRequest(req: SignableRequest, id: string, apiKey: SigningKey): string {
   return basicAuthorization(id, signCanonicalString(buildCanonicalString(req), apiKey));
 }
 
