@@ -228,4 +228,29 @@ describe('token manager', () => {
       createTokenManager({ authUrl, clientId: 'a', clientSecret: SECRET, audience: 'x' }),
     ).toThrowError(/idp/);
   });
+
+  it('a refresh that rejects (a throwing onCall hook) answers every waiter with RG_ERR_INTERNAL and frees the next refresh', async () => {
+    answer = tokenAnswer(3600);
+    let t = 1_000_000;
+    let throwOnce = true;
+    const m = manager({
+      now: () => t,
+      random: () => 1,
+      backoffInitialMs: 100,
+      onCall: () => {
+        if (throwOnce) {
+          throwOnce = false;
+          throw new Error('hook bug');
+        }
+      },
+    });
+    const rs = await Promise.all([m.getToken(), m.getToken()]);
+    expect(rs.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([ErrorCode.INTERNAL, ErrorCode.INTERNAL]);
+    expect(requests).toBe(1);
+    expect(m.stats()).toMatchObject({ failures: 1, consecutiveFailures: 1 });
+    t += 150; // past the backoff
+    const again = await m.getToken();
+    expect(again.ok && again.value).toBe('tok-2');
+    expect(m.stats()).toMatchObject({ refreshes: 1, consecutiveFailures: 0 });
+  });
 });

@@ -3,6 +3,7 @@ import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-erro
 import { raceWithSignal } from '../upstream/abortable.ts';
 import { type CallInfo, callUpstream, parseJsonBody } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
+import { internalError } from '../upstream/upstream-errors.ts';
 import { splitBaseUrl } from '../upstream/upstream-pool.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import { audienceScope } from './audience-scope.ts';
@@ -235,6 +236,24 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
           { cause: r.error },
         ),
       };
+      lastFailure = failure;
+      return failure;
+    });
+    // A bug (a throwing `onCall` hook, a parse that throws): every waiter still gets an answer, the
+    // next caller may start a refresh, and the failure is counted and backed off like any other.
+    inflight = inflight.catch((err: unknown): UpstreamResult<string> => {
+      inflight = undefined;
+      counters.failures++;
+      counters.consecutiveFailures++;
+      const failure: UpstreamResult<string> = {
+        ok: false,
+        durationMs: 0,
+        error: internalError('auth', 'token', err),
+      };
+      counters.lastErrorCode = failure.error.code;
+      const delay = backoffDelay();
+      nextAttemptAt = now() + delay;
+      schedule(delay);
       lastFailure = failure;
       return failure;
     });
