@@ -152,8 +152,8 @@ describe('Trust Signals client against the sandbox', () => {
     expect(env.count(await env.stats(), BATCH)).toBe(2); // one retry of the (read-only) batch
   });
 
-  it('caches settled remote-access-tool answers when asked to, never unsettled ones', async () => {
-    const c = env.signals(env.tokens(), { cache: { ttlMs: 60_000 } });
+  it('caches settled remote-access-tool answers by default, never unsettled ones', async () => {
+    const c = env.signals(env.tokens());
     // alice-login-1 is scored (settled); trudy-login-1 has too few events (may still change).
     const settled = await c.remoteAccessTool(rat('alice'));
     expect(settled.ok && settled.value.success).toBe(true);
@@ -164,6 +164,22 @@ describe('Trust Signals client against the sandbox', () => {
     await c.remoteAccessTool(rat('trudy'));
     expect(c.stats().cacheHits).toBe(1);
     expect(env.count(await env.stats(), BATCH)).toBe(3);
+  });
+
+  it('never caches a failed lookup, and a cache ttl of 0 turns the cache off', async () => {
+    const c = env.signals(env.tokens());
+    await env.faults([{ route: BATCH, errorRate: 1, errorStatus: 500, times: 2 }]);
+    expect(codeOf(await c.remoteAccessTool(rat('bob')))).toBe(ErrorCode.UPSTREAM_SERVER_ERROR);
+    expect(codeOf(await c.remoteAccessTool(rat('bob')))).toBe('ok');
+    expect(codeOf(await c.remoteAccessTool(rat('bob')))).toBe('ok');
+    expect(c.stats().cacheHits).toBe(1);
+
+    const off = env.signals(env.tokens(), { cache: { ttlMs: 0 } });
+    await env.resetStats();
+    await off.remoteAccessTool(rat('alice'));
+    await off.remoteAccessTool(rat('alice'));
+    expect(off.stats().cacheHits).toBe(0);
+    expect(env.count(await env.stats(), BATCH)).toBe(2);
   });
 });
 

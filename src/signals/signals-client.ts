@@ -77,12 +77,19 @@ export interface SignalsClientOptions {
     timeoutMs?: number;
   };
   /**
-   * Caches remote-access-tool answers (interaction-anchored only; they are stable once computed).
-   * Other signals describe "the latest" observation and change with every interaction: never cached.
-   * Off unless given.
+   * Caches remote-access-tool answers, on by default for a short while. Sound because the batch
+   * endpoint (and the single one by default) is `interaction_anchored`: a session is scored against
+   * the user's baseline as it stood when the scored session took place, so the answer for one
+   * (serviceId, accountId, unitId, verificationStatus, interactionId, sdkVersionId) does not change
+   * once computed. Useful because a login backend may call /decide more than once for one
+   * interaction (retries, step-up re-checks). Only stable answers are kept: successes and
+   * `unsupported_platform`; never `insufficient_observations` or `no_user_baseline` (more events may
+   * arrive while the login goes on), never an error. `full_history` lookups are never cached (their
+   * score moves with every stored session). Other signals describe "the latest" observation and
+   * change with every interaction: never cached.
    */
   cache?: {
-    /** Lifetime of an entry. Default 30000. */
+    /** Lifetime of an entry, ms; 0 turns the cache off. Default 5000. */
     ttlMs?: number;
     /** Entries kept. Default 10000. */
     max?: number;
@@ -317,13 +324,11 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     opts.batch,
   );
 
+  const cacheTtlMs = opts.cache?.ttlMs ?? 5000;
   const cache =
-    opts.cache === undefined
-      ? undefined
-      : new LRUCache<string, RemoteAccessToolResponse>({
-          max: opts.cache.max ?? 10_000,
-          ttl: opts.cache.ttlMs ?? 30_000,
-        });
+    cacheTtlMs > 0
+      ? new LRUCache<string, RemoteAccessToolResponse>({ max: opts.cache?.max ?? 10_000, ttl: cacheTtlMs })
+      : undefined;
   let cacheHits = 0;
 
   /** Only settled answers are cached: too few events may become enough as the session goes on. */
