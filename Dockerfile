@@ -18,7 +18,10 @@ RUN npx tsc -p tsconfig.build.json \
  && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-slim
-ENV NODE_ENV=production RISKGATE_PORT=8080 RISKGATE_POLICY_PATH=/app/policies
+ENV NODE_ENV=production RISKGATE_PORT=8080 RISKGATE_POLICY_PATH=/app/policies \
+    RISKGATE_STATE_DIR=/var/lib/riskgate
+# The Log API follower's checkpoint; mount a volume here to keep it across restarts.
+RUN mkdir -p /var/lib/riskgate && chown node:node /var/lib/riskgate
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -23,6 +23,8 @@ export interface Harness {
   riskgate: RunningRiskgate;
   /** riskgate's base URL. */
   url: string;
+  /** RISKGATE_STATE_DIR: a fresh temp dir (the Log API checkpoint). */
+  stateDir: string;
   /** Decision log lines, in order. */
   lines: Record<string, unknown>[];
   /** Service log lines (stderr in production), in order. */
@@ -76,11 +78,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       : typeof options.policy === 'string'
         ? options.policy
         : writePolicy(options.policy.yaml);
+  const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-state-'));
   const config = loadConfig({
     RISKGATE_PORT: '0',
     RISKGATE_POLICY_PATH: policyPath,
     RISKGATE_DEADLINE_MS: String(options.deadlineMs ?? 300),
     RISKGATE_DECISION_LOG: 'off',
+    RISKGATE_STATE_DIR: stateDir,
   });
   const lines: Record<string, unknown>[] = [];
   const serviceLog: Record<string, unknown>[] = [];
@@ -120,6 +124,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     sandbox,
     riskgate,
     url: riskgate.url,
+    stateDir,
     lines,
     serviceLog,
     async decide(body, init = {}) {

@@ -34,7 +34,9 @@ describe('loadConfig', () => {
       deadlineMs: 300,
       decisionLog: { kind: 'stdout' },
       upstream: undefined,
+      stateDir: '.riskgate/',
     });
+    expect(loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate' }).stateDir).toBe('/var/lib/riskgate');
   });
 
   it('reads a full upstream configuration and trims trailing slashes of URLs', () => {

@@ -25,7 +25,7 @@ export interface UpstreamConfig {
   signalsIdp: string | undefined;
   adminUrl: string;
   adminApiKey: string;
-  /** Log API; optional because /decide never reads it. */
+  /** Log API; optional: when set, its events keep the Admin read cache current (off the hot path). */
   logsUrl: string | undefined;
   logApiKey: string | undefined;
   /** Without it, `POST /callbacks/admin` is not served. */
@@ -46,6 +46,8 @@ export interface RiskgateConfig {
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
   sandboxPort: number;
+  /** Where riskgate keeps state across restarts (the Log API checkpoint). Default `.riskgate/`. */
+  stateDir: string;
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -96,6 +98,7 @@ const baseSchema = z.object({
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_DEADLINE_MS: z.coerce.number().int().min(10).max(60_000).default(300),
   RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
+  RISKGATE_STATE_DIR: nonEmpty.default('.riskgate/'),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 
@@ -219,5 +222,6 @@ export function loadConfig(
     decisionLog: parseDecisionLog(b.RISKGATE_DECISION_LOG),
     upstream,
     sandboxPort: b.SANDBOX_PORT,
+    stateDir: b.RISKGATE_STATE_DIR,
   };
 }

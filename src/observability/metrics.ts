@@ -20,6 +20,10 @@ export interface RiskgateMetrics {
   recordPolicyReload(outcome: 'ok' | 'error'): void;
   /** A queued action's final outcome. */
   recordActionOutcome(type: string, status: 'done' | 'failed'): void;
+  /** Log API events read, by type (bounded: types beyond the first 100 count as `other`). */
+  recordLogEvents(type: string, count: number): void;
+  /** A Log API window that failed (it is read again after a backoff). */
+  recordLogPollError(): void;
   /** Reports a value read at scrape time (queue depth, dropped log records). */
   observeGauge(name: string, description: string, read: () => number): void;
   /** The Prometheus text exposition of every metric. */
@@ -68,6 +72,11 @@ export function createMetrics(): RiskgateMetrics {
   const tokenRefreshes = counter('riskgate_token_refreshes', 'Token requests, by outcome');
   const policyReloads = counter('riskgate_policy_reloads', 'Policy reloads, by outcome');
   const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
+  const logEvents = counter('riskgate_log_events', 'Log API events read, by type');
+  const logPollErrors = counter('riskgate_log_poll_errors', 'Log API windows that failed and are read again');
+  // Event types come from the vendor: a bounded label set, whatever it sends.
+  const logEventAttrs = new Map<string, Attributes>();
+  const OTHER_TYPE: Attributes = { type: 'other' };
 
   // Attribute objects are reused: the hot path records without allocating them.
   const verdictAttrs = new Map<string, Attributes>();
@@ -107,6 +116,19 @@ export function createMetrics(): RiskgateMetrics {
     },
     recordActionOutcome(type, status) {
       actionOutcomes.add(1, { type, status });
+    },
+    recordLogEvents(type, count) {
+      let attrs = logEventAttrs.get(type);
+      if (attrs === undefined) {
+        if (logEventAttrs.size < 100 && /^[A-Za-z0-9._-]{1,100}$/.test(type)) {
+          attrs = { type };
+          logEventAttrs.set(type, attrs);
+        } else attrs = OTHER_TYPE;
+      }
+      logEvents.add(count, attrs);
+    },
+    recordLogPollError() {
+      logPollErrors.add(1);
     },
     observeGauge(name, description, read) {
       meter.createObservableGauge(name, { description }).addCallback((r) => r.observe(read()));

@@ -19,10 +19,11 @@ import type { DecisionTracing } from '../observability/tracing.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
+import { createLogFollower, type LogFollower, type LogFollowerOptions } from './log-follower.ts';
 
 /**
  * Assembles riskgate from its configuration and listens: metrics, policy store, token manager,
- * clients, action queue, decision log, app, server. src/main.ts calls it with the environment's
+ * clients, action queue, decision log, Log API follower (when configured), app, server. src/main.ts calls it with the environment's
  * configuration; end-to-end tests call it against a sandbox on port 0. `stop()` is the graceful
  * shutdown: stop accepting, finish in-flight decisions, drain the actions, flush the log.
  */
@@ -43,6 +44,8 @@ export interface StartRiskgateOptions {
   actionQueue?: Omit<ActionQueueOptions, 'onOutcome'>;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
+  /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
+  logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
   drainTimeoutMs?: number;
   version?: string;
@@ -59,6 +62,8 @@ export interface RunningRiskgate {
   actions: ActionQueue;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
+  /** Follows the Log API when it is configured. */
+  logs: LogFollower | undefined;
   /** Resolves once the first token request finished (successful or not; see `/readyz`). */
   ready: Promise<void>;
   /** Graceful shutdown; idempotent. */
@@ -164,6 +169,26 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     version: options.version ?? '0.0.0',
   });
 
+  const logs = createLogFollower({
+    upstream,
+    stateDir: config.stateDir,
+    admin,
+    metrics,
+    log,
+    onCall: recordCall,
+    ...options.logs,
+  });
+  if (logs !== undefined) {
+    metrics.observeGauge(
+      'riskgate_log_follower_lag_seconds',
+      'How far behind now the Log API follower reads (at least the 2-minute ingestion delay)',
+      () => {
+        const cursor = logs.cursor();
+        return cursor === undefined ? 0 : ((options.logs?.now ?? Date.now)() - cursor) / 1000;
+      },
+    );
+  }
+
   const ready = tokens.start();
   const server = createAdaptorServer({ fetch: app.fetch });
   try {
@@ -178,10 +203,12 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     });
   } catch (error) {
     policies.close();
-    await Promise.all([tokens.stop(), signals.close(), admin.close(), metrics.shutdown()]);
+    await Promise.all([tokens.stop(), signals.close(), admin.close(), logs?.stop(), metrics.shutdown()]);
     throw error;
   }
   const port = (server.address() as AddressInfo).port;
+  // In the background: the first window is due two minutes after start at the earliest.
+  const logsStarted = logs?.start();
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
 
   let stopping: Promise<void> | undefined;
@@ -200,6 +227,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     // The last answers' after-response work (log lines, action enqueues) runs on the next turn.
     await new Promise((resolve) => setImmediate(resolve));
     await actions.drain(drainTimeoutMs);
+    await logsStarted;
+    await logs?.stop();
     policies.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close()]);
     await decisionLog.close(DECISION_LOG_CLOSE_TIMEOUT_MS); // bounded: a stuck destination cannot hold the exit
@@ -217,6 +246,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     actions,
     decisionLog,
     metrics,
+    logs,
     ready,
     stop: () => {
       stopping ??= stop();

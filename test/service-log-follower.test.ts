@@ -1,0 +1,96 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdminClient } from '../src/admin/admin-client.ts';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/**
+ * The Log API follower, over real HTTP against the sandbox: a lock-out made elsewhere (another
+ * Admin API client, as the help desk's tools would) reaches riskgate through the Log API and drops
+ * its cached Admin read, so the next decision sees it without waiting for the cache to expire.
+ * The Log API serves events two minutes old: the sandbox clock and the follower's move together,
+ * two minutes in a moment, so the cached read is still fresh when the event arrives (in real time
+ * the cache would have expired by then; README, "The Log API follower").
+ */
+
+let offsetMs = 0;
+const now = () => Date.now() + offsetMs;
+
+let h: Harness;
+let alice: string;
+beforeAll(async () => {
+  h = await startHarness({ riskgate: { logs: { now, pollIntervalMs: 50 } } });
+  alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
+});
+afterAll(() => h?.stop());
+
+async function metrics(): Promise<string> {
+  return (await fetch(`${h.url}/metrics`)).text();
+}
+
+async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
+  const until = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (performance.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('the Log API follower', () => {
+  it('makes a lock-out done elsewhere visible to the next decision, before the cached read expires', async () => {
+    const first = await h.decide(demoRequest('alice', alice));
+    expect(first.body).toMatchObject({
+      verdict: 'allow',
+      signals: { adminUser: { result: { status: 'enabled' } } },
+    });
+
+    // The help desk locks alice out with its own Admin API client.
+    const elsewhere = createAdminClient({
+      baseUrl: h.sandbox.url,
+      serviceId: sandboxUpstream(h.sandbox).serviceId,
+      apiKey: sandboxUpstream(h.sandbox).adminApiKey,
+    });
+    const locked = await elsewhere.updateUser(alice, { status: 'locked_out' }, { timeoutMs: 2000 });
+    await elsewhere.close();
+    expect(locked.ok).toBe(true);
+    // riskgate's cached read still says enabled (this is what the follower fixes).
+    const stale = await h.decide(demoRequest('alice', alice));
+    expect(stale.body).toMatchObject({
+      verdict: 'allow',
+      signals: { adminUser: { result: { status: 'enabled' } } },
+    });
+
+    // Two minutes later the event is readable: the follower reads it and drops alice's cached read.
+    await h.control('POST', '/sandbox/clock', { advanceSeconds: 130 });
+    offsetMs = 130_000;
+    await eventually(async () =>
+      /^riskgate_log_events_total\{type="user\.updated"\} [1-9]/m.test(await metrics()) ? true : undefined,
+    );
+
+    // Without the follower, a read younger than the cache's stale window would still say enabled.
+    const fresh = await h.decide(demoRequest('alice', alice));
+    expect(fresh.body.verdict).toBe('deny');
+    expect((fresh.body.reasons as { id: string }[]).map((r) => r.id)).toContain('account-locked');
+    expect(fresh.body.signals).toMatchObject({ adminUser: { result: { status: 'locked_out' } } });
+  });
+
+  it('keeps its checkpoint under RISKGATE_STATE_DIR, past the events it delivered', async () => {
+    const file = join(h.stateDir, 'log-checkpoint-service.json');
+    expect(existsSync(file)).toBe(true);
+    const checkpoint = JSON.parse(readFileSync(file, 'utf8')) as { cursorMs: number };
+    expect(checkpoint.cursorMs).toBe(h.riskgate.logs!.cursor());
+    expect(checkpoint.cursorMs).toBeGreaterThan(Date.now());
+  });
+
+  it('exports how far behind now it reads', async () => {
+    const m = /^riskgate_log_follower_lag_seconds (\d+(\.\d+)?)/m.exec(await metrics());
+    expect(m).not.toBeNull();
+    // At least the 2-minute ingestion delay, and not much more once caught up.
+    expect(Number(m![1])).toBeGreaterThanOrEqual(120);
+    expect(Number(m![1])).toBeLessThan(125);
+  });
+});
