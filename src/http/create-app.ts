@@ -145,7 +145,10 @@ function allowedMethods(app: Hono): Map<string, string> {
   for (const route of app.routes) {
     if (route.method === 'ALL') continue;
     let methods = byPath.get(route.path);
-    if (methods === undefined) byPath.set(route.path, (methods = new Set()));
+    if (methods === undefined) {
+      methods = new Set();
+      byPath.set(route.path, methods);
+    }
     methods.add(route.method);
     if (route.method === 'GET') methods.add('HEAD');
   }
