@@ -5,6 +5,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { createLogClient } from '../src/logs/log-client.ts';
 import type { LogEvent } from '../src/logs/log-event.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * The product, end to end: riskgate with the shipped policy (policies/), the real clients and the
@@ -52,17 +53,6 @@ async function decideHealthy(request: DecideRequest): Promise<Record<string, unk
   expect(status).toBe(200);
   expect(body.degraded, JSON.stringify(body.signals)).toBe(false);
   return body;
-}
-
-/** Polls `check` every 20 ms for up to `timeoutMs` (the actions run after the answer). */
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 3000): Promise<T> {
-  const until = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (performance.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 async function adminUser(userId: string): Promise<{ status: string }> {

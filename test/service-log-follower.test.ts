@@ -5,6 +5,7 @@ import { createAdminClient } from '../src/admin/admin-client.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * The Log API follower, over real HTTP against the sandbox: a lock-out made elsewhere (another
@@ -21,23 +22,22 @@ const now = () => Date.now() + offsetMs;
 let h: Harness;
 let alice: string;
 beforeAll(async () => {
-  h = await startHarness({ riskgate: { logs: { now, pollIntervalMs: 50 } } });
+  // A user read that stays fresh for the whole file: the stale answer below is then a fact, not a
+  // race against the 2 s default on a loaded machine.
+  h = await startHarness({
+    riskgate: { logs: { now, pollIntervalMs: 50 }, adminCache: { user: { ttlMs: 600_000 } } },
+  });
   alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
+  // The scenario's admin-dashboard history ends two minutes before the sandbox started, so the
+  // follower's first window (about a second after start) may carry an event for alice that drops
+  // her cached read. Let that window pass first, or it races the stale read below.
+  const startCursor = h.riskgate.logs!.cursor()!;
+  await eventually(async () => (h.riskgate.logs!.cursor()! > startCursor ? true : undefined));
 });
 afterAll(() => h?.stop());
 
 async function metrics(): Promise<string> {
   return (await fetch(`${h.url}/metrics`)).text();
-}
-
-async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
-  const until = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (performance.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 describe('the Log API follower', () => {
@@ -80,9 +80,13 @@ describe('the Log API follower', () => {
 
   it('keeps its checkpoint under RISKGATE_STATE_DIR, past the events it delivered', async () => {
     const file = join(h.stateDir, 'log-checkpoint-service.json');
-    expect(existsSync(file)).toBe(true);
-    const checkpoint = JSON.parse(readFileSync(file, 'utf8')) as { cursorMs: number };
-    expect(checkpoint.cursorMs).toBe(h.riskgate.logs!.cursor());
+    // The checkpoint is saved after the window's events were delivered (and counted): wait for it.
+    const checkpoint = await eventually(async () => {
+      if (!existsSync(file)) return undefined;
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as { cursorMs: number };
+      return saved.cursorMs === h.riskgate.logs!.cursor() ? saved : undefined;
+    });
+    // Past the lock-out event, which the follower read only once its clock was two minutes on.
     expect(checkpoint.cursorMs).toBeGreaterThan(Date.now());
   });
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { ActionQueue, type ActionQueueOptions } from '../actions/action-queue.ts';
-import { type AdminClient, createAdminClient } from '../admin/admin-client.ts';
+import { type AdminClient, type AdminClientOptions, createAdminClient } from '../admin/admin-client.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
@@ -46,6 +46,8 @@ export interface StartRiskgateOptions {
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
   logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
+  /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
+  adminCache?: AdminClientOptions['cache'];
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
   drainTimeoutMs?: number;
   version?: string;
@@ -126,6 +128,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     serviceId: upstream.serviceId,
     apiKey: upstream.adminApiKey,
     onCall: recordCall,
+    ...(options.adminCache !== undefined && { cache: options.adminCache }),
   });
   const decisionLog =
     options.decisionLog ??
