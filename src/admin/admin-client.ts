@@ -50,7 +50,7 @@ export interface AdminClientOptions {
   serviceId: string;
   /** The Admin API key (HMAC key). Never logged, never in an error. */
   apiKey: string;
-  /** Connections to the Admin origin. Default 8. */
+  /** Connections to the Admin origin (one call in flight each). Default 64. */
   connections?: number;
   /** Timeout of one attempt when the call gives none. Default 2000. */
   defaultTimeoutMs?: number;
@@ -231,7 +231,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   const prefix = `${pathPrefix}${ADMIN_PREFIX}`;
   const now = opts.now ?? Date.now;
   const { ctx, close: closePool } = createUpstreamContext('admin', origin, now, opts, {
-    connections: 8,
+    connections: 64,
     defaultTimeoutMs: 2000,
     maxBodyBytes: 1024 * 1024,
   });

@@ -35,8 +35,21 @@ describe('loadConfig', () => {
       decisionLog: { kind: 'stdout' },
       upstream: undefined,
       stateDir: '.riskgate/',
+      signalsConnections: 128,
+      adminConnections: 64,
     });
     expect(loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate' }).stateDir).toBe('/var/lib/riskgate');
+  });
+
+  it('sizes the upstream connection pools from the environment, within bounds', () => {
+    const config = loadConfig({ RISKGATE_SIGNALS_CONNECTIONS: '256', RISKGATE_ADMIN_CONNECTIONS: '16' });
+    expect(config).toMatchObject({ signalsConnections: 256, adminConnections: 16 });
+    expect(errorOf(() => loadConfig({ RISKGATE_SIGNALS_CONNECTIONS: '0' })).message).toMatch(
+      /^RISKGATE_SIGNALS_CONNECTIONS /,
+    );
+    expect(errorOf(() => loadConfig({ RISKGATE_ADMIN_CONNECTIONS: 'many' })).message).toMatch(
+      /^RISKGATE_ADMIN_CONNECTIONS /,
+    );
   });
 
   it('reads a full upstream configuration and trims trailing slashes of URLs', () => {

@@ -121,12 +121,14 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     baseUrl: upstream.signalsUrl,
     serviceId: upstream.serviceId,
     tokens,
+    connections: config.signalsConnections,
     onCall: recordCall,
   });
   const admin = createAdminClient({
     baseUrl: upstream.adminUrl,
     serviceId: upstream.serviceId,
     apiKey: upstream.adminApiKey,
+    connections: config.adminConnections,
     onCall: recordCall,
     ...(options.adminCache !== undefined && { cache: options.adminCache }),
   });

@@ -67,7 +67,7 @@ export interface SignalsClientOptions {
   serviceId: string;
   /** Source of bearer tokens (`createTokenManager`). */
   tokens: Pick<TokenManager, 'getToken' | 'peekToken' | 'invalidate'>;
-  /** Connections to the signals origin. Default 32. */
+  /** Connections to the signals origin (one call in flight each). Default 128. */
   connections?: number;
   /** Timeout of one attempt when the call gives none. Default 1000. */
   defaultTimeoutMs?: number;
@@ -201,7 +201,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   const now = opts.now ?? Date.now;
   const tokens = opts.tokens;
   const { ctx, close: closePool } = createUpstreamContext('signals', origin, now, opts, {
-    connections: 32,
+    connections: 128,
     defaultTimeoutMs: 1000,
     maxBodyBytes: 1024 * 1024,
   });
