@@ -8,7 +8,8 @@
 FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm ci` rejects the lockfile npm 11 writes (npm/cli#9846); `npm install` from it is what CI runs.
+# `npm install` from the committed lockfile (pinned tree), as CI runs it: `npm ci` refuses a lockfile
+# written where the registry lacks Biome's non-Linux binaries (see .ci/run).
 RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
