@@ -8,9 +8,7 @@
 FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install` from the committed lockfile (pinned tree), as CI runs it: `npm ci` refuses a lockfile
-# written where the registry lacks Biome's non-Linux binaries (see .ci/run).
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # The sandbox and its dev launcher stay out of the image; then only runtime dependencies remain.
