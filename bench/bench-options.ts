@@ -45,6 +45,14 @@ export interface BenchOptions {
   resultsDir: string;
   /** Distinct /decide bodies the generators cycle through. Default 1024. */
   bodyVariants: number;
+  /** riskgate's `RISKGATE_RAT_BATCH_WINDOW_MS`. Default 1 (riskgate's own default). */
+  ratWindowMs: number;
+  /**
+   * riskgate's `RISKGATE_RAT_CACHE_MS`. Default 0: the bodies reuse each demo account's one seeded
+   * interaction, which in production would be a new interaction per login, so the answer cache must
+   * not serve them (it would hide the batching).
+   */
+  ratCacheMs: number;
 }
 
 const PRESETS: Record<BenchMode, Omit<BenchOptions, 'mode' | 'policyPath' | 'resultsDir' | 'pin'>> = {
@@ -65,6 +73,8 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, 'mode' | 'policyPath' | 'res
     tokenLifetimeS: 0,
     repeat: 1,
     bodyVariants: 1024,
+    ratWindowMs: 1,
+    ratCacheMs: 0,
   },
   // Under a minute: two rates per profile, short steps, a short memory run.
   quick: {
@@ -84,6 +94,8 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, 'mode' | 'policyPath' | 'res
     tokenLifetimeS: 0,
     repeat: 1,
     bodyVariants: 256,
+    ratWindowMs: 1,
+    ratCacheMs: 0,
   },
   // Only proves the harness works end to end (CI): every scenario runs, for a moment.
   smoke: {
@@ -103,6 +115,8 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, 'mode' | 'policyPath' | 'res
     tokenLifetimeS: 0,
     repeat: 1,
     bodyVariants: 64,
+    ratWindowMs: 1,
+    ratCacheMs: 0,
   },
 };
 
@@ -138,6 +152,8 @@ const FIELDS = {
   'policy-path': { parse: z.string().min(1), key: 'policyPath' },
   'results-dir': { parse: z.string().min(1), key: 'resultsDir' },
   'body-variants': { parse: positiveInt, key: 'bodyVariants' },
+  'rat-window-ms': { parse: z.coerce.number().min(0).max(50), key: 'ratWindowMs' },
+  'rat-cache-ms': { parse: z.coerce.number().int().nonnegative(), key: 'ratCacheMs' },
 } as const satisfies Record<string, { parse: z.ZodType; key: keyof BenchOptions }>;
 
 /** Flag help, printed by `--help`. */
@@ -163,6 +179,8 @@ Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --policy-path policies/login.yaml
   --results-dir bench/results
   --body-variants 1024        distinct /decide bodies cycled through
+  --rat-window-ms 1           riskgate's remote-access-tool batch window (RISKGATE_RAT_BATCH_WINDOW_MS)
+  --rat-cache-ms 0            riskgate's remote-access-tool answer cache (0: off, as for distinct logins)
   --no-pin                    do not pin processes with taskset
 `;
 

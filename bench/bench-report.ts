@@ -97,6 +97,9 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
     `- Machine: ${m.cores} cores (${m.cpuModel}), Node ${m.node}, ${m.platform}, ${m.totalMemoryMb} MB; load average ${m.loadAverage.start} → ${m.loadAverage.end}`,
   );
   out.push(`- Pinning: ${m.pinning.note}`);
+  out.push(
+    `- riskgate: remote-access-tool batch window ${result.options.ratWindowMs} ms, answer cache ${result.options.ratCacheMs === 0 ? 'off' : `${result.options.ratCacheMs} ms`}; decision log off`,
+  );
   out.push('');
 
   out.push('### 1. Latency under open-model load (from intended send time, ms)');

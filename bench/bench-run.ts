@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
 import type { BenchOptions } from './bench-options.ts';
 import {
@@ -12,7 +14,8 @@ import {
   startGenerator,
   startServer,
 } from './bench-processes.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
+import { writeBenchScenario } from './bench-scenario.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
 import type { CannonResult, OpenLoopResult } from './open-loop-generator.ts';
 import { type PolicyEvalFigures, runPolicyEval } from './policy-eval-scenario.ts';
@@ -216,9 +219,13 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
 
   const servers: ServerProcess[] = [];
   let generator: Generator | undefined;
+  const scenarioDir = await mkdtemp(join(tmpdir(), 'riskgate-bench-'));
   try {
     const sandboxPort = await freePort();
-    const sandboxEnv: Record<string, string> = { SANDBOX_PORT: String(sandboxPort) };
+    const sandboxEnv: Record<string, string> = {
+      SANDBOX_PORT: String(sandboxPort),
+      SANDBOX_SCENARIO: await writeBenchScenario(scenarioDir, loginsPerAccount(options.bodyVariants)),
+    };
     if (options.tokenLifetimeS > 0)
       sandboxEnv.SANDBOX_TOKEN_LIFETIME_SECONDS = String(options.tokenLifetimeS);
     progress('starting the sandbox');
@@ -264,6 +271,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         RISKGATE_API_KEYS: apiKey,
         RISKGATE_POLICY_PATH: options.policyPath,
         RISKGATE_DECISION_LOG: 'off',
+        RISKGATE_RAT_BATCH_WINDOW_MS: String(options.ratWindowMs),
+        RISKGATE_RAT_CACHE_MS: String(options.ratCacheMs),
       },
     });
     servers.push(riskgate);
@@ -553,6 +562,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
   } finally {
     await generator?.stop().catch(() => {});
     for (const server of servers.reverse()) await server.stop().catch(() => {});
+    await rm(scenarioDir, { recursive: true, force: true });
   }
 }
 

@@ -1,6 +1,6 @@
 /**
- * The /decide bodies the bench sends: the sandbox's six demo accounts, with the IP and the free
- * `context` varied so no two consecutive requests carry the same body. Deterministic (seeded), so
+ * The /decide bodies the bench sends: the sandbox's six demo accounts, each body its own login (a
+ * distinct interaction on browser accounts), with the IP and the free `context` varied. Deterministic (seeded), so
  * two runs send the same sequence.
  */
 
@@ -39,11 +39,30 @@ function seededRandom(seed: number): () => number {
   };
 }
 
-/** One /decide request body (src/decide/decide-request.ts); `userId` is the account's Admin user id. */
+/**
+ * The interaction of an account's `k`-th login in the bench. Browser accounts get a distinct one per
+ * login (`<name>-bench-00042`: fixed width, so none is a prefix of another, and the sandbox holds a
+ * copy of the seeded login under each, see bench-scenario.ts); mobile ones keep their seeded
+ * `<name>-login-1` (no remote-access-tool lookup, and their signals read the seeded login).
+ */
+export function loginInteractionId(name: string, platform: 'browser' | 'mobile', k: number): string {
+  return platform === 'browser' ? `${name}-bench-${String(k).padStart(5, '0')}` : `${name}-login-1`;
+}
+
+/** Distinct logins per account in `count` bodies (the bodies cycle through the accounts). */
+export function loginsPerAccount(count: number): number {
+  return Math.ceil(count / DEMO_ACCOUNTS.length);
+}
+
+/**
+ * One /decide request body (src/decide/decide-request.ts); `userId` is the account's Admin user id,
+ * `login` the account's login number (its interaction, `loginInteractionId`).
+ */
 export function buildDecideBody(
   account: DemoAccount,
   userId: string | undefined,
   random: () => number,
+  login = 0,
 ): Record<string, unknown> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const unitId = account.platform === 'browser' ? `${account.name}-web` : `${account.name}-app`;
@@ -54,7 +73,7 @@ export function buildDecideBody(
     platform: account.platform,
     unitId,
     verificationStatus: 'unverified',
-    interactionId: `${account.name}-login-1`,
+    interactionId: loginInteractionId(account.name, account.platform, login),
     baseline: { unitId: `${account.name}-app`, verificationStatus: 'verified' },
     ip: `${pick([203, 198, 192])}.${octet()}.${octet()}.${octet()}`,
     context: {
@@ -83,7 +102,8 @@ export function buildDecideBodies(
   const bodies: string[] = [];
   for (let i = 0; i < count; i++) {
     const account = DEMO_ACCOUNTS[i % DEMO_ACCOUNTS.length]!;
-    bodies.push(JSON.stringify(buildDecideBody(account, userIds[account.name], random)));
+    const login = Math.floor(i / DEMO_ACCOUNTS.length);
+    bodies.push(JSON.stringify(buildDecideBody(account, userIds[account.name], random, login)));
   }
   return bodies;
 }

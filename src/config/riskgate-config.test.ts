@@ -37,6 +37,8 @@ describe('loadConfig', () => {
       stateDir: '.riskgate/',
       signalsConnections: 128,
       adminConnections: 64,
+      ratBatchWindowMs: 1,
+      ratCacheMs: 5000,
     });
     expect(loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate' }).stateDir).toBe('/var/lib/riskgate');
   });
@@ -49,6 +51,17 @@ describe('loadConfig', () => {
     );
     expect(errorOf(() => loadConfig({ RISKGATE_ADMIN_CONNECTIONS: 'many' })).message).toMatch(
       /^RISKGATE_ADMIN_CONNECTIONS /,
+    );
+  });
+
+  it('tunes remote-access-tool batching and its answer cache from the environment, within bounds', () => {
+    const config = loadConfig({ RISKGATE_RAT_BATCH_WINDOW_MS: '7.5', RISKGATE_RAT_CACHE_MS: '0' });
+    expect(config).toMatchObject({ ratBatchWindowMs: 7.5, ratCacheMs: 0 });
+    expect(errorOf(() => loadConfig({ RISKGATE_RAT_BATCH_WINDOW_MS: '51' })).message).toMatch(
+      /^RISKGATE_RAT_BATCH_WINDOW_MS /,
+    );
+    expect(errorOf(() => loadConfig({ RISKGATE_RAT_CACHE_MS: '-1' })).message).toMatch(
+      /^RISKGATE_RAT_CACHE_MS /,
     );
   });
 

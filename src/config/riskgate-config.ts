@@ -56,6 +56,14 @@ export interface RiskgateConfig {
   signalsConnections: number;
   /** Most open connections to the Admin API origin (reads and actions). Default 64. */
   adminConnections: number;
+  /**
+   * Longest a remote-access-tool lookup waits for companions while a batch is in flight, ms.
+   * Default 1 (0 to 50). Longer windows send fewer, fuller batch POSTs (vendor calls and rate-limit
+   * budget) at the price of that wait on the signal's latency: bench/RESULTS.md has the curve.
+   */
+  ratBatchWindowMs: number;
+  /** Lifetime of a cached remote-access-tool answer, ms; 0 turns the cache off. Default 5000. */
+  ratCacheMs: number;
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -109,6 +117,8 @@ const baseSchema = z.object({
   RISKGATE_STATE_DIR: nonEmpty.default('.riskgate/'),
   RISKGATE_SIGNALS_CONNECTIONS: z.coerce.number().int().min(1).max(4096).default(128),
   RISKGATE_ADMIN_CONNECTIONS: z.coerce.number().int().min(1).max(4096).default(64),
+  RISKGATE_RAT_BATCH_WINDOW_MS: z.coerce.number().min(0).max(50).default(1),
+  RISKGATE_RAT_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 
@@ -235,5 +245,7 @@ export function loadConfig(
     stateDir: b.RISKGATE_STATE_DIR,
     signalsConnections: b.RISKGATE_SIGNALS_CONNECTIONS,
     adminConnections: b.RISKGATE_ADMIN_CONNECTIONS,
+    ratBatchWindowMs: b.RISKGATE_RAT_BATCH_WINDOW_MS,
+    ratCacheMs: b.RISKGATE_RAT_CACHE_MS,
   };
 }

@@ -122,6 +122,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     serviceId: upstream.serviceId,
     tokens,
     connections: config.signalsConnections,
+    batch: { windowMs: config.ratBatchWindowMs },
+    cache: { ttlMs: config.ratCacheMs },
     onCall: recordCall,
   });
   const admin = createAdminClient({

@@ -96,6 +96,23 @@ describe('remote-access-tool batcher', () => {
     expect(up.batches[1]!.map((i) => i.accountId)).toEqual(['acct-b', 'acct-c']);
   });
 
+  it('takes an operator window of up to 50 ms (fuller batches), and no longer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
+    const up = fakeUpstream();
+    const b = new RatBatcher(up.send, { windowMs: 500 });
+    void b.lookup('a', item('a'), undefined);
+    vi.advanceTimersToNextTimer();
+    expect(up.batches).toHaveLength(1); // a lone lookup still goes at once
+    for (let i = 0; i < 5; i++) {
+      void b.lookup(`n${i}`, item(`n${i}`), undefined);
+      await vi.advanceTimersByTimeAsync(9);
+    }
+    expect(up.batches).toHaveLength(1); // 45 ms: still collecting
+    await vi.advanceTimersByTimeAsync(5);
+    expect(up.batches).toHaveLength(2); // closed at 50 ms, the cap, not 500
+    expect(up.batches[1]).toHaveLength(5);
+  });
+
   it('sends identical items once and answers every caller', async () => {
     const up = fakeUpstream();
     const b = new RatBatcher(up.send);

@@ -21,9 +21,12 @@ export interface BatchItem {
   sdkVersionId?: string;
 }
 
+/** Longest batching window accepted, ms: beyond it the wait would dominate the signal's latency. */
+export const MAX_WINDOW_MS = 50;
+
 /** Batching settings. */
 export interface BatchOptions {
-  /** Longest a lookup waits for companions while a batch is in flight, ms. Default 1 (max 2). */
+  /** Longest a lookup waits for companions while a batch is in flight, ms. Default 1 (0 to 50). */
   windowMs?: number;
   /** Items per batch, 1 to 100. Default 100. */
   maxItems?: number;
@@ -116,7 +119,7 @@ export class RatBatcher {
     private readonly send: SendBatch,
     opts: BatchOptions = {},
   ) {
-    this.windowMs = Math.min(2, Math.max(0, opts.windowMs ?? 1));
+    this.windowMs = Math.min(MAX_WINDOW_MS, Math.max(0, opts.windowMs ?? 1));
     this.maxItems = Math.min(MAX_BATCH_ITEMS, Math.max(1, Math.floor(opts.maxItems ?? MAX_BATCH_ITEMS)));
     this.immediateWhenIdle = opts.immediateWhenIdle ?? true;
   }
