@@ -1,7 +1,7 @@
 /**
  * The /decide bodies the bench sends: the sandbox's six demo accounts, each body its own login (a
- * distinct interaction on browser accounts), with the IP and the free `context` varied. Deterministic (seeded), so
- * two runs send the same sequence.
+ * distinct interaction on browser accounts), with the IP and the free `context` varied.
+ * Deterministic (seeded), so two runs send the same sequence.
  */
 
 interface DemoAccount {
@@ -46,7 +46,12 @@ function seededRandom(seed: number): () => number {
  * `<name>-login-1` (no remote-access-tool lookup, and their signals read the seeded login).
  */
 export function loginInteractionId(name: string, platform: 'browser' | 'mobile', k: number): string {
-  return platform === 'browser' ? `${name}-bench-${String(k).padStart(5, '0')}` : `${name}-login-1`;
+  return platform === 'browser' ? `${name}-bench-${String(k).padStart(5, '0')}` : seededInteractionId(name);
+}
+
+/** The interaction of an account's current login in the sandbox's default scenario. */
+export function seededInteractionId(name: string): string {
+  return `${name}-login-1`;
 }
 
 /** Distinct logins per account in `count` bodies (the bodies cycle through the accounts). */
@@ -62,7 +67,7 @@ export function buildDecideBody(
   account: DemoAccount,
   userId: string | undefined,
   random: () => number,
-  login = 0,
+  login: number,
 ): Record<string, unknown> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const unitId = account.platform === 'browser' ? `${account.name}-web` : `${account.name}-app`;

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
+import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
+import { DEFAULT_RAT_CACHE_TTL_MS } from '../signals/signals-client.ts';
 
 /**
  * riskgate's configuration, read from environment variables once at start (src/main.ts) and
@@ -117,8 +119,8 @@ const baseSchema = z.object({
   RISKGATE_STATE_DIR: nonEmpty.default('.riskgate/'),
   RISKGATE_SIGNALS_CONNECTIONS: z.coerce.number().int().min(1).max(4096).default(128),
   RISKGATE_ADMIN_CONNECTIONS: z.coerce.number().int().min(1).max(4096).default(64),
-  RISKGATE_RAT_BATCH_WINDOW_MS: z.coerce.number().min(0).max(50).default(1),
-  RISKGATE_RAT_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
+  RISKGATE_RAT_BATCH_WINDOW_MS: z.coerce.number().min(0).max(MAX_WINDOW_MS).default(DEFAULT_WINDOW_MS),
+  RISKGATE_RAT_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_RAT_CACHE_TTL_MS),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 

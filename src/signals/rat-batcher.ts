@@ -21,6 +21,8 @@ export interface BatchItem {
   sdkVersionId?: string;
 }
 
+/** Default batching window, ms: enough to coalesce a burst, too short to show in a decision's p99. */
+export const DEFAULT_WINDOW_MS = 1;
 /** Longest batching window accepted, ms: beyond it the wait would dominate the signal's latency. */
 export const MAX_WINDOW_MS = 50;
 
@@ -119,7 +121,7 @@ export class RatBatcher {
     private readonly send: SendBatch,
     opts: BatchOptions = {},
   ) {
-    this.windowMs = Math.min(MAX_WINDOW_MS, Math.max(0, opts.windowMs ?? 1));
+    this.windowMs = Math.min(MAX_WINDOW_MS, Math.max(0, opts.windowMs ?? DEFAULT_WINDOW_MS));
     this.maxItems = Math.min(MAX_BATCH_ITEMS, Math.max(1, Math.floor(opts.maxItems ?? MAX_BATCH_ITEMS)));
     this.immediateWhenIdle = opts.immediateWhenIdle ?? true;
   }

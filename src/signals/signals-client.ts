@@ -59,6 +59,9 @@ import {
  * parsed with the shared zod schemas. Remote-access-tool lookups are batched.
  */
 
+/** Default lifetime of a cached remote-access-tool answer, ms (`SignalsClientOptions.cache`). */
+export const DEFAULT_RAT_CACHE_TTL_MS = 5000;
+
 /** Options of `createSignalsClient`. Times in milliseconds. */
 export interface SignalsClientOptions {
   /** `{signals_url}`, e.g. `http://127.0.0.1:4010/api/v1`. */
@@ -324,7 +327,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     opts.batch,
   );
 
-  const cacheTtlMs = opts.cache?.ttlMs ?? 5000;
+  const cacheTtlMs = opts.cache?.ttlMs ?? DEFAULT_RAT_CACHE_TTL_MS;
   const cache =
     cacheTtlMs > 0
       ? new LRUCache<string, RemoteAccessToolResponse>({ max: opts.cache?.max ?? 10_000, ttl: cacheTtlMs })
