@@ -1,11 +1,11 @@
-# riskgate container: compiled JavaScript on a slim Node 20, run as a non-root user.
+# riskgate container: compiled JavaScript on a slim Node 24 LTS, run as a non-root user.
 #   docker build -t riskgate .
 #   docker run -p 8080:8080 --env-file riskgate.env riskgate
 # The vendor is configured by environment variables (README, "Configuration"); there is no
 # embedded sandbox in the image: without RISKGATE_SIGNALS_URL it stops with a message.
 # Policies are baked in from policies/; mount your own over /app/policies (read-only is fine).
 
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -16,7 +16,7 @@ RUN npx tsc -p tsconfig.build.json \
  && rm -rf dist/sandbox dist/dev \
  && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production RISKGATE_PORT=8080 RISKGATE_POLICY_PATH=/app/policies \
     RISKGATE_STATE_DIR=/var/lib/riskgate
 # The Log API follower's checkpoint; mount a volume here to keep it across restarts.

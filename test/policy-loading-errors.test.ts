@@ -184,7 +184,7 @@ describe('policy loading errors carry file, line, column and a readable message'
       request.ip.inCidr("10.0.0.0/8") || request.ip.inCidr("10.0.0.0/33")
   - { id: bot, description: d, when: 'request.userAgent.matches("(bot")', score: 1 }
   - { id: night, description: d, when: 'now.getHours("Europe/Zurch") < 6', score: 1 }
-  - { id: offset, description: d, when: 'now.getDayOfWeek("+01:00") == 0', score: 1 }
+  - { id: offset, description: d, when: 'now.getDayOfWeek("+1") == 0', score: 1 }
   - { id: ci, description: d, when: 'request.userAgent.matches("(?i)bot")', score: 1 }`);
     const errors = errorsOf(text);
     expect(errors.map((e) => [e.line, e.col, e.message])).toEqual([
@@ -198,7 +198,7 @@ describe('policy loading errors carry file, line, column and a readable message'
       [
         13,
         59,
-        'rules[3].when: getDayOfWeek: unknown time zone "+01:00"; fixed offsets are written as IANA names, e.g. "Etc/GMT-1" for UTC+1',
+        'rules[3].when: getDayOfWeek: unknown time zone "+1"; a fixed offset is written "+01:00", or as an IANA name such as "Etc/GMT-1" for UTC+1',
       ],
       [
         14,

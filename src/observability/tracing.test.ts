@@ -1,5 +1,5 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { describe, expect, it } from 'vitest';
 import { createTracing, isTracingRequested } from './tracing.ts';
 
@@ -18,7 +18,7 @@ describe('tracing', () => {
 
   it('continues the caller’s trace, passes its own span upstream and records each call as a child', async () => {
     const exporter = new InMemorySpanExporter();
-    const tracing = createTracing(ENDPOINT, { spanProcessor: new SimpleSpanProcessor(exporter) })!;
+    const tracing = createTracing(ENDPOINT, { spanProcessor: new SimpleSpanProcessor({ exporter }) })!;
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const span = tracing.startDecision(`00-${traceId}-00f067aa0ba902b7-01`, undefined);
     expect(span.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
@@ -41,7 +41,7 @@ describe('tracing', () => {
 
   it('starts a new trace when the caller sends none', async () => {
     const exporter = new InMemorySpanExporter();
-    const tracing = createTracing(ENDPOINT, { spanProcessor: new SimpleSpanProcessor(exporter) })!;
+    const tracing = createTracing(ENDPOINT, { spanProcessor: new SimpleSpanProcessor({ exporter }) })!;
     const span = tracing.startDecision(undefined, undefined);
     expect(span.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     span.end({ verdict: 'deny', degraded: false, policyRevision: 'r1' });

@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 
 /**
  * Opt-in tracing. Off unless the standard `OTEL_*` variables ask for it; off means `createTracing`
@@ -52,8 +52,8 @@ export function createTracing(
   options: { spanProcessor?: SpanProcessor } = {},
 ): DecisionTracing | undefined {
   if (!isTracingRequested(env)) return undefined;
-  const provider = new BasicTracerProvider({
-    spanProcessors: [options.spanProcessor ?? new BatchSpanProcessor(new OTLPTraceExporter())],
+  const provider = new TracerProvider({
+    spanProcessors: [options.spanProcessor ?? new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
   });
   const tracer = provider.getTracer('riskgate');
   return {

@@ -51,7 +51,7 @@ function checkTimeZone(method: string, zone: string): string | undefined {
     const hint = best
       ? ` (did you mean "${best}"?)`
       : /^[+-]\d/.test(zone)
-        ? '; fixed offsets are written as IANA names, e.g. "Etc/GMT-1" for UTC+1'
+        ? '; a fixed offset is written "+01:00", or as an IANA name such as "Etc/GMT-1" for UTC+1'
         : '; use an IANA name such as "Europe/Zurich" or "UTC"';
     return `${method}: unknown time zone "${zone}"${hint}`;
   }
