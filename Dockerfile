@@ -4,6 +4,10 @@
 # The vendor is configured by environment variables (README, "Configuration"); there is no
 # embedded sandbox in the image: without RISKGATE_SIGNALS_URL it stops with a message.
 # Policies are baked in from policies/; mount your own over /app/policies (read-only is fine).
+# The CLI is in the image too, for an init container that refuses a bad policy before the service
+# starts:  command: ["riskgate", "policy", "check", "/app/policies"]
+# The base image is named by tag: no registry is reachable where this file is written, so no digest
+# could be read truthfully. Pin it where you build: FROM node:24-slim@sha256:<digest of your pull>.
 
 FROM node:24-slim AS build
 WORKDIR /app
@@ -25,6 +29,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY bin ./bin
+RUN ln -s /app/bin/riskgate.js /usr/local/bin/riskgate
 COPY policies ./policies
 USER node
 EXPOSE 8080

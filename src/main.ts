@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { riskgateVersion } from './build-info/riskgate-version.ts';
 import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/riskgate-config.ts';
 // Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
 import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
@@ -52,23 +51,9 @@ function onFatal(kind: 'uncaughtException' | 'unhandledRejection') {
   };
 }
 
-/** Where the generated development key is written in sandbox mode, for copy-paste commands. */
-const DEV_KEY_FILE = '.riskgate/dev-api-key';
-
 function fail(message: string): never {
   process.stderr.write(`riskgate: ${message}\n`);
   process.exit(1);
-}
-
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
 }
 
 async function main(): Promise<void> {
@@ -84,6 +69,7 @@ async function main(): Promise<void> {
   let upstream: UpstreamConfig | undefined = config.upstream;
   let apiKeys = config.apiKeys;
   let sandbox: EmbeddedSandbox | undefined;
+  let devKey: { key: string; file: string } | undefined;
   if (upstream === undefined) {
     if (process.env.NODE_ENV === 'production') {
       fail(
@@ -101,9 +87,15 @@ async function main(): Promise<void> {
     }
     upstream = sandbox.upstream;
     if (apiKeys === undefined) {
-      apiKeys = [`rg_dev_${randomBytes(24).toString('base64url')}`];
-      mkdirSync('.riskgate', { recursive: true });
-      writeFileSync(DEV_KEY_FILE, `${apiKeys[0]}\n`, { mode: 0o600 });
+      const { loadOrCreateDevApiKey } = await import('./dev/dev-api-key.ts');
+      try {
+        devKey = loadOrCreateDevApiKey(config.stateDir);
+      } catch (error) {
+        fail(
+          `cannot keep the development caller key in RISKGATE_STATE_DIR (${config.stateDir}): ${String(error)}`,
+        );
+      }
+      apiKeys = [devKey.key];
     }
   }
 
@@ -115,7 +107,7 @@ async function main(): Promise<void> {
       apiKeys: apiKeys!,
       tracing: createTracing(process.env),
       log: stderrLog,
-      version: version(),
+      version: riskgateVersion(),
     });
   } catch (error) {
     await sandbox?.stop();
@@ -158,8 +150,7 @@ async function main(): Promise<void> {
     riskgateUrl: `http://localhost:${service.port}`,
     sandboxUrl: sandbox.url,
     apiKey: apiKeys![0]!,
-    keyGenerated: config.apiKeys === undefined,
-    keyFile: DEV_KEY_FILE,
+    keyFile: devKey?.file,
     userIds: await sandbox.userIds(['alice', 'bob', 'mallory']),
   });
 }

@@ -1,5 +1,14 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -257,5 +266,58 @@ describe('node dist/main.js', () => {
       await control('DELETE', '/sandbox/faults');
       if (p.child.exitCode === null) p.child.kill('SIGKILL');
     }
+  });
+});
+
+describe('the image layout: bin/riskgate.js beside dist/, no src/ and no tsx', () => {
+  /** /app as the Dockerfile lays it out: package.json, bin/, dist/ (compiled), node_modules, policies/. */
+  function imageLayout(): string {
+    const app = mkdtempSync(join(tmpdir(), 'riskgate-image-'));
+    copyFileSync(join(ROOT, 'package.json'), join(app, 'package.json'));
+    mkdirSync(join(app, 'bin'));
+    copyFileSync(join(ROOT, 'bin/riskgate.js'), join(app, 'bin/riskgate.js'));
+    cpSync(BUILD, join(app, 'dist'), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'));
+    symlinkSync(join(ROOT, 'policies'), join(app, 'policies'));
+    return app;
+  }
+
+  function cli(app: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+    const r = spawnSync(process.execPath, [join(app, 'bin/riskgate.js'), ...args], {
+      cwd: app,
+      env: { PATH: process.env.PATH ?? '' },
+      encoding: 'utf8',
+    });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  it('runs `riskgate policy check` from the compiled CLI, as an init container would', () => {
+    const app = imageLayout();
+    try {
+      // Issues go to stdout (none here), the per-file summary to stderr.
+      const check = cli(app, ['policy', 'check', 'policies']);
+      expect(check.status, check.stderr).toBe(0);
+      expect(check.stdout).toBe('');
+      expect(check.stderr).toMatch(/^ok policies\/login\.yaml: login @ [0-9a-f]{16} \(reads /);
+      const version = cli(app, ['--version']);
+      expect(version.stdout.trim()).toBe(
+        `riskgate ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`,
+      );
+      const broken = cli(app, ['policy', 'check', 'no-such-dir']);
+      expect(broken.status).toBe(3);
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
+  });
+
+  it('says in plain words which variable is malformed: an empty or odd RISKGATE_PORT stops the start', async () => {
+    const empty = run({ ...vendorEnv(), RISKGATE_PORT: '' });
+    expect(await empty.exited).toBe(1);
+    expect(empty.stderr()).toBe(
+      'riskgate: RISKGATE_PORT is set but empty: unset it for the default (8080), or give a whole number from 0 to 65535\n',
+    );
+    const odd = run({ ...vendorEnv(), RISKGATE_PORT: '80a' });
+    expect(await odd.exited).toBe(1);
+    expect(odd.stderr()).toBe('riskgate: RISKGATE_PORT must be a whole number from 0 to 65535, not "80a"\n');
   });
 });

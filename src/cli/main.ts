@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
+import { riskgateVersion } from '../build-info/riskgate-version.ts';
 import { type CliIo, EXIT, policyCheck, policySchema, policyTest } from './policy-commands.ts';
 
 const USAGE = `usage: riskgate policy <command> [path] [options]
+       riskgate --version
 
 commands:
   check [path]    compile and type-check the policies (default path: policies)
@@ -13,6 +15,7 @@ commands:
 options:
   --json                 machine-readable output (check, test)
   --require-coverage     test: also fail (exit 4) on a coverage gap
+  -v, --version          print riskgate's version and exit
   -h, --help             this text
 
 exit 2 on a usage error`;
@@ -59,6 +62,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.out(USAGE);
     return EXIT.OK;
   }
+  if (values.version) {
+    io.out(`riskgate ${riskgateVersion()}`);
+    return EXIT.OK;
+  }
   const [group, command, path, extra] = positionals;
   if (group !== 'policy' || command === undefined || extra !== undefined) {
     io.err(USAGE);
@@ -90,6 +97,7 @@ function parse(argv: string[]) {
       json: { type: 'boolean' },
       'require-coverage': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
     },
   });
 }

@@ -91,7 +91,39 @@ const UPSTREAM_VARIABLES = [
   'RISKGATE_LOG_API_KEY',
 ] as const;
 
-const port = z.coerce.number().int().min(0).max(65535);
+/**
+ * A numeric variable, in plain words: unset means `fallback`; set but empty (`RISKGATE_PORT=` in an
+ * env file) is an error rather than a silent 0; anything else must be a number within bounds. The
+ * value is echoed in the message: only non-secret variables are numeric.
+ */
+function numberVariable(options: { min: number; max: number; fallback: number; whole?: boolean }) {
+  const whole = options.whole ?? true;
+  const range = `${whole ? 'a whole number' : 'a number'} from ${options.min} to ${options.max}`;
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined) return options.fallback;
+      const text = raw.trim();
+      if (text === '') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `is set but empty: unset it for the default (${options.fallback}), or give ${range}`,
+        });
+        return z.NEVER;
+      }
+      const value = Number(text);
+      const shaped = whole ? /^\d+$/.test(text) : /^\d+(\.\d+)?$/.test(text);
+      if (!shaped || value < options.min || value > options.max) {
+        ctx.addIssue({ code: 'custom', message: `must be ${range}, not "${text.slice(0, 40)}"` });
+        return z.NEVER;
+      }
+      return value;
+    });
+}
+
+/** A listening port; 0 asks the system for a free one (tests). */
+const port = (fallback: number) => numberVariable({ min: 0, max: 65535, fallback });
 const httpUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
   .transform((u) => u.replace(/\/+$/, ''));
@@ -100,8 +132,8 @@ const optionalEmptyAsUndefined = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
 const baseSchema = z.object({
-  RISKGATE_PORT: port.default(8080),
-  SANDBOX_PORT: port.default(4010),
+  RISKGATE_PORT: port(8080),
+  SANDBOX_PORT: port(4010),
   RISKGATE_API_KEYS: optionalEmptyAsUndefined(
     z
       .string()
@@ -114,13 +146,18 @@ const baseSchema = z.object({
       .pipe(z.array(z.string().min(16, 'each key must be at least 16 characters')).min(1, 'lists no key')),
   ),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
-  RISKGATE_DEADLINE_MS: z.coerce.number().int().min(10).max(60_000).default(300),
+  RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
   RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
   RISKGATE_STATE_DIR: nonEmpty.default('.riskgate/'),
-  RISKGATE_SIGNALS_CONNECTIONS: z.coerce.number().int().min(1).max(4096).default(128),
-  RISKGATE_ADMIN_CONNECTIONS: z.coerce.number().int().min(1).max(4096).default(64),
-  RISKGATE_RAT_BATCH_WINDOW_MS: z.coerce.number().min(0).max(MAX_WINDOW_MS).default(DEFAULT_WINDOW_MS),
-  RISKGATE_RAT_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_RAT_CACHE_TTL_MS),
+  RISKGATE_SIGNALS_CONNECTIONS: numberVariable({ min: 1, max: 4096, fallback: 128 }),
+  RISKGATE_ADMIN_CONNECTIONS: numberVariable({ min: 1, max: 4096, fallback: 64 }),
+  RISKGATE_RAT_BATCH_WINDOW_MS: numberVariable({
+    min: 0,
+    max: MAX_WINDOW_MS,
+    fallback: DEFAULT_WINDOW_MS,
+    whole: false,
+  }),
+  RISKGATE_RAT_CACHE_MS: numberVariable({ min: 0, max: 3_600_000, fallback: DEFAULT_RAT_CACHE_TTL_MS }),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 

@@ -39,8 +39,8 @@ export interface DemoBanner {
   sandboxUrl: string;
   apiKey: string;
   /** True when the key was generated (not from RISKGATE_API_KEYS). */
-  keyGenerated: boolean;
-  keyFile: string;
+  /** Where the development key is kept; undefined when the key is the caller's own (RISKGATE_API_KEYS). */
+  keyFile: string | undefined;
   userIds: Record<string, string | undefined>;
 }
 
@@ -55,8 +55,8 @@ export function printDemo(b: DemoBanner): void {
   const lines = [
     '',
     `riskgate is listening on ${b.riskgateUrl}, on the embedded sandbox (vendor APIs emulated at ${b.sandboxUrl}).`,
-    b.keyGenerated
-      ? `Development caller key: ${b.apiKey} (also in ${b.keyFile}; set RISKGATE_API_KEYS to choose your own)`
+    b.keyFile !== undefined
+      ? `Development caller key: ${b.apiKey} (kept in ${b.keyFile} across restarts; set RISKGATE_API_KEYS to choose your own)`
       : 'Caller key: the first of RISKGATE_API_KEYS.',
     '',
     'Try a login of each demo account:',
