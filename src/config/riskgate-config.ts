@@ -178,6 +178,14 @@ const upstreamSchema = z.object({
   RISKGATE_CALLBACK_SIGNATURE_KEY: optionalEmptyAsUndefined(nonEmpty),
 });
 
+/**
+ * Every variable `loadConfig` reads (besides `<NAME>_FILE` for secrets). riskgate.env.example and
+ * the README's configuration table list exactly these (test/config-documentation.test.ts).
+ */
+export const CONFIG_VARIABLES: readonly string[] = [
+  ...new Set([...Object.keys(baseSchema.shape), ...Object.keys(upstreamSchema.shape)]),
+];
+
 function configError(message: string): RiskgateError {
   return new RiskgateError(ErrorCode.INVALID_CONFIG, message);
 }

@@ -1,4 +1,7 @@
 import { audienceScope } from '../auth/token-manager.ts';
+import { loadOrCreateDevApiKey } from '../dev/dev-api-key.ts';
+import { sandboxUpstream } from '../dev/embedded-sandbox.ts';
+import { writeSandboxEnvFile } from '../dev/sandbox-env-file.ts';
 import { isRiskgateError } from '../errors/riskgate-error.ts';
 import { oauthClientsOf } from './oauth/oauth-clients.ts';
 import type { SandboxCredentials } from './sandbox-config.ts';
@@ -43,6 +46,15 @@ async function main(): Promise<void> {
     '',
     '  demo accounts: alice bob mallory trudy carol dave (README "The sandbox")',
   ];
+  // riskgate's configuration for this sandbox, for a riskgate started on its own (README, "Quick
+  // start"); the caller key is the development key `npm start` uses, so printed curls work for both.
+  const stateDir = process.env.RISKGATE_STATE_DIR || '.riskgate';
+  const envFile = writeSandboxEnvFile(
+    stateDir,
+    sandboxUpstream(sandbox),
+    loadOrCreateDevApiKey(stateDir).key,
+  );
+  lines.push(`  riskgate settings          ${envFile}  (npx tsx --env-file=${envFile} src/main.ts)`);
   process.stdout.write(`${lines.join('\n')}\n`);
 
   let stopping = false;
