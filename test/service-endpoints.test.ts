@@ -73,6 +73,39 @@ describe('service endpoints', () => {
     expect(text).toMatch(/^riskgate_action_queue_size 0$/m);
   });
 
+  it('GET /metrics reports the runtime, the edge and the build: loop delay, memory, GC, in-flight, 4xx by code, build info', async () => {
+    // A refused request of each kind the edge counts: no key (401) and a malformed body (400).
+    expect((await fetch(`${h.url}/decide`, { method: 'POST', body: '{}' })).status).toBe(401);
+    expect((await h.decide('{"accountId": 7}')).status).toBe(400);
+    // Short-lived garbage (tens of MB) makes the young generation collect: a pause to show.
+    let kept = 0;
+    for (let i = 0; i < 200; i++) kept += new Array(50_000).fill(i).length;
+    expect(kept).toBe(10_000_000);
+    await new Promise((r) => setTimeout(r, 50));
+    const text = await (await get('/metrics')).text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1]);
+    expect(value(/^riskgate_event_loop_delay_seconds\{quantile="0\.99"\} ([\d.e+-]+)$/m)).toBeGreaterThan(0);
+    expect(value(/^riskgate_event_loop_delay_seconds\{quantile="1"\} ([\d.e+-]+)$/m)).toBeGreaterThan(0);
+    expect(value(/^riskgate_event_loop_utilization_ratio ([\d.e+-]+)$/m)).toBeGreaterThanOrEqual(0);
+    expect(value(/^riskgate_heap_used_bytes ([\d.e+]+)$/m)).toBeGreaterThan(1e6);
+    expect(value(/^riskgate_resident_memory_bytes ([\d.e+]+)$/m)).toBeGreaterThan(
+      value(/^riskgate_heap_used_bytes ([\d.e+]+)$/m),
+    );
+    expect(text).toMatch(
+      /^riskgate_gc_duration_seconds_count\{kind="(minor|major|incremental|weakcb)"\} [1-9]/m,
+    );
+    // This very scrape is in flight while the gauge is read.
+    expect(value(/^riskgate_http_requests_in_flight ([\d]+)$/m)).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/^riskgate_http_errors_total\{status="401",code="RG_ERR_UNAUTHENTICATED"\} [1-9]/m);
+    expect(text).toMatch(/^riskgate_http_errors_total\{status="400",code="RG_ERR_INVALID_INPUT"\} [1-9]/m);
+    const revision = h.riskgate.policies.current()!.revision;
+    expect(text).toContain(
+      `riskgate_build_info{version="0.0.0",node_version="${process.versions.node}",policy_revision="${revision}"} 1`,
+    );
+    // Running totals are counters: the dropped decision log records too.
+    expect(text).toMatch(/^# TYPE riskgate_decision_log_dropped_records_total counter$/m);
+  });
+
   it('GET /openapi.json describes POST /decide from the request and response schemas', async () => {
     const doc = (await (await get('/openapi.json')).json()) as {
       openapi: string;

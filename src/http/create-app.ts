@@ -20,7 +20,7 @@ import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts'
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
 import { callerAuth } from './caller-auth.ts';
 import { limitBody, readJsonBody } from './json-body.ts';
-import { problemOf, problemResponse, toProblem } from './problem-details.ts';
+import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
 
 /**
  * riskgate's HTTP surface. `createApp` only wires: it opens nothing, reads no environment and
@@ -57,6 +57,16 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const auth = callerAuth(deps.apiKeys);
   let openApi: string | undefined;
+
+  // Every request, answered or refused: in-flight count and 4xx/5xx by code (riskgate_http_*).
+  app.use(async (c, next) => {
+    deps.metrics.requestStarted();
+    try {
+      await next();
+    } finally {
+      deps.metrics.requestFinished(c.res.status, problemCodeOf(c.res));
+    }
+  });
 
   app.onError((error, c) => {
     const problem = toProblem(error);

@@ -87,10 +87,20 @@ export function problemOf(code: ErrorCode, detail: string): ProblemDetails {
   };
 }
 
+/** The code of each problem answer, for the edge's error metrics (no header, no body parsing). */
+const problemCodes = new WeakMap<Response, ErrorCode>();
+
 /** A `Response` carrying `problem`, with the problem+json content type. */
 export function problemResponse(problem: ProblemDetails, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(problem), {
+  const response = new Response(JSON.stringify(problem), {
     status: problem.status,
     headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...headers },
   });
+  problemCodes.set(response, problem.code);
+  return response;
+}
+
+/** The `RG_ERR_*` code of a response made by `problemResponse`; undefined for any other. */
+export function problemCodeOf(response: Response): ErrorCode | undefined {
+  return problemCodes.get(response);
 }

@@ -2,6 +2,7 @@ import type { Attributes, Counter, Histogram } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
+import { startRuntimeMetrics } from './runtime-metrics.ts';
 
 /**
  * riskgate's metrics: OpenTelemetry instruments, read through a Prometheus exporter that never
@@ -24,8 +25,19 @@ export interface RiskgateMetrics {
   recordLogEvents(type: string, count: number): void;
   /** A Log API window that failed (it is read again after a backoff). */
   recordLogPollError(): void;
-  /** Reports a value read at scrape time (queue depth, dropped log records). */
+  /** A request entered riskgate's HTTP edge (`riskgate_http_requests_in_flight`). */
+  requestStarted(): void;
+  /** It was answered; a 4xx or 5xx is counted by status and `RG_ERR_*` code. */
+  requestFinished(status: number, code: string | undefined): void;
+  /** Reports a value read at scrape time that can go up and down (queue depth, lag). */
   observeGauge(name: string, description: string, read: () => number): void;
+  /** Reports a running total read at scrape time (it only grows); exposed as `<name>_total`. */
+  observeCounter(name: string, description: string, read: () => number): void;
+  /**
+   * `riskgate_build_info{version,node_version,policy_revision} 1`: which build and which policy
+   * revision answer, read at scrape time (the revision follows reloads).
+   */
+  observeBuildInfo(version: string, policyRevision: () => string | undefined): void;
   /** The Prometheus text exposition of every metric. */
   render(): Promise<string>;
   shutdown(): Promise<void>;
@@ -36,7 +48,11 @@ const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100];
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-export function createMetrics(): RiskgateMetrics {
+/**
+ * The process's metrics. `runtime` (default true) also samples the event loop, memory and GC
+ * (`src/observability/runtime-metrics.ts`), stopped by `shutdown()`.
+ */
+export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetrics {
   const reader = new PrometheusExporter({ preventServerStart: true });
   const provider = new MeterProvider({ readers: [reader] });
   const meter = provider.getMeter('riskgate');
@@ -74,6 +90,18 @@ export function createMetrics(): RiskgateMetrics {
   const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
   const logEvents = counter('riskgate_log_events', 'Log API events read, by type');
   const logPollErrors = counter('riskgate_log_poll_errors', 'Log API windows that failed and are read again');
+  const httpErrors = counter(
+    'riskgate_http_errors',
+    'Answers of status 400 or more, by status and RG_ERR_* code',
+  );
+  let inFlight = 0;
+  meter
+    .createObservableGauge('riskgate_http_requests_in_flight', {
+      description: 'Requests being handled by the HTTP edge (every route)',
+    })
+    .addCallback((r) => r.observe(inFlight));
+  const httpErrorAttrs = new Map<string, Attributes>();
+  const runtime = options.runtime === false ? undefined : startRuntimeMetrics(meter);
   // Event types come from the vendor: a bounded label set, whatever it sends.
   const logEventAttrs = new Map<string, Attributes>();
   const OTHER_TYPE: Attributes = { type: 'other' };
@@ -130,13 +158,44 @@ export function createMetrics(): RiskgateMetrics {
     recordLogPollError() {
       logPollErrors.add(1);
     },
+    requestStarted() {
+      inFlight++;
+    },
+    requestFinished(status, code) {
+      inFlight--;
+      if (status < 400) return;
+      const key = `${status}:${code}`;
+      httpErrors.add(
+        1,
+        cached(httpErrorAttrs, key, () => ({ status, code: code ?? 'none' })),
+      );
+    },
     observeGauge(name, description, read) {
       meter.createObservableGauge(name, { description }).addCallback((r) => r.observe(read()));
+    },
+    observeCounter(name, description, read) {
+      meter.createObservableCounter(name, { description }).addCallback((r) => r.observe(read()));
+    },
+    observeBuildInfo(version, policyRevision) {
+      meter
+        .createObservableGauge('riskgate_build_info', {
+          description: 'Always 1: the labels say which version, Node.js and policy revision answer',
+        })
+        .addCallback((r) =>
+          r.observe(1, {
+            version,
+            node_version: process.versions.node,
+            policy_revision: policyRevision() ?? 'none',
+          }),
+        );
     },
     async render() {
       const { resourceMetrics } = await reader.collect();
       return serializer.serialize(resourceMetrics);
     },
-    shutdown: () => provider.shutdown(),
+    shutdown: () => {
+      runtime?.stop();
+      return provider.shutdown();
+    },
   };
 }

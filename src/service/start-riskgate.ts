@@ -152,11 +152,12 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     'Actions queued, waiting to retry or running',
     () => actions.size,
   );
-  metrics.observeGauge(
-    'riskgate_decision_log_dropped',
+  metrics.observeCounter(
+    'riskgate_decision_log_dropped_records',
     'Decision log records dropped under sustained backpressure',
     () => decisionLog.dropped,
   );
+  metrics.observeBuildInfo(options.version ?? '0.0.0', () => policies.current()?.revision);
   // The client has one method per signal, named as the policy names them.
   const fetchSignal = ((name, query, callOptions) =>
     (signals[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, callOptions)) as SignalFetcher;
