@@ -105,7 +105,7 @@ async function main(): Promise<void> {
       config,
       upstream,
       apiKeys: apiKeys!,
-      tracing: createTracing(process.env),
+      tracing: createTracing(process.env, { version: riskgateVersion() }),
       log: stderrLog,
       version: riskgateVersion(),
     });

@@ -19,6 +19,8 @@ export interface ActionTargets {
   decisionId: string;
   userId: string | undefined;
   deviceId: string | undefined;
+  /** The decision's trace, when tracing is on: each attempt's client span is its child. */
+  traceparent?: string | undefined;
 }
 
 /** Plans the after-answer actions of a decision (the one-time code is fetched before answering). */
@@ -88,6 +90,9 @@ function job(
     decisionId: t.decisionId,
     type: action.type,
     target,
-    attempt,
+    attempt:
+      t.traceparent === undefined
+        ? attempt
+        : (options) => attempt({ ...options, traceparent: t.traceparent }),
   };
 }

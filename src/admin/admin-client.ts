@@ -1,4 +1,5 @@
 import { ErrorCode, InputError, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
+import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream, parseJsonBody, type RetryTuning } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
@@ -68,6 +69,8 @@ export interface AdminClientOptions {
   /** Epoch ms, for `SVC-Date` and cache ages. Default `Date.now`. */
   now?: () => number;
   onCall?: (info: CallInfo) => void;
+  /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
+  tracer?: CallTracer | undefined;
   pool?: Omit<UpstreamPoolOptions, 'connections'>;
   retry?: RetryTuning;
 }
@@ -248,11 +251,9 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
     path: string,
     query: [string, string][] | undefined,
     body: string | undefined,
-    traceparent: string | undefined,
   ): AttemptRequest {
-    const req = signAdminRequest(signer, formatRfc2822(new Date(now())), method, path, query, body);
-    if (traceparent !== undefined) req.headers.traceparent = traceparent;
-    return req;
+    // The call's `traceparent`, when tracing is on, is set by callUpstream (not a signed header).
+    return signAdminRequest(signer, formatRfc2822(new Date(now())), method, path, query, body);
   }
 
   function call<T>(
@@ -268,12 +269,11 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       accept?: (s: number) => boolean;
     } = {},
   ): R<T> {
-    const traceparent = o?.traceparent;
     return callUpstream(
       ctx,
       {
         name,
-        build: () => signed(method, path, extra.query, extra.body, traceparent),
+        build: () => signed(method, path, extra.query, extra.body),
         parse,
         retry: extra.retry ?? true,
         accept: extra.accept,
@@ -281,6 +281,13 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       o,
     );
   }
+
+  /**
+   * A shared load runs without its caller's signal (others may wait on it) but in the trace of the
+   * caller that started it, when tracing is on.
+   */
+  const loadOptions = (o: CallOptions | undefined): CallOptions =>
+    o?.traceparent === undefined ? cacheTimeout : { ...cacheTimeout, traceparent: o.traceparent };
 
   const userPath = (id: string) => `${prefix}/users/${checkId('userId', id)}`;
   const parseUser = (res: RawResponse) => parseJsonBody('admin', 'get-user', res, adminUserSchema);
@@ -332,12 +339,12 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
     getUserDevices: rejecting(getUserDevices),
     getUserCached: rejecting((id: string, o?: CallOptions) => {
       userPath(id);
-      return users.get(`${id}\u0001`, () => getUser(id, cacheTimeout), o);
+      return users.get(`${id}\u0001`, () => getUser(id, loadOptions(o)), o);
     }),
     getUserDevicesCached: rejecting((id: string, filter?: DeviceFilter, o?: CallOptions) => {
       userPath(id);
       const key = `${id}\u0001${canonicalizeQuery(devicesQuery(filter))}`;
-      return devices.get(key, () => getUserDevices(id, filter, cacheTimeout), o);
+      return devices.get(key, () => getUserDevices(id, filter, loadOptions(o)), o);
     }),
     updateUser: rejecting((id: string, update: UserUpdate, o?: CallOptions) => {
       const path = userPath(id);

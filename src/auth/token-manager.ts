@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
 import { raceWithSignal } from '../upstream/abortable.ts';
+import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream, parseJsonBody } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { internalError } from '../upstream/upstream-errors.ts';
@@ -48,6 +49,8 @@ export interface TokenManagerOptions {
   connections?: number;
   /** Called for each token request (metrics). */
   onCall?: (info: CallInfo) => void;
+  /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
+  tracer?: CallTracer | undefined;
 }
 
 /** Counters of the manager (no secrets, no tokens). */
@@ -141,7 +144,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
     'auth',
     origin,
     now,
-    { connections: opts.connections, onCall: opts.onCall },
+    { connections: opts.connections, onCall: opts.onCall, tracer: opts.tracer },
     { connections: 2, defaultTimeoutMs: timeoutMs, maxBodyBytes: 64 * 1024 },
   );
 

@@ -93,7 +93,7 @@ export function createApp(deps: AppDeps): Hono {
     const request = await readJsonBody(c, decideRequestSchema);
     const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
     const run = await runDecision(deps.decide, request, span?.traceparent);
-    const response = buildDecideResponse(run, startActions(deps, run));
+    const response = buildDecideResponse(run, startActions(deps, run, span?.traceparent));
     const totalMs = performance.now() - startedAt;
     setImmediate(afterDecision, deps, run, response, totalMs, span);
     return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
@@ -190,13 +190,18 @@ function callbackIds(body: unknown): Record<string, string> {
  * Reports every action of the decision: the one-time code as fetched, the others queued (they
  * start on a later turn, after this answer is written) or skipped with the reason.
  */
-function startActions(deps: AppDeps, run: DecisionRun): ActionReport[] {
+function startActions(deps: AppDeps, run: DecisionRun, traceparent: string | undefined): ActionReport[] {
   const { actions } = run.decision;
   if (actions.length === 0) return [];
   const reports: ActionReport[] = [];
   const otc = actions.find((a) => a.type === 'one_time_code');
   if (otc !== undefined) reports.push(oneTimeCodeReport(run, otc));
-  const targets = { decisionId: run.decisionId, userId: run.request.userId, deviceId: run.request.deviceId };
+  const targets = {
+    decisionId: run.decisionId,
+    userId: run.request.userId,
+    deviceId: run.request.deviceId,
+    traceparent,
+  };
   for (const plan of planActions(actions, targets, deps.decide.admin)) {
     if (plan.skipped !== undefined) {
       reports.push(actionReport(plan.action, 'skipped', plan.skipped));
@@ -220,8 +225,5 @@ function afterDecision(
 ): void {
   deps.decisionLog.write(decisionLine(run, response, totalMs));
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
-  if (span !== undefined) {
-    for (const call of run.calls) span.recordCall(call.name, call.durationMs, call.outcome);
-    span.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
-  }
+  span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
 }

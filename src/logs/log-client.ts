@@ -1,4 +1,5 @@
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
+import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { malformedError } from '../upstream/upstream-errors.ts';
@@ -47,6 +48,8 @@ export interface LogClientOptions {
   /** Epoch ms, for the `Date` header. Default `Date.now`. */
   now?: () => number;
   onCall?: (info: CallInfo) => void;
+  /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
+  tracer?: CallTracer | undefined;
   pool?: Omit<UpstreamPoolOptions, 'connections'>;
 }
 
@@ -95,7 +98,7 @@ export function createLogClient(opts: LogClientOptions): LogClient {
     'logs',
     origin,
     now,
-    { pool: opts.pool, maxBodyBytes: opts.maxBodyBytes, onCall: opts.onCall },
+    { pool: opts.pool, maxBodyBytes: opts.maxBodyBytes, onCall: opts.onCall, tracer: opts.tracer },
     { connections: 2, defaultTimeoutMs: opts.timeoutMs ?? 30_000, maxBodyBytes: 256 * 1024 * 1024 },
   );
 
@@ -176,7 +179,6 @@ export function createLogClient(opts: LogClientOptions): LogClient {
           key,
         );
         const headers: Record<string, string> = { date, authorization, accept: 'application/x-ndjson' };
-        if (callOpts?.traceparent !== undefined) headers.traceparent = callOpts.traceparent;
         return { method: 'GET', path: path + wireQuery, headers };
       };
 

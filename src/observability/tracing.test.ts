@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createTracing, isTracingRequested } from './tracing.ts';
 
 const ENDPOINT = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
@@ -22,8 +22,21 @@ describe('tracing', () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const span = tracing.startDecision(`00-${traceId}-00f067aa0ba902b7-01`, undefined);
     expect(span.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    span.recordCall('signals-newBrowser', 8, 'ok');
-    span.recordCall('admin-user', 3, 'timeout');
+    const origin = 'http://127.0.0.1:4010';
+    const ok = tracing.calls.startCall(span.traceparent, undefined, {
+      name: 'signals new-browser',
+      method: 'GET',
+      origin,
+      path: '/api/v1/signals/new-browser',
+    });
+    ok.end(200, undefined, 1);
+    const failed = tracing.calls.startCall(span.traceparent, undefined, {
+      name: 'admin get-user',
+      method: 'GET',
+      origin,
+      path: '/srv/admin/v1/users/U1',
+    });
+    failed.end(503, 'RG_ERR_UPSTREAM_SERVER_ERROR', 2);
     span.end({ verdict: 'allow', degraded: true, policyRevision: 'r1' });
 
     const spans = exporter.getFinishedSpans(); // read before shutdown, which empties the exporter
@@ -35,8 +48,72 @@ describe('tracing', () => {
     expect(root.attributes).toMatchObject({ 'riskgate.verdict': 'allow', 'riskgate.degraded': true });
     expect(span.traceparent).toContain(root.spanContext().spanId);
     const children = spans.filter((s) => s.parentSpanContext?.spanId === root.spanContext().spanId);
-    expect(children.map((c) => c.name).sort()).toEqual(['admin-user', 'signals-newBrowser']);
-    expect(children.find((c) => c.name === 'admin-user')?.status.code).toBe(SpanStatusCode.ERROR);
+    expect(children.map((c) => c.name).sort()).toEqual(['admin get-user', 'signals new-browser']);
+    expect(children.every((c) => c.kind === SpanKind.CLIENT)).toBe(true);
+    // Each call sends its own span as the parent the upstream sees.
+    expect(ok.traceparent).toContain(
+      children.find((c) => c.name === 'signals new-browser')!.spanContext().spanId,
+    );
+    const admin = children.find((c) => c.name === 'admin get-user')!;
+    expect(admin.status.code).toBe(SpanStatusCode.ERROR);
+    expect(admin.attributes).toEqual({
+      'http.request.method': 'GET',
+      'server.address': '127.0.0.1',
+      'server.port': 4010,
+      'url.full': 'http://127.0.0.1:4010/srv/admin/v1/users/U1',
+      'http.response.status_code': 503,
+      'http.request.resend_count': 1,
+      'error.type': 'RG_ERR_UPSTREAM_SERVER_ERROR',
+    });
+    expect(root.resource.attributes['service.name']).toBe('riskgate');
+  });
+
+  it('makes a background call the root of its own trace, linked to the decisions it serves', async () => {
+    const exporter = new InMemorySpanExporter();
+    const tracing = createTracing(
+      { ...ENDPOINT, OTEL_SERVICE_NAME: 'riskgate-eu' },
+      { spanProcessor: new SimpleSpanProcessor({ exporter }) },
+    )!;
+    const decisions = [
+      tracing.startDecision(undefined, undefined),
+      tracing.startDecision(undefined, undefined),
+    ];
+    const call = tracing.calls.startCall(
+      undefined,
+      decisions.map((d) => d.traceparent!),
+      {
+        name: 'signals remote-access-tool-batch',
+        method: 'POST',
+        origin: 'https://signals.example.com',
+        path: '/x',
+      },
+    );
+    call.end(200, undefined, 1);
+    const [span] = exporter.getFinishedSpans();
+    await tracing.shutdown();
+    expect(span!.parentSpanContext).toBeUndefined();
+    expect(span!.links.map((l) => l.context.traceId)).toEqual(
+      decisions.map((d) => d.traceparent!.split('-')[1]),
+    );
+    expect(span!.attributes['server.port']).toBe(443);
+    expect(span!.resource.attributes['service.name']).toBe('riskgate-eu');
+  });
+
+  it('writes each span to the console with OTEL_TRACES_EXPORTER=console', async () => {
+    const printed: unknown[] = [];
+    const dir = vi.spyOn(console, 'dir').mockImplementation((v) => printed.push(v));
+    const log = vi.spyOn(console, 'log').mockImplementation((v) => printed.push(v));
+    try {
+      const tracing = createTracing({ OTEL_TRACES_EXPORTER: 'console' })!;
+      tracing
+        .startDecision(undefined, undefined)
+        .end({ verdict: 'allow', degraded: false, policyRevision: 'r' });
+      await tracing.shutdown();
+    } finally {
+      dir.mockRestore();
+      log.mockRestore();
+    }
+    expect(printed).toContainEqual(expect.objectContaining({ name: 'POST /decide' }));
   });
 
   it('starts a new trace when the caller sends none', async () => {

@@ -88,6 +88,7 @@ export async function createSandboxApp(options: CreateSandboxAppOptions): Promis
     if (apiOfPath(c.req.path) === 'control') return next();
     const routeKey = routeKeyOf(c);
     c.set('routeKey', routeKey);
+    stats.recordRequest(routeKey, c.req.header('traceparent'));
     await next();
     if (!c.get('hung')) stats.recordResponse(routeKey, c.res.status);
   });

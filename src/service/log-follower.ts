@@ -6,6 +6,7 @@ import { createLogClient } from '../logs/log-client.ts';
 import type { LogEvent } from '../logs/log-event.ts';
 import { createLogPoller, type LogPoller } from '../logs/log-poller.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
+import type { CallTracer } from '../upstream/call-tracer.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
 
 /**
@@ -35,6 +36,7 @@ export interface LogFollowerOptions {
   metrics: Pick<RiskgateMetrics, 'recordLogEvents' | 'recordLogPollError'>;
   log: ServiceLog;
   onCall?: (info: CallInfo) => void;
+  tracer?: CallTracer | undefined;
   /** Epoch ms, for windows and the `Date` header. Default `Date.now` (tests shift it with the sandbox clock). */
   now?: () => number;
   /** Pause between polls once caught up, milliseconds. Default 30 000. */
@@ -59,6 +61,7 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     service: { id: serviceId, apiKey: logApiKey },
     ...(opts.now !== undefined && { now: opts.now }),
     ...(opts.onCall !== undefined && { onCall: opts.onCall }),
+    tracer: opts.tracer,
   });
   const poller: LogPoller = createLogPoller({
     client,

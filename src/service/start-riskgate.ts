@@ -93,6 +93,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const { config, upstream } = options;
   const log = options.log ?? stderrLog;
   const metrics = createMetrics();
+  const tracer = options.tracing?.calls;
   const recordCall = (info: CallInfo) => {
     metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
     if (info.items !== undefined) metrics.recordRemoteAccessToolBatch(info.items);
@@ -116,6 +117,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       recordCall(info);
       metrics.recordTokenRefresh(info.code === undefined ? 'ok' : 'error');
     },
+    tracer,
   });
   const signals = createSignalsClient({
     baseUrl: upstream.signalsUrl,
@@ -125,6 +127,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     batch: { windowMs: config.ratBatchWindowMs },
     cache: { ttlMs: config.ratCacheMs },
     onCall: recordCall,
+    tracer,
   });
   const admin = createAdminClient({
     baseUrl: upstream.adminUrl,
@@ -132,6 +135,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     apiKey: upstream.adminApiKey,
     connections: config.adminConnections,
     onCall: recordCall,
+    tracer,
     ...(options.adminCache !== undefined && { cache: options.adminCache }),
   });
   const decisionLog =
@@ -184,6 +188,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     metrics,
     log,
     onCall: recordCall,
+    tracer,
     ...options.logs,
   });
   if (logs !== undefined) {

@@ -51,7 +51,14 @@ export interface BatcherStats {
 }
 
 /** Sends one batch; resolves to the per-item results in request order (already length-checked). */
-export type SendBatch = (items: BatchItem[]) => Promise<UpstreamResult<RemoteAccessToolBatchItem[]>>;
+/**
+ * Sends one batch. `traceparents` are those of the decisions whose lookups it carries (empty when
+ * tracing is off): the batch's client span continues the first and links the others.
+ */
+export type SendBatch = (
+  items: BatchItem[],
+  traceparents: readonly string[],
+) => Promise<UpstreamResult<RemoteAccessToolBatchItem[]>>;
 
 type Resolve = (r: UpstreamResult<RemoteAccessToolResponse>) => void;
 
@@ -67,6 +74,7 @@ class Waiter {
     readonly resolve: Resolve,
     readonly started: number,
     readonly signal: AbortSignal | undefined,
+    readonly traceparent: string | undefined,
   ) {}
 
   /** The caller's deadline signal aborted. */
@@ -151,7 +159,7 @@ export class RatBatcher {
     }
     const e = entry;
     const p = new Promise<UpstreamResult<RemoteAccessToolResponse>>((resolve) => {
-      const w = new Waiter(this, e, resolve, started, signal);
+      const w = new Waiter(this, e, resolve, started, signal, opts?.traceparent);
       e.waiters.push(w);
       signal?.addEventListener('abort', w, { once: true });
       if (opts?.timeoutMs !== undefined) w.timer = setTimeout(onWaiterTimeout, opts.timeoutMs, w);
@@ -196,17 +204,19 @@ export class RatBatcher {
     const entries = [...this.open.values()];
     this.open = new Map();
     const items: BatchItem[] = new Array(entries.length);
+    const traceparents: string[] = [];
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
       e.open = false;
       items[i] = e.item;
+      for (const w of e.waiters) if (w.traceparent !== undefined) traceparents.push(w.traceparent);
     }
     this.inflight++;
     this.stats.batches++;
     this.stats.items += items.length;
     let sent: Promise<UpstreamResult<RemoteAccessToolBatchItem[]>>;
     try {
-      sent = this.send(items);
+      sent = this.send(items, traceparents);
     } catch (err) {
       sent = Promise.reject(err);
     }

@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { ErrorCode, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
+import type { CallTracer } from '../upstream/call-tracer.ts';
 import {
   type CallInfo,
   type CallSpec,
@@ -99,6 +100,8 @@ export interface SignalsClientOptions {
   };
   /** Called once per HTTP call (a batch is one call): metrics and Server-Timing. */
   onCall?: (info: CallInfo) => void;
+  /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
+  tracer?: CallTracer | undefined;
   /** Epoch ms; used for window validation. Default `Date.now`. */
   now?: () => number;
   /** Connection tuning (timeouts are backstops; calls carry their own). */
@@ -220,10 +223,10 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     remoteAccessTool: `${signalsPath}remote-access-tool`,
   };
 
-  function headersFor(token: string, traceparent: string | undefined, json: boolean): Record<string, string> {
+  // The call's `traceparent`, when tracing is on, is set by callUpstream (its client span's).
+  function headersFor(token: string, json: boolean): Record<string, string> {
     const h: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (json) h['content-type'] = 'application/json';
-    if (traceparent !== undefined) h.traceparent = traceparent;
     return h;
   }
 
@@ -237,7 +240,6 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     callOpts: CallOptions | undefined,
   ): CallSpec<T> {
     const signal = callOpts?.signal;
-    const traceparent = callOpts?.traceparent;
     const json = body !== undefined;
     return {
       name,
@@ -245,12 +247,10 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
       parse,
       build: (): AttemptRequest | Promise<AttemptRequest | UpstreamError> => {
         const t = tokens.peekToken();
-        if (t !== undefined) return { method, path, headers: headersFor(t, traceparent, json), body };
+        if (t !== undefined) return { method, path, headers: headersFor(t, json), body };
         return tokens
           .getToken(signal)
-          .then((r) =>
-            r.ok ? { method, path, headers: headersFor(r.value, traceparent, json), body } : r.error,
-          );
+          .then((r) => (r.ok ? { method, path, headers: headersFor(r.value, json), body } : r.error));
       },
       onUnauthorized: async (req) => {
         tokens.invalidate(req.headers.authorization!.slice(7));
@@ -308,7 +308,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
       return results;
     };
   const batcher = new RatBatcher(
-    (items) =>
+    (items, traceparents) =>
       callUpstream(
         ctx,
         {
@@ -321,8 +321,11 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
             undefined,
           ),
           items: items.length,
+          ...(traceparents.length > 1 && { links: traceparents.slice(1) }),
         },
-        { timeoutMs: batchTimeoutMs },
+        traceparents.length === 0
+          ? { timeoutMs: batchTimeoutMs }
+          : { timeoutMs: batchTimeoutMs, traceparent: traceparents[0]! },
       ),
     opts.batch,
   );

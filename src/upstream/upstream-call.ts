@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
+import type { CallSpan, CallTracer } from './call-tracer.ts';
 import { deadlineError, malformedError, statusError } from './upstream-errors.ts';
 import { type AttemptRequest, type LateAnswers, type RawResponse, sendAttempt } from './upstream-request.ts';
 import type { CallOptions, UpstreamResult } from './upstream-result.ts';
@@ -47,6 +48,10 @@ export interface UpstreamContext {
   /** The late answers being drained (ended by the client's `close()`). */
   lateAnswers?: LateAnswers | undefined;
   onCall?: ((info: CallInfo) => void) | undefined;
+  /** Client spans and `traceparent` for every call; undefined when tracing is off. */
+  tracer?: CallTracer | undefined;
+  /** `scheme://host[:port]` of the upstream, for the client spans' `url.full`. */
+  origin?: string | undefined;
 }
 
 /** Client-level options that tune `UpstreamContext` (all optional, milliseconds). */
@@ -103,6 +108,8 @@ export interface CallSpec<T> {
   onChunk?: (chunk: Buffer) => UpstreamError | undefined;
   /** Items in a batch call, reported in `CallInfo`. */
   items?: number;
+  /** Traces of other decisions this call also serves (a batch), linked from its client span. */
+  links?: readonly string[];
 }
 
 const accept200 = (status: number): boolean => status === 200;
@@ -164,6 +171,7 @@ export async function callUpstream<T>(
   let retried = false;
   let lastStatus: number | undefined;
   let outcome: T | UpstreamError;
+  let span: CallSpan | undefined;
 
   for (;;) {
     if (signal?.aborted) {
@@ -177,6 +185,10 @@ export async function callUpstream<T>(
       break;
     }
     attempts++;
+    if (ctx.tracer !== undefined) {
+      span ??= startSpan(ctx, ctx.tracer, spec, req, opts);
+      req.headers.traceparent = span.traceparent;
+    }
     const res = await sendAttempt(ctx.dispatcher, req, {
       upstream: ctx.upstream,
       operation: spec.name,
@@ -222,6 +234,7 @@ export async function callUpstream<T>(
   }
 
   const durationMs = performance.now() - started;
+  span?.end(lastStatus, outcome instanceof UpstreamError ? outcome.code : undefined, attempts);
   if (outcome instanceof UpstreamError) {
     if (ctx.onCall) {
       const info: CallInfo = {
@@ -244,6 +257,22 @@ export async function callUpstream<T>(
     ctx.onCall(info);
   }
   return { ok: true, value: outcome, durationMs };
+}
+
+function startSpan(
+  ctx: UpstreamContext,
+  tracer: CallTracer,
+  spec: CallSpec<unknown>,
+  req: AttemptRequest,
+  opts: CallOptions | undefined,
+): CallSpan {
+  const q = req.path.indexOf('?');
+  return tracer.startCall(opts?.traceparent, spec.links, {
+    name: `${ctx.upstream} ${spec.name}`,
+    method: req.method,
+    origin: ctx.origin ?? '',
+    path: q === -1 ? req.path : req.path.slice(0, q),
+  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Pool } from 'undici';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
+import type { CallTracer } from './call-tracer.ts';
 import { type CallInfo, type RetryTuning, retryDefaults, type UpstreamContext } from './upstream-call.ts';
 import { createUpstreamPool, type UpstreamPoolOptions } from './upstream-pool.ts';
 import type { LateAnswers } from './upstream-request.ts';
@@ -17,6 +18,8 @@ export interface UpstreamTuning {
   /** Larger bodies are malformed, bytes. */
   maxBodyBytes?: number | undefined;
   onCall?: ((info: CallInfo) => void) | undefined;
+  /** Client spans and `traceparent` on every call (src/observability/tracing.ts); off when unset. */
+  tracer?: CallTracer | undefined;
 }
 
 /** A client's own defaults for what `UpstreamTuning` leaves out. */
@@ -56,6 +59,8 @@ export function createUpstreamContext(
     lateAnswerGraceMs: tuning.pool?.lateAnswerGraceMs ?? 5000,
     lateAnswers,
     onCall: tuning.onCall,
+    tracer: tuning.tracer,
+    origin,
   };
   /** Ends the late answers nobody waits for, then closes the pool once in-flight calls finish. */
   const close = async (): Promise<void> => {

@@ -34,6 +34,8 @@ export function createControlRoutes(deps: ControlRoutesDeps): Hono {
   app.onError(handleVendorError);
   app.get('/sandbox/info', (c) => c.json(deps.info()));
   app.get('/sandbox/stats', (c) => c.json(deps.stats.snapshot()));
+  // The last 1000 vendor-API requests: route and W3C traceparent (tracing tests).
+  app.get('/sandbox/stats/requests', (c) => c.json({ requests: deps.stats.requests() }));
   app.post('/sandbox/stats/reset', (c) => {
     deps.stats.reset();
     return c.json(deps.stats.snapshot());

@@ -12,10 +12,21 @@ export interface StatsSnapshot {
  * Counters of vendor-API traffic, so tests and benchmarks can count upstream calls. Plain maps:
  * recording is on every request's path and must stay a few property writes.
  */
+/** One vendor-API request as `GET /sandbox/stats/requests` lists it: what a trace test checks. */
+export interface SeenRequest {
+  route: string;
+  /** The W3C `traceparent` header it carried, or null. */
+  traceparent: string | null;
+}
+
+/** How many recent requests `GET /sandbox/stats/requests` keeps (oldest dropped first). */
+const MAX_SEEN_REQUESTS = 1000;
+
 export class RequestStats {
   private routes = new Map<string, Map<number, number>>();
   private tokens = 0;
   private batchSizes: number[] = [];
+  private seen: SeenRequest[] = [];
 
   /** @param maxBatchSizes how many batch sizes to keep (oldest dropped first). Default 10,000. */
   constructor(private readonly maxBatchSizes = 10_000) {}
@@ -27,6 +38,17 @@ export class RequestStats {
       this.routes.set(routeKey, byStatus);
     }
     byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+  }
+
+  /** Records a request's route and `traceparent` (a plain push: on every request's path). */
+  recordRequest(route: string, traceparent: string | undefined): void {
+    this.seen.push({ route, traceparent: traceparent ?? null });
+    if (this.seen.length > 2 * MAX_SEEN_REQUESTS) this.seen = this.seen.slice(-MAX_SEEN_REQUESTS);
+  }
+
+  /** The most recent requests, oldest first (at most 1000). */
+  requests(): SeenRequest[] {
+    return this.seen.slice(-MAX_SEEN_REQUESTS);
   }
 
   recordTokenIssued(): void {
@@ -51,6 +73,7 @@ export class RequestStats {
   }
 
   reset(): void {
+    this.seen = [];
     this.routes.clear();
     this.tokens = 0;
     this.batchSizes = [];
