@@ -798,3 +798,103 @@ actions:
     expect(d.shadowMatches).toEqual([{ id: 'trial', description: 't', verdict: 'deny' }]);
   });
 });
+
+describe('outage', () => {
+  const OUTAGE_POLICY = `thresholds: { challenge: 40, deny: 80 }
+signals:
+  remoteAccessTool: { onUnavailable: { score: 50 } }
+  newBrowser: { onUnavailable: { score: 50 } }
+admin:
+  user: { onUnavailable: { verdict: deny } }
+outage:
+  maxUnavailableScore: 60
+  rules:
+    - id: identity-blind
+      description: Neither the detector nor the account.
+      when: { unavailable: [remoteAccessTool, adminUser] }
+      verdict: challenge
+rules:
+  - { id: rat, description: r, when: 'signals.remoteAccessTool.success && signals.remoteAccessTool.anomaly', score: 100 }
+  - { id: nb, description: n, when: 'signals.newBrowser.success && !signals.newBrowser.known', score: 30 }
+  - { id: locked, description: l, when: 'user.status == "locked_out"', verdict: deny }`;
+
+  it('caps what onUnavailable scores add up to, and says so', () => {
+    const d = compile(OUTAGE_POLICY).evaluate(
+      input({ signals: { remoteAccessTool: down('timeout'), newBrowser: down('timeout') } }),
+    );
+    expect(d).toMatchObject({ verdict: 'challenge', score: 60, decidedBy: 'score' });
+    expect(d.outage).toEqual({ unavailableInputs: 2, cappedScore: { unavailableScore: 100, counted: 60 } });
+  });
+
+  it('an outage rule replaces what unavailability adds, its hard verdicts included, by its own verdict', () => {
+    const d = compile(OUTAGE_POLICY).evaluate(
+      input({
+        signals: { remoteAccessTool: down('timeout'), newBrowser: newBrowser(true) },
+        user: undefined,
+        adminUnavailable: { user: 'timeout' },
+      }),
+    );
+    // Without the rule, the user's onUnavailable would deny.
+    expect(d).toMatchObject({ verdict: 'challenge', score: 0, decidedBy: 'outage' });
+    expect(d.outage).toEqual({
+      unavailableInputs: 2,
+      rule: {
+        id: 'identity-blind',
+        description: 'Neither the detector nor the account.',
+        verdict: 'challenge',
+      },
+    });
+  });
+
+  it('rules on the inputs that answered still count, and a harder verdict of theirs wins', () => {
+    const d = compile(OUTAGE_POLICY).evaluate(
+      input({
+        signals: { remoteAccessTool: down('timeout'), newBrowser: newBrowser(false) },
+        user: undefined,
+        adminUnavailable: { user: 'timeout' },
+      }),
+    );
+    expect(d).toMatchObject({ verdict: 'challenge', score: 30, decidedBy: 'outage' });
+    const policy = compile(OUTAGE_POLICY.replace('score: 30 }', 'verdict: deny }'));
+    const harder = policy.evaluate(
+      input({
+        signals: { remoteAccessTool: down('timeout'), newBrowser: newBrowser(false) },
+        user: undefined,
+        adminUnavailable: { user: 'timeout' },
+      }),
+    );
+    expect(harder).toMatchObject({ verdict: 'deny', decidedBy: 'verdict' });
+    expect(harder.outage?.rule?.id).toBe('identity-blind');
+  });
+
+  it('never counts inputs of another platform as an outage', () => {
+    const d = compile(
+      OUTAGE_POLICY.replace('unavailable: [remoteAccessTool, adminUser]', 'unavailableAtLeast: 1'),
+    ).evaluate(
+      input({ signals: { remoteAccessTool: down('not_applicable'), newBrowser: newBrowser(true) } }),
+    );
+    expect(d).toMatchObject({ verdict: 'allow', score: 0, decidedBy: 'score' });
+    expect(d.outage).toBeUndefined();
+  });
+
+  it('refuses an outage rule with no condition, and warns of one naming an input the policy never reads', () => {
+    const refused = compilePolicy(
+      't.yaml',
+      `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${OUTAGE_POLICY.replace('when: { unavailable: [remoteAccessTool, adminUser] }', 'when: {}')}`,
+      { now: NOW },
+    );
+    expect(refused.policy).toBeUndefined();
+    expect(refused.issues.map((i) => i.message)).toContain(
+      'outage.rules[0].when: an outage rule needs `unavailableAtLeast` or `unavailable`',
+    );
+    const warned = compilePolicy(
+      't.yaml',
+      `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${OUTAGE_POLICY.replace('[remoteAccessTool, adminUser]', '[geovelocity]')}`,
+      { now: NOW },
+    );
+    expect(warned.policy).toBeDefined();
+    expect(warned.issues.filter((i) => i.severity === 'warning').map((i) => i.message)).toContain(
+      'outage.rules[0].when.unavailable[0]: the policy never reads geovelocity, so outage rule "identity-blind" cannot match',
+    );
+  });
+});

@@ -95,8 +95,26 @@ export const decideResponseSchema = z.object({
     .object({
       thresholds: z.object({ challenge: z.number(), deny: z.number() }),
       decidedBy: z
-        .enum(['override', 'verdict', 'score'])
-        .describe('An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, or the score.'),
+        .enum(['override', 'verdict', 'score', 'outage'])
+        .describe(
+          'An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, the score, or an outage rule of the policy that raised the verdict.',
+        ),
+      outage: z
+        .object({
+          unavailableInputs: z.number().int(),
+          rule: z
+            .object({
+              id: z.string(),
+              description: z.string().optional(),
+              verdict: z.enum(['allow', 'challenge', 'deny']),
+            })
+            .optional(),
+          cappedScore: z.object({ unavailableScore: z.number(), counted: z.number() }).optional(),
+        })
+        .optional()
+        .describe(
+          'The policy’s outage section applied: the outage rule that decided what unavailability amounted to, or the cap on what onUnavailable scores added.',
+        ),
       skipped: z
         .array(z.object({ id: z.string(), reason: z.string() }))
         .optional()
@@ -329,6 +347,7 @@ function explanationOf(decision: PolicyDecision): DecideResponse['explanation'] 
     thresholds: decision.thresholds,
     decidedBy: decision.decidedBy ?? 'score',
   };
+  if (decision.outage !== undefined) explanation.outage = decision.outage;
   const skipped = decision.skippedRules?.filter((r) => !OTHER_PLATFORM_ONLY.test(r.reason));
   if (skipped !== undefined && skipped.length > 0) explanation.skipped = skipped;
   if (decision.suppressedActions !== undefined && decision.suppressedActions.length > 0) {

@@ -15,6 +15,8 @@ import { DEVICES_BIT, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {
   type CompiledAction,
+  type CompiledOutage,
+  type CompiledOutageRule,
   type CompiledOverride,
   type CompiledRule,
   PolicyEvaluator,
@@ -344,6 +346,8 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     });
   }
 
+  const outage = compileOutage(p, unavailableSettings, warn);
+
   const policy = new PolicyEvaluator({
     name: p.name,
     revision: policyRevision(text),
@@ -361,9 +365,45 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       deny: (p.verdictActions?.deny ?? []).flatMap((a) => actions.get(a) ?? []),
     },
     overrides,
+    outage,
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };
+}
+
+/**
+ * The `outage` section, with input names turned into activation bits. An outage rule naming an
+ * input the policy never reads could never match: a warning, and the rule is kept (harmless).
+ */
+function compileOutage(
+  p: PolicyFile,
+  settings: readonly UnavailableSetting[],
+  warn: (path: (string | number)[], message: string) => void,
+): CompiledOutage | undefined {
+  if (p.outage === undefined) return undefined;
+  const bitOf = new Map(settings.map((u) => [u.signal as string, u.bit]));
+  const rules: CompiledOutageRule[] = (p.outage.rules ?? []).map((r, i) => {
+    let allOfMask = 0;
+    r.when.unavailable?.forEach((name, j) => {
+      const bit = bitOf.get(name);
+      if (bit === undefined) {
+        warn(
+          ['outage', 'rules', i, 'when', 'unavailable', j],
+          `the policy never reads ${name}, so outage rule "${r.id}" cannot match`,
+        );
+        allOfMask = -1;
+      } else if (allOfMask !== -1) allOfMask |= bit;
+    });
+    return {
+      id: r.id,
+      description: r.description,
+      // A rule that can never match keeps an impossible count instead of a mask.
+      atLeast: allOfMask === -1 ? Number.POSITIVE_INFINITY : (r.when.unavailableAtLeast ?? 0),
+      allOfMask: allOfMask === -1 ? 0 : allOfMask,
+      verdict: r.verdict,
+    };
+  });
+  return { maxUnavailableScore: p.outage.maxUnavailableScore, rules };
 }
 
 const HARD_ALLOW_WARNING =

@@ -8,6 +8,7 @@ import type {
   AdminReadSettings,
   CompiledPolicy,
   MatchedRule,
+  OutageOutcome,
   OverrideMatch,
   PolicyAction,
   PolicyDecision,
@@ -77,6 +78,21 @@ export interface UnavailableSetting {
   onUnavailable: OnUnavailable;
 }
 
+export interface CompiledOutageRule {
+  id: string;
+  description: string | undefined;
+  /** At least this many unavailable inputs (0: no count condition). */
+  atLeast: number;
+  /** Activation bits of inputs that must all be unavailable (0: no set condition). */
+  allOfMask: number;
+  verdict: Verdict;
+}
+
+export interface CompiledOutage {
+  maxUnavailableScore: number | undefined;
+  rules: readonly CompiledOutageRule[];
+}
+
 export interface PolicyParts {
   name: string;
   revision: string;
@@ -90,6 +106,8 @@ export interface PolicyParts {
   unavailableSettings: readonly UnavailableSetting[];
   verdictActions: { [V in Verdict]: readonly CompiledAction[] };
   overrides: readonly CompiledOverride[];
+  /** Undefined when the policy has no `outage` section. */
+  outage: CompiledOutage | undefined;
   warnings: readonly PolicyIssue[];
 }
 
@@ -100,6 +118,24 @@ function guardsPass(act: Activation, guards: readonly RuleGuard[]): boolean {
     if (views[g.signal]![g.field] !== g.expect) return false;
   }
   return true;
+}
+
+/** The first outage rule whose conditions the unavailable inputs meet. */
+function matchOutageRule(
+  outage: CompiledOutage,
+  mask: number,
+  count: number,
+): CompiledOutageRule | undefined {
+  for (const r of outage.rules) {
+    if (count >= r.atLeast && (mask & r.allOfMask) === r.allOfMask) return r;
+  }
+  return undefined;
+}
+
+function outageRuleReport(r: CompiledOutageRule): NonNullable<OutageOutcome['rule']> {
+  return r.description === undefined
+    ? { id: r.id, verdict: r.verdict }
+    : { id: r.id, description: r.description, verdict: r.verdict };
 }
 
 /** Pushes onto a lazily created array: most decisions never need one. */
@@ -189,7 +225,14 @@ export class PolicyEvaluator implements CompiledPolicy {
     let score = 0;
     let hardRank = 0;
     const unavailable: UnavailableTreatment[] = [];
+    let outage: OutageOutcome | undefined;
+    let outageRank = 0;
     if (unavailableMask !== 0) {
+      // What unavailability adds, kept apart until the outage section has had its say.
+      let unavailableScore = 0;
+      let unavailableRank = 0;
+      let outageMask = 0;
+      let outageCount = 0;
       for (const u of p.unavailableSettings) {
         if ((unavailableMask & u.bit) === 0) continue;
         const reason = reasonOf(act, input, u.signal);
@@ -197,12 +240,28 @@ export class PolicyEvaluator implements CompiledPolicy {
           unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
           continue;
         }
+        outageMask |= u.bit;
+        outageCount++;
         const o = u.onUnavailable;
         if (o !== 'ignore') {
-          if ('score' in o) score += o.score;
-          else if (RANK[o.verdict] > hardRank) hardRank = RANK[o.verdict];
+          if ('score' in o) unavailableScore += o.score;
+          else if (RANK[o.verdict] > unavailableRank) unavailableRank = RANK[o.verdict];
         }
         unavailable.push({ signal: u.signal, reason, treatment: treatmentText(o) });
+      }
+      const rule = p.outage === undefined ? undefined : matchOutageRule(p.outage, outageMask, outageCount);
+      if (rule !== undefined) {
+        // The outage rule's verdict is what unavailability amounts to (a floor on the verdict).
+        outage = { unavailableInputs: outageCount, rule: outageRuleReport(rule) };
+        outageRank = RANK[rule.verdict];
+      } else {
+        const cap = p.outage?.maxUnavailableScore;
+        if (cap !== undefined && unavailableScore > cap) {
+          outage = { unavailableInputs: outageCount, cappedScore: { unavailableScore, counted: cap } };
+          unavailableScore = cap;
+        }
+        score = unavailableScore;
+        hardRank = unavailableRank;
       }
     }
 
@@ -288,6 +347,10 @@ export class PolicyEvaluator implements CompiledPolicy {
       verdict = score >= t.deny ? 'deny' : score >= t.challenge ? 'challenge' : 'allow';
       decidedBy = 'score';
     }
+    if (!override && outageRank > RANK[verdict]) {
+      verdict = BY_RANK[outageRank]!;
+      decidedBy = 'outage';
+    }
 
     const actions: PolicyAction[] = [];
     let suppressed: SuppressedAction[] | undefined;
@@ -331,6 +394,7 @@ export class PolicyEvaluator implements CompiledPolicy {
       decidedBy,
     };
     if (override) decision.override = override;
+    if (outage) decision.outage = outage;
     if (skipped) decision.skippedRules = skipped;
     if (shadow) decision.shadowMatches = shadow;
     if (suppressed) decision.suppressedActions = suppressed;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FACTORS } from '../admin/admin-schemas.ts';
 import { SUPPORTING_SIGNAL_TYPES } from '../signals/signal-schemas.ts';
+import { POLICY_SIGNAL_NAMES } from './policy-types.ts';
 
 /**
  * The policy file (`apiVersion: riskgate/v1`, `kind: Policy`), as zod. This is the single source of
@@ -166,6 +167,53 @@ export const overrideEntrySchema = z
   .strict();
 export type OverrideEntry = z.infer<typeof overrideEntrySchema>;
 
+/** The inputs an outage rule can name: the signals and the two Admin reads. */
+const OUTAGE_INPUTS = [...POLICY_SIGNAL_NAMES, 'adminUser', 'adminDevices'] as const;
+
+const outageRuleSchema = z
+  .object({
+    id: idSchema,
+    description: z.string().optional(),
+    when: z
+      .object({
+        unavailableAtLeast: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe('Matches when at least this many inputs the policy reads are unavailable.'),
+        unavailable: z
+          .array(z.enum(OUTAGE_INPUTS))
+          .min(1)
+          .optional()
+          .describe('Matches when every one of these inputs is unavailable.'),
+      })
+      .strict()
+      .describe('Both given: both must hold. `not_applicable` inputs (another platform) never count.'),
+    verdict: verdictSchema.describe(
+      'The verdict unavailability amounts to: replaces what the unavailable inputs would add (their onUnavailable); rules on the inputs that answered still count, and a harder verdict of theirs wins.',
+    ),
+  })
+  .strict();
+
+const outageSchema = z
+  .object({
+    maxUnavailableScore: z
+      .number()
+      .finite()
+      .min(0)
+      .optional()
+      .describe('The most that onUnavailable scores may add up to in one decision.'),
+    rules: z
+      .array(outageRuleSchema)
+      .optional()
+      .describe('Checked in order; the first that matches decides what unavailability amounts to.'),
+  })
+  .strict()
+  .describe(
+    'What a decision is when inputs are unavailable beyond their own onUnavailable: so a vendor outage challenges instead of denying everyone.',
+  );
+
 export const policyFileSchema = z
   .object({
     apiVersion: z.literal(POLICY_API_VERSION),
@@ -209,6 +257,7 @@ export const policyFileSchema = z
       })
       .strict()
       .optional(),
+    outage: outageSchema.optional(),
   })
   .strict();
 export type PolicyFile = z.infer<typeof policyFileSchema>;
@@ -248,6 +297,18 @@ export function crossCheckPolicy(p: PolicyFile): { path: (string | number)[]; me
         issues.push({ path: ['verdictActions', v, j], message: `unknown action "${a}"` });
     });
   }
+  const outageIds = new Set<string>();
+  p.outage?.rules?.forEach((r, i) => {
+    if (outageIds.has(r.id) || seen.has(r.id))
+      issues.push({ path: ['outage', 'rules', i, 'id'], message: `duplicate rule id "${r.id}"` });
+    outageIds.add(r.id);
+    if (r.when.unavailableAtLeast === undefined && r.when.unavailable === undefined) {
+      issues.push({
+        path: ['outage', 'rules', i, 'when'],
+        message: 'an outage rule needs `unavailableAtLeast` or `unavailable`',
+      });
+    }
+  });
   const overrideIds = new Set<string>();
   for (const list of ['allow', 'deny'] as const) {
     p.overrides?.[list]?.forEach((e, i) => {

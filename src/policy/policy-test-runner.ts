@@ -187,6 +187,10 @@ export function compareDecision(expect: ExpectedDecision, d: PolicyDecision): st
   if (expect.decidedBy !== undefined && expect.decidedBy !== d.decidedBy) {
     out.push(`decidedBy: expected ${expect.decidedBy}, got ${d.decidedBy}`);
   }
+  const outageRule = d.outage?.rule?.id ?? null;
+  if (expect.outageRule !== undefined && expect.outageRule !== outageRule) {
+    out.push(`outageRule: expected ${expect.outageRule ?? 'none'}, got ${outageRule ?? 'none'}`);
+  }
   for (const r of d.matchedRules) if (r.error) out.push(`rule ${r.id} failed to evaluate: ${r.error}`);
   return out;
 }

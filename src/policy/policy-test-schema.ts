@@ -91,7 +91,12 @@ const expectSchema = z
       .array(z.string())
       .optional()
       .describe('Exactly these actions asked for but not taken, by name (any order).'),
-    decidedBy: z.enum(['override', 'verdict', 'score']).optional(),
+    decidedBy: z.enum(['override', 'verdict', 'score', 'outage']).optional(),
+    outageRule: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('The outage rule that decided what unavailability amounted to; null: none matched.'),
   })
   .strict();
 export type ExpectedDecision = z.infer<typeof expectSchema>;

@@ -178,6 +178,16 @@ export interface UnavailableTreatment {
   treatment: string;
 }
 
+/** How the policy's `outage` section applied to a decision. */
+export interface OutageOutcome {
+  /** Inputs the policy reads that were unavailable (`not_applicable` aside). */
+  unavailableInputs: number;
+  /** The outage rule that matched: unavailability amounted to its verdict, not to onUnavailable. */
+  rule?: { id: string; description?: string; verdict: Verdict };
+  /** `maxUnavailableScore` capped the onUnavailable scores: what they added up to, what counted. */
+  cappedScore?: { unavailableScore: number; counted: number };
+}
+
 /** The result of one evaluation, with its explanation (always on). */
 export interface PolicyDecision {
   verdict: Verdict;
@@ -187,8 +197,13 @@ export interface PolicyDecision {
   unavailable: UnavailableTreatment[];
   actions: PolicyAction[];
   policy: { name: string; revision: string };
-  /** What decided the verdict: an override list entry, a hard rule verdict, or the score. */
-  decidedBy?: 'override' | 'verdict' | 'score';
+  /**
+   * What decided the verdict: an override list entry, a hard rule verdict, the score, or an outage
+   * rule (`outage` in the policy) that raised it.
+   */
+  decidedBy?: 'override' | 'verdict' | 'score' | 'outage';
+  /** Set when the policy's `outage` section changed what unavailability amounted to. */
+  outage?: OutageOutcome;
   /** Set when an allow/deny list entry decided the verdict. */
   override?: OverrideMatch;
   /** Rules not counted: a referenced input was unavailable, or an error with `onError: skip`. */
