@@ -39,8 +39,16 @@ export interface TokenManagerOptions {
   expiryMarginMs?: number;
   /** First retry delay after a failed refresh; doubles each failure. Default 250. */
   backoffInitialMs?: number;
-  /** Cap of the retry delay. Default 30000. */
+  /**
+   * Cap of the retry delay while a valid token is held. Default 30000. It shrinks to half the
+   * token's remaining validity as expiry nears, so a few tries still happen before it lapses.
+   */
   backoffMaxMs?: number;
+  /**
+   * Cap of the retry delay once no valid token is held (every decision is degraded then, so the
+   * first answer after the endpoint recovers matters most). Default 2000.
+   */
+  noTokenBackoffMaxMs?: number;
   /** Epoch milliseconds. Default `Date.now`. */
   now?: () => number;
   /** Jitter source in [0, 1). Default `Math.random`. */
@@ -115,6 +123,9 @@ export function refreshDelayMs(lifetimeMs: number): number {
   return Math.max(0.5 * lifetimeMs, Math.min(0.8 * lifetimeMs, lifetimeMs - 60_000));
 }
 
+/** Longest `Retry-After` honoured, milliseconds: a bigger one is a misconfigured endpoint, not a plan. */
+const MAX_RETRY_AFTER_MS = 60_000;
+
 /** Creates a token manager. Throws `RG_ERR_INVALID_CONFIG` for missing settings (never echoing the secret). */
 export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   if (!opts.clientId || !opts.clientSecret) {
@@ -134,6 +145,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   const margin = opts.expiryMarginMs ?? 1000;
   const backoffInitial = opts.backoffInitialMs ?? 250;
   const backoffMax = opts.backoffMaxMs ?? 30_000;
+  const noTokenBackoffMax = opts.noTokenBackoffMaxMs ?? 2000;
   const timeoutMs = opts.timeoutMs ?? 2000;
   const formEncode = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
   // RFC 6749 §2.3.1: id and secret are form-urlencoded before Base64.
@@ -175,10 +187,28 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
     void refresh();
   }
 
-  function backoffDelay(): number {
-    const exp = Math.min(backoffMax, backoffInitial * 2 ** Math.max(0, counters.consecutiveFailures - 1));
+  /**
+   * The pause after a failed refresh: exponential from `backoffInitialMs`, capped by how urgent a
+   * token is (see `backoffMaxMs`, `noTokenBackoffMaxMs`), and never shorter than the endpoint's own
+   * `Retry-After` (capped at MAX_RETRY_AFTER_MS). A success resets it.
+   */
+  function backoffDelay(retryAfterMs: number | undefined): number {
+    const at = now();
+    const t = held;
+    const cap = valid(t, at)
+      ? Math.max(backoffInitial, Math.min(backoffMax, (t.expiresAt - margin - at) / 2))
+      : Math.min(backoffMax, noTokenBackoffMax);
+    const exp = Math.min(cap, backoffInitial * 2 ** Math.max(0, counters.consecutiveFailures - 1));
     // Jitter over the upper half: spread instances apart without ever retrying at once.
-    return exp * (0.5 + random() * 0.5);
+    const jittered = exp * (0.5 + random() * 0.5);
+    return retryAfterMs === undefined
+      ? jittered
+      : Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
+  }
+
+  /** Whether a refresh may start now: none in flight, not stopped, past any backoff. */
+  function mayRefresh(at: number): boolean {
+    return inflight === undefined && !stopped && at >= nextAttemptAt;
   }
 
   function refresh(): Promise<UpstreamResult<string>> {
@@ -219,6 +249,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
         counters.refreshes++;
         counters.consecutiveFailures = 0;
         lastFailure = undefined;
+        nextAttemptAt = 0;
         counters.expiresAt = t.expiresAt;
         schedule(t.refreshAt - now());
         return result;
@@ -226,7 +257,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
       counters.failures++;
       counters.consecutiveFailures++;
       counters.lastErrorCode = r.error.code;
-      const delay = backoffDelay();
+      const delay = backoffDelay(r.error.retryAfterMs);
       nextAttemptAt = now() + delay;
       schedule(delay);
       const failure: UpstreamResult<string> = {
@@ -254,7 +285,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
         error: internalError('auth', 'token', err),
       };
       counters.lastErrorCode = failure.error.code;
-      const delay = backoffDelay();
+      const delay = backoffDelay(undefined);
       nextAttemptAt = now() + delay;
       schedule(delay);
       lastFailure = failure;
@@ -268,8 +299,9 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
       const t = held;
       const at = now();
       if (valid(t, at)) {
-        // A late timer (a busy loop, a suspended VM) must not let the token lapse.
-        if (at >= t.refreshAt && inflight === undefined && !stopped) void refresh();
+        // A late timer (a busy loop, a suspended VM) must not let the token lapse; a failing
+        // endpoint's backoff and Retry-After hold whether or not the old token is still valid.
+        if (at >= t.refreshAt && mayRefresh(at)) void refresh();
         return t.resolved;
       }
       if (inflight === undefined && lastFailure !== undefined && at < nextAttemptAt)
@@ -281,7 +313,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
       const t = held;
       const at = now();
       if (!valid(t, at)) return undefined;
-      if (at >= t.refreshAt && inflight === undefined && !stopped) void refresh();
+      if (at >= t.refreshAt && mayRefresh(at)) void refresh();
       return t.token;
     },
     invalidate(token) {

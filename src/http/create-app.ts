@@ -38,8 +38,11 @@ export interface AppDeps {
   actions: ActionQueue;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
-  /** Readiness checks beyond the policy (which `createApp` checks itself): e.g. `token`. */
-  readiness: () => Record<string, boolean>;
+  /**
+   * Vendor health for `GET /healthz` (token, breakers): details for people and dashboards. It never
+   * decides readiness: a degraded answer is still an answer (README, "Readiness").
+   */
+  health?: () => Record<string, unknown>;
   /** True once shutdown began: `/readyz` answers 503 so load balancers stop sending. */
   isDraining?: () => boolean;
   /** Without it, `POST /callbacks/admin` is not served. */
@@ -99,12 +102,15 @@ export function createApp(deps: AppDeps): Hono {
     return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
   });
 
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // Liveness: the process answers. The vendor's state is detail, never a reason to restart.
+  app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health?.() }));
 
+  // Readiness: this process can answer /decide (a policy is loaded, it is not shutting down). The
+  // vendor is not a check: every replica shares it, and failing them all at once would turn a
+  // degraded service (outage mode, onUnavailable) into no service.
   app.get('/readyz', (c) => {
     const checks: Record<string, boolean> = {
       policy: deps.decide.policies.current() !== undefined,
-      ...deps.readiness(),
     };
     if (deps.isDraining?.()) checks.draining = false;
     const ready = Object.values(checks).every(Boolean);

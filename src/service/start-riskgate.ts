@@ -28,6 +28,19 @@ import { createLogFollower, type LogFollower, type LogFollowerOptions } from './
  * shutdown: stop accepting, finish in-flight decisions, drain the actions, flush the log.
  */
 
+/** The token's state for /healthz: never the token itself. */
+function tokenHealth(tokens: TokenManager, nowMs: number): Record<string, unknown> {
+  const s = tokens.stats();
+  return {
+    valid: tokens.isReady(),
+    ...(s.expiresAt !== undefined && {
+      expiresInSeconds: Math.max(0, Math.round((s.expiresAt - nowMs) / 1000)),
+    }),
+    consecutiveFailures: s.consecutiveFailures,
+    ...(s.lastErrorCode !== undefined && { lastErrorCode: s.lastErrorCode }),
+  };
+}
+
 export interface StartRiskgateOptions {
   config: RiskgateConfig;
   /** The vendor. In sandbox mode main passes the embedded sandbox's settings. */
@@ -161,6 +174,16 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     'Decision log records dropped under sustained backpressure',
     () => decisionLog.dropped,
   );
+  metrics.observeGauge(
+    'riskgate_vendor_token_valid',
+    '1 while a valid Trust Signals access token is held, else 0 (decisions are degraded without one)',
+    () => (tokens.isReady() ? 1 : 0),
+  );
+  metrics.observeGauge(
+    'riskgate_vendor_token_consecutive_failures',
+    'Token requests failed since the last success',
+    () => tokens.stats().consecutiveFailures,
+  );
   metrics.observeBuildInfo(options.version ?? '0.0.0', () => policies.current()?.revision);
   // The client has one method per signal, named as the policy names them.
   const fetchSignal = ((name, query, callOptions) =>
@@ -173,7 +196,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     actions,
     decisionLog,
     metrics,
-    readiness: () => ({ token: tokens.isReady() }),
+    health: () => ({ vendor: { token: tokenHealth(tokens, Date.now()) } }),
     isDraining: () => draining,
     callbackSignatureKey: upstream.callbackSignatureKey,
     tracing: options.tracing,
