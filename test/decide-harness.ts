@@ -50,6 +50,8 @@ export interface HarnessOptions {
   deadlineMs?: number;
   sandbox?: SandboxOptions;
   riskgate?: Partial<Omit<StartRiskgateOptions, 'config' | 'upstream' | 'apiKeys'>>;
+  /** Further RISKGATE_* variables for loadConfig (e.g. admission limits). */
+  env?: Record<string, string>;
 }
 
 /** Writes a policy file into a fresh temp dir and returns its path. */
@@ -85,6 +87,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     RISKGATE_DEADLINE_MS: String(options.deadlineMs ?? 300),
     RISKGATE_DECISION_LOG: 'off',
     RISKGATE_STATE_DIR: stateDir,
+    ...options.env,
   });
   const lines: Record<string, unknown>[] = [];
   const serviceLog: Record<string, unknown>[] = [];

@@ -66,6 +66,13 @@ export interface RiskgateConfig {
   ratBatchWindowMs: number;
   /** Lifetime of a cached remote-access-tool answer, ms; 0 turns the cache off. Default 5000. */
   ratCacheMs: number;
+  /** Admission control: most decisions in flight per process before new ones are shed. Default 1000. */
+  maxInFlight: number;
+  /**
+   * Admission control: event-loop delay (queueing before a handler runs) past which new decisions
+   * are shed, ms. Default 50; 0 sheds only what queued past the whole deadline.
+   */
+  maxEventLoopDelayMs: number;
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -158,6 +165,8 @@ const baseSchema = z.object({
     whole: false,
   }),
   RISKGATE_RAT_CACHE_MS: numberVariable({ min: 0, max: 3_600_000, fallback: DEFAULT_RAT_CACHE_TTL_MS }),
+  RISKGATE_MAX_IN_FLIGHT: numberVariable({ min: 1, max: 100_000, fallback: 1000 }),
+  RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 50 }),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 
@@ -294,5 +303,7 @@ export function loadConfig(
     adminConnections: b.RISKGATE_ADMIN_CONNECTIONS,
     ratBatchWindowMs: b.RISKGATE_RAT_BATCH_WINDOW_MS,
     ratCacheMs: b.RISKGATE_RAT_CACHE_MS,
+    maxInFlight: b.RISKGATE_MAX_IN_FLIGHT,
+    maxEventLoopDelayMs: b.RISKGATE_MAX_EVENT_LOOP_DELAY_MS,
   };
 }

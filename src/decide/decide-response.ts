@@ -89,15 +89,21 @@ export const decideResponseSchema = z.object({
   degraded: z
     .boolean()
     .describe(
-      'True when an input the policy uses was unavailable (missing_identifiers included; not_applicable aside).',
+      'True when an input the policy uses was unavailable (missing_identifiers included; not_applicable aside), or riskgate was overloaded.',
+    ),
+  reason: z
+    .literal('overloaded')
+    .optional()
+    .describe(
+      'Present only when riskgate did not evaluate the login: overloaded, it answered the policy’s overload verdict without calling the vendor.',
     ),
   explanation: z
     .object({
       thresholds: z.object({ challenge: z.number(), deny: z.number() }),
       decidedBy: z
-        .enum(['override', 'verdict', 'score', 'outage'])
+        .enum(['override', 'verdict', 'score', 'outage', 'overload'])
         .describe(
-          'An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, the score, or an outage rule of the policy that raised the verdict.',
+          'An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, the score, an outage rule of the policy that raised the verdict, or the policy’s overload verdict (nothing was evaluated).',
         ),
       outage: z
         .object({
@@ -354,6 +360,31 @@ function explanationOf(decision: PolicyDecision): DecideResponse['explanation'] 
     explanation.suppressedActions = decision.suppressedActions;
   }
   return explanation;
+}
+
+/**
+ * The answer to a decision riskgate shed under overload when the policy names an overload verdict:
+ * nothing fetched, nothing evaluated, no action.
+ */
+export function overloadResponse(
+  policy: { name: string; revision: string; thresholds: { challenge: number; deny: number } },
+  verdict: DecideResponse['verdict'],
+  decisionId: string,
+  elapsedMs: number,
+): DecideResponse {
+  return {
+    decisionId,
+    verdict,
+    score: 0,
+    reasons: [],
+    policy: { name: policy.name, revision: policy.revision },
+    signals: {},
+    actions: [],
+    degraded: true,
+    reason: 'overloaded',
+    explanation: { thresholds: policy.thresholds, decidedBy: 'overload' },
+    elapsedMs,
+  };
 }
 
 /** `Server-Timing: total;dur=12.3, signals-newBrowser;dur=8.1, admin-user;dur=2.0, policy;dur=0.1`. */

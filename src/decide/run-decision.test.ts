@@ -26,6 +26,7 @@ function fixturePolicy(
   const policy: CompiledPolicy = {
     name: 'fixture',
     revision: 'r1',
+    thresholds: { challenge: 40, deny: 80 },
     requirements: { signals, adminUser: false, adminDevices: false, ...requirements },
     signalSettings: Object.fromEntries(
       [...signals].map((n) => [n, { timeoutMs: options.timeoutMs ?? 100, params: {} }]),

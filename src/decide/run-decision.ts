@@ -74,6 +74,7 @@ export async function runDecision(
   deps: RunDecisionDeps,
   request: DecideRequest,
   traceparent?: string,
+  callerGone?: AbortSignal,
 ): Promise<DecisionRun> {
   const startedAt = performance.now();
   const receivedAt = new Date();
@@ -82,6 +83,11 @@ export async function runDecision(
 
   const controller = new AbortController();
   const signal = controller.signal;
+  // The caller hung up: nobody will read the answer, so the fan-out stops now (as at the deadline).
+  if (callerGone !== undefined) {
+    if (callerGone.aborted) controller.abort();
+    else callerGone.addEventListener('abort', () => controller.abort(), { once: true, signal });
+  }
   const signals: PolicyInput['signals'] = {};
   const calls: CallTiming[] = [];
   let user: AdminUser | undefined;

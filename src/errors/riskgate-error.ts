@@ -49,6 +49,8 @@ export const ErrorCode = {
   NOT_FOUND: 'RG_ERR_NOT_FOUND',
   /** The path exists but not for the request's method (HTTP 405, with `Allow`). */
   METHOD_NOT_ALLOWED: 'RG_ERR_METHOD_NOT_ALLOWED',
+  /** riskgate is overloaded and did not start the decision (HTTP 503, with `Retry-After`). */
+  OVERLOADED: 'RG_ERR_OVERLOADED',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;

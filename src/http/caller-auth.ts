@@ -22,12 +22,17 @@ export function createKeyVerifier(keys: readonly string[]): (presented: string) 
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
+/** The key of an `Authorization: Bearer <key>` header; undefined when absent or malformed. */
+export function presentedKey(header: string | undefined): string | undefined {
+  return header ? BEARER.exec(header)?.[1] : undefined;
+}
+
 /** Hono middleware answering 401 problem+json unless the request carries a valid caller key. */
 export function callerAuth(keys: readonly string[]): MiddlewareHandler {
   const verify = createKeyVerifier(keys);
   return async (c, next) => {
     const header = c.req.header('authorization');
-    const key = header ? BEARER.exec(header)?.[1] : undefined;
+    const key = presentedKey(header);
     if (key === undefined || !verify(key)) {
       return problemResponse(
         problemOf(

@@ -1,6 +1,8 @@
-import { Hono } from 'hono';
+import { randomUUID } from 'node:crypto';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionQueue } from '../actions/action-queue.ts';
 import { planActions } from '../actions/admin-actions.ts';
+import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
 import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import {
@@ -9,6 +11,7 @@ import {
   buildDecideResponse,
   type DecideResponse,
   oneTimeCodeReport,
+  overloadResponse,
   serverTiming,
 } from '../decide/decide-response.ts';
 import { type DecisionRun, type RunDecisionDeps, runDecision } from '../decide/run-decision.ts';
@@ -18,7 +21,7 @@ import { ErrorCode, InputError } from '../errors/riskgate-error.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
-import { callerAuth } from './caller-auth.ts';
+import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
 import { limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
 
@@ -51,6 +54,8 @@ export interface AppDeps {
   log: ServiceLog;
   /** riskgate's version, for /openapi.json. */
   version: string;
+  /** Sheds decisions under overload (src/admission/); without it every decision is started. */
+  admission?: AdmissionControl | undefined;
 }
 
 /** Largest admin callback body accepted, bytes. */
@@ -91,11 +96,12 @@ export function createApp(deps: AppDeps): Hono {
     return problemResponse(problemOf(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}.`));
   });
 
-  app.post('/decide', auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
+  app.post('/decide', admit(deps), auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
     const startedAt = performance.now();
     const request = await readJsonBody(c, decideRequestSchema);
     const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
-    const run = await runDecision(deps.decide, request, span?.traceparent);
+    // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
+    const run = await runDecision(deps.decide, request, span?.traceparent, c.req.raw.signal);
     const response = buildDecideResponse(run, startActions(deps, run, span?.traceparent));
     const totalMs = performance.now() - startedAt;
     setImmediate(afterDecision, deps, run, response, totalMs, span);
@@ -153,6 +159,70 @@ export function createApp(deps: AppDeps): Hono {
   }
 
   return app;
+}
+
+/**
+ * Admission at the edge of /decide, before authentication, body and fan-out: a shed decision costs
+ * a header parse and a short answer (src/admission/admission-control.ts). Shed, the caller gets the
+ * policy's overload verdict when it names one (200, degraded, reason overloaded; only for a valid
+ * caller key) or 503 problem+json with Retry-After.
+ */
+function admit(deps: AppDeps): MiddlewareHandler {
+  const admission = deps.admission;
+  if (admission === undefined) return (_c, next) => next();
+  const verify = createKeyVerifier(deps.apiKeys);
+  return async (c, next) => {
+    const shed = admission.check();
+    if (shed !== undefined) return overloaded(c, deps, admission, shed, verify);
+    admission.inFlight++;
+    try {
+      await next();
+    } finally {
+      admission.inFlight--;
+    }
+  };
+}
+
+function overloaded(
+  c: Context,
+  deps: AppDeps,
+  admission: AdmissionControl,
+  reason: ShedReason,
+  verify: (key: string) => boolean,
+): Response {
+  const startedAt = performance.now();
+  const policy = deps.decide.policies.current();
+  const key = presentedKey(c.req.header('authorization'));
+  if (policy.overloadVerdict !== undefined && key !== undefined && verify(key)) {
+    const response = overloadResponse(
+      policy,
+      policy.overloadVerdict,
+      randomUUID(),
+      performance.now() - startedAt,
+    );
+    deps.metrics.recordShed(reason, 'verdict');
+    deps.decisionLog.write({
+      kind: 'decision',
+      decisionId: response.decisionId,
+      at: new Date().toISOString(),
+      policy: response.policy,
+      outcome: { verdict: response.verdict, score: 0, decidedBy: 'overload', shed: reason },
+      actions: [],
+      degraded: true,
+      reason: 'overloaded',
+    });
+    return c.json(response, 200);
+  }
+  deps.metrics.recordShed(reason, 'refused');
+  return problemResponse(
+    problemOf(
+      ErrorCode.OVERLOADED,
+      reason === 'in_flight'
+        ? 'riskgate has as many decisions in flight as it allows; retry shortly.'
+        : 'riskgate is overloaded (its event loop is behind); retry shortly.',
+    ),
+    { 'retry-after': String(admission.retryAfterSeconds) },
+  );
 }
 
 /** The `Allow` value of each routed path (a GET route answers HEAD too), for 405 answers. */

@@ -25,6 +25,8 @@ export interface RiskgateMetrics {
   recordLogEvents(type: string, count: number): void;
   /** A Log API window that failed (it is read again after a backoff). */
   recordLogPollError(): void;
+  /** A decision shed under overload: refused (503) or answered with the policy's overload verdict. */
+  recordShed(reason: string, answer: 'refused' | 'verdict'): void;
   /** A request entered riskgate's HTTP edge (`riskgate_http_requests_in_flight`). */
   requestStarted(): void;
   /** It was answered; a 4xx or 5xx is counted by status and `RG_ERR_*` code. */
@@ -101,6 +103,11 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     })
     .addCallback((r) => r.observe(inFlight));
   const httpErrorAttrs = new Map<string, Attributes>();
+  const shedDecisions = counter(
+    'riskgate_decisions_shed',
+    'Decisions not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
+  );
+  const shedAttrs = new Map<string, Attributes>();
   const runtime = options.runtime === false ? undefined : startRuntimeMetrics(meter);
   // Event types come from the vendor: a bounded label set, whatever it sends.
   const logEventAttrs = new Map<string, Attributes>();
@@ -157,6 +164,12 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     },
     recordLogPollError() {
       logPollErrors.add(1);
+    },
+    recordShed(reason, answer) {
+      shedDecisions.add(
+        1,
+        cached(shedAttrs, `${reason}:${answer}`, () => ({ reason, answer })),
+      );
     },
     requestStarted() {
       inFlight++;

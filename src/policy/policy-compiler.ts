@@ -366,6 +366,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     },
     overrides,
     outage,
+    overloadVerdict: p.overload?.verdict,
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };

@@ -108,6 +108,8 @@ export interface PolicyParts {
   overrides: readonly CompiledOverride[];
   /** Undefined when the policy has no `outage` section. */
   outage: CompiledOutage | undefined;
+  /** `overload.verdict`; undefined: shed decisions are answered 503. */
+  overloadVerdict: Verdict | undefined;
   warnings: readonly PolicyIssue[];
 }
 
@@ -175,6 +177,8 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly warnings: readonly PolicyIssue[];
   readonly files: readonly string[];
   readonly ruleIds: readonly string[];
+  readonly overloadVerdict: Verdict | undefined;
+  readonly thresholds: { challenge: number; deny: number };
   readonly #p: PolicyParts;
   readonly #act: Activation = createActivation();
   readonly #policyRef: { name: string; revision: string };
@@ -189,6 +193,8 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.warnings = parts.warnings;
     this.files = parts.files;
     this.ruleIds = parts.rules.map((r) => r.id);
+    this.overloadVerdict = parts.overloadVerdict;
+    this.thresholds = parts.thresholds;
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
 

@@ -258,6 +258,17 @@ export const policyFileSchema = z
       .strict()
       .optional(),
     outage: outageSchema.optional(),
+    overload: z
+      .object({
+        verdict: verdictSchema.describe(
+          'Answered (200, degraded, reason overloaded) without any upstream call or action to a decision riskgate sheds.',
+        ),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'What a login gets when riskgate is overloaded and sheds it. Without it the caller gets 503 with Retry-After and decides itself.',
+      ),
   })
   .strict();
 export type PolicyFile = z.infer<typeof policyFileSchema>;

@@ -227,6 +227,8 @@ export interface CompiledPolicy {
   revision: string;
   requirements: PolicyRequirements;
   signalSettings: { [N in PolicySignalName]?: SignalSettings };
+  /** total >= challenge challenges, total >= deny denies. */
+  thresholds: { challenge: number; deny: number };
   evaluate(input: PolicyInput): PolicyDecision;
   /** Timeouts of the Admin reads the policy needs. */
   adminSettings?: { user?: AdminReadSettings; devices?: AdminReadSettings };
@@ -236,4 +238,9 @@ export interface CompiledPolicy {
   files?: readonly string[];
   /** Rule ids in file order. */
   ruleIds?: readonly string[];
+  /**
+   * The verdict to answer, without any upstream call, when riskgate is overloaded (`overload` in
+   * the policy); undefined: an overloaded riskgate answers 503 instead.
+   */
+  overloadVerdict?: Verdict | undefined;
 }

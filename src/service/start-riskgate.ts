@@ -4,6 +4,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { ActionQueue, type ActionQueueOptions } from '../actions/action-queue.ts';
 import { type AdminClient, type AdminClientOptions, createAdminClient } from '../admin/admin-client.ts';
+import { AdmissionControl } from '../admission/admission-control.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
@@ -77,6 +78,7 @@ export interface RunningRiskgate {
   actions: ActionQueue;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
+  admission: AdmissionControl;
   /** Follows the Log API when it is configured. */
   logs: LogFollower | undefined;
   /** Resolves once the first token request finished (successful or not; see `/readyz`). */
@@ -189,8 +191,21 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const fetchSignal = ((name, query, callOptions) =>
     (signals[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, callOptions)) as SignalFetcher;
 
+  const admission = new AdmissionControl({
+    maxInFlight: config.maxInFlight,
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+    deadlineMs: config.deadlineMs,
+  });
+  admission.start();
+  metrics.observeGauge(
+    'riskgate_decisions_in_flight',
+    'Decisions admitted and not yet answered (admission control sheds past RISKGATE_MAX_IN_FLIGHT)',
+    () => admission.inFlight,
+  );
+
   let draining = false;
   const app = createApp({
+    admission,
     decide: { signals: fetchSignal, admin, policies, deadlineMs: config.deadlineMs },
     apiKeys: options.apiKeys,
     actions,
@@ -266,6 +281,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await logsStarted;
     await logs?.stop();
     policies.close();
+    admission.stop();
     await Promise.all([tokens.stop(), signals.close(), admin.close()]);
     await decisionLog.close(DECISION_LOG_CLOSE_TIMEOUT_MS); // bounded: a stuck destination cannot hold the exit
     await Promise.all([metrics.shutdown(), options.tracing?.shutdown()]);
@@ -282,6 +298,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     actions,
     decisionLog,
     metrics,
+    admission,
     logs,
     ready,
     stop: () => {

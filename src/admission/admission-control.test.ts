@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AdmissionControl } from './admission-control.ts';
+
+describe('AdmissionControl', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function controlled(options: { maxEventLoopDelayMs?: number; maxInFlight?: number; deadlineMs?: number }) {
+    let t = 1000;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const admission = new AdmissionControl({ deadlineMs: 300, ...options, now: () => t });
+    admission.start();
+    return {
+      admission,
+      /** Time passes with the loop busy: the sample timer cannot run. */
+      stall: (ms: number) => {
+        t += ms;
+      },
+      /** Time passes with the loop free: the sample runs on time. */
+      idle: (ms: number) => {
+        for (let i = 0; i < ms; i++) {
+          t++;
+          vi.advanceTimersByTime(1);
+        }
+      },
+    };
+  }
+
+  it('admits while the loop keeps up, and sheds while it is stuck, from the moment it is', () => {
+    const { admission, stall, idle } = controlled({ maxEventLoopDelayMs: 50 });
+    idle(30); // samples at +10, +20, +30: the next is due at +40
+    expect(admission.check()).toBeUndefined();
+    stall(50); // the sample is 40 ms overdue: within bounds
+    expect(admission.check()).toBeUndefined();
+    stall(30); // 70 ms overdue, and no sample has run: seen all the same
+    expect(admission.eventLoopDelayMs()).toBe(70);
+    expect(admission.check()).toBe('event_loop_delay');
+    // The late sample records the delay; once the loop keeps up again, decisions are admitted.
+    idle(10);
+    expect(admission.check()).toBe('event_loop_delay');
+    idle(10);
+    expect(admission.check()).toBeUndefined();
+    expect(admission.shed).toEqual({ event_loop_delay: 2, in_flight: 0 });
+    admission.stop();
+  });
+
+  it('never starts a decision that queued past its whole deadline, even with the delay signal off', () => {
+    const { admission, stall } = controlled({ maxEventLoopDelayMs: 0, deadlineMs: 300 });
+    stall(250);
+    expect(admission.check()).toBeUndefined();
+    stall(100);
+    expect(admission.check()).toBe('event_loop_delay');
+    admission.stop();
+  });
+
+  it('sheds past the most decisions in flight', () => {
+    const { admission } = controlled({ maxInFlight: 2 });
+    admission.inFlight = 2;
+    expect(admission.check()).toBe('in_flight');
+    admission.inFlight = 1;
+    expect(admission.check()).toBeUndefined();
+    admission.stop();
+  });
+});
