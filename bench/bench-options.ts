@@ -54,10 +54,23 @@ export interface BenchOptions {
    * never do; the cache would serve the lookups and hide the batching.
    */
   ratCacheMs: number;
+  /** Seconds per step of the overload scenario (0 skips it). Default 20. */
+  overloadStepS: number;
+  /** Closed-loop connections that measure the capacity the overload steps are multiples of. Default 256. */
+  overloadConnections: number;
+  /** Extra environment for riskgate (`--riskgate-env KEY=VALUE,...`), e.g. admission limits. */
+  riskgateEnv: Record<string, string>;
 }
 
 /** Options every mode shares (flags and env may still set them). */
-type SharedOptionKey = 'mode' | 'policyPath' | 'resultsDir' | 'pin' | 'ratWindowMs' | 'ratCacheMs';
+type SharedOptionKey =
+  | 'mode'
+  | 'policyPath'
+  | 'resultsDir'
+  | 'pin'
+  | 'ratWindowMs'
+  | 'ratCacheMs'
+  | 'riskgateEnv';
 
 const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
   full: {
@@ -77,6 +90,8 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     tokenLifetimeS: 0,
     repeat: 1,
     bodyVariants: 1024,
+    overloadStepS: 20,
+    overloadConnections: 256,
   },
   // Under a minute: two rates per profile, short steps, a short memory run.
   quick: {
@@ -96,6 +111,8 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     tokenLifetimeS: 0,
     repeat: 1,
     bodyVariants: 256,
+    overloadStepS: 5,
+    overloadConnections: 256,
   },
   // Only proves the harness works end to end (CI): every scenario runs, for a moment.
   smoke: {
@@ -115,6 +132,8 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     tokenLifetimeS: 0,
     repeat: 1,
     bodyVariants: 64,
+    overloadStepS: 1,
+    overloadConnections: 16,
   },
 };
 
@@ -152,6 +171,18 @@ const FIELDS = {
   'body-variants': { parse: positiveInt, key: 'bodyVariants' },
   'rat-window-ms': { parse: z.coerce.number().min(0).max(MAX_WINDOW_MS), key: 'ratWindowMs' },
   'rat-cache-ms': { parse: z.coerce.number().int().nonnegative(), key: 'ratCacheMs' },
+  'overload-step': { parse: nonNegative, key: 'overloadStepS' },
+  'overload-connections': { parse: positiveInt, key: 'overloadConnections' },
+  'riskgate-env': {
+    parse: z
+      .string()
+      .transform((s) => s.split(',').filter((kv) => kv.trim() !== ''))
+      .pipe(z.array(z.string().regex(/^[A-Z][A-Z0-9_]*=.*$/, 'each entry is KEY=VALUE')))
+      .transform((kvs) =>
+        Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+      ),
+    key: 'riskgateEnv',
+  },
 } as const satisfies Record<string, { parse: z.ZodType; key: keyof BenchOptions }>;
 
 /** Flag help, printed by `--help`. */
@@ -179,6 +210,9 @@ Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --body-variants 1024        distinct /decide bodies cycled through
   --rat-window-ms 1           riskgate's remote-access-tool batch window (RISKGATE_RAT_BATCH_WINDOW_MS)
   --rat-cache-ms 0            riskgate's remote-access-tool answer cache (0: off, as for distinct logins)
+  --overload-step 20          seconds per step of the overload scenario (0 skips it)
+  --overload-connections 256  closed-loop connections measuring the capacity it multiplies
+  --riskgate-env K=V,K=V      extra riskgate environment (e.g. RISKGATE_MAX_IN_FLIGHT=500)
   --no-pin                    do not pin processes with taskset
 `;
 
@@ -208,6 +242,7 @@ export function parseBenchOptions(
     resultsDir: 'bench/results',
     ratWindowMs: DEFAULT_WINDOW_MS,
     ratCacheMs: 0,
+    riskgateEnv: {},
   };
   const target = options as unknown as Record<string, unknown>;
   for (const [flag, field] of Object.entries(FIELDS)) {

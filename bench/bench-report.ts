@@ -213,6 +213,11 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   out.push(renderPolicyEval(s.policyEval));
   out.push('');
 
+  if (s.overload !== undefined) {
+    out.push(renderOverload(s.overload));
+    out.push('');
+  }
+
   out.push('### Targets (recorded, not asserted)');
   out.push('');
   out.push('| target | wanted | measured | met |');
@@ -224,6 +229,28 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   }
   out.push('');
   return out.join('\n');
+}
+
+function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): string {
+  const lines = [
+    `### 7. Overload (${o.profile}; deadline ${o.deadlineMs} ms; ${o.stepS} s per step)`,
+    '',
+    `Capacity (closed loop, ${o.capacity.connections} connections): **${o.capacity.requestsPerSecond}/s** (p99 ${o.capacity.p99Ms} ms, non-2xx ${o.capacity.non2xx}). Then open loop at multiples of it, one step after the other:`,
+    '',
+    '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | riskgate CPU % |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const st of o.steps) {
+    lines.push(
+      `| ${st.multiplier}x | ${st.rate} | ${st.achievedRate} | ${(st.withinDeadlineShare * 100).toFixed(1)} % | ${(st.goodputOfCapacity * 100).toFixed(1)} % | ${st.shed} | ${st.timeouts} | ${st.otherErrors} | ${st.p50Ms} | ${st.p99Ms} | ${st.riskgateCorePct} |`,
+    );
+  }
+  const series = o.steps.at(-1)?.perSecondP99Ms;
+  lines.push('');
+  lines.push(
+    `Recovery after the 5x step: **${o.recoveryS < 0 ? 'not within the step' : `${o.recoveryS} s`}** until the per-second p99 stays within 1.5x the first 0.5x step's (+5 ms)${series ? `; per-second p99 (ms): ${series.join(', ')}` : ''}.`,
+  );
+  return lines.join('\n');
 }
 
 function renderPolicyEval(policyEval: BenchResult['scenarios']['policyEval']): string {

@@ -18,6 +18,7 @@ import { writeBenchScenario } from './bench-scenario.ts';
 import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
 import type { CannonResult, OpenLoopResult } from './open-loop-generator.ts';
+import { type OverloadFigures, runOverloadScenario } from './overload-scenario.ts';
 import { type PolicyEvalFigures, runPolicyEval } from './policy-eval-scenario.ts';
 import { computePolicyNeeds, type PolicyNeeds } from './policy-needs.ts';
 import {
@@ -159,6 +160,8 @@ export interface BenchResult {
       load: Pick<OpenLoopResult, 'ok' | 'achievedRate' | 'errors' | 'latencyUs'>;
     };
     policyEval: PolicyEvalFigures;
+    /** Absent when `--overload-step 0`. */
+    overload?: OverloadFigures;
   };
 }
 
@@ -273,6 +276,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         RISKGATE_DECISION_LOG: 'off',
         RISKGATE_RAT_BATCH_WINDOW_MS: String(options.ratWindowMs),
         RISKGATE_RAT_CACHE_MS: String(options.ratCacheMs),
+        ...options.riskgateEnv,
       },
     });
     servers.push(riskgate);
@@ -407,6 +411,51 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     const hello = await cannon('hello');
     const decide = await cannon('decide');
     await takeStats();
+
+    // Scenario 6: overload, multiples of the closed-loop capacity under the lognormal profile.
+    let overload: OverloadFigures | undefined;
+    if (options.overloadStepS > 0) {
+      const profile: LatencyProfile = {
+        name: 'lognormal',
+        p50Ms: options.latencyP50Ms,
+        p99Ms: options.latencyP99Ms,
+      };
+      await freshSandbox(profile);
+      overload = await runOverloadScenario({
+        deadlineMs: Number(options.riskgateEnv.RISKGATE_DEADLINE_MS ?? 300),
+        stepS: options.overloadStepS,
+        cannonConnections: options.overloadConnections,
+        profile: describeProfile(profile),
+        cannon: (connections, durationS) =>
+          generator!.run<CannonResult>({
+            type: 'cannon',
+            url: `${riskgate.url}/decide`,
+            method: 'POST',
+            headers: { ...decideHeaders, 'content-type': 'application/json' },
+            bodies,
+            connections,
+            durationS,
+          }),
+        openLoop: (rate, durationS, extra) =>
+          generator!.run<OpenLoopResult>({
+            type: 'open',
+            origin: riskgate.url,
+            path: '/decide',
+            headers: decideHeaders,
+            bodies,
+            rate,
+            durationS,
+            warmupS: 0,
+            connections: Math.max(options.connections, 512),
+            timeoutMs: options.timeoutMs,
+            maxInFlight: options.maxInFlight,
+            ...extra,
+          }),
+        cpuUs: async () => cpuOf(await sample()),
+        progress,
+      });
+      await takeStats();
+    }
 
     // Scenario 5: memory before, during and after a sustained run.
     await freshSandbox({ name: 'zero' });
@@ -551,6 +600,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         },
         // Filled in below, once the servers have stopped.
         policyEval: { available: false, reason: 'not run' },
+        ...(overload !== undefined && { overload }),
       },
     };
     return result;

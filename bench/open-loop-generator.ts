@@ -33,6 +33,10 @@ export interface OpenLoopJob {
   connections: number;
   timeoutMs: number;
   maxInFlight: number;
+  /** Counts the 2xx answers within this many ms of their intended send (`withinBound`). */
+  goodputWithinMs?: number;
+  /** Also reports the p99 of 2xx answers by second of intended send (`perSecondP99Ms`). */
+  perSecond?: boolean;
 }
 
 export interface CannonJob {
@@ -81,6 +85,10 @@ export interface OpenLoopResult {
   verdicts: Record<string, number>;
   /** CPU the generator used during the run, microseconds (to show it was not the bottleneck). */
   generatorCpuUs: number;
+  /** 2xx answers within `goodputWithinMs` of their intended send (0 without it). */
+  withinBound: number;
+  /** p99 latency of the 2xx answers sent in each second of the measured window, ms (with `perSecond`). */
+  perSecondP99Ms?: number[];
 }
 
 export interface CannonResult {
@@ -124,6 +132,10 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
   let missingServerTiming = 0;
   let upstreamMetrics = 0;
   let inFlight = 0;
+  let withinBound = 0;
+  const perSecond = job.perSecond
+    ? Array.from({ length: Math.ceil(job.durationS) }, () => createMicrosecondHistogram())
+    : undefined;
 
   const intervalMs = 1000 / job.rate;
   const warmupCount = Math.round(job.warmupS * job.rate);
@@ -168,6 +180,12 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
         }
         ok++;
         recordMicros(latency, (endMs - intendedMs) * 1000);
+        if (job.goodputWithinMs !== undefined && endMs - intendedMs <= job.goodputWithinMs) withinBound++;
+        if (perSecond !== undefined) {
+          const second = Math.floor((intendedMs - measuredStartMs) / 1000);
+          const h = perSecond[Math.min(perSecond.length - 1, Math.max(0, second))]!;
+          recordMicros(h, (endMs - intendedMs) * 1000);
+        }
         const serviceMs = endMs - sentMs;
         recordMicros(serviceTime, serviceMs * 1000);
         const timing = parseServerTiming(response.headers['server-timing']);
@@ -242,6 +260,12 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
       ok - missingServerTiming > 0 ? round(upstreamMetrics / (ok - missingServerTiming), 3) : 0,
     verdicts,
     generatorCpuUs: cpu.user + cpu.system,
+    withinBound,
+    ...(perSecond !== undefined && {
+      perSecondP99Ms: perSecond.map((h) =>
+        h.totalCount === 0 ? 0 : round(h.getValueAtPercentile(99) / 1000, 2),
+      ),
+    }),
   };
 }
 

@@ -1,0 +1,123 @@
+/**
+ * Scenario 6: overload. Measures riskgate's closed-loop capacity under the lognormal upstream
+ * profile, then drives it open-loop at 0.5x, 1x, 2x and 5x that capacity, one step each, and back
+ * at 0.5x. Per step: the share of scheduled logins answered (2xx) within the deadline + 50 ms
+ * (goodput), how many were shed (503), the latency of the answered ones, riskgate's CPU; after the
+ * overload, how many seconds until the per-second p99 is back to normal.
+ */
+import type { CannonResult, OpenLoopJob, OpenLoopResult } from './open-loop-generator.ts';
+
+export const OVERLOAD_MULTIPLIERS = [0.5, 1, 2, 5, 0.5] as const;
+
+export interface OverloadStep {
+  multiplier: number;
+  rate: number;
+  scheduled: number;
+  /** 2xx answers per second. */
+  achievedRate: number;
+  /** 2xx answers within deadline + 50 ms, as a share of the logins scheduled. */
+  withinDeadlineShare: number;
+  /** 2xx answers within deadline + 50 ms per second, as a share of the measured capacity. */
+  goodputOfCapacity: number;
+  shed: number;
+  timeouts: number;
+  otherErrors: number;
+  /** Latency of the 2xx answers from their intended send, ms. */
+  p50Ms: number;
+  p99Ms: number;
+  riskgateCorePct: number;
+  /** Per-second p99 of the 2xx answers (the recovery step only). */
+  perSecondP99Ms?: number[];
+}
+
+export interface OverloadFigures {
+  profile: string;
+  deadlineMs: number;
+  stepS: number;
+  capacity: { connections: number; requestsPerSecond: number; p99Ms: number; non2xx: number };
+  steps: OverloadStep[];
+  /**
+   * Seconds into the 0.5x step after the 5x one until the per-second p99 stays within 1.5x the
+   * first 0.5x step's p99 (+5 ms); -1 if it never did.
+   */
+  recoveryS: number;
+}
+
+export interface OverloadDeps {
+  deadlineMs: number;
+  stepS: number;
+  cannonConnections: number;
+  profile: string;
+  /** A closed-loop run on /decide. */
+  cannon: (connections: number, durationS: number) => Promise<CannonResult>;
+  /** An open-loop run on /decide. */
+  openLoop: (rate: number, durationS: number, extra: Partial<OpenLoopJob>) => Promise<OpenLoopResult>;
+  /** riskgate's CPU so far, microseconds. */
+  cpuUs: () => Promise<number>;
+  progress: (message: string) => void;
+}
+
+const r1 = (v: number) => Math.round(v * 10) / 10;
+
+export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigures> {
+  d.progress(`overload: capacity, closed loop, ${d.cannonConnections} connections`);
+  await d.cannon(d.cannonConnections, 1);
+  const cap = await d.cannon(d.cannonConnections, Math.max(2, d.stepS / 2));
+  const capacity = Math.max(1, cap.requestsPerSecond);
+  const boundMs = d.deadlineMs + 50;
+  const steps: OverloadStep[] = [];
+  for (const [i, m] of OVERLOAD_MULTIPLIERS.entries()) {
+    const rate = Math.round(capacity * m);
+    const last = i === OVERLOAD_MULTIPLIERS.length - 1;
+    d.progress(`overload: ${m}x capacity = ${rate}/s for ${d.stepS} s`);
+    const cpuBefore = await d.cpuUs();
+    const startedAt = performance.now();
+    // No warm-up: the step starts straight after the previous one, as a real surge does.
+    const load = await d.openLoop(rate, d.stepS, { goodputWithinMs: boundMs, perSecond: last });
+    const wallUs = (performance.now() - startedAt) * 1000;
+    const cpuUs = (await d.cpuUs()) - cpuBefore;
+    steps.push({
+      multiplier: m,
+      rate,
+      scheduled: load.scheduled,
+      achievedRate: load.achievedRate,
+      withinDeadlineShare:
+        load.scheduled > 0 ? Math.round((load.withinBound / load.scheduled) * 1000) / 1000 : 0,
+      goodputOfCapacity: Math.round((load.withinBound / d.stepS / capacity) * 1000) / 1000,
+      shed: load.errors.status['503'] ?? 0,
+      timeouts: load.errors.timeouts,
+      otherErrors:
+        load.errors.connection +
+        load.errors.dropped +
+        Object.entries(load.errors.status)
+          .filter(([k]) => k !== '503')
+          .reduce((a, [, n]) => a + n, 0),
+      p50Ms: r1(load.latencyUs.p50 / 1000),
+      p99Ms: r1(load.latencyUs.p99 / 1000),
+      riskgateCorePct: r1((cpuUs / wallUs) * 100),
+      ...(load.perSecondP99Ms !== undefined && { perSecondP99Ms: load.perSecondP99Ms }),
+    });
+  }
+  const normalMs = steps[0]!.p99Ms * 1.5 + 5;
+  const series = steps.at(-1)!.perSecondP99Ms ?? [];
+  let recoveryS = -1;
+  for (let s = 0; s < series.length; s++) {
+    if (series.slice(s).every((p) => p <= normalMs)) {
+      recoveryS = s;
+      break;
+    }
+  }
+  return {
+    profile: d.profile,
+    deadlineMs: d.deadlineMs,
+    stepS: d.stepS,
+    capacity: {
+      connections: d.cannonConnections,
+      requestsPerSecond: r1(capacity),
+      p99Ms: cap.latencyMs.p99,
+      non2xx: cap.non2xx,
+    },
+    steps,
+    recoveryS,
+  };
+}
