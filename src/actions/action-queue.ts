@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { backoffDelayMs } from '../upstream/backoff.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 
 /**
@@ -229,11 +230,10 @@ export class ActionQueue {
     this.#checkIdle();
   }
 
-  /** Full-jitter exponential backoff, never shorter than the upstream's `Retry-After`. */
+  /** The upstream layer's backoff (never shorter than `Retry-After`), capped at `maxDelayMs`. */
   #retryDelay(attempts: number, retryAfterMs: number | undefined): number {
-    const ceiling = Math.min(this.#o.maxDelayMs, this.#o.baseDelayMs * 2 ** (attempts - 1));
-    const jittered = ceiling / 2 + (this.#o.random() * ceiling) / 2;
-    return Math.min(this.#o.maxDelayMs, Math.max(jittered, retryAfterMs ?? 0));
+    const policy = { initialMs: this.#o.baseDelayMs, maxMs: this.#o.maxDelayMs, random: this.#o.random };
+    return Math.min(this.#o.maxDelayMs, backoffDelayMs(policy, attempts, retryAfterMs));
   }
 
   #finish(entry: Entry, status: 'done' | 'failed', reason?: string): void {

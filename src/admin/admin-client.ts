@@ -1,5 +1,6 @@
 import { ErrorCode, InputError, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
+import type { CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import { type CallInfo, callUpstream, parseJsonBody, type RetryTuning } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
 import { splitBaseUrl, type UpstreamPoolOptions } from '../upstream/upstream-pool.ts';
@@ -71,6 +72,8 @@ export interface AdminClientOptions {
   onCall?: (info: CallInfo) => void;
   /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
   tracer?: CallTracer | undefined;
+  /** Per-route circuit breakers shared with the other clients (src/upstream/circuit-breaker.ts). */
+  breakers?: CircuitBreakers | undefined;
   pool?: Omit<UpstreamPoolOptions, 'connections'>;
   retry?: RetryTuning;
 }

@@ -24,7 +24,8 @@ export interface AdmissionOptions {
   maxInFlight?: number;
   /**
    * Event-loop delay (queueing before a handler runs) past which new decisions are shed,
-   * milliseconds. Default 50. 0 turns this signal off.
+   * milliseconds. Default 100: a third of the default deadline, above a major GC pause. 0 leaves
+   * only the deadline itself as the bound.
    */
   maxEventLoopDelayMs?: number;
   /** The decision deadline, milliseconds: a decision that queued this long is never started. */
@@ -53,7 +54,7 @@ export class AdmissionControl {
 
   constructor(options: AdmissionOptions) {
     this.maxInFlight = options.maxInFlight ?? 1000;
-    const configured = options.maxEventLoopDelayMs ?? 50;
+    const configured = options.maxEventLoopDelayMs ?? 100;
     this.#maxDelayMs = configured === 0 ? options.deadlineMs : Math.min(configured, options.deadlineMs);
     this.#intervalMs = options.sampleIntervalMs ?? 10;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
 import { raceWithSignal } from '../upstream/abortable.ts';
+import { backoffDelayMs } from '../upstream/backoff.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream, parseJsonBody } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
@@ -123,9 +124,6 @@ export function refreshDelayMs(lifetimeMs: number): number {
   return Math.max(0.5 * lifetimeMs, Math.min(0.8 * lifetimeMs, lifetimeMs - 60_000));
 }
 
-/** Longest `Retry-After` honoured, milliseconds: a bigger one is a misconfigured endpoint, not a plan. */
-const MAX_RETRY_AFTER_MS = 60_000;
-
 /** Creates a token manager. Throws `RG_ERR_INVALID_CONFIG` for missing settings (never echoing the secret). */
 export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   if (!opts.clientId || !opts.clientSecret) {
@@ -190,7 +188,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   /**
    * The pause after a failed refresh: exponential from `backoffInitialMs`, capped by how urgent a
    * token is (see `backoffMaxMs`, `noTokenBackoffMaxMs`), and never shorter than the endpoint's own
-   * `Retry-After` (capped at MAX_RETRY_AFTER_MS). A success resets it.
+   * `Retry-After` (the upstream layer's `backoffDelayMs`). A success resets it.
    */
   function backoffDelay(retryAfterMs: number | undefined): number {
     const at = now();
@@ -198,12 +196,11 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
     const cap = valid(t, at)
       ? Math.max(backoffInitial, Math.min(backoffMax, (t.expiresAt - margin - at) / 2))
       : Math.min(backoffMax, noTokenBackoffMax);
-    const exp = Math.min(cap, backoffInitial * 2 ** Math.max(0, counters.consecutiveFailures - 1));
-    // Jitter over the upper half: spread instances apart without ever retrying at once.
-    const jittered = exp * (0.5 + random() * 0.5);
-    return retryAfterMs === undefined
-      ? jittered
-      : Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
+    return backoffDelayMs(
+      { initialMs: backoffInitial, maxMs: cap, random },
+      counters.consecutiveFailures,
+      retryAfterMs,
+    );
   }
 
   /** Whether a refresh may start now: none in flight, not stopped, past any backoff. */

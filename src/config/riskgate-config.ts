@@ -70,7 +70,7 @@ export interface RiskgateConfig {
   maxInFlight: number;
   /**
    * Admission control: event-loop delay (queueing before a handler runs) past which new decisions
-   * are shed, ms. Default 50; 0 sheds only what queued past the whole deadline.
+   * are shed, ms. Default 100; 0 sheds only what queued past the whole deadline.
    */
   maxEventLoopDelayMs: number;
 }
@@ -166,7 +166,7 @@ const baseSchema = z.object({
   }),
   RISKGATE_RAT_CACHE_MS: numberVariable({ min: 0, max: 3_600_000, fallback: DEFAULT_RAT_CACHE_TTL_MS }),
   RISKGATE_MAX_IN_FLIGHT: numberVariable({ min: 1, max: 100_000, fallback: 1000 }),
-  RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 50 }),
+  RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 

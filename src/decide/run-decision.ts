@@ -66,6 +66,7 @@ export const ONE_TIME_CODE_MIN_BUDGET_MS = 100;
 export function unavailableReason(error: UpstreamError): string {
   if (error.code === ErrorCode.UPSTREAM_TIMEOUT) return 'timeout';
   if (error.code === ErrorCode.DEADLINE_EXCEEDED) return 'deadline';
+  if (error.code === ErrorCode.CIRCUIT_OPEN) return 'circuit_open';
   return error.code;
 }
 

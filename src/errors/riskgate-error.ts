@@ -33,6 +33,8 @@ export const ErrorCode = {
   UPSTREAM_MALFORMED_RESPONSE: 'RG_ERR_UPSTREAM_MALFORMED_RESPONSE',
   /** Upstream answered a status the spec does not define for the call. */
   UPSTREAM_UNEXPECTED_STATUS: 'RG_ERR_UPSTREAM_UNEXPECTED_STATUS',
+  /** The upstream route's circuit breaker is open: the call was not attempted (see `retryAfterMs`). */
+  CIRCUIT_OPEN: 'RG_ERR_CIRCUIT_OPEN',
   /** No valid access token could be obtained. */
   TOKEN_UNAVAILABLE: 'RG_ERR_TOKEN_UNAVAILABLE',
   /** A signature (callback JWS, HMAC) did not verify. */

@@ -50,6 +50,7 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_INVALID_POLICY: { status: 500, title: 'Invalid policy' },
   RG_ERR_ABORTED: { status: 503, title: 'Aborted' },
   RG_ERR_OVERLOADED: { status: 503, title: 'Overloaded' },
+  RG_ERR_CIRCUIT_OPEN: { status: 503, title: 'Upstream circuit open' },
   RG_ERR_INTERNAL: { status: 500, title: 'Internal error' },
 };
 

@@ -1,4 +1,5 @@
 import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
+import { backoffDelayMs } from '../upstream/backoff.ts';
 import { type CheckpointStore, createFileCheckpointStore, type LogCheckpoint } from './log-checkpoint.ts';
 import type { LogClient, LogScope, LogWindow } from './log-client.ts';
 import { createdAtNs, type LogEvent } from './log-event.ts';
@@ -218,8 +219,11 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
         const o = await pollOnce();
         if (o.kind === 'idle' || (o.kind === 'delivered' && o.caughtUp)) wait = pollIntervalMs;
         else if (o.kind === 'failed') {
-          const exp = Math.min(backoffMax, backoffInitial * 2 ** Math.max(0, failures - 1));
-          wait = Math.max(o.retryAfterMs ?? 0, exp * (0.5 + random() * 0.5));
+          wait = backoffDelayMs(
+            { initialMs: backoffInitial, maxMs: backoffMax, random },
+            failures,
+            o.retryAfterMs,
+          );
         }
       } catch (err) {
         // Checkpoint unreadable and the like: report and keep trying at the backoff cap.

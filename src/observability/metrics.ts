@@ -27,6 +27,10 @@ export interface RiskgateMetrics {
   recordLogPollError(): void;
   /** A decision shed under overload: refused (503) or answered with the policy's overload verdict. */
   recordShed(reason: string, answer: 'refused' | 'verdict'): void;
+  /** A circuit breaker changed state (`riskgate_circuit_transitions_total`). */
+  recordCircuitTransition(route: string, to: string): void;
+  /** `riskgate_circuit_state{route,state}`: 1 for each route's current state, read at scrape time. */
+  observeCircuits(read: () => readonly { route: string; state: string }[]): void;
   /** A request entered riskgate's HTTP edge (`riskgate_http_requests_in_flight`). */
   requestStarted(): void;
   /** It was answered; a 4xx or 5xx is counted by status and `RG_ERR_*` code. */
@@ -47,6 +51,8 @@ export interface RiskgateMetrics {
 
 const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100];
+
+const CIRCUIT_STATES = ['closed', 'open', 'half_open'] as const;
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -108,6 +114,10 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     'Decisions not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
   );
   const shedAttrs = new Map<string, Attributes>();
+  const circuitTransitions = counter(
+    'riskgate_circuit_transitions',
+    'Circuit breaker state changes, by route (`<upstream> <operation>`) and new state',
+  );
   const runtime = options.runtime === false ? undefined : startRuntimeMetrics(meter);
   // Event types come from the vendor: a bounded label set, whatever it sends.
   const logEventAttrs = new Map<string, Attributes>();
@@ -170,6 +180,21 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
         1,
         cached(shedAttrs, `${reason}:${answer}`, () => ({ reason, answer })),
       );
+    },
+    recordCircuitTransition(route, to) {
+      circuitTransitions.add(1, { route, to });
+    },
+    observeCircuits(read) {
+      meter
+        .createObservableGauge('riskgate_circuit_state', {
+          description:
+            'Circuit breaker state per vendor route: 1 on the current state (closed, open, half_open); routes that never failed are not listed',
+        })
+        .addCallback((r) => {
+          for (const { route, state } of read()) {
+            for (const s of CIRCUIT_STATES) r.observe(s === state ? 1 : 0, { route, state: s });
+          }
+        });
     },
     requestStarted() {
       inFlight++;

@@ -19,6 +19,7 @@ import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts
 import type { DecisionTracing } from '../observability/tracing.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
+import { type CircuitBreakerOptions, CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
 import { createLogFollower, type LogFollower, type LogFollowerOptions } from './log-follower.ts';
 
@@ -60,6 +61,8 @@ export interface StartRiskgateOptions {
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
   logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
+  /** Circuit breaker tuning (tests shorten the open period). */
+  breakers?: Omit<CircuitBreakerOptions, 'onTransition'>;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
   adminCache?: AdminClientOptions['cache'];
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
@@ -109,6 +112,15 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const log = options.log ?? stderrLog;
   const metrics = createMetrics();
   const tracer = options.tracing?.calls;
+  // One set of breakers for every vendor route riskgate calls (routes are named per upstream).
+  const breakers = new CircuitBreakers({
+    ...options.breakers,
+    onTransition: (route, from, to) => {
+      metrics.recordCircuitTransition(route, to);
+      log({ level: to === 'open' ? 'warn' : 'info', msg: 'circuit breaker', route, from, to });
+    },
+  });
+  metrics.observeCircuits(() => breakers.states());
   const recordCall = (info: CallInfo) => {
     metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
     if (info.items !== undefined) metrics.recordRemoteAccessToolBatch(info.items);
@@ -143,6 +155,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     cache: { ttlMs: config.ratCacheMs },
     onCall: recordCall,
     tracer,
+    breakers,
   });
   const admin = createAdminClient({
     baseUrl: upstream.adminUrl,
@@ -151,6 +164,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     connections: config.adminConnections,
     onCall: recordCall,
     tracer,
+    breakers,
     ...(options.adminCache !== undefined && { cache: options.adminCache }),
   });
   const decisionLog =
@@ -211,7 +225,13 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     actions,
     decisionLog,
     metrics,
-    health: () => ({ vendor: { token: tokenHealth(tokens, Date.now()) } }),
+    health: () => ({
+      vendor: {
+        token: tokenHealth(tokens, Date.now()),
+        // Routes with a breaker that is not closed (a closed route is the normal case, not listed).
+        circuits: breakers.states().filter((b) => b.state !== 'closed'),
+      },
+    }),
     isDraining: () => draining,
     callbackSignatureKey: upstream.callbackSignatureKey,
     tracing: options.tracing,

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { ErrorCode, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
+import type { CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import {
   type CallInfo,
   type CallSpec,
@@ -102,6 +103,8 @@ export interface SignalsClientOptions {
   onCall?: (info: CallInfo) => void;
   /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
   tracer?: CallTracer | undefined;
+  /** Per-route circuit breakers shared with the other clients (src/upstream/circuit-breaker.ts). */
+  breakers?: CircuitBreakers | undefined;
   /** Epoch ms; used for window validation. Default `Date.now`. */
   now?: () => number;
   /** Connection tuning (timeouts are backstops; calls carry their own). */

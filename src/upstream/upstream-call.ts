@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
 import type { CallSpan, CallTracer } from './call-tracer.ts';
+import { type CircuitBreakers, circuitOpenError } from './circuit-breaker.ts';
 import { deadlineError, malformedError, statusError } from './upstream-errors.ts';
 import { type AttemptRequest, type LateAnswers, type RawResponse, sendAttempt } from './upstream-request.ts';
 import type { CallOptions, UpstreamResult } from './upstream-result.ts';
@@ -52,6 +53,8 @@ export interface UpstreamContext {
   tracer?: CallTracer | undefined;
   /** `scheme://host[:port]` of the upstream, for the client spans' `url.full`. */
   origin?: string | undefined;
+  /** Per-route circuit breakers; undefined: every call is attempted (the token endpoint). */
+  breakers?: CircuitBreakers | undefined;
 }
 
 /** Client-level options that tune `UpstreamContext` (all optional, milliseconds). */
@@ -164,6 +167,19 @@ export async function callUpstream<T>(
   opts: CallOptions | undefined,
 ): Promise<UpstreamResult<T>> {
   const started = performance.now();
+  const breakers = ctx.breakers;
+  const route = breakers === undefined ? undefined : `${ctx.upstream} ${spec.name}`;
+  let probe = false;
+  if (route !== undefined) {
+    const gate = breakers!.gate(route);
+    if (!gate.go) {
+      // An open route is not tried: the caller moves on at once (its input is unavailable).
+      const error = circuitOpenError(ctx.upstream, spec.name, gate.retryAfterMs);
+      ctx.onCall?.({ upstream: ctx.upstream, name: spec.name, durationMs: 0, attempts: 0, code: error.code });
+      return { ok: false, error, durationMs: 0 };
+    }
+    probe = gate.probe;
+  }
   const signal = opts?.signal;
   const timeoutMs = opts?.timeoutMs ?? ctx.defaultTimeoutMs;
   const accept = spec.accept ?? accept200;
@@ -235,6 +251,8 @@ export async function callUpstream<T>(
 
   const durationMs = performance.now() - started;
   span?.end(lastStatus, outcome instanceof UpstreamError ? outcome.code : undefined, attempts);
+  if (route !== undefined)
+    breakers!.record(route, outcome instanceof UpstreamError ? outcome : undefined, probe);
   if (outcome instanceof UpstreamError) {
     if (ctx.onCall) {
       const info: CallInfo = {

@@ -1,6 +1,7 @@
 import type { Pool } from 'undici';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
 import type { CallTracer } from './call-tracer.ts';
+import type { CircuitBreakers } from './circuit-breaker.ts';
 import { type CallInfo, type RetryTuning, retryDefaults, type UpstreamContext } from './upstream-call.ts';
 import { createUpstreamPool, type UpstreamPoolOptions } from './upstream-pool.ts';
 import type { LateAnswers } from './upstream-request.ts';
@@ -20,6 +21,8 @@ export interface UpstreamTuning {
   onCall?: ((info: CallInfo) => void) | undefined;
   /** Client spans and `traceparent` on every call (src/observability/tracing.ts); off when unset. */
   tracer?: CallTracer | undefined;
+  /** Per-route circuit breakers (src/upstream/circuit-breaker.ts); off when unset. */
+  breakers?: CircuitBreakers | undefined;
 }
 
 /** A client's own defaults for what `UpstreamTuning` leaves out. */
@@ -61,6 +64,7 @@ export function createUpstreamContext(
     onCall: tuning.onCall,
     tracer: tuning.tracer,
     origin,
+    breakers: tuning.breakers,
   };
   /** Ends the late answers nobody waits for, then closes the pool once in-flight calls finish. */
   const close = async (): Promise<void> => {
