@@ -171,7 +171,13 @@ function login(userId: string): DecideRequest {
 }
 
 beforeAll(async () => {
-  h = await startHarness({ policy: { yaml: POLICY }, deadlineMs: DEADLINE_MS });
+  // One failure per case, each judged alone: no breaker carries a route's state from one case to
+  // the next (test/decide-circuit-breaker.test.ts covers what they do).
+  h = await startHarness({
+    policy: { yaml: POLICY },
+    deadlineMs: DEADLINE_MS,
+    riskgate: { breakers: false },
+  });
   userIds = await lookUpUserIds(h.sandbox, ['alice', ...spareUsers]);
   await h.decide(login(userIds.alice!)); // warm up: a cold first call can exceed a 100 ms timeout
 });

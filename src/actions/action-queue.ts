@@ -66,6 +66,8 @@ const RETRYABLE: ReadonlySet<string> = new Set([
   ErrorCode.TOKEN_UNAVAILABLE,
   ErrorCode.DEADLINE_EXCEEDED,
   ErrorCode.INTERNAL,
+  // The Admin route's breaker is open: wait for its next probe (retryAfterMs), then try again.
+  ErrorCode.CIRCUIT_OPEN,
 ]);
 
 interface Entry {
@@ -73,6 +75,8 @@ interface Entry {
   attempts: number;
   enqueuedAt: number;
   retryTimer?: NodeJS.Timeout;
+  /** The Admin API's own last failure, reported when the breaker's refusals use up the attempts. */
+  lastUpstreamCode?: string;
 }
 
 export type EnqueueResult = 'queued' | 'duplicate' | 'refused';
@@ -203,6 +207,7 @@ export class ActionQueue {
       });
       if (!result.ok) {
         failure = { code: result.error.code, retryAfterMs: result.error.retryAfterMs };
+        if (result.error.code !== ErrorCode.CIRCUIT_OPEN) entry.lastUpstreamCode = result.error.code;
       }
     } catch {
       failure = { code: ErrorCode.INTERNAL }; // an attempt must resolve; a bug is retried like a 500
@@ -214,7 +219,11 @@ export class ActionQueue {
       entry.attempts >= this.#o.maxAttempts ||
       this.#shutdown.signal.aborted
     ) {
-      this.#finish(entry, 'failed', failure.code);
+      this.#finish(
+        entry,
+        'failed',
+        failure.code === ErrorCode.CIRCUIT_OPEN ? (entry.lastUpstreamCode ?? failure.code) : failure.code,
+      );
     } else {
       this.#waiting.add(entry);
       entry.retryTimer = setTimeout(

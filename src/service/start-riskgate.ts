@@ -61,8 +61,8 @@ export interface StartRiskgateOptions {
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
   logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
-  /** Circuit breaker tuning (tests shorten the open period). */
-  breakers?: Omit<CircuitBreakerOptions, 'onTransition'>;
+  /** Circuit breaker tuning (tests shorten the open period); `false`: none (tests of one failure at a time). */
+  breakers?: Omit<CircuitBreakerOptions, 'onTransition'> | false;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
   adminCache?: AdminClientOptions['cache'];
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
@@ -113,14 +113,17 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const metrics = createMetrics();
   const tracer = options.tracing?.calls;
   // One set of breakers for every vendor route riskgate calls (routes are named per upstream).
-  const breakers = new CircuitBreakers({
-    ...options.breakers,
-    onTransition: (route, from, to) => {
-      metrics.recordCircuitTransition(route, to);
-      log({ level: to === 'open' ? 'warn' : 'info', msg: 'circuit breaker', route, from, to });
-    },
-  });
-  metrics.observeCircuits(() => breakers.states());
+  const breakers =
+    options.breakers === false
+      ? undefined
+      : new CircuitBreakers({
+          ...options.breakers,
+          onTransition: (route, from, to) => {
+            metrics.recordCircuitTransition(route, to);
+            log({ level: to === 'open' ? 'warn' : 'info', msg: 'circuit breaker', route, from, to });
+          },
+        });
+  metrics.observeCircuits(() => breakers?.states() ?? []);
   const recordCall = (info: CallInfo) => {
     metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
     if (info.items !== undefined) metrics.recordRemoteAccessToolBatch(info.items);
@@ -229,7 +232,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       vendor: {
         token: tokenHealth(tokens, Date.now()),
         // Routes with a breaker that is not closed (a closed route is the normal case, not listed).
-        circuits: breakers.states().filter((b) => b.state !== 'closed'),
+        circuits: breakers?.states().filter((b) => b.state !== 'closed') ?? [],
       },
     }),
     isDraining: () => draining,

@@ -121,6 +121,8 @@ export class CircuitBreakers {
       this.#routes.set(route, r);
     }
     if (!failed) {
+      // Only the probe speaks for an open route: a call sent before it opened proves nothing now.
+      if (r.state !== 'closed' && !probe) return;
       r.consecutive = 0;
       this.#push(r, false);
       if (r.state !== 'closed') {
@@ -134,6 +136,8 @@ export class CircuitBreakers {
     r.consecutive++;
     this.#push(r, true);
     const retryAfterMs = error?.retryAfterMs;
+    // A late failure of a call sent before the route opened: it is open already.
+    if (r.state === 'open' && retryAfterMs === undefined) return;
     if (r.state === 'half_open' || retryAfterMs !== undefined || this.#tripped(r)) {
       r.opens++;
       r.openUntil = this.#now() + backoffDelayMs(this.#open, r.opens, retryAfterMs);

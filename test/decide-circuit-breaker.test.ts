@@ -1,0 +1,99 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/**
+ * Circuit breakers over real HTTP, with the sandbox's faults: a failing route opens (decisions stop
+ * calling it and report it unavailable as `circuit_open`), a probe goes through when the open period
+ * ends, and a success closes it; a 429's Retry-After keeps every decision off the route until then.
+ */
+
+const ROUTE = 'GET /api/v1/signals/new-browser';
+let h: Harness;
+let alice: string;
+
+beforeAll(async () => {
+  h = await startHarness({
+    riskgate: { breakers: { consecutiveFailures: 3, openMs: { initialMs: 400, maxMs: 400 } } },
+  });
+  ({ alice } = (await lookUpUserIds(h.sandbox, ['alice'])) as { alice: string });
+});
+afterAll(() => h.stop());
+afterEach(async () => {
+  await h.control('DELETE', '/sandbox/faults');
+  // Let any open route reach its probe and close on the healthy vendor.
+  await new Promise((r) => setTimeout(r, 450));
+  await h.decide(demoRequest('alice', alice));
+});
+
+const newBrowserOf = async () => {
+  const { body } = await h.decide(demoRequest('alice', alice));
+  return (body.signals as Record<string, { status: string; reason?: string }>).newBrowser!;
+};
+const seen = async () => {
+  const { requests } = (await h.control('GET', '/sandbox/stats/requests')) as {
+    requests: { route: string }[];
+  };
+  return requests.filter((r) => r.route === ROUTE).length;
+};
+const metrics = async () => (await fetch(`${h.url}/metrics`)).text();
+
+describe('a circuit breaker per vendor route', () => {
+  it('opens after failures in a row: decisions stop calling the route and see it unavailable as circuit_open', async () => {
+    await h.control('PUT', '/sandbox/faults', { rules: [{ route: ROUTE, errorRate: 1, errorStatus: 500 }] });
+    await h.control('POST', '/sandbox/stats/reset');
+    for (let i = 0; i < 3; i++) {
+      expect(await newBrowserOf()).toMatchObject({
+        status: 'unavailable',
+        reason: 'RG_ERR_UPSTREAM_SERVER_ERROR',
+      });
+    }
+    const before = await seen();
+    const started = performance.now();
+    expect(await newBrowserOf()).toMatchObject({ status: 'unavailable', reason: 'circuit_open' });
+    expect(performance.now() - started).toBeLessThan(100); // nobody waited on the route
+    expect(await seen()).toBe(before);
+    expect(await metrics()).toMatch(
+      /^riskgate_circuit_state\{route="signals new-browser",state="open"\} 1$/m,
+    );
+    const health = (await (await fetch(`${h.url}/healthz`)).json()) as { vendor: { circuits: unknown[] } };
+    expect(health.vendor.circuits).toEqual([
+      { route: 'signals new-browser', state: 'open', retryAfterMs: expect.any(Number) },
+    ]);
+  });
+
+  it('lets one probe through when the open period ends, and closes on its success', async () => {
+    await h.control('PUT', '/sandbox/faults', { rules: [{ route: ROUTE, errorRate: 1, errorStatus: 503 }] });
+    for (let i = 0; i < 3; i++) await newBrowserOf();
+    expect((await newBrowserOf()).reason).toBe('circuit_open');
+    await h.control('DELETE', '/sandbox/faults');
+    await new Promise((r) => setTimeout(r, 450));
+    await h.control('POST', '/sandbox/stats/reset');
+    expect(await newBrowserOf()).toMatchObject({ status: 'ok' }); // the probe
+    expect(await newBrowserOf()).toMatchObject({ status: 'ok' });
+    expect(await seen()).toBe(2);
+    const text = await metrics();
+    expect(text).toMatch(/^riskgate_circuit_state\{route="signals new-browser",state="closed"\} 1$/m);
+    expect(text).toMatch(
+      /^riskgate_circuit_transitions_total\{route="signals new-browser",to="half_open"\} [1-9]/m,
+    );
+  });
+
+  it('honours a 429’s Retry-After across decisions: none calls the route until it has passed', async () => {
+    await h.control('PUT', '/sandbox/faults', {
+      rules: [{ route: ROUTE, rateLimit: { rate: 1, retryAfterSeconds: 1 }, times: 1 }],
+    });
+    await h.control('POST', '/sandbox/stats/reset');
+    const first = await newBrowserOf();
+    expect(first).toMatchObject({ status: 'unavailable', reason: 'RG_ERR_UPSTREAM_RATE_LIMITED' });
+    const during: string[] = [];
+    const until = performance.now() + 700;
+    while (performance.now() < until) during.push((await newBrowserOf()).reason ?? 'ok');
+    expect(during.length).toBeGreaterThan(3);
+    expect(new Set(during)).toEqual(new Set(['circuit_open']));
+    expect(await seen()).toBe(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await newBrowserOf()).toMatchObject({ status: 'ok' });
+  });
+});
