@@ -276,6 +276,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         RISKGATE_DECISION_LOG: 'off',
         RISKGATE_RAT_BATCH_WINDOW_MS: String(options.ratWindowMs),
         RISKGATE_RAT_CACHE_MS: String(options.ratCacheMs),
+        // One process on its pinned core: the bench measures one riskgate (workers: --riskgate-env).
+        RISKGATE_WORKERS: '1',
         ...options.riskgateEnv,
       },
     });

@@ -1,10 +1,17 @@
+import cluster from 'node:cluster';
 import { riskgateVersion } from './build-info/riskgate-version.ts';
+import { joinPrimary, runPrimary, WORKER_INDEX_VARIABLE } from './cluster/worker-processes.ts';
 import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/riskgate-config.ts';
 // Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
 import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
 import { isRiskgateError } from './errors/riskgate-error.ts';
 import { createTracing } from './observability/tracing.ts';
-import { type RunningRiskgate, startRiskgate, stderrLog } from './service/start-riskgate.ts';
+import {
+  type RunningRiskgate,
+  type StartRiskgateOptions,
+  startRiskgate,
+  stderrLog,
+} from './service/start-riskgate.ts';
 
 /**
  * The process: reads the environment, starts riskgate (on the embedded sandbox when no vendor is
@@ -66,56 +73,75 @@ async function main(): Promise<void> {
     fail(isRiskgateError(error) ? error.message : String(error));
   }
 
-  let upstream: UpstreamConfig | undefined = config.upstream;
-  let apiKeys = config.apiKeys;
-  let sandbox: EmbeddedSandbox | undefined;
-  let devKey: { key: string; file: string } | undefined;
-  if (upstream === undefined) {
-    if (process.env.NODE_ENV === 'production') {
-      fail(
-        'RISKGATE_SIGNALS_URL is required with NODE_ENV=production (the embedded sandbox is for development)',
-      );
-    }
-    // Loaded only here, so nothing in the production import graph reaches src/sandbox/.
-    const { startEmbeddedSandbox } = await import('./dev/embedded-sandbox.ts');
-    try {
-      sandbox = await startEmbeddedSandbox(config.sandboxPort);
-    } catch (error) {
-      fail(
-        `cannot start the embedded sandbox on port ${config.sandboxPort} (set SANDBOX_PORT): ${String(error)}`,
-      );
-    }
-    upstream = sandbox.upstream;
-    if (apiKeys === undefined) {
-      const { loadOrCreateDevApiKey } = await import('./dev/dev-api-key.ts');
-      try {
-        devKey = loadOrCreateDevApiKey(config.stateDir);
-      } catch (error) {
-        fail(
-          `cannot keep the development caller key in RISKGATE_STATE_DIR (${config.stateDir}): ${String(error)}`,
-        );
-      }
-      apiKeys = [devKey.key];
-    }
-  }
+  if (cluster.isWorker) return runWorker(config);
+  const vendor = await resolveVendor(config);
+  if (config.workers > 1) return runCluster(config, vendor);
+  return runSingle(config, vendor);
+}
 
-  let service: RunningRiskgate;
+/** The vendor riskgate talks to: the configured one, or the embedded sandbox (development). */
+interface Vendor {
+  upstream: UpstreamConfig;
+  apiKeys: string[];
+  sandbox?: EmbeddedSandbox;
+  devKeyFile?: string;
+}
+
+async function resolveVendor(config: RiskgateConfig): Promise<Vendor> {
+  if (config.upstream !== undefined) return { upstream: config.upstream, apiKeys: config.apiKeys! };
+  if (process.env.NODE_ENV === 'production') {
+    fail(
+      'RISKGATE_SIGNALS_URL is required with NODE_ENV=production (the embedded sandbox is for development)',
+    );
+  }
+  // Loaded only here, so nothing in the production import graph reaches src/sandbox/.
+  const { startEmbeddedSandbox } = await import('./dev/embedded-sandbox.ts');
+  let sandbox: EmbeddedSandbox;
   try {
-    service = await startRiskgate({
+    sandbox = await startEmbeddedSandbox(config.sandboxPort);
+  } catch (error) {
+    fail(
+      `cannot start the embedded sandbox on port ${config.sandboxPort} (set SANDBOX_PORT): ${String(error)}`,
+    );
+  }
+  if (config.apiKeys !== undefined) return { upstream: sandbox.upstream, apiKeys: config.apiKeys, sandbox };
+  const { loadOrCreateDevApiKey } = await import('./dev/dev-api-key.ts');
+  try {
+    const devKey = loadOrCreateDevApiKey(config.stateDir);
+    return { upstream: sandbox.upstream, apiKeys: [devKey.key], sandbox, devKeyFile: devKey.file };
+  } catch (error) {
+    await sandbox.stop();
+    fail(
+      `cannot keep the development caller key in RISKGATE_STATE_DIR (${config.stateDir}): ${String(error)}`,
+    );
+  }
+}
+
+/** Starts the service in this process; exits with a message when it cannot. */
+async function startService(
+  config: RiskgateConfig,
+  vendor: Vendor,
+  extra: Partial<StartRiskgateOptions> = {},
+): Promise<RunningRiskgate> {
+  try {
+    running = await startRiskgate({
       config,
-      upstream,
-      apiKeys: apiKeys!,
+      upstream: vendor.upstream,
+      apiKeys: vendor.apiKeys,
       tracing: createTracing(process.env, { version: riskgateVersion() }),
       log: stderrLog,
       version: riskgateVersion(),
+      ...extra,
     });
+    return running;
   } catch (error) {
-    await sandbox?.stop();
+    await vendor.sandbox?.stop();
     fail(error instanceof Error ? error.message : String(error));
   }
+}
 
-  running = service;
-
+/** SIGTERM/SIGINT: a graceful stop (a second signal exits at once). */
+function onShutdown(stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) {
@@ -124,18 +150,23 @@ async function main(): Promise<void> {
     }
     stopping = true;
     stderrLog({ level: 'info', msg: 'shutting down', signal });
-    void service
-      .stop()
-      .then(() => sandbox?.stop())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => fail(`shutdown failed: ${String(error)}`),
-      );
+    void stop().then(
+      () => process.exit(0),
+      (error: unknown) => fail(`shutdown failed: ${String(error)}`),
+    );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
 
-  if (sandbox === undefined) {
+/** The whole of riskgate in this one process (RISKGATE_WORKERS=1). */
+async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> {
+  const service = await startService(config, vendor);
+  onShutdown(async () => {
+    await service.stop();
+    await vendor.sandbox?.stop();
+  });
+  if (vendor.sandbox === undefined) {
     stderrLog({
       level: 'info',
       msg: 'riskgate listening',
@@ -145,13 +176,56 @@ async function main(): Promise<void> {
     return;
   }
   await service.ready;
+  await showDemo(service.port, vendor);
+}
+
+/**
+ * The primary of RISKGATE_WORKERS processes: serves nothing itself. The workers get the vendor (the
+ * embedded sandbox's settings in development) and the caller keys as environment, so the sandbox
+ * and the development key exist once.
+ */
+async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void> {
+  // Development only (the image has no src/dev/): the sandbox's settings for the workers.
+  const env =
+    vendor.sandbox === undefined
+      ? {}
+      : (await import('./dev/sandbox-env-file.ts')).riskgateEnvRecord(vendor.upstream, vendor.apiKeys[0]!);
+  runPrimary({
+    count: config.workers,
+    env,
+    drainTimeoutMs: 10_000,
+    log: stderrLog,
+    onListening: (port) => {
+      stderrLog({ level: 'info', msg: 'riskgate listening', port, workers: config.workers });
+      if (vendor.sandbox !== undefined) void showDemo(port, vendor);
+    },
+    onStopped: () => vendor.sandbox?.stop(),
+  });
+}
+
+/** One of the primary's workers: a whole riskgate; worker 1 alone follows the Log API. */
+async function runWorker(config: RiskgateConfig): Promise<void> {
+  if (config.upstream === undefined)
+    fail('a worker needs the vendor in its environment (set by the primary)');
+  const index = Number(process.env[WORKER_INDEX_VARIABLE] ?? '1');
+  let gather: (() => Promise<string>) | undefined;
+  const service = await startService(
+    config,
+    { upstream: config.upstream, apiKeys: config.apiKeys! },
+    { followLogs: index === 1, renderMetrics: () => (gather ?? service.metrics.render)() },
+  );
+  gather = joinPrimary(service.port, () => service.metrics.render());
+  onShutdown(() => service.stop());
+}
+
+async function showDemo(port: number, vendor: Vendor): Promise<void> {
   const { printDemo } = await import('./dev/demo-requests.ts');
-  await printDemo({
-    riskgateUrl: `http://localhost:${service.port}`,
-    sandboxUrl: sandbox.url,
-    apiKey: apiKeys![0]!,
-    keyFile: devKey?.file,
-    userIds: await sandbox.userIds(['alice', 'bob', 'mallory']),
+  printDemo({
+    riskgateUrl: `http://localhost:${port}`,
+    sandboxUrl: vendor.sandbox!.url,
+    apiKey: vendor.apiKeys[0]!,
+    keyFile: vendor.devKeyFile,
+    userIds: await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']),
   });
 }
 

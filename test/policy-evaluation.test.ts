@@ -898,3 +898,23 @@ rules:
     );
   });
 });
+
+describe('outage and missing identifiers', () => {
+  it('a request without the identifiers is no outage: onUnavailable applies as usual', () => {
+    const policy = compile(`thresholds: { challenge: 40, deny: 80 }
+signals:
+  remoteAccessTool: { onUnavailable: { score: 40 } }
+  newBrowser: { onUnavailable: { score: 20 } }
+outage:
+  rules:
+    - { id: vendor-outage, when: { unavailableAtLeast: 1 }, verdict: deny }
+rules:
+  - { id: rat, description: r, when: 'signals.remoteAccessTool.success && signals.remoteAccessTool.anomaly', score: 100 }
+  - { id: nb, description: n, when: 'signals.newBrowser.success && !signals.newBrowser.known', score: 30 }`);
+    const d = policy.evaluate(
+      input({ signals: { remoteAccessTool: down('missing_identifiers'), newBrowser: newBrowser(true) } }),
+    );
+    expect(d).toMatchObject({ verdict: 'challenge', score: 40, decidedBy: 'score' });
+    expect(d.outage).toBeUndefined();
+  });
+});

@@ -9,6 +9,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +57,7 @@ function vendorEnv(): Record<string, string> {
   const u = sandboxUpstream(sandbox);
   return {
     RISKGATE_PORT: '0',
+    RISKGATE_WORKERS: '1',
     RISKGATE_API_KEYS: KEY,
     RISKGATE_SERVICE_ID: u.serviceId,
     RISKGATE_SIGNALS_URL: u.signalsUrl,
@@ -133,7 +135,7 @@ describe('node dist/main.js', () => {
   });
 
   it('refuses to fall back to the sandbox in production', async () => {
-    const p = run({ NODE_ENV: 'production', RISKGATE_PORT: '0' });
+    const p = run({ NODE_ENV: 'production', RISKGATE_PORT: '0', RISKGATE_WORKERS: '1' });
     expect(await p.exited).toBe(1);
     expect(p.stderr()).toMatch(/^riskgate: RISKGATE_SIGNALS_URL is required with NODE_ENV=production/);
   });
@@ -319,5 +321,73 @@ describe('the image layout: bin/riskgate.js beside dist/, no src/ and no tsx', (
     const odd = run({ ...vendorEnv(), RISKGATE_PORT: '80a' });
     expect(await odd.exited).toBe(1);
     expect(odd.stderr()).toBe('riskgate: RISKGATE_PORT must be a whole number from 0 to 65535, not "80a"\n');
+  });
+});
+
+describe('RISKGATE_WORKERS=2: two processes on one port', () => {
+  /** A POST on a connection of its own (no keep-alive), so the primary hands it to either worker. */
+  function decideOnNewConnection(port: number, body: unknown): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/decide',
+          method: 'POST',
+          agent: false,
+          headers: {
+            authorization: `Bearer ${KEY}`,
+            'content-type': 'application/json',
+            connection: 'close',
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => {
+            text += c.toString();
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(body));
+    });
+  }
+
+  it('both workers answer, /metrics gathers both (labelled worker), and SIGTERM drains them all', async () => {
+    const p = run({ ...vendorEnv(), RISKGATE_WORKERS: '2', RISKGATE_DECISION_LOG: 'off' });
+    try {
+      const port = await listeningPort(p);
+      const { alice } = await lookUpUserIds(sandbox, ['alice']);
+      for (let i = 0; i < 24; i++) {
+        expect((await decideOnNewConnection(port, demoRequest('alice', alice))).status).toBe(200);
+      }
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const served = (worker: number) =>
+        [
+          ...metrics.matchAll(
+            new RegExp(`^riskgate_decisions_total\\{worker="${worker}",[^}]*\\} (\\d+)$`, 'gm'),
+          ),
+        ]
+          .map((m) => Number(m[1]))
+          .reduce((a, b) => a + b, 0);
+      expect(served(1)).toBeGreaterThan(0);
+      expect(served(2)).toBeGreaterThan(0);
+      expect(served(1) + served(2)).toBe(24);
+      expect(metrics.match(/^# TYPE riskgate_decisions_total counter$/gm)).toHaveLength(1);
+
+      await control('PUT', '/sandbox/faults', {
+        rules: [{ route: 'GET /api/v1/signals/*', latency: { kind: 'fixed', ms: 120 } }],
+      });
+      const inFlight = decideOnNewConnection(port, demoRequest('alice', alice));
+      await new Promise((r) => setTimeout(r, 40));
+      p.child.kill('SIGTERM');
+      expect((await inFlight).status).toBe(200);
+      expect(await p.exited).toBe(0);
+      expect(p.stderr()).toMatch(/"msg":"shutting down workers"/);
+    } finally {
+      await control('DELETE', '/sandbox/faults');
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
@@ -73,6 +74,11 @@ export interface RiskgateConfig {
    * are shed, ms. Default 100; 0 sheds only what queued past the whole deadline.
    */
   maxEventLoopDelayMs: number;
+  /**
+   * Processes serving the port (node:cluster). Default: one per available CPU
+   * (`os.availableParallelism()`); 1 runs riskgate in this process alone (containers: scale pods).
+   */
+  workers: number;
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -167,6 +173,7 @@ const baseSchema = z.object({
   RISKGATE_RAT_CACHE_MS: numberVariable({ min: 0, max: 3_600_000, fallback: DEFAULT_RAT_CACHE_TTL_MS }),
   RISKGATE_MAX_IN_FLIGHT: numberVariable({ min: 1, max: 100_000, fallback: 1000 }),
   RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
+  RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: availableParallelism() }),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 
@@ -305,5 +312,6 @@ export function loadConfig(
     ratCacheMs: b.RISKGATE_RAT_CACHE_MS,
     maxInFlight: b.RISKGATE_MAX_IN_FLIGHT,
     maxEventLoopDelayMs: b.RISKGATE_MAX_EVENT_LOOP_DELAY_MS,
+    workers: b.RISKGATE_WORKERS,
   };
 }

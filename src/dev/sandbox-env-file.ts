@@ -11,7 +11,16 @@ export const SANDBOX_ENV_FILE = 'sandbox.env';
  * writes it so `node --env-file` can point a separately started riskgate at it.
  */
 export function riskgateEnvFor(upstream: UpstreamConfig, apiKey: string): string {
-  const lines: [string, string | undefined][] = [
+  return `${[
+    '# Written by `npm run sandbox`: riskgate configured for this sandbox as for a real vendor.',
+    '# npx tsx --env-file=.riskgate/sandbox.env src/main.ts',
+    ...Object.entries(riskgateEnvRecord(upstream, apiKey)).map(([k, v]) => `${k}=${v}`),
+  ].join('\n')}\n`;
+}
+
+/** The same as variables: what the primary of RISKGATE_WORKERS hands its workers in development. */
+export function riskgateEnvRecord(upstream: UpstreamConfig, apiKey: string): Record<string, string> {
+  const entries: [string, string | undefined][] = [
     ['RISKGATE_API_KEYS', apiKey],
     ['RISKGATE_SERVICE_ID', upstream.serviceId],
     ['RISKGATE_SIGNALS_URL', upstream.signalsUrl],
@@ -26,11 +35,7 @@ export function riskgateEnvFor(upstream: UpstreamConfig, apiKey: string): string
     ['RISKGATE_LOG_API_KEY', upstream.logApiKey],
     ['RISKGATE_CALLBACK_SIGNATURE_KEY', upstream.callbackSignatureKey],
   ];
-  return `${[
-    '# Written by `npm run sandbox`: riskgate configured for this sandbox as for a real vendor.',
-    '# npx tsx --env-file=.riskgate/sandbox.env src/main.ts',
-    ...lines.filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`),
-  ].join('\n')}\n`;
+  return Object.fromEntries(entries.filter((e): e is [string, string] => e[1] !== undefined));
 }
 
 /** Writes `riskgateEnvFor(...)` to `<stateDir>/sandbox.env` (mode 0600: it holds credentials). */

@@ -54,6 +54,8 @@ export interface AppDeps {
   log: ServiceLog;
   /** riskgate's version, for /openapi.json. */
   version: string;
+  /** What `GET /metrics` serves. Default `metrics.render` (a cluster worker gathers every worker's). */
+  renderMetrics?: (() => Promise<string>) | undefined;
   /** Sheds decisions under overload (src/admission/); without it every decision is started. */
   admission?: AdmissionControl | undefined;
 }
@@ -124,7 +126,9 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   app.get('/metrics', async (c) =>
-    c.body(await deps.metrics.render(), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE }),
+    c.body(await (deps.renderMetrics ?? deps.metrics.render)(), 200, {
+      'content-type': PROMETHEUS_CONTENT_TYPE,
+    }),
   );
 
   app.get('/policies', (c) => c.json(deps.decide.policies.status()));

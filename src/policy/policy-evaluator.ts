@@ -31,6 +31,11 @@ import type {
 
 /** Reason of an unavailable signal that does not apply to the request's platform: never fail-closed. */
 export const NOT_APPLICABLE = 'not_applicable';
+/**
+ * Reason of an input the request did not carry the identifiers for: the caller's gap, not the
+ * vendor's, so it never counts towards an outage (its onUnavailable still applies).
+ */
+const MISSING_IDENTIFIERS = 'missing_identifiers';
 
 const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
 const BY_RANK: readonly (Verdict | undefined)[] = [undefined, 'allow', 'challenge', 'deny'];
@@ -246,8 +251,10 @@ export class PolicyEvaluator implements CompiledPolicy {
           unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
           continue;
         }
-        outageMask |= u.bit;
-        outageCount++;
+        if (reason !== MISSING_IDENTIFIERS) {
+          outageMask |= u.bit;
+          outageCount++;
+        }
         const o = u.onUnavailable;
         if (o !== 'ignore') {
           if ('score' in o) unavailableScore += o.score;

@@ -189,7 +189,9 @@ const outageRuleSchema = z
           .describe('Matches when every one of these inputs is unavailable.'),
       })
       .strict()
-      .describe('Both given: both must hold. `not_applicable` inputs (another platform) never count.'),
+      .describe(
+        'Both given: both must hold. Inputs `not_applicable` (another platform) or `missing_identifiers` (the request lacked them) never count.',
+      ),
     verdict: verdictSchema.describe(
       'The verdict unavailability amounts to: replaces what the unavailable inputs would add (their onUnavailable); rules on the inputs that answered still count, and a harder verdict of theirs wins.',
     ),

@@ -65,6 +65,10 @@ export interface StartRiskgateOptions {
   breakers?: Omit<CircuitBreakerOptions, 'onTransition'> | false;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
   adminCache?: AdminClientOptions['cache'];
+  /** Whether this process follows the Log API (when configured). Default true; false on workers 2..N. */
+  followLogs?: boolean;
+  /** What `GET /metrics` serves. Default this process's metrics (a worker gathers every worker's). */
+  renderMetrics?: () => Promise<string>;
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
   drainTimeoutMs?: number;
   version?: string;
@@ -223,6 +227,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   let draining = false;
   const app = createApp({
     admission,
+    renderMetrics: options.renderMetrics,
     decide: { signals: fetchSignal, admin, policies, deadlineMs: config.deadlineMs },
     apiKeys: options.apiKeys,
     actions,
@@ -242,16 +247,19 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     version: options.version ?? '0.0.0',
   });
 
-  const logs = createLogFollower({
-    upstream,
-    stateDir: config.stateDir,
-    admin,
-    metrics,
-    log,
-    onCall: recordCall,
-    tracer,
-    ...options.logs,
-  });
+  const logs =
+    options.followLogs === false
+      ? undefined
+      : createLogFollower({
+          upstream,
+          stateDir: config.stateDir,
+          admin,
+          metrics,
+          log,
+          onCall: recordCall,
+          tracer,
+          ...options.logs,
+        });
   if (logs !== undefined) {
     metrics.observeGauge(
       'riskgate_log_follower_lag_seconds',

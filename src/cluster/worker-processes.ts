@@ -1,0 +1,151 @@
+import cluster, { type Worker } from 'node:cluster';
+import { mergeWorkerMetrics } from './merge-metrics.ts';
+
+/**
+ * Several riskgate processes on one port (node:cluster): the primary forks `count` workers, each a
+ * whole riskgate (its own caches, batcher and connections), and never serves a request itself.
+ * What must happen once per host happens in the primary or in worker 1: the primary starts the
+ * embedded sandbox and the development key (main.ts passes them to the workers as environment),
+ * worker 1 alone follows the Log API. `/metrics` on any worker gathers every worker's metrics
+ * through the primary, labelled `worker="<n>"`. SIGTERM reaches every worker, each drains its
+ * decisions and actions, and the primary exits once they all have. A worker that dies is replaced,
+ * at most `maxRestartsPerMinute` times a minute; past that the primary stops (the orchestrator
+ * restarts the whole).
+ */
+
+/** The environment variable that tells a worker its number (1-based); set by the primary only. */
+export const WORKER_INDEX_VARIABLE = 'RISKGATE_WORKER_INDEX';
+
+export interface PrimaryOptions {
+  count: number;
+  /** Extra environment for every worker (the sandbox's settings, the development key). */
+  env: Record<string, string>;
+  /** Longest wait for the workers to drain after SIGTERM, milliseconds. */
+  drainTimeoutMs: number;
+  maxRestartsPerMinute?: number;
+  log: (line: Record<string, unknown>) => void;
+  /** Called once every worker listens, with the port they share. */
+  onListening?: (port: number) => void;
+  /** Called after the last worker exited on shutdown. */
+  onStopped?: () => Promise<void> | void;
+}
+
+type WorkerMessage =
+  | { type: 'riskgate:listening'; port: number }
+  | { type: 'riskgate:metrics-request'; id: number }
+  | { type: 'riskgate:metrics-text'; id: number; text: string };
+
+/** Runs the primary process. Resolves once the workers are forked (they start on their own). */
+export function runPrimary(options: PrimaryOptions): void {
+  const maxRestarts = options.maxRestartsPerMinute ?? 10;
+  const restarts: number[] = [];
+  const workers = new Map<number, Worker>();
+  let stopping = false;
+  let listening = 0;
+
+  const fork = (index: number): void => {
+    const worker = cluster.fork({ ...options.env, [WORKER_INDEX_VARIABLE]: String(index) });
+    workers.set(index, worker);
+    worker.on('message', (m: WorkerMessage) => onMessage(worker, m));
+    worker.on('exit', (code, signal) => {
+      if (workers.get(index) === worker) workers.delete(index);
+      if (stopping) {
+        if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
+        return;
+      }
+      const now = Date.now();
+      while (restarts.length > 0 && restarts[0]! < now - 60_000) restarts.shift();
+      options.log({ level: 'error', msg: 'worker exited', worker: index, code, signal });
+      if (restarts.length >= maxRestarts) {
+        options.log({
+          level: 'fatal',
+          msg: 'workers keep dying: stopping',
+          restartsLastMinute: restarts.length,
+        });
+        stop('restart limit');
+        return;
+      }
+      restarts.push(now);
+      fork(index);
+    });
+  };
+
+  // Metrics gathering: ask every live worker for its text, answer the one that asked.
+  let nextGather = 1;
+  const gathers = new Map<
+    number,
+    { from: Worker; id: number; texts: { worker: number; text: string }[]; waiting: number }
+  >();
+  const onMessage = (from: Worker, m: WorkerMessage): void => {
+    if (m.type === 'riskgate:listening') {
+      listening++;
+      if (listening === options.count) options.onListening?.(m.port);
+    } else if (m.type === 'riskgate:metrics-request') {
+      const gather = nextGather++;
+      const live = [...workers];
+      gathers.set(gather, { from, id: m.id, texts: [], waiting: live.length });
+      for (const [, w] of live) w.send({ type: 'riskgate:metrics-collect', id: gather });
+      // A worker that does not answer in time is left out rather than holding the scrape.
+      setTimeout(() => finishGather(gather), 2000).unref();
+    } else if (m.type === 'riskgate:metrics-text') {
+      const g = gathers.get(m.id);
+      if (g === undefined) return;
+      const index = [...workers].find(([, w]) => w === from)?.[0] ?? 0;
+      g.texts.push({ worker: index, text: m.text });
+      if (--g.waiting === 0) finishGather(m.id);
+    }
+  };
+  const finishGather = (gather: number): void => {
+    const g = gathers.get(gather);
+    if (g === undefined) return;
+    gathers.delete(gather);
+    g.texts.sort((a, b) => a.worker - b.worker);
+    if (g.from.isConnected())
+      g.from.send({ type: 'riskgate:metrics', id: g.id, text: mergeWorkerMetrics(g.texts) });
+  };
+
+  const stop = (why: string): void => {
+    if (stopping) return;
+    stopping = true;
+    options.log({ level: 'info', msg: 'shutting down workers', why, workers: workers.size });
+    for (const w of workers.values()) w.process.kill('SIGTERM');
+    if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
+    // A worker stuck past its own drain is killed: the orchestrator's grace period is finite.
+    setTimeout(() => {
+      for (const w of workers.values()) w.process.kill('SIGKILL');
+      process.exit(1);
+    }, options.drainTimeoutMs + 5000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  for (let i = 1; i <= options.count; i++) fork(i);
+}
+
+/**
+ * In a worker: tells the primary it listens, and serves the primary's metrics collection with
+ * `render`. Returns the function /metrics uses to gather every worker's metrics.
+ */
+export function joinPrimary(port: number, render: () => Promise<string>): () => Promise<string> {
+  const pending = new Map<number, (text: string) => void>();
+  let nextId = 1;
+  process.on('message', (m: { type: string; id: number; text?: string }) => {
+    if (m.type === 'riskgate:metrics-collect') {
+      void render().then((text) => process.send?.({ type: 'riskgate:metrics-text', id: m.id, text }));
+    } else if (m.type === 'riskgate:metrics') {
+      pending.get(m.id)?.(m.text ?? '');
+      pending.delete(m.id);
+    }
+  });
+  process.send?.({ type: 'riskgate:listening', port });
+  return () =>
+    new Promise<string>((resolve) => {
+      const id = nextId++;
+      pending.set(id, resolve);
+      process.send?.({ type: 'riskgate:metrics-request', id });
+      // The primary answers within its own 2 s bound; this one is a backstop.
+      setTimeout(() => {
+        if (pending.delete(id)) void render().then(resolve);
+      }, 3000).unref();
+    });
+}
