@@ -60,6 +60,12 @@ export interface BenchOptions {
   overloadConnections: number;
   /** Extra environment for riskgate (`--riskgate-env KEY=VALUE,...`), e.g. admission limits. */
   riskgateEnv: Record<string, string>;
+  /**
+   * riskgate's CPU during the overload scenario, as a fraction of a core (cgroup quota; 0: uncapped).
+   * Default 0.25: on 2 cores the generator and the emulator share the other core, and only a capped
+   * riskgate can be driven to 5x its capacity without them becoming the bottleneck.
+   */
+  overloadCpu: number;
 }
 
 /** Options every mode shares (flags and env may still set them). */
@@ -92,6 +98,7 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     bodyVariants: 1024,
     overloadStepS: 20,
     overloadConnections: 256,
+    overloadCpu: 0.25,
   },
   // Under a minute: two rates per profile, short steps, a short memory run.
   quick: {
@@ -113,6 +120,7 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     bodyVariants: 256,
     overloadStepS: 5,
     overloadConnections: 256,
+    overloadCpu: 0.25,
   },
   // Only proves the harness works end to end (CI): every scenario runs, for a moment.
   smoke: {
@@ -134,6 +142,7 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     bodyVariants: 64,
     overloadStepS: 1,
     overloadConnections: 16,
+    overloadCpu: 0.25,
   },
 };
 
@@ -173,6 +182,7 @@ const FIELDS = {
   'rat-cache-ms': { parse: z.coerce.number().int().nonnegative(), key: 'ratCacheMs' },
   'overload-step': { parse: nonNegative, key: 'overloadStepS' },
   'overload-connections': { parse: positiveInt, key: 'overloadConnections' },
+  'overload-cpu': { parse: z.coerce.number().min(0).max(64), key: 'overloadCpu' },
   'riskgate-env': {
     parse: z
       .string()
@@ -212,6 +222,7 @@ Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --rat-cache-ms 0            riskgate's remote-access-tool answer cache (0: off, as for distinct logins)
   --overload-step 20          seconds per step of the overload scenario (0 skips it)
   --overload-connections 256  closed-loop connections measuring the capacity it multiplies
+  --overload-cpu 0.25         riskgate's CPU during the overload scenario, fraction of a core (0: uncapped)
   --riskgate-env K=V,K=V      extra riskgate environment (e.g. RISKGATE_MAX_IN_FLIGHT=500)
   --no-pin                    do not pin processes with taskset
 `;

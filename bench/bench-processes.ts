@@ -1,7 +1,8 @@
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CannonJob, GeneratorReply, OpenLoopJob } from './open-loop-generator.ts';
 
@@ -236,4 +237,59 @@ export async function startGenerator(cpu: string | undefined): Promise<Generator
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Caps a process at `fraction` of one core with a cgroup CPU quota (10 ms periods, so the throttle
+ * is short: a small container's CPU limit, not a stall). The overload scenario uses it to make
+ * riskgate, not the load generator or the emulator sharing the other core, the bottleneck on a
+ * 2-core machine. Needs a writable cgroup CPU controller (v1 `cpu`, or v2 `cpu.max`); without one
+ * the process runs uncapped and the note says so.
+ */
+export function limitCpu(pid: number, fraction: number): { note: string; release(): void } {
+  const periodUs = 10_000;
+  const quotaUs = Math.max(1000, Math.round(periodUs * fraction));
+  const candidates = [
+    {
+      dir: `/sys/fs/cgroup/cpu/riskgate-bench-${pid}`,
+      write: (dir: string) => {
+        writeFileSync(`${dir}/cpu.cfs_period_us`, String(periodUs));
+        writeFileSync(`${dir}/cpu.cfs_quota_us`, String(quotaUs));
+      },
+    },
+    {
+      dir: `/sys/fs/cgroup/riskgate-bench-${pid}`,
+      write: (dir: string) => writeFileSync(`${dir}/cpu.max`, `${quotaUs} ${periodUs}`),
+    },
+  ];
+  for (const c of candidates) {
+    try {
+      mkdirSync(c.dir);
+      c.write(c.dir);
+      writeFileSync(`${c.dir}/cgroup.procs`, String(pid));
+      return {
+        note: `riskgate capped at ${fraction} of a core (cgroup quota ${quotaUs} µs per ${periodUs} µs)`,
+        release: () => {
+          try {
+            // Back to the parent group (uncapped), then remove the empty group.
+            writeFileSync(`${dirname(c.dir)}/cgroup.procs`, String(pid));
+          } catch {
+            // the process has exited
+          }
+          try {
+            rmdirSync(c.dir);
+          } catch {
+            // still busy; the kernel frees it with its last task
+          }
+        },
+      };
+    } catch {
+      try {
+        rmdirSync(c.dir);
+      } catch {
+        // not created
+      }
+    }
+  }
+  return { note: 'riskgate not capped: no writable cgroup CPU controller', release: () => {} };
 }

@@ -233,7 +233,7 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
 
 function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): string {
   const lines = [
-    `### 7. Overload (${o.profile}; deadline ${o.deadlineMs} ms; ${o.stepS} s per step)`,
+    `### 7. Overload (${o.profile}; deadline ${o.deadlineMs} ms; ${o.stepS} s per step; ${o.cpuNote})`,
     '',
     `Capacity (closed loop, ${o.capacity.connections} connections): **${o.capacity.requestsPerSecond}/s** (p99 ${o.capacity.p99Ms} ms, non-2xx ${o.capacity.non2xx}). Then open loop at multiples of it, one step after the other:`,
     '',

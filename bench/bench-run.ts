@@ -7,6 +7,7 @@ import type { BenchOptions } from './bench-options.ts';
 import {
   freePort,
   type Generator,
+  limitCpu,
   type Pinning,
   planPinning,
   processCpuUs,
@@ -423,39 +424,46 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         p99Ms: options.latencyP99Ms,
       };
       await freshSandbox(profile);
-      overload = await runOverloadScenario({
-        deadlineMs: Number(options.riskgateEnv.RISKGATE_DEADLINE_MS ?? 300),
-        stepS: options.overloadStepS,
-        cannonConnections: options.overloadConnections,
-        profile: describeProfile(profile),
-        cannon: (connections, durationS) =>
-          generator!.run<CannonResult>({
-            type: 'cannon',
-            url: `${riskgate.url}/decide`,
-            method: 'POST',
-            headers: { ...decideHeaders, 'content-type': 'application/json' },
-            bodies,
-            connections,
-            durationS,
-          }),
-        openLoop: (rate, durationS, extra) =>
-          generator!.run<OpenLoopResult>({
-            type: 'open',
-            origin: riskgate.url,
-            path: '/decide',
-            headers: decideHeaders,
-            bodies,
-            rate,
-            durationS,
-            warmupS: 0,
-            connections: Math.max(options.connections, 512),
-            timeoutMs: options.timeoutMs,
-            maxInFlight: options.maxInFlight,
-            ...extra,
-          }),
-        cpuUs: async () => cpuOf(await sample()),
-        progress,
-      });
+      const cap = options.overloadCpu > 0 ? limitCpu(riskgate.pid, options.overloadCpu) : undefined;
+      if (cap !== undefined) progress(`overload: ${cap.note}`);
+      try {
+        overload = await runOverloadScenario({
+          deadlineMs: Number(options.riskgateEnv.RISKGATE_DEADLINE_MS ?? 300),
+          stepS: options.overloadStepS,
+          cannonConnections: options.overloadConnections,
+          profile: describeProfile(profile),
+          cannon: (connections, durationS) =>
+            generator!.run<CannonResult>({
+              type: 'cannon',
+              url: `${riskgate.url}/decide`,
+              method: 'POST',
+              headers: { ...decideHeaders, 'content-type': 'application/json' },
+              bodies,
+              connections,
+              durationS,
+            }),
+          openLoop: (rate, durationS, extra) =>
+            generator!.run<OpenLoopResult>({
+              type: 'open',
+              origin: riskgate.url,
+              path: '/decide',
+              headers: decideHeaders,
+              bodies,
+              rate,
+              durationS,
+              warmupS: 0,
+              connections: Math.max(options.connections, 512),
+              timeoutMs: options.timeoutMs,
+              maxInFlight: options.maxInFlight,
+              ...extra,
+            }),
+          cpuUs: async () => cpuOf(await sample()),
+          progress,
+          cpuNote: cap?.note ?? 'riskgate uncapped',
+        });
+      } finally {
+        cap?.release();
+      }
       await takeStats();
     }
 

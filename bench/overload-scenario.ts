@@ -32,6 +32,7 @@ export interface OverloadStep {
 
 export interface OverloadFigures {
   profile: string;
+  cpuNote: string;
   deadlineMs: number;
   stepS: number;
   capacity: { connections: number; requestsPerSecond: number; p99Ms: number; non2xx: number };
@@ -55,6 +56,8 @@ export interface OverloadDeps {
   /** riskgate's CPU so far, microseconds. */
   cpuUs: () => Promise<number>;
   progress: (message: string) => void;
+  /** How riskgate's CPU was limited for the scenario (`limitCpu`'s note). */
+  cpuNote: string;
 }
 
 const r1 = (v: number) => Math.round(v * 10) / 10;
@@ -109,6 +112,7 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
   }
   return {
     profile: d.profile,
+    cpuNote: d.cpuNote,
     deadlineMs: d.deadlineMs,
     stepS: d.stepS,
     capacity: {

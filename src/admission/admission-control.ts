@@ -9,8 +9,12 @@
  *   is stuck right now is seen right now). A request waits in the socket for about that long before
  *   its handler runs: the delay is its queueing time, measured from arrival. A decision that has
  *   queued past `maxEventLoopDelayMs` (never more than its whole deadline) is not started.
- * - **Decisions in flight**: a slow vendor makes decisions wait on sockets instead of CPU; past
- *   `maxInFlight` a new one would only queue behind them.
+ * - **Decisions in flight, against what the process can finish**: when the loop is saturated
+ *   (utilisation ≥ 90 % over the last 100 ms), every decision in flight shares the same CPU, so a
+ *   decision's wait is in-flight ÷ throughput (Little's law). The limit then becomes the measured
+ *   throughput × `targetLatencyMs`, and a decision past it is not started; while the loop has room
+ *   the limit grows back (+10 % per 100 ms) up to `maxInFlight`. A slow vendor (sockets, not CPU)
+ *   keeps the loop idle and the limit open: its decisions end at their timeouts, degraded, not shed.
  *
  * Like fastify's under-pressure, shed answers are 503 with `Retry-After`; like Envoy's overload
  * manager, the action (shed new decisions) is tied to measured resource pressure, not to a request
@@ -18,6 +22,11 @@
  */
 
 export type ShedReason = 'event_loop_delay' | 'in_flight';
+
+/** The concurrency limit never goes below this (nor grows by less per step). */
+const MIN_LIMIT = 8;
+/** The limit is adjusted every this many samples (100 ms at the default 10 ms interval). */
+const ADJUST_EVERY_SAMPLES = 10;
 
 export interface AdmissionOptions {
   /** Most decisions in flight at once in this process. Default 1000. */
@@ -30,6 +39,11 @@ export interface AdmissionOptions {
   maxEventLoopDelayMs?: number;
   /** The decision deadline, milliseconds: a decision that queued this long is never started. */
   deadlineMs: number;
+  /**
+   * The wait for CPU a saturated process may give an admitted decision, milliseconds. Default: a
+   * third of the deadline.
+   */
+  targetLatencyMs?: number;
   /** How often the event-loop delay is sampled, milliseconds. Default 10. */
   sampleIntervalMs?: number;
   /** `Retry-After` of a shed answer, seconds. Default 1. */
@@ -51,6 +65,13 @@ export class AdmissionControl {
   #lastDelayMs = 0;
   #dueAt = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** The concurrency limit in force: `maxInFlight` unless the loop is saturated (see above). */
+  limit: number;
+  readonly #targetS: number;
+  #completed = 0;
+  #windowStart = 0;
+  #samples = 0;
+  #utilization = performance.eventLoopUtilization();
 
   constructor(options: AdmissionOptions) {
     this.maxInFlight = options.maxInFlight ?? 1000;
@@ -59,12 +80,42 @@ export class AdmissionControl {
     this.#intervalMs = options.sampleIntervalMs ?? 10;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
     this.#now = options.now ?? (() => performance.now());
+    this.limit = this.maxInFlight;
+    this.#targetS = (options.targetLatencyMs ?? options.deadlineMs / 3) / 1000;
+  }
+
+  /** An admitted decision starts. */
+  enter(): void {
+    this.inFlight++;
+  }
+
+  /** An admitted decision was answered. */
+  leave(): void {
+    this.inFlight--;
+    this.#completed++;
+  }
+
+  /** Every 100 ms: the concurrency limit from the loop's utilisation and the throughput. */
+  #adjustLimit(at: number): void {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, this.#utilization).utilization;
+    this.#utilization = now;
+    const seconds = (at - this.#windowStart) / 1000;
+    const throughput = seconds > 0 ? this.#completed / seconds : 0;
+    this.#completed = 0;
+    this.#windowStart = at;
+    if (busy >= 0.9 && throughput > 0) {
+      this.limit = Math.max(MIN_LIMIT, Math.min(this.maxInFlight, Math.round(throughput * this.#targetS)));
+    } else {
+      this.limit = Math.min(this.maxInFlight, Math.max(this.limit + MIN_LIMIT, Math.round(this.limit * 1.1)));
+    }
   }
 
   /** Starts sampling the event loop (an unref'd timer: it never keeps the process alive). */
   start(): void {
     if (this.#timer !== undefined) return;
     this.#dueAt = this.#now() + this.#intervalMs;
+    this.#windowStart = this.#now();
     this.#timer = setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
   }
@@ -77,6 +128,7 @@ export class AdmissionControl {
   readonly #sample = (): void => {
     const at = this.#now();
     this.#lastDelayMs = Math.max(0, at - this.#dueAt);
+    if (++this.#samples % ADJUST_EVERY_SAMPLES === 0) this.#adjustLimit(at);
     this.#dueAt = at + this.#intervalMs;
     this.#timer = setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
@@ -91,7 +143,7 @@ export class AdmissionControl {
   /** Undefined to admit a new decision, or why it is shed (counted). */
   check(): ShedReason | undefined {
     let reason: ShedReason | undefined;
-    if (this.inFlight >= this.maxInFlight) reason = 'in_flight';
+    if (this.inFlight >= this.limit) reason = 'in_flight';
     else if (this.eventLoopDelayMs() > this.#maxDelayMs) reason = 'event_loop_delay';
     if (reason !== undefined) this.shed[reason]++;
     return reason;

@@ -178,11 +178,11 @@ function admit(deps: AppDeps): MiddlewareHandler {
   return async (c, next) => {
     const shed = admission.check();
     if (shed !== undefined) return overloaded(c, deps, admission, shed, verify);
-    admission.inFlight++;
+    admission.enter();
     try {
       await next();
     } finally {
-      admission.inFlight--;
+      admission.leave();
     }
   };
 }
