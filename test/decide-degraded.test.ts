@@ -172,11 +172,14 @@ function login(userId: string): DecideRequest {
 
 beforeAll(async () => {
   // One failure per case, each judged alone: no breaker carries a route's state from one case to
-  // the next (test/decide-circuit-breaker.test.ts covers what they do).
+  // the next (test/decide-circuit-breaker.test.ts covers what they do). The login is an account
+  // without observations ('nobody') on another user's Admin record, so that no rule can match:
+  // subject binding, which refuses exactly that pairing, is off here (test/decide-subject.test.ts).
   h = await startHarness({
     policy: { yaml: POLICY },
     deadlineMs: DEADLINE_MS,
     riskgate: { breakers: false },
+    env: { RISKGATE_SUBJECT_BINDING: 'off' },
   });
   userIds = await lookUpUserIds(h.sandbox, ['alice', ...spareUsers]);
   await h.decide(login(userIds.alice!)); // warm up: a cold first call can exceed a 100 ms timeout

@@ -79,6 +79,8 @@ export interface RiskgateConfig {
    * (`os.availableParallelism()`); 1 runs riskgate in this process alone (containers: scale pods).
    */
   workers: number;
+  /** How the Admin user is checked against the account before riskgate acts. Default `username`. */
+  subjectBinding: 'username' | 'off';
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -174,6 +176,9 @@ const baseSchema = z.object({
   RISKGATE_MAX_IN_FLIGHT: numberVariable({ min: 1, max: 100_000, fallback: 1000 }),
   RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
   RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: availableParallelism() }),
+  RISKGATE_SUBJECT_BINDING: z
+    .enum(['username', 'off'], { error: 'must be username or off' })
+    .default('username'),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
 });
 
@@ -313,5 +318,6 @@ export function loadConfig(
     maxInFlight: b.RISKGATE_MAX_IN_FLIGHT,
     maxEventLoopDelayMs: b.RISKGATE_MAX_EVENT_LOOP_DELAY_MS,
     workers: b.RISKGATE_WORKERS,
+    subjectBinding: b.RISKGATE_SUBJECT_BINDING,
   };
 }

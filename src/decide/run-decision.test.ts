@@ -384,6 +384,7 @@ describe('runDecision', () => {
         admin: admin(),
         policies: { current: () => policy },
         deadlineMs: 300,
+        subjectBinding: 'off',
       },
       LOGIN,
     );
@@ -432,7 +433,9 @@ describe('runDecision', () => {
       status: 'done',
       code: { one_time_code: '1234 5678', expiration: 1_900_000_000 },
     });
-    expect(run.calls.map((c) => c.name)).toEqual(['admin-otc']);
+    // The user is read even though this policy does not use it: the code goes to a verified subject.
+    expect(run.calls.map((c) => c.name)).toEqual(['admin-user', 'admin-otc']);
+    expect(run.subject).toEqual({ status: 'verified' });
 
     const anonymous = await runDecision(
       { signals: scriptedSignals({}).fetch, admin: a, policies: { current: () => policy }, deadlineMs: 300 },
@@ -450,6 +453,7 @@ describe('runDecision', () => {
         admin: admin({ createOneTimeCode: () => Promise.reject(new Error('bad params')) }),
         policies: { current: () => policy },
         deadlineMs: 300,
+        subjectBinding: 'off',
       },
       LOGIN,
     );

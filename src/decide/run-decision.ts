@@ -11,6 +11,7 @@ import type {
   PolicySignalName,
   SignalOutcome,
 } from '../policy/policy-types.ts';
+import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../subject/subject-binding.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource, SignalFetcher } from './decide-ports.ts';
 import type { DecideRequest } from './decide-request.ts';
@@ -28,6 +29,8 @@ export interface RunDecisionDeps {
   policies: PolicySource;
   /** The whole decision's budget, milliseconds (RISKGATE_DEADLINE_MS). */
   deadlineMs: number;
+  /** How the Admin user is checked against the account (src/subject/). Default `username`. */
+  subjectBinding?: SubjectBindingMode;
 }
 
 /** One upstream call (or step) of a decision, for Server-Timing, metrics and the decision log. */
@@ -56,6 +59,8 @@ export interface DecisionRun {
   evaluationMs: number;
   /** Set when the policy asked for a one-time code. */
   oneTimeCode?: OneTimeCodeOutcome;
+  /** Whether the Admin user (and device) named are the account's (src/subject/subject-binding.ts). */
+  subject: SubjectCheck;
   elapsedMs: number;
 }
 
@@ -180,8 +185,10 @@ export async function runDecision(
     );
   }
   // Admin reads go through the client's shared cache, which bounds a caller by the deadline signal
-  // alone: their own timeout is enforced here.
-  if (requirements.adminUser) {
+  // alone: their own timeout is enforced here. With subject binding the user is read even when the
+  // policy does not use it: riskgate must know whose account it would act on.
+  const binding = deps.subjectBinding ?? 'username';
+  if (requirements.adminUser || (binding !== 'off' && request.userId !== undefined)) {
     if (request.userId === undefined) adminUnavailable.user = MISSING_IDENTIFIERS;
     else {
       const timeoutMs = adminTimeout(policy.adminSettings?.user);
@@ -252,11 +259,23 @@ export async function runDecision(
     calls,
     evaluationMs,
     elapsedMs: 0,
+    subject: checkSubject(
+      binding,
+      request,
+      user,
+      requirements.adminDevices && adminUnavailable.devices === undefined ? devices : undefined,
+    ),
   };
   const otc = decision.actions.find((a) => a.type === 'one_time_code');
   if (otc !== undefined) {
     if (request.userId === undefined) run.oneTimeCode = { status: 'skipped', reason: 'no_user_id' };
-    else {
+    else if (run.subject.status === 'mismatch' || run.subject.status === 'unverified') {
+      // Never a code for a user that is not (or may not be) the account's.
+      run.oneTimeCode = {
+        status: 'skipped',
+        reason: `subject_${run.subject.status === 'mismatch' ? 'mismatch' : 'unverified'}`,
+      };
+    } else {
       const budget = Math.max(deps.deadlineMs - (performance.now() - startedAt), ONE_TIME_CODE_MIN_BUDGET_MS);
       const result = await deps.admin
         .createOneTimeCode(

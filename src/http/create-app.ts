@@ -21,6 +21,7 @@ import { ErrorCode, InputError } from '../errors/riskgate-error.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
+import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
 import { limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
@@ -104,6 +105,18 @@ export function createApp(deps: AppDeps): Hono {
     const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
     // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
     const run = await runDecision(deps.decide, request, span?.traceparent, c.req.raw.signal);
+    if (run.subject.status === 'mismatch') {
+      // A caller naming someone else's Admin ids: refused, logged, nothing done to anyone.
+      const field = run.subject.field;
+      deps.log({
+        level: 'warn',
+        msg: 'decision refused: subject mismatch',
+        decisionId: run.decisionId,
+        field,
+      });
+      span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision });
+      throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
+    }
     const response = buildDecideResponse(run, startActions(deps, run, span?.traceparent));
     const totalMs = performance.now() - startedAt;
     setImmediate(afterDecision, deps, run, response, totalMs, span);
@@ -285,6 +298,11 @@ function startActions(deps: AppDeps, run: DecisionRun, traceparent: string | und
   for (const plan of planActions(actions, targets, deps.decide.admin)) {
     if (plan.skipped !== undefined) {
       reports.push(actionReport(plan.action, 'skipped', plan.skipped));
+      continue;
+    }
+    // The Admin user could not be read: it may not be the account's, so nothing touches it.
+    if (run.subject.status === 'unverified') {
+      reports.push(actionReport(plan.action, 'skipped', 'subject_unverified'));
       continue;
     }
     let refused = false;

@@ -228,7 +228,13 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const app = createApp({
     admission,
     renderMetrics: options.renderMetrics,
-    decide: { signals: fetchSignal, admin, policies, deadlineMs: config.deadlineMs },
+    decide: {
+      signals: fetchSignal,
+      admin,
+      policies,
+      deadlineMs: config.deadlineMs,
+      subjectBinding: config.subjectBinding,
+    },
     apiKeys: options.apiKeys,
     actions,
     decisionLog,
