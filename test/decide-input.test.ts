@@ -155,6 +155,50 @@ describe('POST /decide input', () => {
     expect(await res.json()).toMatchObject({ code: 'RG_ERR_PAYLOAD_TOO_LARGE' });
   });
 
+  it('closes the connection after refusing a body it did not read (413, 401): the next request goes on a fresh one', async () => {
+    const { connect } = await import('node:net');
+    const port = new URL(h.url).port;
+    /** Sends raw HTTP on one socket; resolves with everything received until the server closes it. */
+    const exchange = (raw: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(raw));
+        let received = '';
+        socket.on('data', (d: Buffer) => {
+          received += d.toString();
+        });
+        socket.on('end', () => resolve(received));
+        socket.on('error', reject);
+        setTimeout(() => {
+          socket.destroy();
+          resolve(`${received}\n[still open after 3 s]`);
+        }, 3000);
+      });
+    const chunk = 'x'.repeat(8192);
+    const chunked = `${[
+      'POST /decide HTTP/1.1',
+      'host: riskgate',
+      `authorization: Bearer ${CALLER_KEY}`,
+      'content-type: application/json',
+      'transfer-encoding: chunked',
+      '',
+      '',
+    ].join('\r\n')}${`${(8192).toString(16)}\r\n${chunk}\r\n`.repeat(4)}`;
+    const tooLarge = await exchange(chunked);
+    expect(tooLarge).toMatch(/^HTTP\/1\.1 413 /);
+    expect(tooLarge.toLowerCase()).toContain('connection: close');
+    expect(tooLarge).not.toContain('[still open');
+    const unauthenticated = await exchange(
+      'POST /decide HTTP/1.1\r\nhost: riskgate\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{"accountId":',
+    );
+    expect(unauthenticated).toMatch(/^HTTP\/1\.1 401 /);
+    expect(unauthenticated.toLowerCase()).toContain('connection: close');
+    expect(unauthenticated).not.toContain('[still open');
+    // A bad body read to its end keeps the connection: that caller can send the next one.
+    const answer = await h.decide('{"accountId": 7}');
+    expect(answer.status).toBe(400);
+    expect(answer.headers.get('connection')).not.toBe('close');
+  });
+
   it('answers 415 for a content type other than JSON', async () => {
     const answer = await h.decide(JSON.stringify(VALID), { headers: { 'content-type': 'text/plain' } });
     await expectProblem(answer, 415, 'RG_ERR_UNSUPPORTED_MEDIA_TYPE');

@@ -81,6 +81,15 @@ export interface RiskgateConfig {
   workers: number;
   /** How the Admin user is checked against the account before riskgate acts. Default `username`. */
   subjectBinding: 'username' | 'off';
+  /** Most open client connections; more are refused at once. Default 8192. */
+  maxConnections: number;
+  /**
+   * A client must send its request headers within this long, and a connection that sends nothing
+   * is closed after it, milliseconds. Default 5000.
+   */
+  headersTimeoutMs: number;
+  /** A client must send its whole request within this long, milliseconds. Default 10 000. */
+  requestTimeoutMs: number;
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -176,6 +185,9 @@ const baseSchema = z.object({
   RISKGATE_MAX_IN_FLIGHT: numberVariable({ min: 1, max: 100_000, fallback: 1000 }),
   RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
   RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: availableParallelism() }),
+  RISKGATE_MAX_CONNECTIONS: numberVariable({ min: 16, max: 1_000_000, fallback: 8192 }),
+  RISKGATE_HEADERS_TIMEOUT_MS: numberVariable({ min: 100, max: 120_000, fallback: 5000 }),
+  RISKGATE_REQUEST_TIMEOUT_MS: numberVariable({ min: 100, max: 600_000, fallback: 10_000 }),
   RISKGATE_SUBJECT_BINDING: z
     .enum(['username', 'off'], { error: 'must be username or off' })
     .default('username'),
@@ -319,5 +331,8 @@ export function loadConfig(
     maxEventLoopDelayMs: b.RISKGATE_MAX_EVENT_LOOP_DELAY_MS,
     workers: b.RISKGATE_WORKERS,
     subjectBinding: b.RISKGATE_SUBJECT_BINDING,
+    maxConnections: b.RISKGATE_MAX_CONNECTIONS,
+    headersTimeoutMs: Math.min(b.RISKGATE_HEADERS_TIMEOUT_MS, b.RISKGATE_REQUEST_TIMEOUT_MS),
+    requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
   };
 }

@@ -61,6 +61,14 @@ export interface AppDeps {
   admission?: AdmissionControl | undefined;
 }
 
+/** Statuses answered before the request body is read to its end. */
+const EARLY_REFUSALS: ReadonlySet<number> = new Set([401, 404, 405, 413, 415, 503]);
+
+function hasBody(c: Context): boolean {
+  const length = c.req.header('content-length');
+  return (length !== undefined && length !== '0') || c.req.header('transfer-encoding') !== undefined;
+}
+
 /** Largest admin callback body accepted, bytes. */
 export const MAX_CALLBACK_BODY_BYTES = 64 * 1024;
 
@@ -76,6 +84,9 @@ export function createApp(deps: AppDeps): Hono {
       await next();
     } finally {
       deps.metrics.requestFinished(c.res.status, problemCodeOf(c.res));
+      // Refused before its body was read (or part-read, a 413): the connection cannot carry another
+      // request reliably, and reading the rest would be work for a caller already refused.
+      if (EARLY_REFUSALS.has(c.res.status) && hasBody(c)) c.res.headers.set('connection', 'close');
     }
   });
 

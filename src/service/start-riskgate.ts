@@ -15,6 +15,7 @@ import {
 } from '../decision-log/decision-log.ts';
 import { actionLine } from '../decision-log/decision-record.ts';
 import { createApp, type ServiceLog } from '../http/create-app.ts';
+import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
@@ -42,6 +43,9 @@ function tokenHealth(tokens: TokenManager, nowMs: number): Record<string, unknow
     ...(s.lastErrorCode !== undefined && { lastErrorCode: s.lastErrorCode }),
   };
 }
+
+/** Idle keep-alive connections are closed after this long, milliseconds (Node's default: 5000). */
+const KEEP_ALIVE_TIMEOUT_MS = 5000;
 
 export interface StartRiskgateOptions {
   config: RiskgateConfig;
@@ -278,7 +282,21 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   }
 
   const ready = tokens.start();
-  const server = createAdaptorServer({ fetch: app.fetch });
+  const server = createAdaptorServer({
+    fetch: app.fetch,
+    // A login path has no slow clients: headers within seconds, a whole request within the deadline's
+    // order of magnitude, idle keep-alive short. Checked every second rather than Node's 30 s.
+    serverOptions: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: 1000,
+    },
+  }) as HttpServer;
+  // Past this many open connections new ones are refused at once: the file-descriptor table stays
+  // free for the vendor's connections, the decision log and a policy reload.
+  server.maxConnections = config.maxConnections;
+  const silentConnections = closeSilentConnections(server, config.headersTimeoutMs);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -319,6 +337,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await logs?.stop();
     policies.close();
     admission.stop();
+    silentConnections.stop();
     await Promise.all([tokens.stop(), signals.close(), admin.close()]);
     await decisionLog.close(DECISION_LOG_CLOSE_TIMEOUT_MS); // bounded: a stuck destination cannot hold the exit
     await Promise.all([metrics.shutdown(), options.tracing?.shutdown()]);

@@ -1,0 +1,58 @@
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/**
+ * Connection exhaustion (issue 15, item 3), scaled down: idle unauthenticated connections that
+ * never send a byte used to stay open for over a minute each, until 20,000 of them filled the
+ * file-descriptor table (EMFILE) and new clients, /healthz and a policy reload all failed. Now past
+ * RISKGATE_MAX_CONNECTIONS new connections are refused at once, and a connection that has not sent
+ * its headers within RISKGATE_HEADERS_TIMEOUT_MS is closed: a new client is served again soon.
+ */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    env: {
+      RISKGATE_MAX_CONNECTIONS: '64',
+      RISKGATE_HEADERS_TIMEOUT_MS: '500',
+      RISKGATE_REQUEST_TIMEOUT_MS: '1000',
+    },
+  });
+});
+afterAll(() => h.stop());
+
+describe('idle connections', () => {
+  it('cannot take every connection: the idle ones are closed and a new client is served', async () => {
+    const port = Number(new URL(h.url).port);
+    const sockets: Socket[] = [];
+    let closedByServer = 0;
+    await Promise.all(
+      Array.from(
+        { length: 200 },
+        () =>
+          new Promise<void>((resolve) => {
+            const s = connect(port, '127.0.0.1', () => resolve());
+            s.on('close', () => {
+              closedByServer++;
+            });
+            s.on('error', () => resolve());
+            sockets.push(s);
+          }),
+      ),
+    );
+    try {
+      // Within the headers timeout plus one check interval, every idle connection is gone...
+      const until = performance.now() + 4000;
+      while (closedByServer < 200 && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(closedByServer).toBe(200);
+      // ...and a new client gets its decision, and the probes answer.
+      const { status } = await h.decide(demoRequest('alice', undefined));
+      expect(status).toBe(200);
+      expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+});
