@@ -1,6 +1,8 @@
 import { Environment } from '@marcbachmann/cel-js';
+import { checkEvaluationBudget } from './evaluation-budget.ts';
 import { type Cidr, cidrContains, parseCidr, parseIp } from './ip-cidr.ts';
 import type { PolicySignalName } from './policy-types.ts';
+import { RE2_MATCHES_NAME, re2Matches } from './re2-matches.ts';
 
 /**
  * The typed CEL environment policies are checked against, and the view classes the evaluator fills
@@ -308,6 +310,7 @@ const cidrCache = new Map<string, Cidr | null>();
 const CIDR_CACHE_MAX = 4096;
 
 function ipInCidr(ip: string, cidrText: string): boolean {
+  checkEvaluationBudget();
   let cidr = cidrCache.get(cidrText);
   if (cidr === undefined) {
     cidr = parseCidr(cidrText);
@@ -316,6 +319,11 @@ function ipInCidr(ip: string, cidrText: string): boolean {
   if (!cidr) throw new Error(`inCidr: "${cidrText}" is not a CIDR`);
   const words = parseIp(ip);
   return words !== null && cidrContains(cidr, words);
+}
+
+function matchesWithinBudget(s: string, pattern: string): boolean {
+  checkEvaluationBudget();
+  return re2Matches(s, pattern);
 }
 
 let shared: Environment | undefined;
@@ -342,6 +350,10 @@ export function policyEnvironment(): Environment {
     .registerVariable('nowSeconds', 'double', { description: 'Evaluation time, Unix seconds.' })
     .registerFunction('string.inCidr(string): bool', ipInCidr, {
       description: 'Whether the IP address lies in the IPv4/IPv6 CIDR; false for a non-IP string.',
+    })
+    // What the compiler turns `matches` into: cel-js's own runs a backtracking RegExp.
+    .registerFunction(`string.${RE2_MATCHES_NAME}(string): bool`, matchesWithinBudget, {
+      description: 'CEL `matches` with RE2 semantics, in linear time.',
     });
   // CEL has no implicit int/double conversion; `user.failed_attempts + 1` would otherwise be a type
   // error that surprises every policy author. Comparisons between the two already work.

@@ -1,6 +1,7 @@
 import type { ASTNode, Environment } from '@marcbachmann/cel-js';
 import { parseCidr } from './ip-cidr.ts';
 import { closestName } from './name-suggestion.ts';
+import { compileRe2 } from './re2-matches.ts';
 
 /**
  * Load-time checks of literal arguments that the type checker cannot see: a string is a string to
@@ -57,24 +58,14 @@ function checkTimeZone(method: string, zone: string): string | undefined {
   }
 }
 
-function checkRegExp(pattern: string): LiteralIssue['message'] | { warning: string } | undefined {
-  try {
-    // cel-js compiles `matches` patterns with `new RegExp(pattern)`, no flags.
-    new RegExp(pattern);
-  } catch (e) {
-    const why = e instanceof Error ? e.message.replace(/^Invalid regular expression: \/.*\/\w*: /s, '') : '';
-    const hint = /^\(\?[imsU]+\)/.test(pattern)
-      ? '; inline flags such as (?i) are not supported: use e.g. `s.lowerAscii().matches("bot")`'
-      : '';
-    return `matches: invalid regular expression "${pattern}": ${why}${hint}`;
-  }
-  // Valid here, but not RE2 (CEL's regex syntax): the policy would not port to another CEL engine.
-  if (/\(\?<?[=!]|\\[1-9]|\\k</.test(pattern)) {
-    return {
-      warning: `matches: "${pattern}" uses a lookaround or back-reference, which RE2 (CEL's regex syntax) does not support`,
-    };
-  }
-  return undefined;
+function checkRegExp(pattern: string): string | undefined {
+  // Compiled as evaluation compiles it: RE2 syntax (CEL's), no lookarounds or back-references.
+  const re = compileRe2(pattern);
+  if (!(re instanceof Error)) return undefined;
+  const hint = /\(\?<?[=!]|\\[1-9]|\\k</.test(pattern)
+    ? " (lookarounds and back-references need backtracking, which RE2, CEL's regex syntax, leaves out to run in linear time)"
+    : '';
+  return `matches: invalid regular expression "${pattern}": ${re.message}${hint}`;
 }
 
 /**
@@ -109,9 +100,8 @@ export function checkLiteralArguments(ast: ASTNode, env: Environment): LiteralIs
             severity: 'error',
           });
         } else if (name === 'matches') {
-          const r = checkRegExp(literal);
-          if (typeof r === 'string') issues.push({ offset, message: r, severity: 'error' });
-          else if (r) issues.push({ offset, message: r.warning, severity: 'warning' });
+          const message = checkRegExp(literal);
+          if (message) issues.push({ offset, message, severity: 'error' });
         } else if (TIME_ZONE_METHODS.has(name)) {
           const message = checkTimeZone(name, literal);
           if (message) issues.push({ offset, message, severity: 'error' });

@@ -8,6 +8,7 @@ import {
   SIGNAL_VIEW_TYPES,
   USER_FIELDS,
 } from './cel-environment.ts';
+import { DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
 import { parseCidr } from './ip-cidr.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
 import { closestName } from './name-suggestion.ts';
@@ -32,6 +33,7 @@ import {
   type PolicySignalName,
   type SignalSettings,
 } from './policy-types.ts';
+import { renameMatchesCalls } from './re2-matches.ts';
 import {
   parseYamlSource,
   positionInString,
@@ -213,7 +215,13 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       });
       if (l.severity === 'error') valid = false;
     }
-    return valid ? fn : undefined;
+    if (!valid) return undefined;
+    // Checked as written (errors name `matches`), run with RE2: same length, same offsets.
+    const re2 = renameMatchesCalls(fn.ast, expr);
+    if (re2 === undefined) return fn;
+    const run = env.parse(re2);
+    run.check();
+    return run;
   };
 
   // Actions first: rules refer to them by name.
@@ -367,6 +375,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     overrides,
     outage,
     overloadVerdict: p.overload?.verdict,
+    evaluationBudgetMs: defaults.evaluationBudgetMs ?? DEFAULT_EVALUATION_BUDGET_MS,
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };

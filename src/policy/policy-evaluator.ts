@@ -1,5 +1,11 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { type Activation, createActivation } from './cel-environment.ts';
+import {
+  EvaluationBudgetExceeded,
+  endEvaluationBudget,
+  evaluationBudgetSpent,
+  startEvaluationBudget,
+} from './evaluation-budget.ts';
 import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
 import { fillActivation } from './policy-activation.ts';
 import type { RuleGuard } from './policy-analysis.ts';
@@ -115,6 +121,8 @@ export interface PolicyParts {
   outage: CompiledOutage | undefined;
   /** `overload.verdict`; undefined: shed decisions are answered 503. */
   overloadVerdict: Verdict | undefined;
+  /** `defaults.evaluationBudgetMs`: past it, each remaining rule fails per its `onError`. */
+  evaluationBudgetMs: number;
   warnings: readonly PolicyIssue[];
 }
 
@@ -206,6 +214,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   /** Synchronous and never throws: an internal failure answers `deny` with the error explained. */
   evaluate(input: PolicyInput): PolicyDecision {
     try {
+      startEvaluationBudget(this.#p.evaluationBudgetMs);
       return this.#evaluate(input);
     } catch (e) {
       return {
@@ -224,6 +233,8 @@ export class PolicyEvaluator implements CompiledPolicy {
         policy: this.#policyRef,
         decidedBy: 'verdict',
       };
+    } finally {
+      endEvaluationBudget();
     }
   }
 
@@ -302,11 +313,15 @@ export class PolicyEvaluator implements CompiledPolicy {
       if (rule.guards.length > 0 && !guardsPass(act, rule.guards)) continue;
       let result: unknown;
       let error: string | undefined;
-      try {
-        result = rule.fn(act);
-        if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
-      } catch (e) {
-        error = errorSummary(e);
+      if (evaluationBudgetSpent()) {
+        error = new EvaluationBudgetExceeded(p.evaluationBudgetMs).message;
+      } else {
+        try {
+          result = rule.fn(act);
+          if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
+        } catch (e) {
+          error = errorSummary(e);
+        }
       }
       let entry: Readonly<MatchedRule>;
       if (error !== undefined) {

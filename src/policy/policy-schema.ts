@@ -227,6 +227,15 @@ export const policyFileSchema = z
         timeoutMs: timeoutMsSchema.optional(),
         onUnavailable: onUnavailableSchema.optional(),
         onError: onErrorSchema.optional(),
+        evaluationBudgetMs: z
+          .number()
+          .int()
+          .min(1)
+          .max(1000)
+          .optional()
+          .describe(
+            'Time budget of one evaluation, in milliseconds (default 20). Past it, each remaining rule fails per its onError instead of holding the event loop.',
+          ),
       })
       .strict()
       .optional(),
