@@ -79,7 +79,7 @@ describe('Admin API callbacks', () => {
       cb.raw,
       s.config.credentials.callbackSignatureKey,
     );
-    expect(verdict).toEqual({ ok: true });
+    expect(verdict).toMatchObject({ ok: true });
     expect(
       (await verifyCallbackSignature(cb.headers['x-jws-signature'] as string, cb.raw, 'other-key')).ok,
     ).toBe(false);

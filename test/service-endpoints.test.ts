@@ -177,6 +177,33 @@ describe('POST /callbacks/admin', () => {
     );
   });
 
+  it('refuses a replayed callback with 409 and does not process it again (the issue: 3 of 3 accepted)', async () => {
+    const body = JSON.stringify({
+      user_id: 'u-9',
+      username: 'carol',
+      enrollment_id: 'e-replay',
+      activation_code: 'act-replay',
+      device_id: 'd-9',
+      result: 'success',
+    });
+    const signature = signCallbackBody(body, key());
+    expect((await post(body, signature)).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      const again = await post(body, signature);
+      expect(again.status).toBe(409);
+      expect(again.headers.get('content-type')).toBe('application/problem+json');
+      expect(await again.json()).toMatchObject({ code: 'RG_ERR_CALLBACK_REPLAYED', status: 409 });
+    }
+    const processed = h.serviceLog.filter(
+      (l) => l.msg === 'admin callback' && l.enrollment_id === 'e-replay',
+    );
+    expect(processed).toHaveLength(1);
+    expect(h.serviceLog.filter((l) => l.msg === 'admin callback replayed')).toHaveLength(3);
+    // The next genuine callback (another body, so another signature) is still taken.
+    const next = body.replace('e-replay', 'e-next');
+    expect((await post(next, signCallbackBody(next, key()))).status).toBe(200);
+  });
+
   it('refuses a tampered body, a wrong key and a missing signature with 401', async () => {
     const signature = signCallbackBody(enrollment, key());
     const tampered = enrollment.replace('"u-1"', '"u-2"');

@@ -12,7 +12,7 @@ describe('callback JWS (CONTRACT §2)', () => {
     expect(signCallbackBody(BODY, KEY)).toBe(VECTOR);
   });
   it('verifies the contract vector on the raw bytes', async () => {
-    expect(await verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY)).toEqual({ ok: true });
+    expect(await verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY)).toMatchObject({ ok: true });
   });
   it('refuses a tampered body, a wrong key and a missing header', async () => {
     expect(await verifyCallbackSignature(VECTOR, Buffer.from(BODY.replace('u1', 'u2')), KEY)).toEqual({
@@ -71,6 +71,6 @@ describe('callback JWS (CONTRACT §2)', () => {
   it('is asynchronous (WebCrypto through jose): the verdict is a promise', async () => {
     const pending = verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY);
     expect(pending).toBeInstanceOf(Promise);
-    expect(await pending).toEqual({ ok: true });
+    expect(await pending).toMatchObject({ ok: true });
   });
 });

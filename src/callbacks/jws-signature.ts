@@ -25,7 +25,9 @@ export function signCallbackBody(body: string | Uint8Array, key: string): string
 export type CallbackSignatureFailure = 'MISSING' | 'MALFORMED' | 'UNSUPPORTED_ALG' | 'MISMATCH';
 
 /** Outcome of `verifyCallbackSignature`. */
-export type CallbackSignatureResult = { ok: true } | { ok: false; reason: CallbackSignatureFailure };
+export type CallbackSignatureResult =
+  | { ok: true /** The verified signature part, unique per callback body. */; signature: string }
+  | { ok: false; reason: CallbackSignatureFailure };
 
 /**
  * Verifies `x-jws-signature` over the raw received bytes with jose (`flattenedVerify`, HS256 only):
@@ -49,7 +51,7 @@ export async function verifyCallbackSignature(
       encoder.encode(key),
       { algorithms: ALGORITHMS },
     );
-    return { ok: true };
+    return { ok: true, signature: parts[2] };
   } catch (err) {
     if (err instanceof errors.JOSEAlgNotAllowed) return { ok: false, reason: 'UNSUPPORTED_ALG' };
     if (err instanceof errors.JWSSignatureVerificationFailed) return { ok: false, reason: 'MISMATCH' };

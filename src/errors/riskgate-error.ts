@@ -39,6 +39,8 @@ export const ErrorCode = {
   TOKEN_UNAVAILABLE: 'RG_ERR_TOKEN_UNAVAILABLE',
   /** A signature (callback JWS, HMAC) did not verify. */
   INVALID_SIGNATURE: 'RG_ERR_INVALID_SIGNATURE',
+  /** A signed callback arrived a second time (a replay): refused, not processed again (HTTP 409). */
+  CALLBACK_REPLAYED: 'RG_ERR_CALLBACK_REPLAYED',
   /** The caller is not authenticated. */
   UNAUTHENTICATED: 'RG_ERR_UNAUTHENTICATED',
   /** The operation was cancelled by its caller. */

@@ -3,6 +3,7 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionQueue } from '../actions/action-queue.ts';
 import { planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
+import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
 import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import {
@@ -51,6 +52,8 @@ export interface AppDeps {
   isDraining?: () => boolean;
   /** Without it, `POST /callbacks/admin` is not served. */
   callbackSignatureKey?: string | undefined;
+  /** Remembers verified callback signatures to refuse replays. Default: 24 h, 100,000 entries. */
+  callbackReplayGuard?: CallbackReplayGuard;
   tracing?: DecisionTracing | undefined;
   log: ServiceLog;
   /** riskgate's version, for /openapi.json. */
@@ -164,6 +167,7 @@ export function createApp(deps: AppDeps): Hono {
 
   const callbackKey = deps.callbackSignatureKey;
   if (callbackKey !== undefined) {
+    const replays = deps.callbackReplayGuard ?? new CallbackReplayGuard();
     app.post('/callbacks/admin', limitBody(MAX_CALLBACK_BODY_BYTES), async (c) => {
       const raw = new Uint8Array(await c.req.arrayBuffer());
       const verified = await verifyCallbackSignature(c.req.header('x-jws-signature'), raw, callbackKey);
@@ -180,6 +184,20 @@ export function createApp(deps: AppDeps): Hono {
         throw new InputError('The callback body is not valid JSON.', [
           { field: '', message: 'is not valid JSON' },
         ]);
+      }
+      if (!replays.firstSighting(verified.signature)) {
+        deps.log({
+          level: 'warn',
+          msg: 'admin callback replayed',
+          callback: callbackKind(body),
+          ...callbackIds(body),
+        });
+        return problemResponse(
+          problemOf(
+            ErrorCode.CALLBACK_REPLAYED,
+            'This signed callback was already received; it is not processed again.',
+          ),
+        );
       }
       deps.log({ level: 'info', msg: 'admin callback', callback: callbackKind(body), ...callbackIds(body) });
       return c.json({ received: true });

@@ -1,0 +1,38 @@
+import { LRUCache } from 'lru-cache';
+
+/**
+ * Refuses a signed Admin callback seen before. The vendor signs the body alone (CONTRACT §2: no
+ * timestamp, no nonce), so a captured callback stays valid forever; but every callback body is
+ * unique (an enrollment's id and activation code, a migration's device pair and time), so a second
+ * arrival of the same signature is a replay. Only verified signatures are remembered: a forger
+ * cannot fill the set.
+ *
+ * Limits (documented in the README): the set lives in this process, so a replay to another replica
+ * or after a restart is not recognised, nor one older than the window or pushed out by
+ * `maxEntries` newer callbacks.
+ */
+export interface CallbackReplayGuardOptions {
+  /** How long a signature is remembered, in milliseconds. Default 24 h. */
+  windowMs?: number;
+  /** At most this many signatures are remembered (the oldest go first). Default 100,000 (~15 MB). */
+  maxEntries?: number;
+}
+
+export class CallbackReplayGuard {
+  readonly #seen: LRUCache<string, true>;
+
+  constructor(options: CallbackReplayGuardOptions = {}) {
+    this.#seen = new LRUCache<string, true>({
+      max: options.maxEntries ?? 100_000,
+      ttl: options.windowMs ?? 24 * 60 * 60 * 1000,
+      ttlAutopurge: false,
+    });
+  }
+
+  /** Records `signature` (the JWS signature part); false when it was already recorded. */
+  firstSighting(signature: string): boolean {
+    if (this.#seen.has(signature)) return false;
+    this.#seen.set(signature, true);
+    return true;
+  }
+}
