@@ -170,7 +170,9 @@ async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> 
     stderrLog({
       level: 'info',
       msg: 'riskgate listening',
+      host: config.host,
       port: service.port,
+      ...(service.opsPort !== undefined && { opsPort: service.opsPort }),
       policy: service.policies.status(),
     });
     return;
@@ -196,7 +198,13 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
     drainTimeoutMs: 10_000,
     log: stderrLog,
     onListening: (port) => {
-      stderrLog({ level: 'info', msg: 'riskgate listening', port, workers: config.workers });
+      stderrLog({
+        level: 'info',
+        msg: 'riskgate listening',
+        host: config.host,
+        port,
+        workers: config.workers,
+      });
       if (vendor.sandbox !== undefined) void showDemo(port, vendor);
     },
     onStopped: () => vendor.sandbox?.stop(),

@@ -29,7 +29,7 @@ async function burst(h: Harness, body: unknown, n: number) {
 }
 
 const metric = async (h: Harness, pattern: RegExp) =>
-  Number(pattern.exec(await (await fetch(`${h.url}/metrics`)).text())?.[1] ?? 0);
+  Number(pattern.exec(await (await h.ops('/metrics')).text())?.[1] ?? 0);
 
 describe('a burst past what riskgate admits', () => {
   let h: Harness;

@@ -37,7 +37,7 @@ const seen = async () => {
   };
   return requests.filter((r) => r.route === ROUTE).length;
 };
-const metrics = async () => (await fetch(`${h.url}/metrics`)).text();
+const metrics = async () => (await h.ops('/metrics')).text();
 
 describe('a circuit breaker per vendor route', () => {
   it('opens after failures in a row: decisions stop calling the route and see it unavailable as circuit_open', async () => {

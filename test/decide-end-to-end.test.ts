@@ -164,7 +164,7 @@ describe('the demo accounts, as npm start prints them', () => {
       expect.objectContaining({ type: 'user.updated', user_id: userIds.mallory, status: 'locked_out' }),
     );
 
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const metrics = await (await h.ops('/metrics')).text();
     expect(metrics).toMatch(/^riskgate_action_outcomes_total\{type="lock_out_user",status="done"\} [1-9]/m);
     expect(metrics).toMatch(/^riskgate_remote_access_tool_batch_size_count [1-9]/m);
   });

@@ -31,6 +31,8 @@ export interface Harness {
   serviceLog: Record<string, unknown>[];
   /** POSTs `body` (serialised unless a string) to /decide with the caller key. */
   decide(body: unknown, init?: { headers?: Record<string, string> }): Promise<HttpAnswer>;
+  /** GETs an operator endpoint (/metrics, /policies, /openapi.json) with the caller key. */
+  ops(path: string): Promise<Response>;
   /** A call to the sandbox's control API (`/sandbox/...`). */
   control(method: string, path: string, body?: unknown): Promise<unknown>;
   /** Calls counted by the sandbox for `route` (e.g. `GET /api/v1/signals/new-browser`). */
@@ -130,6 +132,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     stateDir,
     lines,
     serviceLog,
+    ops: (path) => fetch(`${riskgate.url}${path}`, { headers: { authorization: `Bearer ${CALLER_KEY}` } }),
     async decide(body, init = {}) {
       const res = await fetch(`${riskgate.url}/decide`, {
         method: 'POST',

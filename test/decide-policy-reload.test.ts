@@ -76,7 +76,7 @@ describe('policy hot reload while serving', () => {
     expect(verdicts.at(-1)).toBe('deny');
     const after = await h.decide(bob);
     expect((after.body.policy as { revision: string }).revision).not.toBe(oldRevision);
-    const status = (await (await fetch(`${h.url}/policies`)).json()) as Record<string, unknown>;
+    const status = (await (await h.ops('/policies')).json()) as Record<string, unknown>;
     expect(status.revision).toBe((after.body.policy as { revision: string }).revision);
   });
 
@@ -86,7 +86,7 @@ describe('policy hot reload while serving', () => {
     const status = await (async () => {
       const until = performance.now() + 5000;
       for (;;) {
-        const s = (await (await fetch(`${h.url}/policies`)).json()) as Record<string, unknown>;
+        const s = (await (await h.ops('/policies')).json()) as Record<string, unknown>;
         if (s.lastError !== undefined || performance.now() > until) return s;
         await new Promise((r) => setTimeout(r, 20));
       }

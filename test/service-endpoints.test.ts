@@ -13,6 +13,7 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 const get = (path: string) => fetch(`${h.url}${path}`);
+const ops = (path: string) => h.ops(path);
 
 describe('service endpoints', () => {
   it('GET /healthz says the process is alive', async () => {
@@ -31,7 +32,7 @@ describe('service endpoints', () => {
   });
 
   it('GET /policies names the active policy, its revision and when it was loaded', async () => {
-    const body = (await (await get('/policies')).json()) as Record<string, unknown>;
+    const body = (await (await ops('/policies')).json()) as Record<string, unknown>;
     expect(body).toMatchObject({ name: 'login', revision: expect.stringMatching(/^[0-9a-f]+$/) });
     expect(Number.isNaN(Date.parse(String(body.loadedAt)))).toBe(false);
     expect(body).not.toHaveProperty('lastError');
@@ -64,7 +65,7 @@ describe('service endpoints', () => {
   it('GET /metrics exposes decisions, latency and upstream calls as Prometheus text', async () => {
     await h.decide(demoRequest('alice', undefined));
     await new Promise((r) => setImmediate(r));
-    const res = await get('/metrics');
+    const res = await ops('/metrics');
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();
     expect(text).toMatch(/^riskgate_decisions_total\{verdict="\w+",degraded="(true|false)"\} [1-9]/m);
@@ -85,7 +86,7 @@ describe('service endpoints', () => {
     for (let i = 0; i < 200; i++) kept += new Array(50_000).fill(i).length;
     expect(kept).toBe(10_000_000);
     await new Promise((r) => setTimeout(r, 50));
-    const text = await (await get('/metrics')).text();
+    const text = await (await ops('/metrics')).text();
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1]);
     expect(value(/^riskgate_event_loop_delay_seconds\{quantile="0\.99"\} ([\d.e+-]+)$/m)).toBeGreaterThan(0);
     expect(value(/^riskgate_event_loop_delay_seconds\{quantile="1"\} ([\d.e+-]+)$/m)).toBeGreaterThan(0);
@@ -110,7 +111,7 @@ describe('service endpoints', () => {
   });
 
   it('GET /openapi.json describes POST /decide from the request and response schemas', async () => {
-    const doc = (await (await get('/openapi.json')).json()) as {
+    const doc = (await (await ops('/openapi.json')).json()) as {
       openapi: string;
       paths: Record<string, Record<string, unknown>>;
       components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> };

@@ -37,7 +37,7 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 async function metrics(): Promise<string> {
-  return (await fetch(`${h.url}/metrics`)).text();
+  return (await h.ops('/metrics')).text();
 }
 
 describe('the Log API follower', () => {

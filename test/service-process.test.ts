@@ -96,7 +96,7 @@ function run(env: Record<string, string>, nodeArgs: string[] = []): Started {
 async function listeningPort(p: Started): Promise<number> {
   const until = performance.now() + 15_000;
   for (;;) {
-    const m = /"msg":"riskgate listening","port":(\d+)/.exec(p.stderr());
+    const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(p.stderr());
     if (m) return Number(m[1]);
     if (performance.now() > until || p.child.exitCode !== null)
       throw new Error(`did not start: ${p.stderr()}`);
@@ -362,7 +362,9 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       for (let i = 0; i < 24; i++) {
         expect((await decideOnNewConnection(port, demoRequest('alice', alice))).status).toBe(200);
       }
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+      ).text();
       const served = (worker: number) =>
         [
           ...metrics.matchAll(

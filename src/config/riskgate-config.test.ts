@@ -43,6 +43,32 @@ describe('loadConfig', () => {
     expect(loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate' }).stateDir).toBe('/var/lib/riskgate');
   });
 
+  it('listens on loopback on the sandbox and on every interface with a vendor, unless RISKGATE_HOST says', () => {
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadConfig(UPSTREAM).host).toBe('0.0.0.0');
+    expect(loadConfig({ ...UPSTREAM, RISKGATE_HOST: '10.1.2.3' }).host).toBe('10.1.2.3');
+    expect(loadConfig({ RISKGATE_HOST: '::' }).host).toBe('::');
+  });
+
+  it('reads the ops port and ops keys, and refuses an ops port that is the main port', () => {
+    expect(loadConfig({})).toMatchObject({ opsPort: undefined, opsKeys: undefined });
+    expect(
+      loadConfig({ RISKGATE_OPS_PORT: '9090', RISKGATE_OPS_KEYS: 'ops-key-0123456789abc' }),
+    ).toMatchObject({
+      opsPort: 9090,
+      opsKeys: ['ops-key-0123456789abc'],
+    });
+    expect(errorOf(() => loadConfig({ RISKGATE_OPS_PORT: '8080' })).message).toBe(
+      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
+    );
+    expect(errorOf(() => loadConfig({ RISKGATE_OPS_PORT: 'x' })).message).toMatch(
+      /^RISKGATE_OPS_PORT must be/,
+    );
+    expect(errorOf(() => loadConfig({ RISKGATE_OPS_KEYS: 'short' })).message).toMatch(
+      /^RISKGATE_OPS_KEYS each key must be at least 16 characters/,
+    );
+  });
+
   it('sizes the upstream connection pools from the environment, within bounds', () => {
     const config = loadConfig({ RISKGATE_SIGNALS_CONNECTIONS: '256', RISKGATE_ADMIN_CONNECTIONS: '16' });
     expect(config).toMatchObject({ signalsConnections: 256, adminConnections: 16 });

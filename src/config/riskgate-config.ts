@@ -38,6 +38,21 @@ export interface UpstreamConfig {
 export interface RiskgateConfig {
   /** Listening port. Default 8080. */
   port: number;
+  /**
+   * Interface to listen on (both ports). Default `127.0.0.1` in sandbox mode (a development
+   * machine), `0.0.0.0` with a vendor configured (a container, behind its network policy).
+   */
+  host: string;
+  /**
+   * A separate port for /metrics, /policies, /openapi.json and /actions (then not served on
+   * `port`); undefined: they are served on `port`, behind a key. /healthz and /readyz are on both.
+   */
+  opsPort: number | undefined;
+  /**
+   * Keys for the operator endpoints. Undefined: the caller keys on the main port, and no key on
+   * the ops port (its network boundary is the control).
+   */
+  opsKeys: string[] | undefined;
   /** Caller keys for `Authorization: Bearer`; undefined only in sandbox mode (a key is generated). */
   apiKeys: string[] | undefined;
   /** Policy file or directory. Default `policies/`. */
@@ -95,6 +110,7 @@ export interface RiskgateConfig {
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
 export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
+  'RISKGATE_OPS_KEYS',
   'RISKGATE_CLIENT_SECRET',
   'RISKGATE_ADMIN_API_KEY',
   'RISKGATE_LOG_API_KEY',
@@ -155,20 +171,31 @@ const nonEmpty = z.string().trim().min(1, 'must not be empty');
 const optionalEmptyAsUndefined = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 
+/** A comma-separated list of bearer keys. */
+const keyList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0),
+  )
+  .pipe(z.array(z.string().min(16, 'each key must be at least 16 characters')).min(1, 'lists no key'));
+
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
   SANDBOX_PORT: port(4010),
-  RISKGATE_API_KEYS: optionalEmptyAsUndefined(
+  RISKGATE_API_KEYS: optionalEmptyAsUndefined(keyList),
+  RISKGATE_HOST: optionalEmptyAsUndefined(nonEmpty),
+  RISKGATE_OPS_PORT: optionalEmptyAsUndefined(
     z
       .string()
-      .transform((s) =>
-        s
-          .split(',')
-          .map((k) => k.trim())
-          .filter((k) => k.length > 0),
-      )
-      .pipe(z.array(z.string().min(16, 'each key must be at least 16 characters')).min(1, 'lists no key')),
+      .trim()
+      .regex(/^\d+$/, 'must be a whole number from 0 to 65535')
+      .transform(Number)
+      .pipe(z.number().max(65535, 'must be a whole number from 0 to 65535')),
   ),
+  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
   RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
@@ -314,8 +341,20 @@ export function loadConfig(
     }
   }
 
+  if (
+    b.RISKGATE_OPS_PORT !== undefined &&
+    b.RISKGATE_OPS_PORT !== 0 &&
+    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
+  ) {
+    throw configError(
+      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
+    );
+  }
   return {
     port: b.RISKGATE_PORT,
+    host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
+    opsPort: b.RISKGATE_OPS_PORT,
+    opsKeys: b.RISKGATE_OPS_KEYS,
     apiKeys: b.RISKGATE_API_KEYS,
     policyPath: b.RISKGATE_POLICY_PATH,
     deadlineMs: b.RISKGATE_DEADLINE_MS,

@@ -68,7 +68,8 @@ export function printDemo(b: DemoBanner): void {
     lines.push('');
   }
   lines.push(
-    `Also: ${['healthz', 'readyz', 'metrics', 'policies', 'openapi.json'].map((p) => `${b.riskgateUrl}/${p}`).join('  ')}`,
+    `Also: ${['healthz', 'readyz'].map((p) => `${b.riskgateUrl}/${p}`).join('  ')}; with the key (operator endpoints):`,
+    `  curl -s -H 'authorization: Bearer ${b.apiKey}' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json)`,
     'Decision log lines follow on stdout. Ctrl-C stops riskgate and the sandbox.',
     '',
   );

@@ -62,6 +62,14 @@ export interface AppDeps {
   renderMetrics?: (() => Promise<string>) | undefined;
   /** Sheds decisions under overload (src/admission/); without it every decision is started. */
   admission?: AdmissionControl | undefined;
+  /**
+   * The operator endpoints (/metrics, /policies, /openapi.json): `keys` (default: the caller keys)
+   * guard them; `open` serves them to anyone (the separate ops port); `elsewhere` leaves them out
+   * (they are on the ops port). Liveness and readiness are open on every surface.
+   */
+  ops?: { access: 'keys'; keys: readonly string[] } | { access: 'open' } | { access: 'elsewhere' };
+  /** `service` (default): /decide and the rest; `ops`: only health and the operator endpoints. */
+  surface?: 'service' | 'ops';
 }
 
 /** Statuses answered before the request body is read to its end. */
@@ -113,29 +121,31 @@ export function createApp(deps: AppDeps): Hono {
     return problemResponse(problemOf(ErrorCode.NOT_FOUND, `No route for ${c.req.method} ${c.req.path}.`));
   });
 
-  app.post('/decide', admit(deps), auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
-    const startedAt = performance.now();
-    const request = await readJsonBody(c, decideRequestSchema);
-    const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
-    // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
-    const run = await runDecision(deps.decide, request, span?.traceparent, c.req.raw.signal);
-    if (run.subject.status === 'mismatch') {
-      // A caller naming someone else's Admin ids: refused, logged, nothing done to anyone.
-      const field = run.subject.field;
-      deps.log({
-        level: 'warn',
-        msg: 'decision refused: subject mismatch',
-        decisionId: run.decisionId,
-        field,
-      });
-      span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision });
-      throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
-    }
-    const response = buildDecideResponse(run, startActions(deps, run, span?.traceparent));
-    const totalMs = performance.now() - startedAt;
-    setImmediate(afterDecision, deps, run, response, totalMs, span);
-    return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
-  });
+  const service = (deps.surface ?? 'service') === 'service';
+  if (service)
+    app.post('/decide', admit(deps), auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
+      const startedAt = performance.now();
+      const request = await readJsonBody(c, decideRequestSchema);
+      const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
+      // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
+      const run = await runDecision(deps.decide, request, span?.traceparent, c.req.raw.signal);
+      if (run.subject.status === 'mismatch') {
+        // A caller naming someone else's Admin ids: refused, logged, nothing done to anyone.
+        const field = run.subject.field;
+        deps.log({
+          level: 'warn',
+          msg: 'decision refused: subject mismatch',
+          decisionId: run.decisionId,
+          field,
+        });
+        span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision });
+        throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
+      }
+      const response = buildDecideResponse(run, startActions(deps, run, span?.traceparent));
+      const totalMs = performance.now() - startedAt;
+      setImmediate(afterDecision, deps, run, response, totalMs, span);
+      return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
+    });
 
   // Liveness: the process answers. The vendor's state is detail, never a reason to restart.
   app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health?.() }));
@@ -152,20 +162,25 @@ export function createApp(deps: AppDeps): Hono {
     return c.json({ ready, checks }, ready ? 200 : 503);
   });
 
-  app.get('/metrics', async (c) =>
-    c.body(await (deps.renderMetrics ?? deps.metrics.render)(), 200, {
-      'content-type': PROMETHEUS_CONTENT_TYPE,
-    }),
-  );
+  const ops = deps.ops ?? { access: 'keys', keys: deps.apiKeys };
+  if (ops.access !== 'elsewhere') {
+    // Policy file paths, reload errors, traffic and the API surface: for operators, not callers.
+    const opsAuth: MiddlewareHandler = ops.access === 'keys' ? callerAuth(ops.keys) : (_c, next) => next();
+    app.get('/metrics', opsAuth, async (c) =>
+      c.body(await (deps.renderMetrics ?? deps.metrics.render)(), 200, {
+        'content-type': PROMETHEUS_CONTENT_TYPE,
+      }),
+    );
 
-  app.get('/policies', (c) => c.json(deps.decide.policies.status()));
+    app.get('/policies', opsAuth, (c) => c.json(deps.decide.policies.status()));
 
-  app.get('/openapi.json', (c) => {
-    openApi ??= JSON.stringify(buildOpenApiDocument(deps.version));
-    return c.body(openApi, 200, { 'content-type': 'application/json' });
-  });
+    app.get('/openapi.json', opsAuth, (c) => {
+      openApi ??= JSON.stringify(buildOpenApiDocument(deps.version));
+      return c.body(openApi, 200, { 'content-type': 'application/json' });
+    });
+  }
 
-  const callbackKey = deps.callbackSignatureKey;
+  const callbackKey = service ? deps.callbackSignatureKey : undefined;
   if (callbackKey !== undefined) {
     const replays = deps.callbackReplayGuard ?? new CallbackReplayGuard();
     app.post('/callbacks/admin', limitBody(MAX_CALLBACK_BODY_BYTES), async (c) => {

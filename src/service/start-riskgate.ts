@@ -14,7 +14,7 @@ import {
   openDecisionLog,
 } from '../decision-log/decision-log.ts';
 import { actionLine } from '../decision-log/decision-record.ts';
-import { createApp, type ServiceLog } from '../http/create-app.ts';
+import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
@@ -53,7 +53,7 @@ export interface StartRiskgateOptions {
   upstream: UpstreamConfig;
   /** Caller keys (the configured ones, or the generated development key). */
   apiKeys: readonly string[];
-  /** Interface to bind. Default: all interfaces (`::`/`0.0.0.0`). */
+  /** Interface to bind. Default `config.host` (RISKGATE_HOST). */
   host?: string;
   log?: ServiceLog;
   tracing?: DecisionTracing | undefined;
@@ -81,6 +81,9 @@ export interface StartRiskgateOptions {
 export interface RunningRiskgate {
   url: string;
   port: number;
+  /** The ops port's URL and port, when `RISKGATE_OPS_PORT` is set. */
+  opsUrl: string | undefined;
+  opsPort: number | undefined;
   app: Hono;
   policies: PolicyStore;
   tokens: TokenManager;
@@ -113,6 +116,40 @@ export const stderrLog: ServiceLog = (line) => {
 function signalsScope(upstream: UpstreamConfig): string {
   const audience = upstream.signalsAudience;
   return audience.startsWith('urn:') ? audience : audienceScope(upstream.signalsIdp!, audience);
+}
+
+/**
+ * An HTTP server for `app` listening on `port` and `host`, sized for a login path: headers within
+ * seconds, a whole request within the deadline's order of magnitude, idle keep-alive short,
+ * checked every second rather than Node's 30 s; past `maxConnections` new ones are refused at once
+ * (the file-descriptor table stays free for the vendor, the decision log and a policy reload).
+ */
+async function listenHttp(
+  app: Hono,
+  port: number,
+  host: string,
+  config: RiskgateConfig,
+  silent: { stop(): void }[],
+): Promise<HttpServer> {
+  const server = createAdaptorServer({
+    fetch: app.fetch,
+    serverOptions: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connectionsCheckingInterval: 1000,
+    },
+  }) as HttpServer;
+  server.maxConnections = config.maxConnections;
+  silent.push(closeSilentConnections(server, config.headersTimeoutMs));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
 }
 
 export async function startRiskgate(options: StartRiskgateOptions): Promise<RunningRiskgate> {
@@ -229,7 +266,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   );
 
   let draining = false;
-  const app = createApp({
+  const appDeps: AppDeps = {
     admission,
     renderMetrics: options.renderMetrics,
     decide: {
@@ -255,7 +292,21 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     tracing: options.tracing,
     log,
     version: options.version ?? '0.0.0',
-  });
+    ops:
+      config.opsPort !== undefined
+        ? { access: 'elsewhere' }
+        : { access: 'keys', keys: config.opsKeys ?? options.apiKeys },
+  };
+  const app = createApp(appDeps);
+  // The separate ops port: health and the operator endpoints, keyed only when keys are configured.
+  const opsApp =
+    config.opsPort === undefined
+      ? undefined
+      : createApp({
+          ...appDeps,
+          surface: 'ops',
+          ops: config.opsKeys === undefined ? { access: 'open' } : { access: 'keys', keys: config.opsKeys },
+        });
 
   const logs =
     options.followLogs === false
@@ -282,37 +333,23 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   }
 
   const ready = tokens.start();
-  const server = createAdaptorServer({
-    fetch: app.fetch,
-    // A login path has no slow clients: headers within seconds, a whole request within the deadline's
-    // order of magnitude, idle keep-alive short. Checked every second rather than Node's 30 s.
-    serverOptions: {
-      headersTimeout: config.headersTimeoutMs,
-      requestTimeout: config.requestTimeoutMs,
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      connectionsCheckingInterval: 1000,
-    },
-  }) as HttpServer;
-  // Past this many open connections new ones are refused at once: the file-descriptor table stays
-  // free for the vendor's connections, the decision log and a policy reload.
-  server.maxConnections = config.maxConnections;
-  const silentConnections = closeSilentConnections(server, config.headersTimeoutMs);
+  const host = options.host ?? config.host;
+  const silent: { stop(): void }[] = [];
+  const listening: HttpServer[] = [];
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      const onListening = () => {
-        server.off('error', reject);
-        resolve();
-      };
-      if (options.host === undefined) server.listen(config.port, onListening);
-      else server.listen(config.port, options.host, onListening);
-    });
+    listening.push(await listenHttp(app, config.port, host, config, silent));
+    if (opsApp !== undefined) listening.push(await listenHttp(opsApp, config.opsPort!, host, config, silent));
   } catch (error) {
+    for (const s of silent) s.stop();
+    for (const s of listening) s.close();
     policies.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close(), logs?.stop(), metrics.shutdown()]);
     throw error;
   }
+  const server = listening[0]!;
+  const opsServer = listening[1];
   const port = (server.address() as AddressInfo).port;
+  const opsPort = opsServer === undefined ? undefined : (opsServer.address() as AddressInfo).port;
   // In the background: the first window is due two minutes after start at the earliest.
   const logsStarted = logs?.start();
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
@@ -324,6 +361,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     // a decision goes idle once answered, and is ended by the next sweep instead of lingering for
     // its keep-alive timeout. Past the drain timeout, everything is cut.
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    opsServer?.close();
+    opsServer?.closeAllConnections();
     const http = server as HttpServer;
     const sweep = setInterval(() => http.closeIdleConnections(), 20);
     const forced = setTimeout(() => http.closeAllConnections(), drainTimeoutMs);
@@ -337,7 +376,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await logs?.stop();
     policies.close();
     admission.stop();
-    silentConnections.stop();
+    for (const s of silent) s.stop();
     await Promise.all([tokens.stop(), signals.close(), admin.close()]);
     await decisionLog.close(DECISION_LOG_CLOSE_TIMEOUT_MS); // bounded: a stuck destination cannot hold the exit
     await Promise.all([metrics.shutdown(), options.tracing?.shutdown()]);
@@ -346,6 +385,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    opsUrl: opsPort === undefined ? undefined : `http://127.0.0.1:${opsPort}`,
+    opsPort,
     app,
     policies,
     tokens,
@@ -364,6 +405,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     abandon: async (reason, timeoutMs) => {
       draining = true;
       server.close();
+      opsServer?.close();
       actions.abandon(reason);
       await decisionLog.close(timeoutMs).catch(() => {});
     },
