@@ -159,9 +159,18 @@ function onShutdown(stop: () => Promise<void>): void {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
+/** SIGHUP (logrotate's postrotate): the decision log file is opened anew at its path. */
+function onReopen(service: { decisionLog: { reopen?(): void } }): void {
+  process.on('SIGHUP', () => {
+    stderrLog({ level: 'info', msg: 'reopening the decision log', signal: 'SIGHUP' });
+    service.decisionLog.reopen?.();
+  });
+}
+
 /** The whole of riskgate in this one process (RISKGATE_WORKERS=1). */
 async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> {
   const service = await startService(config, vendor);
+  onReopen(service);
   onShutdown(async () => {
     await service.stop();
     await vendor.sandbox?.stop();
@@ -224,6 +233,7 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
   );
   gather = joinPrimary(service.port, () => service.metrics.render());
   onShutdown(() => service.stop());
+  onReopen(service);
 }
 
 async function showDemo(port: number, vendor: Vendor): Promise<void> {

@@ -2,9 +2,11 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import {
   copyFileSync,
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -104,6 +106,15 @@ async function listeningPort(p: Started): Promise<number> {
   }
 }
 
+/** Polls `ready` every 25 ms for up to 5 s. */
+async function waitFor(ready: () => boolean): Promise<void> {
+  const until = performance.now() + 5000;
+  while (!ready()) {
+    if (performance.now() > until) throw new Error('condition not met within 5 s');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 /** Polls until the sandbox has seen `route` answered or hanging, for up to 5 s. */
 async function sandboxSaw(route: string): Promise<void> {
   const until = performance.now() + 5000;
@@ -194,6 +205,41 @@ describe('node dist/main.js', () => {
     } finally {
       await control('DELETE', '/sandbox/faults');
       if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    }
+  });
+
+  it('on SIGHUP reopens the decision log at its path: logrotate moves the file, no line is lost', async () => {
+    const logPath = join(work, 'rotated.ndjson');
+    const p = run({ ...vendorEnv(), RISKGATE_DECISION_LOG: logPath });
+    try {
+      const port = await listeningPort(p);
+      const { alice } = await lookUpUserIds(sandbox, ['alice']);
+      const decide = async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/decide`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify(demoRequest('alice', alice)),
+        });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { decisionId: string }).decisionId;
+      };
+      const ids = (path: string) =>
+        readFileSync(path, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => (JSON.parse(l) as { decisionId: string }).decisionId);
+      const first = await decide();
+      await waitFor(() => existsSync(logPath) && ids(logPath).includes(first));
+      renameSync(logPath, `${logPath}.1`);
+      p.child.kill('SIGHUP');
+      await waitFor(() => p.stderr().includes('reopening the decision log'));
+      const second = await decide();
+      await waitFor(() => existsSync(logPath) && ids(logPath).includes(second));
+      expect(ids(`${logPath}.1`)).toEqual([first]);
+      expect(ids(logPath)).toEqual([second]);
+      expect(p.child.exitCode).toBeNull();
+    } finally {
+      p.child.kill('SIGKILL');
     }
   });
 

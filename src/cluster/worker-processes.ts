@@ -118,6 +118,10 @@ export function runPrimary(options: PrimaryOptions): void {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // logrotate signals the process it knows (the primary): each worker reopens its decision log.
+  process.on('SIGHUP', () => {
+    for (const w of workers.values()) w.process.kill('SIGHUP');
+  });
 
   for (let i = 1; i <= options.count; i++) fork(i);
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_REDACTION, parseRedaction, type RedactionRule } from '../decision-log/log-redaction.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
@@ -60,6 +61,16 @@ export interface RiskgateConfig {
   /** Per-decision deadline, milliseconds. Default 300. */
   deadlineMs: number;
   decisionLog: DecisionLogTarget;
+  /** Fields of decision log lines dropped, hashed or truncated. Default: display names dropped. */
+  decisionLogRedaction: RedactionRule[];
+  /** Key of the `hash` redaction (HMAC-SHA256); required when a rule hashes. */
+  decisionLogHashKey: string | undefined;
+  /**
+   * While the decision log destination fails: `answer` (default) keeps deciding and alarms
+   * (/healthz, metrics, service log); `refuse` answers 503 and reports not ready, for deployments
+   * where no decision may go unaudited.
+   */
+  decisionLogOnFailure: 'answer' | 'refuse';
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
@@ -110,6 +121,7 @@ export interface RiskgateConfig {
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
 export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
+  'RISKGATE_DECISION_LOG_HASH_KEY',
   'RISKGATE_OPS_KEYS',
   'RISKGATE_CLIENT_SECRET',
   'RISKGATE_ADMIN_API_KEY',
@@ -199,6 +211,23 @@ const baseSchema = z.object({
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
   RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
+  RISKGATE_DECISION_LOG_REDACT: z
+    .string()
+    .default(DEFAULT_REDACTION)
+    .transform((text, ctx) => {
+      const rules = parseRedaction(text);
+      if (typeof rules === 'string') {
+        ctx.addIssue({ code: 'custom', message: rules });
+        return z.NEVER;
+      }
+      return rules;
+    }),
+  RISKGATE_DECISION_LOG_HASH_KEY: optionalEmptyAsUndefined(
+    z.string().min(16, 'must be at least 16 characters'),
+  ),
+  RISKGATE_DECISION_LOG_ON_FAILURE: z
+    .enum(['answer', 'refuse'], { error: 'must be answer or refuse' })
+    .default('answer'),
   RISKGATE_STATE_DIR: nonEmpty.default('.riskgate/'),
   RISKGATE_SIGNALS_CONNECTIONS: numberVariable({ min: 1, max: 4096, fallback: 128 }),
   RISKGATE_ADMIN_CONNECTIONS: numberVariable({ min: 1, max: 4096, fallback: 64 }),
@@ -342,6 +371,14 @@ export function loadConfig(
   }
 
   if (
+    b.RISKGATE_DECISION_LOG_REDACT.some((r) => r.mode === 'hash') &&
+    b.RISKGATE_DECISION_LOG_HASH_KEY === undefined
+  ) {
+    throw configError(
+      'RISKGATE_DECISION_LOG_HASH_KEY is required when RISKGATE_DECISION_LOG_REDACT hashes a field',
+    );
+  }
+  if (
     b.RISKGATE_OPS_PORT !== undefined &&
     b.RISKGATE_OPS_PORT !== 0 &&
     b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
@@ -359,6 +396,9 @@ export function loadConfig(
     policyPath: b.RISKGATE_POLICY_PATH,
     deadlineMs: b.RISKGATE_DEADLINE_MS,
     decisionLog: parseDecisionLog(b.RISKGATE_DECISION_LOG),
+    decisionLogRedaction: b.RISKGATE_DECISION_LOG_REDACT,
+    decisionLogHashKey: b.RISKGATE_DECISION_LOG_HASH_KEY,
+    decisionLogOnFailure: b.RISKGATE_DECISION_LOG_ON_FAILURE,
     upstream,
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,

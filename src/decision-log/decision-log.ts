@@ -24,6 +24,20 @@ export interface DecisionLog {
   close(timeoutMs?: number): Promise<void>;
   /** Records dropped: `maxPending` reached, the destination failed, or close timed out. A metric. */
   readonly dropped: number;
+  /**
+   * Opens the destination anew (a file: the same path, so a rotated file is let go; SIGHUP). Also
+   * how a failed destination is retried. A no-op for stdout and `off`.
+   */
+  reopen?(): void;
+  /** Whether records reach the destination; the last failure while they do not. For /healthz. */
+  health?(): DecisionLogHealth;
+}
+
+export interface DecisionLogHealth {
+  ok: boolean;
+  /** The destination's last error while it is failing (an errno code and message, never a record). */
+  lastError?: string;
+  dropped: number;
 }
 
 export interface DecisionLogOptions {
@@ -34,6 +48,12 @@ export interface DecisionLogOptions {
    * counted as dropped) and when close times out.
    */
   onError?: (error: Error) => void;
+  /** Applied to each record when it is serialised (off the request path): redaction. */
+  redact?: (record: object) => object;
+  /** Told when the destination starts or stops taking records (alarms, metrics). */
+  onHealthChange?: (ok: boolean) => void;
+  /** While the destination is failing, how often it is reopened, milliseconds. Default 5000. */
+  retryMs?: number;
 }
 
 /** Default longest wait of `close()`, milliseconds. */
@@ -57,8 +77,11 @@ export const DISCARD_DECISION_LOG: DecisionLog = {
 export function openDecisionLog(target: DecisionLogTarget, options: DecisionLogOptions = {}): DecisionLog {
   if (target.kind === 'off') return DISCARD_DECISION_LOG;
   if (target.kind === 'stdout') return createDecisionLog(stdoutStream(), { ...options, ownsStream: false });
-  mkdirSync(dirname(target.path), { recursive: true });
-  return createDecisionLog(createWriteStream(target.path, { flags: 'a' }), { ...options, ownsStream: true });
+  const open = () => {
+    mkdirSync(dirname(target.path), { recursive: true });
+    return createWriteStream(target.path, { flags: 'a' });
+  };
+  return createDecisionLog(open(), { ...options, ownsStream: true, openStream: open });
 }
 
 /**
@@ -78,10 +101,12 @@ function stdoutStream(): Writable {
 
 /** A decision log over any writable stream (tests pass their own). */
 export function createDecisionLog(
-  stream: Writable,
-  options: DecisionLogOptions & { ownsStream?: boolean } = {},
+  initial: Writable,
+  options: DecisionLogOptions & { ownsStream?: boolean; openStream?: () => Writable } = {},
 ): DecisionLog {
   const maxPending = options.maxPending ?? 100_000;
+  const redact = options.redact;
+  let stream = initial;
   let pending: object[] = [];
   let scheduled = false;
   let waitingForDrain = false;
@@ -90,8 +115,12 @@ export function createDecisionLog(
   let flushWaiters: (() => void)[] = [];
   /** No more records accepted (closed). */
   let closed = false;
-  /** The destination errored or closed: nothing more can be written to it. */
+  /** The destination errored or closed: nothing more can be written to it until reopened. */
   let broken = false;
+  let lastError: string | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  /** Reopened after a failure, no write has succeeded yet: not called healthy (it may fail again). */
+  let probation = false;
 
   const settleWaiters = () => {
     const waiters = flushWaiters;
@@ -104,28 +133,56 @@ export function createDecisionLog(
 
   // A stream that errored is destroyed, and a destroyed stream never drains nor calls back: settle
   // every waiter now, and count what can no longer be written.
-  const markBroken = () => {
-    if (broken) return;
+  const markBroken = (s: Writable) => {
+    if (s !== stream || broken) return;
     broken = true;
     dropped += pending.length;
     pending = [];
     waitingForDrain = false;
     writesInFlight = 0;
     settleWaiters();
+    // Failing again on probation is the same failure: said once.
+    if (!probation) options.onHealthChange?.(false);
+    // A file that failed (disk full, permissions, a deleted directory) is tried again, so the audit
+    // trail resumes by itself once the cause is fixed.
+    if (options.openStream !== undefined && !closed && retry === undefined) {
+      retry = setInterval(() => reopen(), options.retryMs ?? 5000);
+      retry.unref();
+    }
   };
-  stream.on('error', (error: Error) => {
-    options.onError?.(error);
-    markBroken();
-  });
-  stream.on('close', markBroken);
+  const attach = (s: Writable) => {
+    s.on('error', (error: NodeJS.ErrnoException) => {
+      if (s !== stream) return;
+      lastError = errorText(error);
+      options.onError?.(error);
+      markBroken(s);
+    });
+    s.on('close', () => markBroken(s));
+  };
+  attach(stream);
 
-  const onWritten = () => {
-    if (broken) return;
+  const onWritten = (s: Writable, records: number, error?: Error | null) => {
+    if (error) dropped += records; // handed over, never written
+    if (broken || s !== stream) return;
+    if (error) {
+      // The 'error' event follows on the next tick; a flush waiting on this write learns it now.
+      lastError = errorText(error);
+      markBroken(s);
+      return;
+    }
     writesInFlight--;
+    if (probation && !error) {
+      probation = false;
+      lastError = undefined;
+      clearInterval(retry);
+      retry = undefined;
+      options.onHealthChange?.(true);
+    }
     if (pending.length > 0) schedule();
     else settleIfIdle();
   };
-  const onDrain = () => {
+  const onDrain = (s: Writable) => {
+    if (s !== stream) return;
     waitingForDrain = false;
     if (broken) return;
     if (pending.length > 0) schedule();
@@ -146,11 +203,13 @@ export function createDecisionLog(
     const batch = pending;
     pending = [];
     let text = '';
-    for (const record of batch) text += `${safeStringify(record)}\n`;
+    for (const record of batch) text += `${safeStringify(redact === undefined ? record : redact(record))}\n`;
     writesInFlight++;
-    if (!stream.write(text, onWritten)) {
+    const s = stream;
+    const records = batch.length;
+    if (!s.write(text, (error) => onWritten(s, records, error))) {
       waitingForDrain = true;
-      stream.once('drain', onDrain);
+      s.once('drain', () => onDrain(s));
     }
   };
 
@@ -158,6 +217,36 @@ export function createDecisionLog(
     if (scheduled) return;
     scheduled = true;
     setImmediate(writeBatch);
+  }
+
+  function reopen() {
+    if (options.openStream === undefined || closed) return;
+    const old = stream;
+    let next: Writable;
+    try {
+      next = options.openStream();
+    } catch (error) {
+      lastError = (error as Error).message;
+      return;
+    }
+    stream = next;
+    attach(next);
+    // What the old stream holds still reaches its file (end() flushes); its callbacks are ignored.
+    if (!old.destroyed) old.end();
+    writesInFlight = 0;
+    waitingForDrain = false;
+    if (broken) {
+      // Records are taken again once the new stream has opened, and it is called healthy once a
+      // write succeeds (/dev/full opens fine and fails every write).
+      next.once('ready', () => {
+        if (stream !== next || !broken) return;
+        broken = false;
+        probation = true;
+        schedule();
+      });
+      return;
+    }
+    schedule();
   }
 
   const flush = () =>
@@ -180,7 +269,14 @@ export function createDecisionLog(
       schedule();
     },
     flush,
+    reopen,
+    health: () => {
+      const ok = !broken && !probation;
+      return { ok, ...(!ok && lastError !== undefined && { lastError }), dropped };
+    },
     async close(timeoutMs = DECISION_LOG_CLOSE_TIMEOUT_MS) {
+      clearInterval(retry);
+      retry = undefined;
       const until = performance.now() + timeoutMs;
       const done = await within(flush(), timeoutMs);
       closed = true;
@@ -206,6 +302,10 @@ export function createDecisionLog(
       return dropped;
     },
   };
+}
+
+function errorText(error: NodeJS.ErrnoException): string {
+  return error.code === undefined ? error.message : `${error.code}: ${error.message}`;
 }
 
 /** Whether `promise` settled within `ms`. */

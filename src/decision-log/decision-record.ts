@@ -9,8 +9,15 @@ import type { DecisionRun } from '../decide/run-decision.ts';
  * One-time codes are secrets: only whether one was issued is kept.
  */
 
+/**
+ * The version of the line format, in every line. Raised when a field changes meaning or goes away
+ * (adding one does not), so replay and log consumers can tell what they read.
+ */
+export const DECISION_LOG_SCHEMA_VERSION = 1;
+
 export interface DecisionLine {
   kind: 'decision';
+  schemaVersion: typeof DECISION_LOG_SCHEMA_VERSION;
   decisionId: string;
   /** When the request arrived (RFC 3339); the policy's `now`. */
   at: string;
@@ -35,6 +42,7 @@ export interface DecisionLine {
 
 export interface ActionLine extends ActionOutcome {
   kind: 'action';
+  schemaVersion: typeof DECISION_LOG_SCHEMA_VERSION;
   at: string;
 }
 
@@ -43,6 +51,7 @@ export function decisionLine(run: DecisionRun, response: DecideResponse, totalMs
   const { policy: _p, actions: _a, ...outcome } = run.decision;
   return {
     kind: 'decision',
+    schemaVersion: DECISION_LOG_SCHEMA_VERSION,
     decisionId: run.decisionId,
     at: run.receivedAt.toISOString(),
     request: run.request,
@@ -64,5 +73,10 @@ export function decisionLine(run: DecisionRun, response: DecideResponse, totalMs
 
 /** The line of a queued action's final outcome. */
 export function actionLine(outcome: ActionOutcome): ActionLine {
-  return { kind: 'action', at: new Date().toISOString(), ...outcome };
+  return {
+    kind: 'action',
+    schemaVersion: DECISION_LOG_SCHEMA_VERSION,
+    at: new Date().toISOString(),
+    ...outcome,
+  };
 }

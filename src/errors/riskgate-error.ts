@@ -55,6 +55,8 @@ export const ErrorCode = {
   METHOD_NOT_ALLOWED: 'RG_ERR_METHOD_NOT_ALLOWED',
   /** riskgate is overloaded and did not start the decision (HTTP 503, with `Retry-After`). */
   OVERLOADED: 'RG_ERR_OVERLOADED',
+  /** The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse (HTTP 503). */
+  DECISION_LOG_UNAVAILABLE: 'RG_ERR_DECISION_LOG_UNAVAILABLE',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;

@@ -48,6 +48,11 @@ export interface AppDeps {
    * decides readiness: a degraded answer is still an answer (README, "Readiness").
    */
   health?: () => Record<string, unknown>;
+  /**
+   * With RISKGATE_DECISION_LOG_ON_FAILURE=refuse: whether the decision log is writing. While it is
+   * not, /decide answers 503 and /readyz is not ready: no decision goes unaudited.
+   */
+  auditRequired?: (() => boolean) | undefined;
   /** True once shutdown began: `/readyz` answers 503 so load balancers stop sending. */
   isDraining?: () => boolean;
   /** Without it, `POST /callbacks/admin` is not served. */
@@ -123,7 +128,7 @@ export function createApp(deps: AppDeps): Hono {
 
   const service = (deps.surface ?? 'service') === 'service';
   if (service)
-    app.post('/decide', admit(deps), auth, limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
+    app.post('/decide', admit(deps), auth, audited(deps), limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
       const startedAt = performance.now();
       const request = await readJsonBody(c, decideRequestSchema);
       const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
@@ -158,6 +163,7 @@ export function createApp(deps: AppDeps): Hono {
       policy: deps.decide.policies.current() !== undefined,
     };
     if (deps.isDraining?.()) checks.draining = false;
+    if (deps.auditRequired !== undefined && !deps.auditRequired()) checks.decisionLog = false;
     const ready = Object.values(checks).every(Boolean);
     return c.json({ ready, checks }, ready ? 200 : 503);
   });
@@ -220,6 +226,24 @@ export function createApp(deps: AppDeps): Hono {
   }
 
   return app;
+}
+
+/** RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision while the decision log cannot record it. */
+function audited(deps: AppDeps): MiddlewareHandler {
+  const required = deps.auditRequired;
+  if (required === undefined) return (_c, next) => next();
+  return async (_c, next) => {
+    if (!required()) {
+      return problemResponse(
+        problemOf(
+          ErrorCode.DECISION_LOG_UNAVAILABLE,
+          'The decision log cannot record decisions, and this riskgate refuses to decide unaudited.',
+        ),
+        { 'retry-after': '5' },
+      );
+    }
+    await next();
+  };
 }
 
 /**

@@ -32,6 +32,7 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_UNAUTHENTICATED: { status: 401, title: 'Unauthenticated' },
   RG_ERR_INVALID_SIGNATURE: { status: 401, title: 'Invalid signature' },
   RG_ERR_CALLBACK_REPLAYED: { status: 409, title: 'Callback already received' },
+  RG_ERR_DECISION_LOG_UNAVAILABLE: { status: 503, title: 'Decision log unavailable' },
   RG_ERR_NOT_FOUND: { status: 404, title: 'Not found' },
   RG_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   RG_ERR_DEADLINE_EXCEEDED: { status: 504, title: 'Deadline exceeded' },

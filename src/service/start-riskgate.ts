@@ -14,6 +14,7 @@ import {
   openDecisionLog,
 } from '../decision-log/decision-log.ts';
 import { actionLine } from '../decision-log/decision-record.ts';
+import { createRedactor } from '../decision-log/log-redaction.ts';
 import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
@@ -219,7 +220,19 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     options.decisionLog ??
     openDecisionLog(config.decisionLog, {
       onError: (e) => log({ level: 'error', msg: 'decision log write failed', error: e.message }),
+      onHealthChange: (ok) =>
+        log(
+          ok
+            ? { level: 'info', msg: 'decision log writing again' }
+            : {
+                level: 'error',
+                msg: 'decision log failing: decisions are not being recorded',
+                onFailure: config.decisionLogOnFailure,
+              },
+        ),
+      redact: createRedactor(config.decisionLogRedaction, config.decisionLogHashKey),
     });
+  const decisionLogOk = () => decisionLog.health?.().ok ?? true;
   const actions = new ActionQueue({
     ...options.actionQueue,
     onOutcome: (outcome) => {
@@ -237,6 +250,11 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     'riskgate_decision_log_dropped_records',
     'Decision log records dropped under sustained backpressure',
     () => decisionLog.dropped,
+  );
+  metrics.observeGauge(
+    'riskgate_decision_log_healthy',
+    '1 while decision log records reach their destination, 0 while it fails (decisions go unrecorded)',
+    () => (decisionLogOk() ? 1 : 0),
   );
   metrics.observeGauge(
     'riskgate_vendor_token_valid',
@@ -280,7 +298,9 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     actions,
     decisionLog,
     metrics,
+    auditRequired: config.decisionLogOnFailure === 'refuse' ? decisionLogOk : undefined,
     health: () => ({
+      ...(decisionLog.health !== undefined && { decisionLog: decisionLog.health() }),
       vendor: {
         token: tokenHealth(tokens, Date.now()),
         // Routes with a breaker that is not closed (a closed route is the normal case, not listed).
