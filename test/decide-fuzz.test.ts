@@ -105,6 +105,7 @@ const headers = fc.record(
 
 describe('POST /decide under fuzzed bodies and headers', () => {
   it('answers 2xx or a 4xx problem naming the field, never a 5xx, never a secret', async () => {
+    for (const secret of SECRETS()) expect(secret.length).toBeGreaterThan(8);
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(body, headers, async (b, hd) => {
