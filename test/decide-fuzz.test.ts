@@ -15,11 +15,10 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const SECRETS = () => [
-  CALLER_KEY,
-  h.sandbox.config.credentials.clientSecret,
-  h.sandbox.config.credentials.adminApiKey,
-];
+const SECRETS = () => {
+  const c = h.sandbox.config.credentials;
+  return [CALLER_KEY, c.retrievalClientSecret, c.adminApiKey, c.callbackSignatureKey];
+};
 
 const fieldValue = fc.oneof(
   fc.string({ maxLength: 80 }),
@@ -105,6 +104,7 @@ const headers = fc.record(
 
 describe('POST /decide under fuzzed bodies and headers', () => {
   it('answers 2xx or a 4xx problem naming the field, never a 5xx, never a secret', async () => {
+    for (const secret of SECRETS()) expect(secret.length).toBeGreaterThan(8);
     for (const secret of SECRETS()) expect(secret.length).toBeGreaterThan(8);
     const statuses = new Map<number, number>();
     await fc.assert(
