@@ -182,28 +182,32 @@ describe('the demo accounts, as npm start prints them', () => {
 });
 
 describe('an action the Admin API keeps refusing', () => {
-  it('is retried, then logged as failed with the reason: never dropped silently', async () => {
-    await h.control('PUT', '/sandbox/faults', {
-      rules: [{ route: 'PUT /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }],
-    });
+  it('is retried over its horizon, then dead-lettered and logged as failed with the reason: never dropped silently', async () => {
+    // Its own riskgate, with a 2-second horizon (the default is 24 h).
+    const short = await startHarness({ env: { RISKGATE_OUTBOX_HORIZON_SECONDS: '2' } });
     try {
-      const { body } = await h.decide(appLogin('carol'));
+      await short.control('PUT', '/sandbox/faults', {
+        rules: [{ route: 'PUT /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }],
+      });
+      const { body } = await short.decide(appLogin('carol'));
       expect(actions(body)).toContainEqual(
         expect.objectContaining({ type: 'restrict_factors', status: 'queued' }),
       );
       const line = await eventually(
-        async () => h.lines.find((l) => l.kind === 'action' && l.decisionId === body.decisionId),
+        async () => short.lines.find((l) => l.kind === 'action' && l.decisionId === body.decisionId),
         10_000,
       );
       expect(line).toMatchObject({
         type: 'restrict_factors',
         target: userIds.carol,
         status: 'failed',
-        reason: 'RG_ERR_UPSTREAM_SERVER_ERROR',
-        attempts: 6,
+        reason: 'horizon_exhausted:RG_ERR_UPSTREAM_SERVER_ERROR',
       });
+      expect(line?.attempts).toBeGreaterThanOrEqual(1);
+      const dead = await short.riskgate.outbox!.store.list({ status: 'dead' });
+      expect(dead.map((e) => e.spec.decisionId)).toEqual([body.decisionId]);
     } finally {
-      await h.control('DELETE', '/sandbox/faults');
+      await short.stop();
     }
   });
 });

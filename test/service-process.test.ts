@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { adminUserStatus } from './support/admin-user-status.ts';
 
 /**
  * The production start command, as the container runs it: `node dist/main.js`, compiled here with
@@ -71,6 +72,8 @@ function vendorEnv(): Record<string, string> {
     RISKGATE_ADMIN_URL: u.adminUrl,
     RISKGATE_ADMIN_API_KEY: u.adminApiKey,
     RISKGATE_POLICY_PATH: join(ROOT, 'policies'),
+    // Each process its own state (the outbox, the log checkpoint) unless a test shares it on purpose.
+    RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
   };
 }
 
@@ -243,7 +246,7 @@ describe('node dist/main.js', () => {
     }
   });
 
-  it('on a fatal error logs it without secrets, reports the queued lock-out failed (process_crash), flushes the log and exits 1', async () => {
+  it('on a fatal error logs it without secrets, flushes the log and exits 1; the queued lock-out is delivered by the next process', async () => {
     // A crash with a lock-out in flight: a preload module (the same process as main) throws from a
     // timer on SIGUSR2, an exception nothing catches.
     const preload = join(work, 'crash-on-sigusr2.mjs');
@@ -268,6 +271,7 @@ describe('node dist/main.js', () => {
     const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
     await control('POST', '/sandbox/stats/reset');
     await control('PUT', '/sandbox/faults', { rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }] });
+    let next: Started | undefined;
     try {
       const res = await fetch(`${base}/decide`, {
         method: 'POST',
@@ -298,21 +302,31 @@ describe('node dist/main.js', () => {
       for (const secret of [env.RISKGATE_CLIENT_SECRET!, env.RISKGATE_ADMIN_API_KEY!, KEY]) {
         expect(p.stderr()).not.toContain(secret);
       }
-      const lines = readFileSync(logPath, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((l) => l.decisionId === body.decisionId);
-      expect(lines.map((l) => l.kind)).toEqual(['decision', 'action']);
-      expect(lines[1]).toMatchObject({
+      const linesOf = () =>
+        readFileSync(logPath, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .filter((l) => l.decisionId === body.decisionId);
+      // The decision is recorded; the lock-out is not reported failed: it is still in the outbox.
+      expect(linesOf().map((l) => l.kind)).toEqual(['decision']);
+
+      // The next process on the same state delivers it.
+      await control('DELETE', '/sandbox/faults');
+      next = run(env);
+      await listeningPort(next);
+      await waitFor(() => linesOf().some((l) => l.kind === 'action'));
+      expect(linesOf()[1]).toMatchObject({
+        kind: 'action',
         type: 'lock_out_user',
         target: mallory,
-        status: 'failed',
-        reason: 'process_crash',
+        status: 'done',
       });
+      expect(await adminUserStatus(sandbox, mallory!)).toBe('locked_out');
     } finally {
       await control('DELETE', '/sandbox/faults');
       if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      next?.child.kill('SIGKILL');
     }
   });
 });

@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { backoffDelayMs } from '../upstream/backoff.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
+import type { ActionSpec } from './admin-actions.ts';
 
 /**
  * Runs Admin actions after the answer has gone out: bounded concurrency, bounded retries with
@@ -20,6 +21,23 @@ export interface ActionJob {
   target: string;
   /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
   attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
+  /** The action as data, for a durable outbox (absent for jobs that only run in memory). */
+  spec?: ActionSpec;
+}
+
+/**
+ * Where a decision's actions go: the in-memory {@link ActionQueue}, or the durable outbox
+ * (src/outbox/). `submit` resolves once the jobs are held as the implementation promises (in
+ * memory, or durably written), so the answer can say `queued` truthfully.
+ */
+export interface ActionDispatcher {
+  submit(jobs: readonly ActionJob[]): Promise<EnqueueResult[]>;
+  /** Actions held and not yet final, in this process's view. */
+  readonly size: number;
+  /** Stops taking jobs and lets the ones in flight finish for up to `timeoutMs`. */
+  drain(timeoutMs: number): Promise<void>;
+  /** A process about to die: stop now (the memory queue reports its jobs failed with `reason`). */
+  abandon(reason: string): void;
 }
 
 export interface ActionOutcome {
@@ -81,7 +99,7 @@ interface Entry {
 
 export type EnqueueResult = 'queued' | 'duplicate' | 'refused';
 
-export class ActionQueue {
+export class ActionQueue implements ActionDispatcher {
   readonly #o: Required<Omit<ActionQueueOptions, 'onOutcome'>> & Pick<ActionQueueOptions, 'onOutcome'>;
   readonly #ready: Entry[] = [];
   readonly #waiting = new Set<Entry>();
@@ -112,6 +130,10 @@ export class ActionQueue {
   /** Jobs queued, between retries, or running. */
   get size(): number {
     return this.#ready.length + this.#waiting.size + this.#running.size;
+  }
+
+  async submit(jobs: readonly ActionJob[]): Promise<EnqueueResult[]> {
+    return jobs.map((job) => this.enqueue(job));
   }
 
   /**

@@ -1,6 +1,51 @@
+import { z } from 'zod';
 import type { AdminPort } from '../decide/decide-ports.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
+import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import type { ActionJob } from './action-queue.ts';
+
+/**
+ * An Admin action as data: what the durable outbox stores and any process can carry out later.
+ * `id` is the idempotency key (`<decisionId>:<type>:<target>`): the outbox keeps one entry per id,
+ * and every call is idempotent at the Admin API (a repeated PUT answers 304, a repeated DELETE 410),
+ * so a retry after an unknown outcome does no harm. `orderingKey` (the user) keeps one user's
+ * actions in order: a later one never overtakes an earlier one still pending.
+ */
+export const actionSpecSchema = z.object({
+  id: z.string().min(1),
+  decisionId: z.string().min(1),
+  type: z.enum(['lock_out_user', 'restrict_factors', 'archive_device']),
+  target: z.string().min(1),
+  orderingKey: z.string().min(1),
+  call: z.discriminatedUnion('method', [
+    z.object({
+      method: z.literal('updateUser'),
+      userId: z.string().min(1),
+      update: z.object({
+        status: z.literal('locked_out').optional(),
+        allowed_factors: z.array(z.string()).optional(),
+      }),
+    }),
+    z.object({ method: z.literal('deleteDevice'), deviceId: z.string().min(1) }),
+  ]),
+  traceparent: z.string().optional(),
+});
+export type ActionSpec = z.infer<typeof actionSpecSchema>;
+
+/** One attempt of `spec` against the Admin API. */
+export function attemptAction(
+  spec: ActionSpec,
+  admin: Pick<AdminPort, 'updateUser' | 'deleteDevice'>,
+): ActionJob['attempt'] {
+  const call = spec.call;
+  const run =
+    call.method === 'updateUser'
+      ? (o: Parameters<ActionJob['attempt']>[0]) =>
+          admin.updateUser(call.userId, call.update, o) as Promise<UpstreamResult<unknown>>
+      : (o: Parameters<ActionJob['attempt']>[0]) =>
+          admin.deleteDevice(call.deviceId, o) as Promise<UpstreamResult<unknown>>;
+  return spec.traceparent === undefined ? run : (o) => run({ ...o, traceparent: spec.traceparent });
+}
 
 /**
  * What each policy action means as Admin API calls. `planActions` turns a decision's actions into
@@ -41,7 +86,18 @@ export function planActions(
             : {
                 action,
                 jobs: [
-                  job(t, action, t.userId, (o) => admin.updateUser(t.userId!, { status: 'locked_out' }, o)),
+                  job(
+                    t,
+                    action,
+                    t.userId,
+                    t.userId,
+                    {
+                      method: 'updateUser',
+                      userId: t.userId,
+                      update: { status: 'locked_out' },
+                    },
+                    admin,
+                  ),
                 ],
               },
         );
@@ -54,8 +110,17 @@ export function planActions(
             : {
                 action,
                 jobs: [
-                  job(t, action, t.userId, (o) =>
-                    admin.updateUser(t.userId!, { allowed_factors: factors }, o),
+                  job(
+                    t,
+                    action,
+                    t.userId,
+                    t.userId,
+                    {
+                      method: 'updateUser',
+                      userId: t.userId,
+                      update: { allowed_factors: [...factors] },
+                    },
+                    admin,
                   ),
                 ],
               },
@@ -69,7 +134,10 @@ export function planActions(
             ? { action, jobs: [], skipped: 'no_device_id' }
             : {
                 action,
-                jobs: ids.map((id) => job(t, action, id, (o) => admin.deleteDevice(id, o))),
+                // Ordered with the user's other actions when the user is known.
+                jobs: ids.map((id) =>
+                  job(t, action, id, t.userId ?? id, { method: 'deleteDevice', deviceId: id }, admin),
+                ),
               },
         );
         break;
@@ -83,16 +151,25 @@ function job(
   t: ActionTargets,
   action: PolicyAction,
   target: string,
-  attempt: ActionJob['attempt'],
+  orderingKey: string,
+  call: ActionSpec['call'],
+  admin: AdminPort,
 ): ActionJob {
+  const spec: ActionSpec = {
+    id: `${t.decisionId}:${action.type}:${target}`,
+    decisionId: t.decisionId,
+    type: action.type as ActionSpec['type'],
+    target,
+    orderingKey,
+    call,
+    ...(t.traceparent !== undefined && { traceparent: t.traceparent }),
+  };
   return {
-    key: `${t.decisionId}:${action.type}:${target}`,
+    key: spec.id,
     decisionId: t.decisionId,
     type: action.type,
     target,
-    attempt:
-      t.traceparent === undefined
-        ? attempt
-        : (options) => attempt({ ...options, traceparent: t.traceparent }),
+    spec,
+    attempt: attemptAction(spec, admin),
   };
 }

@@ -71,6 +71,14 @@ export interface RiskgateConfig {
    * where no decision may go unaudited.
    */
   decisionLogOnFailure: 'answer' | 'refuse';
+  /**
+   * Where promised actions are kept until delivered: `sqlite` (default; `outbox.sqlite` in the
+   * state dir, survives a crash), `memory` (not durable: lost with the process), or a Redis URL
+   * (replicas share one outbox).
+   */
+  outbox: { kind: 'sqlite'; sync: 'normal' | 'full' } | { kind: 'memory' } | { kind: 'redis'; url: string };
+  /** How long an action is retried before it is dead-lettered, milliseconds. Default 24 h. */
+  outboxHorizonMs: number;
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
@@ -121,6 +129,8 @@ export interface RiskgateConfig {
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
 export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
+  // A Redis URL may carry a password.
+  'RISKGATE_OUTBOX',
   'RISKGATE_DECISION_LOG_HASH_KEY',
   'RISKGATE_OPS_KEYS',
   'RISKGATE_CLIENT_SECRET',
@@ -225,6 +235,15 @@ const baseSchema = z.object({
   RISKGATE_DECISION_LOG_HASH_KEY: optionalEmptyAsUndefined(
     z.string().min(16, 'must be at least 16 characters'),
   ),
+  RISKGATE_OUTBOX: z
+    .string()
+    .trim()
+    .default('sqlite')
+    .refine((v) => v === 'sqlite' || v === 'memory' || /^rediss?:\/\/\S+$/.test(v), {
+      message: 'must be sqlite, memory or a redis:// URL',
+    }),
+  RISKGATE_OUTBOX_SYNC: z.enum(['normal', 'full'], { error: 'must be normal or full' }).default('normal'),
+  RISKGATE_OUTBOX_HORIZON_SECONDS: numberVariable({ min: 1, max: 30 * 24 * 3600, fallback: 24 * 3600 }),
   RISKGATE_DECISION_LOG_ON_FAILURE: z
     .enum(['answer', 'refuse'], { error: 'must be answer or refuse' })
     .default('answer'),
@@ -399,6 +418,13 @@ export function loadConfig(
     decisionLogRedaction: b.RISKGATE_DECISION_LOG_REDACT,
     decisionLogHashKey: b.RISKGATE_DECISION_LOG_HASH_KEY,
     decisionLogOnFailure: b.RISKGATE_DECISION_LOG_ON_FAILURE,
+    outbox:
+      b.RISKGATE_OUTBOX === 'sqlite'
+        ? { kind: 'sqlite', sync: b.RISKGATE_OUTBOX_SYNC }
+        : b.RISKGATE_OUTBOX === 'memory'
+          ? { kind: 'memory' }
+          : { kind: 'redis', url: b.RISKGATE_OUTBOX },
+    outboxHorizonMs: b.RISKGATE_OUTBOX_HORIZON_SECONDS * 1000,
     upstream,
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,

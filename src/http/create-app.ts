@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import type { ActionQueue } from '../actions/action-queue.ts';
-import { planActions } from '../actions/admin-actions.ts';
+import type { ActionDispatcher, ActionJob } from '../actions/action-queue.ts';
+import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
 import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
@@ -40,7 +40,7 @@ export interface AppDeps {
   decide: RunDecisionDeps & { policies: { status(): object } };
   /** Caller keys for `Authorization: Bearer`. */
   apiKeys: readonly string[];
-  actions: ActionQueue;
+  actions: ActionDispatcher;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   /**
@@ -146,7 +146,7 @@ export function createApp(deps: AppDeps): Hono {
         span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision });
         throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
       }
-      const response = buildDecideResponse(run, startActions(deps, run, span?.traceparent));
+      const response = buildDecideResponse(run, await startActions(deps, run, span?.traceparent));
       const totalMs = performance.now() - startedAt;
       setImmediate(afterDecision, deps, run, response, totalMs, span);
       return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
@@ -351,7 +351,11 @@ function callbackIds(body: unknown): Record<string, string> {
  * Reports every action of the decision: the one-time code as fetched, the others queued (they
  * start on a later turn, after this answer is written) or skipped with the reason.
  */
-function startActions(deps: AppDeps, run: DecisionRun, traceparent: string | undefined): ActionReport[] {
+async function startActions(
+  deps: AppDeps,
+  run: DecisionRun,
+  traceparent: string | undefined,
+): Promise<ActionReport[]> {
   const { actions } = run.decision;
   if (actions.length === 0) return [];
   const reports: ActionReport[] = [];
@@ -363,6 +367,9 @@ function startActions(deps: AppDeps, run: DecisionRun, traceparent: string | und
     deviceId: run.request.deviceId,
     traceparent,
   };
+  // Reports keep the plans' order: a submitted plan's slot is filled once the submit is answered.
+  const submitted: { plan: ActionPlan; first: number; slot: number }[] = [];
+  const jobs: ActionJob[] = [];
   for (const plan of planActions(actions, targets, deps.decide.admin)) {
     if (plan.skipped !== undefined) {
       reports.push(actionReport(plan.action, 'skipped', plan.skipped));
@@ -373,11 +380,18 @@ function startActions(deps: AppDeps, run: DecisionRun, traceparent: string | und
       reports.push(actionReport(plan.action, 'skipped', 'subject_unverified'));
       continue;
     }
-    let refused = false;
-    for (const job of plan.jobs) refused = deps.actions.enqueue(job) === 'refused' || refused;
-    reports.push(
-      refused ? actionReport(plan.action, 'failed', 'queue_refused') : actionReport(plan.action, 'queued'),
-    );
+    submitted.push({ plan, first: jobs.length, slot: reports.length });
+    reports.push(actionReport(plan.action, 'queued'));
+    jobs.push(...plan.jobs);
+  }
+  if (jobs.length === 0) return reports;
+  // One submit for the decision: with the durable outbox, one group-committed write before the
+  // answer says `queued`.
+  const results = await deps.actions.submit(jobs);
+  for (const { plan, first, slot } of submitted) {
+    if (results.slice(first, first + plan.jobs.length).includes('refused')) {
+      reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');
+    }
   }
   return reports;
 }

@@ -2,7 +2,12 @@ import type { Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
-import { ActionQueue, type ActionQueueOptions } from '../actions/action-queue.ts';
+import {
+  type ActionDispatcher,
+  type ActionOutcome,
+  ActionQueue,
+  type ActionQueueOptions,
+} from '../actions/action-queue.ts';
 import { type AdminClient, type AdminClientOptions, createAdminClient } from '../admin/admin-client.ts';
 import { AdmissionControl } from '../admission/admission-control.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
@@ -19,6 +24,9 @@ import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts'
 import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
+import { openOutboxStore } from '../outbox/open-outbox-store.ts';
+import { Outbox, type OutboxOptions } from '../outbox/outbox.ts';
+import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from '../upstream/circuit-breaker.ts';
@@ -60,8 +68,12 @@ export interface StartRiskgateOptions {
   tracing?: DecisionTracing | undefined;
   /** Overrides the configured decision log (tests collect lines). */
   decisionLog?: DecisionLog;
-  /** Action queue tuning (tests shorten the backoff). */
+  /** Action queue tuning (tests shorten the backoff; the outbox takes its delays too). */
   actionQueue?: Omit<ActionQueueOptions, 'onOutcome'>;
+  /** Outbox tuning (tests poll faster). */
+  outbox?: Partial<Omit<OutboxOptions, 'store' | 'admin' | 'onOutcome'>>;
+  /** The outbox's store, opened by the caller (tests share one); default from `config.outbox`. */
+  outboxStore?: OutboxStore;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
@@ -90,7 +102,9 @@ export interface RunningRiskgate {
   tokens: TokenManager;
   signals: SignalsClient;
   admin: AdminClient;
-  actions: ActionQueue;
+  actions: ActionDispatcher;
+  /** The durable outbox (undefined with RISKGATE_OUTBOX=memory). */
+  outbox: Outbox | undefined;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   admission: AdmissionControl;
@@ -233,14 +247,52 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       redact: createRedactor(config.decisionLogRedaction, config.decisionLogHashKey),
     });
   const decisionLogOk = () => decisionLog.health?.().ok ?? true;
-  const actions = new ActionQueue({
-    ...options.actionQueue,
-    onOutcome: (outcome) => {
-      decisionLog.write(actionLine(outcome));
-      metrics.recordActionOutcome(outcome.type, outcome.status);
-      if (outcome.status === 'failed') log({ level: 'warn', msg: 'action failed', ...outcome });
-    },
-  });
+  const onOutcome = (outcome: ActionOutcome) => {
+    decisionLog.write(actionLine(outcome));
+    metrics.recordActionOutcome(outcome.type, outcome.status);
+    if (outcome.status === 'failed') log({ level: 'warn', msg: 'action failed', ...outcome });
+  };
+  const outboxStore = options.outboxStore ?? (await openOutboxStore(config));
+  const outbox =
+    outboxStore === undefined
+      ? undefined
+      : new Outbox({
+          store: outboxStore,
+          admin,
+          onOutcome,
+          onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
+          horizonMs: config.outboxHorizonMs,
+          ...(options.actionQueue?.baseDelayMs !== undefined && {
+            baseDelayMs: options.actionQueue.baseDelayMs,
+          }),
+          ...(options.actionQueue?.maxDelayMs !== undefined && {
+            maxDelayMs: options.actionQueue.maxDelayMs,
+          }),
+          ...options.outbox,
+        });
+  const actions: ActionDispatcher = outbox ?? new ActionQueue({ ...options.actionQueue, onOutcome });
+  if (outbox !== undefined) {
+    metrics.observeGauge(
+      'riskgate_outbox_pending',
+      'Actions in the outbox not yet delivered',
+      () => outbox.stats.pending,
+    );
+    metrics.observeGauge(
+      'riskgate_outbox_oldest_pending_age_seconds',
+      'Age of the oldest undelivered action (an Admin outage shows here first)',
+      () => outbox.stats.oldestPendingAgeMs / 1000,
+    );
+    metrics.observeGauge(
+      'riskgate_outbox_dead',
+      'Actions dead-lettered (failed for good or out of horizon): an operator decides (riskgate actions)',
+      () => outbox.stats.dead,
+    );
+    metrics.observeCounter(
+      'riskgate_outbox_attempts',
+      'Delivery attempts started by this process',
+      () => outbox.attemptsStarted,
+    );
+  }
   metrics.observeGauge(
     'riskgate_action_queue_size',
     'Actions queued, waiting to retry or running',
@@ -363,6 +415,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     for (const s of silent) s.stop();
     for (const s of listening) s.close();
     policies.close();
+    await outboxStore?.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close(), logs?.stop(), metrics.shutdown()]);
     throw error;
   }
@@ -372,6 +425,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const opsPort = opsServer === undefined ? undefined : (opsServer.address() as AddressInfo).port;
   // In the background: the first window is due two minutes after start at the earliest.
   const logsStarted = logs?.start();
+  // What an earlier process left undelivered goes out now.
+  outbox?.start();
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
 
   let stopping: Promise<void> | undefined;
@@ -392,6 +447,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     // The last answers' after-response work (log lines, action enqueues) runs on the next turn.
     await new Promise((resolve) => setImmediate(resolve));
     await actions.drain(drainTimeoutMs);
+    await outboxStore?.close();
     await logsStarted;
     await logs?.stop();
     policies.close();
@@ -413,6 +469,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     signals,
     admin,
     actions,
+    outbox,
     decisionLog,
     metrics,
     admission,

@@ -1,0 +1,28 @@
+import { join } from 'node:path';
+import type { RiskgateConfig } from '../config/riskgate-config.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { OutboxStore } from './outbox-store.ts';
+import { SqliteOutboxStore } from './sqlite-outbox-store.ts';
+
+/** The outbox's store as configured (RISKGATE_OUTBOX); undefined for the in-memory queue. */
+export async function openOutboxStore(
+  config: Pick<RiskgateConfig, 'outbox' | 'stateDir'>,
+): Promise<OutboxStore | undefined> {
+  const o = config.outbox;
+  switch (o.kind) {
+    case 'memory':
+      return undefined;
+    case 'sqlite':
+      return new SqliteOutboxStore({ path: outboxPath(config.stateDir), sync: o.sync });
+    case 'redis':
+      throw new RiskgateError(
+        ErrorCode.INVALID_CONFIG,
+        'RISKGATE_OUTBOX: the Redis outbox is not available yet',
+      );
+  }
+}
+
+/** Where the embedded outbox lives. */
+export function outboxPath(stateDir: string): string {
+  return join(stateDir, 'outbox.sqlite');
+}

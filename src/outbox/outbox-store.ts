@@ -1,0 +1,85 @@
+import type { ActionSpec } from '../actions/admin-actions.ts';
+
+/**
+ * The durable outbox's storage: what was promised in an answer, until it is delivered or
+ * dead-lettered. One implementation per engine: SQLite under RISKGATE_STATE_DIR for one process
+ * (src/outbox/sqlite-outbox-store.ts), Redis for replicas sharing one outbox
+ * (src/outbox/redis-outbox-store.ts). Times are wall-clock milliseconds (Date.now()): several
+ * processes read them.
+ */
+
+/** `pending` until delivered; `dead` when it failed for good or ran out of horizon; `dropped` by an operator. */
+export type OutboxStatus = 'pending' | 'delivered' | 'dead' | 'dropped';
+
+export interface OutboxEntry {
+  spec: ActionSpec;
+  status: OutboxStatus;
+  /** Attempts started (a claim counts one; an attempt refused by an open breaker is given back). */
+  attempts: number;
+  createdAtMs: number;
+  /** Start of the retry horizon: the creation, or an operator's retry. */
+  horizonStartMs: number;
+  nextAttemptAtMs: number;
+  updatedAtMs: number;
+  /** The last attempt's error code. */
+  lastError?: string | undefined;
+  /** Why it is dead or dropped. */
+  reason?: string | undefined;
+}
+
+export interface OutboxStats {
+  pending: number;
+  dead: number;
+  /** Age of the oldest pending entry, milliseconds (0 when none). */
+  oldestPendingAgeMs: number;
+}
+
+export interface OutboxListFilter {
+  status?: OutboxStatus | undefined;
+  /** Most entries returned, newest first. Default 100. */
+  limit?: number | undefined;
+}
+
+export interface OutboxStore {
+  /**
+   * Records `specs` durably (resolves once they are). An id already present is not added again:
+   * false at its index.
+   */
+  append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]>;
+  /**
+   * Leases up to `limit` pending entries due at `nowMs` to `owner` for `leaseMs`, counting an
+   * attempt for each, oldest first, never an entry while an earlier one of its `orderingKey` is
+   * pending (one user's actions stay in order). An expired lease (its owner died) is taken over.
+   */
+  claim(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<OutboxEntry[]>;
+  /** Marks a leased entry delivered; false when `owner` no longer holds it. */
+  complete(id: string, owner: string, nowMs: number): Promise<boolean>;
+  /**
+   * Gives a leased entry back for another attempt at `nextAttemptAtMs`; `countAttempt` false when
+   * the attempt never reached the vendor (an open breaker, a shutdown).
+   */
+  retryLater(
+    id: string,
+    owner: string,
+    nextAttemptAtMs: number,
+    lastError: string | undefined,
+    countAttempt: boolean,
+    nowMs: number,
+  ): Promise<void>;
+  /** Marks a leased entry dead with `reason`; false when `owner` no longer holds it. */
+  deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean>;
+  /** Owners holding a lease that has not run out. */
+  leaseOwners(nowMs: number): Promise<string[]>;
+  /** Ends every lease of `owner` (a process known dead): its entries are due at once. */
+  releaseOwner(owner: string, nowMs: number): Promise<number>;
+  list(filter: OutboxListFilter): Promise<OutboxEntry[]>;
+  get(id: string): Promise<OutboxEntry | undefined>;
+  stats(nowMs: number): Promise<OutboxStats>;
+  /** Operator: a dead (or dropped) entry pending again, due now, with a new horizon. */
+  retry(id: string, nowMs: number): Promise<boolean>;
+  /** Operator: a pending or dead entry dropped (never delivered). */
+  drop(id: string, reason: string, nowMs: number): Promise<boolean>;
+  /** Forgets delivered and dropped entries last updated before `beforeMs`. Returns how many. */
+  prune(beforeMs: number): Promise<number>;
+  close(): Promise<void>;
+}

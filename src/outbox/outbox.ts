@@ -1,0 +1,346 @@
+import { hostname } from 'node:os';
+import type { ActionDispatcher, ActionJob, ActionOutcome, EnqueueResult } from '../actions/action-queue.ts';
+import { attemptAction } from '../actions/admin-actions.ts';
+import type { AdminPort } from '../decide/decide-ports.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
+import { backoffDelayMs } from '../upstream/backoff.ts';
+import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
+
+/**
+ * The durable outbox: every Admin action a decision promises is written to the store before the
+ * answer says `queued`, then delivered from the store by whichever riskgate process leases it:
+ * retried with exponential backoff and jitter over a long horizon (honouring `Retry-After`),
+ * waiting out an open breaker without spending attempts, one user's actions in order, and ended in
+ * exactly one final outcome (`done`, or `failed` once dead-lettered). A process that stops or dies
+ * leaves what it has not delivered in the store for the next one.
+ */
+
+export interface OutboxOptions {
+  store: OutboxStore;
+  admin: Pick<AdminPort, 'updateUser' | 'deleteDevice'>;
+  /** Told each final outcome (a decision log line, metrics). Must not throw. */
+  onOutcome: (outcome: ActionOutcome) => void;
+  /** Told when the store fails (a write refused, a claim failed). */
+  onError?: (error: unknown) => void;
+  /** Attempts in flight at once in this process. Default 4. */
+  concurrency?: number;
+  /** Timeout of one attempt, milliseconds. Default 5000. */
+  attemptTimeoutMs?: number;
+  /** First retry delay, milliseconds; doubles each retry. Default 500. */
+  baseDelayMs?: number;
+  /** Longest retry delay, milliseconds. Default 60 000. */
+  maxDelayMs?: number;
+  /** How long an action is retried before it is dead-lettered, milliseconds. Default 24 h. */
+  horizonMs?: number;
+  /** How often the store is looked at for entries due (others' retries, expired leases), ms. Default 1000. */
+  pollMs?: number;
+  /** This process's name on its leases. Default `<hostname>:<pid>:<random>`. */
+  owner?: string;
+  /** Wall clock, milliseconds. Default `Date.now`. */
+  now?: () => number;
+  /** Jitter source in [0, 1). Default `Math.random`. */
+  random?: () => number;
+}
+
+/** Failures worth another attempt (as in the in-memory queue): the request may succeed later. */
+const RETRYABLE: ReadonlySet<string> = new Set([
+  ErrorCode.UPSTREAM_TIMEOUT,
+  ErrorCode.UPSTREAM_UNREACHABLE,
+  ErrorCode.UPSTREAM_RATE_LIMITED,
+  ErrorCode.UPSTREAM_SERVER_ERROR,
+  ErrorCode.UPSTREAM_MALFORMED_RESPONSE,
+  ErrorCode.TOKEN_UNAVAILABLE,
+  ErrorCode.DEADLINE_EXCEEDED,
+  ErrorCode.INTERNAL,
+  ErrorCode.ABORTED,
+]);
+
+/** Whether process `pid` exists on this host (EPERM: it does, owned by someone else). */
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class Outbox implements ActionDispatcher {
+  readonly #o: Required<Omit<OutboxOptions, 'onError'>> & Pick<OutboxOptions, 'onError'>;
+  readonly #running = new Map<string, AbortController>();
+  #stats: OutboxStats = { pending: 0, dead: 0, oldestPendingAgeMs: 0 };
+  #attemptsStarted = 0;
+  #closing = false;
+  #claiming = false;
+  #timer: NodeJS.Timeout | undefined;
+  #idleWaiters: (() => void)[] = [];
+  #lastPruneMs = 0;
+
+  constructor(options: OutboxOptions) {
+    this.#o = {
+      concurrency: 4,
+      attemptTimeoutMs: 5000,
+      baseDelayMs: 500,
+      maxDelayMs: 60_000,
+      horizonMs: 24 * 60 * 60 * 1000,
+      pollMs: 1000,
+      owner: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
+      now: Date.now,
+      random: Math.random,
+      ...options,
+    };
+  }
+
+  /**
+   * Starts delivering, what earlier processes left included. Leases of processes of this host that
+   * are gone (a crash, a SIGKILL) are ended first, so their actions go out now rather than when
+   * the lease runs out; other hosts' leases run out by themselves.
+   */
+  start(): void {
+    void this.#releaseDeadOwners().finally(() => {
+      void this.#refreshStats();
+      this.#wake();
+    });
+  }
+
+  async #releaseDeadOwners(): Promise<void> {
+    try {
+      const now = this.#o.now();
+      for (const owner of await this.#o.store.leaseOwners(now)) {
+        const [host, pid] = owner.split(':');
+        if (host !== hostname() || owner === this.#o.owner || isAlive(Number(pid))) continue;
+        await this.#o.store.releaseOwner(owner, now);
+      }
+    } catch (error) {
+      this.#o.onError?.(error);
+    }
+  }
+
+  /** Pending in the store (refreshed at each poll), for the queue-size gauge. */
+  get size(): number {
+    return this.#stats.pending;
+  }
+
+  /** The store's counts at the last poll: pending, dead, oldest pending age. */
+  get stats(): OutboxStats {
+    return this.#stats;
+  }
+
+  /** Attempts started by this process. */
+  get attemptsStarted(): number {
+    return this.#attemptsStarted;
+  }
+
+  get store(): OutboxStore {
+    return this.#o.store;
+  }
+
+  async submit(jobs: readonly ActionJob[]): Promise<EnqueueResult[]> {
+    if (this.#closing) return jobs.map(() => 'refused');
+    const specs = jobs.map((j) => j.spec);
+    if (specs.some((s) => s === undefined)) throw new Error('an outbox job needs its spec');
+    let added: boolean[];
+    try {
+      added = await this.#o.store.append(specs as NonNullable<ActionJob['spec']>[], this.#o.now());
+    } catch (error) {
+      // Not written, so not promised: the answer says the action failed (queue_refused).
+      this.#o.onError?.(error);
+      return jobs.map(() => 'refused');
+    }
+    this.#stats = { ...this.#stats, pending: this.#stats.pending + added.filter(Boolean).length };
+    this.#wake();
+    return added.map((a) => (a ? 'queued' : 'duplicate'));
+  }
+
+  /**
+   * Stops claiming, lets the attempts in flight finish for up to `timeoutMs`, then aborts the rest
+   * and gives them back to the store (not counted): everything undelivered waits for the next
+   * process. Nothing is reported failed.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#closing = true;
+    clearTimeout(this.#timer);
+    if (this.#running.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    const aborted = [...this.#running.values()];
+    for (const c of aborted) c.abort();
+    // Each aborted attempt gives its entry back as it settles.
+    if (this.#running.size > 0) {
+      await new Promise<void>((resolve) => {
+        this.#idleWaiters.push(resolve);
+        setTimeout(resolve, 1000).unref();
+      });
+    }
+  }
+
+  /** A process about to die: stop at once; the store keeps every undelivered action. */
+  abandon(_reason: string): void {
+    this.#closing = true;
+    clearTimeout(this.#timer);
+    for (const c of this.#running.values()) c.abort();
+  }
+
+  #wake(): void {
+    if (this.#closing) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#poll(), 0);
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#closing || this.#claiming) return;
+    this.#claiming = true;
+    let claimed: OutboxEntry[] = [];
+    const free = this.#o.concurrency - this.#running.size;
+    try {
+      if (free > 0) {
+        const now = this.#o.now();
+        claimed = await this.#o.store.claim(this.#o.owner, free, now, this.#o.attemptTimeoutMs + 5000);
+      }
+      await this.#refreshStats();
+      await this.#pruneNowAndThen();
+    } catch (error) {
+      this.#o.onError?.(error);
+    } finally {
+      this.#claiming = false;
+    }
+    for (const entry of claimed) void this.#attempt(entry);
+    if (this.#closing) return;
+    // A full claim may leave more due now; otherwise look again at the next poll.
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(
+      () => void this.#poll(),
+      claimed.length === free && free > 0 ? 0 : this.#o.pollMs,
+    );
+    this.#timer.unref();
+  }
+
+  async #refreshStats(): Promise<void> {
+    try {
+      this.#stats = await this.#o.store.stats(this.#o.now());
+    } catch (error) {
+      this.#o.onError?.(error);
+    }
+  }
+
+  async #pruneNowAndThen(): Promise<void> {
+    const now = this.#o.now();
+    if (now - this.#lastPruneMs < 10 * 60 * 1000) return;
+    this.#lastPruneMs = now;
+    // Delivered and dropped entries are kept two days for operators (GET /actions) and for
+    // deduplication of a late retry of the same decision.
+    await this.#o.store.prune(now - 2 * 24 * 60 * 60 * 1000);
+  }
+
+  async #attempt(entry: OutboxEntry): Promise<void> {
+    const { spec } = entry;
+    const controller = new AbortController();
+    this.#running.set(spec.id, controller);
+    this.#attemptsStarted++;
+    let failure: { code: string; retryAfterMs?: number | undefined } | undefined;
+    try {
+      const result = await attemptAction(
+        spec,
+        this.#o.admin,
+      )({
+        timeoutMs: this.#o.attemptTimeoutMs,
+        signal: controller.signal,
+      });
+      if (!result.ok) failure = { code: result.error.code, retryAfterMs: result.error.retryAfterMs };
+    } catch {
+      failure = { code: ErrorCode.INTERNAL };
+    }
+    try {
+      await this.#settle(entry, failure, controller.signal.aborted);
+    } catch (error) {
+      // The store failed: the lease runs out and the entry is tried again; nothing is lost.
+      this.#o.onError?.(error);
+    } finally {
+      this.#running.delete(spec.id);
+      if (this.#running.size === 0) {
+        const waiters = this.#idleWaiters;
+        this.#idleWaiters = [];
+        for (const w of waiters) w();
+      }
+      if (!this.#closing) this.#wake();
+    }
+  }
+
+  async #settle(
+    entry: OutboxEntry,
+    failure: { code: string; retryAfterMs?: number | undefined } | undefined,
+    aborted: boolean,
+  ): Promise<void> {
+    const { spec } = entry;
+    const { store, owner } = this.#o;
+    const now = this.#o.now();
+    if (failure === undefined) {
+      if (await store.complete(spec.id, owner, now)) this.#outcome(entry, 'done', now);
+      return;
+    }
+    if (aborted) {
+      // Shutdown: back to the store at once, the attempt not counted.
+      await store.retryLater(spec.id, owner, now, failure.code, false, now);
+      return;
+    }
+    if (failure.code === ErrorCode.CIRCUIT_OPEN) {
+      // The Admin route is known down: wait for the breaker's next probe, spending no attempt.
+      await store.retryLater(
+        spec.id,
+        owner,
+        now + Math.max(100, failure.retryAfterMs ?? 1000),
+        entry.lastError,
+        false,
+        now,
+      );
+      return;
+    }
+    if (!RETRYABLE.has(failure.code)) {
+      if (await store.deadLetter(spec.id, owner, failure.code, now))
+        this.#outcome(entry, 'failed', now, failure.code);
+      return;
+    }
+    const delay = Math.min(
+      this.#o.maxDelayMs,
+      backoffDelayMs(
+        { initialMs: this.#o.baseDelayMs, maxMs: this.#o.maxDelayMs, random: this.#o.random },
+        entry.attempts,
+        failure.retryAfterMs,
+      ),
+    );
+    if (now + delay - entry.horizonStartMs > this.#o.horizonMs) {
+      await this.#deadLetter(entry, `horizon_exhausted:${failure.code}`, now);
+      return;
+    }
+    await store.retryLater(spec.id, owner, now + delay, failure.code, true, now);
+  }
+
+  async #deadLetter(entry: OutboxEntry, reason: string, now: number): Promise<void> {
+    if (await this.#o.store.deadLetter(entry.spec.id, this.#o.owner, reason, now)) {
+      this.#outcome(entry, 'failed', now, reason);
+    }
+  }
+
+  #outcome(entry: OutboxEntry, status: 'done' | 'failed', now: number, reason?: string): void {
+    const { spec } = entry;
+    const outcome: ActionOutcome = {
+      key: spec.id,
+      decisionId: spec.decisionId,
+      type: spec.type,
+      target: spec.target,
+      status,
+      attempts: entry.attempts,
+      elapsedMs: now - entry.createdAtMs,
+    };
+    if (reason !== undefined) outcome.reason = reason;
+    this.#o.onOutcome(outcome);
+  }
+}
