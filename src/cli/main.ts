@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util';
 import { riskgateVersion } from '../build-info/riskgate-version.ts';
+import { actionsCommand } from './actions-commands.ts';
 import { type CliIo, EXIT, policyCheck, policySchema, policyTest } from './policy-commands.ts';
 
 const USAGE = `usage: riskgate policy <command> [path] [options]
+       riskgate actions <command> [id] [options]
        riskgate --version
 
 commands:
@@ -12,9 +14,17 @@ commands:
                   exit 0 ok, 4 on a failing case, 3 when a suite or policy does not load (or is missing)
   schema [dir]    write policy.schema.json and policy-test.schema.json (default dir: policies)
 
+actions (the outbox in RISKGATE_OUTBOX / RISKGATE_STATE_DIR, as the service reads them):
+  list            the newest actions and the pending and dead counts (--status, --limit)
+  retry <id>      a dead (or dropped) action pending again, due now, with a new horizon
+  drop <id>       a pending or dead action given up (never delivered)
+                  exit 0 ok, 1 when the store cannot be read or the action is not found
+
 options:
   --json                 machine-readable output (check, test)
   --require-coverage     test: also fail (exit 4) on a coverage gap
+  --status <status>      actions list: pending, delivered, dead or dropped
+  --limit <n>            actions list: at most n actions (default 100)
   -v, --version          print riskgate's version and exit
   -h, --help             this text
 
@@ -67,6 +77,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   }
   const [group, command, path, extra] = positionals;
+  if (group === 'actions' && command !== undefined && extra === undefined) {
+    return actionsCommand(
+      command,
+      path,
+      { env: process.env, status: values.status, limit: values.limit, json: values.json ?? false },
+      io,
+    );
+  }
   if (group !== 'policy' || command === undefined || extra !== undefined) {
     io.err(USAGE);
     return EXIT.USAGE;
@@ -96,6 +114,8 @@ function parse(argv: string[]) {
     options: {
       json: { type: 'boolean' },
       'require-coverage': { type: 'boolean' },
+      status: { type: 'string' },
+      limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },

@@ -18,13 +18,15 @@ import {
 import { type DecisionRun, type RunDecisionDeps, runDecision } from '../decide/run-decision.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { decisionLine } from '../decision-log/decision-record.ts';
-import { ErrorCode, InputError } from '../errors/riskgate-error.ts';
+import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
+import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
+import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
-import { limitBody, readJsonBody } from './json-body.ts';
+import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
 
 /**
@@ -73,6 +75,12 @@ export interface AppDeps {
    * (they are on the ops port). Liveness and readiness are open on every surface.
    */
   ops?: { access: 'keys'; keys: readonly string[] } | { access: 'open' } | { access: 'elsewhere' };
+  /** The durable outbox's store, for GET /actions and its retry and drop (operator endpoints). */
+  outboxStore?: OutboxStore | undefined;
+  /** Told when an operator drops an action over HTTP: its final `action` line. */
+  onActionDropped?: ((entry: OutboxEntry) => void) | undefined;
+  /** Told when an operator retries a dead action over HTTP (the outbox delivers it now). */
+  onActionRetried?: (() => void) | undefined;
   /** `service` (default): /decide and the rest; `ops`: only health and the operator endpoints. */
   surface?: 'service' | 'ops';
 }
@@ -184,6 +192,33 @@ export function createApp(deps: AppDeps): Hono {
       openApi ??= JSON.stringify(buildOpenApiDocument(deps.version));
       return c.body(openApi, 200, { 'content-type': 'application/json' });
     });
+
+    const store = deps.outboxStore;
+    if (store !== undefined) {
+      app.get('/actions', opsAuth, async (c) => {
+        const query = actionsQuerySchema.safeParse(c.req.query());
+        if (!query.success) throw inputErrorOf(query.error, 'The query');
+        const [entries, stats] = await Promise.all([
+          store.list({ status: query.data.status, limit: query.data.limit }),
+          store.stats(Date.now()),
+        ]);
+        return c.json({ ...stats, actions: entries.map(outboxEntryView) });
+      });
+      app.post('/actions/:id/retry', opsAuth, async (c) => {
+        const id = c.req.param('id');
+        if (!(await store.retry(id, Date.now()))) throw actionNotFound(id, 'dead or dropped');
+        deps.onActionRetried?.();
+        return c.json(outboxEntryView((await store.get(id))!));
+      });
+      app.delete('/actions/:id', opsAuth, async (c) => {
+        const id = c.req.param('id');
+        if (!(await store.drop(id, 'dropped_by_operator', Date.now())))
+          throw actionNotFound(id, 'pending or dead');
+        const entry = (await store.get(id))!;
+        deps.onActionDropped?.(entry);
+        return c.json(outboxEntryView(entry));
+      });
+    }
   }
 
   const callbackKey = service ? deps.callbackSignatureKey : undefined;
@@ -226,6 +261,13 @@ export function createApp(deps: AppDeps): Hono {
   }
 
   return app;
+}
+
+function actionNotFound(id: string, state: string): RiskgateError {
+  return new RiskgateError(
+    ErrorCode.NOT_FOUND,
+    `No ${state} action with id ${JSON.stringify(id.slice(0, 200))}.`,
+  );
 }
 
 /** RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision while the decision log cannot record it. */

@@ -81,5 +81,7 @@ export interface OutboxStore {
   drop(id: string, reason: string, nowMs: number): Promise<boolean>;
   /** Forgets delivered and dropped entries last updated before `beforeMs`. Returns how many. */
   prune(beforeMs: number): Promise<number>;
+  /** What an operator should know about the store's durability (logged at start). */
+  warnings?(): Promise<string[]>;
   close(): Promise<void>;
 }

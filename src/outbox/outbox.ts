@@ -189,6 +189,11 @@ export class Outbox implements ActionDispatcher {
     for (const c of this.#running.values()) c.abort();
   }
 
+  /** Looks at the store now (an operator made an entry due). */
+  nudge(): void {
+    this.#wake();
+  }
+
   #wake(): void {
     if (this.#closing) return;
     clearTimeout(this.#timer);
@@ -330,17 +335,27 @@ export class Outbox implements ActionDispatcher {
   }
 
   #outcome(entry: OutboxEntry, status: 'done' | 'failed', now: number, reason?: string): void {
-    const { spec } = entry;
-    const outcome: ActionOutcome = {
-      key: spec.id,
-      decisionId: spec.decisionId,
-      type: spec.type,
-      target: spec.target,
-      status,
-      attempts: entry.attempts,
-      elapsedMs: now - entry.createdAtMs,
-    };
-    if (reason !== undefined) outcome.reason = reason;
-    this.#o.onOutcome(outcome);
+    this.#o.onOutcome(outcomeOf(entry, status, now, reason));
   }
+}
+
+/** The final outcome line of `entry`. */
+export function outcomeOf(
+  entry: OutboxEntry,
+  status: 'done' | 'failed',
+  nowMs: number,
+  reason?: string,
+): ActionOutcome {
+  const { spec } = entry;
+  const outcome: ActionOutcome = {
+    key: spec.id,
+    decisionId: spec.decisionId,
+    type: spec.type,
+    target: spec.target,
+    status,
+    attempts: entry.attempts,
+    elapsedMs: nowMs - entry.createdAtMs,
+  };
+  if (reason !== undefined) outcome.reason = reason;
+  return outcome;
 }

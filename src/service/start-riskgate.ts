@@ -25,7 +25,7 @@ import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import { openOutboxStore } from '../outbox/open-outbox-store.ts';
-import { Outbox, type OutboxOptions } from '../outbox/outbox.ts';
+import { Outbox, type OutboxOptions, outcomeOf } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
@@ -253,6 +253,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     if (outcome.status === 'failed') log({ level: 'warn', msg: 'action failed', ...outcome });
   };
   const outboxStore = options.outboxStore ?? (await openOutboxStore(config));
+  for (const warning of (await outboxStore?.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
   const outbox =
     outboxStore === undefined
       ? undefined
@@ -360,6 +361,9 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       },
     }),
     isDraining: () => draining,
+    outboxStore,
+    onActionDropped: (entry) => onOutcome(outcomeOf(entry, 'failed', Date.now(), entry.reason)),
+    onActionRetried: () => outbox?.nudge(),
     callbackSignatureKey: upstream.callbackSignatureKey,
     tracing: options.tracing,
     log,

@@ -1,0 +1,138 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionSpec } from '../src/actions/admin-actions.ts';
+import type { OutboxStore } from '../src/outbox/outbox-store.ts';
+import { RedisOutboxStore } from '../src/outbox/redis-outbox-store.ts';
+import { SqliteOutboxStore } from '../src/outbox/sqlite-outbox-store.ts';
+import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+
+/** The store contract, run against both engines: the embedded SQLite file and a real Redis. */
+
+let seq = 0;
+function spec(user: string, type: ActionSpec['type'] = 'lock_out_user'): ActionSpec {
+  seq++;
+  return {
+    id: `d${seq}:${type}:${user}`,
+    decisionId: `d${seq}`,
+    type,
+    target: user,
+    orderingKey: user,
+    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
+  };
+}
+
+const T0 = 1_800_000_000_000;
+const LEASE = 10_000;
+
+function contract(name: string, open: () => Promise<OutboxStore>) {
+  describe(`outbox store: ${name}`, () => {
+    let store: OutboxStore;
+    beforeAll(async () => {
+      store = await open();
+    });
+    afterAll(() => store?.close());
+
+    it('appends once per id: a second append of the same action is a duplicate', async () => {
+      const a = spec('u-dup');
+      expect(await store.append([a], T0)).toEqual([true]);
+      expect(await store.append([a, spec('u-dup2')], T0)).toEqual([false, true]);
+      expect((await store.get(a.id))?.status).toBe('pending');
+    });
+
+    it('leases an entry to one owner at a time, and another takes it over once the lease runs out', async () => {
+      const a = spec('u-lease');
+      await store.append([a], T0);
+      const mine = (await store.claim('w1', 100, T0, LEASE)).filter((e) => e.spec.id === a.id);
+      expect(mine).toHaveLength(1);
+      expect(mine[0]!.attempts).toBe(1);
+      expect((await store.claim('w2', 100, T0 + 1, LEASE)).map((e) => e.spec.id)).not.toContain(a.id);
+      expect(await store.leaseOwners(T0 + 1)).toContain('w1');
+      // w1 died: after the lease, w2 claims it (a second attempt), and w1 can no longer finish it.
+      const taken = (await store.claim('w2', 100, T0 + LEASE + 1, LEASE)).filter((e) => e.spec.id === a.id);
+      expect(taken.map((e) => e.attempts)).toEqual([2]);
+      expect(await store.complete(a.id, 'w1', T0 + LEASE + 2)).toBe(false);
+      expect(await store.complete(a.id, 'w2', T0 + LEASE + 2)).toBe(true);
+      expect((await store.get(a.id))?.status).toBe('delivered');
+    });
+
+    it("keeps one user's actions in order: a later one waits until the earlier one is final", async () => {
+      const first = spec('u-order', 'lock_out_user');
+      const second = spec('u-order', 'restrict_factors');
+      await store.append([first, second], T0);
+      const claimed = (await store.claim('w', 100, T0, LEASE)).map((e) => e.spec.id);
+      expect(claimed).toContain(first.id);
+      expect(claimed).not.toContain(second.id);
+      // Even while the first waits for a retry, the second does not overtake it.
+      await store.retryLater(first.id, 'w', T0 + 5000, 'RG_ERR_UPSTREAM_SERVER_ERROR', true, T0);
+      expect((await store.claim('w', 100, T0 + 10, LEASE)).map((e) => e.spec.id)).not.toContain(second.id);
+      const again = (await store.claim('w', 100, T0 + 5000, LEASE)).map((e) => e.spec.id);
+      expect(again).toEqual([first.id]);
+      await store.complete(first.id, 'w', T0 + 5001);
+      expect((await store.claim('w', 100, T0 + 5002, LEASE)).map((e) => e.spec.id)).toContain(second.id);
+    });
+
+    it('gives back an attempt that never reached the vendor, and keeps the last upstream error', async () => {
+      const a = spec('u-breaker');
+      await store.append([a], T0);
+      await store.claim('w', 100, T0, LEASE);
+      await store.retryLater(a.id, 'w', T0 + 100, 'RG_ERR_UPSTREAM_SERVER_ERROR', false, T0);
+      const e = await store.get(a.id);
+      expect(e).toMatchObject({
+        attempts: 0,
+        lastError: 'RG_ERR_UPSTREAM_SERVER_ERROR',
+        nextAttemptAtMs: T0 + 100,
+      });
+      expect((await store.claim('w', 100, T0 + 50, LEASE)).map((x) => x.spec.id)).not.toContain(a.id);
+    });
+
+    it('dead-letters, counts, lets an operator retry or drop, and never claims a dropped entry', async () => {
+      const a = spec('u-dead');
+      const b = spec('u-dead');
+      await store.append([a, b], T0);
+      await store.claim('w', 100, T0, LEASE);
+      expect(await store.deadLetter(a.id, 'w', 'RG_ERR_UPSTREAM_NOT_FOUND', T0 + 1)).toBe(true);
+      expect(await store.get(a.id)).toMatchObject({ status: 'dead', reason: 'RG_ERR_UPSTREAM_NOT_FOUND' });
+      expect((await store.list({ status: 'dead' })).map((e) => e.spec.id)).toContain(a.id);
+      // The user's next action is due now that the first is final.
+      expect((await store.claim('w', 100, T0 + 2, LEASE)).map((e) => e.spec.id)).toContain(b.id);
+      await store.complete(b.id, 'w', T0 + 3);
+      expect(await store.retry(a.id, T0 + 10)).toBe(true);
+      expect(await store.get(a.id)).toMatchObject({ status: 'pending', horizonStartMs: T0 + 10 });
+      expect(await store.drop(a.id, 'dropped_by_operator', T0 + 11)).toBe(true);
+      expect(await store.get(a.id)).toMatchObject({ status: 'dropped', reason: 'dropped_by_operator' });
+      expect((await store.claim('w', 100, T0 + 12, LEASE)).map((e) => e.spec.id)).not.toContain(a.id);
+      expect(await store.drop(a.id, 'again', T0 + 13)).toBe(false);
+    });
+
+    it('reports pending and the oldest pending age, ends a dead owner leases at once, and prunes what is final', async () => {
+      const a = spec('u-stats');
+      await store.append([a], T0 + 1000);
+      const stats = await store.stats(T0 + 61_000);
+      expect(stats.pending).toBeGreaterThanOrEqual(1);
+      expect(stats.oldestPendingAgeMs).toBeGreaterThanOrEqual(60_000);
+      await store.claim('dead-owner', 100, T0 + 61_000, LEASE);
+      expect(await store.releaseOwner('dead-owner', T0 + 61_001)).toBeGreaterThanOrEqual(1);
+      const back = (await store.claim('w', 100, T0 + 61_002, LEASE)).map((e) => e.spec.id);
+      expect(back).toContain(a.id);
+      await store.complete(a.id, 'w', T0 + 61_003);
+      expect(await store.prune(T0 + 61_004)).toBeGreaterThanOrEqual(1);
+      expect(await store.get(a.id)).toBeUndefined();
+    });
+  });
+}
+
+contract(
+  'SQLite',
+  async () => new SqliteOutboxStore({ path: join(mkdtempSync(join(tmpdir(), 'outbox-')), 'o.sqlite') }),
+);
+
+describe.runIf(redisAvailable())('with Redis', () => {
+  let redis: RunningRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(() => redis?.stop());
+  contract('Redis', () => RedisOutboxStore.connect({ url: redis.url }));
+});

@@ -1,0 +1,78 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A real Redis server for the shared-outbox tests: Debian's `redis-server`, started on a free
+ * loopback port with an append-only file in a temp dir. `.ci/run` installs the package; without it
+ * a local run skips those tests with a message naming it, and CI (CI=true) fails instead.
+ */
+
+export const REDIS_PACKAGE = 'redis-server';
+
+/** Whether `redis-server` can run here. Under CI it must: a missing server there is a failure. */
+export function redisAvailable(): boolean {
+  const found = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+  if (!found && process.env.CI) {
+    throw new Error(
+      `${REDIS_PACKAGE} is not installed, and CI never skips the shared-outbox tests (.ci/run installs it)`,
+    );
+  }
+  if (!found) {
+    console.warn(
+      `skipping the shared-outbox tests: install Debian's ${REDIS_PACKAGE} (apt-get install -y ${REDIS_PACKAGE})`,
+    );
+  }
+  return found;
+}
+
+export interface RunningRedis {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startRedis(): Promise<RunningRedis> {
+  const dir = mkdtempSync(join(tmpdir(), 'riskgate-redis-'));
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  const until = performance.now() + 10_000;
+  while (!output.includes('Ready to accept connections')) {
+    if (child.exitCode !== null || performance.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`redis-server did not start: ${output.slice(-500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
