@@ -14,11 +14,16 @@ export async function openOutboxStore(
       return undefined;
     case 'sqlite':
       return new SqliteOutboxStore({ path: outboxPath(config.stateDir), sync: o.sync });
-    case 'redis':
-      throw new RiskgateError(
-        ErrorCode.INVALID_CONFIG,
-        'RISKGATE_OUTBOX: the Redis outbox is not available yet',
-      );
+    case 'redis': {
+      // Loaded only when configured: the embedded default never loads a Redis client.
+      const { RedisOutboxStore } = await import('./redis-outbox-store.ts');
+      try {
+        return await RedisOutboxStore.connect({ url: o.url });
+      } catch (error) {
+        // The URL may carry a password: the message names the failure, never the URL.
+        throw new RiskgateError(ErrorCode.INVALID_CONFIG, `RISKGATE_OUTBOX: ${(error as Error).message}`);
+      }
+    }
   }
 }
 

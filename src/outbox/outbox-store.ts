@@ -25,6 +25,8 @@ export interface OutboxEntry {
   lastError?: string | undefined;
   /** Why it is dead or dropped. */
   reason?: string | undefined;
+  /** The process holding it, or (final) the one that ended it. */
+  owner?: string | undefined;
 }
 
 export interface OutboxStats {
@@ -68,6 +70,13 @@ export interface OutboxStore {
   ): Promise<void>;
   /** Marks a leased entry dead with `reason`; false when `owner` no longer holds it. */
   deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean>;
+  /**
+   * Final entries (delivered, dead, dropped) whose outcome line was not yet confirmed written,
+   * oldest first: a process died between the two, or an operator's CLI ended them.
+   */
+  unlogged(limit: number): Promise<OutboxEntry[]>;
+  /** Confirms the outcome lines of `ids` written. */
+  markLogged(ids: readonly string[]): Promise<void>;
   /** Owners holding a lease that has not run out. */
   leaseOwners(nowMs: number): Promise<string[]>;
   /** Ends every lease of `owner` (a process known dead): its entries are due at once. */

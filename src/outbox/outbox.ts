@@ -22,6 +22,12 @@ export interface OutboxOptions {
   onOutcome: (outcome: ActionOutcome) => void;
   /** Told when the store fails (a write refused, a claim failed). */
   onError?: (error: unknown) => void;
+  /**
+   * Resolves once the outcome lines told so far are written (the decision log's flush): only then
+   * are they marked logged in the store, so a crash in between has them told again at the next
+   * start (at least once; a consumer dedupes by `key`). Default: at once.
+   */
+  flushOutcomes?: () => Promise<void>;
   /** Attempts in flight at once in this process. Default 4. */
   concurrency?: number;
   /** Timeout of one attempt, milliseconds. Default 5000. */
@@ -55,6 +61,12 @@ const RETRYABLE: ReadonlySet<string> = new Set([
   ErrorCode.ABORTED,
 ]);
 
+/** Whether `owner` (`<host>:<pid>:…`) is a process of this host that no longer exists. */
+function isGone(owner: string): boolean {
+  const [host, pid] = owner.split(':');
+  return host === hostname() && !isAlive(Number(pid));
+}
+
 /** Whether process `pid` exists on this host (EPERM: it does, owned by someone else). */
 function isAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return true;
@@ -67,7 +79,12 @@ function isAlive(pid: number): boolean {
 }
 
 export class Outbox implements ActionDispatcher {
-  readonly #o: Required<Omit<OutboxOptions, 'onError'>> & Pick<OutboxOptions, 'onError'>;
+  readonly #o: Required<Omit<OutboxOptions, 'onError' | 'flushOutcomes'>> &
+    Pick<OutboxOptions, 'onError' | 'flushOutcomes'>;
+  #toConfirm: string[] = [];
+  /** Told and not yet confirmed logged: never told twice by this process. */
+  readonly #told = new Set<string>();
+  #confirming: Promise<void> | undefined;
   readonly #running = new Map<string, AbortController>();
   #stats: OutboxStats = { pending: 0, dead: 0, oldestPendingAgeMs: 0 };
   #attemptsStarted = 0;
@@ -108,9 +125,7 @@ export class Outbox implements ActionDispatcher {
     try {
       const now = this.#o.now();
       for (const owner of await this.#o.store.leaseOwners(now)) {
-        const [host, pid] = owner.split(':');
-        if (host !== hostname() || owner === this.#o.owner || isAlive(Number(pid))) continue;
-        await this.#o.store.releaseOwner(owner, now);
+        if (owner !== this.#o.owner && isGone(owner)) await this.#o.store.releaseOwner(owner, now);
       }
     } catch (error) {
       this.#o.onError?.(error);
@@ -180,6 +195,7 @@ export class Outbox implements ActionDispatcher {
         setTimeout(resolve, 1000).unref();
       });
     }
+    await this.#confirmed();
   }
 
   /** A process about to die: stop at once; the store keeps every undelivered action. */
@@ -212,6 +228,7 @@ export class Outbox implements ActionDispatcher {
       }
       await this.#refreshStats();
       await this.#pruneNowAndThen();
+      await this.#tellUnlogged();
     } catch (error) {
       this.#o.onError?.(error);
     } finally {
@@ -336,6 +353,52 @@ export class Outbox implements ActionDispatcher {
 
   #outcome(entry: OutboxEntry, status: 'done' | 'failed', now: number, reason?: string): void {
     this.#o.onOutcome(outcomeOf(entry, status, now, reason));
+    this.#confirmLater(entry.spec.id);
+  }
+
+  /** Tells the final outcome of `entry` ended elsewhere (an operator's drop over HTTP). */
+  reportFinal(entry: OutboxEntry): void {
+    this.#o.onOutcome(finalOutcomeOf(entry, this.#o.now()));
+    this.#confirmLater(entry.spec.id);
+  }
+
+  #confirmLater(id: string): void {
+    this.#told.add(id);
+    this.#toConfirm.push(id);
+    this.#confirming ??= (async () => {
+      // Let the lines of this turn join the batch, then wait for them to be written.
+      await new Promise((r) => setImmediate(r));
+      const ids = this.#toConfirm;
+      this.#toConfirm = [];
+      try {
+        await this.#o.flushOutcomes?.();
+        await this.#o.store.markLogged(ids);
+        for (const id of ids) this.#told.delete(id);
+      } catch (error) {
+        this.#o.onError?.(error);
+      } finally {
+        this.#confirming = undefined;
+        if (this.#toConfirm.length > 0) this.#confirmLater(this.#toConfirm.pop()!);
+      }
+    })();
+  }
+
+  /**
+   * Final entries whose line was never confirmed: ended by a process of this host that is gone,
+   * or more than 30 s ago (long enough for a live process, here or elsewhere, to confirm its own),
+   * or by an operator's CLI. Told now, so every final outcome has its line.
+   */
+  async #tellUnlogged(): Promise<void> {
+    const now = this.#o.now();
+    for (const e of await this.#o.store.unlogged(100)) {
+      if (e.owner === this.#o.owner || this.#told.has(e.spec.id)) continue;
+      if (now - e.updatedAtMs > 30_000 || e.owner === undefined || isGone(e.owner)) this.reportFinal(e);
+    }
+  }
+
+  /** Waits for the outcome lines told so far to be confirmed (shutdown). */
+  async #confirmed(): Promise<void> {
+    while (this.#confirming !== undefined) await this.#confirming;
   }
 }
 
@@ -358,4 +421,11 @@ export function outcomeOf(
   };
   if (reason !== undefined) outcome.reason = reason;
   return outcome;
+}
+
+/** The outcome line of an entry that is final in the store (delivered, dead or dropped). */
+export function finalOutcomeOf(entry: OutboxEntry, nowMs: number): ActionOutcome {
+  return entry.status === 'delivered'
+    ? outcomeOf(entry, 'done', nowMs)
+    : outcomeOf(entry, 'failed', nowMs, entry.reason ?? entry.status);
 }

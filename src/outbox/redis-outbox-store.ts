@@ -101,8 +101,9 @@ redis.call('ZREM', P .. 'leased', id)
 redis.call('ZREM', P .. 'due', id)
 redis.call('ZREM', P .. 'pend', id)
 redis.call('ZREM', P .. 'dead', id)
-redis.call('HSET', k, 'status', status, 'owner', '', 'lease', 0, 'updated', now, 'reason', reason)
+redis.call('HSET', k, 'status', status, 'lease', 0, 'updated', now, 'reason', reason)
 if status == 'dead' then redis.call('ZADD', P .. 'dead', now, id) else redis.call('ZADD', P .. 'done', now, id) end
+redis.call('ZADD', P .. 'unlogged', now, id)
 local u = P .. 'u:' .. redis.call('HGET', k, 'ok')
 local wasHead = redis.call('LINDEX', u, 0) == id
 redis.call('LREM', u, 1, id)
@@ -184,6 +185,7 @@ function entryOf(flat: string[]): OutboxEntry {
     updatedAtMs: Number(h.updated),
     lastError: h.lastError || undefined,
     reason: h.reason || undefined,
+    owner: h.owner || undefined,
   };
 }
 
@@ -298,6 +300,21 @@ export class RedisOutboxStore implements OutboxStore {
 
   async deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean> {
     return (await this.#run('finish', FINISH, [id, owner, nowMs, 'dead', reason])) === 1;
+  }
+
+  async unlogged(limit: number): Promise<OutboxEntry[]> {
+    const ids = await this.#client.zRange(`${this.#prefix}unlogged`, 0, limit - 1);
+    const out: OutboxEntry[] = [];
+    for (const id of ids) {
+      const e = await this.get(id);
+      if (e === undefined) await this.#client.zRem(`${this.#prefix}unlogged`, id);
+      else out.push(e);
+    }
+    return out;
+  }
+
+  async markLogged(ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.#client.zRem(`${this.#prefix}unlogged`, [...ids]);
   }
 
   async leaseOwners(nowMs: number): Promise<string[]> {

@@ -43,8 +43,10 @@ CREATE TABLE IF NOT EXISTS outbox (
   lease_owner TEXT,
   lease_until INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
-  reason TEXT
+  reason TEXT,
+  logged INTEGER NOT NULL DEFAULT 1
 );
+CREATE INDEX IF NOT EXISTS outbox_unlogged ON outbox (logged, updated_at);
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
 CREATE INDEX IF NOT EXISTS outbox_ordering ON outbox (ordering_key, status, seq);
 `;
@@ -61,6 +63,7 @@ interface Row {
   updated_at: number;
   last_error: string | null;
   reason: string | null;
+  lease_owner: string | null;
 }
 
 function entryOf(row: Row): OutboxEntry {
@@ -75,6 +78,7 @@ function entryOf(row: Row): OutboxEntry {
     updatedAtMs: row.updated_at,
     lastError: row.last_error ?? undefined,
     reason: row.reason ?? undefined,
+    owner: row.lease_owner ?? undefined,
   };
 }
 
@@ -111,15 +115,17 @@ export class SqliteOutboxStore implements OutboxStore {
                             AND e.status = 'pending' AND e.seq < o.seq)
           ORDER BY o.seq LIMIT :limit)
         RETURNING *`),
-      complete: p(`UPDATE outbox SET status = 'delivered', lease_owner = NULL, lease_until = 0, updated_at = ?
+      complete: p(`UPDATE outbox SET status = 'delivered', lease_until = 0, logged = 0, updated_at = ?
         WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
       retryLater:
         p(`UPDATE outbox SET lease_owner = NULL, lease_until = 0, next_attempt_at = ?, last_error = ?,
           attempts = attempts - ?, updated_at = ?
         WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
-      dead: p(`UPDATE outbox SET status = 'dead', reason = ?, lease_owner = NULL, lease_until = 0, updated_at = ?
+      dead: p(`UPDATE outbox SET status = 'dead', reason = ?, lease_until = 0, logged = 0, updated_at = ?
         WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
       get: p('SELECT * FROM outbox WHERE id = ?'),
+      unlogged: p('SELECT * FROM outbox WHERE logged = 0 ORDER BY updated_at LIMIT ?'),
+      markLogged: p('UPDATE outbox SET logged = 1 WHERE id = ?'),
       owners: p(`SELECT DISTINCT lease_owner AS owner FROM outbox
         WHERE status = 'pending' AND lease_until > ? AND lease_owner IS NOT NULL`),
       releaseOwner:
@@ -134,7 +140,7 @@ export class SqliteOutboxStore implements OutboxStore {
       retry: p(`UPDATE outbox SET status = 'pending', reason = NULL, next_attempt_at = ?, horizon_start = ?,
           lease_owner = NULL, lease_until = 0, updated_at = ?
         WHERE id = ? AND status IN ('dead', 'dropped')`),
-      drop: p(`UPDATE outbox SET status = 'dropped', reason = ?, lease_owner = NULL, lease_until = 0, updated_at = ?
+      drop: p(`UPDATE outbox SET status = 'dropped', reason = ?, lease_owner = NULL, lease_until = 0, logged = 0, updated_at = ?
         WHERE id = ? AND status IN ('pending', 'dead')`),
       prune: p(`DELETE FROM outbox WHERE status IN ('delivered', 'dropped') AND updated_at < ?`),
     };
@@ -208,6 +214,22 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean> {
     return Number(this.#s.dead!.run(reason, nowMs, id, owner).changes) > 0;
+  }
+
+  async unlogged(limit: number): Promise<OutboxEntry[]> {
+    return (this.#s.unlogged!.all(limit) as unknown as Row[]).map(entryOf);
+  }
+
+  async markLogged(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const id of ids) this.#s.markLogged!.run(id);
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      this.#db.exec('ROLLBACK');
+      throw error;
+    }
   }
 
   async leaseOwners(nowMs: number): Promise<string[]> {

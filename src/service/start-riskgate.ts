@@ -25,7 +25,7 @@ import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import { openOutboxStore } from '../outbox/open-outbox-store.ts';
-import { Outbox, type OutboxOptions, outcomeOf } from '../outbox/outbox.ts';
+import { Outbox, type OutboxOptions } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
@@ -263,6 +263,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
           onOutcome,
           onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
           horizonMs: config.outboxHorizonMs,
+          flushOutcomes: () => decisionLog.flush(),
           ...(options.actionQueue?.baseDelayMs !== undefined && {
             baseDelayMs: options.actionQueue.baseDelayMs,
           }),
@@ -362,7 +363,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     }),
     isDraining: () => draining,
     outboxStore,
-    onActionDropped: (entry) => onOutcome(outcomeOf(entry, 'failed', Date.now(), entry.reason)),
+    onActionDropped: (entry) => outbox?.reportFinal(entry),
     onActionRetried: () => outbox?.nudge(),
     callbackSignatureKey: upstream.callbackSignatureKey,
     tracing: options.tracing,

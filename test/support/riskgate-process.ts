@@ -1,0 +1,91 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { sandboxUpstream } from '../../src/dev/embedded-sandbox.ts';
+import type { RunningSandbox } from '../../src/sandbox/server.ts';
+
+/**
+ * riskgate as separate processes (`node dist/main.js`, compiled once per test file), for tests that
+ * kill them: SIGKILL at chosen points, SIGTERM, two processes on one store.
+ */
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const PROCESS_KEY = 'process-test-caller-key-0123';
+
+/** Compiles src/ into a fresh directory inside the repository; returns it and a remover. */
+export function buildDist(tag: string): { main: string; remove: () => void } {
+  const dir = join(ROOT, '.riskgate', `build-${tag}-${process.pid}`);
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dir],
+    { cwd: ROOT, stdio: 'pipe' },
+  );
+  return { main: join(dir, 'main.js'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The environment of a riskgate on `sandbox` (one process, port 0). */
+export function processEnv(sandbox: RunningSandbox, extra: Record<string, string>): Record<string, string> {
+  const u = sandboxUpstream(sandbox);
+  return {
+    PATH: process.env.PATH ?? '',
+    RISKGATE_PORT: '0',
+    RISKGATE_WORKERS: '1',
+    RISKGATE_API_KEYS: PROCESS_KEY,
+    RISKGATE_SERVICE_ID: u.serviceId,
+    RISKGATE_SIGNALS_URL: u.signalsUrl,
+    RISKGATE_AUTH_URL: u.authUrl,
+    RISKGATE_CLIENT_ID: u.clientId,
+    RISKGATE_CLIENT_SECRET: u.clientSecret,
+    RISKGATE_SIGNALS_AUDIENCE: u.signalsAudience,
+    RISKGATE_SIGNALS_IDP: u.signalsIdp!,
+    RISKGATE_ADMIN_URL: u.adminUrl,
+    RISKGATE_ADMIN_API_KEY: u.adminApiKey,
+    RISKGATE_HOST: '127.0.0.1',
+    ...extra,
+  };
+}
+
+export interface RiskgateProcess {
+  child: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+  /** Resolves with the port once the process says it listens (rejects if it exits first). */
+  port: () => Promise<number>;
+  kill: (signal?: NodeJS.Signals) => void;
+}
+
+export function startProcess(
+  main: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): RiskgateProcess {
+  const child = spawn(process.execPath, [...nodeArgs, main], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return {
+    child,
+    stderr: () => stderr,
+    exited,
+    kill: (signal = 'SIGKILL') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+    port: async () => {
+      const until = performance.now() + 20_000;
+      for (;;) {
+        const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(stderr);
+        if (m) return Number(m[1]);
+        if (child.exitCode !== null || child.signalCode !== null || performance.now() > until) {
+          throw new Error(`riskgate did not start: ${stderr.slice(-2000)}`);
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+  };
+}
