@@ -189,7 +189,7 @@ export class SqliteOutboxStore implements OutboxStore {
       for (const b of batch) b.reject(error);
       return;
     }
-    batch.forEach((b, i) => b.resolve(results[i]!));
+    for (const [i, b] of batch.entries()) b.resolve(results[i]!);
   }
 
   async claim(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<OutboxEntry[]> {
