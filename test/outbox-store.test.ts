@@ -136,3 +136,30 @@ describe.runIf(redisAvailable())('with Redis', () => {
   afterAll(() => redis?.stop());
   contract('Redis', () => RedisOutboxStore.connect({ url: redis.url }));
 });
+
+describe('an outbox file from before the outcome-line column', () => {
+  it('is opened and gets the column, its pending entries kept', async () => {
+    const { DatabaseSync } = await import('node:sqlite');
+    const path = join(mkdtempSync(join(tmpdir(), 'outbox-old-')), 'o.sqlite');
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+      ordering_key TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
+      attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, horizon_start INTEGER NOT NULL,
+      next_attempt_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, lease_owner TEXT,
+      lease_until INTEGER NOT NULL DEFAULT 0, last_error TEXT, reason TEXT)`);
+    const a = spec('u-old');
+    old
+      .prepare(`INSERT INTO outbox (id, ordering_key, spec, created_at, horizon_start, next_attempt_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?)`)
+      .run(a.id, a.orderingKey, JSON.stringify(a), T0, T0, T0, T0);
+    old.close();
+    const store = new SqliteOutboxStore({ path });
+    try {
+      expect((await store.claim('w', 10, T0, LEASE)).map((e) => e.spec.id)).toEqual([a.id]);
+      expect(await store.complete(a.id, 'w', T0 + 1)).toBe(true);
+      expect((await store.unlogged(10)).map((e) => e.spec.id)).toEqual([a.id]);
+    } finally {
+      await store.close();
+    }
+  });
+});

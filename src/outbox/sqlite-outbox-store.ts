@@ -46,7 +46,6 @@ CREATE TABLE IF NOT EXISTS outbox (
   reason TEXT,
   logged INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX IF NOT EXISTS outbox_unlogged ON outbox (logged, updated_at);
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
 CREATE INDEX IF NOT EXISTS outbox_ordering ON outbox (ordering_key, status, seq);
 `;
@@ -101,6 +100,13 @@ export class SqliteOutboxStore implements OutboxStore {
     this.#db.exec(`PRAGMA busy_timeout = 1000; PRAGMA journal_mode = WAL;
       PRAGMA synchronous = ${options.sync === 'full' ? 'FULL' : 'NORMAL'};`);
     this.#db.exec(SCHEMA);
+    // Files from before a column existed get it (with the default the schema gives it).
+    const columns = new Set(
+      (this.#db.prepare('PRAGMA table_info(outbox)').all() as { name: string }[]).map((c) => c.name),
+    );
+    if (!columns.has('logged'))
+      this.#db.exec('ALTER TABLE outbox ADD COLUMN logged INTEGER NOT NULL DEFAULT 1');
+    this.#db.exec('CREATE INDEX IF NOT EXISTS outbox_unlogged ON outbox (logged, updated_at)');
     const p = (sql: string) => this.#db.prepare(sql);
     this.#s = {
       insert:
