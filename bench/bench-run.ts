@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -275,6 +276,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         RISKGATE_API_KEYS: apiKey,
         RISKGATE_POLICY_PATH: options.policyPath,
         RISKGATE_DECISION_LOG: 'off',
+        // A fresh outbox per run: actions left by an earlier run must not reach this run's sandbox.
+        RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-bench-state-')),
         RISKGATE_RAT_BATCH_WINDOW_MS: String(options.ratWindowMs),
         RISKGATE_RAT_CACHE_MS: String(options.ratCacheMs),
         // One process on its pinned core: the bench measures one riskgate (workers: --riskgate-env).

@@ -93,6 +93,7 @@ export class Outbox implements ActionDispatcher {
   #timer: NodeJS.Timeout | undefined;
   #idleWaiters: (() => void)[] = [];
   #lastPruneMs = 0;
+  #lastHousekeepingMs = 0;
 
   constructor(options: OutboxOptions) {
     this.#o = {
@@ -226,9 +227,15 @@ export class Outbox implements ActionDispatcher {
         const now = this.#o.now();
         claimed = await this.#o.store.claim(this.#o.owner, free, now, this.#o.attemptTimeoutMs + 5000);
       }
-      await this.#refreshStats();
-      await this.#pruneNowAndThen();
-      await this.#tellUnlogged();
+      // The housekeeping reads (counts, untold lines, pruning) once per poll interval, not after
+      // every attempt: under a deny-heavy burst they cost more than the deliveries.
+      const now = this.#o.now();
+      if (now - this.#lastHousekeepingMs >= this.#o.pollMs) {
+        this.#lastHousekeepingMs = now;
+        await this.#refreshStats();
+        await this.#pruneNowAndThen();
+        await this.#tellUnlogged();
+      }
     } catch (error) {
       this.#o.onError?.(error);
     } finally {
