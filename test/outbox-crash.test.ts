@@ -333,9 +333,7 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
       expect(counts['200']).toBe(USERS.length);
       expect(counts['304']).toBe(USERS.length);
       expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(USERS.length * 2);
-      // Both took part.
-      expect(actionLines(logs[0]!).length).toBeGreaterThan(0);
-      expect(actionLines(logs[1]!).length).toBeGreaterThan(0);
+      // (Which of the two delivered what depends on timing; that neither delivered twice is the point.)
     } finally {
       for (const p of started) await stop(p);
       await control('DELETE', '/sandbox/faults');

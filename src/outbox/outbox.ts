@@ -175,18 +175,30 @@ export class Outbox implements ActionDispatcher {
    * process. Nothing is reported failed.
    */
   async drain(timeoutMs: number): Promise<void> {
-    this.#closing = true;
-    clearTimeout(this.#timer);
-    if (this.#running.size > 0) {
+    const deadline = performance.now() + timeoutMs;
+    // Deliver what is due now (the last answers' actions too) within the grace period; what is
+    // waiting for a retry, or still running at the end, stays in the store for the next process.
+    while (performance.now() < deadline) {
+      if (this.#running.size === 0 && !this.#claiming) {
+        let started = 0;
+        try {
+          started = await this.#claimAndStart();
+        } catch (error) {
+          this.#o.onError?.(error);
+        }
+        if (started === 0) break;
+      }
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
         new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, timeoutMs);
+          timer = setTimeout(resolve, Math.max(0, Math.min(20, deadline - performance.now())));
         }),
       ]);
       clearTimeout(timer);
     }
+    this.#closing = true;
+    clearTimeout(this.#timer);
     const aborted = [...this.#running.values()];
     for (const c of aborted) c.abort();
     // Each aborted attempt gives its entry back as it settles.
@@ -220,13 +232,10 @@ export class Outbox implements ActionDispatcher {
   async #poll(): Promise<void> {
     if (this.#closing || this.#claiming) return;
     this.#claiming = true;
-    let claimed: OutboxEntry[] = [];
+    let claimed = 0;
     const free = this.#o.concurrency - this.#running.size;
     try {
-      if (free > 0) {
-        const now = this.#o.now();
-        claimed = await this.#o.store.claim(this.#o.owner, free, now, this.#o.attemptTimeoutMs + 5000);
-      }
+      claimed = await this.#claimAndStart();
       // The housekeeping reads (counts, untold lines, pruning) once per poll interval, not after
       // every attempt: under a deny-heavy burst they cost more than the deliveries.
       const now = this.#o.now();
@@ -241,15 +250,21 @@ export class Outbox implements ActionDispatcher {
     } finally {
       this.#claiming = false;
     }
-    for (const entry of claimed) void this.#attempt(entry);
     if (this.#closing) return;
     // A full claim may leave more due now; otherwise look again at the next poll.
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(
-      () => void this.#poll(),
-      claimed.length === free && free > 0 ? 0 : this.#o.pollMs,
-    );
+    this.#timer = setTimeout(() => void this.#poll(), claimed === free && free > 0 ? 0 : this.#o.pollMs);
     this.#timer.unref();
+  }
+
+  /** Claims what is due into the free attempt slots and starts it; how many were started. */
+  async #claimAndStart(): Promise<number> {
+    const free = this.#o.concurrency - this.#running.size;
+    if (free <= 0) return 0;
+    const now = this.#o.now();
+    const claimed = await this.#o.store.claim(this.#o.owner, free, now, this.#o.attemptTimeoutMs + 5000);
+    for (const entry of claimed) void this.#attempt(entry);
+    return claimed.length;
   }
 
   async #refreshStats(): Promise<void> {
