@@ -60,6 +60,20 @@ export function checkTargets(result: BenchResult): TargetCheck[] {
     measured: `${(s.throughput.ratio * 100).toFixed(1)} % (${s.throughput.decide.requestsPerSecond} vs ${s.throughput.hello.requestsPerSecond} req/s)`,
     met: s.throughput.hello.requestsPerSecond > 0 ? s.throughput.ratio >= 0.35 : null,
   });
+  if (s.throughput.vsFloor) {
+    checks.push({
+      name: 'CPU per decision vs the FLOOR server (same run)',
+      target: '≤ 2.5x',
+      measured: `${s.throughput.vsFloor.cpuRatio}x (${s.throughput.decide.cpuUsPerRequest} vs ${s.throughput.floor?.cpuUsPerRequest} µs)`,
+      met: s.throughput.vsFloor.cpuRatio <= 2.5,
+    });
+    checks.push({
+      name: 'closed-loop decisions/s vs the FLOOR server (same run)',
+      target: '≥ 40 %',
+      measured: `${(s.throughput.vsFloor.throughputRatio * 100).toFixed(1)} % (${s.throughput.decide.requestsPerSecond} vs ${s.throughput.floor?.requestsPerSecond} req/s)`,
+      met: s.throughput.vsFloor.throughputRatio >= 0.4,
+    });
+  }
   for (const profile of s.upstream.profiles) {
     const row = closest(profile.rates, 1000);
     checks.push({
@@ -150,6 +164,7 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   for (const [name, r] of [
     ['GET /bench/hello', s.throughput.hello],
     ['POST /decide', s.throughput.decide],
+    ...(s.throughput.floor ? ([['POST /decide on the FLOOR server', s.throughput.floor]] as const) : []),
   ] as const) {
     out.push(
       `| ${name} | ${r.connections} | ${r.requestsPerSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p99} | ${r.non2xx} | ${r.errors} | ${r.cpuUsPerRequest} |`,
@@ -157,6 +172,12 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   }
   out.push('');
   out.push(`/decide ÷ hello-world: **${(s.throughput.ratio * 100).toFixed(1)} %**`);
+  if (s.throughput.vsFloor) {
+    out.push('');
+    out.push(
+      `riskgate ÷ FLOOR (bench/floor-server.ts: the same upstream calls, no validation, policy or logging): CPU per decision **${s.throughput.vsFloor.cpuRatio}x** (goal ≤ 2.5x), decisions/s **${(s.throughput.vsFloor.throughputRatio * 100).toFixed(1)} %** (goal ≥ 40 %)`,
+    );
+  }
   out.push('');
 
   out.push('### 4. Upstream efficiency (from /sandbox/stats, per decision answered)');

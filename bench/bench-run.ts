@@ -131,6 +131,13 @@ export interface BenchResult {
       decide: CannonResult & { cpuUsPerRequest: number };
       /** decide requests/s ÷ hello requests/s, same run. */
       ratio: number;
+      /**
+       * The FLOOR server's POST /decide (bench/floor-server.ts: the same upstream calls, nothing of
+       * riskgate's own) on the same core, bodies and connections; absent in runs before it existed.
+       */
+      floor?: CannonResult & { cpuUsPerRequest: number };
+      /** riskgate ÷ FLOOR: CPU per decision (goal ≤ 2.5) and decisions/s (goal ≥ 0.4). */
+      vsFloor?: { cpuRatio: number; throughputRatio: number };
     };
     upstream: {
       profiles: {
@@ -247,6 +254,21 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
 
     const riskgatePort = await freePort();
     const c = DEFAULT_CREDENTIALS;
+    // The vendor as riskgate sees it; the FLOOR server (scenario 3) is given the same.
+    const vendorEnv = {
+      RISKGATE_SIGNALS_URL: `${sandbox.url}/api/v1`,
+      RISKGATE_AUTH_URL: sandbox.url,
+      RISKGATE_ADMIN_URL: sandbox.url,
+      RISKGATE_LOGS_URL: sandbox.url,
+      RISKGATE_SERVICE_ID: c.serviceId,
+      RISKGATE_CLIENT_ID: c.retrievalClientId,
+      RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
+      RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
+      RISKGATE_SIGNALS_IDP: c.idp,
+      RISKGATE_ADMIN_API_KEY: c.adminApiKey,
+      RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
+      RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
+    };
     progress('starting riskgate');
     const riskgate = await startServer({
       name: 'riskgate',
@@ -261,18 +283,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       readyPath: '/readyz',
       env: {
         RISKGATE_PORT: String(riskgatePort),
-        RISKGATE_SIGNALS_URL: `${sandbox.url}/api/v1`,
-        RISKGATE_AUTH_URL: sandbox.url,
-        RISKGATE_ADMIN_URL: sandbox.url,
-        RISKGATE_LOGS_URL: sandbox.url,
-        RISKGATE_SERVICE_ID: c.serviceId,
-        RISKGATE_CLIENT_ID: c.retrievalClientId,
-        RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
-        RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
-        RISKGATE_SIGNALS_IDP: c.idp,
-        RISKGATE_ADMIN_API_KEY: c.adminApiKey,
-        RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
-        RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
+        ...vendorEnv,
         RISKGATE_API_KEYS: apiKey,
         RISKGATE_POLICY_PATH: options.policyPath,
         RISKGATE_DECISION_LOG: 'off',
@@ -394,10 +405,14 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
 
     // Scenario 3: closed-model ceiling, hello-world and /decide in the same run.
     await freshSandbox({ name: 'zero' });
-    const cannon = async (target: 'hello' | 'decide') => {
+    const cannon = async (
+      target: 'hello' | 'decide',
+      base = riskgate.url,
+      sampleOf: () => Promise<ProcessSample> = () => sample(),
+    ) => {
       const job = {
         type: 'cannon' as const,
-        url: target === 'hello' ? `${riskgate.url}/bench/hello` : `${riskgate.url}/decide`,
+        url: target === 'hello' ? `${base}/bench/hello` : `${base}/decide`,
         method: target === 'hello' ? ('GET' as const) : ('POST' as const),
         headers: target === 'hello' ? {} : { ...decideHeaders, 'content-type': 'application/json' },
         bodies: target === 'hello' ? [] : bodies,
@@ -408,14 +423,34 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       progress(
         `throughput: autocannon ${target}, ${options.cannonConnections} connections, ${options.cannonDurationS} s`,
       );
-      const before = await sample();
+      const before = await sampleOf();
       const result = await generator!.run<CannonResult>({ ...job, durationS: options.cannonDurationS });
-      const after = await sample();
+      const after = await sampleOf();
       const cpuUs = cpuOf(after) - cpuOf(before);
       return { ...result, cpuUsPerRequest: result.requests > 0 ? round(cpuUs / result.requests) : 0 };
     };
     const hello = await cannon('hello');
     const decide = await cannon('decide');
+    // The FLOOR server on riskgate's core (riskgate idle meanwhile), same bodies and connections.
+    await freshSandbox({ name: 'zero' });
+    progress('starting the FLOOR server');
+    const floorPort = await freePort();
+    const floorServer = await startServer({
+      name: 'floor',
+      entry: 'bench/floor-server.ts',
+      port: floorPort,
+      cpu: pinning.riskgate,
+      nodeArgs: [],
+      readyPath: '/bench/hello',
+      env: { ...vendorEnv, FLOOR_PORT: String(floorPort) },
+    });
+    servers.push(floorServer);
+    const floor = await cannon('decide', floorServer.url, async () => {
+      const response = await fetch(`${floorServer.url}/bench/process`, {
+        signal: AbortSignal.timeout(30_000),
+      });
+      return (await response.json()) as ProcessSample;
+    });
     await takeStats();
 
     // Scenario 6: overload, multiples of the closed-loop capacity under the lognormal profile.
@@ -572,6 +607,13 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
           decide,
           ratio:
             hello.requestsPerSecond > 0 ? round(decide.requestsPerSecond / hello.requestsPerSecond, 3) : 0,
+          floor,
+          vsFloor: {
+            cpuRatio:
+              floor.cpuUsPerRequest > 0 ? round(decide.cpuUsPerRequest / floor.cpuUsPerRequest, 3) : 0,
+            throughputRatio:
+              floor.requestsPerSecond > 0 ? round(decide.requestsPerSecond / floor.requestsPerSecond, 3) : 0,
+          },
         },
         upstream: {
           profiles: profiles.map((profile) => ({
