@@ -32,6 +32,25 @@ export const actionSpecSchema = z.object({
 });
 export type ActionSpec = z.infer<typeof actionSpecSchema>;
 
+/**
+ * An `ActionSpec` read back from the outbox: its own earlier write, so the common case is checked
+ * by shape alone (zod per claimed entry was a visible share of the outbox's CPU); anything that does
+ * not look right goes through the full schema, which says what is wrong.
+ */
+export function parseStoredSpec(text: string): ActionSpec {
+  const v = JSON.parse(text) as Partial<ActionSpec> | null;
+  const call = v?.call as { method?: unknown; userId?: unknown; deviceId?: unknown } | undefined;
+  const plausible =
+    typeof v?.id === 'string' &&
+    typeof v.decisionId === 'string' &&
+    typeof v.target === 'string' &&
+    typeof v.orderingKey === 'string' &&
+    (v.type === 'lock_out_user' || v.type === 'restrict_factors' || v.type === 'archive_device') &&
+    ((call?.method === 'updateUser' && typeof call.userId === 'string') ||
+      (call?.method === 'deleteDevice' && typeof call.deviceId === 'string'));
+  return plausible ? (v as ActionSpec) : actionSpecSchema.parse(v);
+}
+
 /** One attempt of `spec` against the Admin API. */
 export function attemptAction(
   spec: ActionSpec,

@@ -91,6 +91,8 @@ export class Outbox implements ActionDispatcher {
   #closing = false;
   #claiming = false;
   #timer: NodeJS.Timeout | undefined;
+  /** performance.now() at which `#timer` fires. */
+  #timerAt = 0;
   #idleWaiters: (() => void)[] = [];
   #lastPruneMs = 0;
   #lastHousekeepingMs = 0;
@@ -223,10 +225,26 @@ export class Outbox implements ActionDispatcher {
     this.#wake();
   }
 
-  #wake(): void {
+  /**
+   * Polls within `delayMs` (default 10): the submits and finished attempts of a burst share one
+   * claim instead of a store transaction each (the claim was most of the outbox's CPU), at the
+   * price of up to 10 ms before an action starts.
+   */
+  #wake(delayMs = 10): void {
     if (this.#closing) return;
+    const at = performance.now() + delayMs;
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    this.#schedule(delayMs);
+  }
+
+  #schedule(delayMs: number): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#poll(), 0);
+    this.#timerAt = performance.now() + delayMs;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#poll();
+    }, delayMs);
+    this.#timer.unref();
   }
 
   async #poll(): Promise<void> {
@@ -251,10 +269,9 @@ export class Outbox implements ActionDispatcher {
       this.#claiming = false;
     }
     if (this.#closing) return;
-    // A full claim may leave more due now; otherwise look again at the next poll.
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#poll(), claimed === free && free > 0 ? 0 : this.#o.pollMs);
-    this.#timer.unref();
+    // A full claim may leave more due now; otherwise look again at the next poll (or sooner, when
+    // a submit or a finished attempt wakes it).
+    this.#schedule(claimed === free && free > 0 ? 10 : this.#o.pollMs);
   }
 
   /** Claims what is due into the free attempt slots and starts it; how many were started. */

@@ -1,5 +1,5 @@
 import { createClient, type RedisClientType } from 'redis';
-import { type ActionSpec, actionSpecSchema } from '../actions/admin-actions.ts';
+import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import type {
   OutboxEntry,
   OutboxListFilter,
@@ -176,7 +176,7 @@ function entryOf(flat: string[]): OutboxEntry {
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]!] = flat[i + 1]!;
   return {
-    spec: actionSpecSchema.parse(JSON.parse(h.spec ?? 'null')),
+    spec: parseStoredSpec(h.spec ?? 'null'),
     status: h.status as OutboxStatus,
     attempts: Number(h.attempts),
     createdAtMs: Number(h.created),

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { type ActionSpec, actionSpecSchema } from '../actions/admin-actions.ts';
+import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import type {
   OutboxEntry,
   OutboxListFilter,
@@ -67,8 +67,8 @@ interface Row {
 
 function entryOf(row: Row): OutboxEntry {
   return {
-    // Written by this code, but a file on disk is a boundary: parsed like any other input.
-    spec: actionSpecSchema.parse(JSON.parse(row.spec)),
+    // Written by this code, but a file on disk is a boundary: checked, cheaply (the claim path is hot).
+    spec: parseStoredSpec(row.spec),
     status: row.status as OutboxStatus,
     attempts: row.attempts,
     createdAtMs: row.created_at,
