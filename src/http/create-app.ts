@@ -17,7 +17,7 @@ import {
 } from '../decide/decide-response.ts';
 import { type DecisionRun, type RunDecisionDeps, runDecision } from '../decide/run-decision.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
-import { decisionLine } from '../decision-log/decision-record.ts';
+import { DECISION_LOG_SCHEMA_VERSION, decisionLine } from '../decision-log/decision-record.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
@@ -110,6 +110,9 @@ export function createApp(deps: AppDeps): Hono {
       deps.metrics.requestFinished(c.res.status, problemCodeOf(c.res));
       // Refused before its body was read (or part-read, a 413): the connection cannot carry another
       // request reliably, and reading the rest would be work for a caller already refused.
+      // A shed 503 closes too: measured with keep-alive kept (bench/RESULTS.md, 2026-11-25), the
+      // clients' next requests came back at once on the same sockets and shedding them took the
+      // core the admitted decisions needed; a reconnect is the backpressure.
       if (EARLY_REFUSALS.has(c.res.status) && hasBody(c)) c.res.headers.set('connection', 'close');
     }
   });
@@ -330,6 +333,7 @@ function overloaded(
     deps.metrics.recordShed(reason, 'verdict');
     deps.decisionLog.write({
       kind: 'decision',
+      schemaVersion: DECISION_LOG_SCHEMA_VERSION,
       decisionId: response.decisionId,
       at: new Date().toISOString(),
       policy: response.policy,
