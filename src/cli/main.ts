@@ -2,9 +2,11 @@ import { parseArgs } from 'node:util';
 import { riskgateVersion } from '../build-info/riskgate-version.ts';
 import { actionsCommand } from './actions-commands.ts';
 import { type CliIo, EXIT, policyCheck, policySchema, policyTest } from './policy-commands.ts';
+import { replayCommand } from './replay-command.ts';
 
 const USAGE = `usage: riskgate policy <command> [path] [options]
        riskgate actions <command> [id] [options]
+       riskgate replay --policy <dir|file> <decision-log>... [options]
        riskgate --version
 
 commands:
@@ -13,6 +15,12 @@ commands:
   test [path]     run the *.test.yaml suites beside the policies
                   exit 0 ok, 4 on a failing case, 3 when a suite or policy does not load (or is missing)
   schema [dir]    write policy.schema.json and policy-test.schema.json (default dir: policies)
+
+replay: logged decisions evaluated again with a candidate policy, from their recorded inputs
+  (no vendor call; '-' reads standard input): verdict changes as a from→to matrix, score shift,
+  rule hits before/after, the changed decisions, inputs the candidate needs that were not recorded
+                  exit 0 when at most --max-changed verdicts changed (default 0), 4 beyond,
+                  3 when the policy or a log cannot be read
 
 actions (the outbox in RISKGATE_OUTBOX / RISKGATE_STATE_DIR, as the service reads them):
   list            the newest actions and the pending and dead counts (--status, --limit)
@@ -25,6 +33,9 @@ options:
   --require-coverage     test: also fail (exit 4) on a coverage gap
   --status <status>      actions list: pending, delivered, dead or dropped
   --limit <n>            actions list: at most n actions (default 100)
+  --policy <path>        replay: the candidate policy (file, or directory with one policy)
+  --max-changed <n>      replay: verdict changes allowed before exit 4 (default 0)
+  --stats                replay: rule hit counts and rates over the log
   -v, --version          print riskgate's version and exit
   -h, --help             this text
 
@@ -77,6 +88,19 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return EXIT.OK;
   }
   const [group, command, path, extra] = positionals;
+  if (group === 'replay') {
+    return replayCommand(
+      positionals.slice(1),
+      {
+        policy: values.policy,
+        maxChanged: values['max-changed'],
+        json: values.json ?? false,
+        stats: values.stats ?? false,
+        stdin: process.stdin,
+      },
+      io,
+    );
+  }
   if (group === 'actions' && command !== undefined && extra === undefined) {
     return actionsCommand(
       command,
@@ -115,6 +139,9 @@ function parse(argv: string[]) {
       json: { type: 'boolean' },
       'require-coverage': { type: 'boolean' },
       status: { type: 'string' },
+      policy: { type: 'string' },
+      'max-changed': { type: 'string' },
+      stats: { type: 'boolean' },
       limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },

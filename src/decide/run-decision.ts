@@ -15,6 +15,7 @@ import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../sub
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource, SignalFetcher } from './decide-ports.ts';
 import type { DecideRequest } from './decide-request.ts';
+import { toPolicyRequest } from './policy-request.ts';
 import { applicability, buildSignalQuery, MISSING_IDENTIFIERS } from './signal-queries.ts';
 
 /**
@@ -312,20 +313,4 @@ function failed<T>(name: string, cause: unknown, durationMs: number): UpstreamRe
     { cause },
   );
   return { ok: false, error, durationMs };
-}
-
-function toPolicyRequest(r: DecideRequest): PolicyInput['request'] {
-  return {
-    accountId: r.accountId,
-    userId: r.userId,
-    deviceId: r.deviceId,
-    platform: r.platform,
-    unitId: r.unitId,
-    verificationStatus: r.verificationStatus,
-    interactionId: r.interactionId,
-    sdkVersionId: r.sdkVersionId,
-    ip: r.ip,
-    userAgent: r.userAgent,
-    context: r.context ?? {},
-  };
 }

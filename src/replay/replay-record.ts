@@ -1,0 +1,96 @@
+import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import type { DecideRequest } from '../decide/decide-request.ts';
+import { toPolicyRequest } from '../decide/policy-request.ts';
+import type { PolicyInput, Verdict } from '../policy/policy-types.ts';
+
+/**
+ * A decision log line (src/decision-log/decision-record.ts, schemaVersion 1) read back as what the
+ * policy saw: its recorded inputs become a `PolicyInput` again, with the decision's own time as
+ * `now`. The check is by shape, not zod: replay reads millions of lines, and a line that does not
+ * look like a decision is reported, not guessed at.
+ */
+
+export interface LoggedDecision {
+  decisionId: string;
+  input: PolicyInput;
+  recorded: { verdict: Verdict; score: number; rules: string[]; revision: string };
+}
+
+export type ReadLine =
+  | { kind: 'decision'; decision: LoggedDecision }
+  | { kind: 'other' }
+  | { kind: 'bad'; why: string };
+
+const VERDICTS: ReadonlySet<string> = new Set(['allow', 'challenge', 'deny']);
+
+interface DecisionLineShape {
+  kind?: unknown;
+  schemaVersion?: unknown;
+  decisionId?: unknown;
+  at?: unknown;
+  request?: DecideRequest;
+  policy?: { revision?: unknown };
+  inputs?: {
+    signals?: PolicyInput['signals'];
+    user?: AdminUser;
+    devices?: AdminDevice[];
+    adminUnavailable?: PolicyInput['adminUnavailable'];
+  };
+  outcome?: { verdict?: unknown; score?: unknown; matchedRules?: { id?: unknown }[] };
+  shed?: unknown;
+}
+
+/** One line of a decision log. */
+export function readDecisionLine(text: string): ReadLine {
+  let v: DecisionLineShape;
+  try {
+    v = JSON.parse(text) as DecisionLineShape;
+  } catch {
+    return { kind: 'bad', why: 'not JSON' };
+  }
+  if (v === null || typeof v !== 'object') return { kind: 'bad', why: 'not an object' };
+  if (v.kind !== 'decision') return { kind: 'other' };
+  // An overload verdict was never evaluated: nothing to replay.
+  if (v.inputs === undefined && v.outcome !== undefined && 'shed' in v.outcome) return { kind: 'other' };
+  if (v.schemaVersion !== undefined && v.schemaVersion !== 1) {
+    return { kind: 'bad', why: `schemaVersion ${String(v.schemaVersion)} is not one this riskgate reads` };
+  }
+  const o = v.outcome;
+  if (
+    typeof v.decisionId !== 'string' ||
+    typeof v.at !== 'string' ||
+    typeof v.request?.accountId !== 'string' ||
+    typeof v.inputs?.signals !== 'object' ||
+    !Array.isArray(v.inputs.devices) ||
+    o === undefined ||
+    typeof o.verdict !== 'string' ||
+    !VERDICTS.has(o.verdict) ||
+    typeof o.score !== 'number' ||
+    !Array.isArray(o.matchedRules)
+  ) {
+    return { kind: 'bad', why: 'not a decision line (decisionId, at, request, inputs, outcome)' };
+  }
+  const now = new Date(v.at);
+  if (Number.isNaN(now.getTime())) return { kind: 'bad', why: `at is not a time: ${v.at.slice(0, 40)}` };
+  const input: PolicyInput = {
+    signals: v.inputs.signals ?? {},
+    user: v.inputs.user,
+    devices: v.inputs.devices,
+    request: toPolicyRequest(v.request!),
+    now,
+  };
+  if (v.inputs.adminUnavailable !== undefined) input.adminUnavailable = v.inputs.adminUnavailable;
+  return {
+    kind: 'decision',
+    decision: {
+      decisionId: v.decisionId,
+      input,
+      recorded: {
+        verdict: o.verdict as Verdict,
+        score: o.score,
+        rules: o.matchedRules.map((r) => String(r.id)),
+        revision: typeof v.policy?.revision === 'string' ? v.policy.revision : '',
+      },
+    },
+  };
+}

@@ -1,0 +1,113 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli/main.ts';
+import { DEMO_ACCOUNTS, demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { loadPolicy } from '../src/policy/policy-loader.ts';
+import { replayDecisions } from '../src/replay/replay-run.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/**
+ * Issue 16: replay. A decision log written by a running riskgate (the shipped policy, the sandbox's
+ * demo accounts, several logins each) is replayed offline.
+ */
+
+let h: Harness;
+let log: string;
+const answered = new Map<string, { verdict: string; score: number }>();
+
+beforeAll(async () => {
+  log = join(mkdtempSync(join(tmpdir(), 'riskgate-replay-')), 'decisions.jsonl');
+  h = await startHarness({ env: { RISKGATE_DECISION_LOG: log }, riskgate: { decisionLog: undefined } });
+  const names = DEMO_ACCOUNTS.map((a) => a.username);
+  const ids = await lookUpUserIds(h.sandbox, names);
+  for (let round = 0; round < 3; round++) {
+    for (const name of names) {
+      const body = {
+        ...demoRequest(name, ids[name]),
+        ip: `203.0.113.${10 + round}`,
+        userAgent: `Mozilla/5.0 round ${round}`,
+        context: { round, vip: round === 2 },
+      };
+      const res = await h.decide(body);
+      expect(res.status).toBe(200);
+      answered.set(String(res.body.decisionId), {
+        verdict: String(res.body.verdict),
+        score: Number((res.body as { score?: number }).score ?? Number.NaN),
+      });
+    }
+  }
+  await h.riskgate.decisionLog.flush();
+});
+afterAll(() => h?.stop());
+
+async function cli(args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out, err };
+}
+
+describe('riskgate replay', () => {
+  it('reproduces every verdict and score of a real log with the revision that made it', async () => {
+    const policy = await loadPolicy('policies/');
+    const report = await replayDecisions(policy, [log], { changedLimit: Number.POSITIVE_INFINITY });
+    expect(report.decisions).toBe(answered.size);
+    expect(report.bad.count).toBe(0);
+    expect(report.changed).toBe(0);
+    expect(report.score).toEqual({ meanShift: 0, up: 0, down: 0 });
+    expect(Object.keys(report.revisions)).toEqual([policy.revision]);
+    // The diagonal holds every decision, by the verdicts riskgate answered.
+    const byVerdict = { allow: 0, challenge: 0, deny: 0 } as Record<string, number>;
+    for (const a of answered.values()) byVerdict[a.verdict]!++;
+    for (const v of ['allow', 'challenge', 'deny'] as const) expect(report.matrix[v][v]).toBe(byVerdict[v]);
+    for (const [id, hits] of Object.entries(report.rules)) expect(hits.after, id).toBe(hits.before);
+    expect(Object.values(report.rules).some((r) => r.after > 0)).toBe(true);
+    expect(report.missingInputs).toEqual({});
+  });
+
+  it('shows what a raised challenge threshold changes, and fails CI beyond --max-changed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-candidate-'));
+    const text = readFileSync('policies/login.yaml', 'utf8').replace(/challenge: 40\b/, 'challenge: 79');
+    expect(text).toContain('challenge: 79');
+    writeFileSync(join(dir, 'login.yaml'), text);
+    const challenged = [...answered.values()].filter((a) => a.verdict === 'challenge').length;
+    expect(challenged).toBeGreaterThan(0);
+
+    const json = await cli(['replay', '--policy', dir, '--json', log]);
+    expect(json.code).toBe(4);
+    const report = JSON.parse(json.out[0]!) as {
+      changed: number;
+      matrix: Record<string, Record<string, number>>;
+      changes: { decisionId: string; from: string; to: string }[];
+    };
+    // Score-decided challenges below 79 become allows; nothing else moves.
+    expect(report.changed).toBeGreaterThan(0);
+    expect(report.changes.every((c) => c.from === 'challenge' && c.to === 'allow')).toBe(true);
+    expect(report.matrix.challenge!.allow).toBe(report.changed);
+    for (const c of report.changes) expect(answered.get(c.decisionId)?.verdict).toBe('challenge');
+
+    const tolerant = await cli(['replay', '--policy', dir, '--max-changed', String(report.changed), log]);
+    expect(tolerant.code).toBe(0);
+    expect(tolerant.out[0]).toMatch(/^replayed \d+ decisions with login @ [0-9a-f]+ in /);
+    expect(tolerant.out.join('\n')).toContain(`${report.changed} verdicts changed`);
+  });
+
+  it('reports rule statistics over the log with --stats', async () => {
+    const r = await cli(['replay', '--policy', 'policies/', '--stats', log]);
+    expect(r.code).toBe(0);
+    expect(r.out.join('\n')).toMatch(/rule\s+before\s+after\s+rate after/);
+  });
+
+  it('says exit 3 for an unreadable line or log, and 2 without a policy', async () => {
+    const bad = join(mkdtempSync(join(tmpdir(), 'riskgate-bad-')), 'bad.jsonl');
+    writeFileSync(bad, `${readFileSync(log, 'utf8').split('\n')[0]}\n{not json\n`);
+    const r = await cli(['replay', '--policy', 'policies/', bad]);
+    expect(r.code).toBe(3);
+    expect(r.out.join('\n')).toMatch(/unreadable: .*bad\.jsonl:2: not JSON/);
+    expect((await cli(['replay', '--policy', 'policies/', '/nope.jsonl'])).code).toBe(3);
+    expect((await cli(['replay', log])).code).toBe(2);
+  });
+});
