@@ -60,18 +60,18 @@ function emptyMatrix(): ReplayReport['matrix'] {
 
 /** What the candidate reads that `d` did not record: signals never fetched, Admin reads not made. */
 function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undefined {
-  let missing: string[] | undefined;
+  const missing: string[] = [];
   for (const s of policy.requirements.signals) {
-    if (d.input.signals[s as PolicySignalName] === undefined) (missing ??= []).push(`signals.${s}`);
+    if (d.input.signals[s as PolicySignalName] === undefined) missing.push(`signals.${s}`);
   }
   if (
     policy.requirements.adminUser &&
     d.input.user === undefined &&
     d.input.adminUnavailable?.user === undefined
   ) {
-    (missing ??= []).push('user');
+    missing.push('user');
   }
-  return missing;
+  return missing.length === 0 ? undefined : missing;
 }
 
 /** Replays every decision line of `sources` (paths, or readable streams such as stdin). */
