@@ -23,12 +23,17 @@ const log = join(dir, 'decisions.jsonl');
 const writeStartedAt = performance.now();
 const out = createWriteStream(log, { highWaterMark: 1 << 20 });
 for (let i = 0; i < n; i++) {
-  const line = templates[i % templates.length]!.replace(/"decisionId":"[^"]+"/, `"decisionId":"${randomUUID()}"`);
+  const line = templates[i % templates.length]!.replace(
+    /"decisionId":"[^"]+"/,
+    `"decisionId":"${randomUUID()}"`,
+  );
   if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
 }
 await new Promise<void>((r) => out.end(r));
 const bytes = statSync(log).size;
-console.log(`wrote ${n} decisions, ${(bytes / 1e9).toFixed(2)} GB, in ${((performance.now() - writeStartedAt) / 1000).toFixed(1)} s`);
+console.log(
+  `wrote ${n} decisions, ${(bytes / 1e9).toFixed(2)} GB, in ${((performance.now() - writeStartedAt) / 1000).toFixed(1)} s`,
+);
 
 let peakRss = 0;
 const sampler = setInterval(() => {
