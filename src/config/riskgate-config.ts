@@ -58,6 +58,8 @@ export interface RiskgateConfig {
   apiKeys: string[] | undefined;
   /** Policy file or directory. Default `policies/`. */
   policyPath: string;
+  /** A candidate policy evaluated beside the active one on live traffic, never acting. */
+  shadowPolicyPath: string | undefined;
   /** Per-decision deadline, milliseconds. Default 300. */
   deadlineMs: number;
   decisionLog: DecisionLogTarget;
@@ -219,6 +221,7 @@ const baseSchema = z.object({
   ),
   RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
+  RISKGATE_SHADOW_POLICY_PATH: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
   RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
   RISKGATE_DECISION_LOG_REDACT: z
@@ -413,6 +416,7 @@ export function loadConfig(
     opsKeys: b.RISKGATE_OPS_KEYS,
     apiKeys: b.RISKGATE_API_KEYS,
     policyPath: b.RISKGATE_POLICY_PATH,
+    shadowPolicyPath: b.RISKGATE_SHADOW_POLICY_PATH,
     deadlineMs: b.RISKGATE_DEADLINE_MS,
     decisionLog: parseDecisionLog(b.RISKGATE_DECISION_LOG),
     decisionLogRedaction: b.RISKGATE_DECISION_LOG_REDACT,

@@ -32,6 +32,11 @@ export interface RunDecisionDeps {
   deadlineMs: number;
   /** How the Admin user is checked against the account (src/subject/). Default `username`. */
   subjectBinding?: SubjectBindingMode;
+  /**
+   * The shadow policy (RISKGATE_SHADOW_POLICY_PATH): evaluated on the same inputs after the answer,
+   * never acting. Inputs only it reads are fetched within the same deadline (`run.shadow.shadowOnly`).
+   */
+  shadow?: { current(): CompiledPolicy | undefined } | undefined;
 }
 
 /** One upstream call (or step) of a decision, for Server-Timing, metrics and the decision log. */
@@ -62,6 +67,8 @@ export interface DecisionRun {
   oneTimeCode?: OneTimeCodeOutcome;
   /** Whether the Admin user (and device) named are the account's (src/subject/subject-binding.ts). */
   subject: SubjectCheck;
+  /** The shadow policy and what it is evaluated on (after the answer); absent without one. */
+  shadow?: { policy: CompiledPolicy; input: PolicyInput; shadowOnly: PolicySignalName[] };
   elapsedMs: number;
 }
 
@@ -87,6 +94,13 @@ export async function runDecision(
   const receivedAt = new Date();
   const policy = deps.policies.current();
   const { requirements, signalSettings } = policy;
+  const shadowPolicy = deps.shadow?.current();
+  // Signals only the shadow reads: fetched beside the others, kept out of the active decision.
+  const shadowSignals: PolicyInput['signals'] = {};
+  const shadowOnly: PolicySignalName[] =
+    shadowPolicy === undefined
+      ? []
+      : [...shadowPolicy.requirements.signals].filter((s) => !requirements.signals.has(s));
 
   const controller = new AbortController();
   const signal = controller.signal;
@@ -164,32 +178,42 @@ export async function runDecision(
       : { signal, deadlineAt: callDeadlineAt, timeoutMs, traceparent };
   };
 
-  for (const name of requirements.signals) {
+  const fetchSignal = (
+    name: PolicySignalName,
+    into: PolicyInput['signals'],
+    settings: CompiledPolicy['signalSettings'][PolicySignalName],
+    label: string,
+  ) => {
     const applies = applicability(name, request);
     if (applies !== 'ok') {
-      signals[name] = { status: 'unavailable', reason: applies };
-      continue;
+      into[name] = { status: 'unavailable', reason: applies };
+      return;
     }
-    const settings = signalSettings[name];
     const timeoutMs = settings?.timeoutMs ?? deps.deadlineMs;
     start(
-      `signals-${name}`,
+      label,
       deps.signals(name, buildSignalQuery(name, request, settings?.params), options(timeoutMs)),
       (result) => {
-        (signals as Record<PolicySignalName, SignalOutcome>)[name] = result.ok
+        (into as Record<PolicySignalName, SignalOutcome>)[name] = result.ok
           ? { status: 'ok', response: result.value }
           : { status: 'unavailable', reason: unavailableReason(result.error) };
       },
       (reason) => {
-        signals[name] = { status: 'unavailable', reason };
+        into[name] = { status: 'unavailable', reason };
       },
     );
+  };
+  for (const name of requirements.signals)
+    fetchSignal(name, signals, signalSettings[name], `signals-${name}`);
+  for (const name of shadowOnly) {
+    fetchSignal(name, shadowSignals, shadowPolicy?.signalSettings[name], `shadow-signals-${name}`);
   }
   // Admin reads go through the client's shared cache, which bounds a caller by the deadline signal
   // alone: their own timeout is enforced here. With subject binding the user is read even when the
   // policy does not use it: riskgate must know whose account it would act on.
   const binding = deps.subjectBinding ?? 'username';
-  if (requirements.adminUser || (binding !== 'off' && request.userId !== undefined)) {
+  const needsUser = requirements.adminUser || shadowPolicy?.requirements.adminUser === true;
+  if (needsUser || (binding !== 'off' && request.userId !== undefined)) {
     if (request.userId === undefined) adminUnavailable.user = MISSING_IDENTIFIERS;
     else {
       const timeoutMs = adminTimeout(policy.adminSettings?.user);
@@ -207,7 +231,7 @@ export async function runDecision(
       );
     }
   }
-  if (requirements.adminDevices) {
+  if (requirements.adminDevices || shadowPolicy?.requirements.adminDevices === true) {
     if (request.userId === undefined) adminUnavailable.devices = MISSING_IDENTIFIERS;
     else {
       const timeoutMs = adminTimeout(policy.adminSettings?.devices);
@@ -267,6 +291,13 @@ export async function runDecision(
       requirements.adminDevices && adminUnavailable.devices === undefined ? devices : undefined,
     ),
   };
+  if (shadowPolicy !== undefined) {
+    run.shadow = {
+      policy: shadowPolicy,
+      input: shadowOnly.length === 0 ? input : { ...input, signals: { ...signals, ...shadowSignals } },
+      shadowOnly,
+    };
+  }
   const otc = decision.actions.find((a) => a.type === 'one_time_code');
   if (otc !== undefined) {
     if (request.userId === undefined) run.oneTimeCode = { status: 'skipped', reason: 'no_user_id' };

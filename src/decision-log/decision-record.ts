@@ -32,12 +32,23 @@ export interface DecisionLine {
   outcome: Omit<DecisionRun['decision'], 'policy' | 'actions'>;
   actions: DecideResponse['actions'];
   degraded: boolean;
+  /** The shadow policy's outcome on the same inputs (RISKGATE_SHADOW_POLICY_PATH); it took no action. */
+  shadow?: ShadowOutcome;
   timings: {
     /** From the request's arrival to the answer, milliseconds. */
     totalMs: number;
     evaluationMs: number;
     calls: DecisionRun['calls'];
   };
+}
+
+export interface ShadowOutcome {
+  policy: { name: string; revision: string };
+  verdict: string;
+  score: number;
+  rules: string[];
+  /** Inputs fetched only for the shadow (`signals.<name>`): in `inputs`, unseen by the active policy. */
+  shadowOnlyInputs?: string[];
 }
 
 export interface ActionLine extends ActionOutcome {
@@ -47,7 +58,12 @@ export interface ActionLine extends ActionOutcome {
 }
 
 /** The decision line of `run`, answered with `response` after `totalMs`. */
-export function decisionLine(run: DecisionRun, response: DecideResponse, totalMs: number): DecisionLine {
+export function decisionLine(
+  run: DecisionRun,
+  response: DecideResponse,
+  totalMs: number,
+  shadow?: ShadowOutcome,
+): DecisionLine {
   const { policy: _p, actions: _a, ...outcome } = run.decision;
   return {
     kind: 'decision',
@@ -57,7 +73,8 @@ export function decisionLine(run: DecisionRun, response: DecideResponse, totalMs
     request: run.request,
     policy: run.decision.policy,
     inputs: {
-      signals: run.input.signals,
+      // With a shadow policy, what only it read too (so a replay of the candidate has it).
+      signals: run.shadow === undefined ? run.input.signals : run.shadow.input.signals,
       user: run.input.user,
       devices: run.input.devices,
       adminUnavailable: run.input.adminUnavailable,
@@ -67,6 +84,7 @@ export function decisionLine(run: DecisionRun, response: DecideResponse, totalMs
       oneTimeCode === undefined ? rest : { ...rest, oneTimeCode: '[redacted]' },
     ),
     degraded: response.degraded,
+    ...(shadow !== undefined && { shadow }),
     timings: { totalMs, evaluationMs: run.evaluationMs, calls: run.calls },
   };
 }

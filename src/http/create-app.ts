@@ -17,13 +17,18 @@ import {
 } from '../decide/decide-response.ts';
 import { type DecisionRun, type RunDecisionDeps, runDecision } from '../decide/run-decision.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
-import { DECISION_LOG_SCHEMA_VERSION, decisionLine } from '../decision-log/decision-record.ts';
+import {
+  DECISION_LOG_SCHEMA_VERSION,
+  decisionLine,
+  type ShadowOutcome,
+} from '../decision-log/decision-record.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
 import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
 import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
+import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
@@ -81,6 +86,10 @@ export interface AppDeps {
   onActionDropped?: ((entry: OutboxEntry) => void) | undefined;
   /** Told when an operator retries a dead action over HTTP (the outbox delivers it now). */
   onActionRetried?: (() => void) | undefined;
+  /** Rule hit counts for `GET /policies/stats` (active and shadow). */
+  ruleStats?: RuleStats | undefined;
+  /** The shadow policy store's status for `GET /policies` (RISKGATE_SHADOW_POLICY_PATH). */
+  shadowStatus?: (() => object) | undefined;
   /** `service` (default): /decide and the rest; `ops`: only health and the operator endpoints. */
   surface?: 'service' | 'ops';
 }
@@ -189,7 +198,13 @@ export function createApp(deps: AppDeps): Hono {
       }),
     );
 
-    app.get('/policies', opsAuth, (c) => c.json(deps.decide.policies.status()));
+    app.get('/policies', opsAuth, (c) =>
+      c.json({
+        ...deps.decide.policies.status(),
+        ...(deps.shadowStatus !== undefined && { shadow: deps.shadowStatus() }),
+      }),
+    );
+    app.get('/policies/stats', opsAuth, (c) => c.json({ revisions: deps.ruleStats?.snapshot() ?? [] }));
 
     app.get('/openapi.json', opsAuth, (c) => {
       openApi ??= JSON.stringify(buildOpenApiDocument(deps.version));
@@ -449,7 +464,27 @@ function afterDecision(
   totalMs: number,
   span: DecisionSpan | undefined,
 ): void {
-  deps.decisionLog.write(decisionLine(run, response, totalMs));
+  const { decision, policy } = run;
+  deps.metrics.recordRuleHits('active', policy.revision, decision.matchedRules);
+  deps.ruleStats?.record('active', decision.policy, policy.ruleIds ?? [], decision.matchedRules);
+  let shadow: ShadowOutcome | undefined;
+  if (run.shadow !== undefined) {
+    // The candidate on the same inputs, after the answer; its actions are never taken.
+    const s = run.shadow.policy.evaluate(run.shadow.input);
+    deps.metrics.recordShadow(decision.verdict, s.verdict);
+    deps.metrics.recordRuleHits('shadow', s.policy.revision, s.matchedRules);
+    deps.ruleStats?.record('shadow', s.policy, run.shadow.policy.ruleIds ?? [], s.matchedRules);
+    shadow = {
+      policy: s.policy,
+      verdict: s.verdict,
+      score: s.score,
+      rules: s.matchedRules.map((r) => r.id),
+      ...(run.shadow.shadowOnly.length > 0 && {
+        shadowOnlyInputs: run.shadow.shadowOnly.map((n) => `signals.${n}`),
+      }),
+    };
+  }
+  deps.decisionLog.write(decisionLine(run, response, totalMs, shadow));
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
   span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
 }

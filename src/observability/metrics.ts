@@ -27,6 +27,10 @@ export interface RiskgateMetrics {
   recordLogPollError(): void;
   /** A decision shed under overload: refused (503) or answered with the policy's overload verdict. */
   recordShed(reason: string, answer: 'refused' | 'verdict'): void;
+  /** The shadow policy's verdict beside the active one (`riskgate_shadow_decisions_total{active,shadow}`). */
+  recordShadow(active: string, shadow: string): void;
+  /** The rules a decision matched (`riskgate_rule_hits_total{policy,revision,rule}`; policy active|shadow). */
+  recordRuleHits(policy: 'active' | 'shadow', revision: string, rules: readonly { id: string }[]): void;
   /** A circuit breaker changed state (`riskgate_circuit_transitions_total`). */
   recordCircuitTransition(route: string, to: string): void;
   /** `riskgate_circuit_state{route,state}`: 1 for each route's current state, read at scrape time. */
@@ -114,6 +118,16 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     'Decisions not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
   );
   const shedAttrs = new Map<string, Attributes>();
+  const shadowDecisions = counter(
+    'riskgate_shadow_decisions',
+    'Decisions evaluated by the shadow policy too, by active and shadow verdict (agreement when equal)',
+  );
+  const shadowAttrs = new Map<string, Attributes>();
+  const ruleHits = counter(
+    'riskgate_rule_hits',
+    'Rules matched, by policy (active or shadow), revision and rule',
+  );
+  const ruleAttrs = new Map<string, Attributes>();
   const circuitTransitions = counter(
     'riskgate_circuit_transitions',
     'Circuit breaker state changes, by route (`<upstream> <operation>`) and new state',
@@ -174,6 +188,20 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     },
     recordLogPollError() {
       logPollErrors.add(1);
+    },
+    recordShadow(active, shadow) {
+      shadowDecisions.add(
+        1,
+        cached(shadowAttrs, `${active}:${shadow}`, () => ({ active, shadow })),
+      );
+    },
+    recordRuleHits(policy, revision, rules) {
+      for (const r of rules) {
+        ruleHits.add(
+          1,
+          cached(ruleAttrs, `${policy}:${revision}:${r.id}`, () => ({ policy, revision, rule: r.id })),
+        );
+      }
     },
     recordShed(reason, answer) {
       shedDecisions.add(

@@ -28,6 +28,8 @@ import { openOutboxStore } from '../outbox/open-outbox-store.ts';
 import { Outbox, type OutboxOptions } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
+import type { CompiledPolicy } from '../policy/policy-types.ts';
+import { RuleStats } from '../policy/rule-stats.ts';
 import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
@@ -167,6 +169,62 @@ async function listenHttp(
   return server;
 }
 
+/**
+ * The shadow policy's store. A candidate that does not load never touches the active policy: it is
+ * reported (log, `GET /policies`, the reload metric) and tried again every 5 s until it loads; once
+ * loaded it reloads on change like the active one, keeping its last good revision on a bad edit.
+ */
+function openShadowPolicy(
+  path: string,
+  debounceMs: number,
+  log: ServiceLog,
+  metrics: RiskgateMetrics,
+): { current(): CompiledPolicy | undefined; status(): object; close(): void; ready: Promise<void> } {
+  let store: PolicyStore | undefined;
+  let lastError: string | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  const tryOpen = async () => {
+    try {
+      const opened = await createPolicyStore({
+        path,
+        debounceMs,
+        log: (line) => log({ ...line, shadow: true }),
+        onReload: () => metrics.recordPolicyReload('ok'),
+        onError: () => metrics.recordPolicyReload('error'),
+      });
+      if (closed) {
+        opened.close();
+        return;
+      }
+      store = opened;
+      lastError = undefined;
+      clearInterval(retry);
+      log({ level: 'info', msg: 'shadow policy loaded', path, revision: opened.current().revision });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (message !== lastError)
+        log({ level: 'error', msg: 'shadow policy not loaded', path, error: message });
+      lastError = message;
+    }
+  };
+  const ready = tryOpen();
+  retry = setInterval(() => {
+    if (store === undefined) void tryOpen();
+  }, 5000);
+  retry.unref();
+  return {
+    ready,
+    current: () => store?.current(),
+    status: () => store?.status() ?? { path, loaded: false, ...(lastError !== undefined && { lastError }) },
+    close: () => {
+      closed = true;
+      clearInterval(retry);
+      store?.close();
+    },
+  };
+}
+
 export async function startRiskgate(options: StartRiskgateOptions): Promise<RunningRiskgate> {
   const { config, upstream } = options;
   const log = options.log ?? stderrLog;
@@ -196,6 +254,13 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     onReload: () => metrics.recordPolicyReload('ok'),
     onError: () => metrics.recordPolicyReload('error'),
   });
+
+  const shadow =
+    config.shadowPolicyPath === undefined
+      ? undefined
+      : openShadowPolicy(config.shadowPolicyPath, options.policyDebounceMs ?? 200, log, metrics);
+  await shadow?.ready; // a candidate that does not load is reported, never fatal
+  const ruleStats = new RuleStats();
 
   const tokens = createTokenManager({
     authUrl: upstream.authUrl,
@@ -347,7 +412,10 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       policies,
       deadlineMs: config.deadlineMs,
       subjectBinding: config.subjectBinding,
+      shadow,
     },
+    ruleStats,
+    shadowStatus: shadow?.status,
     apiKeys: options.apiKeys,
     actions,
     decisionLog,
@@ -456,6 +524,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await logsStarted;
     await logs?.stop();
     policies.close();
+    shadow?.close();
     admission.stop();
     for (const s of silent) s.stop();
     await Promise.all([tokens.stop(), signals.close(), admin.close()]);
