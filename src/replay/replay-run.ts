@@ -198,11 +198,12 @@ export function formatReplayReport(r: ReplayReport, stats: boolean): string[] {
   }
   if (stats) {
     out.push('');
-    out.push('rule              before     after   rate after');
+    const width = Math.max(4, ...Object.keys(r.rules).map((id) => id.length)) + 2;
+    out.push(`${'rule'.padEnd(width)}  before     after   rate after`);
     for (const [id, h] of Object.entries(r.rules).sort((a, b) => b[1].after - a[1].after)) {
       const rate = r.decisions === 0 ? 0 : (h.after / r.decisions) * 100;
       out.push(
-        `${id.padEnd(16)}${String(h.before).padStart(8)}${String(h.after).padStart(10)}${rate.toFixed(2).padStart(12)} %`,
+        `${id.padEnd(width)}${String(h.before).padStart(8)}${String(h.after).padStart(10)}${rate.toFixed(2).padStart(12)} %`,
       );
     }
   }
