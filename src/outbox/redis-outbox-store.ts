@@ -31,8 +31,13 @@ export interface RedisOutboxStoreOptions {
   url: string;
   /** Key prefix. Default `riskgate:{outbox}:`. */
   prefix?: string;
-  /** Connect and command timeout, milliseconds. Default 2000. */
+  /** Connect timeout, milliseconds. Default 2000. */
   timeoutMs?: number;
+  /**
+   * Timeout of one command, milliseconds. Default 500: an append is on the /decide path, so a slow
+   * or lost server must refuse the action (the answer says so) rather than hold the login.
+   */
+  commandTimeoutMs?: number;
 }
 
 const ENTRY_FIELDS = `
@@ -206,10 +211,13 @@ export class RedisOutboxStore implements OutboxStore {
       url: options.url,
       socket: {
         connectTimeout: timeoutMs,
-        // Reconnect with a bounded backoff; commands wait for the connection (bounded below).
+        // Reconnect with a bounded backoff, in the background.
         reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2000),
       },
-      commandOptions: { timeout: timeoutMs },
+      // While disconnected a command fails at once instead of queueing behind the reconnect: the
+      // decision answers now (its action refused, said in the answer), the delivery loop retries.
+      disableOfflineQueue: true,
+      commandOptions: { timeout: options.commandTimeoutMs ?? 500 },
     }) as RedisClientType;
     let firstError: unknown;
     client.on('error', (error: unknown) => {

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+
+/**
+ * The shared outbox's server goes away: a decision must still answer at once, saying its action
+ * could not be queued (never promising what was not written), and never a 5xx.
+ */
+describe.runIf(redisAvailable())('a Redis outbox that goes away', () => {
+  let redis: RunningRedis;
+  let h: Harness;
+  beforeAll(async () => {
+    redis = await startRedis();
+    h = await startHarness({ env: { RISKGATE_OUTBOX: redis.url } });
+  });
+  afterAll(async () => {
+    await h?.stop();
+    await redis?.stop();
+  });
+
+  it('answers at once with the lock-out refused, not queued, and recovers nothing it did not promise', async () => {
+    const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
+    const before = await h.decide(demoRequest('mallory', mallory));
+    expect((before.body.actions as { type: string; status: string }[])[0]).toMatchObject({
+      type: 'lock_out_user',
+      status: 'queued',
+    });
+    await redis.stop();
+    const startedAt = performance.now();
+    const res = await h.decide(demoRequest('mallory', mallory));
+    const elapsedMs = performance.now() - startedAt;
+    expect(res.status).toBe(200);
+    expect(res.body.verdict).toBe('deny');
+    expect((res.body.actions as { type: string; status: string; reason?: string }[])[0]).toMatchObject({
+      type: 'lock_out_user',
+      status: 'failed',
+      reason: 'queue_refused',
+    });
+    // Well inside the second a login can wait (the command timeout is 500 ms; a lost connection fails
+    // at once): a generous bound that only a hang would cross.
+    expect(elapsedMs).toBeLessThan(3000);
+    expect(h.serviceLog).toContainEqual(
+      expect.objectContaining({ level: 'error', msg: 'outbox store failed' }),
+    );
+  });
+});
