@@ -97,6 +97,11 @@ export interface AppDeps {
 /** Statuses answered before the request body is read to its end. */
 const EARLY_REFUSALS: ReadonlySet<number> = new Set([401, 404, 405, 413, 415, 503]);
 
+function smallBody(c: Context): boolean {
+  const length = Number(c.req.header('content-length') ?? 0);
+  return c.req.header('transfer-encoding') === undefined && length <= MAX_DECIDE_BODY_BYTES;
+}
+
 function hasBody(c: Context): boolean {
   const length = c.req.header('content-length');
   return (length !== undefined && length !== '0') || c.req.header('transfer-encoding') !== undefined;
@@ -119,10 +124,11 @@ export function createApp(deps: AppDeps): Hono {
       deps.metrics.requestFinished(c.res.status, problemCodeOf(c.res));
       // Refused before its body was read (or part-read, a 413): the connection cannot carry another
       // request reliably, and reading the rest would be work for a caller already refused.
-      // A shed 503 closes too: measured with keep-alive kept (bench/RESULTS.md, 2026-11-25), the
-      // clients' next requests came back at once on the same sockets and shedding them took the
-      // core the admitted decisions needed; a reconnect is the backpressure.
-      if (EARLY_REFUSALS.has(c.res.status) && hasBody(c)) c.res.headers.set('connection', 'close');
+      // Except a shed 503 with a small body (Node discards it and keeps the connection): closing
+      // made every refused client reconnect, and under a burst the reconnections were the work.
+      if (EARLY_REFUSALS.has(c.res.status) && hasBody(c) && !(c.res.status === 503 && smallBody(c))) {
+        c.res.headers.set('connection', 'close');
+      }
     }
   });
 

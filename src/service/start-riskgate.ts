@@ -1,4 +1,9 @@
-import type { Server as HttpServer } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type Server as HttpServer,
+  type RequestListener,
+  type ServerOptions,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
@@ -10,6 +15,7 @@ import {
 } from '../actions/action-queue.ts';
 import { type AdminClient, type AdminClientOptions, createAdminClient } from '../admin/admin-client.ts';
 import { AdmissionControl } from '../admission/admission-control.ts';
+import { shedBeforeApp } from '../admission/shed-before-app.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
@@ -147,9 +153,14 @@ async function listenHttp(
   host: string,
   config: RiskgateConfig,
   silent: { stop(): void }[],
+  wrap?: (listener: RequestListener) => RequestListener,
 ): Promise<HttpServer> {
   const server = createAdaptorServer({
     fetch: app.fetch,
+    ...(wrap !== undefined && {
+      createServer: ((options: ServerOptions, listener: RequestListener) =>
+        createHttpServer(options, wrap(listener))) as unknown as typeof createHttpServer,
+    }),
     serverOptions: {
       headersTimeout: config.headersTimeoutMs,
       requestTimeout: config.requestTimeoutMs,
@@ -482,7 +493,15 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const silent: { stop(): void }[] = [];
   const listening: HttpServer[] = [];
   try {
-    listening.push(await listenHttp(app, config.port, host, config, silent));
+    listening.push(
+      await listenHttp(app, config.port, host, config, silent, (listener) =>
+        shedBeforeApp(listener, {
+          admission,
+          metrics,
+          hasOverloadVerdict: () => policies.current().overloadVerdict !== undefined,
+        }),
+      ),
+    );
     if (opsApp !== undefined) listening.push(await listenHttp(opsApp, config.opsPort!, host, config, silent));
   } catch (error) {
     for (const s of silent) s.stop();
