@@ -12,6 +12,7 @@ import {
   type SignalsClient,
   type SignalsClientOptions,
 } from '../src/signals/signals-client.ts';
+import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
  * Test support for the upstream clients: a sandbox on port 0 plus its control API over HTTP
@@ -42,16 +43,7 @@ export interface ClientSandbox {
   stop(): Promise<void>;
 }
 
-async function control(url: string, method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
+const control = sandboxControl;
 
 export async function startClientSandbox(options: SandboxOptions = {}): Promise<ClientSandbox> {
   const sb = await startSandbox({ port: 0, quiet: true, ...options });

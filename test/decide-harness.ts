@@ -10,6 +10,7 @@ import {
   type StartRiskgateOptions,
   startRiskgate,
 } from '../src/service/start-riskgate.ts';
+import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
  * End-to-end harness: the real sandbox and the real riskgate (real clients, policy store, queue),
@@ -114,16 +115,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     throw error;
   }
 
-  const control = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${sandbox.url}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? (JSON.parse(text) as unknown) : undefined;
-  };
+  const control = (method: string, path: string, body?: unknown) =>
+    sandboxControl(sandbox.url, method, path, body);
 
   return {
     sandbox,

@@ -14,6 +14,7 @@ import {
   type RiskgateProcess,
   startProcess,
 } from './support/riskgate-process.ts';
+import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
  * Issue 14, "Done when": riskgate processes killed at chosen points while actions are queued, a
@@ -86,16 +87,8 @@ afterAll(async () => {
   build?.remove();
 });
 
-async function control(method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${sandbox.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
+const control = (method: string, path: string, body?: unknown) =>
+  sandboxControl(sandbox.url, method, path, body);
 
 async function putCounts(): Promise<Record<string, number>> {
   const stats = (await control('GET', '/sandbox/stats')) as {

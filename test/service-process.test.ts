@@ -16,9 +16,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { PROCESS_KEY, processEnv } from './support/riskgate-process.ts';
 
 /**
  * The production start command, as the container runs it: `node dist/main.js`, compiled here with
@@ -31,7 +32,7 @@ const ROOT = resolve(import.meta.dirname, '..');
 // Inside the repository so the compiled files resolve node_modules and package.json's "type".
 const BUILD = join(ROOT, '.riskgate', `build-test-${process.pid}`);
 const MAIN = join(BUILD, 'main.js');
-const KEY = 'process-test-caller-key-0123';
+const KEY = PROCESS_KEY;
 
 let sandbox: RunningSandbox;
 let work: string;
@@ -57,24 +58,11 @@ afterAll(async () => {
 });
 
 function vendorEnv(): Record<string, string> {
-  const u = sandboxUpstream(sandbox);
-  return {
-    RISKGATE_PORT: '0',
-    RISKGATE_WORKERS: '1',
-    RISKGATE_API_KEYS: KEY,
-    RISKGATE_SERVICE_ID: u.serviceId,
-    RISKGATE_SIGNALS_URL: u.signalsUrl,
-    RISKGATE_AUTH_URL: u.authUrl,
-    RISKGATE_CLIENT_ID: u.clientId,
-    RISKGATE_CLIENT_SECRET: u.clientSecret,
-    RISKGATE_SIGNALS_AUDIENCE: u.signalsAudience,
-    RISKGATE_SIGNALS_IDP: u.signalsIdp!,
-    RISKGATE_ADMIN_URL: u.adminUrl,
-    RISKGATE_ADMIN_API_KEY: u.adminApiKey,
+  return processEnv(sandbox, {
     RISKGATE_POLICY_PATH: join(ROOT, 'policies'),
     // Each process its own state (the outbox, the log checkpoint) unless a test shares it on purpose.
     RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
-  };
+  });
 }
 
 interface Started {

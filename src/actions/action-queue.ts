@@ -74,8 +74,8 @@ export interface ActionQueueOptions {
   random?: () => number;
 }
 
-/** Failures worth another attempt: the request may succeed later. */
-const RETRYABLE: ReadonlySet<string> = new Set([
+/** Failures worth another attempt: the request may succeed later (the durable outbox's too). */
+export const RETRYABLE_ACTION_FAILURES: ReadonlySet<string> = new Set([
   ErrorCode.UPSTREAM_TIMEOUT,
   ErrorCode.UPSTREAM_UNREACHABLE,
   ErrorCode.UPSTREAM_RATE_LIMITED,
@@ -237,7 +237,7 @@ export class ActionQueue implements ActionDispatcher {
     if (!this.#running.delete(entry)) return; // cancelled by drain meanwhile
     if (failure === undefined) this.#finish(entry, 'done');
     else if (
-      !RETRYABLE.has(failure.code) ||
+      !RETRYABLE_ACTION_FAILURES.has(failure.code) ||
       entry.attempts >= this.#o.maxAttempts ||
       this.#shutdown.signal.aborted
     ) {

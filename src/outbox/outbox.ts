@@ -1,5 +1,11 @@
 import { hostname } from 'node:os';
-import type { ActionDispatcher, ActionJob, ActionOutcome, EnqueueResult } from '../actions/action-queue.ts';
+import {
+  type ActionDispatcher,
+  type ActionJob,
+  type ActionOutcome,
+  type EnqueueResult,
+  RETRYABLE_ACTION_FAILURES,
+} from '../actions/action-queue.ts';
 import { attemptAction } from '../actions/admin-actions.ts';
 import type { AdminPort } from '../decide/decide-ports.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
@@ -47,19 +53,6 @@ export interface OutboxOptions {
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
 }
-
-/** Failures worth another attempt (as in the in-memory queue): the request may succeed later. */
-const RETRYABLE: ReadonlySet<string> = new Set([
-  ErrorCode.UPSTREAM_TIMEOUT,
-  ErrorCode.UPSTREAM_UNREACHABLE,
-  ErrorCode.UPSTREAM_RATE_LIMITED,
-  ErrorCode.UPSTREAM_SERVER_ERROR,
-  ErrorCode.UPSTREAM_MALFORMED_RESPONSE,
-  ErrorCode.TOKEN_UNAVAILABLE,
-  ErrorCode.DEADLINE_EXCEEDED,
-  ErrorCode.INTERNAL,
-  ErrorCode.ABORTED,
-]);
 
 /** Whether `owner` (`<host>:<pid>:…`) is a process of this host that no longer exists. */
 function isGone(owner: string): boolean {
@@ -364,7 +357,8 @@ export class Outbox implements ActionDispatcher {
       );
       return;
     }
-    if (!RETRYABLE.has(failure.code)) {
+    // As the in-memory queue, and an attempt cut short by a caller's abort is tried again.
+    if (!RETRYABLE_ACTION_FAILURES.has(failure.code) && failure.code !== ErrorCode.ABORTED) {
       if (await store.deadLetter(spec.id, owner, failure.code, now))
         this.#outcome(entry, 'failed', now, failure.code);
       return;
