@@ -6,6 +6,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
   buildDist,
@@ -22,7 +23,7 @@ import { sandboxControl } from './support/sandbox-control.ts';
  * process, every action an answer promised is applied, none twice, and has its outcome line.
  */
 
-const USERS = ['alice', 'bob', 'mallory', 'trudy', 'carol', 'dave'] as const;
+const USERS = SANDBOX_USERS;
 const PUT_USER = 'PUT /srv/admin/v1/users/:id';
 
 let sandbox: RunningSandbox;
@@ -37,21 +38,7 @@ beforeAll(async () => {
   sandbox = await startSandbox({ port: 0, quiet: true });
   work = mkdtempSync(join(tmpdir(), 'riskgate-outbox-'));
   policyPath = join(work, 'lock-everyone.yaml');
-  writeFileSync(
-    policyPath,
-    `apiVersion: riskgate/v1
-kind: Policy
-name: lock-everyone
-description: every login is denied and its account locked (a test of the outbox, not of risk)
-thresholds: { challenge: 40, deny: 80 }
-rules:
-  - { id: always, description: every login, when: 'true', verdict: deny }
-actions:
-  lockOut: { type: lock_out_user }
-verdictActions:
-  deny: [lockOut]
-`,
-  );
+  writeFileSync(policyPath, LOCK_EVERYONE_POLICY);
   // Test code only (loaded with --import into the child): SIGKILL at the n-th occurrence of an
   // event of the SQLite outbox, e.g. right after the durable write and before the answer.
   preload = join(work, 'kill-at.mjs');

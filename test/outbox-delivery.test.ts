@@ -5,25 +5,16 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
+import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
 
 /**
  * The durable outbox in a running riskgate, over real HTTP with the sandbox: an Admin outage of a
  * minute, then recovery; what operators see and steer (GET /actions, retry, drop, the CLI, metrics).
  */
 
-const LOCK_EVERYONE = `apiVersion: riskgate/v1
-kind: Policy
-name: lock-everyone
-thresholds: { challenge: 40, deny: 80 }
-rules:
-  - { id: always, description: every login, when: 'true', verdict: deny }
-actions:
-  lockOut: { type: lock_out_user }
-verdictActions:
-  deny: [lockOut]
-`;
+const LOCK_EVERYONE = LOCK_EVERYONE_POLICY;
 
-const USERS = ['alice', 'bob', 'mallory', 'trudy', 'carol', 'dave'] as const;
+const USERS = SANDBOX_USERS;
 const PUT_USER = 'PUT /srv/admin/v1/users/:id';
 
 let h: Harness;
