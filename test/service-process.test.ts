@@ -20,6 +20,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { PROCESS_KEY, processEnv } from './support/riskgate-process.ts';
+import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
  * The production start command, as the container runs it: `node dist/main.js`, compiled here with
@@ -119,14 +120,8 @@ async function sandboxSaw(route: string): Promise<void> {
   }
 }
 
-async function control(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${sandbox.url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(res.ok).toBe(true);
-}
+const control = (method: string, path: string, body?: unknown) =>
+  sandboxControl(sandbox.url, method, path, body);
 
 describe('node dist/main.js', () => {
   it('stops at start with a message naming a missing variable', async () => {

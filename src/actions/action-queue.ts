@@ -99,6 +99,27 @@ interface Entry {
 
 export type EnqueueResult = 'queued' | 'duplicate' | 'refused';
 
+/** The final outcome of an action (the in-memory queue's and the outbox's alike). */
+export function actionOutcome(
+  action: Pick<ActionOutcome, 'key' | 'decisionId' | 'type' | 'target'>,
+  status: 'done' | 'failed',
+  attempts: number,
+  elapsedMs: number,
+  reason?: string,
+): ActionOutcome {
+  const outcome: ActionOutcome = {
+    key: action.key,
+    decisionId: action.decisionId,
+    type: action.type,
+    target: action.target,
+    status,
+    attempts,
+    elapsedMs,
+  };
+  if (reason !== undefined) outcome.reason = reason;
+  return outcome;
+}
+
 export class ActionQueue implements ActionDispatcher {
   readonly #o: Required<Omit<ActionQueueOptions, 'onOutcome'>> & Pick<ActionQueueOptions, 'onOutcome'>;
   readonly #ready: Entry[] = [];
@@ -268,18 +289,8 @@ export class ActionQueue implements ActionDispatcher {
   }
 
   #finish(entry: Entry, status: 'done' | 'failed', reason?: string): void {
-    const { job } = entry;
-    const outcome: ActionOutcome = {
-      key: job.key,
-      decisionId: job.decisionId,
-      type: job.type,
-      target: job.target,
-      status,
-      attempts: entry.attempts,
-      elapsedMs: performance.now() - entry.enqueuedAt,
-    };
-    if (reason !== undefined) outcome.reason = reason;
-    this.#o.onOutcome(outcome);
+    const elapsedMs = performance.now() - entry.enqueuedAt;
+    this.#o.onOutcome(actionOutcome(entry.job, status, entry.attempts, elapsedMs, reason));
   }
 
   #checkIdle(): void {

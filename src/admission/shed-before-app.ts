@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { overloadDetail, refusalClosesConnection } from '../http/early-refusal.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../http/problem-details.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { AdmissionControl, ShedReason } from './admission-control.ts';
@@ -13,6 +13,14 @@ import type { AdmissionControl, ShedReason } from './admission-control.ts';
  * Only when the policy has no overload verdict (that answer needs the caller's key and the policy,
  * so it stays in the app). The answer, headers and metrics are the app's own.
  */
+/** Requests admission control already let through at the listener (the app does not check again). */
+const checked = new WeakSet<IncomingMessage>();
+
+/** Whether `req` passed admission control at the node:http listener. */
+export function admittedAtListener(req: IncomingMessage): boolean {
+  return checked.has(req);
+}
+
 export function shedBeforeApp(
   listener: RequestListener,
   o: {
@@ -23,18 +31,9 @@ export function shedBeforeApp(
   },
 ): RequestListener {
   const bodies: Record<ShedReason, Buffer> = {
-    in_flight: Buffer.from(
-      JSON.stringify(
-        problemOf(
-          ErrorCode.OVERLOADED,
-          'riskgate has as many decisions in flight as it allows; retry shortly.',
-        ),
-      ),
-    ),
+    in_flight: Buffer.from(JSON.stringify(problemOf(ErrorCode.OVERLOADED, overloadDetail('in_flight')))),
     event_loop_delay: Buffer.from(
-      JSON.stringify(
-        problemOf(ErrorCode.OVERLOADED, 'riskgate is overloaded (its event loop is behind); retry shortly.'),
-      ),
+      JSON.stringify(problemOf(ErrorCode.OVERLOADED, overloadDetail('event_loop_delay'))),
     ),
   };
   return (req: IncomingMessage, res: ServerResponse) => {
@@ -44,21 +43,22 @@ export function shedBeforeApp(
         o.metrics.requestStarted();
         o.metrics.recordShed(reason, 'refused');
         const body = bodies[reason];
-        // The connection stays open when the unread body is small (Node discards it): closing it
-        // made every refused client reconnect, and under a burst the reconnections, not the
-        // refusals, were the work (bench/RESULTS.md). A chunked or large body still closes it.
-        const length = Number(req.headers['content-length'] ?? 0);
-        const keep = req.headers['transfer-encoding'] === undefined && length <= MAX_DECIDE_BODY_BYTES;
+        const close = refusalClosesConnection(
+          503,
+          req.headers['content-length'],
+          req.headers['transfer-encoding'],
+        );
         res.writeHead(503, {
           'content-type': PROBLEM_CONTENT_TYPE,
           'content-length': body.length,
           'retry-after': String(o.admission.retryAfterSeconds),
-          ...(keep ? {} : { connection: 'close' }),
+          ...(close && { connection: 'close' }),
         });
         res.end(body);
         o.metrics.requestFinished(503, ErrorCode.OVERLOADED);
         return;
       }
+      checked.add(req);
     }
     listener(req, res);
   };

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher, ActionJob } from '../actions/action-queue.ts';
 import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
+import { admittedAtListener } from '../admission/shed-before-app.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
 import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
@@ -31,6 +33,7 @@ import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
+import { overloadDetail, refusalClosesConnection } from './early-refusal.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
 
@@ -94,19 +97,6 @@ export interface AppDeps {
   surface?: 'service' | 'ops';
 }
 
-/** Statuses answered before the request body is read to its end. */
-const EARLY_REFUSALS: ReadonlySet<number> = new Set([401, 404, 405, 413, 415, 503]);
-
-function smallBody(c: Context): boolean {
-  const length = Number(c.req.header('content-length') ?? 0);
-  return c.req.header('transfer-encoding') === undefined && length <= MAX_DECIDE_BODY_BYTES;
-}
-
-function hasBody(c: Context): boolean {
-  const length = c.req.header('content-length');
-  return (length !== undefined && length !== '0') || c.req.header('transfer-encoding') !== undefined;
-}
-
 /** Largest admin callback body accepted, bytes. */
 export const MAX_CALLBACK_BODY_BYTES = 64 * 1024;
 
@@ -122,11 +112,13 @@ export function createApp(deps: AppDeps): Hono {
       await next();
     } finally {
       deps.metrics.requestFinished(c.res.status, problemCodeOf(c.res));
-      // Refused before its body was read (or part-read, a 413): the connection cannot carry another
-      // request reliably, and reading the rest would be work for a caller already refused.
-      // Except a shed 503 with a small body (Node discards it and keeps the connection): closing
-      // made every refused client reconnect, and under a burst the reconnections were the work.
-      if (EARLY_REFUSALS.has(c.res.status) && hasBody(c) && !(c.res.status === 503 && smallBody(c))) {
+      if (
+        refusalClosesConnection(
+          c.res.status,
+          c.req.header('content-length'),
+          c.req.header('transfer-encoding'),
+        )
+      ) {
         c.res.headers.set('connection', 'close');
       }
     }
@@ -323,7 +315,10 @@ function admit(deps: AppDeps): MiddlewareHandler {
   if (admission === undefined) return (_c, next) => next();
   const verify = createKeyVerifier(deps.apiKeys);
   return async (c, next) => {
-    const shed = admission.check();
+    // Checked once per request: the node:http listener already did unless the policy answers
+    // overload with a verdict (which needs the caller's key, so it is decided here).
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+    const shed = incoming !== undefined && admittedAtListener(incoming) ? undefined : admission.check();
     if (shed !== undefined) return overloaded(c, deps, admission, shed, verify);
     admission.enter();
     try {
@@ -366,15 +361,9 @@ function overloaded(
     return c.json(response, 200);
   }
   deps.metrics.recordShed(reason, 'refused');
-  return problemResponse(
-    problemOf(
-      ErrorCode.OVERLOADED,
-      reason === 'in_flight'
-        ? 'riskgate has as many decisions in flight as it allows; retry shortly.'
-        : 'riskgate is overloaded (its event loop is behind); retry shortly.',
-    ),
-    { 'retry-after': String(admission.retryAfterSeconds) },
-  );
+  return problemResponse(problemOf(ErrorCode.OVERLOADED, overloadDetail(reason)), {
+    'retry-after': String(admission.retryAfterSeconds),
+  });
 }
 
 /** The `Allow` value of each routed path (a GET route answers HEAD too), for 405 answers. */

@@ -3,6 +3,7 @@ import {
   type ActionDispatcher,
   type ActionJob,
   type ActionOutcome,
+  actionOutcome,
   type EnqueueResult,
   RETRYABLE_ACTION_FAILURES,
 } from '../actions/action-queue.ts';
@@ -443,17 +444,7 @@ export function outcomeOf(
   reason?: string,
 ): ActionOutcome {
   const { spec } = entry;
-  const outcome: ActionOutcome = {
-    key: spec.id,
-    decisionId: spec.decisionId,
-    type: spec.type,
-    target: spec.target,
-    status,
-    attempts: entry.attempts,
-    elapsedMs: nowMs - entry.createdAtMs,
-  };
-  if (reason !== undefined) outcome.reason = reason;
-  return outcome;
+  return actionOutcome({ ...spec, key: spec.id }, status, entry.attempts, nowMs - entry.createdAtMs, reason);
 }
 
 /** The outcome line of an entry that is final in the store (delivered, dead or dropped). */
