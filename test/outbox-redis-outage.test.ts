@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { LOCK_EVERYONE_POLICY } from './support/lock-everyone-policy.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -13,7 +14,9 @@ describe.runIf(redisAvailable())('a Redis outbox that goes away', () => {
   let h: Harness;
   beforeAll(async () => {
     redis = await startRedis();
-    h = await startHarness({ env: { RISKGATE_OUTBOX: redis.url } });
+    // Every login denied and locked out: the shipped policy's lock-out hangs on a signal answering
+    // within its timeout, which a loaded CI machine does not always give the first decision.
+    h = await startHarness({ env: { RISKGATE_OUTBOX: redis.url }, policy: { yaml: LOCK_EVERYONE_POLICY } });
   });
   afterAll(async () => {
     await h?.stop();
