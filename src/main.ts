@@ -5,6 +5,8 @@ import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/r
 // Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
 import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
 import { isRiskgateError } from './errors/riskgate-error.ts';
+import { IpcFeatureStore } from './features/ipc-feature-store.ts';
+import { MemoryFeatureStore } from './features/memory-feature-store.ts';
 import { createTracing } from './observability/tracing.ts';
 import {
   type RunningRiskgate,
@@ -205,6 +207,8 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
   runPrimary({
     count: config.workers,
     env,
+    // Embedded counters and history live here, shared by the workers (src/features/ipc-feature-store.ts).
+    ...(config.featureStore.kind === 'memory' && { features: new MemoryFeatureStore() }),
     drainTimeoutMs: 10_000,
     log: stderrLog,
     onListening: (port) => {
@@ -227,10 +231,20 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
     fail('a worker needs the vendor in its environment (set by the primary)');
   const index = Number(process.env[WORKER_INDEX_VARIABLE] ?? '1');
   let gather: (() => Promise<string>) | undefined;
+  let featureStore: IpcFeatureStore | undefined;
+  if (config.featureStore.kind === 'memory') {
+    const ipc = new IpcFeatureStore({ send: (m) => process.send?.(m) ?? false });
+    process.on('message', (m) => ipc.receive(m));
+    featureStore = ipc;
+  }
   const service = await startService(
     config,
     { upstream: config.upstream, apiKeys: config.apiKeys! },
-    { followLogs: index === 1, renderMetrics: () => (gather ?? service.metrics.render)() },
+    {
+      followLogs: index === 1,
+      renderMetrics: () => (gather ?? service.metrics.render)(),
+      ...(featureStore !== undefined && { featureStore }),
+    },
   );
   gather = joinPrimary(service.port, () => service.metrics.render());
   onShutdown(() => service.stop());

@@ -57,6 +57,22 @@ export interface HarnessOptions {
   env?: Record<string, string>;
 }
 
+/**
+ * Waits (at most 20 s) until the Log API follower has read the last day: until then the history
+ * is unavailable (RG_ERR_HISTORY_BEHIND) and every decision of a policy that reads it is degraded.
+ */
+async function historyCaughtUp(riskgate: RunningRiskgate, now: () => number): Promise<void> {
+  const logs = riskgate.logs;
+  if (logs === undefined) return;
+  const until = performance.now() + 20_000;
+  while (performance.now() < until) {
+    const cursor = logs.cursor();
+    if (cursor !== undefined && now() - cursor < 300_000) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('the Log API follower did not catch up within 20 s');
+}
+
 /** Writes a policy file into a fresh temp dir and returns its path. */
 export function writePolicy(yaml: string, dir = mkdtempSync(join(tmpdir(), 'riskgate-policy-'))): string {
   const path = join(dir, 'policy.yaml');
@@ -110,6 +126,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...options.riskgate,
     });
     await riskgate.ready;
+    await historyCaughtUp(riskgate, options.riskgate?.logs?.now ?? Date.now);
   } catch (error) {
     await sandbox.stop();
     throw error;

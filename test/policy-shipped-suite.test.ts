@@ -28,16 +28,18 @@ describe('the shipped login policy', () => {
   it('covers every rule both ways and every referenced input unavailable', async () => {
     const suite = await runPolicyTestFile(`${POLICIES}login.test.yaml`);
     expect(suite.coverage.gaps).toEqual([]);
-    expect(suite.coverage.rules.length).toBeGreaterThanOrEqual(15);
+    expect(suite.coverage.rules.length).toBeGreaterThanOrEqual(22);
     expect(suite.coverage.unavailable.map((u) => u.signal).sort()).toEqual(
       [
         'activeCall',
         'adminDevices',
         'adminUser',
         'geovelocity',
+        'history',
         'latestProximity',
         'newBrowser',
         'remoteAccessTool',
+        'velocity',
       ].sort(),
     );
   });

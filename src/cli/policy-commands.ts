@@ -46,6 +46,9 @@ export async function policyCheck(path: string, opts: { json: boolean }, io: Cli
     signals: string[];
     adminUser: boolean;
     adminDevices: boolean;
+    /** Velocity counter names the policy reads (empty when none). */
+    velocity: string[];
+    history: boolean;
   }[] = [];
   for (const file of files) {
     const r = await compilePolicyFile(file);
@@ -59,6 +62,8 @@ export async function policyCheck(path: string, opts: { json: boolean }, io: Cli
         signals: [...q.signals],
         adminUser: q.adminUser,
         adminDevices: q.adminDevices,
+        velocity: q.velocity ? (r.policy.velocityCounters ?? []).map((c) => c.name) : [],
+        history: q.history,
       });
     }
   }
@@ -68,7 +73,13 @@ export async function policyCheck(path: string, opts: { json: boolean }, io: Cli
     for (const i of issues) io.out(formatIssue(i));
     if (files.length === 0) io.err(`riskgate policy check: no policy files in ${path}`);
     for (const p of policies) {
-      const reads = [...p.signals, ...(p.adminUser ? ['user'] : []), ...(p.adminDevices ? ['devices'] : [])];
+      const reads = [
+        ...p.signals,
+        ...(p.adminUser ? ['user'] : []),
+        ...(p.adminDevices ? ['devices'] : []),
+        ...(p.velocity.length > 0 ? ['velocity'] : []),
+        ...(p.history ? ['history'] : []),
+      ];
       io.err(`ok ${p.file}: ${p.name} @ ${p.revision} (reads ${reads.join(', ') || 'nothing'})`);
     }
     const warnings = issues.length - errors;

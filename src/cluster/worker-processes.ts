@@ -1,4 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
+import {
+  answerFeaturesRequest,
+  FEATURES_REQUEST,
+  type FeaturesRequest,
+} from '../features/ipc-feature-store.ts';
+import type { MemoryFeatureStore } from '../features/memory-feature-store.ts';
 import { mergeWorkerMetrics } from './merge-metrics.ts';
 
 /**
@@ -28,9 +34,12 @@ export interface PrimaryOptions {
   onListening?: (port: number) => void;
   /** Called after the last worker exited on shutdown. */
   onStopped?: () => Promise<void> | void;
+  /** The embedded feature store the workers share (RISKGATE_FEATURE_STORE=memory). */
+  features?: MemoryFeatureStore;
 }
 
 type WorkerMessage =
+  | FeaturesRequest
   | { type: 'riskgate:listening'; port: number }
   | { type: 'riskgate:metrics-request'; id: number }
   | { type: 'riskgate:metrics-text'; id: number; text: string };
@@ -77,7 +86,10 @@ export function runPrimary(options: PrimaryOptions): void {
     { from: Worker; id: number; texts: { worker: number; text: string }[]; waiting: number }
   >();
   const onMessage = (from: Worker, m: WorkerMessage): void => {
-    if (m.type === 'riskgate:listening') {
+    if (m.type === FEATURES_REQUEST) {
+      if (options.features !== undefined && from.isConnected())
+        from.send(answerFeaturesRequest(options.features, m));
+    } else if (m.type === 'riskgate:listening') {
       listening++;
       if (listening === options.count) options.onListening?.(m.port);
     } else if (m.type === 'riskgate:metrics-request') {

@@ -81,6 +81,12 @@ export interface RiskgateConfig {
   outbox: { kind: 'sqlite'; sync: 'normal' | 'full' } | { kind: 'memory' } | { kind: 'redis'; url: string };
   /** How long an action is retried before it is dead-lettered, milliseconds. Default 24 h. */
   outboxHorizonMs: number;
+  /**
+   * Where velocity counters and event history live (RISKGATE_FEATURE_STORE): `memory` (this
+   * process; the primary's with RISKGATE_WORKERS > 1) or `redis` (shared by replicas). Default:
+   * the outbox's Redis when RISKGATE_OUTBOX is one, else memory.
+   */
+  featureStore: { kind: 'memory' } | { kind: 'redis'; url: string };
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
@@ -133,6 +139,7 @@ export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
   // A Redis URL may carry a password.
   'RISKGATE_OUTBOX',
+  'RISKGATE_FEATURE_STORE',
   'RISKGATE_DECISION_LOG_HASH_KEY',
   'RISKGATE_OPS_KEYS',
   'RISKGATE_CLIENT_SECRET',
@@ -245,6 +252,14 @@ const baseSchema = z.object({
     .refine((v) => v === 'sqlite' || v === 'memory' || /^rediss?:\/\/\S+$/.test(v), {
       message: 'must be sqlite, memory or a redis:// URL',
     }),
+  RISKGATE_FEATURE_STORE: optionalEmptyAsUndefined(
+    z
+      .string()
+      .trim()
+      .refine((v) => v === 'memory' || /^rediss?:\/\/\S+$/.test(v), {
+        message: 'must be memory or a redis:// URL',
+      }),
+  ),
   RISKGATE_OUTBOX_SYNC: z.enum(['normal', 'full'], { error: 'must be normal or full' }).default('normal'),
   RISKGATE_OUTBOX_HORIZON_SECONDS: numberVariable({ min: 1, max: 30 * 24 * 3600, fallback: 24 * 3600 }),
   RISKGATE_DECISION_LOG_ON_FAILURE: z
@@ -429,6 +444,7 @@ export function loadConfig(
           ? { kind: 'memory' }
           : { kind: 'redis', url: b.RISKGATE_OUTBOX },
     outboxHorizonMs: b.RISKGATE_OUTBOX_HORIZON_SECONDS * 1000,
+    featureStore: featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX),
     upstream,
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,
@@ -444,4 +460,13 @@ export function loadConfig(
     headersTimeoutMs: Math.min(b.RISKGATE_HEADERS_TIMEOUT_MS, b.RISKGATE_REQUEST_TIMEOUT_MS),
     requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
   };
+}
+
+/** RISKGATE_FEATURE_STORE, defaulting to the outbox's Redis: replicas that share actions share counters. */
+function featureStoreOf(
+  setting: string | undefined,
+  outbox: string,
+): { kind: 'memory' } | { kind: 'redis'; url: string } {
+  const value = setting ?? (/^rediss?:\/\//.test(outbox) ? outbox : 'memory');
+  return value === 'memory' ? { kind: 'memory' } : { kind: 'redis', url: value };
 }

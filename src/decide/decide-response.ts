@@ -84,7 +84,9 @@ export const decideResponseSchema = z.object({
   policy: z.object({ name: z.string(), revision: z.string() }),
   signals: z
     .record(z.string(), signalReportSchema)
-    .describe('Per input the policy uses: signals by name, and adminUser / adminDevices.'),
+    .describe(
+      'Per input the policy uses: signals by name, adminUser / adminDevices, and velocity (counter values) / history (event-history features).',
+    ),
   actions: z.array(actionReportSchema),
   degraded: z
     .boolean()
@@ -250,6 +252,11 @@ export function isDegraded(run: DecisionRun): boolean {
   for (const outcome of Object.values(run.input.signals)) {
     if (outcome.status === 'unavailable' && outcome.reason !== NOT_APPLICABLE) return true;
   }
+  const features = run.input.featuresUnavailable;
+  if (features !== undefined) {
+    // `not_configured` is how riskgate was started, not a failing input; it reads unavailable all the same.
+    if (features.velocity !== undefined || features.history !== undefined) return true;
+  }
   const admin = run.input.adminUnavailable;
   if (admin === undefined) return false;
   return (
@@ -309,6 +316,19 @@ export function buildDecideResponse(run: DecisionRun, actions: ActionReport[]): 
       admin?.devices === undefined
         ? { status: 'ok', result: { count: input.devices.length } }
         : unavailableReport(admin.devices, treatmentOf(decision.unavailable, 'adminDevices'));
+  }
+  const features = input.featuresUnavailable;
+  if (policy.requirements.velocity) {
+    signals.velocity =
+      input.velocity !== undefined
+        ? { status: 'ok', result: input.velocity }
+        : unavailableReport(features?.velocity ?? 'missing', treatmentOf(decision.unavailable, 'velocity'));
+  }
+  if (policy.requirements.history) {
+    signals.history =
+      input.history !== undefined
+        ? { status: 'ok', result: { ...input.history } }
+        : unavailableReport(features?.history ?? 'missing', treatmentOf(decision.unavailable, 'history'));
   }
 
   const reasons: DecideResponse['reasons'] = [];

@@ -27,7 +27,14 @@ function fixturePolicy(
     name: 'fixture',
     revision: 'r1',
     thresholds: { challenge: 40, deny: 80 },
-    requirements: { signals, adminUser: false, adminDevices: false, ...requirements },
+    requirements: {
+      signals,
+      adminUser: false,
+      adminDevices: false,
+      velocity: false,
+      history: false,
+      ...requirements,
+    },
     signalSettings: Object.fromEntries(
       [...signals].map((n) => [n, { timeoutMs: options.timeoutMs ?? 100, params: {} }]),
     ),

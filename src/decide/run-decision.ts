@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { OneTimeCode } from '../admin/admin-responses.ts';
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import type { FeatureReader } from '../features/feature-reader.ts';
+import type { HistoryFeatures } from '../features/history-features.ts';
+import { type CompiledCounter, type CounterPlan, planCounters } from '../features/velocity-counters.ts';
 import type {
   AdminReadSettings,
   CompiledPolicy,
@@ -37,7 +40,15 @@ export interface RunDecisionDeps {
    * never acting. Inputs only it reads are fetched within the same deadline (`run.shadow.shadowOnly`).
    */
   shadow?: { current(): CompiledPolicy | undefined } | undefined;
+  /**
+   * Velocity counters and event history (src/features/). Without it, a policy that reads them sees
+   * them unavailable (`not_configured`) and nothing is counted.
+   */
+  features?: FeatureReader | undefined;
 }
+
+/** Reason of a feature read when riskgate runs without a feature store. */
+export const FEATURES_NOT_CONFIGURED = 'not_configured';
 
 /** One upstream call (or step) of a decision, for Server-Timing, metrics and the decision log. */
 export interface CallTiming {
@@ -69,7 +80,18 @@ export interface DecisionRun {
   subject: SubjectCheck;
   /** The shadow policy and what it is evaluated on (after the answer); absent without one. */
   shadow?: { policy: CompiledPolicy; input: PolicyInput; shadowOnly: PolicySignalName[] };
+  /** The velocity counters this decision applies to (active and shadow): counted once it is decided. */
+  counters?: CounterPlan;
   elapsedMs: number;
+}
+
+/** The counters of the active and the shadow policy, each once (a shared definition is one counter). */
+function countersOf(policy: CompiledPolicy, shadow: CompiledPolicy | undefined): readonly CompiledCounter[] {
+  const active = policy.velocityCounters ?? [];
+  const candidate = shadow?.velocityCounters ?? [];
+  if (candidate.length === 0) return active;
+  const ids = new Set(active.map((c) => c.storeId));
+  return [...active, ...candidate.filter((c) => !ids.has(c.storeId))];
 }
 
 /** Floor of the one-time code's budget when the fan-out used the whole deadline, milliseconds. */
@@ -114,6 +136,9 @@ export async function runDecision(
   let user: AdminUser | undefined;
   let devices: AdminDevice[] = [];
   const adminUnavailable: { user?: string; devices?: string } = {};
+  const featuresUnavailable: { velocity?: string; history?: string } = {};
+  let velocity: Record<string, number> | undefined;
+  let history: HistoryFeatures | undefined;
 
   // One map, one promise and one timer per decision: the whole fan-out join.
   const inFlight = new Map<string, (reason: string) => void>();
@@ -250,6 +275,54 @@ export async function runDecision(
     }
   }
 
+  // Velocity and history: the feature store, under the same deadline, each with its own timeout.
+  const policyRequest = toPolicyRequest(request);
+  const counters = countersOf(policy, shadowPolicy);
+  const counterPlan =
+    counters.length > 0 && deps.features !== undefined ? planCounters(counters, policyRequest) : undefined;
+  const features = deps.features;
+  if (requirements.velocity || shadowPolicy?.requirements.velocity === true) {
+    if (features === undefined || counterPlan === undefined)
+      featuresUnavailable.velocity = FEATURES_NOT_CONFIGURED;
+    else {
+      const timeoutMs =
+        policy.featureSettings?.velocity?.timeoutMs ??
+        shadowPolicy?.featureSettings?.velocity?.timeoutMs ??
+        deps.deadlineMs;
+      start(
+        'velocity',
+        features.readVelocity(counterPlan, now),
+        (r) => {
+          if (r.ok) velocity = r.value;
+          else featuresUnavailable.velocity = unavailableReason(r.error);
+        },
+        (reason) => {
+          featuresUnavailable.velocity = reason;
+        },
+        timeoutMs,
+      );
+    }
+  }
+  if (requirements.history || shadowPolicy?.requirements.history === true) {
+    const settings = policy.featureSettings?.history ?? shadowPolicy?.featureSettings?.history;
+    if (features === undefined) featuresUnavailable.history = FEATURES_NOT_CONFIGURED;
+    else if (request.userId === undefined) featuresUnavailable.history = MISSING_IDENTIFIERS;
+    else {
+      start(
+        'history',
+        features.readHistory(request.userId, now, settings?.maxLagMs ?? 600_000),
+        (r) => {
+          if (r.ok) history = r.value;
+          else featuresUnavailable.history = unavailableReason(r.error);
+        },
+        (reason) => {
+          featuresUnavailable.history = reason;
+        },
+        settings?.timeoutMs ?? deps.deadlineMs,
+      );
+    }
+  }
+
   if (inFlight.size > 0) {
     const timer = setTimeout(() => {
       if (closed) return;
@@ -266,9 +339,14 @@ export async function runDecision(
     clearTimeout(timer);
   }
 
-  const input: PolicyInput = { signals, user, devices, request: toPolicyRequest(request), now: receivedAt };
+  const input: PolicyInput = { signals, user, devices, request: policyRequest, now: receivedAt };
   if (adminUnavailable.user !== undefined || adminUnavailable.devices !== undefined) {
     input.adminUnavailable = adminUnavailable;
+  }
+  if (velocity !== undefined) input.velocity = velocity;
+  if (history !== undefined) input.history = history;
+  if (featuresUnavailable.velocity !== undefined || featuresUnavailable.history !== undefined) {
+    input.featuresUnavailable = featuresUnavailable;
   }
   const evaluationStartedAt = performance.now();
   const decision = policy.evaluate(input);
@@ -291,6 +369,7 @@ export async function runDecision(
       requirements.adminDevices && adminUnavailable.devices === undefined ? devices : undefined,
     ),
   };
+  if (counterPlan !== undefined) run.counters = counterPlan;
   if (shadowPolicy !== undefined) {
     run.shadow = {
       policy: shadowPolicy,

@@ -28,6 +28,10 @@ export interface DecisionLine {
     user: DecisionRun['input']['user'];
     devices: DecisionRun['input']['devices'];
     adminUnavailable: DecisionRun['input']['adminUnavailable'];
+    /** Counter values and history features as the policy read them (absent when it read none). */
+    velocity?: DecisionRun['input']['velocity'];
+    history?: DecisionRun['input']['history'];
+    featuresUnavailable?: DecisionRun['input']['featuresUnavailable'];
   };
   outcome: Omit<DecisionRun['decision'], 'policy' | 'actions'>;
   actions: DecideResponse['actions'];
@@ -78,6 +82,11 @@ export function decisionLine(
       user: run.input.user,
       devices: run.input.devices,
       adminUnavailable: run.input.adminUnavailable,
+      ...(run.input.velocity !== undefined && { velocity: run.input.velocity }),
+      ...(run.input.history !== undefined && { history: run.input.history }),
+      ...(run.input.featuresUnavailable !== undefined && {
+        featuresUnavailable: run.input.featuresUnavailable,
+      }),
     },
     outcome,
     actions: response.actions.map(({ oneTimeCode, ...rest }) =>

@@ -35,6 +35,10 @@ export const ErrorCode = {
   UPSTREAM_UNEXPECTED_STATUS: 'RG_ERR_UPSTREAM_UNEXPECTED_STATUS',
   /** The upstream route's circuit breaker is open: the call was not attempted (see `retryAfterMs`). */
   CIRCUIT_OPEN: 'RG_ERR_CIRCUIT_OPEN',
+  /** The feature store (velocity counters, history) did not answer: down, refused or too slow. */
+  FEATURE_STORE_UNAVAILABLE: 'RG_ERR_FEATURE_STORE_UNAVAILABLE',
+  /** The Log API follower is further behind than the policy's `history.maxLagSeconds` (or has not read yet). */
+  HISTORY_BEHIND: 'RG_ERR_HISTORY_BEHIND',
   /** No valid access token could be obtained. */
   TOKEN_UNAVAILABLE: 'RG_ERR_TOKEN_UNAVAILABLE',
   /** A signature (callback JWS, HMAC) did not verify. */
@@ -85,7 +89,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

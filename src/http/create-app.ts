@@ -460,6 +460,9 @@ function afterDecision(
   span: DecisionSpan | undefined,
 ): void {
   const { decision, policy } = run;
+  // Counted once decided (the answer is out): a request never counts itself twice.
+  if (run.counters !== undefined)
+    deps.decide.features?.record(run.counters, response.verdict, run.receivedAt.getTime());
   deps.metrics.recordRuleHits('active', policy.revision, decision.matchedRules);
   deps.ruleStats?.record('active', decision.policy, policy.ruleIds ?? [], decision.matchedRules);
   let shadow: ShadowOutcome | undefined;

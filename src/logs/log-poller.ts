@@ -26,6 +26,13 @@ export interface LogPollerOptions {
    * `event_id` to be exactly-once across a crash between the two).
    */
   onEvents: (events: LogEvent[], window: LogWindow) => void | Promise<void>;
+  /** Calls `onEvents` for a window without events too (a consumer that tracks how far it has read). Default false. */
+  deliverEmptyWindows?: boolean;
+  /**
+   * Asked before each poll: false skips it (another replica holds the lease on following) and
+   * waits `pollIntervalMs`. Default: always poll.
+   */
+  mayPoll?: () => Promise<boolean>;
   /** Where to begin without a checkpoint, epoch ms. Default: now − `ingestionDelayMs` (new events only). */
   startAt?: number;
   /** Longest request span, overlap included. 2000 to 3600000; default 3600000 (the API's maximum). */
@@ -149,7 +156,7 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
     if (!r.ok) return failed(window, r.error);
 
     const sorted = [...fresh.values()].sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
-    if (sorted.length > 0) {
+    if (sorted.length > 0 || opts.deliverEmptyWindows === true) {
       try {
         await opts.onEvents(
           sorted.map((e) => e.event),
@@ -216,6 +223,10 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
     while (running) {
       let wait = 0;
       try {
+        if (opts.mayPoll !== undefined && !(await opts.mayPoll())) {
+          if (running) await sleep(pollIntervalMs);
+          continue;
+        }
         const o = await pollOnce();
         if (o.kind === 'idle' || (o.kind === 'delivered' && o.caughtUp)) wait = pollIntervalMs;
         else if (o.kind === 'failed') {

@@ -1,5 +1,6 @@
-import { createClient, type RedisClientType } from 'redis';
+import type { RedisClientType } from 'redis';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
+import { connectRedis, RedisScripts } from '../redis/redis-client.ts';
 import type {
   OutboxEntry,
   OutboxListFilter,
@@ -175,8 +176,6 @@ end
 return #ids
 `;
 
-type Script = { sha: string; text: string };
-
 function entryOf(flat: string[]): OutboxEntry {
   const h: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) h[flat[i]!] = flat[i + 1]!;
@@ -197,45 +196,22 @@ function entryOf(flat: string[]): OutboxEntry {
 export class RedisOutboxStore implements OutboxStore {
   readonly #client: RedisClientType;
   readonly #prefix: string;
-  readonly #scripts = new Map<string, Script>();
+  readonly #scripts: RedisScripts;
 
   private constructor(client: RedisClientType, prefix: string) {
     this.#client = client;
     this.#prefix = prefix;
+    this.#scripts = new RedisScripts(client);
   }
 
   /** Connects (bounded by `timeoutMs`); rejects with the reason when the server cannot be reached. */
   static async connect(options: RedisOutboxStoreOptions): Promise<RedisOutboxStore> {
-    const timeoutMs = options.timeoutMs ?? 2000;
-    const client = createClient({
+    const client = await connectRedis({
       url: options.url,
-      socket: {
-        connectTimeout: timeoutMs,
-        // Reconnect with a bounded backoff, in the background.
-        reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2000),
-      },
-      // While disconnected a command fails at once instead of queueing behind the reconnect: the
-      // decision answers now (its action refused, said in the answer), the delivery loop retries.
-      disableOfflineQueue: true,
-      commandOptions: { timeout: options.commandTimeoutMs ?? 500 },
-    }) as RedisClientType;
-    let firstError: unknown;
-    client.on('error', (error: unknown) => {
-      firstError ??= error;
+      purpose: 'the Redis outbox',
+      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      commandTimeoutMs: options.commandTimeoutMs ?? 500,
     });
-    try {
-      await Promise.race([
-        client.connect(),
-        new Promise((_, reject) =>
-          setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref(),
-        ),
-      ]);
-    } catch (error) {
-      client.destroy();
-      throw new Error(
-        `cannot connect to the Redis outbox: ${String((error as Error).message ?? firstError)}`,
-      );
-    }
     return new RedisOutboxStore(client, options.prefix ?? 'riskgate:{outbox}:');
   }
 
@@ -255,21 +231,8 @@ export class RedisOutboxStore implements OutboxStore {
       : [];
   }
 
-  async #run(name: string, text: string, args: (string | number)[]): Promise<unknown> {
-    let script = this.#scripts.get(name);
-    if (script === undefined) {
-      script = { text, sha: await this.#client.scriptLoad(text) };
-      this.#scripts.set(name, script);
-    }
-    const options = { keys: [this.#prefix], arguments: args.map(String) };
-    try {
-      return await this.#client.evalSha(script.sha, options);
-    } catch (error) {
-      // A server restarted without its script cache: load it again once.
-      if (!String(error).includes('NOSCRIPT')) throw error;
-      script.sha = await this.#client.scriptLoad(text);
-      return this.#client.evalSha(script.sha, options);
-    }
+  #run(name: string, text: string, args: (string | number)[]): Promise<unknown> {
+    return this.#scripts.run(name, text, [this.#prefix], args);
   }
 
   async append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]> {

@@ -163,6 +163,35 @@ export class RequestView {
   context: Record<string, string | number | boolean> = {};
 }
 
+/** `history.<feature>` (src/features/history-features.ts); zero values while unavailable. */
+export class HistoryView {
+  available = false;
+  reason = '';
+  lagSeconds = 0;
+  failedAuthentications10m = 0;
+  failedAuthentications1h = 0;
+  failedAuthentications24h = 0;
+  lockOuts24h = 0;
+  totpReuses24h = 0;
+  newDevices1h = 0;
+  newDevices24h = 0;
+  statusChanges24h = 0;
+}
+
+export const HISTORY_FIELDS: Record<string, string> = {
+  available: 'bool',
+  reason: 'string',
+  lagSeconds: 'double',
+  failedAuthentications10m: 'double',
+  failedAuthentications1h: 'double',
+  failedAuthentications24h: 'double',
+  lockOuts24h: 'double',
+  totpReuses24h: 'double',
+  newDevices1h: 'double',
+  newDevices24h: 'double',
+  statusChanges24h: 'double',
+};
+
 /** The activation object handed to every compiled expression. One per compiled policy, refilled. */
 export interface Activation {
   signals: SignalsView;
@@ -173,6 +202,9 @@ export interface Activation {
   nowSeconds: number;
   /** Device views reused across decisions (`devices` holds the first n of them). */
   devicePool: DeviceView[];
+  /** `velocity.<name>`: the counters' values (every declared name present while available). */
+  velocity: Record<string, number>;
+  history: HistoryView;
 }
 
 export function createActivation(): Activation {
@@ -184,6 +216,8 @@ export function createActivation(): Activation {
     now: new Date(0),
     nowSeconds: 0,
     devicePool: [],
+    velocity: {},
+    history: new HistoryView(),
   };
 }
 
@@ -342,12 +376,17 @@ export function policyEnvironment(): Environment {
     .registerType('User', { ctor: UserView, fields: USER_FIELDS })
     .registerType('Device', { ctor: DeviceView, fields: DEVICE_FIELDS })
     .registerType('Request', { ctor: RequestView, fields: REQUEST_FIELDS })
+    .registerType('History', { ctor: HistoryView, fields: HISTORY_FIELDS })
     .registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' })
     .registerVariable('user', 'User', { description: 'The Admin API user.' })
     .registerVariable('devices', 'list<Device>', { description: "The user's Admin API devices." })
     .registerVariable('request', 'Request', { description: 'The /decide request.' })
     .registerVariable('now', 'google.protobuf.Timestamp', { description: 'Evaluation time.' })
     .registerVariable('nowSeconds', 'double', { description: 'Evaluation time, Unix seconds.' })
+    .registerVariable('velocity', 'map<string, double>', {
+      description: "The policy's velocity counters by name (`velocity.accountsPerIp`).",
+    })
+    .registerVariable('history', 'History', { description: "The user's event history from the Log API." })
     .registerFunction('string.inCidr(string): bool', ipInCidr, {
       description: 'Whether the IP address lies in the IPv4/IPv6 CIDR; false for a non-IP string.',
     })

@@ -193,6 +193,10 @@ export const SIGNAL_BIT: Record<PolicySignalName, number> = {
 };
 export const USER_BIT = 1 << 7;
 export const DEVICES_BIT = 1 << 8;
+export const VELOCITY_BIT = 1 << 9;
+export const HISTORY_BIT = 1 << 10;
+
+const NO_COUNTERS: Record<string, number> = Object.freeze({});
 
 /**
  * Fills `act` for the referenced inputs; returns the unavailability mask (bits of `SIGNAL_BIT`,
@@ -204,6 +208,8 @@ export function fillActivation(
   signals: readonly PolicySignalName[],
   needsUser: boolean,
   needsDevices: boolean,
+  needsVelocity = false,
+  needsHistory = false,
 ): number {
   let unavailable = 0;
   const s = act.signals;
@@ -244,6 +250,11 @@ export function fillActivation(
   if (needsUser && !fillUser(act, input.user, input.adminUnavailable?.user)) unavailable |= USER_BIT;
   if (needsDevices && !fillDevices(act, input.devices, input.adminUnavailable?.devices))
     unavailable |= DEVICES_BIT;
+  if (needsVelocity) {
+    act.velocity = input.velocity ?? NO_COUNTERS;
+    if (input.velocity === undefined) unavailable |= VELOCITY_BIT;
+  }
+  if (needsHistory && !fillHistory(act, input)) unavailable |= HISTORY_BIT;
 
   const r = act.request;
   const q = input.request;
@@ -340,4 +351,21 @@ function fillDevices(
     out[i] = v;
   }
   return true;
+}
+
+function fillHistory(act: Activation, input: PolicyInput): boolean {
+  const v = act.history;
+  const h = input.history;
+  v.available = h !== undefined;
+  v.reason = h === undefined ? (input.featuresUnavailable?.history ?? MISSING_REASON) : '';
+  v.lagSeconds = h?.lagSeconds ?? 0;
+  v.failedAuthentications10m = h?.failedAuthentications10m ?? 0;
+  v.failedAuthentications1h = h?.failedAuthentications1h ?? 0;
+  v.failedAuthentications24h = h?.failedAuthentications24h ?? 0;
+  v.lockOuts24h = h?.lockOuts24h ?? 0;
+  v.totpReuses24h = h?.totpReuses24h ?? 0;
+  v.newDevices1h = h?.newDevices1h ?? 0;
+  v.newDevices24h = h?.newDevices24h ?? 0;
+  v.statusChanges24h = h?.statusChanges24h ?? 0;
+  return h !== undefined;
 }

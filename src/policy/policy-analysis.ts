@@ -14,6 +14,12 @@ export interface ExpressionRefs {
   /** Reads `user.available`. */
   userAware: boolean;
   devices: boolean;
+  /** Reads `velocity`; `velocityNames` are the counters it names (`velocity.<name>`). */
+  velocity: boolean;
+  velocityNames: Set<string>;
+  /** Reads `history`; `historyAware` when it reads `history.available`. */
+  history: boolean;
+  historyAware: boolean;
 }
 
 const SIGNAL_NAME_SET: ReadonlySet<string> = new Set(POLICY_SIGNAL_NAMES);
@@ -48,6 +54,10 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
     user: false,
     userAware: false,
     devices: false,
+    velocity: false,
+    velocityNames: new Set(),
+    history: false,
+    historyAware: false,
   };
   const visit = (x: unknown): void => {
     if (Array.isArray(x)) {
@@ -66,12 +76,20 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
       const inner = isNode(obj) ? signalOf(obj) : undefined;
       if (inner && field === 'available') refs.availabilityAware.add(inner);
       if (isNode(obj) && isId(obj, 'user') && field === 'available') refs.userAware = true;
+      if (isNode(obj) && isId(obj, 'history') && field === 'available') refs.historyAware = true;
+      if (isNode(obj) && isId(obj, 'velocity') && typeof field === 'string') refs.velocityNames.add(field);
       visit(obj);
       return;
+    }
+    if ((n.op === '[]' || n.op === '[?]') && isNode(n.args[0]) && isId(n.args[0], 'velocity')) {
+      const idx = n.args[1];
+      if (isNode(idx) && idx.op === 'value' && typeof idx.args === 'string') refs.velocityNames.add(idx.args);
     }
     if (n.op === 'id') {
       if (n.args === 'user') refs.user = true;
       else if (n.args === 'devices') refs.devices = true;
+      else if (n.args === 'velocity') refs.velocity = true;
+      else if (n.args === 'history') refs.history = true;
       // `signals` as a whole value: every signal may be read.
       else if (n.args === 'signals') for (const s of POLICY_SIGNAL_NAMES) refs.signals.add(s);
       return;

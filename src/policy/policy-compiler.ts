@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { z } from 'zod';
 import {
+  type CompiledCounter,
+  type CounterField,
+  compileCounter,
+  parseWindow,
+} from '../features/velocity-counters.ts';
+import {
   DEVICE_FIELDS,
+  HISTORY_FIELDS,
   policyEnvironment,
   REQUEST_FIELDS,
   SIGNAL_VIEW_TYPES,
@@ -12,7 +19,7 @@ import { DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
 import { parseCidr } from './ip-cidr.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
 import { closestName } from './name-suggestion.ts';
-import { DEVICES_BIT, SIGNAL_BIT, USER_BIT } from './policy-activation.ts';
+import { DEVICES_BIT, HISTORY_BIT, SIGNAL_BIT, USER_BIT, VELOCITY_BIT } from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {
   type CompiledAction,
@@ -45,6 +52,12 @@ import {
 
 /** Per-signal and Admin-read timeout when neither the input nor `defaults` sets one, milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 250;
+
+/** Timeout of the velocity and history reads when the policy sets none, milliseconds. */
+export const DEFAULT_FEATURE_TIMEOUT_MS = 50;
+
+/** `history.maxLagSeconds` when the policy sets none. */
+export const DEFAULT_HISTORY_MAX_LAG_SECONDS = 600;
 
 export interface CompileOptions {
   /** Clock for "override already expired" warnings. Default: the wall clock. */
@@ -100,6 +113,7 @@ const KNOWN_NAMES: readonly string[] = [
     ...Object.keys(USER_FIELDS),
     ...Object.keys(DEVICE_FIELDS),
     ...Object.keys(REQUEST_FIELDS),
+    ...Object.keys(HISTORY_FIELDS),
   ]),
 ];
 
@@ -110,6 +124,8 @@ const KNOWN_VARIABLES: readonly string[] = [
   'request',
   'now',
   'nowSeconds',
+  'velocity',
+  'history',
   'true',
   'false',
   'null',
@@ -125,7 +141,7 @@ function celMessage(summary: string): string {
   const variable = /^Unknown variable: (\w+)/.exec(summary)?.[1];
   if (variable) {
     const best = closestName(variable, KNOWN_VARIABLES);
-    const known = 'signals, user, devices, request, now, nowSeconds';
+    const known = 'signals, user, devices, request, velocity, history, now, nowSeconds';
     return best
       ? `unknown name "${variable}" (did you mean "${best}"?)`
       : `unknown name "${variable}"; the inputs are ${known}`;
@@ -251,6 +267,33 @@ export function compilePolicy(file: string, text: string, options: CompileOption
 
   const defaults = p.defaults ?? {};
   const defaultOnError = defaults.onError ?? 'failClosed';
+  const velocityCounters: CompiledCounter[] = Object.entries(p.velocity?.counters ?? {}).map(([name, c]) =>
+    compileCounter(name, {
+      key: c.key as CounterField[],
+      count: c.count,
+      of: c.of as CounterField | undefined,
+      windowMs: parseWindow(c.window)!,
+    }),
+  );
+  const counterNames = velocityCounters.map((c) => c.name);
+  let needsVelocity = false;
+  let needsHistory = false;
+  /** Velocity names an expression reads must be declared: a typo is a load error, not a runtime one. */
+  const checkVelocityNames = (path: YamlPath, names: ReadonlySet<string>): boolean => {
+    let ok = true;
+    for (const name of names) {
+      if (counterNames.includes(name)) continue;
+      ok = false;
+      const best = closestName(name, counterNames);
+      error(
+        path,
+        counterNames.length === 0
+          ? `velocity.${name}: the policy declares no velocity counters (velocity.counters)`
+          : `unknown velocity counter "${name}"${best ? ` (did you mean "${best}"?)` : ''}; declared: ${counterNames.join(', ')}`,
+      );
+    }
+    return ok;
+  };
   const required = new Set<PolicySignalName>(actionRefs.signals);
   let needsUser = actionRefs.user;
   let needsDevices = actionRefs.devices;
@@ -260,7 +303,16 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     const fn = compileExpression(['rules', i, 'when'], rule.when, 'bool');
     if (!fn) return;
     const refs = analyzeExpression(fn.ast);
+    if (!checkVelocityNames(['rules', i, 'when'], refs.velocityNames)) return;
     let skipMask = 0;
+    if (refs.velocity) {
+      needsVelocity = true;
+      skipMask |= VELOCITY_BIT;
+    }
+    if (refs.history) {
+      needsHistory = true;
+      if (!refs.historyAware) skipMask |= HISTORY_BIT;
+    }
     for (const s of refs.signals) {
       required.add(s);
       if (!refs.availabilityAware.has(s)) skipMask |= SIGNAL_BIT[s];
@@ -354,6 +406,27 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     });
   }
 
+  const featureSettings: NonNullable<PolicyEvaluator['featureSettings']> = {};
+  if (needsVelocity) {
+    featureSettings.velocity = { timeoutMs: p.velocity?.timeoutMs ?? DEFAULT_FEATURE_TIMEOUT_MS };
+    unavailableSettings.push({
+      signal: 'velocity',
+      bit: VELOCITY_BIT,
+      onUnavailable: p.velocity?.onUnavailable ?? defaultOnUnavailable,
+    });
+  }
+  if (needsHistory) {
+    featureSettings.history = {
+      timeoutMs: p.history?.timeoutMs ?? DEFAULT_FEATURE_TIMEOUT_MS,
+      maxLagMs: (p.history?.maxLagSeconds ?? DEFAULT_HISTORY_MAX_LAG_SECONDS) * 1000,
+    };
+    unavailableSettings.push({
+      signal: 'history',
+      bit: HISTORY_BIT,
+      onUnavailable: p.history?.onUnavailable ?? defaultOnUnavailable,
+    });
+  } else if (p.history !== undefined) warn(['history'], 'settings for history, but no rule reads `history`');
+
   const outage = compileOutage(p, unavailableSettings, warn);
 
   const policy = new PolicyEvaluator({
@@ -362,7 +435,15 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     files: [file],
     thresholds: Object.freeze({ challenge: p.thresholds.challenge, deny: p.thresholds.deny }),
     rules,
-    requirements: { signals: new Set(signalOrder), adminUser: needsUser, adminDevices: needsDevices },
+    requirements: {
+      signals: new Set(signalOrder),
+      adminUser: needsUser,
+      adminDevices: needsDevices,
+      velocity: needsVelocity,
+      history: needsHistory,
+    },
+    velocityCounters,
+    featureSettings,
     signalOrder,
     signalSettings,
     adminSettings,

@@ -1,4 +1,5 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
+import type { CompiledCounter } from '../features/velocity-counters.ts';
 import { type Activation, createActivation } from './cel-environment.ts';
 import {
   EvaluationBudgetExceeded,
@@ -123,6 +124,8 @@ export interface PolicyParts {
   overloadVerdict: Verdict | undefined;
   /** `defaults.evaluationBudgetMs`: past it, each remaining rule fails per its `onError`. */
   evaluationBudgetMs: number;
+  velocityCounters: readonly CompiledCounter[];
+  featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
   warnings: readonly PolicyIssue[];
 }
 
@@ -178,6 +181,8 @@ function errorSummary(e: unknown): string {
 function reasonOf(act: Activation, input: PolicyInput, signal: UnavailableSetting['signal']): string {
   if (signal === 'adminUser') return act.user.reason;
   if (signal === 'adminDevices') return input.adminUnavailable?.devices ?? 'missing';
+  if (signal === 'velocity') return input.featuresUnavailable?.velocity ?? 'missing';
+  if (signal === 'history') return act.history.reason;
   return act.signals[signal].reason;
 }
 
@@ -192,6 +197,8 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly ruleIds: readonly string[];
   readonly overloadVerdict: Verdict | undefined;
   readonly thresholds: { challenge: number; deny: number };
+  readonly velocityCounters: readonly CompiledCounter[];
+  readonly featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
   readonly #p: PolicyParts;
   readonly #act: Activation = createActivation();
   readonly #policyRef: { name: string; revision: string };
@@ -208,6 +215,8 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.ruleIds = parts.rules.map((r) => r.id);
     this.overloadVerdict = parts.overloadVerdict;
     this.thresholds = parts.thresholds;
+    this.velocityCounters = parts.velocityCounters;
+    this.featureSettings = parts.featureSettings;
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
 
@@ -242,7 +251,15 @@ export class PolicyEvaluator implements CompiledPolicy {
     const p = this.#p;
     const act = this.#act;
     const req = p.requirements;
-    const unavailableMask = fillActivation(act, input, p.signalOrder, req.adminUser, req.adminDevices);
+    const unavailableMask = fillActivation(
+      act,
+      input,
+      p.signalOrder,
+      req.adminUser,
+      req.adminDevices,
+      req.velocity,
+      req.history,
+    );
 
     let score = 0;
     let hardRank = 0;

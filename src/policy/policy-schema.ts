@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FACTORS } from '../admin/admin-schemas.ts';
+import { COUNTER_REQUEST_FIELDS, parseWindow } from '../features/velocity-counters.ts';
 import { SUPPORTING_SIGNAL_TYPES } from '../signals/signal-schemas.ts';
 import { POLICY_SIGNAL_NAMES } from './policy-types.ts';
 
@@ -167,8 +168,86 @@ export const overrideEntrySchema = z
   .strict();
 export type OverrideEntry = z.infer<typeof overrideEntrySchema>;
 
-/** The inputs an outage rule can name: the signals and the two Admin reads. */
-const OUTAGE_INPUTS = [...POLICY_SIGNAL_NAMES, 'adminUser', 'adminDevices'] as const;
+/** The inputs an outage rule can name: the signals, the two Admin reads and the two feature reads. */
+const OUTAGE_INPUTS = [...POLICY_SIGNAL_NAMES, 'adminUser', 'adminDevices', 'velocity', 'history'] as const;
+
+const counterFieldSchema = z
+  .union([
+    z.enum(COUNTER_REQUEST_FIELDS),
+    z.string().regex(/^context\.[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be a request field or context.<key>'),
+  ])
+  .describe(`A request field (${COUNTER_REQUEST_FIELDS.join(', ')}) or \`context.<key>\`.`);
+
+/** Longest counter window: 24 hours. */
+export const MAX_COUNTER_WINDOW_MS = 24 * 3600 * 1000;
+
+const windowSchema = z
+  .string()
+  .refine((w) => {
+    const ms = parseWindow(w);
+    return ms !== undefined && ms >= 10_000 && ms <= MAX_COUNTER_WINDOW_MS;
+  }, 'must be a duration like 30s, 10m, 1h or 24h, from 10s to 24h')
+  .describe('Sliding window: `<n>s`, `<n>m` or `<n>h`, 10s to 24h.');
+
+export const counterSchema = z
+  .object({
+    description: z.string().optional(),
+    key: z
+      .array(counterFieldSchema)
+      .min(1)
+      .max(4)
+      .describe('What is counted per: e.g. `[ip]` counts per IP address, `[accountId]` per account.'),
+    count: z
+      .enum(['decisions', 'denies', 'distinct'])
+      .describe(
+        '`decisions` (every decision, this one included), `denies` (earlier denied decisions) or `distinct` (distinct values of `of`, this one included).',
+      ),
+    of: counterFieldSchema
+      .optional()
+      .describe('For `count: distinct`: the field whose distinct values are counted.'),
+    window: windowSchema,
+  })
+  .strict();
+export type CounterDefinition = z.infer<typeof counterSchema>;
+
+const featureReadSettings = {
+  timeoutMs: timeoutMsSchema.optional(),
+  onUnavailable: onUnavailableSchema.optional(),
+};
+
+const velocitySchema = z
+  .object({
+    ...featureReadSettings,
+    counters: z
+      .record(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'counter names must be identifiers (A-Z, a-z, 0-9, _)'),
+        counterSchema,
+      )
+      .refine((o) => Object.keys(o).length >= 1 && Object.keys(o).length <= 32, 'from 1 to 32 counters')
+      .describe("Counters over riskgate's own decisions, read in CEL as `velocity.<name>` (a number)."),
+  })
+  .strict()
+  .describe(
+    'Velocity counters: sliding-window counts over decisions, in the feature store (memory, or Redis for replicas). Read in one round trip within `timeoutMs`; unavailable (store down or slow) per `onUnavailable`.',
+  );
+
+const historySchema = z
+  .object({
+    ...featureReadSettings,
+    maxLagSeconds: z
+      .number()
+      .int()
+      .min(130)
+      .max(86_400)
+      .optional()
+      .describe(
+        'History is unavailable while the Log API follower is further behind now than this (default 600; the API itself is 2 minutes behind).',
+      ),
+  })
+  .strict()
+  .describe("Settings of the user's event history from the Log API (`history.<feature>` in CEL).");
 
 const outageRuleSchema = z
   .object({
@@ -250,6 +329,8 @@ export const policyFileSchema = z
       .object({ user: adminReadSchema.optional(), devices: adminReadSchema.optional() })
       .strict()
       .optional(),
+    velocity: velocitySchema.optional(),
+    history: historySchema.optional(),
     rules: z.array(ruleSchema).min(1),
     actions: z.record(idSchema, actionSchema).optional(),
     verdictActions: z
@@ -318,6 +399,20 @@ export function crossCheckPolicy(p: PolicyFile): { path: (string | number)[]; me
       if (!actionNames.has(a))
         issues.push({ path: ['verdictActions', v, j], message: `unknown action "${a}"` });
     });
+  }
+  for (const [name, c] of Object.entries(p.velocity?.counters ?? {})) {
+    if (c.count === 'distinct' && c.of === undefined)
+      issues.push({ path: ['velocity', 'counters', name], message: 'a `distinct` counter needs `of`' });
+    if (c.count !== 'distinct' && c.of !== undefined)
+      issues.push({
+        path: ['velocity', 'counters', name, 'of'],
+        message: '`of` is only for `count: distinct`',
+      });
+    if (c.of !== undefined && c.key.includes(c.of))
+      issues.push({
+        path: ['velocity', 'counters', name, 'of'],
+        message: `counting distinct ${c.of} per ${c.of} always gives 1`,
+      });
   }
   const outageIds = new Set<string>();
   p.outage?.rules?.forEach((r, i) => {

@@ -6,6 +6,7 @@ import {
   adminDeviceSchema,
   adminUserSchema,
 } from '../admin/admin-schemas.ts';
+import type { HistoryFeatures } from '../features/history-features.ts';
 import { SIGNAL_TYPES } from '../signals/signal-schemas.ts';
 import { pathText } from './policy-compiler.ts';
 import { compilePolicyFile } from './policy-loader.ts';
@@ -67,6 +68,19 @@ export interface SuiteResult {
 
 const BASE_TIME = 1_700_000_000;
 
+/** History of a user with nothing to remark, the follower caught up. */
+const QUIET_HISTORY: HistoryFeatures = {
+  lagSeconds: 120,
+  failedAuthentications10m: 0,
+  failedAuthentications1h: 0,
+  failedAuthentications24h: 0,
+  lockOuts24h: 0,
+  totpReuses24h: 0,
+  newDevices1h: 0,
+  newDevices24h: 0,
+  statusChanges24h: 0,
+};
+
 function baseUser(accountId: string): AdminUser {
   return {
     user_id: `user-${accountId}`,
@@ -102,6 +116,7 @@ export function buildInput(
   defaults: Omit<GivenInput, 'now'> | undefined,
   given: GivenInput,
   now: string,
+  counterNames: readonly string[] = [],
 ): PolicyInput {
   const request = {
     accountId: 'test-account',
@@ -144,6 +159,30 @@ export function buildInput(
   if (adminUnavailable.user !== undefined || adminUnavailable.devices !== undefined) {
     input.adminUnavailable = adminUnavailable;
   }
+  // Velocity and history: a quiet login unless given (each counter 0, history caught up).
+  const featuresUnavailable: { velocity?: string; history?: string } = {};
+  const velocityGiven = given.velocity ?? defaults?.velocity;
+  if (velocityGiven !== undefined && 'unavailable' in velocityGiven)
+    featuresUnavailable.velocity = velocityGiven.unavailable as string;
+  else {
+    const velocity: Record<string, number> = Object.fromEntries(counterNames.map((n) => [n, 0]));
+    for (const part of [defaults?.velocity, given.velocity]) {
+      if (part !== undefined && !('unavailable' in part)) Object.assign(velocity, part);
+    }
+    input.velocity = velocity;
+  }
+  const historyGiven = given.history ?? defaults?.history;
+  if (historyGiven !== undefined && 'unavailable' in historyGiven)
+    featuresUnavailable.history = historyGiven.unavailable as string;
+  else {
+    const history = { ...QUIET_HISTORY };
+    for (const part of [defaults?.history, given.history]) {
+      if (part !== undefined && !('unavailable' in part)) Object.assign(history, part);
+    }
+    input.history = history;
+  }
+  if (featuresUnavailable.velocity !== undefined || featuresUnavailable.history !== undefined)
+    input.featuresUnavailable = featuresUnavailable;
   return input;
 }
 
@@ -257,13 +296,20 @@ export async function runPolicyTestFile(
   for (const s of policy.requirements.signals) unavailableCount.set(s, 0);
   if (policy.requirements.adminUser) unavailableCount.set('adminUser', 0);
   if (policy.requirements.adminDevices) unavailableCount.set('adminDevices', 0);
+  if (policy.requirements.velocity) unavailableCount.set('velocity', 0);
+  if (policy.requirements.history) unavailableCount.set('history', 0);
 
   suite.cases.forEach((c, i) => {
     const { line } = positionOf(source, ['cases', i]);
     const caseResult: CaseResult = { name: c.name, file, line, passed: false, failures: [] };
     let input: PolicyInput;
     try {
-      input = buildInput(suite.defaults, c.given, suite.now);
+      input = buildInput(
+        suite.defaults,
+        c.given,
+        suite.now,
+        (policy.velocityCounters ?? []).map((v) => v.name),
+      );
     } catch (e) {
       caseResult.failures.push(`given: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
       result.cases.push(caseResult);

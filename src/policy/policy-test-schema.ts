@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { adminDeviceSchema, adminUserSchema } from '../admin/admin-schemas.ts';
+import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
 import {
   activeCallResponseSchema,
   geolocationResponseSchema,
@@ -76,6 +77,20 @@ const givenSchema = z
     signals: givenSignalsSchema.optional(),
     user: z.union([unavailableSchema, adminUserSchema.partial().strict()]).optional(),
     devices: z.union([unavailableSchema, z.array(adminDeviceSchema.partial().strict())]).optional(),
+    velocity: z
+      .union([unavailableSchema, z.record(z.string(), z.number().min(0))])
+      .optional()
+      .describe("Counter values by name (`velocity.<name>`); the policy's counters not given read 0."),
+    history: z
+      .union([
+        unavailableSchema,
+        z
+          .object(Object.fromEntries(HISTORY_FEATURE_NAMES.map((n) => [n, z.number().min(0)])))
+          .partial()
+          .strict(),
+      ])
+      .optional()
+      .describe('History features (`history.<feature>`); those not given read 0 (lagSeconds 120).'),
   })
   .strict();
 export type GivenInput = z.infer<typeof givenSchema>;

@@ -1,4 +1,6 @@
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import type { HistoryFeatures } from '../features/history-features.ts';
+import type { CompiledCounter } from '../features/velocity-counters.ts';
 import type {
   ActiveCallResponse,
   GeolocationResponse,
@@ -77,6 +79,12 @@ export interface PolicyInput {
   devices: AdminDevice[];
   /** Admin reads that were required but failed, with the reason. */
   adminUnavailable?: { user?: string; devices?: string };
+  /** `velocity.<name>` values, when the policy reads counters and the store answered. */
+  velocity?: Record<string, number> | undefined;
+  /** `history.<feature>` values, when the policy reads history and it is available. */
+  history?: HistoryFeatures | undefined;
+  /** Feature reads that were required but failed (store down, follower behind), with the reason. */
+  featuresUnavailable?: { velocity?: string; history?: string };
   request: PolicyRequest;
   /** Evaluation time. */
   now: Date;
@@ -87,6 +95,16 @@ export interface PolicyRequirements {
   signals: ReadonlySet<PolicySignalName>;
   adminUser: boolean;
   adminDevices: boolean;
+  /** Reads `velocity` (the counters in `velocityCounters`). */
+  velocity: boolean;
+  /** Reads `history` (keyed by the request's userId). */
+  history: boolean;
+}
+
+/** Settings of the feature reads (`velocity`, `history` in the policy). */
+export interface FeatureReadSettings {
+  /** Milliseconds, inside the decision deadline. */
+  timeoutMs: number;
 }
 
 export type Verdict = 'allow' | 'challenge' | 'deny';
@@ -172,7 +190,7 @@ export interface PolicyIssue {
 }
 
 export interface UnavailableTreatment {
-  signal: PolicySignalName | 'adminUser' | 'adminDevices';
+  signal: PolicySignalName | 'adminUser' | 'adminDevices' | 'velocity' | 'history';
   reason: string;
   /** What the policy did about it: `ignore`, `score:<n>`, or `verdict:<v>`. */
   treatment: string;
@@ -243,4 +261,11 @@ export interface CompiledPolicy {
    * the policy); undefined: an overloaded riskgate answers 503 instead.
    */
   overloadVerdict?: Verdict | undefined;
+  /** The velocity counters the policy declares (read and counted even when no rule reads one). */
+  velocityCounters?: readonly CompiledCounter[];
+  /** Feature read settings; `history.maxLagMs` marks history unavailable past that follower lag. */
+  featureSettings?: {
+    velocity?: FeatureReadSettings;
+    history?: FeatureReadSettings & { maxLagMs: number };
+  };
 }

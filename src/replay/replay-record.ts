@@ -35,6 +35,9 @@ interface DecisionLineShape {
     user?: AdminUser;
     devices?: AdminDevice[];
     adminUnavailable?: PolicyInput['adminUnavailable'];
+    velocity?: PolicyInput['velocity'];
+    history?: PolicyInput['history'];
+    featuresUnavailable?: PolicyInput['featuresUnavailable'];
   };
   outcome?: { verdict?: unknown; score?: unknown; matchedRules?: { id?: unknown }[] };
   shed?: unknown;
@@ -80,6 +83,9 @@ export function readDecisionLine(text: string): ReadLine {
     now,
   };
   if (v.inputs.adminUnavailable !== undefined) input.adminUnavailable = v.inputs.adminUnavailable;
+  if (v.inputs.velocity !== undefined) input.velocity = v.inputs.velocity;
+  if (v.inputs.history !== undefined) input.history = v.inputs.history;
+  if (v.inputs.featuresUnavailable !== undefined) input.featuresUnavailable = v.inputs.featuresUnavailable;
   return {
     kind: 'decision',
     decision: {

@@ -71,6 +71,22 @@ function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undef
   ) {
     missing.push('user');
   }
+  if (policy.requirements.velocity && d.input.featuresUnavailable?.velocity === undefined) {
+    // A counter the line did not record (new in the candidate) reads 0: it had counted nothing then.
+    const recorded = d.input.velocity;
+    for (const c of policy.velocityCounters ?? []) {
+      if (recorded?.[c.name] !== undefined) continue;
+      missing.push(`velocity.${c.name}`);
+      d.input.velocity = { ...d.input.velocity, [c.name]: 0 };
+    }
+  }
+  if (
+    policy.requirements.history &&
+    d.input.history === undefined &&
+    d.input.featuresUnavailable?.history === undefined
+  ) {
+    missing.push('history');
+  }
   return missing.length === 0 ? undefined : missing;
 }
 

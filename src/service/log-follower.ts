@@ -1,7 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { AdminClient } from '../admin/admin-client.ts';
 import type { UpstreamConfig } from '../config/riskgate-config.ts';
+import { type FeatureStore, HISTORY_RETENTION_MS } from '../features/feature-store.ts';
+import { historyEventsOf } from '../features/history-features.ts';
 import type { ServiceLog } from '../http/create-app.ts';
+import { type CheckpointStore, createFileCheckpointStore } from '../logs/log-checkpoint.ts';
 import { createLogClient } from '../logs/log-client.ts';
 import type { LogEvent } from '../logs/log-event.ts';
 import { createLogPoller, type LogPoller } from '../logs/log-poller.ts';
@@ -13,7 +18,10 @@ import type { CallInfo } from '../upstream/upstream-call.ts';
  * Follows the service's Log API events in the background (never on a decision's path): each one is
  * counted by type, and one that changes what the Admin reads return (a user updated or locked out
  * elsewhere, a failed authentication moving `failed_attempts`, a device added, updated or archived)
- * drops that user's cached Admin reads, so the next decision reads them afresh.
+ * drops that user's cached Admin reads, so the next decision reads them afresh. With a feature
+ * store, the events policies read as history (src/features/history-features.ts) go there too, and
+ * the follower starts 24 hours back so the history is whole once it has caught up (until then its
+ * lag marks history unavailable). Replicas on a shared store take a lease: one of them follows.
  */
 
 /** Event types after which a user's cached Admin user and devices reads are stale (log-api.md). */
@@ -41,6 +49,8 @@ export interface LogFollowerOptions {
   now?: () => number;
   /** Pause between polls once caught up, milliseconds. Default 30 000. */
   pollIntervalMs?: number;
+  /** Where history goes (and, when shared, the checkpoint and the lease on following). */
+  features?: FeatureStore | undefined;
 }
 
 export interface LogFollower {
@@ -63,13 +73,28 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     ...(opts.onCall !== undefined && { onCall: opts.onCall }),
     tracer: opts.tracer,
   });
+  const now = opts.now ?? Date.now;
+  const features = opts.features;
+  const fileCheckpoint = createFileCheckpointStore(join(opts.stateDir, 'log-checkpoint-service.json'));
+  const checkpointStore: CheckpointStore =
+    features?.followerCheckpoint ??
+    (features === undefined || features.durable ? fileCheckpoint : rereadLastDay(fileCheckpoint, now));
+  const pollIntervalMs = opts.pollIntervalMs ?? 30_000;
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // Long enough to outlive a pause between polls; a follower that died is replaced after it.
+  const leaseMs = Math.max(3 * pollIntervalMs, 5000);
   const poller: LogPoller = createLogPoller({
     client,
     scope: 'service',
-    checkpointFile: join(opts.stateDir, 'log-checkpoint-service.json'),
-    ...(opts.now !== undefined && { now: opts.now }),
-    ...(opts.pollIntervalMs !== undefined && { pollIntervalMs: opts.pollIntervalMs }),
-    onEvents: (events) => handleEvents(events, opts),
+    checkpointStore,
+    now,
+    pollIntervalMs,
+    ...(features !== undefined && {
+      startAt: now() - HISTORY_RETENTION_MS,
+      deliverEmptyWindows: true,
+      mayPoll: () => features.holdFollowerLease(owner, leaseMs),
+    }),
+    onEvents: (events, window) => handleEvents(events, window.end, opts),
     onError: (error, window) => {
       opts.metrics.recordLogPollError();
       opts.log({
@@ -101,7 +126,31 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
   };
 }
 
-async function handleEvents(events: LogEvent[], opts: LogFollowerOptions): Promise<void> {
+/**
+ * The file checkpoint, read back no later than a day ago: a store that starts empty (memory) gets
+ * the last day's history again. Events re-read only drop cached Admin reads, which is harmless.
+ */
+function rereadLastDay(file: CheckpointStore, now: () => number): CheckpointStore {
+  return {
+    save: (checkpoint) => file.save(checkpoint),
+    async load() {
+      const loaded = await file.load();
+      if (loaded === undefined) return undefined;
+      const dayAgo = Math.floor((now() - HISTORY_RETENTION_MS) / 1000) * 1000;
+      return loaded.cursorMs <= dayAgo ? loaded : { version: 1, cursorMs: dayAgo, seen: [] };
+    },
+  };
+}
+
+async function handleEvents(
+  events: LogEvent[],
+  windowEndMs: number,
+  opts: LogFollowerOptions,
+): Promise<void> {
+  if (opts.features !== undefined) {
+    // First: if the store fails, the window is read again, and no event is lost to the history.
+    await opts.features.recordHistory(events.flatMap(historyEventsOf), windowEndMs);
+  }
   const counts = new Map<string, number>();
   const users = new Set<string>();
   for (const event of events) {

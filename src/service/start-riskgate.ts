@@ -26,6 +26,9 @@ import {
 } from '../decision-log/decision-log.ts';
 import { actionLine } from '../decision-log/decision-record.ts';
 import { createRedactor } from '../decision-log/log-redaction.ts';
+import { createFeatureReader } from '../features/feature-reader.ts';
+import type { FeatureStore } from '../features/feature-store.ts';
+import { openFeatureStore } from '../features/open-feature-store.ts';
 import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
@@ -82,6 +85,11 @@ export interface StartRiskgateOptions {
   outbox?: Partial<Omit<OutboxOptions, 'store' | 'admin' | 'onOutcome'>>;
   /** The outbox's store, opened by the caller (tests share one); default from `config.outbox`. */
   outboxStore?: OutboxStore;
+  /**
+   * The feature store (velocity counters, history), opened by the caller (a cluster worker passes
+   * the primary's over IPC); default from `config.featureStore`. Closed on stop either way.
+   */
+  featureStore?: FeatureStore;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
@@ -118,6 +126,8 @@ export interface RunningRiskgate {
   admission: AdmissionControl;
   /** Follows the Log API when it is configured. */
   logs: LogFollower | undefined;
+  /** Velocity counters and event history. */
+  features: FeatureStore;
   /** Resolves once the first token request finished (successful or not; see `/readyz`). */
   ready: Promise<void>;
   /** Graceful shutdown; idempotent. */
@@ -401,6 +411,29 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const fetchSignal = ((name, query, callOptions) =>
     (signals[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, callOptions)) as SignalFetcher;
 
+  const features = options.featureStore ?? (await openFeatureStore(config));
+  let featureErrors = 0;
+  let featureErrorLoggedAt = 0;
+  const featureReader = createFeatureReader({
+    store: features,
+    onRecordError: (error) => {
+      featureErrors++;
+      // One line per 10 s at most: a store that is down fails every decision's count.
+      if (Date.now() - featureErrorLoggedAt < 10_000) return;
+      featureErrorLoggedAt = Date.now();
+      log({
+        level: 'warn',
+        msg: 'velocity counts not recorded: feature store failing',
+        error: error.message,
+      });
+    },
+  });
+  metrics.observeCounter(
+    'riskgate_feature_store_record_errors',
+    'Decisions whose velocity counts the feature store did not take (it was down or slow)',
+    () => featureErrors,
+  );
+
   const admission = new AdmissionControl({
     maxInFlight: config.maxInFlight,
     maxEventLoopDelayMs: config.maxEventLoopDelayMs,
@@ -424,6 +457,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       deadlineMs: config.deadlineMs,
       subjectBinding: config.subjectBinding,
       shadow,
+      features: featureReader,
     },
     ruleStats,
     shadowStatus: shadow?.status,
@@ -475,6 +509,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
           log,
           onCall: recordCall,
           tracer,
+          features,
           ...options.logs,
         });
   if (logs !== undefined) {
@@ -509,6 +544,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     policies.close();
     await outboxStore?.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close(), logs?.stop(), metrics.shutdown()]);
+    await features.close();
     throw error;
   }
   const server = listening[0]!;
@@ -542,6 +578,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await outboxStore?.close();
     await logsStarted;
     await logs?.stop();
+    await features.close();
     policies.close();
     shadow?.close();
     admission.stop();
@@ -567,6 +604,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     metrics,
     admission,
     logs,
+    features,
     ready,
     stop: () => {
       stopping ??= stop();

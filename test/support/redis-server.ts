@@ -30,6 +30,10 @@ export function redisAvailable(): boolean {
 
 export interface RunningRedis {
   url: string;
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers, a hung server. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -66,8 +70,11 @@ export async function startRedis(): Promise<RunningRedis> {
   }
   return {
     url: `redis://127.0.0.1:${port}`,
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
     stop: async () => {
       if (child.exitCode === null) {
+        child.kill('SIGCONT');
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await exited;

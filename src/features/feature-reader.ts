@@ -1,0 +1,86 @@
+import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import type { Verdict } from '../policy/policy-types.ts';
+import type { UpstreamResult } from '../upstream/upstream-result.ts';
+import type { FeatureStore } from './feature-store.ts';
+import { type HistoryFeatures, historyFeatures, historyKey } from './history-features.ts';
+import { type CounterPlan, counterValues, readOps, recordOps } from './velocity-counters.ts';
+
+/**
+ * What a decision asks of the feature store: its velocity counters and its user's history, as
+ * results (never rejections, like the vendor clients), and its counts once it is decided. Counting
+ * is fire-and-forget after the answer: a store that is down loses counts, never a login.
+ */
+export interface FeatureReader {
+  readVelocity(plan: CounterPlan, nowMs: number): Promise<UpstreamResult<Record<string, number>>>;
+  /** Unavailable (`RG_ERR_HISTORY_BEHIND`) while the follower is more than `maxLagMs` behind `nowMs`. */
+  readHistory(userId: string, nowMs: number, maxLagMs: number): Promise<UpstreamResult<HistoryFeatures>>;
+  /** Counts the decided request (after the answer). */
+  record(plan: CounterPlan, verdict: Verdict, nowMs: number): void;
+}
+
+export interface FeatureReaderOptions {
+  store: FeatureStore;
+  /** A failed count (the store is down): for metrics and a rate-limited log line. */
+  onRecordError?: (error: Error) => void;
+}
+
+function unavailable<T>(cause: unknown, startedAt: number): UpstreamResult<T> {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return {
+    ok: false,
+    error: new UpstreamError(
+      ErrorCode.FEATURE_STORE_UNAVAILABLE,
+      `feature store: ${message}`,
+      { upstream: 'features' },
+      { cause },
+    ),
+    durationMs: performance.now() - startedAt,
+  };
+}
+
+export function createFeatureReader(options: FeatureReaderOptions): FeatureReader {
+  const { store } = options;
+  return {
+    async readVelocity(plan, nowMs) {
+      const startedAt = performance.now();
+      const ops = readOps(plan);
+      try {
+        const readings = ops.length === 0 ? { counts: [], seen: [] } : await store.readCounters(ops, nowMs);
+        return { ok: true, value: counterValues(plan, readings), durationMs: performance.now() - startedAt };
+      } catch (cause) {
+        return unavailable(cause, startedAt);
+      }
+    },
+    async readHistory(userId, nowMs, maxLagMs) {
+      const startedAt = performance.now();
+      try {
+        const reading = await store.readHistory(historyKey(userId), nowMs);
+        const features = historyFeatures(reading, nowMs);
+        if (!(features.lagSeconds * 1000 <= maxLagMs)) {
+          const behind = Number.isFinite(features.lagSeconds)
+            ? `${Math.round(features.lagSeconds)} s behind`
+            : 'not read yet';
+          return {
+            ok: false,
+            error: new UpstreamError(
+              ErrorCode.HISTORY_BEHIND,
+              `the Log API follower is ${behind} (at most ${maxLagMs / 1000} s)`,
+              { upstream: 'features' },
+            ),
+            durationMs: performance.now() - startedAt,
+          };
+        }
+        return { ok: true, value: features, durationMs: performance.now() - startedAt };
+      } catch (cause) {
+        return unavailable(cause, startedAt);
+      }
+    },
+    record(plan, verdict, nowMs) {
+      const ops = recordOps(plan, verdict);
+      if (ops.length === 0) return;
+      store.recordCounters(ops, nowMs).catch((e: unknown) => {
+        options.onRecordError?.(e instanceof Error ? e : new Error(String(e)));
+      });
+    },
+  };
+}

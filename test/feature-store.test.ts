@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  bucketWidthMs,
+  type FeatureStore,
+  HISTORY_RETENTION_MS,
+  MAX_DISTINCT_MEMBERS,
+} from '../src/features/feature-store.ts';
+import { MemoryFeatureStore } from '../src/features/memory-feature-store.ts';
+import { RedisFeatureStore } from '../src/features/redis-feature-store.ts';
+import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+
+/**
+ * The feature store's contract, run on both stores (memory, and a real redis-server): sliding
+ * windows with the documented error bound, distinct counts, the history and the follower's lease.
+ * Time is passed in, so windows are checked to the millisecond without waiting.
+ */
+
+const T0 = 1_800_000_000_000;
+const TEN_MINUTES = 600_000;
+
+function contract(
+  name: string,
+  open: () => Promise<FeatureStore>,
+  close: () => Promise<void> = async () => {},
+) {
+  describe(`${name} feature store`, () => {
+    let store: FeatureStore;
+    let n = 0;
+    // A fresh key per test: the Redis store is shared by the whole file.
+    const key = () => `test-${name}-${n++}-${Math.random().toString(36).slice(2)}`;
+    beforeAll(async () => {
+      store = await open();
+    });
+    afterAll(async () => {
+      await store?.close();
+      await close();
+    });
+
+    it('counts every decision of the window, and errs high by at most a sub-window, never low', async () => {
+      const op = { key: key(), windowMs: TEN_MINUTES };
+      const width = bucketWidthMs(TEN_MINUTES);
+      for (let i = 0; i < 3; i++) await store.recordCounters([op], T0 + i);
+      expect((await store.readCounters([op], T0 + 10)).counts).toEqual([3]);
+      // A whole window later, still counted (never low).
+      expect((await store.readCounters([op], T0 + TEN_MINUTES)).counts).toEqual([3]);
+      // A window and a sub-window later, gone.
+      expect((await store.readCounters([op], T0 + TEN_MINUTES + width + 1)).counts).toEqual([0]);
+    });
+
+    it('keeps counters apart by key and reads several in one call', async () => {
+      const a = { key: key(), windowMs: TEN_MINUTES };
+      const b = { key: key(), windowMs: TEN_MINUTES };
+      await store.recordCounters([a, b, a], T0);
+      expect(await store.readCounters([a, b, { key: key(), windowMs: TEN_MINUTES }], T0)).toEqual({
+        counts: [2, 1, 0],
+        seen: [false, false, false],
+      });
+    });
+
+    it('counts distinct members exactly over a sliding window, and says whether one was seen', async () => {
+      const k = key();
+      const at = (member: string) => ({ key: k, windowMs: TEN_MINUTES, member });
+      await store.recordCounters([at('m1')], T0);
+      await store.recordCounters([at('m2')], T0 + 1000);
+      await store.recordCounters([at('m1')], T0 + 2000);
+      expect(await store.readCounters([at('m1'), at('m3')], T0 + 3000)).toEqual({
+        counts: [2, 2],
+        seen: [true, false],
+      });
+      // m2 was last seen at T0 + 1000: one millisecond past its window it is gone, m1 is not.
+      expect(await store.readCounters([at('m2')], T0 + 1001 + TEN_MINUTES)).toEqual({
+        counts: [1],
+        seen: [false],
+      });
+    });
+
+    it(`keeps at most ${MAX_DISTINCT_MEMBERS} distinct members, the most recent`, async () => {
+      const k = key();
+      const ops = Array.from({ length: MAX_DISTINCT_MEMBERS + 5 }, (_, i) => ({
+        key: k,
+        windowMs: TEN_MINUTES,
+        member: `m${i}`,
+      }));
+      await store.recordCounters(ops, T0);
+      const r = await store.readCounters([ops[0]!, ops[ops.length - 1]!], T0);
+      expect(r.counts).toEqual([MAX_DISTINCT_MEMBERS, MAX_DISTINCT_MEMBERS]);
+      expect(r.seen).toEqual([false, true]);
+    });
+
+    it('keeps a user’s history once per event, for a day, with the follower’s cursor', async () => {
+      const user = key();
+      const failed = (id: string, atMs: number) => ({
+        userKey: user,
+        kind: 'failed' as const,
+        atMs,
+        eventId: id,
+      });
+      await store.recordHistory(
+        [failed('e1', T0 - HISTORY_RETENTION_MS - 1), failed('e2', T0 - 1000)],
+        T0 - 500,
+      );
+      await store.recordHistory([failed('e2', T0 - 1000), failed('e3', T0)], T0 + 500);
+      const r = await store.readHistory(user, T0 + 1000);
+      expect(r.events.map((e) => e.eventId).sort()).toEqual(['e2', 'e3']);
+      expect(r.cursorMs).toBe(T0 + 500);
+      const device = { userKey: user, kind: 'device' as const, atMs: T0, eventId: 'd1', deviceKey: 'dk' };
+      await store.recordHistory([device], T0 + 500);
+      expect((await store.readHistory(user, T0 + 1000)).events.find((e) => e.eventId === 'd1')).toEqual(
+        device,
+      );
+    });
+
+    it('gives the follower lease to one owner at a time until it lapses', async () => {
+      expect(await store.holdFollowerLease('a', 300)).toBe(true);
+      expect(await store.holdFollowerLease('b', 300)).toBe(false);
+      expect(await store.holdFollowerLease('a', 300)).toBe(true);
+      await new Promise((r) => setTimeout(r, 400));
+      expect(await store.holdFollowerLease('b', 300)).toBe(true);
+      expect(await store.holdFollowerLease('a', 300)).toBe(false);
+    });
+  });
+}
+
+contract('memory', async () => new MemoryFeatureStore());
+
+let redis: RunningRedis | undefined;
+if (redisAvailable()) {
+  contract(
+    'redis',
+    async () => {
+      redis = await startRedis();
+      return RedisFeatureStore.connect({ url: redis.url });
+    },
+    async () => {
+      await redis?.stop();
+    },
+  );
+}

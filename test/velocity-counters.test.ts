@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+
+/**
+ * Velocity counters over real HTTP with the shipped policy: a credential-stuffing burst from one IP
+ * address across 50 accounts turns the next login from it, which alone would be allowed, into a
+ * challenge; the same login from elsewhere is not touched. On Redis, a hung store leaves the
+ * counters unavailable within their own timeout and the decision is answered, never a 5xx.
+ */
+
+const STUFFER_IP = '203.0.113.7';
+
+type Reports = Record<string, { status: string; result?: Record<string, number>; reason?: string }>;
+
+function reasonIds(body: Record<string, unknown>): string[] {
+  return (body.reasons as { id: string }[]).map((r) => r.id);
+}
+
+describe('velocity counters in memory (one riskgate)', () => {
+  let h: Harness;
+  let alice: string;
+  beforeAll(async () => {
+    h = await startHarness();
+    alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
+  });
+  afterAll(() => h?.stop());
+
+  it('a stuffing burst from one IP across 50 accounts turns the next login from it into a challenge', async () => {
+    const first = await h.decide({ ...demoRequest('alice', alice), ip: STUFFER_IP });
+    expect(first.status).toBe(200);
+    expect(first.body.verdict).toBe('allow');
+    expect((first.body.signals as Reports).velocity).toEqual({
+      status: 'ok',
+      result: { accountsPerIp: 1, ipsPerAccount: 1 },
+    });
+
+    // 49 more accounts from the same address, as a stuffing list would try them.
+    for (let i = 1; i < 50; i++) {
+      const r = await h.decide({ accountId: `stuffed-${i}`, ip: STUFFER_IP });
+      expect(r.status).toBe(200);
+    }
+
+    const after = await h.decide({ ...demoRequest('alice', alice), ip: STUFFER_IP });
+    expect(after.status).toBe(200);
+    // alice was already one of the 50: the count is 50, not 51.
+    expect((after.body.signals as Reports).velocity?.result?.accountsPerIp).toBe(50);
+    expect(reasonIds(after.body)).toContain('credential-stuffing');
+    expect(after.body.verdict).toBe('challenge');
+
+    // The same login from her usual network is what it was.
+    const elsewhere = await h.decide({ ...demoRequest('alice', alice), ip: '192.0.2.10' });
+    expect(elsewhere.body.verdict).toBe('allow');
+    expect(reasonIds(elsewhere.body)).not.toContain('credential-stuffing');
+  });
+
+  it('counts each decision once, after it is decided, whatever the verdict', async () => {
+    const ip = '203.0.113.99';
+    const values: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await h.decide({ accountId: `once-${i}`, ip });
+      values.push((r.body.signals as Reports).velocity!.result!.accountsPerIp!);
+    }
+    // The same account again: distinct accounts stay at 3.
+    const again = await h.decide({ accountId: 'once-0', ip });
+    values.push((again.body.signals as Reports).velocity!.result!.accountsPerIp!);
+    expect(values).toEqual([1, 2, 3, 3]);
+  });
+
+  it('reads 0 for a counter whose key the request lacks, and records the values in the decision log', async () => {
+    const r = await h.decide(demoRequest('alice', alice));
+    expect((r.body.signals as Reports).velocity).toEqual({
+      status: 'ok',
+      result: { accountsPerIp: 0, ipsPerAccount: 0 },
+    });
+    await expect
+      .poll(() => h.lines.find((l) => l.decisionId === r.body.decisionId))
+      .toMatchObject({ inputs: { velocity: { accountsPerIp: 0, ipsPerAccount: 0 } } });
+  });
+});
+
+describe.runIf(redisAvailable())('velocity counters on a Redis that hangs', () => {
+  let redis: RunningRedis;
+  let h: Harness;
+  let alice: string;
+  beforeAll(async () => {
+    redis = await startRedis();
+    h = await startHarness({ env: { RISKGATE_FEATURE_STORE: redis.url } });
+    alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
+  });
+  afterAll(async () => {
+    redis?.resume();
+    await h?.stop();
+    await redis?.stop();
+  });
+
+  it('marks the counters unavailable within their timeout and still answers, never a 5xx', async () => {
+    const ok = await h.decide({ ...demoRequest('alice', alice), ip: '198.51.100.1' });
+    expect((ok.body.signals as Reports).velocity).toMatchObject({ status: 'ok' });
+
+    redis.pause();
+    try {
+      const startedAt = performance.now();
+      const r = await h.decide({ ...demoRequest('alice', alice), ip: '198.51.100.1' });
+      const elapsedMs = performance.now() - startedAt;
+      expect(r.status).toBe(200);
+      expect((r.body.signals as Reports).velocity).toMatchObject({
+        status: 'unavailable',
+        reason: 'timeout',
+      });
+      expect(r.body.degraded).toBe(true);
+      // The policy's onUnavailable is ignore: the signals decide, as they did a moment ago.
+      expect(r.body.verdict).toBe(ok.body.verdict);
+      // Inside the decision's deadline (300 ms here) plus the request's own overhead.
+      expect(elapsedMs).toBeLessThan(1500);
+    } finally {
+      redis.resume();
+    }
+    // Back: counted again (the count lost while hung is a count, never a login).
+    await expect
+      .poll(async () => {
+        const r = await h.decide({ ...demoRequest('alice', alice), ip: '198.51.100.1' });
+        return (r.body.signals as Reports).velocity?.status;
+      })
+      .toBe('ok');
+  });
+});
