@@ -36,6 +36,8 @@ options:
   --policy <path>        replay: the candidate policy (file, or directory with one policy)
   --max-changed <n>      replay: verdict changes allowed before exit 4 (default 0)
   --stats                replay: rule hit counts and rates over the log
+  --labels <file>        replay: analyst labels (POST /feedback lines, or any JSON lines with
+                         decisionId and label): each rule's precision and recall (repeatable)
   -v, --version          print riskgate's version and exit
   -h, --help             this text
 
@@ -96,6 +98,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         maxChanged: values['max-changed'],
         json: values.json ?? false,
         stats: values.stats ?? false,
+        labels: values.labels,
         stdin: process.stdin,
       },
       io,
@@ -142,6 +145,7 @@ function parse(argv: string[]) {
       policy: { type: 'string' },
       'max-changed': { type: 'string' },
       stats: { type: 'boolean' },
+      labels: { type: 'string', multiple: true },
       limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },

@@ -1,6 +1,7 @@
 import { access } from 'node:fs/promises';
 import { loadPolicy, PolicyLoadError } from '../policy/policy-loader.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
+import { readLabels } from '../replay/replay-labels.ts';
 import { formatReplayReport, replayDecisions } from '../replay/replay-run.ts';
 import { type CliIo, EXIT } from './policy-commands.ts';
 
@@ -15,6 +16,8 @@ export interface ReplayCommandOptions {
   maxChanged: string | undefined;
   json: boolean;
   stats: boolean;
+  /** `--labels <file>`: analyst labels (feedback lines) to score the candidate's rules against. */
+  labels?: string[] | undefined;
   /** Changed decisions listed: 20 unless `--json` (all). */
   stdin: NodeJS.ReadableStream & import('node:stream').Readable;
 }
@@ -53,10 +56,19 @@ export async function replayCommand(
       return EXIT.INVALID_POLICY;
     }
   }
+  for (const f of o.labels ?? []) {
+    try {
+      await access(f);
+    } catch {
+      io.err(`riskgate: cannot read labels ${f}`);
+      return EXIT.INVALID_POLICY;
+    }
+  }
+  const labels = o.labels === undefined || o.labels.length === 0 ? undefined : await readLabels(o.labels);
   const report = await replayDecisions(
     policy,
     files.map((f) => (f === '-' ? { name: 'stdin', stream: o.stdin } : f)),
-    { changedLimit: o.json ? Number.POSITIVE_INFINITY : 20 },
+    { changedLimit: o.json ? Number.POSITIVE_INFINITY : 20, ...(labels !== undefined && { labels }) },
   );
   if (o.json) io.out(JSON.stringify(report));
   else for (const line of formatReplayReport(report, o.stats)) io.out(line);

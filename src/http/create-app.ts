@@ -18,13 +18,14 @@ import {
   serverTiming,
 } from '../decide/decide-response.ts';
 import { type DecisionRun, type RunDecisionDeps, runDecision } from '../decide/run-decision.ts';
-import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import {
   DECISION_LOG_SCHEMA_VERSION,
   decisionLine,
   type ShadowOutcome,
 } from '../decision-log/decision-record.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from '../feedback/feedback-request.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
@@ -168,6 +169,30 @@ export function createApp(deps: AppDeps): Hono {
       const totalMs = performance.now() - startedAt;
       setImmediate(afterDecision, deps, run, response, totalMs, span);
       return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
+    });
+
+  // Analyst feedback on a decision, kept in the decision log for `riskgate replay --labels`.
+  if (service)
+    app.post('/feedback', auth, audited(deps), limitBody(MAX_FEEDBACK_BODY_BYTES), async (c) => {
+      const feedback = await readJsonBody(c, feedbackRequestSchema);
+      if (deps.decisionLog === DISCARD_DECISION_LOG) {
+        return problemResponse(
+          problemOf(
+            ErrorCode.DECISION_LOG_UNAVAILABLE,
+            'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
+          ),
+        );
+      }
+      const recordedAt = new Date().toISOString();
+      deps.decisionLog.write({
+        kind: 'feedback',
+        schemaVersion: DECISION_LOG_SCHEMA_VERSION,
+        at: recordedAt,
+        decisionId: feedback.decisionId,
+        label: feedback.label,
+        ...(feedback.note !== undefined && { note: feedback.note }),
+      });
+      return c.json({ decisionId: feedback.decisionId, label: feedback.label, recordedAt }, 202);
     });
 
   // Liveness: the process answers. The vendor's state is detail, never a reason to restart.

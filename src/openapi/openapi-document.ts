@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
+import {
+  feedbackRequestSchema,
+  feedbackResponseSchema,
+  MAX_FEEDBACK_BODY_BYTES,
+} from '../feedback/feedback-request.ts';
 
 /**
  * The OpenAPI 3.1 description of `POST /decide`, generated from the same zod schemas that
@@ -50,6 +55,8 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         DecideRequest: jsonSchema(decideRequestSchema, 'input'),
         DecideResponse: jsonSchema(decideResponseSchema, 'output'),
         Problem: jsonSchema(problemSchema, 'output'),
+        FeedbackRequest: jsonSchema(feedbackRequestSchema, 'input'),
+        FeedbackResponse: jsonSchema(feedbackResponseSchema, 'output'),
       },
     },
     security: [{ callerKey: [] }],
@@ -78,6 +85,30 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
             '401': problem('Missing or unknown caller key.'),
             '413': problem('Body over the size limit.'),
             '415': problem('Content type other than application/json.'),
+          },
+        },
+      },
+      '/feedback': {
+        post: {
+          operationId: 'feedback',
+          summary: 'Label a decision fraud or legit (for replay --labels)',
+          requestBody: {
+            required: true,
+            description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/FeedbackRequest' } } },
+          },
+          responses: {
+            '202': {
+              description: 'Recorded in the decision log as a `feedback` line.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/FeedbackResponse' } } },
+            },
+            '400': problem(
+              'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit.',
+            ),
+            '401': problem('Missing or unknown caller key.'),
+            '503': problem(
+              'RISKGATE_DECISION_LOG is off (or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse).',
+            ),
           },
         },
       },

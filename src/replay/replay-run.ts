@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { CompiledPolicy, PolicySignalName, Verdict } from '../policy/policy-types.ts';
+import { formatLabelReport, type Label, type LabelReport, LabelTally } from './replay-labels.ts';
 import { type LoggedDecision, readDecisionLine } from './replay-record.ts';
 
 /**
@@ -40,12 +41,16 @@ export interface ReplayReport {
   missingInputs: Record<string, number>;
   /** Decisions made by each recorded policy revision. */
   revisions: Record<string, number>;
+  /** With `--labels`: each rule's and verdict's precision and recall against analyst labels. */
+  labels?: LabelReport;
   elapsedMs: number;
 }
 
 export interface ReplayOptions {
   /** Changed decisions listed in the report. Default 20; Infinity for all. */
   changedLimit?: number;
+  /** Analyst labels by decision id (`readLabels`): the report scores the candidate against them. */
+  labels?: ReadonlyMap<string, Label>;
 }
 
 const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
@@ -123,6 +128,8 @@ export async function replayDecisions(
   };
   for (const id of policy.ruleIds ?? []) rule(id);
   let shiftSum = 0;
+  const tally =
+    options.labels === undefined ? undefined : new LabelTally(options.labels, policy.ruleIds ?? []);
 
   for (const source of sources) {
     const name = typeof source === 'string' ? source : source.name;
@@ -151,6 +158,11 @@ export async function replayDecisions(
       report.matrix[d.recorded.verdict][outcome.verdict]++;
       for (const id of d.recorded.rules) rule(id).before++;
       for (const m of outcome.matchedRules) rule(m.id).after++;
+      tally?.add(
+        d.decisionId,
+        outcome.verdict,
+        outcome.matchedRules.map((m) => m.id),
+      );
       const shift = outcome.score - d.recorded.score;
       shiftSum += shift;
       if (shift > 0) report.score.up++;
@@ -175,6 +187,7 @@ export async function replayDecisions(
   }
   report.score.meanShift =
     report.decisions === 0 ? 0 : Math.round((shiftSum / report.decisions) * 1000) / 1000;
+  if (tally !== undefined) report.labels = tally.finish();
   report.elapsedMs = Math.round(performance.now() - startedAt);
   return report;
 }
@@ -223,6 +236,7 @@ export function formatReplayReport(r: ReplayReport, stats: boolean): string[] {
       );
     }
   }
+  if (r.labels !== undefined) out.push(...formatLabelReport(r.labels));
   for (const b of r.bad.first) out.push(`unreadable: ${b.source}:${b.line}: ${b.why}`);
   return out;
 }
