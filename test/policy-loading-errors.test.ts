@@ -282,3 +282,66 @@ overrides:
     ]);
   });
 });
+
+describe('velocity counters and history in a policy', () => {
+  const COUNTERS = `velocity:
+  counters:
+    accountsPerIp: { key: [ip], count: distinct, of: accountId, window: 10m }`;
+
+  it('refuses a counter name no counter declares, suggesting the closest', () => {
+    const [e] = errorsOf(
+      policy('  - { id: a, description: d, when: "velocity.accountPerIp >= 20", score: 1 }', COUNTERS),
+    );
+    expect(e!.message).toBe(
+      'rules[0].when: unknown velocity counter "accountPerIp" (did you mean "accountsPerIp"?); declared: accountsPerIp',
+    );
+  });
+
+  it('refuses velocity without any counter declared', () => {
+    const [e] = errorsOf(policy('  - { id: a, description: d, when: "velocity.x > 1", score: 1 }'));
+    expect(e!.message).toMatch(/declares no velocity counters/);
+  });
+
+  it('refuses a distinct counter without `of`, and a window out of range', () => {
+    const errors = errorsOf(
+      policy(
+        '  - { id: a, description: d, when: "velocity.c > 1", score: 1 }',
+        'velocity:\n  counters:\n    c: { key: [ip], count: distinct, window: 2d }',
+      ),
+    );
+    expect(errors.map((e) => e.message).join('\n')).toMatch(
+      /window: must be a duration like 30s, 10m, 1h or 24h/,
+    );
+    const [missingOf] = errorsOf(
+      policy(
+        '  - { id: a, description: d, when: "velocity.c > 1", score: 1 }',
+        'velocity:\n  counters:\n    c: { key: [ip], count: distinct, window: 10m }',
+      ),
+    );
+    expect(missingOf!.message).toBe('velocity.counters.c: a `distinct` counter needs `of`');
+  });
+
+  it('refuses a misspelled history feature with a suggestion', () => {
+    const [e] = errorsOf(policy('  - { id: a, description: d, when: "history.totpReuse24h > 0", score: 1 }'));
+    expect(e!.message).toMatch(/unknown field "totpReuse24h" \(did you mean "totpReuses24h"\?\)/);
+  });
+
+  it('compiles counters and history into what the decision service fetches', () => {
+    const r = compilePolicy(
+      'p.yaml',
+      policy(
+        '  - { id: a, description: d, when: "velocity.accountsPerIp >= 20 && history.failedAuthentications1h > 3", score: 1 }',
+        `${COUNTERS}\nhistory: { timeoutMs: 30, maxLagSeconds: 300 }`,
+      ),
+    );
+    expect(r.issues).toEqual([]);
+    expect(r.policy?.requirements).toMatchObject({ velocity: true, history: true });
+    expect(r.policy?.velocityCounters?.map((c) => [c.name, c.counts, c.of, c.windowMs])).toEqual([
+      ['accountsPerIp', 'distinct', 'accountId', 600_000],
+    ]);
+    expect(r.policy?.featureSettings).toEqual({
+      velocity: { timeoutMs: 50 },
+      history: { timeoutMs: 30, maxLagMs: 300_000 },
+    });
+  });
+});

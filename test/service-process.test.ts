@@ -397,7 +397,7 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
     });
   }
 
-  it('both workers answer, /metrics gathers both (labelled worker), and SIGTERM drains them all', async () => {
+  it('both workers answer, /metrics gathers both (labelled worker), they share the velocity counters, and SIGTERM drains them all', async () => {
     const p = run({ ...vendorEnv(), RISKGATE_WORKERS: '2', RISKGATE_DECISION_LOG: 'off' });
     try {
       const port = await listeningPort(p);
@@ -420,6 +420,22 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       expect(served(2)).toBeGreaterThan(0);
       expect(served(1) + served(2)).toBe(24);
       expect(metrics.match(/^# TYPE riskgate_decisions_total counter$/gm)).toHaveLength(1);
+
+      // The embedded velocity counters live in the primary: a burst spread over both workers is
+      // counted whole, and either worker reads the whole count.
+      const ip = '203.0.113.50';
+      for (let i = 0; i < 20; i++) {
+        expect((await decideOnNewConnection(port, { accountId: `burst-${i}`, ip })).status).toBe(200);
+      }
+      const accountsPerIp = async () =>
+        (
+          JSON.parse((await decideOnNewConnection(port, { accountId: 'burst-0', ip })).text) as {
+            signals: { velocity: { result: { accountsPerIp: number } } };
+          }
+        ).signals.velocity.result.accountsPerIp;
+      await expect.poll(accountsPerIp).toBe(20);
+      // Both workers: several fresh connections, every one reads 20.
+      for (let i = 0; i < 4; i++) expect(await accountsPerIp()).toBe(20);
 
       await control('PUT', '/sandbox/faults', {
         rules: [{ route: 'GET /api/v1/signals/*', latency: { kind: 'fixed', ms: 120 } }],

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { LogEvent } from '../logs/log-event.ts';
 import { createdAtNs } from '../logs/log-event.ts';
 import type { HistoryEvent, HistoryKind, HistoryReading } from './feature-store.ts';
@@ -43,7 +43,7 @@ const USER_UPDATES = new Set(['user.updated', 'admin-dashboard.user.updated']);
 
 /** The hash users and devices are kept under (the store holds no identifier in clear). */
 export function historyKey(id: string): string {
-  return createHash('sha256').update(id).digest('base64url').slice(0, 22);
+  return hash('sha256', id, 'base64url').slice(0, 22);
 }
 
 /** The history entries of one Log API event (none for the kinds the history does not keep). */

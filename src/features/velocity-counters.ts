@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { PolicyRequest, Verdict } from '../policy/policy-types.ts';
 import type { CounterOp, CounterReadings } from './feature-store.ts';
 
@@ -62,7 +62,7 @@ export function compileCounter(
   },
 ): CompiledCounter {
   const fingerprint = JSON.stringify([def.key, def.count, def.of ?? null, def.windowMs]);
-  const storeId = `${name}.${createHash('sha256').update(fingerprint).digest('base64url').slice(0, 8)}`;
+  const storeId = `${name}.${hash('sha256', fingerprint, 'base64url').slice(0, 8)}`;
   return { name, storeId, key: def.key, counts: def.count, of: def.of, windowMs: def.windowMs };
 }
 
@@ -77,11 +77,27 @@ function fieldValue(request: PolicyRequest, field: CounterField): string | undef
 
 /** A short keyed-free hash: counters need spread, not secrecy; the store sees no clear identifier. */
 function digest(text: string): string {
-  return createHash('sha256').update(text).digest('base64url').slice(0, 22);
+  return hash('sha256', text, 'base64url').slice(0, 22);
+}
+
+/** Digests of one request, each text hashed once (counters often share a key or a member). */
+type DigestCache = Map<string, string>;
+
+function cachedDigest(cache: DigestCache, text: string): string {
+  let d = cache.get(text);
+  if (d === undefined) {
+    d = digest(text);
+    cache.set(text, d);
+  }
+  return d;
 }
 
 /** The store key of `counter` for `request`; undefined when the request lacks a key field. */
-function instanceKey(counter: CompiledCounter, request: PolicyRequest): string | undefined {
+function instanceKey(
+  counter: CompiledCounter,
+  request: PolicyRequest,
+  cache: DigestCache,
+): string | undefined {
   let joined = '';
   for (const f of counter.key) {
     const v = fieldValue(request, f);
@@ -89,7 +105,7 @@ function instanceKey(counter: CompiledCounter, request: PolicyRequest): string |
     // Length-prefixed: ("a:b", "c") and ("a", "b:c") never share a key.
     joined += `${v.length}:${v}|`;
   }
-  return `${counter.storeId}:${digest(joined)}`;
+  return `${counter.storeId}:${cachedDigest(cache, joined)}`;
 }
 
 /** The counters of one decision: which to read, and which apply to the request at all. */
@@ -101,8 +117,9 @@ export interface CounterPlan {
 
 export function planCounters(counters: readonly CompiledCounter[], request: PolicyRequest): CounterPlan {
   const ops: (CounterOp | undefined)[] = [];
+  const cache: DigestCache = new Map();
   for (const c of counters) {
-    const key = instanceKey(c, request);
+    const key = instanceKey(c, request, cache);
     if (key === undefined) {
       ops.push(undefined);
       continue;
@@ -114,7 +131,8 @@ export function planCounters(counters: readonly CompiledCounter[], request: Poli
         ops.push(undefined);
         continue;
       }
-      member = digest(v);
+      // Members are told apart from keys by their prefix (a key text always holds a `|`).
+      member = cachedDigest(cache, `=${v}`);
     }
     ops.push({ key, windowMs: c.windowMs, member });
   }
