@@ -71,7 +71,6 @@ export function buildDecideBody(
 ): Record<string, unknown> {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const unitId = account.platform === 'browser' ? `${account.name}-web` : `${account.name}-app`;
-  const octet = () => 1 + Math.floor(random() * 254);
   const body: Record<string, unknown> = {
     accountId: account.name,
     ...(userId === undefined ? {} : { userId }),
@@ -80,7 +79,9 @@ export function buildDecideBody(
     verificationStatus: 'unverified',
     interactionId: loginInteractionId(account.name, account.platform, login),
     baseline: { unitId: `${account.name}-app`, verificationStatus: 'verified' },
-    ip: `${pick([203, 198, 192])}.${octet()}.${octet()}.${octet()}`,
+    // Three addresses per account (home, office, phone), as real users have: random ones would make
+    // every account look password-sprayed to the shipped policy's velocity counters.
+    ip: `192.0.${DEMO_ACCOUNTS.indexOf(account) + 2}.${1 + (login % 3)}`,
     context: {
       channel: pick(CHANNELS),
       country: pick(COUNTRIES),
