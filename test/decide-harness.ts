@@ -52,6 +52,8 @@ export interface HarnessOptions {
   policy?: { yaml: string } | string;
   deadlineMs?: number;
   sandbox?: SandboxOptions;
+  /** Another harness's sandbox (a second riskgate on the same vendor); not stopped by this one. */
+  sharedSandbox?: RunningSandbox;
   riskgate?: Partial<Omit<StartRiskgateOptions, 'config' | 'upstream' | 'apiKeys'>>;
   /** Further RISKGATE_* variables for loadConfig (e.g. admission limits). */
   env?: Record<string, string>;
@@ -92,7 +94,7 @@ function collectingLog(lines: Record<string, unknown>[]): DecisionLog {
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const sandbox = await startSandbox({ port: 0, quiet: true, ...options.sandbox });
+  const sandbox = options.sharedSandbox ?? (await startSandbox({ port: 0, quiet: true, ...options.sandbox }));
   const policyPath =
     options.policy === undefined
       ? 'policies/'
@@ -128,7 +130,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     await riskgate.ready;
     await historyCaughtUp(riskgate, options.riskgate?.logs?.now ?? Date.now);
   } catch (error) {
-    await sandbox.stop();
+    if (options.sharedSandbox === undefined) await sandbox.stop();
     throw error;
   }
 
@@ -165,7 +167,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async stop() {
       await riskgate.stop();
-      await sandbox.stop();
+      if (options.sharedSandbox === undefined) await sandbox.stop();
     },
   };
 }

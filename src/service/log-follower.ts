@@ -58,8 +58,10 @@ export interface LogFollower {
   start(): Promise<void>;
   /** Stops after the window in progress and closes the client. */
   stop(): Promise<void>;
-  /** Start of the next window, epoch ms. */
+  /** Start of the next window, epoch ms (the following replica's, when another one holds the lease). */
   cursor(): number | undefined;
+  /** Whether this process reads the Log API (on a shared store, one replica holds the lease). */
+  isFollowing(): boolean;
 }
 
 /** Undefined when the Log API is not configured. */
@@ -80,6 +82,8 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     features?.followerCheckpoint ??
     (features === undefined || features.durable ? fileCheckpoint : rereadLastDay(fileCheckpoint, now));
   const pollIntervalMs = opts.pollIntervalMs ?? 30_000;
+  let leader = true;
+  let sharedCursorMs: number | undefined;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Long enough to outlive a pause between polls; a follower that died is replaced after it.
   const leaseMs = Math.max(3 * pollIntervalMs, 5000);
@@ -92,7 +96,12 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     ...(features !== undefined && {
       startAt: now() - HISTORY_RETENTION_MS,
       deliverEmptyWindows: true,
-      mayPoll: () => features.holdFollowerLease(owner, leaseMs),
+      mayPoll: async () => {
+        leader = await features.holdFollowerLease(owner, leaseMs);
+        // Another replica follows: how far it has read is this one's lag too (the metric).
+        if (!leader) sharedCursorMs = (await features.readHistory('', now())).cursorMs;
+        return leader;
+      },
     }),
     onEvents: (events, window) => handleEvents(events, window.end, opts),
     onError: (error, window) => {
@@ -122,7 +131,8 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       await poller.stop();
       await client.close();
     },
-    cursor: () => poller.cursor(),
+    cursor: () => (leader ? poller.cursor() : sharedCursorMs),
+    isFollowing: () => leader,
   };
 }
 

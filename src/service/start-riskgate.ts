@@ -521,6 +521,11 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
         return cursor === undefined ? 0 : ((options.logs?.now ?? Date.now)() - cursor) / 1000;
       },
     );
+    metrics.observeGauge(
+      'riskgate_log_follower_leader',
+      '1 while this process reads the Log API; 0 while another replica holds the lease (its lag is shown)',
+      () => (logs.isFollowing() ? 1 : 0),
+    );
   }
 
   const ready = tokens.start();
