@@ -83,10 +83,10 @@ export function historyEventsOf(event: LogEvent): HistoryEvent[] {
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-/** The features of one user's events at `nowMs`. */
-export function historyFeatures(reading: HistoryReading, nowMs: number): HistoryFeatures {
-  const f: HistoryFeatures = {
-    lagSeconds: reading.cursorMs === undefined ? Number.POSITIVE_INFINITY : (nowMs - reading.cursorMs) / 1000,
+/** A user with nothing in the history, read with the follower `lagSeconds` behind. */
+export function quietHistory(lagSeconds: number): HistoryFeatures {
+  return {
+    lagSeconds,
     failedAuthentications10m: 0,
     failedAuthentications1h: 0,
     failedAuthentications24h: 0,
@@ -96,6 +96,13 @@ export function historyFeatures(reading: HistoryReading, nowMs: number): History
     newDevices24h: 0,
     statusChanges24h: 0,
   };
+}
+
+/** The features of one user's events at `nowMs`. */
+export function historyFeatures(reading: HistoryReading, nowMs: number): HistoryFeatures {
+  const f = quietHistory(
+    reading.cursorMs === undefined ? Number.POSITIVE_INFINITY : (nowMs - reading.cursorMs) / 1000,
+  );
   const devices1h = new Set<string>();
   const devices24h = new Set<string>();
   for (const e of reading.events) {

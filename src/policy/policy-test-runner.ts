@@ -6,7 +6,7 @@ import {
   adminDeviceSchema,
   adminUserSchema,
 } from '../admin/admin-schemas.ts';
-import type { HistoryFeatures } from '../features/history-features.ts';
+import { quietHistory } from '../features/history-features.ts';
 import { SIGNAL_TYPES } from '../signals/signal-schemas.ts';
 import { pathText } from './policy-compiler.ts';
 import { compilePolicyFile } from './policy-loader.ts';
@@ -67,19 +67,6 @@ export interface SuiteResult {
 }
 
 const BASE_TIME = 1_700_000_000;
-
-/** History of a user with nothing to remark, the follower caught up. */
-const QUIET_HISTORY: HistoryFeatures = {
-  lagSeconds: 120,
-  failedAuthentications10m: 0,
-  failedAuthentications1h: 0,
-  failedAuthentications24h: 0,
-  lockOuts24h: 0,
-  totpReuses24h: 0,
-  newDevices1h: 0,
-  newDevices24h: 0,
-  statusChanges24h: 0,
-};
 
 function baseUser(accountId: string): AdminUser {
   return {
@@ -175,7 +162,8 @@ export function buildInput(
   if (historyGiven !== undefined && 'unavailable' in historyGiven)
     featuresUnavailable.history = historyGiven.unavailable as string;
   else {
-    const history = { ...QUIET_HISTORY };
+    // The follower caught up: the Log API's own two minutes behind.
+    const history = quietHistory(120);
     for (const part of [defaults?.history, given.history]) {
       if (part !== undefined && !('unavailable' in part)) Object.assign(history, part);
     }
