@@ -16,7 +16,12 @@ let h: Harness;
 let alice: string;
 
 beforeAll(async () => {
-  h = await startHarness({ sandbox: { tokenLifetimeSeconds: 6 } });
+  // Admission control sheds only what queued past the whole deadline: this test is about tokens, and a
+  // CI machine busy with other test files stalls this process's loop past the 100 ms default.
+  h = await startHarness({
+    sandbox: { tokenLifetimeSeconds: 6 },
+    env: { RISKGATE_MAX_EVENT_LOOP_DELAY_MS: '0' },
+  });
   ({ alice } = (await lookUpUserIds(h.sandbox, ['alice'])) as { alice: string });
 });
 afterAll(() => h.stop());
@@ -28,6 +33,9 @@ async function load(untilMs: number): Promise<boolean[]> {
     Array.from({ length: 8 }, async () => {
       while (performance.now() < untilMs) {
         const { status, body } = await h.decide(demoRequest('alice', alice));
+        // A shed decision (the machine starved this process past the deadline) says so; anything
+        // else than an answer would be the token's fault.
+        if (status === 503 && body.code === 'RG_ERR_OVERLOADED') continue;
         expect(status).toBe(200);
         degraded.push(body.degraded === true);
       }
