@@ -223,9 +223,18 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
     while (running) {
       let wait = 0;
       try {
-        if (opts.mayPoll !== undefined && !(await opts.mayPoll())) {
-          if (running) await sleep(pollIntervalMs);
-          continue;
+        if (opts.mayPoll !== undefined) {
+          let may = false;
+          try {
+            may = await opts.mayPoll();
+          } catch (err) {
+            // The lease's store failed: ask again after a pause, not after the backoff cap.
+            opts.onError?.(err as Error, undefined);
+          }
+          if (!may) {
+            if (running) await sleep(pollIntervalMs);
+            continue;
+          }
         }
         const o = await pollOnce();
         if (o.kind === 'idle' || (o.kind === 'delivered' && o.caughtUp)) wait = pollIntervalMs;

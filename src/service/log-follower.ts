@@ -82,8 +82,11 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     features?.followerCheckpoint ??
     (features === undefined || features.durable ? fileCheckpoint : rereadLastDay(fileCheckpoint, now));
   const pollIntervalMs = opts.pollIntervalMs ?? 30_000;
-  let leader = true;
+  let leader = features === undefined;
+  let leaseUntilMs = 0;
   let sharedCursorMs: number | undefined;
+  // Following means holding a lease that has not lapsed (a renewal that failed does not count).
+  const following = () => features === undefined || (leader && Date.now() < leaseUntilMs);
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Long enough to outlive a pause between polls; a follower that died is replaced after it.
   const leaseMs = Math.max(3 * pollIntervalMs, 5000);
@@ -97,7 +100,9 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       startAt: now() - HISTORY_RETENTION_MS,
       deliverEmptyWindows: true,
       mayPoll: async () => {
+        const askedAt = Date.now();
         leader = await features.holdFollowerLease(owner, leaseMs);
+        leaseUntilMs = leader ? askedAt + leaseMs : 0;
         // Another replica follows: how far it has read is this one's lag too (the metric).
         if (!leader) sharedCursorMs = (await features.readHistory('', now())).cursorMs;
         return leader;
@@ -131,8 +136,8 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       await poller.stop();
       await client.close();
     },
-    cursor: () => (leader ? poller.cursor() : sharedCursorMs),
-    isFollowing: () => leader,
+    cursor: () => (following() ? poller.cursor() : (sharedCursorMs ?? poller.cursor())),
+    isFollowing: following,
   };
 }
 
