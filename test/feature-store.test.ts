@@ -136,3 +136,22 @@ if (redisAvailable()) {
     },
   );
 }
+
+describe('the memory feature store under a flood of new keys', () => {
+  it('stays within its bound, forgetting the least recently used counters first', async () => {
+    const store = new MemoryFeatureStore({ maxCounterUnits: 300, maxHistoryEvents: 50 });
+    const op = (i: number) => ({ key: `flood-${i}`, windowMs: TEN_MINUTES });
+    for (let i = 0; i < 1000; i++) await store.recordCounters([op(i)], T0);
+    // Count instances weigh 3 units: the newest 100 are kept, the oldest are gone.
+    expect((await store.readCounters([op(0), op(899), op(900), op(999)], T0)).counts).toEqual([0, 0, 1, 1]);
+    const events = Array.from({ length: 200 }, (_, i) => ({
+      userKey: `u${i}`,
+      kind: 'failed' as const,
+      atMs: T0,
+      eventId: `e${i}`,
+    }));
+    await store.recordHistory(events, T0);
+    expect((await store.readHistory('u0', T0)).events).toHaveLength(0);
+    expect((await store.readHistory('u199', T0)).events).toHaveLength(1);
+  });
+});

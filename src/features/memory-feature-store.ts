@@ -36,12 +36,13 @@ const SLOTS = COUNTER_BUCKETS + 1;
 
 export interface MemoryFeatureStoreOptions {
   /**
-   * Counter memory, in entries: one per count instance, one per distinct member. Default 2,000,000
-   * (a few hundred MB at worst); past it the least recently used instances go first.
+   * Counter memory, in units of about 120 bytes: a distinct member is one, a count instance (a ring
+   * of 13 sub-windows) three. Default 500,000 (about 60 MB at most); past it the least recently
+   * used instances go first, so a flood of new keys (a stuffing list's IPs) cannot grow the heap.
    */
-  maxCounterEntries?: number;
-  /** Users whose history is kept. Default 200,000 (least recently updated go first). */
-  maxHistoryUsers?: number;
+  maxCounterUnits?: number;
+  /** History events kept, all users together (about 150 bytes each). Default 300,000 (about 45 MB). */
+  maxHistoryEvents?: number;
 }
 
 export class MemoryFeatureStore implements FeatureStore {
@@ -55,12 +56,15 @@ export class MemoryFeatureStore implements FeatureStore {
 
   constructor(options: MemoryFeatureStoreOptions = {}) {
     this.#counters = new LRUCache<string, CounterEntry>({
-      maxSize: options.maxCounterEntries ?? 2_000_000,
-      sizeCalculation: (e) => (e.kind === 'count' ? 1 : Math.max(1, e.lastSeen.size)),
+      maxSize: options.maxCounterUnits ?? 500_000,
+      sizeCalculation: (e) => (e.kind === 'count' ? 3 : Math.max(1, e.lastSeen.size)),
       // Expiry is checked on read; nothing sweeps (no timers in a store).
       ttlAutopurge: false,
     });
-    this.#history = new LRUCache<string, HistoryEvent[]>({ max: options.maxHistoryUsers ?? 200_000 });
+    this.#history = new LRUCache<string, HistoryEvent[]>({
+      maxSize: options.maxHistoryEvents ?? 300_000,
+      sizeCalculation: (list) => Math.max(1, list.length),
+    });
   }
 
   /** Synchronous form of `readCounters` (the IPC host answers with it). */
@@ -146,12 +150,16 @@ export class MemoryFeatureStore implements FeatureStore {
     }
     const oldest = cursorMs - HISTORY_RETENTION_MS;
     for (const userKey of touched) {
-      const list = this.#history.get(userKey)!;
+      // A flood of users in one window may have evicted an earlier one already.
+      const list = this.#history.get(userKey);
+      if (list === undefined) continue;
       list.sort((a, b) => a.atMs - b.atMs);
       let drop = 0;
       while (drop < list.length && list[drop]!.atMs < oldest) drop++;
       drop = Math.max(drop, list.length - HISTORY_MAX_EVENTS_PER_USER);
       if (drop > 0) list.splice(0, drop);
+      // Set again: the list grew in place, and the cache bounds the events, not the users.
+      this.#history.set(userKey, list);
     }
     if (this.#cursorMs === undefined || cursorMs > this.#cursorMs) this.#cursorMs = cursorMs;
   }
