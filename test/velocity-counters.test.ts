@@ -118,6 +118,11 @@ describe.runIf(redisAvailable())('velocity counters on a Redis that hangs', () =
     } finally {
       redis.resume();
     }
+    // The hung reads are in the metrics, beside the vendor's calls.
+    const metrics = await (await h.ops('/metrics')).text();
+    expect(metrics).toMatch(
+      /^riskgate_upstream_errors_total\{upstream="features",operation="velocity",code="timeout"\} [1-9]/m,
+    );
     // Back: counted again (the count lost while hung is a count, never a login).
     await expect
       .poll(async () => {

@@ -485,6 +485,17 @@ function afterDecision(
   span: DecisionSpan | undefined,
 ): void {
   const { decision, policy } = run;
+  // The feature store's reads, beside the vendor's calls: latency, and failures by reason.
+  for (const call of run.calls) {
+    if (call.name === 'velocity' || call.name === 'history') {
+      deps.metrics.recordUpstreamCall(
+        'features',
+        call.name,
+        call.durationMs,
+        call.outcome === 'ok' ? undefined : call.outcome,
+      );
+    }
+  }
   // Counted once decided (the answer is out): a request never counts itself twice.
   if (run.counters !== undefined)
     deps.decide.features?.record(run.counters, response.verdict, run.receivedAt.getTime());
