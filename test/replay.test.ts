@@ -111,3 +111,19 @@ describe('riskgate replay', () => {
     expect((await cli(['replay', log])).code).toBe(2);
   });
 });
+
+describe('replay of a line that recorded fewer counters than the candidate reads', () => {
+  it('reads the unrecorded counter as 0 (it counted nothing then) and lists it as uncertain', async () => {
+    const line = JSON.parse(readFileSync('bench/fixtures/decision-lines.jsonl', 'utf8').split('\n')[0]!);
+    // Recorded by a policy that had only accountsPerIp; the shipped one also reads ipsPerAccount.
+    line.inputs.velocity = { accountsPerIp: 1 };
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-replay-counters-'));
+    const file = join(dir, 'line.jsonl');
+    writeFileSync(file, `${JSON.stringify(line)}\n`);
+    const report = await replayDecisions(await loadPolicy('policies/'), [file]);
+    expect(report.missingInputs['velocity.ipsPerAccount']).toBe(1);
+    // Evaluated with 0, not failing on a missing key (which fails closed and counts the rule).
+    expect(report.rules['password-spraying']).toEqual({ before: 0, after: 0 });
+    expect(report.matrix.allow.allow).toBe(1);
+  });
+});

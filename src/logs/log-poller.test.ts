@@ -126,3 +126,33 @@ describe('log poller windows', () => {
     expect(store.current()!.cursorMs).toBe(T0 - 120_000);
   });
 });
+
+describe('log poller under a lease (mayPoll)', () => {
+  it('reads the checkpoint again once it may poll, after another replica moved it', async () => {
+    const { client, requests } = source([]);
+    const store = createMemoryCheckpointStore();
+    let may = false;
+    const asked: boolean[] = [];
+    const p = createLogPoller({
+      client,
+      checkpointStore: store,
+      onEvents: () => {},
+      startAt: T0 - 3 * H,
+      now: () => T0,
+      pollIntervalMs: 1,
+      mayPoll: async () => {
+        asked.push(may);
+        return may;
+      },
+    });
+    await p.start();
+    while (asked.length < 2) await new Promise((r) => setTimeout(r, 1));
+    // Meanwhile the replica holding the lease read up to ten minutes ago.
+    await store.save({ version: 1, cursorMs: T0 - 600_000, seen: [] });
+    may = true;
+    while (requests.length === 0) await new Promise((r) => setTimeout(r, 1));
+    await p.stop();
+    // From its checkpoint (less the overlap), not from where this replica stood when it started.
+    expect(requests[0]!.start).toBe(T0 - 600_000 - 30_000);
+  });
+});

@@ -232,6 +232,8 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
             opts.onError?.(err as Error, undefined);
           }
           if (!may) {
+            // Another replica moves the checkpoint meanwhile: read it again before polling next.
+            state = undefined;
             if (running) await sleep(pollIntervalMs);
             continue;
           }

@@ -154,6 +154,8 @@ export async function replayDecisions(
       const d = read.decision;
       report.decisions++;
       report.revisions[d.recorded.revision] = (report.revisions[d.recorded.revision] ?? 0) + 1;
+      // Before evaluating: it fills the counters a line did not record (they read 0).
+      const missing = missingFor(policy, d);
       const outcome = policy.evaluate(d.input);
       report.matrix[d.recorded.verdict][outcome.verdict]++;
       for (const id of d.recorded.rules) rule(id).before++;
@@ -167,7 +169,6 @@ export async function replayDecisions(
       shiftSum += shift;
       if (shift > 0) report.score.up++;
       else if (shift < 0) report.score.down++;
-      const missing = missingFor(policy, d);
       if (missing !== undefined)
         for (const m of missing) report.missingInputs[m] = (report.missingInputs[m] ?? 0) + 1;
       if (outcome.verdict !== d.recorded.verdict) {
