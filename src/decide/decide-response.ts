@@ -252,11 +252,8 @@ export function isDegraded(run: DecisionRun): boolean {
   for (const outcome of Object.values(run.input.signals)) {
     if (outcome.status === 'unavailable' && outcome.reason !== NOT_APPLICABLE) return true;
   }
-  const features = run.input.featuresUnavailable;
-  if (features !== undefined) {
-    // `not_configured` is how riskgate was started, not a failing input; it reads unavailable all the same.
-    if (features.velocity !== undefined || features.history !== undefined) return true;
-  }
+  // Every feature read that did not answer counts, `not_configured` included.
+  if (run.input.featuresUnavailable !== undefined) return true;
   const admin = run.input.adminUnavailable;
   if (admin === undefined) return false;
   return (

@@ -3,7 +3,7 @@ import type { OneTimeCode } from '../admin/admin-responses.ts';
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { FeatureReader } from '../features/feature-reader.ts';
-import type { HistoryFeatures } from '../features/history-features.ts';
+import { DEFAULT_HISTORY_MAX_LAG_SECONDS, type HistoryFeatures } from '../features/history-features.ts';
 import { type CompiledCounter, type CounterPlan, planCounters } from '../features/velocity-counters.ts';
 import type {
   AdminReadSettings,
@@ -310,7 +310,11 @@ export async function runDecision(
     else {
       start(
         'history',
-        features.readHistory(request.userId, now, settings?.maxLagMs ?? 600_000),
+        features.readHistory(
+          request.userId,
+          now,
+          settings?.maxLagMs ?? DEFAULT_HISTORY_MAX_LAG_SECONDS * 1000,
+        ),
         (r) => {
           if (r.ok) history = r.value;
           else featuresUnavailable.history = unavailableReason(r.error);

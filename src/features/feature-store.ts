@@ -72,6 +72,8 @@ export interface FeatureStore {
    * Several replicas on a shared store read the Log API once between them.
    */
   holdFollowerLease(owner: string, ttlMs: number): Promise<boolean>;
+  /** How far the follower has read (epoch ms), or undefined before its first window. */
+  followerCursor(): Promise<number | undefined>;
   /** Where the follower keeps its checkpoint when the store is shared (undefined: the state dir's file). */
   readonly followerCheckpoint?: CheckpointStore | undefined;
   /** False when the store starts empty on every start (memory): the follower reads the last 24 h again. */

@@ -1,6 +1,5 @@
 import { hash } from 'node:crypto';
-import type { LogEvent } from '../logs/log-event.ts';
-import { createdAtNs } from '../logs/log-event.ts';
+import { createdAtNs, type LogEvent } from '../logs/log-event.ts';
 import type { HistoryEvent, HistoryKind, HistoryReading } from './feature-store.ts';
 
 /**
@@ -8,6 +7,9 @@ import type { HistoryEvent, HistoryKind, HistoryReading } from './feature-store.
  * read (`history.<feature>` in CEL). The follower turns events into `HistoryEvent`s; a decision
  * reads the user's last 24 hours and counts them here.
  */
+
+/** `history.maxLagSeconds` when the policy sets none. */
+export const DEFAULT_HISTORY_MAX_LAG_SECONDS = 600;
 
 /** The features, by the name policies use. Counts over the window in the name. */
 export interface HistoryFeatures {

@@ -21,7 +21,8 @@ type Operation =
   | { op: 'recordCounters'; ops: CounterOp[]; nowMs: number }
   | { op: 'recordHistory'; events: HistoryEvent[]; cursorMs: number }
   | { op: 'readHistory'; userKey: string; nowMs: number }
-  | { op: 'holdFollowerLease'; owner: string; ttlMs: number };
+  | { op: 'holdFollowerLease'; owner: string; ttlMs: number }
+  | { op: 'followerCursor' };
 
 export type FeaturesRequest = { type: typeof FEATURES_REQUEST; id: number } & Operation;
 export interface FeaturesReply {
@@ -50,6 +51,9 @@ export function answerFeaturesRequest(store: MemoryFeatureStore, m: FeaturesRequ
         break;
       case 'holdFollowerLease':
         result = store.holdFollowerLeaseNow(m.owner, m.ttlMs);
+        break;
+      case 'followerCursor':
+        result = store.followerCursorNow();
         break;
     }
     return { type: FEATURES_REPLY, id: m.id, result };
@@ -141,6 +145,10 @@ export class IpcFeatureStore implements FeatureStore {
 
   holdFollowerLease(owner: string, ttlMs: number): Promise<boolean> {
     return this.#call({ op: 'holdFollowerLease', owner, ttlMs });
+  }
+
+  followerCursor(): Promise<number | undefined> {
+    return this.#call({ op: 'followerCursor' });
   }
 
   close(): Promise<void> {

@@ -180,6 +180,14 @@ export class MemoryFeatureStore implements FeatureStore {
     return Promise.resolve(this.readHistoryNow(userKey, nowMs));
   }
 
+  followerCursorNow(): number | undefined {
+    return this.#cursorMs;
+  }
+
+  followerCursor(): Promise<number | undefined> {
+    return Promise.resolve(this.#cursorMs);
+  }
+
   /** Synchronous form of `holdFollowerLease`. */
   holdFollowerLeaseNow(owner: string, ttlMs: number, nowMs = Date.now()): boolean {
     if (this.#lease === undefined || this.#lease.owner === owner || this.#lease.untilMs <= nowMs) {

@@ -243,6 +243,11 @@ export class RedisFeatureStore implements FeatureStore {
     return (await this.#run('holdLease', HOLD_LEASE, [owner, ttlMs])) === 1;
   }
 
+  async followerCursor(): Promise<number | undefined> {
+    const cursor = await this.#client.get(`${this.#prefix}cursor`);
+    return cursor === null ? undefined : Number(cursor);
+  }
+
   async close(): Promise<void> {
     await this.#client.close().catch(() => this.#client.destroy());
   }

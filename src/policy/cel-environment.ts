@@ -1,4 +1,5 @@
 import { Environment } from '@marcbachmann/cel-js';
+import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
 import { checkEvaluationBudget } from './evaluation-budget.ts';
 import { type Cidr, cidrContains, parseCidr, parseIp } from './ip-cidr.ts';
 import type { PolicySignalName } from './policy-types.ts';
@@ -181,15 +182,7 @@ export class HistoryView {
 export const HISTORY_FIELDS: Record<string, string> = {
   available: 'bool',
   reason: 'string',
-  lagSeconds: 'double',
-  failedAuthentications10m: 'double',
-  failedAuthentications1h: 'double',
-  failedAuthentications24h: 'double',
-  lockOuts24h: 'double',
-  totpReuses24h: 'double',
-  newDevices1h: 'double',
-  newDevices24h: 'double',
-  statusChanges24h: 'double',
+  ...Object.fromEntries(HISTORY_FEATURE_NAMES.map((name) => [name, 'double'])),
 };
 
 /** The activation object handed to every compiled expression. One per compiled policy, refilled. */

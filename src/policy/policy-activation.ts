@@ -1,4 +1,5 @@
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
+import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
 import type { SupportingSignalType } from '../signals/signal-schemas.ts';
 import type {
   Activation,
@@ -358,14 +359,6 @@ function fillHistory(act: Activation, input: PolicyInput): boolean {
   const h = input.history;
   v.available = h !== undefined;
   v.reason = h === undefined ? (input.featuresUnavailable?.history ?? MISSING_REASON) : '';
-  v.lagSeconds = h?.lagSeconds ?? 0;
-  v.failedAuthentications10m = h?.failedAuthentications10m ?? 0;
-  v.failedAuthentications1h = h?.failedAuthentications1h ?? 0;
-  v.failedAuthentications24h = h?.failedAuthentications24h ?? 0;
-  v.lockOuts24h = h?.lockOuts24h ?? 0;
-  v.totpReuses24h = h?.totpReuses24h ?? 0;
-  v.newDevices1h = h?.newDevices1h ?? 0;
-  v.newDevices24h = h?.newDevices24h ?? 0;
-  v.statusChanges24h = h?.statusChanges24h ?? 0;
+  for (const name of HISTORY_FEATURE_NAMES) v[name] = h?.[name] ?? 0;
   return h !== undefined;
 }

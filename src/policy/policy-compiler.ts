@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { z } from 'zod';
+import { DEFAULT_HISTORY_MAX_LAG_SECONDS } from '../features/history-features.ts';
 import {
   type CompiledCounter,
   type CounterField,
@@ -55,9 +56,6 @@ export const DEFAULT_TIMEOUT_MS = 250;
 
 /** Timeout of the velocity and history reads when the policy sets none, milliseconds. */
 export const DEFAULT_FEATURE_TIMEOUT_MS = 50;
-
-/** `history.maxLagSeconds` when the policy sets none. */
-export const DEFAULT_HISTORY_MAX_LAG_SECONDS = 600;
 
 export interface CompileOptions {
   /** Clock for "override already expired" warnings. Default: the wall clock. */

@@ -148,30 +148,36 @@ export function buildInput(
   }
   // Velocity and history: a quiet login unless given (each counter 0, history caught up).
   const featuresUnavailable: { velocity?: string; history?: string } = {};
-  const velocityGiven = given.velocity ?? defaults?.velocity;
-  if (velocityGiven !== undefined && 'unavailable' in velocityGiven)
-    featuresUnavailable.velocity = velocityGiven.unavailable as string;
-  else {
-    const velocity: Record<string, number> = Object.fromEntries(counterNames.map((n) => [n, 0]));
-    for (const part of [defaults?.velocity, given.velocity]) {
-      if (part !== undefined && !('unavailable' in part)) Object.assign(velocity, part);
-    }
-    input.velocity = velocity;
-  }
-  const historyGiven = given.history ?? defaults?.history;
-  if (historyGiven !== undefined && 'unavailable' in historyGiven)
-    featuresUnavailable.history = historyGiven.unavailable as string;
-  else {
-    // The follower caught up: the Log API's own two minutes behind.
-    const history = quietHistory(120);
-    for (const part of [defaults?.history, given.history]) {
-      if (part !== undefined && !('unavailable' in part)) Object.assign(history, part);
-    }
-    input.history = history;
-  }
+  const velocity = givenFeature(
+    Object.fromEntries(counterNames.map((n): [string, number] => [n, 0])),
+    defaults?.velocity,
+    given.velocity,
+  );
+  if ('unavailable' in velocity) featuresUnavailable.velocity = velocity.unavailable;
+  else input.velocity = velocity.value;
+  // The follower caught up: the Log API's own two minutes behind.
+  const history = givenFeature(quietHistory(120), defaults?.history, given.history);
+  if ('unavailable' in history) featuresUnavailable.history = history.unavailable;
+  else input.history = history.value;
   if (featuresUnavailable.velocity !== undefined || featuresUnavailable.history !== undefined)
     input.featuresUnavailable = featuresUnavailable;
   return input;
+}
+
+/**
+ * A feature read of one case: unavailable when the case (or else the defaults) says so, otherwise
+ * `base` with the defaults' values and then the case's over it.
+ */
+function givenFeature<T extends object>(
+  base: T,
+  defaults: Partial<T> | { unavailable: string } | undefined,
+  given: Partial<T> | { unavailable: string } | undefined,
+): { value: T } | { unavailable: string } {
+  const chosen = given ?? defaults;
+  if (chosen !== undefined && 'unavailable' in chosen) return { unavailable: chosen.unavailable };
+  for (const part of [defaults, given])
+    if (part !== undefined && !('unavailable' in part)) Object.assign(base, part);
+  return { value: base };
 }
 
 function sameSet(a: readonly string[], b: readonly string[]): boolean {

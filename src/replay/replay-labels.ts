@@ -71,12 +71,12 @@ export class LabelTally {
   }
 
   /** One replayed decision: its id, the candidate's verdict and matched rules. */
-  add(decisionId: string, verdict: string, ruleIds: readonly string[]): void {
+  add(decisionId: string, verdict: string, matched: readonly { id: string }[]): void {
     const label = this.#labels.get(decisionId);
     if (label === undefined || this.#seen.has(decisionId)) return;
     this.#seen.add(decisionId);
     this.#labelled[label]++;
-    for (const id of ruleIds) {
+    for (const { id } of matched) {
       let r = this.#rules.get(id);
       if (r === undefined) {
         r = { fraud: 0, legit: 0 };

@@ -160,11 +160,7 @@ export async function replayDecisions(
       report.matrix[d.recorded.verdict][outcome.verdict]++;
       for (const id of d.recorded.rules) rule(id).before++;
       for (const m of outcome.matchedRules) rule(m.id).after++;
-      tally?.add(
-        d.decisionId,
-        outcome.verdict,
-        outcome.matchedRules.map((m) => m.id),
-      );
+      tally?.add(d.decisionId, outcome.verdict, outcome.matchedRules);
       const shift = outcome.score - d.recorded.score;
       shiftSum += shift;
       if (shift > 0) report.score.up++;

@@ -82,11 +82,10 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     features?.followerCheckpoint ??
     (features === undefined || features.durable ? fileCheckpoint : rereadLastDay(fileCheckpoint, now));
   const pollIntervalMs = opts.pollIntervalMs ?? 30_000;
-  let leader = features === undefined;
   let leaseUntilMs = 0;
   let sharedCursorMs: number | undefined;
   // Following means holding a lease that has not lapsed (a renewal that failed does not count).
-  const following = () => features === undefined || (leader && Date.now() < leaseUntilMs);
+  const following = () => features === undefined || Date.now() < leaseUntilMs;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Long enough to outlive a pause between polls; a follower that died is replaced after it.
   const leaseMs = Math.max(3 * pollIntervalMs, 5000);
@@ -101,11 +100,11 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       deliverEmptyWindows: true,
       mayPoll: async () => {
         const askedAt = Date.now();
-        leader = await features.holdFollowerLease(owner, leaseMs);
-        leaseUntilMs = leader ? askedAt + leaseMs : 0;
+        const held = await features.holdFollowerLease(owner, leaseMs);
+        leaseUntilMs = held ? askedAt + leaseMs : 0;
         // Another replica follows: how far it has read is this one's lag too (the metric).
-        if (!leader) sharedCursorMs = (await features.readHistory('', now())).cursorMs;
-        return leader;
+        if (!held) sharedCursorMs = await features.followerCursor();
+        return held;
       },
     }),
     onEvents: (events, window) => handleEvents(events, window.end, opts),
