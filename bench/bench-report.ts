@@ -258,12 +258,12 @@ function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): s
     '',
     `Capacity (closed loop, ${o.capacity.connections} connections): **${o.capacity.requestsPerSecond}/s** (p99 ${o.capacity.p99Ms} ms, non-2xx ${o.capacity.non2xx}). Then open loop at multiples of it, one step after the other:`,
     '',
-    '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | riskgate CPU % |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | 503 p50 / p99 ms | generator lag p99 ms | riskgate CPU % |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const st of o.steps) {
     lines.push(
-      `| ${st.multiplier}x | ${st.rate} | ${st.achievedRate} | ${(st.withinDeadlineShare * 100).toFixed(1)} % | ${(st.goodputOfCapacity * 100).toFixed(1)} % | ${st.shed} | ${st.timeouts} | ${st.otherErrors} | ${st.p50Ms} | ${st.p99Ms} | ${st.riskgateCorePct} |`,
+      `| ${st.multiplier}x | ${st.rate} | ${st.achievedRate} | ${(st.withinDeadlineShare * 100).toFixed(1)} % | ${(st.goodputOfCapacity * 100).toFixed(1)} % | ${st.shed} | ${st.timeouts} | ${st.otherErrors} | ${st.p50Ms} | ${st.p99Ms} | ${st.shedP50Ms ?? '–'} / ${st.shedP99Ms ?? '–'} | ${st.sendLagP99Ms ?? '–'} | ${st.riskgateCorePct} |`,
     );
   }
   const series = o.steps.at(-1)?.perSecondP99Ms;

@@ -72,6 +72,8 @@ export interface OpenLoopResult {
   serviceTimeUs: LatencySummary;
   /** Actual send − intended send: how far behind schedule the generator itself ran. */
   sendLagUs: LatencySummary;
+  /** Intended send → end of body of the 503 answers (shed): how fast a refusal is. */
+  shedLatencyUs: LatencySummary;
   /** Slowest upstream call per decision, from Server-Timing: the floor. */
   slowestUpstreamUs: LatencySummary;
   /** Server-Timing `total` − slowest upstream: orchestration overhead inside riskgate. */
@@ -122,6 +124,7 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
   const latency = createMicrosecondHistogram();
   const serviceTime = createMicrosecondHistogram();
   const sendLag = createMicrosecondHistogram();
+  const shedLatency = createMicrosecondHistogram();
   const slowestUpstream = createMicrosecondHistogram();
   const overheadServer = createMicrosecondHistogram();
   const overheadEndToEnd = createMicrosecondHistogram();
@@ -176,6 +179,7 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
         if (response.statusCode < 200 || response.statusCode > 299) {
           const key = String(response.statusCode);
           errors.status[key] = (errors.status[key] ?? 0) + 1;
+          if (response.statusCode === 503) recordMicros(shedLatency, (endMs - intendedMs) * 1000);
           return;
         }
         ok++;
@@ -252,6 +256,7 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
     latencyUs: summarize(latency),
     serviceTimeUs: summarize(serviceTime),
     sendLagUs: summarize(sendLag),
+    shedLatencyUs: summarize(shedLatency),
     slowestUpstreamUs: summarize(slowestUpstream),
     overheadServerUs: summarize(overheadServer),
     overheadEndToEndUs: summarize(overheadEndToEnd),

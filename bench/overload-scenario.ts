@@ -25,6 +25,11 @@ export interface OverloadStep {
   /** Latency of the 2xx answers from their intended send, ms. */
   p50Ms: number;
   p99Ms: number;
+  /** Latency of the shed (503) answers from their intended send, ms. */
+  shedP50Ms: number;
+  shedP99Ms: number;
+  /** How late the generator itself sent, p99, ms: past a few ms the step measures the generator. */
+  sendLagP99Ms: number;
   riskgateCorePct: number;
   /** Per-second p99 of the 2xx answers (the recovery step only). */
   perSecondP99Ms?: number[];
@@ -97,6 +102,9 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
           .reduce((a, [, n]) => a + n, 0),
       p50Ms: r1(load.latencyUs.p50 / 1000),
       p99Ms: r1(load.latencyUs.p99 / 1000),
+      shedP50Ms: r1(load.shedLatencyUs.p50 / 1000),
+      shedP99Ms: r1(load.shedLatencyUs.p99 / 1000),
+      sendLagP99Ms: r1(load.sendLagUs.p99 / 1000),
       riskgateCorePct: r1((cpuUs / wallUs) * 100),
       ...(load.perSecondP99Ms !== undefined && { perSecondP99Ms: load.perSecondP99Ms }),
     });

@@ -1,0 +1,266 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
+import { medianOf } from './bench-median.ts';
+import {
+  freePort,
+  type Generator,
+  planPinning,
+  processCpuUs,
+  type ServerProcess,
+  startGenerator,
+  startServer,
+} from './bench-processes.ts';
+import { writeBenchScenario } from './bench-scenario.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
+import { lookUpUserIds } from './demo-users.ts';
+import type { CannonResult } from './open-loop-generator.ts';
+
+/**
+ * What a refusal costs against what a decision costs, in one riskgate build, on one pinned core,
+ * closed loop (autocannon), so the figures are per request with the loop busy (no idle overhead):
+ *
+ * - **shed**: `POST /decide` refused by admission control (a riskgate with `RISKGATE_MAX_IN_FLIGHT=1`
+ *   whose one admitted decision waits on a vendor that answers in 10 s, so every other request is
+ *   shed: the real listener, admission check, 503 and metrics);
+ * - **hello**: `GET /bench/hello` on the same server (node:http + hono, no decision): the transport;
+ * - **decide**: `POST /decide` on a second riskgate with the defaults, the vendor answering at once.
+ *
+ * Under a burst of k times capacity, riskgate spends the CPU of (k − 1) refusals per admitted
+ * decision, so the share of capacity it can still serve is at most (1 − k·x) / (1 − x) with
+ * x = shed ÷ decide: the ceiling the overload scenario's goodput goal (≥ 90 % at 5x) runs into.
+ *
+ *   npx tsx bench/shed-cost.ts [--duration 5] [--connections 32] [--runs 3] [--json]
+ */
+
+interface RunFigures {
+  shedUs: number;
+  helloUs: number;
+  decideUs: number;
+  shedPerS: number;
+  helloPerS: number;
+  decidePerS: number;
+  /** Share of the shed run's answers that were 503 (should be ~1). */
+  shedShare: number;
+}
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '32' },
+    runs: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const durationS = Number(values.duration);
+const connections = Number(values.connections);
+const runs = Number(values.runs);
+
+const progress = (m: string) => process.stderr.write(`[shed-cost] ${m}\n`);
+
+async function main(): Promise<void> {
+  const pinning = planPinning(true);
+  progress(`pinning: ${pinning.note}`);
+  const scenarioDir = await mkdtemp(join(tmpdir(), 'riskgate-shed-cost-'));
+  const servers: ServerProcess[] = [];
+  let generator: Generator | undefined;
+  try {
+    const sandboxPort = await freePort();
+    const sandbox = await startServer({
+      name: 'sandbox',
+      entry: 'src/sandbox/main.ts',
+      port: sandboxPort,
+      cpu: pinning.sandbox,
+      env: {
+        SANDBOX_PORT: String(sandboxPort),
+        SANDBOX_SCENARIO: await writeBenchScenario(scenarioDir, loginsPerAccount(1)),
+      },
+      readyPath: '/sandbox/stats',
+    });
+    servers.push(sandbox);
+    const userIds = await lookUpUserIds(
+      sandbox.url,
+      DEMO_ACCOUNTS.map((a) => a.name),
+    );
+    const bodies = buildDecideBodies(1, userIds);
+    const apiKey = `bench-${randomBytes(16).toString('hex')}`;
+    const c = DEFAULT_CREDENTIALS;
+    const riskgateEnv = (port: number, extra: Record<string, string>) => ({
+      RISKGATE_PORT: String(port),
+      RISKGATE_SIGNALS_URL: `${sandbox.url}/api/v1`,
+      RISKGATE_AUTH_URL: sandbox.url,
+      RISKGATE_ADMIN_URL: sandbox.url,
+      RISKGATE_LOGS_URL: sandbox.url,
+      RISKGATE_SERVICE_ID: c.serviceId,
+      RISKGATE_CLIENT_ID: c.retrievalClientId,
+      RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
+      RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
+      RISKGATE_SIGNALS_IDP: c.idp,
+      RISKGATE_ADMIN_API_KEY: c.adminApiKey,
+      RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
+      RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
+      RISKGATE_API_KEYS: apiKey,
+      RISKGATE_DECISION_LOG: 'off',
+      RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-shed-cost-state-')),
+      RISKGATE_WORKERS: '1',
+      ...extra,
+    });
+    const start = async (name: string, extra: Record<string, string>) => {
+      const port = await freePort();
+      const server = await startServer({
+        name,
+        entry: 'bench/riskgate-under-bench.ts',
+        port,
+        cpu: pinning.riskgate,
+        env: riskgateEnv(port, extra),
+        readyPath: '/readyz',
+      });
+      servers.push(server);
+      return server;
+    };
+    // The shedding riskgate's vendor is a second sandbox whose signals take 10 s: its one admitted
+    // decision holds the only slot until its deadline, again and again.
+    const slowPort = await freePort();
+    const slow = await startServer({
+      name: 'slow-sandbox',
+      entry: 'src/sandbox/main.ts',
+      port: slowPort,
+      cpu: pinning.sandbox,
+      env: {
+        SANDBOX_PORT: String(slowPort),
+        SANDBOX_SCENARIO: await writeBenchScenario(scenarioDir, loginsPerAccount(1)),
+      },
+      readyPath: '/sandbox/stats',
+    });
+    servers.push(slow);
+    await setLatency(slow.url, 10_000);
+    const slowIds = await lookUpUserIds(
+      slow.url,
+      DEMO_ACCOUNTS.map((a) => a.name),
+    );
+    const slowBodies = buildDecideBodies(1, slowIds);
+    const shedPort = await freePort();
+    const shedServer = await startServer({
+      name: 'riskgate-shedding',
+      entry: 'bench/riskgate-under-bench.ts',
+      port: shedPort,
+      cpu: pinning.riskgate,
+      env: {
+        ...riskgateEnv(shedPort, { RISKGATE_MAX_IN_FLIGHT: '1' }),
+        RISKGATE_SIGNALS_URL: `${slow.url}/api/v1`,
+        RISKGATE_AUTH_URL: slow.url,
+        RISKGATE_ADMIN_URL: slow.url,
+        RISKGATE_LOGS_URL: slow.url,
+      },
+      readyPath: '/readyz',
+    });
+    servers.push(shedServer);
+    const deciding = await start('riskgate', {});
+    generator = await startGenerator(pinning.load);
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+    const cannon = (server: ServerProcess, method: 'GET' | 'POST', path: string, b: string[], s: number) =>
+      generator!.run<CannonResult>({
+        type: 'cannon',
+        url: `${server.url}${path}`,
+        method,
+        headers: method === 'POST' ? headers : {},
+        bodies: b,
+        connections,
+        durationS: s,
+      });
+    const measure = async (
+      server: ServerProcess,
+      method: 'GET' | 'POST',
+      path: string,
+      b: string[],
+    ): Promise<{ usPerRequest: number; perS: number; result: CannonResult }> => {
+      const before = processCpuUs(server.pid)!;
+      const result = await cannon(server, method, path, b, durationS);
+      const cpuUs = processCpuUs(server.pid)! - before;
+      return {
+        usPerRequest: Math.round((cpuUs / Math.max(1, result.requests)) * 10) / 10,
+        perS: Math.round(result.requests / result.durationS),
+        result,
+      };
+    };
+    // Warm-up: the JIT and the connections.
+    progress('warming up');
+    await cannon(shedServer, 'POST', '/decide', slowBodies, 2);
+    await cannon(shedServer, 'GET', '/bench/hello', [], 2);
+    await cannon(deciding, 'POST', '/decide', bodies, 2);
+
+    const figures: RunFigures[] = [];
+    for (let run = 1; run <= runs; run++) {
+      progress(`run ${run}/${runs}`);
+      const shed = await measure(shedServer, 'POST', '/decide', slowBodies);
+      const hello = await measure(shedServer, 'GET', '/bench/hello', []);
+      const decide = await measure(deciding, 'POST', '/decide', bodies);
+      figures.push({
+        shedUs: shed.usPerRequest,
+        helloUs: hello.usPerRequest,
+        decideUs: decide.usPerRequest,
+        shedPerS: shed.perS,
+        helloPerS: hello.perS,
+        decidePerS: decide.perS,
+        shedShare:
+          Math.round(((shed.result.statusCodes['503'] ?? 0) / Math.max(1, shed.result.requests)) * 1000) /
+          1000,
+      });
+    }
+    const med = medianOf(figures);
+    const x = med.shedUs / med.decideUs;
+    const ceiling = (k: number) => Math.max(0, (1 - k * x) / (1 - x));
+    const summary = {
+      connections,
+      durationS,
+      runs: figures,
+      median: med,
+      shedOverDecide: Math.round(x * 1000) / 1000,
+      goodputCeiling: { '2x': round3(ceiling(2)), '5x': round3(ceiling(5)) },
+    };
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+      return;
+    }
+    const lines = [
+      `| run | shed µs CPU/request (/s, share 503) | hello µs (/s) | decide µs (/s) |`,
+      `|---|---:|---:|---:|`,
+      ...figures.map(
+        (f, i) =>
+          `| ${i + 1} | ${f.shedUs} (${f.shedPerS}, ${f.shedShare}) | ${f.helloUs} (${f.helloPerS}) | ${f.decideUs} (${f.decidePerS}) |`,
+      ),
+      '',
+      `median: shed ${summary.median.shedUs} µs, hello ${summary.median.helloUs} µs, decide ${summary.median.decideUs} µs; shed/decide ${summary.shedOverDecide}; goodput ceiling at 2x ${(summary.goodputCeiling['2x'] * 100).toFixed(1)} %, at 5x ${(summary.goodputCeiling['5x'] * 100).toFixed(1)} % of capacity`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await generator?.stop();
+    for (const s of servers.reverse()) await s.stop();
+    await rm(scenarioDir, { recursive: true, force: true });
+  }
+}
+
+function round3(v: number): number {
+  return Math.round(v * 1000) / 1000;
+}
+
+async function setLatency(sandboxUrl: string, ms: number): Promise<void> {
+  const rules = ['GET /api/v1/signals/*', 'POST /api/v1/signals/*', 'GET /srv/admin/v1/*'].map((route) => ({
+    route,
+    latency: { kind: 'fixed', ms },
+  }));
+  const response = await fetch(`${sandboxUrl}/sandbox/faults`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ rules }),
+    signal: AbortSignal.timeout(5000),
+  });
+  await response.arrayBuffer();
+  if (!response.ok) throw new Error(`sandbox faults: ${response.status}`);
+}
+
+await main();
