@@ -238,7 +238,9 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
     featureStore = ipc;
   }
   const service = await startService(
-    config,
+    // Workers share the primary's listening socket (node:cluster); SO_REUSEPORT sockets would be
+    // bound by each worker apart, outside the primary's round robin.
+    { ...config, acceptSockets: 1 },
     { upstream: config.upstream, apiKeys: config.apiKeys! },
     {
       followLogs: index === 1,

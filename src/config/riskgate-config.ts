@@ -126,6 +126,12 @@ export interface RiskgateConfig {
   /** Most open client connections; more are refused at once. Default 8192. */
   maxConnections: number;
   /**
+   * Listening sockets on the port (SO_REUSEPORT, Linux): how many new connections one busy turn of
+   * the event loop can accept (src/http/accept-sockets.ts). Default 8; 1 is a plain listen. Each of
+   * RISKGATE_WORKERS > 1 listens through the primary with one.
+   */
+  acceptSockets: number;
+  /**
    * A client must send its request headers within this long, and a connection that sends nothing
    * is closed after it, milliseconds. Default 5000.
    */
@@ -279,6 +285,7 @@ const baseSchema = z.object({
   RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
   RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: availableParallelism() }),
   RISKGATE_MAX_CONNECTIONS: numberVariable({ min: 16, max: 1_000_000, fallback: 8192 }),
+  RISKGATE_ACCEPT_SOCKETS: numberVariable({ min: 1, max: 64, fallback: 8 }),
   RISKGATE_HEADERS_TIMEOUT_MS: numberVariable({ min: 100, max: 120_000, fallback: 5000 }),
   RISKGATE_REQUEST_TIMEOUT_MS: numberVariable({ min: 100, max: 600_000, fallback: 10_000 }),
   RISKGATE_SUBJECT_BINDING: z
@@ -457,6 +464,7 @@ export function loadConfig(
     workers: b.RISKGATE_WORKERS,
     subjectBinding: b.RISKGATE_SUBJECT_BINDING,
     maxConnections: b.RISKGATE_MAX_CONNECTIONS,
+    acceptSockets: b.RISKGATE_ACCEPT_SOCKETS,
     headersTimeoutMs: Math.min(b.RISKGATE_HEADERS_TIMEOUT_MS, b.RISKGATE_REQUEST_TIMEOUT_MS),
     requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
   };

@@ -4,7 +4,6 @@ import {
   type RequestListener,
   type ServerOptions,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
 import {
@@ -29,6 +28,7 @@ import { createRedactor } from '../decision-log/log-redaction.ts';
 import { createFeatureReader } from '../features/feature-reader.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import { openFeatureStore } from '../features/open-feature-store.ts';
+import { type AcceptSockets, listenOnAcceptSockets } from '../http/accept-sockets.ts';
 import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
@@ -156,15 +156,16 @@ function signalsScope(upstream: UpstreamConfig): string {
  * seconds, a whole request within the deadline's order of magnitude, idle keep-alive short,
  * checked every second rather than Node's 30 s; past `maxConnections` new ones are refused at once
  * (the file-descriptor table stays free for the vendor, the decision log and a policy reload).
+ * `acceptSockets` listening sockets accept a burst of connections under load
+ * (src/http/accept-sockets.ts).
  */
 async function listenHttp(
   app: Hono,
-  port: number,
-  host: string,
+  o: { port: number; host: string; acceptSockets: number },
   config: RiskgateConfig,
   silent: { stop(): void }[],
   wrap?: (listener: RequestListener) => RequestListener,
-): Promise<HttpServer> {
+): Promise<{ server: HttpServer; sockets: AcceptSockets }> {
   const server = createAdaptorServer({
     fetch: app.fetch,
     ...(wrap !== undefined && {
@@ -178,16 +179,14 @@ async function listenHttp(
       connectionsCheckingInterval: 1000,
     },
   }) as HttpServer;
-  server.maxConnections = config.maxConnections;
   silent.push(closeSilentConnections(server, config.headersTimeoutMs));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const sockets = await listenOnAcceptSockets(server, {
+    port: o.port,
+    host: o.host,
+    sockets: o.acceptSockets,
+    maxConnections: config.maxConnections,
   });
-  return server;
+  return { server, sockets };
 }
 
 /**
@@ -531,31 +530,39 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const ready = tokens.start();
   const host = options.host ?? config.host;
   const silent: { stop(): void }[] = [];
-  const listening: HttpServer[] = [];
+  const listening: { server: HttpServer; sockets: AcceptSockets }[] = [];
   try {
     listening.push(
-      await listenHttp(app, config.port, host, config, silent, (listener) =>
-        shedBeforeApp(listener, {
-          admission,
-          metrics,
-          hasOverloadVerdict: () => policies.current().overloadVerdict !== undefined,
-        }),
+      await listenHttp(
+        app,
+        { port: config.port, host, acceptSockets: config.acceptSockets },
+        config,
+        silent,
+        (listener) =>
+          shedBeforeApp(listener, {
+            admission,
+            metrics,
+            hasOverloadVerdict: () => policies.current().overloadVerdict !== undefined,
+          }),
       ),
     );
-    if (opsApp !== undefined) listening.push(await listenHttp(opsApp, config.opsPort!, host, config, silent));
+    if (opsApp !== undefined)
+      listening.push(
+        await listenHttp(opsApp, { port: config.opsPort!, host, acceptSockets: 1 }, config, silent),
+      );
   } catch (error) {
     for (const s of silent) s.stop();
-    for (const s of listening) s.close();
+    for (const l of listening) void l.sockets.close();
     policies.close();
     await outboxStore?.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close(), logs?.stop(), metrics.shutdown()]);
     await features.close();
     throw error;
   }
-  const server = listening[0]!;
-  const opsServer = listening[1];
-  const port = (server.address() as AddressInfo).port;
-  const opsPort = opsServer === undefined ? undefined : (opsServer.address() as AddressInfo).port;
+  const { server, sockets } = listening[0]!;
+  const ops = listening[1];
+  const port = sockets.port;
+  const opsPort = ops?.sockets.port;
   // In the background: the first window is due two minutes after start at the earliest.
   const logsStarted = logs?.start();
   // What an earlier process left undelivered goes out now.
@@ -568,12 +575,11 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     // close() stops accepting and ends the connections idle at that moment; a connection busy with
     // a decision goes idle once answered, and is ended by the next sweep instead of lingering for
     // its keep-alive timeout. Past the drain timeout, everything is cut.
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    opsServer?.close();
-    opsServer?.closeAllConnections();
-    const http = server as HttpServer;
-    const sweep = setInterval(() => http.closeIdleConnections(), 20);
-    const forced = setTimeout(() => http.closeAllConnections(), drainTimeoutMs);
+    const closed = sockets.close();
+    void ops?.sockets.close();
+    ops?.server.closeAllConnections();
+    const sweep = setInterval(() => server.closeIdleConnections(), 20);
+    const forced = setTimeout(() => server.closeAllConnections(), drainTimeoutMs);
     await closed;
     clearInterval(sweep);
     clearTimeout(forced);
@@ -617,8 +623,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     },
     abandon: async (reason, timeoutMs) => {
       draining = true;
-      server.close();
-      opsServer?.close();
+      void sockets.close();
+      void ops?.sockets.close();
       actions.abandon(reason);
       await decisionLog.close(timeoutMs).catch(() => {});
     },

@@ -1,0 +1,148 @@
+import { createServer, request, type Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type AcceptSockets, listenOnAcceptSockets } from './accept-sockets.ts';
+
+const opened: { server: Server; sockets: AcceptSockets }[] = [];
+const clients: Socket[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  for (const o of opened.splice(0)) {
+    o.server.closeAllConnections();
+    await o.sockets.close();
+  }
+});
+
+async function start(sockets: number, maxConnections = 10_000) {
+  const server = createServer((_req, res) => res.end('ok'));
+  const listening = await listenOnAcceptSockets(server, {
+    port: 0,
+    host: '127.0.0.1',
+    sockets,
+    maxConnections,
+  });
+  opened.push({ server, sockets: listening });
+  return { server, listening };
+}
+
+function connectTo(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => resolve(socket));
+    socket.on('error', reject);
+    socket.resume();
+    clients.push(socket);
+  });
+}
+
+/** Opens `n` connections while the loop is blocked, then counts how many are accepted per turn. */
+async function acceptedPerTurn(server: Server, port: number, n: number): Promise<number[]> {
+  let turn = 0;
+  const perTurn: number[] = [];
+  server.on('connection', () => {
+    perTurn[turn] = (perTurn[turn] ?? 0) + 1;
+  });
+  const sockets = Array.from({ length: n }, () => connect(port, '127.0.0.1').resume());
+  clients.push(...sockets);
+  // The kernel completes every handshake meanwhile and queues the connections for accept().
+  const until = performance.now() + 150;
+  while (performance.now() < until) {
+    // busy: the connections wait in the accept queues, as under load
+  }
+  // One increment per turn of the loop (the check phase runs once per turn).
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      turn++;
+      if (perTurn.reduce((a, b) => a + (b ?? 0), 0) >= n || turn > 10 * n) resolve();
+      else setImmediate(tick);
+    };
+    setImmediate(tick);
+  });
+  return Array.from(perTurn, (x) => x ?? 0);
+}
+
+describe('listening sockets', () => {
+  it('accepts one connection per turn of a busy loop with one socket (libuv), several with eight', async () => {
+    const one = await start(1);
+    const single = await acceptedPerTurn(one.server, one.listening.port, 32);
+    expect(single.reduce((a, b) => a + b, 0)).toBe(32);
+    expect(Math.max(...single)).toBe(1);
+
+    const eight = await start(8);
+    const several = await acceptedPerTurn(eight.server, eight.listening.port, 32);
+    expect(several.reduce((a, b) => a + b, 0)).toBe(32);
+    expect(Math.max(...several)).toBeGreaterThan(1);
+    // The whole burst is in within fewer turns than connections.
+    expect(several.filter((x) => x > 0).length).toBeLessThan(32);
+  });
+
+  it('serves HTTP on every socket through the one server', async () => {
+    const { listening } = await start(8);
+    const statuses = await Promise.all(
+      Array.from(
+        { length: 40 },
+        () =>
+          new Promise<number>((resolve, reject) => {
+            // A new connection each: the kernel spreads them over the sockets.
+            const req = request(
+              { port: listening.port, host: '127.0.0.1', path: '/', agent: false },
+              (res) => {
+                res.resume();
+                res.on('end', () => resolve(res.statusCode ?? 0));
+              },
+            );
+            req.on('error', reject);
+            req.end();
+          }),
+      ),
+    );
+    expect(statuses).toEqual(Array(40).fill(200));
+  });
+
+  it('refuses a port already in use, as a plain listen does, though its sockets share it', async () => {
+    const { listening } = await start(8);
+    const other = createServer();
+    await expect(
+      listenOnAcceptSockets(other, {
+        port: listening.port,
+        host: '127.0.0.1',
+        sockets: 8,
+        maxConnections: 10,
+      }),
+    ).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    expect(other.listening).toBe(false);
+  });
+
+  it('counts the connection limit over every socket', async () => {
+    const { listening } = await start(8, 16);
+    let closedByServer = 0;
+    const sockets = await Promise.all(Array.from({ length: 40 }, () => connectTo(listening.port)));
+    for (const s of sockets) s.on('close', () => closedByServer++);
+    const until = performance.now() + 3000;
+    while (closedByServer < 24 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closedByServer).toBe(24);
+    expect(listening.connections()).toBe(16);
+  });
+
+  it('closes only once every connection, on any socket, has closed', async () => {
+    const { server, listening } = await start(8);
+    const sockets = await Promise.all(Array.from({ length: 16 }, () => connectTo(listening.port)));
+    const clientsClosed = Promise.all(sockets.map((s) => new Promise((r) => s.once('close', r))));
+    let closed = false;
+    const done = listening.close().then(() => {
+      closed = true;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    // Silent connections (no request yet) are neither idle nor ended by close().
+    expect(closed).toBe(false);
+    server.closeAllConnections();
+    await done;
+    expect(closed).toBe(true);
+    await clientsClosed;
+    // The server's side of each close is told a turn or two after the client's.
+    const until = performance.now() + 1000;
+    while (listening.connections() > 0 && performance.now() < until)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(listening.connections()).toBe(0);
+  });
+});

@@ -1,0 +1,103 @@
+import type { Server as HttpServer } from 'node:http';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+
+/**
+ * Listening sockets for one HTTP server, so that a burst of new connections is accepted while the
+ * event loop is busy. libuv accepts one connection per listening socket per turn of the loop
+ * (libuv#3696, in every Node since 20). Under overload a turn takes tens of milliseconds, so a
+ * client pool that opens connections faster than that (a login backend whose answers slowed down,
+ * or reconnecting after its own timeouts) queues them in the kernel's accept queue, where
+ * admission control cannot see them, until it overflows and the kernel drops SYNs (the client's
+ * retry comes 1 s, then 3 s later). Measured at 5x capacity: 200-500 connections waiting, a
+ * thousand 2 s client timeouts per 10 s step (bench/RESULTS.md).
+ *
+ * With `sockets` > 1 (Linux), every socket is bound to the port with SO_REUSEPORT and the kernel
+ * spreads new connections over them: up to `sockets` accepts per turn. The extra sockets hand their
+ * connections to the one HTTP server (`'connection'`), so timeouts, idle tracking and
+ * `closeAllConnections` see every connection alike. SO_REUSEPORT would also let a second process
+ * share the port silently; a plain bind is tried first, so a port in use still fails with
+ * EADDRINUSE as it did with one socket.
+ */
+
+export interface AcceptSocketsOptions {
+  port: number;
+  host: string;
+  /** Listening sockets; more than 1 only where SO_REUSEPORT balances (Linux). Default 1. */
+  sockets?: number;
+  /** Open client connections (all sockets together) past which a new one is closed at once. */
+  maxConnections: number;
+}
+
+export interface AcceptSockets {
+  /** The port every socket listens on (the one chosen, for port 0). */
+  readonly port: number;
+  /** Client connections open now, whichever socket accepted them. */
+  connections(): number;
+  /** Stops accepting on every socket; resolves once every connection accepted has closed. */
+  close(): Promise<void>;
+}
+
+/** Listens `server` on `port` and `host` with `sockets` listening sockets (see above). */
+export async function listenOnAcceptSockets(
+  server: HttpServer,
+  options: AcceptSocketsOptions,
+): Promise<AcceptSockets> {
+  const count = process.platform === 'linux' ? Math.max(1, options.sockets ?? 1) : 1;
+  const { host } = options;
+  let open = 0;
+  // One limit over every socket: each server's own maxConnections would count only its share.
+  server.on('connection', (socket: Socket) => {
+    open++;
+    socket.once('close', () => open--);
+    if (open > options.maxConnections) socket.destroy();
+  });
+  if (count === 1) {
+    await listen(server, { port: options.port, host });
+  } else {
+    // A plain bind first: EADDRINUSE if anyone holds the port, SO_REUSEPORT or not.
+    if (options.port !== 0) await closeServer(await listen(createNetServer(), { port: options.port, host }));
+    await listen(server, { port: options.port, host, reusePort: true });
+  }
+  const port = (server.address() as { port: number }).port;
+  const extra: NetServer[] = [];
+  try {
+    for (let i = 1; i < count; i++) {
+      const acceptor = createNetServer((socket) => server.emit('connection', socket));
+      extra.push(acceptor);
+      await listen(acceptor, { port, host, reusePort: true });
+    }
+  } catch (error) {
+    await Promise.all([server, ...extra].map(closeServer));
+    throw error;
+  }
+  let closed: Promise<void> | undefined;
+  return {
+    port,
+    connections: () => open,
+    close: () => {
+      closed ??= Promise.all([server, ...extra].map(closeServer)).then(() => undefined);
+      return closed;
+    },
+  };
+}
+
+function listen<S extends NetServer>(
+  server: S,
+  options: { port: number; host: string; reusePort?: boolean },
+): Promise<S> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+/** Stops accepting; resolves once the connections this server accepted have closed. */
+function closeServer(server: NetServer): Promise<void> {
+  return new Promise((resolve) => {
+    if (server.listening) server.close(() => resolve());
+    else resolve();
+  });
+}
