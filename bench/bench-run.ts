@@ -3,7 +3,6 @@ import { mkdtempSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
 import type { BenchOptions } from './bench-options.ts';
 import {
   freePort,
@@ -30,6 +29,7 @@ import {
   resetSandbox,
   resetSandboxStats,
   type SandboxStats,
+  sandboxVendorEnv,
 } from './sandbox-control.ts';
 import { type UpstreamFigures, upstreamFigures } from './upstream-efficiency.ts';
 
@@ -253,22 +253,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     progress(`sandbox at ${sandbox.url} (pid ${sandbox.pid})`);
 
     const riskgatePort = await freePort();
-    const c = DEFAULT_CREDENTIALS;
     // The vendor as riskgate sees it; the FLOOR server (scenario 3) is given the same.
-    const vendorEnv = {
-      RISKGATE_SIGNALS_URL: `${sandbox.url}/api/v1`,
-      RISKGATE_AUTH_URL: sandbox.url,
-      RISKGATE_ADMIN_URL: sandbox.url,
-      RISKGATE_LOGS_URL: sandbox.url,
-      RISKGATE_SERVICE_ID: c.serviceId,
-      RISKGATE_CLIENT_ID: c.retrievalClientId,
-      RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
-      RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
-      RISKGATE_SIGNALS_IDP: c.idp,
-      RISKGATE_ADMIN_API_KEY: c.adminApiKey,
-      RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
-      RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
-    };
+    const vendorEnv = sandboxVendorEnv(sandbox.url);
     progress('starting riskgate');
     const riskgate = await startServer({
       name: 'riskgate',

@@ -3,6 +3,20 @@
  * upstream latency profile) and resets. Every call has a 30 s timeout and fails loudly.
  */
 
+import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import { riskgateEnvRecord } from '../src/dev/sandbox-env-file.ts';
+import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
+
+/**
+ * riskgate's vendor variables for the sandbox at `sandboxUrl` (its default credentials), as a
+ * deployment sets them for the real vendor.
+ */
+export function sandboxVendorEnv(sandboxUrl: string): Record<string, string> {
+  return riskgateEnvRecord(
+    sandboxUpstream({ url: sandboxUrl, config: { credentials: DEFAULT_CREDENTIALS } }),
+  );
+}
+
 /** What `GET /sandbox/stats` answers (src/sandbox/stats/request-stats.ts). */
 export interface SandboxStats {
   routes: Record<string, Record<string, number>>;

@@ -4,7 +4,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
 import { medianOf } from './bench-median.ts';
 import {
   freePort,
@@ -19,6 +18,7 @@ import { writeBenchScenario } from './bench-scenario.ts';
 import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
 import type { CannonResult } from './open-loop-generator.ts';
+import { sandboxVendorEnv } from './sandbox-control.ts';
 
 /**
  * What a refusal costs against what a decision costs, in one riskgate build, on one pinned core,
@@ -88,21 +88,9 @@ async function main(): Promise<void> {
     );
     const bodies = buildDecideBodies(1, userIds);
     const apiKey = `bench-${randomBytes(16).toString('hex')}`;
-    const c = DEFAULT_CREDENTIALS;
     const riskgateEnv = (port: number, extra: Record<string, string>) => ({
       RISKGATE_PORT: String(port),
-      RISKGATE_SIGNALS_URL: `${sandbox.url}/api/v1`,
-      RISKGATE_AUTH_URL: sandbox.url,
-      RISKGATE_ADMIN_URL: sandbox.url,
-      RISKGATE_LOGS_URL: sandbox.url,
-      RISKGATE_SERVICE_ID: c.serviceId,
-      RISKGATE_CLIENT_ID: c.retrievalClientId,
-      RISKGATE_CLIENT_SECRET: c.retrievalClientSecret,
-      RISKGATE_SIGNALS_AUDIENCE: c.signalsAudience,
-      RISKGATE_SIGNALS_IDP: c.idp,
-      RISKGATE_ADMIN_API_KEY: c.adminApiKey,
-      RISKGATE_LOG_API_KEY: c.serviceLogApiKey,
-      RISKGATE_CALLBACK_SIGNATURE_KEY: c.callbackSignatureKey,
+      ...sandboxVendorEnv(sandbox.url),
       RISKGATE_API_KEYS: apiKey,
       RISKGATE_DECISION_LOG: 'off',
       RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-shed-cost-state-')),
@@ -151,10 +139,7 @@ async function main(): Promise<void> {
       cpu: pinning.riskgate,
       env: {
         ...riskgateEnv(shedPort, { RISKGATE_MAX_IN_FLIGHT: '1' }),
-        RISKGATE_SIGNALS_URL: `${slow.url}/api/v1`,
-        RISKGATE_AUTH_URL: slow.url,
-        RISKGATE_ADMIN_URL: slow.url,
-        RISKGATE_LOGS_URL: slow.url,
+        ...sandboxVendorEnv(slow.url),
       },
       readyPath: '/readyz',
     });

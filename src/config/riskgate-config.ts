@@ -127,7 +127,7 @@ export interface RiskgateConfig {
   maxConnections: number;
   /**
    * Listening sockets on the port (SO_REUSEPORT, Linux): how many new connections one busy turn of
-   * the event loop can accept (src/http/accept-sockets.ts). Default 8; 1 is a plain listen. Each of
+   * the event loop can accept (src/http/accept-sockets.ts). Default 64; 1 is a plain listen. Each of
    * RISKGATE_WORKERS > 1 listens through the primary with one.
    */
   acceptSockets: number;
@@ -285,7 +285,7 @@ const baseSchema = z.object({
   RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
   RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: availableParallelism() }),
   RISKGATE_MAX_CONNECTIONS: numberVariable({ min: 16, max: 1_000_000, fallback: 8192 }),
-  RISKGATE_ACCEPT_SOCKETS: numberVariable({ min: 1, max: 64, fallback: 8 }),
+  RISKGATE_ACCEPT_SOCKETS: numberVariable({ min: 1, max: 256, fallback: 64 }),
   RISKGATE_HEADERS_TIMEOUT_MS: numberVariable({ min: 100, max: 120_000, fallback: 5000 }),
   RISKGATE_REQUEST_TIMEOUT_MS: numberVariable({ min: 100, max: 600_000, fallback: 10_000 }),
   RISKGATE_SUBJECT_BINDING: z

@@ -34,7 +34,10 @@ export async function startEmbeddedSandbox(port: number): Promise<EmbeddedSandbo
 }
 
 /** The vendor settings of a running sandbox: every API on its one origin, its well-known credentials. */
-export function sandboxUpstream(running: RunningSandbox): UpstreamConfig {
+export function sandboxUpstream(running: {
+  url: string;
+  config: { credentials: SandboxCredentials };
+}): UpstreamConfig {
   const { url } = running;
   const c = running.config.credentials;
   return {

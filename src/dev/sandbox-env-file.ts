@@ -18,8 +18,11 @@ export function riskgateEnvFor(upstream: UpstreamConfig, apiKey: string): string
   ].join('\n')}\n`;
 }
 
-/** The same as variables: what the primary of RISKGATE_WORKERS hands its workers in development. */
-export function riskgateEnvRecord(upstream: UpstreamConfig, apiKey: string): Record<string, string> {
+/**
+ * The same as variables: what the primary of RISKGATE_WORKERS hands its workers in development
+ * (without `apiKey`, the vendor's variables alone).
+ */
+export function riskgateEnvRecord(upstream: UpstreamConfig, apiKey?: string): Record<string, string> {
   const entries: [string, string | undefined][] = [
     ['RISKGATE_API_KEYS', apiKey],
     ['RISKGATE_SERVICE_ID', upstream.serviceId],
