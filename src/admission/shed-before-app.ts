@@ -11,14 +11,22 @@ import type { AdmissionControl, ShedReason } from './admission-control.ts';
  * serialises a problem, with a body prepared once. Under a 5x burst on a small CPU share the refusals
  * are most of the work, so their cost decides how much is left for the decisions admitted.
  * Only when the policy has no overload verdict (that answer needs the caller's key and the policy,
- * so it stays in the app). The answer, headers and metrics are the app's own.
+ * so it stays in the app). The answer, headers and metrics are the app's own. It also notes when
+ * each decision was read (`arrivedAt`): its deadline runs from there, not from its handler.
  */
 /** Requests admission control already let through at the listener (the app does not check again). */
 const checked = new WeakSet<IncomingMessage>();
+/** When each `POST /decide` was read (`performance.now()`): where its deadline starts. */
+const arrivals = new WeakMap<IncomingMessage, number>();
 
 /** Whether `req` passed admission control at the node:http listener. */
 export function admittedAtListener(req: IncomingMessage): boolean {
   return checked.has(req);
+}
+
+/** When the listener read `req`'s headers (`performance.now()`), for a `POST /decide`. */
+export function arrivedAt(req: IncomingMessage): number | undefined {
+  return arrivals.get(req);
 }
 
 export function shedBeforeApp(
@@ -37,7 +45,12 @@ export function shedBeforeApp(
     ),
   };
   return (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'POST' && req.url === '/decide' && !o.hasOverloadVerdict()) {
+    if (req.method !== 'POST' || req.url !== '/decide') {
+      listener(req, res);
+      return;
+    }
+    const at = performance.now();
+    if (!o.hasOverloadVerdict()) {
       const reason = o.admission.check();
       if (reason !== undefined) {
         o.metrics.requestStarted();
@@ -60,6 +73,7 @@ export function shedBeforeApp(
       }
       checked.add(req);
     }
+    arrivals.set(req, at);
     listener(req, res);
   };
 }

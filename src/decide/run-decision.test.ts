@@ -150,6 +150,53 @@ describe('runDecision', () => {
     expect(sharedSignal?.aborted).toBe(false);
   });
 
+  it('counts the deadline from arrival: a decision that waited 250 ms of 300 gets the 50 left', async () => {
+    const { policy, seen } = fixturePolicy({ signals: new Set(['newBrowser']) }, { timeoutMs: 120 });
+    const signals = scriptedSignals({ newBrowser: 'hang' });
+    let done = false;
+    const running = runDecision(
+      { signals: signals.fetch, admin: admin(), policies: { current: () => policy }, deadlineMs: 300 },
+      LOGIN,
+      undefined,
+      undefined,
+      performance.now() - 250,
+    ).then((r) => {
+      done = true;
+      return r;
+    });
+    // The call is told the decision's remaining budget, not its own 120 ms timeout.
+    expect(signals.calls[0]!.options.deadlineAt).toBeLessThanOrEqual(50);
+    await vi.advanceTimersByTimeAsync(40);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(15);
+    expect(done).toBe(true);
+    const run = await running;
+    expect(seen[0]!.signals.newBrowser).toEqual({ status: 'unavailable', reason: 'deadline' });
+    expect(run.calls).toContainEqual(
+      expect.objectContaining({ name: 'signals-newBrowser', outcome: 'deadline' }),
+    );
+  });
+
+  it('answers at once, every input unavailable, when the wait used the whole deadline', async () => {
+    const { policy, seen } = fixturePolicy({ signals: new Set(['newBrowser']), adminUser: true });
+    const running = runDecision(
+      {
+        signals: scriptedSignals({ newBrowser: 'hang' }).fetch,
+        admin: admin({ getUserCached: () => new Promise(() => {}) }),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+      },
+      LOGIN,
+      undefined,
+      undefined,
+      performance.now() - 400,
+    );
+    await vi.advanceTimersByTimeAsync(1);
+    await running;
+    expect(seen[0]!.signals.newBrowser).toEqual({ status: 'unavailable', reason: 'deadline' });
+    expect(seen[0]!.adminUnavailable).toEqual({ user: 'deadline' });
+  });
+
   it('bounds each call, a client retry included, by its own timeout: deadlineAt is the earlier of the two', async () => {
     const { policy } = fixturePolicy(
       { signals: new Set(['newBrowser']), adminUser: true },

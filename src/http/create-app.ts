@@ -4,7 +4,7 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher, ActionJob } from '../actions/action-queue.ts';
 import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
-import { admittedAtListener } from '../admission/shed-before-app.ts';
+import { admittedAtListener, arrivedAt } from '../admission/shed-before-app.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
 import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
@@ -152,7 +152,14 @@ export function createApp(deps: AppDeps): Hono {
       const request = await readJsonBody(c, decideRequestSchema);
       const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
       // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
-      const run = await runDecision(deps.decide, request, span?.traceparent, c.req.raw.signal);
+      const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+      const run = await runDecision(
+        deps.decide,
+        request,
+        span?.traceparent,
+        c.req.raw.signal,
+        incoming === undefined ? undefined : arrivedAt(incoming),
+      );
       if (run.subject.status === 'mismatch') {
         // A caller naming someone else's Admin ids: refused, logged, nothing done to anyone.
         const field = run.subject.field;
