@@ -56,7 +56,10 @@ export interface BenchOptions {
   ratCacheMs: number;
   /** Seconds per step of the overload scenario (0 skips it). Default 20. */
   overloadStepS: number;
-  /** Closed-loop connections that measure the capacity the overload steps are multiples of. Default 256. */
+  /**
+   * The smallest of three closed loops (this, 2x, 4x connections) whose best 2xx/s is the capacity
+   * the overload steps are multiples of. Default 8.
+   */
   overloadConnections: number;
   /** Extra environment for riskgate (`--riskgate-env KEY=VALUE,...`), e.g. admission limits. */
   riskgateEnv: Record<string, string>;
@@ -221,8 +224,8 @@ Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --rat-window-ms 1           riskgate's remote-access-tool batch window (RISKGATE_RAT_BATCH_WINDOW_MS)
   --rat-cache-ms 0            riskgate's remote-access-tool answer cache (0: off, as for distinct logins)
   --overload-step 20          seconds per step of the overload scenario (0 skips it)
-  --overload-connections 8    closed-loop connections measuring the capacity it multiplies (few:
-                              more retry straight into the sheds and under-measure it)
+  --overload-connections 8    capacity = the most 2xx/s of closed loops of this, 2x and 4x as many
+                              connections (few are latency-bound; many retry into the sheds)
   --overload-cpu 0.25         riskgate's CPU during the overload scenario, fraction of a core (0: uncapped)
   --riskgate-env K=V,K=V      extra riskgate environment (e.g. RISKGATE_MAX_IN_FLIGHT=500)
   --no-pin                    do not pin processes with taskset

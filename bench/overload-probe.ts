@@ -82,7 +82,8 @@ try {
   const port = await freePort();
   const riskgate = await startServer({
     name: 'riskgate',
-    entry: 'bench/riskgate-under-bench.ts',
+    // BENCH_RISKGATE_ENTRY: another tree's bench/riskgate-under-bench.ts, to compare two builds.
+    entry: process.env.BENCH_RISKGATE_ENTRY ?? 'bench/riskgate-under-bench.ts',
     port,
     cpu: pinning.riskgate,
     // BENCH_RISKGATE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=bench/results` to profile riskgate.
