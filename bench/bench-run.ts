@@ -15,8 +15,8 @@ import {
   startGenerator,
   startServer,
 } from './bench-processes.ts';
-import { writeBenchScenario } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
+import { startBenchSandbox } from './bench-scenario.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
 import type { CannonResult, OpenLoopResult } from './open-loop-generator.ts';
 import { type OverloadFigures, runOverloadScenario } from './overload-scenario.ts';
@@ -233,21 +233,14 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
   let generator: Generator | undefined;
   const scenarioDir = await mkdtemp(join(tmpdir(), 'riskgate-bench-'));
   try {
-    const sandboxPort = await freePort();
-    const sandboxEnv: Record<string, string> = {
-      SANDBOX_PORT: String(sandboxPort),
-      SANDBOX_SCENARIO: await writeBenchScenario(scenarioDir, loginsPerAccount(options.bodyVariants)),
-    };
-    if (options.tokenLifetimeS > 0)
-      sandboxEnv.SANDBOX_TOKEN_LIFETIME_SECONDS = String(options.tokenLifetimeS);
     progress('starting the sandbox');
-    const sandbox = await startServer({
-      name: 'sandbox',
-      entry: process.env.BENCH_SANDBOX_ENTRY ?? 'src/sandbox/main.ts',
-      port: sandboxPort,
+    const sandbox = await startBenchSandbox({
+      dir: scenarioDir,
+      bodyVariants: options.bodyVariants,
       cpu: pinning.sandbox,
-      env: sandboxEnv,
-      readyPath: '/sandbox/stats',
+      ...(options.tokenLifetimeS > 0 && {
+        env: { SANDBOX_TOKEN_LIFETIME_SECONDS: String(options.tokenLifetimeS) },
+      }),
     });
     servers.push(sandbox);
     progress(`sandbox at ${sandbox.url} (pid ${sandbox.pid})`);

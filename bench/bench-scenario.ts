@@ -8,7 +8,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadScenario } from '../src/sandbox/scenario/load-scenario.ts';
-import { DEMO_ACCOUNTS, loginInteractionId, seededInteractionId } from './decide-bodies.ts';
+import { freePort, type ServerProcess, startServer } from './bench-processes.ts';
+import { DEMO_ACCOUNTS, loginInteractionId, loginsPerAccount, seededInteractionId } from './decide-bodies.ts';
 
 /**
  * Writes `<dir>/bench-scenario.json` (JSON is YAML, which `SANDBOX_SCENARIO` reads) and returns its
@@ -31,4 +32,30 @@ export async function writeBenchScenario(dir: string, logins: number): Promise<s
   const path = join(dir, 'bench-scenario.json');
   await writeFile(path, JSON.stringify(scenario));
   return path;
+}
+
+/**
+ * The sandbox (`src/sandbox/main.ts`, or `BENCH_SANDBOX_ENTRY`) on a free port, serving the bench
+ * scenario written under `dir` for `bodyVariants` distinct /decide bodies, pinned to `cpu`.
+ */
+export async function startBenchSandbox(o: {
+  dir: string;
+  bodyVariants: number;
+  cpu: string | undefined;
+  name?: string;
+  env?: Record<string, string>;
+}): Promise<ServerProcess> {
+  const port = await freePort();
+  return startServer({
+    name: o.name ?? 'sandbox',
+    entry: process.env.BENCH_SANDBOX_ENTRY ?? 'src/sandbox/main.ts',
+    port,
+    cpu: o.cpu,
+    env: {
+      SANDBOX_PORT: String(port),
+      SANDBOX_SCENARIO: await writeBenchScenario(o.dir, loginsPerAccount(o.bodyVariants)),
+      ...o.env,
+    },
+    readyPath: '/sandbox/stats',
+  });
 }

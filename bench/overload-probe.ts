@@ -23,8 +23,8 @@ import {
   startGenerator,
   startServer,
 } from './bench-processes.ts';
-import { writeBenchScenario } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
+import { startBenchSandbox } from './bench-scenario.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
 import type { OpenLoopResult } from './open-loop-generator.ts';
 import { applyLatencyProfile, sandboxVendorEnv } from './sandbox-control.ts';
@@ -65,18 +65,7 @@ let generator: Generator | undefined;
 const dir = await mkdtemp(join(tmpdir(), 'riskgate-overload-probe-'));
 try {
   const pinning = planPinning(true);
-  const sandboxPort = await freePort();
-  const sandbox = await startServer({
-    name: 'sandbox',
-    entry: 'src/sandbox/main.ts',
-    port: sandboxPort,
-    cpu: pinning.sandbox,
-    env: {
-      SANDBOX_PORT: String(sandboxPort),
-      SANDBOX_SCENARIO: await writeBenchScenario(dir, loginsPerAccount(256)),
-    },
-    readyPath: '/sandbox/stats',
-  });
+  const sandbox = await startBenchSandbox({ dir, bodyVariants: 256, cpu: pinning.sandbox });
   servers.push(sandbox);
   const apiKey = `bench-${randomBytes(16).toString('hex')}`;
   const port = await freePort();

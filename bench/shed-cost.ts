@@ -14,8 +14,8 @@ import {
   startGenerator,
   startServer,
 } from './bench-processes.ts';
-import { writeBenchScenario } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS, loginsPerAccount } from './decide-bodies.ts';
+import { startBenchSandbox } from './bench-scenario.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
 import type { CannonResult } from './open-loop-generator.ts';
 import { sandboxVendorEnv } from './sandbox-control.ts';
@@ -69,18 +69,7 @@ async function main(): Promise<void> {
   const servers: ServerProcess[] = [];
   let generator: Generator | undefined;
   try {
-    const sandboxPort = await freePort();
-    const sandbox = await startServer({
-      name: 'sandbox',
-      entry: 'src/sandbox/main.ts',
-      port: sandboxPort,
-      cpu: pinning.sandbox,
-      env: {
-        SANDBOX_PORT: String(sandboxPort),
-        SANDBOX_SCENARIO: await writeBenchScenario(scenarioDir, loginsPerAccount(1)),
-      },
-      readyPath: '/sandbox/stats',
-    });
+    const sandbox = await startBenchSandbox({ dir: scenarioDir, bodyVariants: 1, cpu: pinning.sandbox });
     servers.push(sandbox);
     const userIds = await lookUpUserIds(
       sandbox.url,
@@ -112,17 +101,11 @@ async function main(): Promise<void> {
     };
     // The shedding riskgate's vendor is a second sandbox whose signals take 10 s: its one admitted
     // decision holds the only slot until its deadline, again and again.
-    const slowPort = await freePort();
-    const slow = await startServer({
+    const slow = await startBenchSandbox({
       name: 'slow-sandbox',
-      entry: 'src/sandbox/main.ts',
-      port: slowPort,
+      dir: scenarioDir,
+      bodyVariants: 1,
       cpu: pinning.sandbox,
-      env: {
-        SANDBOX_PORT: String(slowPort),
-        SANDBOX_SCENARIO: await writeBenchScenario(scenarioDir, loginsPerAccount(1)),
-      },
-      readyPath: '/sandbox/stats',
     });
     servers.push(slow);
     await setLatency(slow.url, 10_000);
