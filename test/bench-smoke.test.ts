@@ -26,7 +26,7 @@ function runSmoke(): Promise<{ code: number | null; output: string }> {
     child.stderr.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 55_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 80_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, output });
@@ -65,5 +65,5 @@ describe('bench harness (smoke)', () => {
     });
     expect(s.policyEval).toHaveProperty('available');
     expect(output).toContain('### Targets');
-  }, 60_000);
+  }, 90_000);
 });
