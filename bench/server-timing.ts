@@ -12,7 +12,7 @@ export interface DecisionTiming {
 }
 
 /** Metrics of riskgate's `Server-Timing` that are not upstream calls (src/decide/decide-response.ts). */
-const LOCAL_METRICS = new Set(['total', 'policy']);
+const LOCAL_METRICS = new Set(['total', 'policy', 'queue']);
 /** Upstream calls made after the policy evaluated, one after the fan-out: they add to the floor. */
 const SEQUENTIAL_CALLS = new Set(['admin-otc']);
 

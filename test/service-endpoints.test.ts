@@ -46,6 +46,8 @@ describe('service endpoints', () => {
     expect(timing).toMatch(/^total;dur=\d+(\.\d)?/);
     expect(timing).toMatch(/signals-newBrowser;dur=/);
     expect(timing).toMatch(/policy;dur=/);
+    // The wait between reading the request and its handler, which the deadline counts.
+    expect(timing).toMatch(/queue;dur=\d+(\.\d)?$/);
   });
 
   it('writes a replayable decision log line for it, off the response path', async () => {

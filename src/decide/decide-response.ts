@@ -404,11 +404,15 @@ export function overloadResponse(
   };
 }
 
-/** `Server-Timing: total;dur=12.3, signals-newBrowser;dur=8.1, admin-user;dur=2.0, policy;dur=0.1`. */
-export function serverTiming(run: DecisionRun, totalMs: number): string {
+/**
+ * `Server-Timing: total;dur=12.3, signals-newBrowser;dur=8.1, admin-user;dur=2.0, policy;dur=0.1,
+ * queue;dur=0.4`: `total` from the handler, `queue` (when known) from reading the request to the handler.
+ */
+export function serverTiming(run: DecisionRun, totalMs: number, queueMs?: number): string {
   let header = `total;dur=${round1(totalMs)}`;
   for (const call of run.calls) header += `, ${timingEntry(call)}`;
-  return `${header}, policy;dur=${round1(run.evaluationMs)}`;
+  header += `, policy;dur=${round1(run.evaluationMs)}`;
+  return queueMs === undefined ? header : `${header}, queue;dur=${round1(queueMs)}`;
 }
 
 function timingEntry(call: CallTiming): string {

@@ -153,13 +153,8 @@ export function createApp(deps: AppDeps): Hono {
       const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
       // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-      const run = await runDecision(
-        deps.decide,
-        request,
-        span?.traceparent,
-        c.req.raw.signal,
-        incoming === undefined ? undefined : arrivedAt(incoming),
-      );
+      const arrivedAtMs = incoming === undefined ? undefined : arrivedAt(incoming);
+      const run = await runDecision(deps.decide, request, span?.traceparent, c.req.raw.signal, arrivedAtMs);
       if (run.subject.status === 'mismatch') {
         // A caller naming someone else's Admin ids: refused, logged, nothing done to anyone.
         const field = run.subject.field;
@@ -175,7 +170,9 @@ export function createApp(deps: AppDeps): Hono {
       const response = buildDecideResponse(run, await startActions(deps, run, span?.traceparent));
       const totalMs = performance.now() - startedAt;
       setImmediate(afterDecision, deps, run, response, totalMs, span);
-      return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs) });
+      // queue: from reading the request to its handler (the loop, authentication), out of the deadline.
+      const queueMs = arrivedAtMs === undefined ? undefined : startedAt - arrivedAtMs;
+      return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs, queueMs) });
     });
 
   // Analyst feedback on a decision, kept in the decision log for `riskgate replay --labels`.
