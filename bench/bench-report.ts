@@ -256,7 +256,7 @@ function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): s
   const lines = [
     `### 7. Overload (${o.profile}; deadline ${o.deadlineMs} ms; ${o.stepS} s per step; ${o.cpuNote})`,
     '',
-    `Capacity (the most 2xx/s of closed loops of ${(o.capacity.tried ?? []).map((t) => `${t.connections} (${t.requestsPerSecond}/s, non-2xx ${t.non2xx})`).join(', ')} connections): **${o.capacity.requestsPerSecond}/s** with ${o.capacity.connections} (p99 ${o.capacity.p99Ms} ms). Then open loop at multiples of it, one step after the other:`,
+    `Capacity (the most 2xx/s of closed loops of ${o.capacity.tried.map((t) => `${t.connections} (${t.requestsPerSecond}/s, non-2xx ${t.non2xx})`).join(', ')} connections): **${o.capacity.requestsPerSecond}/s** with ${o.capacity.connections} (p99 ${o.capacity.p99Ms} ms). Then open loop at multiples of it, one step after the other:`,
     '',
     '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | 503 p50 / p99 ms | generator lag p99 ms | riskgate CPU % |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

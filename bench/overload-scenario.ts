@@ -81,18 +81,11 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
   const loops = [d.cannonConnections, 2 * d.cannonConnections, 4 * d.cannonConnections];
   d.progress(`overload: capacity, closed loops of ${loops.join(', ')} connections`);
   await d.cannon(d.cannonConnections, 1);
-  const tried: OverloadFigures['capacity']['tried'] = [];
-  let cap: CannonResult | undefined;
-  let capConnections = d.cannonConnections;
-  for (const connections of loops) {
-    const r = await d.cannon(connections, Math.max(1, d.stepS / 4));
-    tried.push({ connections, requestsPerSecond: r.requestsPerSecond, non2xx: r.non2xx });
-    if (cap === undefined || r.requestsPerSecond > cap.requestsPerSecond) {
-      cap = r;
-      capConnections = connections;
-    }
-  }
-  const capacity = Math.max(1, cap!.requestsPerSecond);
+  const loopRuns: { connections: number; result: CannonResult }[] = [];
+  for (const connections of loops)
+    loopRuns.push({ connections, result: await d.cannon(connections, Math.max(1, d.stepS / 4)) });
+  const best = loopRuns.reduce((a, b) => (b.result.requestsPerSecond > a.result.requestsPerSecond ? b : a));
+  const capacity = Math.max(1, best.result.requestsPerSecond);
   const boundMs = d.deadlineMs + 50;
   const steps: OverloadStep[] = [];
   for (const [i, m] of OVERLOAD_MULTIPLIERS.entries()) {
@@ -145,11 +138,15 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
     deadlineMs: d.deadlineMs,
     stepS: d.stepS,
     capacity: {
-      connections: capConnections,
+      connections: best.connections,
       requestsPerSecond: r1(capacity),
-      p99Ms: cap!.latencyMs.p99,
-      non2xx: cap!.non2xx,
-      tried,
+      p99Ms: best.result.latencyMs.p99,
+      non2xx: best.result.non2xx,
+      tried: loopRuns.map(({ connections, result }) => ({
+        connections,
+        requestsPerSecond: result.requestsPerSecond,
+        non2xx: result.non2xx,
+      })),
     },
     steps,
     recoveryS,

@@ -8,8 +8,8 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
  * client pool that opens connections faster than that (a login backend whose answers slowed down,
  * or reconnecting after its own timeouts) queues them in the kernel's accept queue, where
  * admission control cannot see them, until it overflows and the kernel drops SYNs (the client's
- * retry comes 1 s, then 3 s later). Measured at 5x capacity: 200-500 connections waiting, a
- * thousand 2 s client timeouts per 10 s step (bench/RESULTS.md).
+ * retry comes 1 s, then 3 s later). Measured at 5x capacity: 200-500 connections waiting and
+ * 370-980 client timeouts (2 s) per 10 s step (bench/RESULTS.md).
  *
  * With `sockets` > 1 (Linux), every socket is bound to the port with SO_REUSEPORT and the kernel
  * spreads new connections over them: up to `sockets` accepts per turn. The extra sockets hand their
