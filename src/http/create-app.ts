@@ -286,7 +286,12 @@ export function createApp(deps: AppDeps): Hono {
           { field: '', message: 'is not valid JSON' },
         ]);
       }
-      if (!replays.firstSighting(verified.signature)) {
+      // Keyed on the signature's bytes: a replay re-spelled (a `=` pad, other unused low bits) is
+      // still a replay. A spelling the vendor never sends is refused and not remembered either way.
+      const replayed = verified.canonical
+        ? !replays.firstSighting(verified.signature)
+        : replays.seen(verified.signature);
+      if (replayed) {
         deps.log({
           level: 'warn',
           msg: 'admin callback replayed',
@@ -298,6 +303,12 @@ export function createApp(deps: AppDeps): Hono {
             ErrorCode.CALLBACK_REPLAYED,
             'This signed callback was already received; it is not processed again.',
           ),
+        );
+      }
+      if (!verified.canonical) {
+        deps.log({ level: 'warn', msg: 'admin callback refused', reason: 'NON_CANONICAL_SIGNATURE' });
+        return problemResponse(
+          problemOf(ErrorCode.INVALID_SIGNATURE, 'x-jws-signature is not canonical unpadded base64url.'),
         );
       }
       deps.log({ level: 'info', msg: 'admin callback', callback: callbackKind(body), ...callbackIds(body) });
