@@ -33,7 +33,7 @@ import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
 import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
-import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
+import { callerAuth, createKeyVerifier, operatorAuth, presentedKey } from './caller-auth.ts';
 import { overloadDetail, refusalClosesConnection } from './early-refusal.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
@@ -79,11 +79,12 @@ export interface AppDeps {
   /** Sheds decisions under overload (src/admission/); without it every decision is started. */
   admission?: AdmissionControl | undefined;
   /**
-   * The operator endpoints (/metrics, /policies, /openapi.json): `keys` (default: the caller keys)
-   * guard them; `open` serves them to anyone (the separate ops port); `elsewhere` leaves them out
-   * (they are on the ops port). Liveness and readiness are open on every surface.
+   * The operator endpoints (/metrics, /policies, /openapi.json, /actions): `keys` (operator keys,
+   * never the caller keys; none: every request refused 403) guard them; `elsewhere` leaves them
+   * out (they are on the ops port). Default: keys, none. Liveness and readiness are open on every
+   * surface.
    */
-  ops?: { access: 'keys'; keys: readonly string[] } | { access: 'open' } | { access: 'elsewhere' };
+  ops?: { access: 'keys'; keys: readonly string[] } | { access: 'elsewhere' };
   /** The durable outbox's store, for GET /actions and its retry and drop (operator endpoints). */
   outboxStore?: OutboxStore | undefined;
   /** Told when an operator drops an action over HTTP: its final `action` line. */
@@ -215,10 +216,11 @@ export function createApp(deps: AppDeps): Hono {
     return c.json({ ready, checks }, ready ? 200 : 503);
   });
 
-  const ops = deps.ops ?? { access: 'keys', keys: deps.apiKeys };
+  const ops = deps.ops ?? { access: 'keys', keys: [] };
   if (ops.access !== 'elsewhere') {
-    // Policy file paths, reload errors, traffic and the API surface: for operators, not callers.
-    const opsAuth: MiddlewareHandler = ops.access === 'keys' ? callerAuth(ops.keys) : (_c, next) => next();
+    // Policy file paths, reload errors, traffic, the API surface and the outbox (where a pending
+    // lock-out can be dropped): for operators, never for a caller key.
+    const opsAuth = operatorAuth(ops.keys);
     app.get('/metrics', opsAuth, async (c) =>
       c.body(await (deps.renderMetrics ?? deps.metrics.render)(), 200, {
         'content-type': PROMETHEUS_CONTENT_TYPE,
