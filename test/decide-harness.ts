@@ -57,6 +57,8 @@ export interface HarnessOptions {
   /** Another harness's sandbox (a second riskgate on the same vendor); not stopped by this one. */
   sharedSandbox?: RunningSandbox;
   riskgate?: Partial<Omit<StartRiskgateOptions, 'config' | 'upstream' | 'apiKeys'>>;
+  /** Caller keys. Default `[CALLER_KEY]`. */
+  apiKeys?: string[];
   /** Further RISKGATE_* variables for loadConfig (e.g. admission limits). */
   env?: Record<string, string>;
 }
@@ -120,7 +122,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     riskgate = await startRiskgate({
       config,
       upstream: sandboxUpstream(sandbox),
-      apiKeys: [CALLER_KEY],
+      apiKeys: options.apiKeys ?? [CALLER_KEY],
       host: '127.0.0.1',
       log: (line) => {
         serviceLog.push(line);

@@ -61,6 +61,12 @@ export interface RiskgateConfig {
    * never do.
    */
   opsKeys: string[] | undefined;
+  /**
+   * `POST /feedback`: labels per second each key may send (token bucket, per process; default 10),
+   * how many at once (default 50), and how many recent decisions this process remembers to know
+   * their caller key (default 100,000, at most 24 h).
+   */
+  feedback: { ratePerSecond: number; burst: number; maxDecisions: number };
   /** Caller keys for `Authorization: Bearer`; undefined only in sandbox mode (a key is generated). */
   apiKeys: string[] | undefined;
   /** Policy file or directory. Default `policies/`. */
@@ -241,6 +247,9 @@ const baseSchema = z.object({
   ),
   RISKGATE_OPS_HOST: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
+  RISKGATE_FEEDBACK_RATE: numberVariable({ min: 0.01, max: 100_000, fallback: 10, whole: false }),
+  RISKGATE_FEEDBACK_BURST: numberVariable({ min: 1, max: 100_000, fallback: 50 }),
+  RISKGATE_FEEDBACK_DECISIONS: numberVariable({ min: 1, max: 10_000_000, fallback: 100_000 }),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_SHADOW_POLICY_PATH: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
@@ -452,6 +461,11 @@ export function loadConfig(
     opsHost,
     opsKeys: b.RISKGATE_OPS_KEYS,
     apiKeys: b.RISKGATE_API_KEYS,
+    feedback: {
+      ratePerSecond: b.RISKGATE_FEEDBACK_RATE,
+      burst: b.RISKGATE_FEEDBACK_BURST,
+      maxDecisions: b.RISKGATE_FEEDBACK_DECISIONS,
+    },
     policyPath: b.RISKGATE_POLICY_PATH,
     shadowPolicyPath: b.RISKGATE_SHADOW_POLICY_PATH,
     deadlineMs: b.RISKGATE_DEADLINE_MS,

@@ -25,7 +25,9 @@ import {
   type ShadowOutcome,
 } from '../decision-log/decision-record.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
 import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from '../feedback/feedback-request.ts';
+import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
@@ -33,7 +35,7 @@ import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
 import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
-import { callerAuth, createKeyVerifier, operatorAuth, presentedKey } from './caller-auth.ts';
+import { callerAuth, createKeyVerifier, keyAuth, operatorAuth, presentedKey } from './caller-auth.ts';
 import { overloadDetail, refusalClosesConnection } from './early-refusal.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
@@ -51,6 +53,16 @@ export interface AppDeps {
   decide: RunDecisionDeps & { policies: { status(): object } };
   /** Caller keys for `Authorization: Bearer`. */
   apiKeys: readonly string[];
+  /**
+   * `POST /feedback`: the recent decisions (whose caller key may label each), the per-key rate
+   * limit, and the operator keys (which may label any decision). Defaults: `RecentDecisions` and
+   * `FeedbackRateLimit` defaults, and the `ops` keys.
+   */
+  feedback?: {
+    decisions?: RecentDecisions;
+    rateLimit?: FeedbackRateLimit;
+    operatorKeys?: readonly string[];
+  };
   actions: ActionDispatcher;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
@@ -147,6 +159,7 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   const service = (deps.surface ?? 'service') === 'service';
+  const recent = deps.feedback?.decisions ?? new RecentDecisions();
   if (service)
     app.post('/decide', admit(deps), auth, audited(deps), limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
       const startedAt = performance.now();
@@ -173,32 +186,70 @@ export function createApp(deps: AppDeps): Hono {
       setImmediate(afterDecision, deps, run, response, totalMs, span);
       // queue: from reading the request to its handler (the loop, authentication), out of the deadline.
       const queueMs = arrivedAtMs === undefined ? undefined : startedAt - arrivedAtMs;
+      // Before the answer leaves: feedback on it may follow at once, from its key alone.
+      recent.remember(run.decisionId, c.get('principal').keyId);
       return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs, queueMs) });
     });
 
   // Analyst feedback on a decision, kept in the decision log for `riskgate replay --labels`.
-  if (service)
-    app.post('/feedback', auth, audited(deps), limitBody(MAX_FEEDBACK_BODY_BYTES), async (c) => {
-      const feedback = await readJsonBody(c, feedbackRequestSchema);
-      if (deps.decisionLog === DISCARD_DECISION_LOG) {
-        return problemResponse(
-          problemOf(
-            ErrorCode.DECISION_LOG_UNAVAILABLE,
-            'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
-          ),
+  if (service) {
+    const operatorKeys = deps.feedback?.operatorKeys ?? (deps.ops?.access === 'keys' ? deps.ops.keys : []);
+    const limiter = deps.feedback?.rateLimit ?? new FeedbackRateLimit();
+    app.post(
+      '/feedback',
+      keyAuth({ caller: deps.apiKeys, operator: operatorKeys }),
+      feedbackRateLimited(limiter),
+      audited(deps),
+      limitBody(MAX_FEEDBACK_BODY_BYTES),
+      async (c) => {
+        const feedback = await readJsonBody(c, feedbackRequestSchema);
+        if (deps.decisionLog === DISCARD_DECISION_LOG) {
+          return problemResponse(
+            problemOf(
+              ErrorCode.DECISION_LOG_UNAVAILABLE,
+              'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
+            ),
+          );
+        }
+        const principal = c.get('principal');
+        const decision = recent.get(feedback.decisionId);
+        // A caller labels only what its own key was answered. An operator labels any decision,
+        // also one this process does not know (older than its memory, another replica's).
+        if (principal.role === 'caller' && decision?.keyId !== principal.keyId) {
+          throw new RiskgateError(
+            ErrorCode.NOT_FOUND,
+            `No recent decision ${feedback.decisionId} made with this key (feedback takes the key that asked for the decision, or an operator key).`,
+          );
+        }
+        const recordedAt = new Date().toISOString();
+        const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
+        const previous = decision?.labels?.at(-1);
+        const history = decision === undefined ? [event] : recent.label(decision, event);
+        deps.decisionLog.write({
+          kind: 'feedback',
+          schemaVersion: DECISION_LOG_SCHEMA_VERSION,
+          at: recordedAt,
+          decisionId: feedback.decisionId,
+          label: feedback.label,
+          labelledBy: principal.keyId,
+          labelledAs: principal.role,
+          ...(previous !== undefined && { previousLabel: previous.label }),
+          ...(decision === undefined && { decisionKnown: false }),
+          ...(feedback.note !== undefined && { note: feedback.note }),
+        });
+        return c.json(
+          {
+            decisionId: feedback.decisionId,
+            label: feedback.label,
+            recordedAt,
+            labelledBy: principal.keyId,
+            history,
+          },
+          202,
         );
-      }
-      const recordedAt = new Date().toISOString();
-      deps.decisionLog.write({
-        kind: 'feedback',
-        schemaVersion: DECISION_LOG_SCHEMA_VERSION,
-        at: recordedAt,
-        decisionId: feedback.decisionId,
-        label: feedback.label,
-        ...(feedback.note !== undefined && { note: feedback.note }),
-      });
-      return c.json({ decisionId: feedback.decisionId, label: feedback.label, recordedAt }, 202);
-    });
+      },
+    );
+  }
 
   // Liveness: the process answers. The vendor's state is detail, never a reason to restart.
   app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health?.() }));
@@ -326,6 +377,23 @@ function actionNotFound(id: string, state: string): RiskgateError {
     ErrorCode.NOT_FOUND,
     `No ${state} action with id ${JSON.stringify(id.slice(0, 200))}.`,
   );
+}
+
+/** Per-key token bucket in front of /feedback: 429 with Retry-After (seconds) past the key's rate. */
+function feedbackRateLimited(limiter: FeedbackRateLimit): MiddlewareHandler {
+  return async (c, next) => {
+    const waitMs = limiter.take(c.get('principal').keyId, performance.now());
+    if (waitMs !== undefined) {
+      return problemResponse(
+        problemOf(
+          ErrorCode.RATE_LIMITED,
+          'This key sends feedback faster than its rate (RISKGATE_FEEDBACK_RATE).',
+        ),
+        { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
+      );
+    }
+    await next();
+  };
 }
 
 /** RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision while the decision log cannot record it. */

@@ -29,6 +29,8 @@ import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { createFeatureReader } from '../features/feature-reader.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import { openFeatureStore } from '../features/open-feature-store.ts';
+import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
+import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import { type AcceptSockets, listenOnAcceptSockets } from '../http/accept-sockets.ts';
 import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
@@ -483,6 +485,14 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     ruleStats,
     shadowStatus: shadow?.status,
     apiKeys: options.apiKeys,
+    feedback: {
+      decisions: new RecentDecisions({ maxDecisions: config.feedback.maxDecisions }),
+      rateLimit: new FeedbackRateLimit({
+        ratePerSecond: config.feedback.ratePerSecond,
+        burst: config.feedback.burst,
+      }),
+      operatorKeys: opsKeys,
+    },
     actions,
     decisionLog,
     metrics,
