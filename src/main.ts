@@ -86,8 +86,11 @@ async function main(): Promise<void> {
 interface Vendor {
   upstream: UpstreamConfig;
   apiKeys: string[];
+  /** Operator keys: the configured ones, or on the sandbox the generated development one. */
+  opsKeys?: string[];
   sandbox?: EmbeddedSandbox;
   devKeyFile?: string;
+  devOpsKeyFile?: string;
 }
 
 async function resolveVendor(config: RiskgateConfig): Promise<Vendor> {
@@ -107,16 +110,21 @@ async function resolveVendor(config: RiskgateConfig): Promise<Vendor> {
       `cannot start the embedded sandbox on port ${config.sandboxPort} (set SANDBOX_PORT): ${String(error)}`,
     );
   }
-  if (config.apiKeys !== undefined) return { upstream: sandbox.upstream, apiKeys: config.apiKeys, sandbox };
-  const { loadOrCreateDevApiKey } = await import('./dev/dev-api-key.ts');
+  const { loadOrCreateDevApiKey, loadOrCreateDevOpsKey } = await import('./dev/dev-api-key.ts');
   try {
-    const devKey = loadOrCreateDevApiKey(config.stateDir);
-    return { upstream: sandbox.upstream, apiKeys: [devKey.key], sandbox, devKeyFile: devKey.file };
+    const devKey = config.apiKeys === undefined ? loadOrCreateDevApiKey(config.stateDir) : undefined;
+    // Operator endpoints never take a caller key: development gets an operator key of its own.
+    const devOpsKey = config.opsKeys === undefined ? loadOrCreateDevOpsKey(config.stateDir) : undefined;
+    return {
+      upstream: sandbox.upstream,
+      apiKeys: devKey === undefined ? config.apiKeys! : [devKey.key],
+      sandbox,
+      ...(devKey !== undefined && { devKeyFile: devKey.file }),
+      ...(devOpsKey !== undefined && { opsKeys: [devOpsKey.key], devOpsKeyFile: devOpsKey.file }),
+    };
   } catch (error) {
     await sandbox.stop();
-    fail(
-      `cannot keep the development caller key in RISKGATE_STATE_DIR (${config.stateDir}): ${String(error)}`,
-    );
+    fail(`cannot keep the development keys in RISKGATE_STATE_DIR (${config.stateDir}): ${String(error)}`);
   }
 }
 
@@ -131,6 +139,7 @@ async function startService(
       config,
       upstream: vendor.upstream,
       apiKeys: vendor.apiKeys,
+      opsKeys: vendor.opsKeys,
       tracing: createTracing(process.env, { version: riskgateVersion() }),
       log: stderrLog,
       version: riskgateVersion(),
@@ -203,7 +212,11 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
   const env =
     vendor.sandbox === undefined
       ? {}
-      : (await import('./dev/sandbox-env-file.ts')).riskgateEnvRecord(vendor.upstream, vendor.apiKeys[0]!);
+      : (await import('./dev/sandbox-env-file.ts')).riskgateEnvRecord(
+          vendor.upstream,
+          vendor.apiKeys[0]!,
+          vendor.opsKeys?.[0],
+        );
   runPrimary({
     count: config.workers,
     env,
@@ -260,6 +273,8 @@ async function showDemo(port: number, vendor: Vendor): Promise<void> {
     sandboxUrl: vendor.sandbox!.url,
     apiKey: vendor.apiKeys[0]!,
     keyFile: vendor.devKeyFile,
+    opsKey: vendor.opsKeys?.[0],
+    opsKeyFile: vendor.devOpsKeyFile,
     userIds: await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']),
   });
 }

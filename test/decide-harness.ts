@@ -18,6 +18,8 @@ import { sandboxControl } from './support/sandbox-control.ts';
  */
 
 export const CALLER_KEY = 'test-caller-key-0123456789';
+/** The operator key (RISKGATE_OPS_KEYS) of every harness unless its `env` sets another (or '' for none). */
+export const OPS_KEY = 'test-ops-key-0123456789abc';
 
 export interface Harness {
   sandbox: RunningSandbox;
@@ -32,7 +34,7 @@ export interface Harness {
   serviceLog: Record<string, unknown>[];
   /** POSTs `body` (serialised unless a string) to /decide with the caller key. */
   decide(body: unknown, init?: { headers?: Record<string, string> }): Promise<HttpAnswer>;
-  /** GETs an operator endpoint (/metrics, /policies, /openapi.json) with the caller key. */
+  /** GETs an operator endpoint (/metrics, /policies, /openapi.json, /actions) with the operator key. */
   ops(path: string): Promise<Response>;
   /** A call to the sandbox's control API (`/sandbox/...`). */
   control(method: string, path: string, body?: unknown): Promise<unknown>;
@@ -55,6 +57,8 @@ export interface HarnessOptions {
   /** Another harness's sandbox (a second riskgate on the same vendor); not stopped by this one. */
   sharedSandbox?: RunningSandbox;
   riskgate?: Partial<Omit<StartRiskgateOptions, 'config' | 'upstream' | 'apiKeys'>>;
+  /** Caller keys. Default `[CALLER_KEY]`. */
+  apiKeys?: string[];
   /** Further RISKGATE_* variables for loadConfig (e.g. admission limits). */
   env?: Record<string, string>;
 }
@@ -108,6 +112,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     RISKGATE_DEADLINE_MS: String(options.deadlineMs ?? 300),
     RISKGATE_DECISION_LOG: 'off',
     RISKGATE_STATE_DIR: stateDir,
+    RISKGATE_OPS_KEYS: OPS_KEY,
     ...options.env,
   });
   const lines: Record<string, unknown>[] = [];
@@ -117,7 +122,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     riskgate = await startRiskgate({
       config,
       upstream: sandboxUpstream(sandbox),
-      apiKeys: [CALLER_KEY],
+      apiKeys: options.apiKeys ?? [CALLER_KEY],
       host: '127.0.0.1',
       log: (line) => {
         serviceLog.push(line);
@@ -144,7 +149,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     stateDir,
     lines,
     serviceLog,
-    ops: (path) => fetch(`${riskgate.url}${path}`, { headers: { authorization: `Bearer ${CALLER_KEY}` } }),
+    ops: (path) => fetch(`${riskgate.url}${path}`, { headers: { authorization: `Bearer ${OPS_KEY}` } }),
     async decide(body, init = {}) {
       const res = await fetch(`${riskgate.url}/decide`, {
         method: 'POST',

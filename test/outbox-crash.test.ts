@@ -11,6 +11,7 @@ import { type RunningRedis, redisAvailable, startRedis } from './support/redis-s
 import {
   buildDist,
   PROCESS_KEY,
+  PROCESS_OPS_KEY,
   processEnv,
   type RiskgateProcess,
   startProcess,
@@ -112,7 +113,7 @@ async function outboxAt(
   port: number,
 ): Promise<{ pending: number; actions: { id: string; status: string }[] }> {
   const res = await fetch(`http://127.0.0.1:${port}/actions?limit=1000`, {
-    headers: { authorization: `Bearer ${PROCESS_KEY}` },
+    headers: { authorization: `Bearer ${PROCESS_OPS_KEY}` },
   });
   return (await res.json()) as { pending: number; actions: { id: string; status: string }[] };
 }

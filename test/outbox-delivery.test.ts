@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actionsCommand } from '../src/cli/actions-commands.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
+import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
@@ -168,7 +168,7 @@ async function operatorsSteer(): Promise<void> {
     await h.control('DELETE', '/sandbox/faults');
     const post = await fetch(`${h.url}/actions/${encodeURIComponent(bobId)}/retry`, {
       method: 'POST',
-      headers: { authorization: `Bearer test-caller-key-0123456789` },
+      headers: { authorization: `Bearer ${OPS_KEY}` },
     });
     expect(post.status).toBe(200);
     await eventually(async () =>
@@ -184,7 +184,7 @@ async function operatorsSteer(): Promise<void> {
     const carolId = `${carol.body.decisionId}:lock_out_user:${userIds.carol}`;
     const dropped = await fetch(`${h.url}/actions/${encodeURIComponent(carolId)}`, {
       method: 'DELETE',
-      headers: { authorization: `Bearer test-caller-key-0123456789` },
+      headers: { authorization: `Bearer ${OPS_KEY}` },
     });
     expect(dropped.status).toBe(200);
     expect(await dropped.json()).toMatchObject({
@@ -204,7 +204,7 @@ async function operatorsSteer(): Promise<void> {
     // Unknown ids and bad queries are clear refusals.
     const missing = await fetch(`${h.url}/actions/nope/retry`, {
       method: 'POST',
-      headers: { authorization: `Bearer test-caller-key-0123456789` },
+      headers: { authorization: `Bearer ${OPS_KEY}` },
     });
     expect(missing.status).toBe(404);
     const bad = await h.ops('/actions?status=lost');

@@ -3,6 +3,7 @@ import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
 import { decideResponseSchema } from '../src/decide/decide-response.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { signatureRespellings as respellings } from './support/signature-respellings.ts';
 
 /** Everything around /decide, over real HTTP against riskgate on the sandbox. */
 
@@ -13,6 +14,7 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 const get = (path: string) => fetch(`${h.url}${path}`);
+
 const ops = (path: string) => h.ops(path);
 
 describe('service endpoints', () => {
@@ -205,6 +207,43 @@ describe('POST /callbacks/admin', () => {
     // The next genuine callback (another body, so another signature) is still taken.
     const next = body.replace('e-replay', 'e-next');
     expect((await post(next, signCallbackBody(next, key()))).status).toBe(200);
+  });
+
+  it('refuses a replay re-spelled (a = pad, other unused low bits) as a replay: one signature, processed once', async () => {
+    const body = JSON.stringify({
+      user_id: 'u-8',
+      username: 'dave',
+      enrollment_id: 'e-respelled',
+      activation_code: 'act-respelled',
+      device_id: 'd-8',
+      result: 'success',
+    });
+    const signature = signCallbackBody(body, key());
+    const [header, mac] = signature.split('..') as [string, string];
+    expect((await post(body, signature)).status).toBe(200);
+    const respelled = respellings(mac);
+    for (const other of respelled) {
+      const again = await post(body, `${header}..${other}`);
+      expect(again.status, other).toBe(409);
+      expect(await again.json()).toMatchObject({ code: 'RG_ERR_CALLBACK_REPLAYED' });
+    }
+    const processed = h.serviceLog.filter(
+      (l) => l.msg === 'admin callback' && l.enrollment_id === 'e-respelled',
+    );
+    expect(processed).toHaveLength(1);
+  });
+
+  it('refuses a fresh callback in a spelling the vendor never sends (401), and takes it canonical after', async () => {
+    const body = JSON.stringify({ user_id: 'u-7', enrollment_id: 'e-padded', result: 'success' });
+    const [header, mac] = signCallbackBody(body, key()).split('..') as [string, string];
+    const padded = await post(body, `${header}..${mac}=`);
+    expect(padded.status).toBe(401);
+    expect(await padded.json()).toMatchObject({ code: 'RG_ERR_INVALID_SIGNATURE' });
+    expect(h.serviceLog).toContainEqual(
+      expect.objectContaining({ msg: 'admin callback refused', reason: 'NON_CANONICAL_SIGNATURE' }),
+    );
+    // Not remembered: the canonical delivery of the same callback is processed.
+    expect((await post(body, `${header}..${mac}`)).status).toBe(200);
   });
 
   it('refuses a tampered body, a wrong key and a missing signature with 401', async () => {

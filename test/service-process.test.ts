@@ -19,7 +19,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
-import { PROCESS_KEY, processEnv } from './support/riskgate-process.ts';
+import { PROCESS_KEY, PROCESS_OPS_KEY, processEnv } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
@@ -406,7 +406,9 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
         expect((await decideOnNewConnection(port, demoRequest('alice', alice))).status).toBe(200);
       }
       const metrics = await (
-        await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+        await fetch(`http://127.0.0.1:${port}/metrics`, {
+          headers: { authorization: `Bearer ${PROCESS_OPS_KEY}` },
+        })
       ).text();
       const served = (worker: number) =>
         [

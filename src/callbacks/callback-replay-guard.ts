@@ -29,10 +29,25 @@ export class CallbackReplayGuard {
     });
   }
 
-  /** Records `signature` (the JWS signature part); false when it was already recorded. */
-  firstSighting(signature: string): boolean {
-    if (this.#seen.has(signature)) return false;
-    this.#seen.set(signature, true);
+  /**
+   * Records `signature` (the JWS signature's decoded bytes); false when it was already recorded.
+   * Keyed on the bytes, not on the header's text: one signature has several base64url spellings
+   * (a `=` pad, other unused low bits in the last character), and each would otherwise pass once.
+   */
+  firstSighting(signature: Uint8Array): boolean {
+    const key = signatureKey(signature);
+    if (this.#seen.has(key)) return false;
+    this.#seen.set(key, true);
     return true;
   }
+
+  /** Whether `signature` (decoded bytes) was recorded, without recording it. */
+  seen(signature: Uint8Array): boolean {
+    return this.#seen.has(signatureKey(signature));
+  }
+}
+
+/** The bytes' canonical base64url: one string per signature. */
+function signatureKey(signature: Uint8Array): string {
+  return Buffer.from(signature.buffer, signature.byteOffset, signature.byteLength).toString('base64url');
 }

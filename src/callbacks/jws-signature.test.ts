@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { base64url } from 'jose';
 import { describe, expect, it } from 'vitest';
+import { signatureRespellings as respellings } from '../../test/support/signature-respellings.ts';
 import { signCallbackBody, verifyCallbackSignature } from './jws-signature.ts';
 
 const KEY = 'callback-key';
@@ -72,5 +73,16 @@ describe('callback JWS (CONTRACT §2)', () => {
     const pending = verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY);
     expect(pending).toBeInstanceOf(Promise);
     expect(await pending).toMatchObject({ ok: true });
+  });
+  it('gives the signature as bytes, the same for every spelling jose accepts, and says which spelling is canonical', async () => {
+    const [header, signature] = VECTOR.split('..') as [string, string];
+    const canonical = await verifyCallbackSignature(VECTOR, Buffer.from(BODY), KEY);
+    expect(canonical).toMatchObject({ ok: true, canonical: true });
+    for (const respelled of respellings(signature)) {
+      const r = await verifyCallbackSignature(`${header}..${respelled}`, Buffer.from(BODY), KEY);
+      // jose verifies them all (lenient base64url); riskgate sees one signature and a bad spelling.
+      expect(r, respelled).toMatchObject({ ok: true, canonical: false });
+      if (r.ok && canonical.ok) expect(Buffer.from(r.signature)).toEqual(Buffer.from(canonical.signature));
+    }
   });
 });

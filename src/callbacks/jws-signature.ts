@@ -26,8 +26,30 @@ export type CallbackSignatureFailure = 'MISSING' | 'MALFORMED' | 'UNSUPPORTED_AL
 
 /** Outcome of `verifyCallbackSignature`. */
 export type CallbackSignatureResult =
-  | { ok: true /** The verified signature part, unique per callback body. */; signature: string }
+  | {
+      ok: true;
+      /** The verified signature's bytes (decoded): unique per callback body, whatever its encoding. */
+      signature: Uint8Array;
+      /**
+       * Whether the signature part was sent in its one canonical encoding: unpadded base64url
+       * (RFC 7515 §2) whose unused low bits are zero (RFC 4648 §3.5). jose decodes leniently (a
+       * `=` or odd trailing bits still verify), so one signature has several spellings; the vendor
+       * sends only this one, and a callback in another is refused (a replay being re-spelled).
+       */
+      canonical: boolean;
+    }
   | { ok: false; reason: CallbackSignatureFailure };
+
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/** The bytes of a base64url string, and whether it is their one canonical spelling. */
+function decodeSignature(encoded: string): { bytes: Uint8Array; canonical: boolean } {
+  const bytes = new Uint8Array(Buffer.from(encoded, 'base64url'));
+  return {
+    bytes,
+    canonical: BASE64URL.test(encoded) && Buffer.from(bytes).toString('base64url') === encoded,
+  };
+}
 
 /**
  * Verifies `x-jws-signature` over the raw received bytes with jose (`flattenedVerify`, HS256 only):
@@ -51,7 +73,8 @@ export async function verifyCallbackSignature(
       encoder.encode(key),
       { algorithms: ALGORITHMS },
     );
-    return { ok: true, signature: parts[2] };
+    const { bytes, canonical } = decodeSignature(parts[2]);
+    return { ok: true, signature: bytes, canonical };
   } catch (err) {
     if (err instanceof errors.JOSEAlgNotAllowed) return { ok: false, reason: 'UNSUPPORTED_ALG' };
     if (err instanceof errors.JWSSignatureVerificationFailed) return { ok: false, reason: 'MISMATCH' };

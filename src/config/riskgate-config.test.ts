@@ -69,6 +69,35 @@ describe('loadConfig', () => {
     );
   });
 
+  it('keeps the ops port on loopback unless RISKGATE_OPS_HOST says, and refuses a network ops port without ops keys', () => {
+    expect(loadConfig({ ...UPSTREAM, RISKGATE_OPS_PORT: '9090' })).toMatchObject({
+      host: '0.0.0.0',
+      opsHost: '127.0.0.1',
+    });
+    const open = errorOf(() =>
+      loadConfig({ ...UPSTREAM, RISKGATE_OPS_PORT: '9090', RISKGATE_OPS_HOST: '0.0.0.0' }),
+    );
+    expect(open.code).toBe('RG_ERR_INVALID_CONFIG');
+    expect(open.message).toMatch(
+      /^RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine/,
+    );
+    for (const host of ['::', '10.0.0.7', 'ops.internal']) {
+      expect(() => loadConfig({ RISKGATE_OPS_PORT: '9090', RISKGATE_OPS_HOST: host }), host).toThrow(
+        /RISKGATE_OPS_KEYS is required/,
+      );
+    }
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', '[::1]', 'localhost']) {
+      expect(loadConfig({ RISKGATE_OPS_PORT: '9090', RISKGATE_OPS_HOST: host }).opsHost, host).toBe(host);
+    }
+    expect(
+      loadConfig({
+        RISKGATE_OPS_PORT: '9090',
+        RISKGATE_OPS_HOST: '0.0.0.0',
+        RISKGATE_OPS_KEYS: 'ops-key-0123456789abc',
+      }).opsHost,
+    ).toBe('0.0.0.0');
+  });
+
   it('sizes the upstream connection pools from the environment, within bounds', () => {
     const config = loadConfig({ RISKGATE_SIGNALS_CONNECTIONS: '256', RISKGATE_ADMIN_CONNECTIONS: '16' });
     expect(config).toMatchObject({ signalsConnections: 256, adminConnections: 16 });

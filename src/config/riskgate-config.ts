@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_REDACTION, parseRedaction, type RedactionRule } from '../decision-log/log-redaction.ts';
@@ -50,10 +51,22 @@ export interface RiskgateConfig {
    */
   opsPort: number | undefined;
   /**
-   * Keys for the operator endpoints. Undefined: the caller keys on the main port, and no key on
-   * the ops port (its network boundary is the control).
+   * Interface the ops port listens on. Default `127.0.0.1`: the operator endpoints stay on the
+   * machine (or pod) unless told otherwise; a non-loopback address needs `opsKeys`.
+   */
+  opsHost: string;
+  /**
+   * Keys for the operator endpoints, on whichever port serves them. Undefined: no key opens them
+   * (403), except the development key `npm start` generates on the embedded sandbox. Caller keys
+   * never do.
    */
   opsKeys: string[] | undefined;
+  /**
+   * `POST /feedback`: labels per second each key may send (token bucket, per process; default 10),
+   * how many at once (default 50), and how many recent decisions this process remembers to know
+   * their caller key (default 100,000, at most 24 h).
+   */
+  feedback: { ratePerSecond: number; burst: number; maxDecisions: number };
   /** Caller keys for `Authorization: Bearer`; undefined only in sandbox mode (a key is generated). */
   apiKeys: string[] | undefined;
   /** Policy file or directory. Default `policies/`. */
@@ -232,7 +245,11 @@ const baseSchema = z.object({
       .transform(Number)
       .pipe(z.number().max(65535, 'must be a whole number from 0 to 65535')),
   ),
+  RISKGATE_OPS_HOST: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
+  RISKGATE_FEEDBACK_RATE: numberVariable({ min: 0.01, max: 100_000, fallback: 10, whole: false }),
+  RISKGATE_FEEDBACK_BURST: numberVariable({ min: 1, max: 100_000, fallback: 50 }),
+  RISKGATE_FEEDBACK_DECISIONS: numberVariable({ min: 1, max: 10_000_000, fallback: 100_000 }),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_SHADOW_POLICY_PATH: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
@@ -431,12 +448,24 @@ export function loadConfig(
       'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
     );
   }
+  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
+  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
+    throw configError(
+      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
+    );
+  }
   return {
     port: b.RISKGATE_PORT,
     host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
     opsPort: b.RISKGATE_OPS_PORT,
+    opsHost,
     opsKeys: b.RISKGATE_OPS_KEYS,
     apiKeys: b.RISKGATE_API_KEYS,
+    feedback: {
+      ratePerSecond: b.RISKGATE_FEEDBACK_RATE,
+      burst: b.RISKGATE_FEEDBACK_BURST,
+      maxDecisions: b.RISKGATE_FEEDBACK_DECISIONS,
+    },
     policyPath: b.RISKGATE_POLICY_PATH,
     shadowPolicyPath: b.RISKGATE_SHADOW_POLICY_PATH,
     deadlineMs: b.RISKGATE_DEADLINE_MS,
@@ -477,4 +506,18 @@ function featureStoreOf(
 ): { kind: 'memory' } | { kind: 'redis'; url: string } {
   const value = setting ?? (/^rediss?:\/\//.test(outbox) ? outbox : 'memory');
   return value === 'memory' ? { kind: 'memory' } : { kind: 'redis', url: value };
+}
+
+/**
+ * Whether `host` is a loopback interface (127.0.0.0/8, ::1, localhost): reachable from this
+ * machine (or pod) alone. Anything else, `0.0.0.0` and `::` included, is a network.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice(7) : h;
+  return isIPv4(v4) && v4.startsWith('127.');
 }

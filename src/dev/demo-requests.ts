@@ -41,6 +41,10 @@ export interface DemoBanner {
   /** True when the key was generated (not from RISKGATE_API_KEYS). */
   /** Where the development key is kept; undefined when the key is the caller's own (RISKGATE_API_KEYS). */
   keyFile: string | undefined;
+  /** The operator key, when generated for development (unset: RISKGATE_OPS_KEYS is the operator's own). */
+  opsKey?: string | undefined;
+  /** Where the development operator key is kept. */
+  opsKeyFile?: string | undefined;
   userIds: Record<string, string | undefined>;
 }
 
@@ -68,8 +72,10 @@ export function printDemo(b: DemoBanner): void {
     lines.push('');
   }
   lines.push(
-    `Also: ${['healthz', 'readyz'].map((p) => `${b.riskgateUrl}/${p}`).join('  ')}; with the key (operator endpoints):`,
-    `  curl -s -H 'authorization: Bearer ${b.apiKey}' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json)`,
+    `Also: ${['healthz', 'readyz'].map((p) => `${b.riskgateUrl}/${p}`).join('  ')}; with an operator key (operator endpoints):`,
+    b.opsKey !== undefined
+      ? `  curl -s -H 'authorization: Bearer ${b.opsKey}' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json, /actions)\n  Development operator key: kept in ${b.opsKeyFile} (set RISKGATE_OPS_KEYS to choose your own); caller keys never open these.`
+      : `  curl -s -H 'authorization: Bearer <a RISKGATE_OPS_KEYS key>' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json, /actions)`,
     'Decision log lines follow on stdout. Ctrl-C stops riskgate and the sandbox.',
     '',
   );

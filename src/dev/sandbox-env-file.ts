@@ -10,21 +10,26 @@ export const SANDBOX_ENV_FILE = 'sandbox.env';
  * vendor (the same variables as `riskgate.env.example`), plus the caller key. A started sandbox
  * writes it so `node --env-file` can point a separately started riskgate at it.
  */
-export function riskgateEnvFor(upstream: UpstreamConfig, apiKey: string): string {
+export function riskgateEnvFor(upstream: UpstreamConfig, apiKey: string, opsKey?: string): string {
   return `${[
     '# Written by `npm run sandbox`: riskgate configured for this sandbox as for a real vendor.',
     '# npx tsx --env-file=.riskgate/sandbox.env src/main.ts',
-    ...Object.entries(riskgateEnvRecord(upstream, apiKey)).map(([k, v]) => `${k}=${v}`),
+    ...Object.entries(riskgateEnvRecord(upstream, apiKey, opsKey)).map(([k, v]) => `${k}=${v}`),
   ].join('\n')}\n`;
 }
 
 /**
  * The same as variables: what the primary of RISKGATE_WORKERS hands its workers in development
- * (without `apiKey`, the vendor's variables alone).
+ * (without `apiKey`, the vendor's variables alone; `opsKey`, the development operator key).
  */
-export function riskgateEnvRecord(upstream: UpstreamConfig, apiKey?: string): Record<string, string> {
+export function riskgateEnvRecord(
+  upstream: UpstreamConfig,
+  apiKey?: string,
+  opsKey?: string,
+): Record<string, string> {
   const entries: [string, string | undefined][] = [
     ['RISKGATE_API_KEYS', apiKey],
+    ['RISKGATE_OPS_KEYS', opsKey],
     ['RISKGATE_SERVICE_ID', upstream.serviceId],
     ['RISKGATE_SIGNALS_URL', upstream.signalsUrl],
     ['RISKGATE_AUTH_URL', upstream.authUrl],
@@ -42,9 +47,14 @@ export function riskgateEnvRecord(upstream: UpstreamConfig, apiKey?: string): Re
 }
 
 /** Writes `riskgateEnvFor(...)` to `<stateDir>/sandbox.env` (mode 0600: it holds credentials). */
-export function writeSandboxEnvFile(stateDir: string, upstream: UpstreamConfig, apiKey: string): string {
+export function writeSandboxEnvFile(
+  stateDir: string,
+  upstream: UpstreamConfig,
+  apiKey: string,
+  opsKey?: string,
+): string {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const file = join(stateDir, SANDBOX_ENV_FILE);
-  writeFileSync(file, riskgateEnvFor(upstream, apiKey), { mode: 0o600 });
+  writeFileSync(file, riskgateEnvFor(upstream, apiKey, opsKey), { mode: 0o600 });
   return file;
 }

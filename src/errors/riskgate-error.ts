@@ -47,6 +47,13 @@ export const ErrorCode = {
   CALLBACK_REPLAYED: 'RG_ERR_CALLBACK_REPLAYED',
   /** The caller is not authenticated. */
   UNAUTHENTICATED: 'RG_ERR_UNAUTHENTICATED',
+  /**
+   * The endpoint is not open to this request whatever key it carries: an operator endpoint while
+   * no operator key is configured (HTTP 403; the detail says how to configure one).
+   */
+  FORBIDDEN: 'RG_ERR_FORBIDDEN',
+  /** The caller key sent more requests than its rate allows (HTTP 429, with `Retry-After`). */
+  RATE_LIMITED: 'RG_ERR_RATE_LIMITED',
   /** The operation was cancelled by its caller. */
   ABORTED: 'RG_ERR_ABORTED',
   /** A request body is over the endpoint's size limit (HTTP 413). */

@@ -16,8 +16,20 @@ export const feedbackRequestSchema = z.strictObject({
 });
 export type FeedbackRequest = z.infer<typeof feedbackRequestSchema>;
 
+const labelEventSchema = z.object({
+  label: z.enum(['fraud', 'legit']),
+  labelledBy: z
+    .string()
+    .describe('The id of the key that gave the label (`key-` and 12 hex digits), never the key.'),
+  at: z.iso.datetime().describe('When riskgate recorded it (RFC 3339).'),
+});
+
 export const feedbackResponseSchema = z.object({
   decisionId: z.uuid(),
   label: z.enum(['fraud', 'legit']),
   recordedAt: z.iso.datetime().describe('When riskgate recorded it (RFC 3339).'),
+  labelledBy: z.string().describe('The id of the key that sent this label, never the key.'),
+  history: z
+    .array(labelEventSchema)
+    .describe("The decision's labels as this riskgate remembers them, oldest first: the last is current."),
 });

@@ -25,7 +25,9 @@ import {
   type ShadowOutcome,
 } from '../decision-log/decision-record.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
 import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from '../feedback/feedback-request.ts';
+import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
@@ -33,7 +35,7 @@ import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
 import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
-import { callerAuth, createKeyVerifier, presentedKey } from './caller-auth.ts';
+import { callerAuth, createKeyVerifier, keyAuth, operatorAuth, presentedKey } from './caller-auth.ts';
 import { overloadDetail, refusalClosesConnection } from './early-refusal.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
@@ -51,6 +53,16 @@ export interface AppDeps {
   decide: RunDecisionDeps & { policies: { status(): object } };
   /** Caller keys for `Authorization: Bearer`. */
   apiKeys: readonly string[];
+  /**
+   * `POST /feedback`: the recent decisions (whose caller key may label each), the per-key rate
+   * limit, and the operator keys (which may label any decision). Defaults: `RecentDecisions` and
+   * `FeedbackRateLimit` defaults, and the `ops` keys.
+   */
+  feedback?: {
+    decisions?: RecentDecisions;
+    rateLimit?: FeedbackRateLimit;
+    operatorKeys?: readonly string[];
+  };
   actions: ActionDispatcher;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
@@ -79,11 +91,12 @@ export interface AppDeps {
   /** Sheds decisions under overload (src/admission/); without it every decision is started. */
   admission?: AdmissionControl | undefined;
   /**
-   * The operator endpoints (/metrics, /policies, /openapi.json): `keys` (default: the caller keys)
-   * guard them; `open` serves them to anyone (the separate ops port); `elsewhere` leaves them out
-   * (they are on the ops port). Liveness and readiness are open on every surface.
+   * The operator endpoints (/metrics, /policies, /openapi.json, /actions): `keys` (operator keys,
+   * never the caller keys; none: every request refused 403) guard them; `elsewhere` leaves them
+   * out (they are on the ops port). Default: keys, none. Liveness and readiness are open on every
+   * surface.
    */
-  ops?: { access: 'keys'; keys: readonly string[] } | { access: 'open' } | { access: 'elsewhere' };
+  ops?: { access: 'keys'; keys: readonly string[] } | { access: 'elsewhere' };
   /** The durable outbox's store, for GET /actions and its retry and drop (operator endpoints). */
   outboxStore?: OutboxStore | undefined;
   /** Told when an operator drops an action over HTTP: its final `action` line. */
@@ -146,6 +159,7 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   const service = (deps.surface ?? 'service') === 'service';
+  const recent = deps.feedback?.decisions ?? new RecentDecisions();
   if (service)
     app.post('/decide', admit(deps), auth, audited(deps), limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
       const startedAt = performance.now();
@@ -172,32 +186,70 @@ export function createApp(deps: AppDeps): Hono {
       setImmediate(afterDecision, deps, run, response, totalMs, span);
       // queue: from reading the request to its handler (the loop, authentication), out of the deadline.
       const queueMs = arrivedAtMs === undefined ? undefined : startedAt - arrivedAtMs;
+      // Before the answer leaves: feedback on it may follow at once, from its key alone.
+      recent.remember(run.decisionId, c.get('principal').keyId);
       return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs, queueMs) });
     });
 
   // Analyst feedback on a decision, kept in the decision log for `riskgate replay --labels`.
-  if (service)
-    app.post('/feedback', auth, audited(deps), limitBody(MAX_FEEDBACK_BODY_BYTES), async (c) => {
-      const feedback = await readJsonBody(c, feedbackRequestSchema);
-      if (deps.decisionLog === DISCARD_DECISION_LOG) {
-        return problemResponse(
-          problemOf(
-            ErrorCode.DECISION_LOG_UNAVAILABLE,
-            'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
-          ),
+  if (service) {
+    const operatorKeys = deps.feedback?.operatorKeys ?? (deps.ops?.access === 'keys' ? deps.ops.keys : []);
+    const limiter = deps.feedback?.rateLimit ?? new FeedbackRateLimit();
+    app.post(
+      '/feedback',
+      keyAuth({ caller: deps.apiKeys, operator: operatorKeys }),
+      feedbackRateLimited(limiter),
+      audited(deps),
+      limitBody(MAX_FEEDBACK_BODY_BYTES),
+      async (c) => {
+        const feedback = await readJsonBody(c, feedbackRequestSchema);
+        if (deps.decisionLog === DISCARD_DECISION_LOG) {
+          return problemResponse(
+            problemOf(
+              ErrorCode.DECISION_LOG_UNAVAILABLE,
+              'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
+            ),
+          );
+        }
+        const principal = c.get('principal');
+        const decision = recent.get(feedback.decisionId);
+        // A caller labels only what its own key was answered. An operator labels any decision,
+        // also one this process does not know (older than its memory, another replica's).
+        if (principal.role === 'caller' && decision?.keyId !== principal.keyId) {
+          throw new RiskgateError(
+            ErrorCode.NOT_FOUND,
+            `No recent decision ${feedback.decisionId} made with this key (feedback takes the key that asked for the decision, or an operator key).`,
+          );
+        }
+        const recordedAt = new Date().toISOString();
+        const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
+        const previous = decision?.labels?.at(-1);
+        const history = decision === undefined ? [event] : recent.label(decision, event);
+        deps.decisionLog.write({
+          kind: 'feedback',
+          schemaVersion: DECISION_LOG_SCHEMA_VERSION,
+          at: recordedAt,
+          decisionId: feedback.decisionId,
+          label: feedback.label,
+          labelledBy: principal.keyId,
+          labelledAs: principal.role,
+          ...(previous !== undefined && { previousLabel: previous.label }),
+          ...(decision === undefined && { decisionKnown: false }),
+          ...(feedback.note !== undefined && { note: feedback.note }),
+        });
+        return c.json(
+          {
+            decisionId: feedback.decisionId,
+            label: feedback.label,
+            recordedAt,
+            labelledBy: principal.keyId,
+            history,
+          },
+          202,
         );
-      }
-      const recordedAt = new Date().toISOString();
-      deps.decisionLog.write({
-        kind: 'feedback',
-        schemaVersion: DECISION_LOG_SCHEMA_VERSION,
-        at: recordedAt,
-        decisionId: feedback.decisionId,
-        label: feedback.label,
-        ...(feedback.note !== undefined && { note: feedback.note }),
-      });
-      return c.json({ decisionId: feedback.decisionId, label: feedback.label, recordedAt }, 202);
-    });
+      },
+    );
+  }
 
   // Liveness: the process answers. The vendor's state is detail, never a reason to restart.
   app.get('/healthz', (c) => c.json({ status: 'ok', ...deps.health?.() }));
@@ -215,10 +267,11 @@ export function createApp(deps: AppDeps): Hono {
     return c.json({ ready, checks }, ready ? 200 : 503);
   });
 
-  const ops = deps.ops ?? { access: 'keys', keys: deps.apiKeys };
+  const ops = deps.ops ?? { access: 'keys', keys: [] };
   if (ops.access !== 'elsewhere') {
-    // Policy file paths, reload errors, traffic and the API surface: for operators, not callers.
-    const opsAuth: MiddlewareHandler = ops.access === 'keys' ? callerAuth(ops.keys) : (_c, next) => next();
+    // Policy file paths, reload errors, traffic, the API surface and the outbox (where a pending
+    // lock-out can be dropped): for operators, never for a caller key.
+    const opsAuth = operatorAuth(ops.keys);
     app.get('/metrics', opsAuth, async (c) =>
       c.body(await (deps.renderMetrics ?? deps.metrics.render)(), 200, {
         'content-type': PROMETHEUS_CONTENT_TYPE,
@@ -286,7 +339,12 @@ export function createApp(deps: AppDeps): Hono {
           { field: '', message: 'is not valid JSON' },
         ]);
       }
-      if (!replays.firstSighting(verified.signature)) {
+      // Keyed on the signature's bytes: a replay re-spelled (a `=` pad, other unused low bits) is
+      // still a replay. A spelling the vendor never sends is refused and not remembered either way.
+      const replayed = verified.canonical
+        ? !replays.firstSighting(verified.signature)
+        : replays.seen(verified.signature);
+      if (replayed) {
         deps.log({
           level: 'warn',
           msg: 'admin callback replayed',
@@ -298,6 +356,12 @@ export function createApp(deps: AppDeps): Hono {
             ErrorCode.CALLBACK_REPLAYED,
             'This signed callback was already received; it is not processed again.',
           ),
+        );
+      }
+      if (!verified.canonical) {
+        deps.log({ level: 'warn', msg: 'admin callback refused', reason: 'NON_CANONICAL_SIGNATURE' });
+        return problemResponse(
+          problemOf(ErrorCode.INVALID_SIGNATURE, 'x-jws-signature is not canonical unpadded base64url.'),
         );
       }
       deps.log({ level: 'info', msg: 'admin callback', callback: callbackKind(body), ...callbackIds(body) });
@@ -313,6 +377,23 @@ function actionNotFound(id: string, state: string): RiskgateError {
     ErrorCode.NOT_FOUND,
     `No ${state} action with id ${JSON.stringify(id.slice(0, 200))}.`,
   );
+}
+
+/** Per-key token bucket in front of /feedback: 429 with Retry-After (seconds) past the key's rate. */
+function feedbackRateLimited(limiter: FeedbackRateLimit): MiddlewareHandler {
+  return async (c, next) => {
+    const waitMs = limiter.take(c.get('principal').keyId, performance.now());
+    if (waitMs !== undefined) {
+      return problemResponse(
+        problemOf(
+          ErrorCode.RATE_LIMITED,
+          'This key sends feedback faster than its rate (RISKGATE_FEEDBACK_RATE).',
+        ),
+        { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
+      );
+    }
+    await next();
+  };
 }
 
 /** RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision while the decision log cannot record it. */

@@ -31,6 +31,8 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   RG_ERR_UNAUTHENTICATED: { status: 401, title: 'Unauthenticated' },
   RG_ERR_INVALID_SIGNATURE: { status: 401, title: 'Invalid signature' },
+  RG_ERR_FORBIDDEN: { status: 403, title: 'Forbidden' },
+  RG_ERR_RATE_LIMITED: { status: 429, title: 'Too many requests' },
   RG_ERR_CALLBACK_REPLAYED: { status: 409, title: 'Callback already received' },
   RG_ERR_DECISION_LOG_UNAVAILABLE: { status: 503, title: 'Decision log unavailable' },
   RG_ERR_NOT_FOUND: { status: 404, title: 'Not found' },

@@ -99,13 +99,20 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
           },
           responses: {
             '202': {
-              description: 'Recorded in the decision log as a `feedback` line.',
+              description:
+                'Recorded in the decision log as a `feedback` line, with the id of the key that sent it.',
               content: { 'application/json': { schema: { $ref: '#/components/schemas/FeedbackResponse' } } },
             },
             '400': problem(
               'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit.',
             ),
-            '401': problem('Missing or unknown caller key.'),
+            '401': problem(
+              'Missing or unknown key (the caller key that asked for the decision, or an operator key).',
+            ),
+            '404': problem(
+              'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
+            ),
+            '429': problem('This key sends feedback past its rate; `Retry-After` says when to try again.'),
             '503': problem(
               'RISKGATE_DECISION_LOG is off (or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse).',
             ),

@@ -1,5 +1,5 @@
 import { audienceScope } from '../auth/token-manager.ts';
-import { loadOrCreateDevApiKey } from '../dev/dev-api-key.ts';
+import { loadOrCreateDevApiKey, loadOrCreateDevOpsKey } from '../dev/dev-api-key.ts';
 import { sandboxUpstream } from '../dev/embedded-sandbox.ts';
 import { writeSandboxEnvFile } from '../dev/sandbox-env-file.ts';
 import { isRiskgateError } from '../errors/riskgate-error.ts';
@@ -47,12 +47,13 @@ async function main(): Promise<void> {
     '  demo accounts: alice bob mallory trudy carol dave (README "The sandbox")',
   ];
   // riskgate's configuration for this sandbox, for a riskgate started on its own (README, "Quick
-  // start"); the caller key is the development key `npm start` uses, so printed curls work for both.
+  // start"); the caller and operator keys are the development keys `npm start` uses, so printed curls work for both.
   const stateDir = process.env.RISKGATE_STATE_DIR || '.riskgate';
   const envFile = writeSandboxEnvFile(
     stateDir,
     sandboxUpstream(sandbox),
     loadOrCreateDevApiKey(stateDir).key,
+    loadOrCreateDevOpsKey(stateDir).key,
   );
   lines.push(`  riskgate settings          ${envFile}  (npx tsx --env-file=${envFile} src/main.ts)`);
   process.stdout.write(`${lines.join('\n')}\n`);

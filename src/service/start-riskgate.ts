@@ -16,7 +16,7 @@ import { type AdminClient, type AdminClientOptions, createAdminClient } from '..
 import { AdmissionControl } from '../admission/admission-control.ts';
 import { shedBeforeApp } from '../admission/shed-before-app.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
-import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
+import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
 import {
   DECISION_LOG_CLOSE_TIMEOUT_MS,
@@ -25,9 +25,12 @@ import {
 } from '../decision-log/decision-log.ts';
 import { actionLine } from '../decision-log/decision-record.ts';
 import { createRedactor } from '../decision-log/log-redaction.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { createFeatureReader } from '../features/feature-reader.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import { openFeatureStore } from '../features/open-feature-store.ts';
+import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
+import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import { type AcceptSockets, listenOnAcceptSockets } from '../http/accept-sockets.ts';
 import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
@@ -73,6 +76,8 @@ export interface StartRiskgateOptions {
   upstream: UpstreamConfig;
   /** Caller keys (the configured ones, or the generated development key). */
   apiKeys: readonly string[];
+  /** Operator keys. Default `config.opsKeys` (RISKGATE_OPS_KEYS); main passes the generated development one. */
+  opsKeys?: readonly string[] | undefined;
   /** Interface to bind. Default `config.host` (RISKGATE_HOST). */
   host?: string;
   log?: ServiceLog;
@@ -248,6 +253,25 @@ function openShadowPolicy(
 export async function startRiskgate(options: StartRiskgateOptions): Promise<RunningRiskgate> {
   const { config, upstream } = options;
   const log = options.log ?? stderrLog;
+  const opsKeys = options.opsKeys ?? config.opsKeys ?? [];
+  if (config.opsPort !== undefined && opsKeys.length === 0) {
+    // loadConfig refuses a network ops port without keys; this catches a host set another way.
+    if (!isLoopbackHost(config.opsHost)) {
+      throw new RiskgateError(
+        ErrorCode.INVALID_CONFIG,
+        `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (${config.opsHost})`,
+      );
+    }
+    log({
+      level: 'warn',
+      msg: 'RISKGATE_OPS_KEYS is unset: the ops port serves /healthz and /readyz, and refuses the operator endpoints (403)',
+    });
+  } else if (opsKeys.length === 0) {
+    log({
+      level: 'info',
+      msg: 'RISKGATE_OPS_KEYS is unset: /metrics, /policies, /openapi.json and /actions are refused (403)',
+    });
+  }
   const metrics = createMetrics();
   const tracer = options.tracing?.calls;
   // One set of breakers for every vendor route riskgate calls (routes are named per upstream).
@@ -461,6 +485,14 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     ruleStats,
     shadowStatus: shadow?.status,
     apiKeys: options.apiKeys,
+    feedback: {
+      decisions: new RecentDecisions({ maxDecisions: config.feedback.maxDecisions }),
+      rateLimit: new FeedbackRateLimit({
+        ratePerSecond: config.feedback.ratePerSecond,
+        burst: config.feedback.burst,
+      }),
+      operatorKeys: opsKeys,
+    },
     actions,
     decisionLog,
     metrics,
@@ -481,21 +513,14 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     tracing: options.tracing,
     log,
     version: options.version ?? '0.0.0',
-    ops:
-      config.opsPort !== undefined
-        ? { access: 'elsewhere' }
-        : { access: 'keys', keys: config.opsKeys ?? options.apiKeys },
+    ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
   };
   const app = createApp(appDeps);
-  // The separate ops port: health and the operator endpoints, keyed only when keys are configured.
+  // The separate ops port: health and the operator endpoints, behind the operator keys there too.
   const opsApp =
     config.opsPort === undefined
       ? undefined
-      : createApp({
-          ...appDeps,
-          surface: 'ops',
-          ops: config.opsKeys === undefined ? { access: 'open' } : { access: 'keys', keys: config.opsKeys },
-        });
+      : createApp({ ...appDeps, surface: 'ops', ops: { access: 'keys', keys: opsKeys } });
 
   const logs =
     options.followLogs === false
@@ -548,7 +573,12 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     );
     if (opsApp !== undefined)
       listening.push(
-        await listenHttp(opsApp, { port: config.opsPort!, host, acceptSockets: 1 }, config, silent),
+        await listenHttp(
+          opsApp,
+          { port: config.opsPort!, host: config.opsHost, acceptSockets: 1 },
+          config,
+          silent,
+        ),
       );
   } catch (error) {
     for (const s of silent) s.stop();

@@ -11,6 +11,8 @@ import type { RunningSandbox } from '../../src/sandbox/server.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const PROCESS_KEY = 'process-test-caller-key-0123';
+/** The operator key (RISKGATE_OPS_KEYS) of `processEnv`: /metrics and /actions take no caller key. */
+export const PROCESS_OPS_KEY = 'process-test-ops-key-0123456';
 
 /** Compiles src/ into a fresh directory inside the repository; returns it and a remover. */
 export function buildDist(tag: string): { main: string; remove: () => void } {
@@ -31,6 +33,7 @@ export function processEnv(sandbox: RunningSandbox, extra: Record<string, string
     RISKGATE_PORT: '0',
     RISKGATE_WORKERS: '1',
     RISKGATE_API_KEYS: PROCESS_KEY,
+    RISKGATE_OPS_KEYS: PROCESS_OPS_KEY,
     RISKGATE_SERVICE_ID: u.serviceId,
     RISKGATE_SIGNALS_URL: u.signalsUrl,
     RISKGATE_AUTH_URL: u.authUrl,
