@@ -5,7 +5,7 @@ import {
   HISTORY_RETENTION_MS,
   MAX_DISTINCT_MEMBERS,
 } from '../src/features/feature-store.ts';
-import { MemoryFeatureStore } from '../src/features/memory-feature-store.ts';
+import { ENTRY_BYTES, historyListBytes, MemoryFeatureStore } from '../src/features/memory-feature-store.ts';
 import { RedisFeatureStore } from '../src/features/redis-feature-store.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
@@ -139,10 +139,13 @@ if (redisAvailable()) {
 
 describe('the memory feature store under a flood of new keys', () => {
   it('stays within its bound, forgetting the least recently used counters first', async () => {
-    const store = new MemoryFeatureStore({ maxCounterUnits: 300, maxHistoryEvents: 50 });
+    const store = new MemoryFeatureStore({
+      maxCounterBytes: 100 * ENTRY_BYTES.count,
+      maxHistoryBytes: 50 * (ENTRY_BYTES.history + ENTRY_BYTES.historyEvent),
+    });
     const op = (i: number) => ({ key: `flood-${i}`, windowMs: TEN_MINUTES });
     for (let i = 0; i < 1000; i++) await store.recordCounters([op(i)], T0);
-    // Count instances weigh 3 units: the newest 100 are kept, the oldest are gone.
+    // The bound holds 100 count instances: the newest 100 are kept, the oldest are gone.
     expect((await store.readCounters([op(0), op(899), op(900), op(999)], T0)).counts).toEqual([0, 0, 1, 1]);
     const events = Array.from({ length: 200 }, (_, i) => ({
       userKey: `u${i}`,
@@ -153,5 +156,61 @@ describe('the memory feature store under a flood of new keys', () => {
     await store.recordHistory(events, T0);
     expect((await store.readHistory('u0', T0)).events).toHaveLength(0);
     expect((await store.readHistory('u199', T0)).events).toHaveLength(1);
+  });
+});
+
+describe('the memory feature store’s size accounting', () => {
+  const member = (key: string, m: number) => ({ key, windowMs: TEN_MINUTES, member: `m${m}` });
+
+  it('prices a distinct counter by its members every time it grows, not once when it was new', () => {
+    const store = new MemoryFeatureStore();
+    for (let m = 0; m < 10; m++) store.recordCountersNow([member('k', m)], T0 + m);
+    expect(store.heldBytes().counters).toBe(ENTRY_BYTES.distinct + 10 * ENTRY_BYTES.distinctMember);
+    // Growing in one call counts too, and a member seen again costs nothing more.
+    store.recordCountersNow([member('k', 10), member('k', 11), member('k', 3)], T0 + 20);
+    expect(store.heldBytes().counters).toBe(ENTRY_BYTES.distinct + 12 * ENTRY_BYTES.distinctMember);
+    store.recordCountersNow([{ key: 'c', windowMs: TEN_MINUTES }], T0);
+    store.recordCountersNow([{ key: 'c', windowMs: TEN_MINUTES }], T0 + 1);
+    expect(store.heldBytes().counters).toBe(
+      ENTRY_BYTES.distinct + 12 * ENTRY_BYTES.distinctMember + ENTRY_BYTES.count,
+    );
+  });
+
+  it('evicts the least recently used counters once a growing one passes the bound', () => {
+    // Room for one counter of 100 members and a little more.
+    const full = ENTRY_BYTES.distinct + 100 * ENTRY_BYTES.distinctMember;
+    const store = new MemoryFeatureStore({ maxCounterBytes: full + ENTRY_BYTES.count });
+    store.recordCountersNow([{ key: 'old', windowMs: TEN_MINUTES }], T0);
+    for (let m = 0; m < 100; m++) store.recordCountersNow([member('grows', m)], T0 + m);
+    expect(store.heldBytes().counters).toBe(full + ENTRY_BYTES.count);
+    store.recordCountersNow([member('grows', 100)], T0 + 100);
+    // The count instance made room; the growing counter has all its members.
+    const r = store.readCountersNow([{ key: 'old', windowMs: TEN_MINUTES }, member('grows', 0)], T0 + 100);
+    expect(r.counts).toEqual([0, 101]);
+    expect(store.heldBytes().counters).toBe(ENTRY_BYTES.distinct + 101 * ENTRY_BYTES.distinctMember);
+    expect(store.heldBytes().counters).toBeLessThanOrEqual(full + ENTRY_BYTES.count);
+  });
+
+  it('bounds history by the events of every user together, not by the number of users', () => {
+    const eventsOf = (user: string, n: number, from = 0) =>
+      Array.from({ length: n }, (_, i) => ({
+        userKey: user,
+        kind: 'failed' as const,
+        atMs: T0 - i,
+        eventId: `${user}-${from + i}`,
+      }));
+    const store = new MemoryFeatureStore({ maxHistoryBytes: 2 * historyListBytes(eventsOf('x', 100)) });
+    store.recordHistoryNow(eventsOf('a', 50), T0);
+    store.recordHistoryNow(eventsOf('a', 50, 50), T0);
+    // Priced by its 100 events after growing in place; a duplicate adds nothing.
+    store.recordHistoryNow(eventsOf('a', 1), T0);
+    expect(store.heldBytes().history).toBe(historyListBytes(eventsOf('a', 100)));
+    store.recordHistoryNow(eventsOf('b', 100), T0);
+    expect(store.readHistoryNow('a', T0).events).toHaveLength(100);
+    // Three users of 100 events do not fit in the room of two: the least recently recorded goes.
+    store.recordHistoryNow(eventsOf('c', 100), T0);
+    expect(store.readHistoryNow('a', T0).events).toHaveLength(0);
+    expect(store.readHistoryNow('c', T0).events).toHaveLength(100);
+    expect(store.heldBytes().history).toBe(2 * historyListBytes(eventsOf('x', 100)));
   });
 });

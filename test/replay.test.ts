@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { runCli } from '../src/cli/main.ts';
 import { DEMO_ACCOUNTS, demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
+import { MAX_REPLAY_LINE_BYTES } from '../src/replay/replay-labels.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 
@@ -109,6 +110,34 @@ describe('riskgate replay', () => {
     expect(r.out.join('\n')).toMatch(/unreadable: .*bad\.jsonl:2: not JSON/);
     expect((await cli(['replay', '--policy', 'policies/', '/nope.jsonl'])).code).toBe(3);
     expect((await cli(['replay', log])).code).toBe(2);
+  });
+
+  it(`says exit 3 naming the line for a line over ${MAX_REPLAY_LINE_BYTES} bytes, never holding it whole`, async () => {
+    // 20 MB of one line after a real one (a 1 GB line used to crash replay with a stack trace).
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-long-'));
+    const long = join(dir, 'long.jsonl');
+    try {
+      const fd = openSync(long, 'w');
+      writeSync(fd, `${readFileSync(log, 'utf8').split('\n')[0]}\n{"decisionId":"`);
+      const mb = Buffer.alloc(1024 * 1024, 'x');
+      for (let i = 0; i < 20; i++) writeSync(fd, mb);
+      writeSync(fd, '"}\n');
+      closeSync(fd);
+      const r = await cli(['replay', '--policy', 'policies/', long]);
+      expect(r.code).toBe(3);
+      expect(r.err.join('\n')).toBe(
+        `riskgate: ${long}: line 2 is longer than ${MAX_REPLAY_LINE_BYTES} bytes`,
+      );
+      const labels = await cli(['replay', '--policy', 'policies/', '--labels', long, log]);
+      expect(labels.code).toBe(3);
+      expect(labels.err.join('\n')).toContain('line 2 is longer than');
+      // A directory fails while read: a message and exit 3, not a stack trace.
+      const dirRun = await cli(['replay', '--policy', 'policies/', dir]);
+      expect(dirRun.code).toBe(3);
+      expect(dirRun.err.join('\n')).toMatch(/^riskgate: cannot read .*: EISDIR$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -20,7 +20,7 @@ replay: logged decisions evaluated again with a candidate policy, from their rec
   (no vendor call; '-' reads standard input): verdict changes as a from→to matrix, score shift,
   rule hits before/after, the changed decisions, inputs the candidate needs that were not recorded
                   exit 0 when at most --max-changed verdicts changed (default 0), 4 beyond,
-                  3 when the policy or a log cannot be read
+                  3 when the policy or a log cannot be read (a line over 16 MiB included)
 
 actions (the outbox in RISKGATE_OUTBOX / RISKGATE_STATE_DIR, as the service reads them):
   list            the newest actions and the pending and dead counts (--status, --limit)

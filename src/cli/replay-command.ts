@@ -1,15 +1,17 @@
 import { access } from 'node:fs/promises';
+import { RiskgateError } from '../errors/riskgate-error.ts';
 import { loadPolicy, PolicyLoadError } from '../policy/policy-loader.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 import { readLabels } from '../replay/replay-labels.ts';
-import { formatReplayReport, replayDecisions } from '../replay/replay-run.ts';
+import { formatReplayReport, type ReplayReport, replayDecisions } from '../replay/replay-run.ts';
 import { type CliIo, EXIT } from './policy-commands.ts';
 
 /**
  * `riskgate replay --policy <dir|file> <decision-log.ndjson>... (or - for stdin)`: every logged
  * decision evaluated again with the candidate from its recorded inputs, no vendor call. Exit 0 when
  * at most `--max-changed` verdicts changed (default 0), 4 beyond, 3 when the policy or a log cannot
- * be read (an unreadable line included), 2 on a usage error: as `policy test`, for CI.
+ * be read (an unreadable line included, or one longer than MAX_REPLAY_LINE_BYTES, 16 MiB), 2 on a
+ * usage error: as `policy test`, for CI.
  */
 export interface ReplayCommandOptions {
   policy: string | undefined;
@@ -64,14 +66,27 @@ export async function replayCommand(
       return EXIT.INVALID_POLICY;
     }
   }
-  const labels = o.labels === undefined || o.labels.length === 0 ? undefined : await readLabels(o.labels);
-  const report = await replayDecisions(
-    policy,
-    files.map((f) => (f === '-' ? { name: 'stdin', stream: o.stdin } : f)),
-    { changedLimit: o.json ? Number.POSITIVE_INFINITY : 20, ...(labels !== undefined && { labels }) },
-  );
+  let report: ReplayReport;
+  try {
+    const labels = o.labels === undefined || o.labels.length === 0 ? undefined : await readLabels(o.labels);
+    report = await replayDecisions(
+      policy,
+      files.map((f) => (f === '-' ? { name: 'stdin', stream: o.stdin } : f)),
+      { changedLimit: o.json ? Number.POSITIVE_INFINITY : 20, ...(labels !== undefined && { labels }) },
+    );
+  } catch (e) {
+    // A line past MAX_REPLAY_LINE_BYTES, or a log that fails while read (a directory, EIO).
+    if (e instanceof RiskgateError) io.err(`riskgate: ${e.message}`);
+    else if (isSystemError(e)) io.err(`riskgate: cannot read ${e.path ?? 'a log'}: ${e.code}`);
+    else throw e;
+    return EXIT.INVALID_POLICY;
+  }
   if (o.json) io.out(JSON.stringify(report));
   else for (const line of formatReplayReport(report, o.stats)) io.out(line);
   if (report.bad.count > 0) return EXIT.INVALID_POLICY;
   return report.changed > maxChanged ? EXIT.TEST_FAILED : EXIT.OK;
+}
+
+function isSystemError(e: unknown): e is NodeJS.ErrnoException {
+  return e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string' && 'syscall' in e;
 }

@@ -136,7 +136,10 @@ export interface RiskgateConfig {
   workers: number;
   /** How the Admin user is checked against the account before riskgate acts. Default `username`. */
   subjectBinding: 'username' | 'off';
-  /** Most open client connections; more are refused at once. Default 8192. */
+  /**
+   * Most open client connections. Past it a new one closes the longest idle connection, or is
+   * refused at once when none is idle (src/http/accept-sockets.ts). Default 8192.
+   */
   maxConnections: number;
   /**
    * Listening sockets on the port (SO_REUSEPORT, Linux): how many new connections one busy turn of

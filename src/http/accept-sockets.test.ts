@@ -124,6 +124,51 @@ describe('listening sockets', () => {
     expect(listening.connections()).toBe(16);
   });
 
+  it('at the limit closes the longest idle connection for a new one, never one with a request in flight or arriving', async () => {
+    const release: (() => void)[] = [];
+    const server = createServer((_req, res) => {
+      release.push(() => res.end('ok'));
+    });
+    const listening = await listenOnAcceptSockets(server, {
+      port: 0,
+      host: '127.0.0.1',
+      maxConnections: 16,
+      silentGraceMs: 200,
+    });
+    opened.push({ server, sockets: listening });
+    const closed = new Set<number>();
+    const sockets: Socket[] = [];
+    const open = async (i: number) => {
+      const s = await connectTo(listening.port);
+      s.on('close', () => closed.add(i));
+      sockets.push(s);
+      return s;
+    };
+    // 14 requests in flight, one connection with half a request's headers, one silent (past its grace).
+    for (let i = 0; i < 14; i++) (await open(i)).write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    (await open(14)).write('GET / HTTP/1.1\r\n');
+    await open(15);
+    const until = performance.now() + 3000;
+    while (release.length < 14 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 250));
+    // The 17th takes the silent one's place; the 18th finds none idle (the 17th is within its
+    // grace) and is closed itself.
+    await open(16);
+    await open(17);
+    const settle = performance.now() + 2000;
+    while (closed.size < 2 && performance.now() < settle) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    expect([...closed].sort((a, b) => a - b)).toEqual([15, 17]);
+    // Answered, a request's connection is idle again, and the next new one takes its place.
+    release.shift()!();
+    await new Promise((r) => setTimeout(r, 50));
+    await open(18);
+    const next = performance.now() + 2000;
+    while (closed.size < 3 && performance.now() < next) await new Promise((r) => setTimeout(r, 10));
+    expect([...closed].sort((a, b) => a - b)).toEqual([0, 15, 17]);
+    for (const r of release) r();
+  });
+
   it('closes only once every connection, on any socket, has closed', async () => {
     const { server, listening } = await start(8);
     const sockets = await Promise.all(Array.from({ length: 16 }, () => connectTo(listening.port)));

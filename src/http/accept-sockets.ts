@@ -1,4 +1,4 @@
-import type { Server as HttpServer } from 'node:http';
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 
 /**
@@ -24,8 +24,19 @@ export interface AcceptSocketsOptions {
   host: string;
   /** Listening sockets; more than 1 only where SO_REUSEPORT balances (Linux). Default 1. */
   sockets?: number;
-  /** Open client connections (all sockets together) past which a new one is closed at once. */
+  /**
+   * Open client connections (all sockets together). Past it a new connection takes the place of
+   * the one idle longest, which is closed: a keep-alive between requests (no request in flight or
+   * arriving), else one that has sent nothing for `silentGraceMs`. Only when none is idle is the
+   * new one closed at once.
+   */
   maxConnections: number;
+  /**
+   * How long a new connection may stay silent before it counts as idle at the limit, ms. Default
+   * 1000: a burst of new clients does not close each other's connections before their requests
+   * are read.
+   */
+  silentGraceMs?: number;
 }
 
 export interface AcceptSockets {
@@ -45,11 +56,56 @@ export async function listenOnAcceptSockets(
   const count = process.platform === 'linux' ? Math.max(1, options.sockets ?? 1) : 1;
   const { host } = options;
   let open = 0;
+  const graceMs = options.silentGraceMs ?? 1000;
+  // Keep-alive connections between requests, oldest idle first, each with the bytes it had read
+  // then (more read since: a request is arriving, so it is not idle); and connections that have
+  // not had a request yet, oldest first, with when they were accepted.
+  const idle = new Map<Socket, number>();
+  const fresh = new Map<Socket, number>();
+  const inFlight = new WeakMap<Socket, number>();
+  const longestIdle = (): Socket | undefined => {
+    for (const [socket, readWhenIdle] of idle) {
+      idle.delete(socket);
+      if (socket.bytesRead === readWhenIdle) return socket;
+    }
+    const now = performance.now();
+    for (const [socket, acceptedAt] of fresh) {
+      if (now - acceptedAt < graceMs) return undefined;
+      fresh.delete(socket);
+      if (socket.bytesRead === 0) return socket;
+    }
+    return undefined;
+  };
   // One limit over every socket: each server's own maxConnections would count only its share.
   server.on('connection', (socket: Socket) => {
     open++;
-    socket.once('close', () => open--);
-    if (open > options.maxConnections) socket.destroy();
+    socket.once('close', () => {
+      open--;
+      idle.delete(socket);
+      fresh.delete(socket);
+    });
+    // At the limit the longest idle connection makes room: refusing the new one let a client
+    // holding every connection idle (8,192 keep-alives) lock every other client out.
+    if (open > options.maxConnections) {
+      const victim = longestIdle();
+      if (victim === undefined) {
+        socket.destroy();
+        return;
+      }
+      victim.destroy();
+    }
+    fresh.set(socket, performance.now());
+  });
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    idle.delete(socket);
+    fresh.delete(socket);
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    response.once('close', () => {
+      const left = (inFlight.get(socket) ?? 1) - 1;
+      inFlight.set(socket, left);
+      if (left === 0 && !socket.destroyed) idle.set(socket, socket.bytesRead);
+    });
   });
   if (count === 1) {
     await listen(server, { port: options.port, host });

@@ -37,7 +37,7 @@ import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, keyAuth, operatorAuth, presentedKey } from './caller-auth.ts';
 import { overloadDetail, refusalClosesConnection } from './early-refusal.ts';
-import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
+import { clientAbortOf, inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
 
 /**
@@ -139,7 +139,7 @@ export function createApp(deps: AppDeps): Hono {
   });
 
   app.onError((error, c) => {
-    const problem = toProblem(error);
+    const problem = toProblem(clientAbortOf(c) ?? error);
     if (problem.code === ErrorCode.INTERNAL) {
       deps.log({ level: 'error', msg: 'unhandled error', path: c.req.path, error: String(error) });
     }

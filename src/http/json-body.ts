@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { z } from 'zod';
@@ -26,6 +27,19 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
     if (Number(length) > maxBytes) return tooLarge();
     await next();
   };
+}
+
+/**
+ * The error to answer when the client closed the connection before sending its whole request
+ * (`RG_ERR_ABORTED`), else undefined. Reading such a body fails with Node's `Error: aborted`,
+ * which is the client's doing, not a bug: the edge's error handler answers it (nobody hears the
+ * answer) without logging it as an unhandled error; `riskgate_http_*` still counts it by code.
+ */
+export function clientAbortOf(c: Context): RiskgateError | undefined {
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  if (incoming === undefined || incoming.complete) return undefined;
+  if (!incoming.destroyed && incoming.errored == null) return undefined;
+  return new RiskgateError(ErrorCode.ABORTED, 'The client closed the connection before its request ended.');
 }
 
 /** The value at `path` in `input`, or undefined when any step is missing. */

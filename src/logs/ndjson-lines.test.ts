@@ -23,6 +23,18 @@ describe('NDJSON line splitting', () => {
     expect(s.push(Buffer.from('0123456789'), () => true)).toBe(false);
   });
 
+  it('numbers lines from 1, empty ones counted, and refuses a whole line over the limit in one chunk', () => {
+    const seen: [string, number][] = [];
+    const s = new NdjsonLines(8);
+    expect(s.push(Buffer.from('a\n\r\nb\n'), (l, n) => seen.push([l, n]) > 0)).toBe(true);
+    expect(seen).toEqual([
+      ['a', 1],
+      ['b', 3],
+    ]);
+    expect(s.push(Buffer.from('0123456789\nc\n'), () => true)).toBe(false);
+    expect(s.linesEnded).toBe(3);
+  });
+
   it('stops when the consumer says so', () => {
     const seen: string[] = [];
     const s = new NdjsonLines(100);

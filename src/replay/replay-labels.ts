@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { numberedLines } from '../logs/ndjson-lines.ts';
 
 /**
  * Analyst labels for replay (`riskgate replay --labels`): `POST /feedback` puts a `feedback` line in
@@ -11,12 +11,25 @@ export type Label = 'fraud' | 'legit';
 
 export const LABELS: readonly Label[] = ['fraud', 'legit'];
 
-/** Reads every label of `paths`; other lines (decisions, actions) are passed over. */
-export async function readLabels(paths: readonly string[]): Promise<Map<string, Label>> {
+/**
+ * Longest decision log (or label) line replay reads, bytes (16 MiB; riskgate writes lines of a few
+ * KiB). A longer line stops the replay with "line N is longer than ..." (exit 3) rather than being
+ * held whole: a 1 GB line used to exhaust the heap and crash.
+ */
+export const MAX_REPLAY_LINE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads every label of `paths`; other lines (decisions, actions) are passed over. Rejects as
+ * `replayDecisions` does at a line longer than `maxLineBytes` (default MAX_REPLAY_LINE_BYTES).
+ */
+export async function readLabels(
+  paths: readonly string[],
+  maxLineBytes = MAX_REPLAY_LINE_BYTES,
+): Promise<Map<string, Label>> {
   const labels = new Map<string, Label>();
   for (const path of paths) {
-    const lines = createInterface({ input: createReadStream(path), crlfDelay: Number.POSITIVE_INFINITY });
-    for await (const text of lines) {
+    const stream = createReadStream(path, { highWaterMark: 1 << 20 });
+    for await (const { text } of numberedLines(stream, path, maxLineBytes)) {
       // Cheap test first: decision lines are many and large.
       if (!text.includes('"label"')) continue;
       let v: { decisionId?: unknown; label?: unknown; kind?: unknown };

@@ -1,8 +1,14 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { numberedLines } from '../logs/ndjson-lines.ts';
 import type { CompiledPolicy, PolicySignalName, Verdict } from '../policy/policy-types.ts';
-import { formatLabelReport, type Label, type LabelReport, LabelTally } from './replay-labels.ts';
+import {
+  formatLabelReport,
+  type Label,
+  type LabelReport,
+  LabelTally,
+  MAX_REPLAY_LINE_BYTES,
+} from './replay-labels.ts';
 import { type LoggedDecision, readDecisionLine } from './replay-record.ts';
 
 /**
@@ -51,6 +57,8 @@ export interface ReplayOptions {
   changedLimit?: number;
   /** Analyst labels by decision id (`readLabels`): the report scores the candidate against them. */
   labels?: ReadonlyMap<string, Label>;
+  /** Longest line read, bytes. Default MAX_REPLAY_LINE_BYTES (16 MiB). */
+  maxLineBytes?: number;
 }
 
 const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
@@ -95,7 +103,11 @@ function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undef
   return missing.length === 0 ? undefined : missing;
 }
 
-/** Replays every decision line of `sources` (paths, or readable streams such as stdin). */
+/**
+ * Replays every decision line of `sources` (paths, or readable streams such as stdin). Rejects
+ * with `RiskgateError` `RG_ERR_INVALID_INPUT` at a line longer than `maxLineBytes`, and with Node's
+ * error when a source cannot be read.
+ */
 export async function replayDecisions(
   policy: CompiledPolicy,
   sources: readonly (string | { name: string; stream: Readable })[],
@@ -135,11 +147,11 @@ export async function replayDecisions(
     const name = typeof source === 'string' ? source : source.name;
     const stream =
       typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source.stream;
-    const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
-    let lineNo = 0;
-    for await (const text of lines) {
-      lineNo++;
-      if (text.length === 0) continue;
+    for await (const { text, lineNo } of numberedLines(
+      stream,
+      name,
+      options.maxLineBytes ?? MAX_REPLAY_LINE_BYTES,
+    )) {
       report.lines++;
       const read = readDecisionLine(text);
       if (read.kind === 'other') {

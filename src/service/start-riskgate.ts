@@ -159,8 +159,9 @@ function signalsScope(upstream: UpstreamConfig): string {
 /**
  * An HTTP server for `app` listening on `port` and `host`, sized for a login path: headers within
  * seconds, a whole request within the deadline's order of magnitude, idle keep-alive short,
- * checked every second rather than Node's 30 s; past `maxConnections` new ones are refused at once
- * (the file-descriptor table stays free for the vendor, the decision log and a policy reload).
+ * checked every second rather than Node's 30 s; past `maxConnections` a new one replaces the
+ * longest idle or is refused at once (the file-descriptor table stays free for the vendor, the
+ * decision log and a policy reload).
  * `acceptSockets` listening sockets accept a burst of connections under load
  * (src/http/accept-sockets.ts).
  */
