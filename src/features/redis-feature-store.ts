@@ -158,10 +158,10 @@ export class RedisFeatureStore implements FeatureStore {
   readonly #prefix: string;
   readonly #scripts: RedisScripts;
 
-  private constructor(client: RedisClientType, prefix: string) {
+  private constructor(client: RedisClientType, prefix: string, commandTimeoutMs: number) {
     this.#client = client;
     this.#prefix = prefix;
-    this.#scripts = new RedisScripts(client);
+    this.#scripts = new RedisScripts(client, commandTimeoutMs);
     const key = `${prefix}checkpoint`;
     this.followerCheckpoint = {
       load: async () => {
@@ -177,13 +177,14 @@ export class RedisFeatureStore implements FeatureStore {
 
   /** Connects (bounded by `timeoutMs`); rejects with the reason when the server cannot be reached. */
   static async connect(options: RedisFeatureStoreOptions): Promise<RedisFeatureStore> {
+    const commandTimeoutMs = options.commandTimeoutMs ?? 500;
     const client = await connectRedis({
       url: options.url,
       purpose: 'the Redis feature store',
       ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-      commandTimeoutMs: options.commandTimeoutMs ?? 500,
+      commandTimeoutMs,
     });
-    return new RedisFeatureStore(client, options.prefix ?? 'riskgate:{features}:');
+    return new RedisFeatureStore(client, options.prefix ?? 'riskgate:{features}:', commandTimeoutMs);
   }
 
   #run(name: string, text: string, args: (string | number)[]): Promise<unknown> {
