@@ -42,7 +42,7 @@ describe.runIf(redisAvailable())('a Redis outbox whose server stalls', () => {
   async function decideWithin(body: unknown, ms: number): Promise<HttpAnswer | undefined> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(resolve, ms);
+      timer = setTimeout(() => resolve(undefined), ms);
     });
     try {
       return await Promise.race([h!.decide(body), late]);

@@ -39,7 +39,7 @@ export interface SubmitOptions {
  * Least time a decision gives its action write, milliseconds, when the fan-out used its whole
  * deadline: a healthy store answers well within it, so only a stalled one defers.
  */
-export const ACTION_SUBMIT_MIN_BUDGET_MS = 50;
+export const ACTION_SUBMIT_MIN_BUDGET_MS = 100;
 
 /**
  * Where a decision's actions go: the in-memory {@link ActionQueue}, or the durable outbox

@@ -138,8 +138,10 @@ export interface RedisFeatureStoreOptions {
   /** Connect timeout, milliseconds. Default 2000. */
   timeoutMs?: number;
   /**
-   * Timeout of one command, milliseconds. Default 500. A decision stops waiting at the policy's
-   * own `timeoutMs` (50 by default); this bounds what a lost server keeps in flight.
+   * Timeout of one operation, milliseconds, enforced even when the server holds the connection and
+   * never answers (src/store/store-deadline.ts). Default 2000. A decision stops waiting at the
+   * policy's own `timeoutMs` (50 by default); this bounds the counting after the answer and the
+   * Log API follower's writes, which a busy machine can make slow without the server being lost.
    */
   commandTimeoutMs?: number;
 }
@@ -177,7 +179,7 @@ export class RedisFeatureStore implements FeatureStore {
 
   /** Connects (bounded by `timeoutMs`); rejects with the reason when the server cannot be reached. */
   static async connect(options: RedisFeatureStoreOptions): Promise<RedisFeatureStore> {
-    const commandTimeoutMs = options.commandTimeoutMs ?? 500;
+    const commandTimeoutMs = options.commandTimeoutMs ?? 2000;
     const client = await connectRedis({
       url: options.url,
       purpose: 'the Redis feature store',
