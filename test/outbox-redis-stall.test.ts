@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { RedisFeatureStore } from '../src/features/redis-feature-store.ts';
+import { StoreTimeoutError } from '../src/store/store-deadline.ts';
 import { type Harness, type HttpAnswer, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
@@ -108,5 +110,29 @@ describe.runIf(redisAvailable())('a Redis outbox whose server stalls', () => {
     redis!.resume();
     paused = false;
     expect((await harness.ops('/actions')).status).toBe(200);
+  });
+
+  it('ends a feature store count on the stopped server at its deadline instead of keeping it in flight', async () => {
+    const store = await RedisFeatureStore.connect({ url: redis!.url, commandTimeoutMs: 200 });
+    try {
+      const op = { key: 'stall:count', windowMs: 60_000 };
+      await store.recordCounters([op], Date.now());
+      redis!.pause();
+      paused = true;
+      const startedAt = performance.now();
+      const outcome = await Promise.race([
+        store.recordCounters([op], Date.now()).then(
+          () => 'answered',
+          (error: unknown) => error,
+        ),
+        new Promise((r) => setTimeout(() => r('still waiting'), ANSWER_WITHIN_MS)),
+      ]);
+      expect(outcome).toBeInstanceOf(StoreTimeoutError);
+      expect(performance.now() - startedAt).toBeLessThan(ANSWER_WITHIN_MS);
+    } finally {
+      redis!.resume();
+      paused = false;
+      await store.close();
+    }
   });
 });
