@@ -72,10 +72,11 @@ describe('subject binding', () => {
     expect(body).toMatchObject({ field: 'deviceId' });
   });
 
-  it('acts when the user is the account’s, and takes no action when the user cannot be read', async () => {
+  it('acts when the user is the account’s, and takes no action while the user cannot be read', async () => {
     const ok = await h.decide(demoRequest('alice', ids.alice));
     expect(ok.status).toBe(200);
-    // mallory's own login while the Admin user read fails: denied, but nobody is locked out.
+    // mallory's own login while the Admin user read fails: denied, nobody locked out while it fails
+    // (the lock-out is deferred until the user is verified: test/decide-subject-deferred.test.ts).
     await h.control('PUT', '/sandbox/faults', {
       rules: [{ route: 'GET /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }],
     });
@@ -86,7 +87,7 @@ describe('subject binding', () => {
       expect(status).toBe(200);
       expect(body.verdict).toBe('deny');
       expect(body.actions).toContainEqual(
-        expect.objectContaining({ type: 'lock_out_user', status: 'skipped', reason: 'subject_unverified' }),
+        expect.objectContaining({ type: 'lock_out_user', status: 'deferred', reason: 'subject_unverified' }),
       );
       await new Promise((r) => setTimeout(r, 200));
       expect(await h.calls('PUT /srv/admin/v1/users/:id')).toBe(0);

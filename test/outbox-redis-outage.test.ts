@@ -48,4 +48,12 @@ describe.runIf(redisAvailable())('a Redis outbox that goes away', () => {
       expect.objectContaining({ level: 'error', msg: 'outbox store failed' }),
     );
   });
+
+  it('answers GET /actions 503 RG_ERR_OUTBOX_UNAVAILABLE while the server is gone, never 500', async () => {
+    await redis.stop();
+    const res = await h.ops('/actions');
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(await res.json()).toMatchObject({ code: 'RG_ERR_OUTBOX_UNAVAILABLE' });
+  });
 });

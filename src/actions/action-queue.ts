@@ -25,13 +25,30 @@ export interface ActionJob {
   spec?: ActionSpec;
 }
 
+/** How a decision submits its actions. */
+export interface SubmitOptions {
+  /**
+   * How long the decision can wait for its actions to be held, milliseconds (what is left of its
+   * deadline). Past it a durable outbox answers `deferred` rather than hold the answer. Default:
+   * the store's own timeout.
+   */
+  timeoutMs?: number | undefined;
+}
+
+/**
+ * Least time a decision gives its action write, milliseconds, when the fan-out used its whole
+ * deadline: a healthy store answers well within it, so only a stalled one defers.
+ */
+export const ACTION_SUBMIT_MIN_BUDGET_MS = 100;
+
 /**
  * Where a decision's actions go: the in-memory {@link ActionQueue}, or the durable outbox
  * (src/outbox/). `submit` resolves once the jobs are held as the implementation promises (in
- * memory, or durably written), so the answer can say `queued` truthfully.
+ * memory, or durably written), so the answer can say `queued` truthfully; or, with the outbox,
+ * once `options.timeoutMs` passed, with the jobs the store has not acknowledged `deferred`.
  */
 export interface ActionDispatcher {
-  submit(jobs: readonly ActionJob[]): Promise<EnqueueResult[]>;
+  submit(jobs: readonly ActionJob[], options?: SubmitOptions): Promise<EnqueueResult[]>;
   /** Actions held and not yet final, in this process's view. */
   readonly size: number;
   /** Stops taking jobs and lets the ones in flight finish for up to `timeoutMs`. */
@@ -88,6 +105,9 @@ export const RETRYABLE_ACTION_FAILURES: ReadonlySet<string> = new Set([
   ErrorCode.CIRCUIT_OPEN,
 ]);
 
+/** Why an action whose subject turned out not to be the account's was dropped (never carried out). */
+export const SUBJECT_MISMATCH_REASON = 'subject_mismatch';
+
 interface Entry {
   job: ActionJob;
   attempts: number;
@@ -97,7 +117,13 @@ interface Entry {
   lastUpstreamCode?: string;
 }
 
-export type EnqueueResult = 'queued' | 'duplicate' | 'refused';
+/**
+ * What became of a submitted job: `queued` (held as promised), `duplicate` (its key was seen),
+ * `refused` (not held: a full or closing queue, a store that failed), or `deferred` (the durable
+ * outbox's store did not answer in time: this process holds it and writes it when the store
+ * answers; a crash before then loses it, and a shutdown reports it failed).
+ */
+export type EnqueueResult = 'queued' | 'duplicate' | 'refused' | 'deferred';
 
 /** The final outcome of an action (the in-memory queue's and the outbox's alike). */
 export function actionOutcome(
@@ -153,7 +179,8 @@ export class ActionQueue implements ActionDispatcher {
     return this.#ready.length + this.#waiting.size + this.#running.size;
   }
 
-  async submit(jobs: readonly ActionJob[]): Promise<EnqueueResult[]> {
+  /** In memory, at once: never `deferred`. */
+  async submit(jobs: readonly ActionJob[], _options?: SubmitOptions): Promise<EnqueueResult[]> {
     return jobs.map((job) => this.enqueue(job));
   }
 
@@ -265,7 +292,11 @@ export class ActionQueue implements ActionDispatcher {
       this.#finish(
         entry,
         'failed',
-        failure.code === ErrorCode.CIRCUIT_OPEN ? (entry.lastUpstreamCode ?? failure.code) : failure.code,
+        failure.code === ErrorCode.CIRCUIT_OPEN
+          ? (entry.lastUpstreamCode ?? failure.code)
+          : failure.code === ErrorCode.SUBJECT_MISMATCH
+            ? SUBJECT_MISMATCH_REASON
+            : failure.code,
       );
     } else {
       this.#waiting.add(entry);

@@ -1,7 +1,10 @@
 import { z } from 'zod';
+import type { AdminDevice } from '../admin/admin-schemas.ts';
 import type { AdminPort } from '../decide/decide-ports.ts';
+import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
-import type { UpstreamResult } from '../upstream/upstream-result.ts';
+import { checkSubject } from '../subject/subject-binding.ts';
+import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { ActionJob } from './action-queue.ts';
 
 /**
@@ -29,8 +32,23 @@ export const actionSpecSchema = z.object({
     z.object({ method: z.literal('deleteDevice'), deviceId: z.string().min(1) }),
   ]),
   traceparent: z.string().optional(),
+  /**
+   * Set when the decision could not read the Admin user (an Admin outage): each attempt first
+   * checks the user is the account's (subject binding, `username` mode) and, for a device, that
+   * it is one of the user's; a mismatch drops the action (`RG_ERR_SUBJECT_MISMATCH`), a failed
+   * read is retried like a failed call.
+   */
+  verifySubject: z
+    .object({ accountId: z.string().min(1), userId: z.string().min(1), deviceId: z.string().optional() })
+    .optional(),
 });
 export type ActionSpec = z.infer<typeof actionSpecSchema>;
+
+/** The Admin API calls an action's attempts make. */
+export type ActionAdmin = Pick<
+  AdminPort,
+  'updateUser' | 'deleteDevice' | 'getUserCached' | 'getUserDevicesCached'
+>;
 
 /**
  * An `ActionSpec` read back from the outbox: its own earlier write, so the common case is checked
@@ -51,19 +69,54 @@ export function parseStoredSpec(text: string): ActionSpec {
   return plausible ? (v as ActionSpec) : actionSpecSchema.parse(v);
 }
 
-/** One attempt of `spec` against the Admin API. */
-export function attemptAction(
-  spec: ActionSpec,
-  admin: Pick<AdminPort, 'updateUser' | 'deleteDevice'>,
-): ActionJob['attempt'] {
+/** One attempt of `spec` against the Admin API (its subject verified first when it asks). */
+export function attemptAction(spec: ActionSpec, admin: ActionAdmin): ActionJob['attempt'] {
   const call = spec.call;
-  const run =
+  const act =
     call.method === 'updateUser'
-      ? (o: Parameters<ActionJob['attempt']>[0]) =>
-          admin.updateUser(call.userId, call.update, o) as Promise<UpstreamResult<unknown>>
-      : (o: Parameters<ActionJob['attempt']>[0]) =>
-          admin.deleteDevice(call.deviceId, o) as Promise<UpstreamResult<unknown>>;
+      ? (o: CallOptions) => admin.updateUser(call.userId, call.update, o) as Promise<UpstreamResult<unknown>>
+      : (o: CallOptions) => admin.deleteDevice(call.deviceId, o) as Promise<UpstreamResult<unknown>>;
+  const verify = spec.verifySubject;
+  const run =
+    verify === undefined
+      ? act
+      : async (o: CallOptions): Promise<UpstreamResult<unknown>> => {
+          const checked = await verifiedSubject(verify, admin, o);
+          return checked.ok ? act(o) : checked;
+        };
   return spec.traceparent === undefined ? run : (o) => run({ ...o, traceparent: spec.traceparent });
+}
+
+/**
+ * Reads the Admin user (and its devices, when a device is named) and checks it is the account's,
+ * as the decision would have: ok, a read's failure (retried), or `RG_ERR_SUBJECT_MISMATCH`
+ * (final). A user that is gone (404) is a mismatch too: there is nobody of that account to act on.
+ */
+async function verifiedSubject(
+  subject: NonNullable<ActionSpec['verifySubject']>,
+  admin: ActionAdmin,
+  options: CallOptions,
+): Promise<UpstreamResult<undefined>> {
+  const startedAt = performance.now();
+  const mismatch = (): UpstreamResult<undefined> => ({
+    ok: false,
+    error: new UpstreamError(ErrorCode.SUBJECT_MISMATCH, 'the Admin user is not the account’s', {
+      upstream: 'admin',
+    }),
+    durationMs: performance.now() - startedAt,
+  });
+  const user = await admin.getUserCached(subject.userId, options);
+  if (!user.ok) return user.error.code === ErrorCode.UPSTREAM_NOT_FOUND ? mismatch() : user;
+  let devices: readonly AdminDevice[] | undefined;
+  if (subject.deviceId !== undefined) {
+    const read = await admin.getUserDevicesCached(subject.userId, undefined, options);
+    if (!read.ok) return read.error.code === ErrorCode.UPSTREAM_NOT_FOUND ? mismatch() : read;
+    devices = read.value.devices;
+  }
+  const check = checkSubject('username', subject, user.value, devices);
+  return check.status === 'verified'
+    ? { ok: true, value: undefined, durationMs: performance.now() - startedAt }
+    : mismatch();
 }
 
 /**
@@ -85,13 +138,18 @@ export interface ActionTargets {
   deviceId: string | undefined;
   /** The decision's trace, when tracing is on: each attempt's client span is its child. */
   traceparent?: string | undefined;
+  /**
+   * The account whose Admin user the decision could not read: each action first verifies its
+   * subject is that account's (`ActionSpec.verifySubject`).
+   */
+  verifyAccountId?: string | undefined;
 }
 
 /** Plans the after-answer actions of a decision (the one-time code is fetched before answering). */
 export function planActions(
   actions: readonly PolicyAction[],
   t: ActionTargets,
-  admin: AdminPort,
+  admin: ActionAdmin,
 ): ActionPlan[] {
   const plans: ActionPlan[] = [];
   for (const action of actions) {
@@ -172,7 +230,7 @@ function job(
   target: string,
   orderingKey: string,
   call: ActionSpec['call'],
-  admin: AdminPort,
+  admin: ActionAdmin,
 ): ActionJob {
   const spec: ActionSpec = {
     id: `${t.decisionId}:${action.type}:${target}`,
@@ -182,6 +240,14 @@ function job(
     orderingKey,
     call,
     ...(t.traceparent !== undefined && { traceparent: t.traceparent }),
+    ...(t.verifyAccountId !== undefined &&
+      t.userId !== undefined && {
+        verifySubject: {
+          accountId: t.verifyAccountId,
+          userId: t.userId,
+          ...(call.method === 'deleteDevice' && { deviceId: call.deviceId }),
+        },
+      }),
   };
   return {
     key: spec.id,

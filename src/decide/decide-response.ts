@@ -52,7 +52,7 @@ const signalReportSchema = z.union([
 ]);
 export type SignalReport = z.infer<typeof signalReportSchema>;
 
-export const ACTION_STATUSES = ['queued', 'done', 'failed', 'skipped'] as const;
+export const ACTION_STATUSES = ['queued', 'deferred', 'done', 'failed', 'skipped'] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
 
 const actionReportSchema = z.object({
@@ -61,7 +61,15 @@ const actionReportSchema = z.object({
   source: z.string().describe('The rule or verdict that asked for it.'),
   status: z
     .enum(ACTION_STATUSES)
-    .describe('queued: runs after this answer, retried until done; done/failed: ran before answering.'),
+    .describe(
+      'queued: held (written to the outbox) before this answer, runs after it, retried until done. ' +
+        'deferred: runs after this answer too, later, `reason` says why: `subject_unverified` (the ' +
+        'Admin user could not be read: queued, and carried out only once verified as the ' +
+        'account’s, else dropped), `outbox_timeout` (the outbox did not acknowledge the write ' +
+        'within the deadline: this riskgate holds it and writes it when the outbox answers; lost ' +
+        'only if this process dies first). done/failed: ran before answering, or (failed, ' +
+        '`queue_refused`) could not be held. skipped: not taken, `reason` says why.',
+    ),
   reason: z.string().optional(),
   oneTimeCode: z.string().optional().describe('For one_time_code: the code to deliver to the user.'),
   expiresAt: z.number().int().optional().describe('For one_time_code: Unix seconds.'),

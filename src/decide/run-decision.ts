@@ -83,6 +83,11 @@ export interface DecisionRun {
   /** The velocity counters this decision applies to (active and shadow): counted once it is decided. */
   counters?: CounterPlan;
   elapsedMs: number;
+  /**
+   * `performance.now()` when the decision's deadline passes (RISKGATE_DEADLINE_MS from its
+   * arrival): what is left of it bounds the action write after evaluation.
+   */
+  deadlineAtMs: number;
 }
 
 /** The counters of the active and the shadow policy, each once (a shared definition is one counter). */
@@ -373,6 +378,7 @@ export async function runDecision(
     calls,
     evaluationMs,
     elapsedMs: 0,
+    deadlineAtMs: startedAt + deadlineMs,
     subject: checkSubject(
       binding,
       request,

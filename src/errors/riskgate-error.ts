@@ -68,6 +68,13 @@ export const ErrorCode = {
   OVERLOADED: 'RG_ERR_OVERLOADED',
   /** The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse (HTTP 503). */
   DECISION_LOG_UNAVAILABLE: 'RG_ERR_DECISION_LOG_UNAVAILABLE',
+  /** The outbox's store (SQLite, Redis) did not answer: down, refused or too slow (HTTP 503). */
+  OUTBOX_UNAVAILABLE: 'RG_ERR_OUTBOX_UNAVAILABLE',
+  /**
+   * An action waiting for its subject to be verified found the Admin user is not the account's
+   * (or is gone): it is dropped, never carried out.
+   */
+  SUBJECT_MISMATCH: 'RG_ERR_SUBJECT_MISMATCH',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;

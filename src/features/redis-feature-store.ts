@@ -138,8 +138,10 @@ export interface RedisFeatureStoreOptions {
   /** Connect timeout, milliseconds. Default 2000. */
   timeoutMs?: number;
   /**
-   * Timeout of one command, milliseconds. Default 500. A decision stops waiting at the policy's
-   * own `timeoutMs` (50 by default); this bounds what a lost server keeps in flight.
+   * Timeout of one operation, milliseconds, enforced even when the server holds the connection and
+   * never answers (src/store/store-deadline.ts). Default 2000. A decision stops waiting at the
+   * policy's own `timeoutMs` (50 by default); this bounds the counting after the answer and the
+   * Log API follower's writes, which a busy machine can make slow without the server being lost.
    */
   commandTimeoutMs?: number;
 }
@@ -158,10 +160,10 @@ export class RedisFeatureStore implements FeatureStore {
   readonly #prefix: string;
   readonly #scripts: RedisScripts;
 
-  private constructor(client: RedisClientType, prefix: string) {
+  private constructor(client: RedisClientType, prefix: string, commandTimeoutMs: number) {
     this.#client = client;
     this.#prefix = prefix;
-    this.#scripts = new RedisScripts(client);
+    this.#scripts = new RedisScripts(client, commandTimeoutMs);
     const key = `${prefix}checkpoint`;
     this.followerCheckpoint = {
       load: async () => {
@@ -177,13 +179,14 @@ export class RedisFeatureStore implements FeatureStore {
 
   /** Connects (bounded by `timeoutMs`); rejects with the reason when the server cannot be reached. */
   static async connect(options: RedisFeatureStoreOptions): Promise<RedisFeatureStore> {
+    const commandTimeoutMs = options.commandTimeoutMs ?? 2000;
     const client = await connectRedis({
       url: options.url,
       purpose: 'the Redis feature store',
       ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-      commandTimeoutMs: options.commandTimeoutMs ?? 500,
+      commandTimeoutMs,
     });
-    return new RedisFeatureStore(client, options.prefix ?? 'riskgate:{features}:');
+    return new RedisFeatureStore(client, options.prefix ?? 'riskgate:{features}:', commandTimeoutMs);
   }
 
   #run(name: string, text: string, args: (string | number)[]): Promise<unknown> {

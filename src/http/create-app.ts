@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import type { ActionDispatcher, ActionJob } from '../actions/action-queue.ts';
+import {
+  ACTION_SUBMIT_MIN_BUDGET_MS,
+  type ActionDispatcher,
+  type ActionJob,
+} from '../actions/action-queue.ts';
 import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
 import { admittedAtListener, arrivedAt } from '../admission/shed-before-app.ts';
@@ -32,7 +36,7 @@ import { PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from '../observability/
 import type { DecisionSpan, DecisionTracing } from '../observability/tracing.ts';
 import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
 import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
-import { actionsQuerySchema, outboxEntryView } from '../outbox/outbox-view.ts';
+import { actionsQuerySchema, fromOutboxStore, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, keyAuth, operatorAuth, presentedKey } from './caller-auth.ts';
@@ -296,23 +300,26 @@ export function createApp(deps: AppDeps): Hono {
       app.get('/actions', opsAuth, async (c) => {
         const query = actionsQuerySchema.safeParse(c.req.query());
         if (!query.success) throw inputErrorOf(query.error, 'The query');
-        const [entries, stats] = await Promise.all([
-          store.list({ status: query.data.status, limit: query.data.limit }),
-          store.stats(Date.now()),
-        ]);
+        const [entries, stats] = await fromOutboxStore(
+          Promise.all([
+            store.list({ status: query.data.status, limit: query.data.limit }),
+            store.stats(Date.now()),
+          ]),
+        );
         return c.json({ ...stats, actions: entries.map(outboxEntryView) });
       });
       app.post('/actions/:id/retry', opsAuth, async (c) => {
         const id = c.req.param('id');
-        if (!(await store.retry(id, Date.now()))) throw actionNotFound(id, 'dead or dropped');
+        if (!(await fromOutboxStore(store.retry(id, Date.now()))))
+          throw actionNotFound(id, 'dead or dropped');
         deps.onActionRetried?.();
-        return c.json(outboxEntryView((await store.get(id))!));
+        return c.json(outboxEntryView((await fromOutboxStore(store.get(id)))!));
       });
       app.delete('/actions/:id', opsAuth, async (c) => {
         const id = c.req.param('id');
-        if (!(await store.drop(id, 'dropped_by_operator', Date.now())))
+        if (!(await fromOutboxStore(store.drop(id, 'dropped_by_operator', Date.now()))))
           throw actionNotFound(id, 'pending or dead');
-        const entry = (await store.get(id))!;
+        const entry = (await fromOutboxStore(store.get(id)))!;
         deps.onActionDropped?.(entry);
         return c.json(outboxEntryView(entry));
       });
@@ -515,7 +522,7 @@ function callbackIds(body: unknown): Record<string, string> {
 
 /**
  * Reports every action of the decision: the one-time code as fetched, the others queued (they
- * start on a later turn, after this answer is written) or skipped with the reason.
+ * start on a later turn, after this answer is written), deferred or skipped with the reason.
  */
 async function startActions(
   deps: AppDeps,
@@ -527,11 +534,15 @@ async function startActions(
   const reports: ActionReport[] = [];
   const otc = actions.find((a) => a.type === 'one_time_code');
   if (otc !== undefined) reports.push(oneTimeCodeReport(run, otc));
+  // The Admin user could not be read: it may not be the account's, so each action verifies it
+  // first, once the Admin API answers (deferred, never taken on an unchecked identity).
+  const unverified = run.subject.status === 'unverified';
   const targets = {
     decisionId: run.decisionId,
     userId: run.request.userId,
     deviceId: run.request.deviceId,
     traceparent,
+    ...(unverified && { verifyAccountId: run.request.accountId }),
   };
   // Reports keep the plans' order: a submitted plan's slot is filled once the submit is answered.
   const submitted: { plan: ActionPlan; first: number; slot: number }[] = [];
@@ -541,23 +552,24 @@ async function startActions(
       reports.push(actionReport(plan.action, 'skipped', plan.skipped));
       continue;
     }
-    // The Admin user could not be read: it may not be the account's, so nothing touches it.
-    if (run.subject.status === 'unverified') {
-      reports.push(actionReport(plan.action, 'skipped', 'subject_unverified'));
-      continue;
-    }
     submitted.push({ plan, first: jobs.length, slot: reports.length });
-    reports.push(actionReport(plan.action, 'queued'));
+    reports.push(
+      unverified
+        ? actionReport(plan.action, 'deferred', 'subject_unverified')
+        : actionReport(plan.action, 'queued'),
+    );
     jobs.push(...plan.jobs);
   }
   if (jobs.length === 0) return reports;
   // One submit for the decision: with the durable outbox, one group-committed write before the
-  // answer says `queued`.
-  const results = await deps.actions.submit(jobs);
+  // answer says `queued`, waited for no longer than the decision's deadline allows.
+  const timeoutMs = Math.max(ACTION_SUBMIT_MIN_BUDGET_MS, run.deadlineAtMs - performance.now());
+  const results = await deps.actions.submit(jobs, { timeoutMs });
   for (const { plan, first, slot } of submitted) {
-    if (results.slice(first, first + plan.jobs.length).includes('refused')) {
-      reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');
-    }
+    const own = results.slice(first, first + plan.jobs.length);
+    if (own.includes('refused')) reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');
+    else if (own.includes('deferred'))
+      reports[slot] = actionReport(plan.action, 'deferred', 'outbox_timeout');
   }
   return reports;
 }
@@ -570,6 +582,7 @@ function afterDecision(
   span: DecisionSpan | undefined,
 ): void {
   const { decision, policy } = run;
+  for (const action of response.actions) deps.metrics.recordActionAnswer(action.type, action.status);
   // The feature store's reads, beside the vendor's calls: latency, and failures by reason.
   for (const call of run.calls) {
     if (call.name === 'velocity' || call.name === 'history') {

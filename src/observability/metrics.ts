@@ -21,6 +21,11 @@ export interface RiskgateMetrics {
   recordPolicyReload(outcome: 'ok' | 'error'): void;
   /** A queued action's final outcome. */
   recordActionOutcome(type: string, status: 'done' | 'failed'): void;
+  /**
+   * An action as an answer reported it (`riskgate_action_answers_total{type,status}`): queued,
+   * deferred (subject unverified, or the outbox slow), failed, skipped, done.
+   */
+  recordActionAnswer(type: string, status: string): void;
   /** Log API events read, by type (bounded: types beyond the first 100 count as `other`). */
   recordLogEvents(type: string, count: number): void;
   /** A Log API window that failed (it is read again after a backoff). */
@@ -100,6 +105,10 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const tokenRefreshes = counter('riskgate_token_refreshes', 'Token requests, by outcome');
   const policyReloads = counter('riskgate_policy_reloads', 'Policy reloads, by outcome');
   const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
+  const actionAnswers = counter(
+    'riskgate_action_answers',
+    'Actions as the answers reported them, by type and status (queued, deferred, failed, skipped, done)',
+  );
   const logEvents = counter('riskgate_log_events', 'Log API events read, by type');
   const logPollErrors = counter('riskgate_log_poll_errors', 'Log API windows that failed and are read again');
   const httpErrors = counter(
@@ -175,6 +184,9 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     },
     recordActionOutcome(type, status) {
       actionOutcomes.add(1, { type, status });
+    },
+    recordActionAnswer(type, status) {
+      actionAnswers.add(1, { type, status });
     },
     recordLogEvents(type, count) {
       let attrs = logEventAttrs.get(type);

@@ -6,10 +6,12 @@ import {
   actionOutcome,
   type EnqueueResult,
   RETRYABLE_ACTION_FAILURES,
+  SUBJECT_MISMATCH_REASON,
+  type SubmitOptions,
 } from '../actions/action-queue.ts';
-import { attemptAction } from '../actions/admin-actions.ts';
-import type { AdminPort } from '../decide/decide-ports.ts';
+import { type ActionAdmin, type ActionSpec, attemptAction } from '../actions/admin-actions.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
 import { backoffDelayMs } from '../upstream/backoff.ts';
 import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
 
@@ -20,11 +22,16 @@ import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
  * waiting out an open breaker without spending attempts, one user's actions in order, and ended in
  * exactly one final outcome (`done`, or `failed` once dead-lettered). A process that stops or dies
  * leaves what it has not delivered in the store for the next one.
+ *
+ * A store that does not answer within the decision's deadline (a stalled Redis) never holds the
+ * answer: the actions are `deferred`, held in a bounded buffer of this process and written when
+ * the store answers again (a write that timed out may land late: the id makes it once). Deferred
+ * actions still unwritten at shutdown are reported failed (`shutdown`), never dropped silently.
  */
 
 export interface OutboxOptions {
   store: OutboxStore;
-  admin: Pick<AdminPort, 'updateUser' | 'deleteDevice'>;
+  admin: ActionAdmin;
   /** Told each final outcome (a decision log line, metrics). Must not throw. */
   onOutcome: (outcome: ActionOutcome) => void;
   /** Told when the store fails (a write refused, a claim failed). */
@@ -53,7 +60,17 @@ export interface OutboxOptions {
   now?: () => number;
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /**
+   * Actions held in this process while the store does not answer in time; past it a submit is
+   * `refused`. Default 10 000.
+   */
+  maxDeferred?: number;
+  /** Timeout of a submit that names none, and of each write of the deferred actions, ms. Default 2000. */
+  submitTimeoutMs?: number;
 }
+
+/** Deferred actions written to the store per write. */
+const DEFERRED_BATCH = 100;
 
 /** Whether `owner` (`<host>:<pid>:…`) is a process of this host that no longer exists. */
 function isGone(owner: string): boolean {
@@ -90,6 +107,11 @@ export class Outbox implements ActionDispatcher {
   #idleWaiters: (() => void)[] = [];
   #lastPruneMs = 0;
   #lastHousekeepingMs = 0;
+  /** Actions the store has not acknowledged in time, by id, until it does. */
+  readonly #deferred = new Map<string, { spec: ActionSpec; atMs: number }>();
+  #deferredTimer: NodeJS.Timeout | undefined;
+  #writingDeferred = false;
+  #deferredFailures = 0;
 
   constructor(options: OutboxOptions) {
     this.#o = {
@@ -102,6 +124,8 @@ export class Outbox implements ActionDispatcher {
       owner: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
       now: Date.now,
       random: Math.random,
+      maxDeferred: 10_000,
+      submitTimeoutMs: 2000,
       ...options,
     };
   }
@@ -139,6 +163,11 @@ export class Outbox implements ActionDispatcher {
     return this.#stats;
   }
 
+  /** Actions held in this process until the store acknowledges them (`deferred` answers). */
+  get deferred(): number {
+    return this.#deferred.size;
+  }
+
   /** Attempts started by this process. */
   get attemptsStarted(): number {
     return this.#attemptsStarted;
@@ -148,21 +177,95 @@ export class Outbox implements ActionDispatcher {
     return this.#o.store;
   }
 
-  async submit(jobs: readonly ActionJob[]): Promise<EnqueueResult[]> {
+  async submit(jobs: readonly ActionJob[], options: SubmitOptions = {}): Promise<EnqueueResult[]> {
     if (this.#closing) return jobs.map(() => 'refused');
     const specs = jobs.map((j) => j.spec);
     if (specs.some((s) => s === undefined)) throw new Error('an outbox job needs its spec');
+    const written = specs as ActionSpec[];
+    const appending = this.#o.store.append(written, this.#o.now());
     let added: boolean[];
     try {
-      added = await this.#o.store.append(specs as NonNullable<ActionJob['spec']>[], this.#o.now());
+      added = await withDeadline(
+        appending,
+        options.timeoutMs ?? this.#o.submitTimeoutMs,
+        'the outbox append',
+      );
     } catch (error) {
-      // Not written, so not promised: the answer says the action failed (queue_refused).
       this.#o.onError?.(error);
-      return jobs.map(() => 'refused');
+      // No answer in time: held here, never promised as queued. Refused: not written, not promised;
+      // the answer says the action failed (queue_refused).
+      return error instanceof StoreTimeoutError ? this.#defer(written, appending) : jobs.map(() => 'refused');
     }
     this.#stats = { ...this.#stats, pending: this.#stats.pending + added.filter(Boolean).length };
     this.#wake();
     return added.map((a) => (a ? 'queued' : 'duplicate'));
+  }
+
+  #defer(specs: readonly ActionSpec[], appending: Promise<boolean[]>): EnqueueResult[] {
+    if (this.#closing || this.#deferred.size + specs.length > this.#o.maxDeferred) {
+      return specs.map(() => 'refused');
+    }
+    const atMs = performance.now();
+    for (const spec of specs) this.#deferred.set(spec.id, { spec, atMs });
+    // The write that timed out may still be answered: then these are in the store.
+    appending.then(
+      () => this.#deferredWritten(specs),
+      () => {},
+    );
+    this.#writeDeferredLater(0);
+    return specs.map(() => 'deferred');
+  }
+
+  #deferredWritten(specs: readonly ActionSpec[]): void {
+    let written = 0;
+    for (const spec of specs) if (this.#deferred.delete(spec.id)) written++;
+    if (written === 0) return;
+    this.#stats = { ...this.#stats, pending: this.#stats.pending + written };
+    this.#wake();
+  }
+
+  /** Writes the deferred actions in `delayMs`, unless a write is already due. */
+  #writeDeferredLater(delayMs: number): void {
+    if (this.#deferredTimer !== undefined || this.#deferred.size === 0) return;
+    this.#deferredTimer = setTimeout(() => {
+      this.#deferredTimer = undefined;
+      void this.#writeDeferred();
+    }, delayMs);
+    this.#deferredTimer.unref();
+  }
+
+  /**
+   * One write of up to DEFERRED_BATCH deferred actions (at most one in flight), then the next:
+   * at once after a success, after a backoff bounded by `pollMs` after a failure.
+   */
+  async #writeDeferred(timeoutMs = this.#o.submitTimeoutMs): Promise<void> {
+    if (this.#writingDeferred || this.#deferred.size === 0) return;
+    this.#writingDeferred = true;
+    const specs = [...this.#deferred.values()].slice(0, DEFERRED_BATCH).map((d) => d.spec);
+    try {
+      await withDeadline(this.#o.store.append(specs, this.#o.now()), timeoutMs, 'the outbox append');
+      this.#deferredFailures = 0;
+      this.#deferredWritten(specs);
+    } catch (error) {
+      this.#deferredFailures++;
+      this.#o.onError?.(error);
+    } finally {
+      this.#writingDeferred = false;
+    }
+    if (this.#closing) return;
+    this.#writeDeferredLater(
+      this.#deferredFailures === 0 ? 0 : Math.min(this.#o.pollMs, 50 * 2 ** this.#deferredFailures),
+    );
+  }
+
+  /** Ends every deferred action still unwritten, reported failed with `reason`. */
+  #failDeferred(reason: string): void {
+    clearTimeout(this.#deferredTimer);
+    const now = performance.now();
+    for (const { spec, atMs } of this.#deferred.values()) {
+      this.#o.onOutcome(actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - atMs, reason));
+    }
+    this.#deferred.clear();
   }
 
   /**
@@ -172,6 +275,12 @@ export class Outbox implements ActionDispatcher {
    */
   async drain(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
+    // What the store has not acknowledged is written first, while there is time.
+    while (this.#deferred.size > 0 && performance.now() < deadline) {
+      if (this.#writingDeferred) await new Promise((r) => setTimeout(r, 20));
+      else await this.#writeDeferred(Math.max(1, deadline - performance.now()));
+      if (this.#deferredFailures > 0) await new Promise((r) => setTimeout(r, 50));
+    }
     // Deliver what is due now (the last answers' actions too) within the grace period; what is
     // waiting for a retry, or still running at the end, stays in the store for the next process.
     while (performance.now() < deadline) {
@@ -195,6 +304,7 @@ export class Outbox implements ActionDispatcher {
     }
     this.#closing = true;
     clearTimeout(this.#timer);
+    this.#failDeferred('shutdown');
     const aborted = [...this.#running.values()];
     for (const c of aborted) c.abort();
     // Each aborted attempt gives its entry back as it settles.
@@ -207,10 +317,15 @@ export class Outbox implements ActionDispatcher {
     await this.#confirmed();
   }
 
-  /** A process about to die: stop at once; the store keeps every undelivered action. */
-  abandon(_reason: string): void {
+  /**
+   * A process about to die: stop at once; the store keeps every undelivered action, and the
+   * deferred ones it never acknowledged are reported failed with `reason`.
+   */
+  abandon(reason: string): void {
     this.#closing = true;
     clearTimeout(this.#timer);
+    // Only what this process held dies with it; the store keeps the rest.
+    this.#failDeferred(reason);
     for (const c of this.#running.values()) c.abort();
   }
 
@@ -356,6 +471,12 @@ export class Outbox implements ActionDispatcher {
         false,
         now,
       );
+      return;
+    }
+    if (failure.code === ErrorCode.SUBJECT_MISMATCH) {
+      // Verified late, and not the account's user: never carried out (dropped, not for an operator).
+      if (await store.drop(spec.id, SUBJECT_MISMATCH_REASON, now))
+        this.#outcome(entry, 'failed', now, SUBJECT_MISMATCH_REASON);
       return;
     }
     // As the in-memory queue, and an attempt cut short by a caller's abort is tried again.

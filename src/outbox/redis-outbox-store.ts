@@ -1,6 +1,7 @@
 import type { RedisClientType } from 'redis';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import { connectRedis, RedisScripts } from '../redis/redis-client.ts';
+import { withDeadline } from '../store/store-deadline.ts';
 import type {
   OutboxEntry,
   OutboxListFilter,
@@ -35,8 +36,10 @@ export interface RedisOutboxStoreOptions {
   /** Connect timeout, milliseconds. Default 2000. */
   timeoutMs?: number;
   /**
-   * Timeout of one command, milliseconds. Default 500: an append is on the /decide path, so a slow
-   * or lost server must refuse the action (the answer says so) rather than hold the login.
+   * Timeout of one operation (a script, or the reads of a listing), milliseconds, enforced even
+   * when the server holds the connection and never answers. Default 1000. The /decide path does
+   * not wait that long: the outbox bounds an append by what is left of the decision's deadline
+   * (src/outbox/outbox.ts).
    */
   commandTimeoutMs?: number;
 }
@@ -197,22 +200,25 @@ export class RedisOutboxStore implements OutboxStore {
   readonly #client: RedisClientType;
   readonly #prefix: string;
   readonly #scripts: RedisScripts;
+  readonly #timeoutMs: number;
 
-  private constructor(client: RedisClientType, prefix: string) {
+  private constructor(client: RedisClientType, prefix: string, timeoutMs: number) {
     this.#client = client;
     this.#prefix = prefix;
-    this.#scripts = new RedisScripts(client);
+    this.#timeoutMs = timeoutMs;
+    this.#scripts = new RedisScripts(client, timeoutMs);
   }
 
   /** Connects (bounded by `timeoutMs`); rejects with the reason when the server cannot be reached. */
   static async connect(options: RedisOutboxStoreOptions): Promise<RedisOutboxStore> {
+    const commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     const client = await connectRedis({
       url: options.url,
       purpose: 'the Redis outbox',
       ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-      commandTimeoutMs: options.commandTimeoutMs ?? 500,
+      commandTimeoutMs,
     });
-    return new RedisOutboxStore(client, options.prefix ?? 'riskgate:{outbox}:');
+    return new RedisOutboxStore(client, options.prefix ?? 'riskgate:{outbox}:', commandTimeoutMs);
   }
 
   /** Whether the server persists every write (AOF); undefined when CONFIG is not allowed. */
@@ -233,6 +239,11 @@ export class RedisOutboxStore implements OutboxStore {
 
   #run(name: string, text: string, args: (string | number)[]): Promise<unknown> {
     return this.#scripts.run(name, text, [this.#prefix], args);
+  }
+
+  /** `work` (several plain commands) under the one deadline a script has. */
+  #bounded<T>(what: string, work: () => Promise<T>): Promise<T> {
+    return withDeadline(work(), this.#timeoutMs, `the Redis outbox (${what})`);
   }
 
   async append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]> {
@@ -274,28 +285,34 @@ export class RedisOutboxStore implements OutboxStore {
   }
 
   async unlogged(limit: number): Promise<OutboxEntry[]> {
-    const ids = await this.#client.zRange(`${this.#prefix}unlogged`, 0, limit - 1);
-    const out: OutboxEntry[] = [];
-    for (const id of ids) {
-      const e = await this.get(id);
-      if (e === undefined) await this.#client.zRem(`${this.#prefix}unlogged`, id);
-      else out.push(e);
-    }
-    return out;
+    return this.#bounded('unlogged', async () => {
+      const ids = await this.#client.zRange(`${this.#prefix}unlogged`, 0, limit - 1);
+      const out: OutboxEntry[] = [];
+      for (const id of ids) {
+        const e = await this.get(id);
+        if (e === undefined) await this.#client.zRem(`${this.#prefix}unlogged`, id);
+        else out.push(e);
+      }
+      return out;
+    });
   }
 
   async markLogged(ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.#client.zRem(`${this.#prefix}unlogged`, [...ids]);
+    return this.#bounded('markLogged', async () => {
+      if (ids.length > 0) await this.#client.zRem(`${this.#prefix}unlogged`, [...ids]);
+    });
   }
 
   async leaseOwners(nowMs: number): Promise<string[]> {
-    const ids = await this.#client.zRangeByScore(`${this.#prefix}leased`, nowMs, '+inf');
-    const owners = new Set<string>();
-    for (const id of ids) {
-      const owner = await this.#client.hGet(`${this.#prefix}e:${id}`, 'owner');
-      if (owner) owners.add(owner);
-    }
-    return [...owners];
+    return this.#bounded('leaseOwners', async () => {
+      const ids = await this.#client.zRangeByScore(`${this.#prefix}leased`, nowMs, '+inf');
+      const owners = new Set<string>();
+      for (const id of ids) {
+        const owner = await this.#client.hGet(`${this.#prefix}e:${id}`, 'owner');
+        if (owner) owners.add(owner);
+      }
+      return [...owners];
+    });
   }
 
   async releaseOwner(owner: string, nowMs: number): Promise<number> {
@@ -303,43 +320,53 @@ export class RedisOutboxStore implements OutboxStore {
   }
 
   async list(filter: OutboxListFilter): Promise<OutboxEntry[]> {
-    const limit = filter.limit ?? 100;
-    const index =
-      filter.status === 'pending'
-        ? 'pend'
-        : filter.status === 'dead'
-          ? 'dead'
-          : filter.status === undefined
-            ? 'all'
-            : 'done';
-    // delivered and dropped share `done`: read more and filter.
-    const want = filter.status === 'delivered' || filter.status === 'dropped' ? limit * 4 : limit;
-    const ids = await this.#client.zRange(`${this.#prefix}${index}`, 0, want - 1, { REV: true });
-    const out: OutboxEntry[] = [];
-    for (const id of ids) {
-      const flat = await this.#client.hGetAll(`${this.#prefix}e:${id}`);
-      if (Object.keys(flat).length === 0) continue;
-      const entry = entryOf(Object.entries(flat).flat());
-      if (filter.status !== undefined && entry.status !== filter.status) continue;
-      out.push(entry);
-      if (out.length >= limit) break;
-    }
-    return out;
+    return this.#bounded('list', async () => {
+      const limit = filter.limit ?? 100;
+      const index =
+        filter.status === 'pending'
+          ? 'pend'
+          : filter.status === 'dead'
+            ? 'dead'
+            : filter.status === undefined
+              ? 'all'
+              : 'done';
+      // delivered and dropped share `done`: read more and filter.
+      const want = filter.status === 'delivered' || filter.status === 'dropped' ? limit * 4 : limit;
+      const ids = await this.#client.zRange(`${this.#prefix}${index}`, 0, want - 1, { REV: true });
+      const out: OutboxEntry[] = [];
+      for (const id of ids) {
+        const flat = await this.#client.hGetAll(`${this.#prefix}e:${id}`);
+        if (Object.keys(flat).length === 0) continue;
+        const entry = entryOf(Object.entries(flat).flat());
+        if (filter.status !== undefined && entry.status !== filter.status) continue;
+        out.push(entry);
+        if (out.length >= limit) break;
+      }
+      return out;
+    });
   }
 
   async get(id: string): Promise<OutboxEntry | undefined> {
-    const flat = await this.#client.hGetAll(`${this.#prefix}e:${id}`);
-    return Object.keys(flat).length === 0 ? undefined : entryOf(Object.entries(flat).flat());
+    return this.#bounded('get', async () => {
+      const flat = await this.#client.hGetAll(`${this.#prefix}e:${id}`);
+      return Object.keys(flat).length === 0 ? undefined : entryOf(Object.entries(flat).flat());
+    });
   }
 
   async stats(nowMs: number): Promise<OutboxStats> {
-    const [pending, dead, oldest] = await Promise.all([
-      this.#client.zCard(`${this.#prefix}pend`),
-      this.#client.zCard(`${this.#prefix}dead`),
-      this.#client.zRangeWithScores(`${this.#prefix}pend`, 0, 0),
-    ]);
-    const first = oldest[0];
-    return { pending, dead, oldestPendingAgeMs: first === undefined ? 0 : Math.max(0, nowMs - first.score) };
+    return this.#bounded('stats', async () => {
+      const [pending, dead, oldest] = await Promise.all([
+        this.#client.zCard(`${this.#prefix}pend`),
+        this.#client.zCard(`${this.#prefix}dead`),
+        this.#client.zRangeWithScores(`${this.#prefix}pend`, 0, 0),
+      ]);
+      const first = oldest[0];
+      return {
+        pending,
+        dead,
+        oldestPendingAgeMs: first === undefined ? 0 : Math.max(0, nowMs - first.score),
+      };
+    });
   }
 
   async retry(id: string, nowMs: number): Promise<boolean> {

@@ -399,6 +399,11 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       'Actions dead-lettered (failed for good or out of horizon): an operator decides (riskgate actions)',
       () => outbox.stats.dead,
     );
+    metrics.observeGauge(
+      'riskgate_outbox_deferred',
+      'Actions answered deferred that the outbox store has not acknowledged yet (held by this process)',
+      () => outbox.deferred,
+    );
     metrics.observeCounter(
       'riskgate_outbox_attempts',
       'Delivery attempts started by this process',

@@ -1,0 +1,123 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ActionJob, ActionOutcome } from '../src/actions/action-queue.ts';
+import type { ActionAdmin, ActionSpec } from '../src/actions/admin-actions.ts';
+import { Outbox } from '../src/outbox/outbox.ts';
+import type { OutboxStore } from '../src/outbox/outbox-store.ts';
+import { SqliteOutboxStore } from '../src/outbox/sqlite-outbox-store.ts';
+import { eventually } from './support/eventually.ts';
+
+/**
+ * The outbox's deferred actions (issue 22, item 3), on a real SQLite store whose appends are held
+ * at a gate (a store that stopped answering): a submit answers by its deadline, what was not
+ * acknowledged is held (bounded) and written once the store answers, and whatever is still held at
+ * shutdown is reported failed, never dropped silently.
+ */
+
+let seq = 0;
+function job(user: string): ActionJob {
+  seq++;
+  const spec: ActionSpec = {
+    id: `d${seq}:lock_out_user:${user}`,
+    decisionId: `d${seq}`,
+    type: 'lock_out_user',
+    target: user,
+    orderingKey: user,
+    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
+  };
+  return { key: spec.id, decisionId: spec.decisionId, type: spec.type, target: user, spec, attempt: never };
+}
+const never = (): never => {
+  throw new Error('no attempt in these tests: the outbox is not started');
+};
+
+/** `store` with its appends held until `open()`; the held ones then go through in order. */
+function gated(store: OutboxStore) {
+  let gate: Promise<void> | undefined;
+  let release = () => {};
+  const append: OutboxStore['append'] = async (specs, nowMs) => {
+    if (gate !== undefined) await gate;
+    return store.append(specs, nowMs);
+  };
+  // Every other call goes to the store itself (its private fields need it as `this`).
+  const wrapped = new Proxy(store, {
+    get: (target, name) => {
+      if (name === 'append') return append;
+      const value = Reflect.get(target, name) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return {
+    store: wrapped,
+    close() {
+      gate = new Promise((r) => {
+        release = r;
+      });
+    },
+    open() {
+      gate = undefined;
+      release();
+    },
+  };
+}
+
+const opened: OutboxStore[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+});
+
+function setUp(options: { maxDeferred?: number } = {}) {
+  const sqlite = new SqliteOutboxStore({
+    path: join(mkdtempSync(join(tmpdir(), 'rg-deferred-')), 'o.sqlite'),
+  });
+  opened.push(sqlite);
+  const g = gated(sqlite);
+  const outcomes: ActionOutcome[] = [];
+  const outbox = new Outbox({
+    store: g.store,
+    admin: {} as ActionAdmin,
+    onOutcome: (o) => outcomes.push(o),
+    pollMs: 50,
+    ...options,
+  });
+  return { sqlite, g, outbox, outcomes };
+}
+
+describe('deferred actions', () => {
+  it('answers deferred by the deadline, then writes the action once when the store answers', async () => {
+    const { sqlite, g, outbox } = setUp();
+    g.close();
+    const startedAt = performance.now();
+    const a = job('u1');
+    expect(await outbox.submit([a], { timeoutMs: 30 })).toEqual(['deferred']);
+    expect(performance.now() - startedAt).toBeLessThan(2000);
+    expect(outbox.deferred).toBe(1);
+    expect(await sqlite.get(a.key)).toBeUndefined();
+
+    g.open();
+    await eventually(async () => (outbox.deferred === 0 ? true : undefined));
+    // The timed-out write and the retry both reached the store: one entry.
+    expect(await sqlite.get(a.key)).toMatchObject({ status: 'pending' });
+    expect((await sqlite.list({})).filter((e) => e.spec.id === a.key)).toHaveLength(1);
+    // A healthy store: queued, as ever.
+    expect(await outbox.submit([job('u2')], { timeoutMs: 1000 })).toEqual(['queued']);
+    await outbox.drain(100);
+  });
+
+  it('refuses past its bound, and reports what it still holds at shutdown failed (shutdown)', async () => {
+    const { g, outbox, outcomes } = setUp({ maxDeferred: 1 });
+    g.close();
+    const held = job('u3');
+    expect(await outbox.submit([held], { timeoutMs: 20 })).toEqual(['deferred']);
+    expect(await outbox.submit([job('u4')], { timeoutMs: 20 })).toEqual(['refused']);
+    await outbox.drain(100);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ key: held.key, status: 'failed', reason: 'shutdown' }),
+    ]);
+    expect(outbox.deferred).toBe(0);
+    expect(await outbox.submit([job('u5')], { timeoutMs: 20 })).toEqual(['refused']);
+    g.open();
+  });
+});
