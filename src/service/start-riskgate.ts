@@ -95,7 +95,7 @@ export interface StartRiskgateOptions {
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
   logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
   /** Circuit breaker tuning (tests shorten the open period); `false`: none (tests of one failure at a time). */
-  breakers?: Omit<CircuitBreakerOptions, 'onTransition'> | false;
+  breakers?: Omit<CircuitBreakerOptions, 'onTransition' | 'onUncounted'> | false;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
   adminCache?: AdminClientOptions['cache'];
   /** Whether this process follows the Log API (when configured). Default true; false on workers 2..N. */
@@ -260,6 +260,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
             metrics.recordCircuitTransition(route, to);
             log({ level: to === 'open' ? 'warn' : 'info', msg: 'circuit breaker', route, from, to });
           },
+          onUncounted: (route, reason) => metrics.recordCircuitNotCounted(route, reason),
         });
   metrics.observeCircuits(() => breakers?.states() ?? []);
   const recordCall = (info: CallInfo) => {
