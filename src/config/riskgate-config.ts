@@ -112,8 +112,9 @@ export interface RiskgateConfig {
   /** Admission control: most decisions in flight per process before new ones are shed. Default 1000. */
   maxInFlight: number;
   /**
-   * Admission control: event-loop delay (queueing before a handler runs) past which new decisions
-   * are shed, ms. Default 100; 0 sheds only what queued past the whole deadline.
+   * Admission control: event-loop delay (queueing before a handler runs) past which new requests
+   * are shed while riskgate has a queue of its own (8 or more in flight; the host's noise alone
+   * never sheds), ms. Default 100; 0 sheds only what queued past the whole deadline.
    */
   maxEventLoopDelayMs: number;
   /**
