@@ -128,8 +128,8 @@ export interface RiskgateConfig {
   maxConnections: number;
   /**
    * Listening sockets on the port (SO_REUSEPORT, Linux): how many new connections one busy turn of
-   * the event loop can accept (src/http/accept-sockets.ts). Default 64; 1 is a plain listen. Each of
-   * RISKGATE_WORKERS > 1 listens through the primary with one.
+   * the event loop can accept (src/http/accept-sockets.ts). Default 64; 1 is a plain listen. With
+   * RISKGATE_WORKERS > 1, each worker binds that many of its own (the port shared by SO_REUSEPORT).
    */
   acceptSockets: number;
   /**

@@ -102,6 +102,11 @@ export interface StartRiskgateOptions {
   followLogs?: boolean;
   /** What `GET /metrics` serves. Default this process's metrics (a worker gathers every worker's). */
   renderMetrics?: () => Promise<string>;
+  /**
+   * A node:cluster worker: the decision port is bound by this process itself, beside the other
+   * workers (SO_REUSEPORT), not through the primary (src/http/accept-sockets.ts). Default false.
+   */
+  sharedPort?: boolean;
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
   drainTimeoutMs?: number;
   version?: string;
@@ -161,7 +166,7 @@ function signalsScope(upstream: UpstreamConfig): string {
  */
 async function listenHttp(
   app: Hono,
-  o: { port: number; host: string; acceptSockets: number },
+  o: { port: number; host: string; acceptSockets: number; shared?: boolean },
   config: RiskgateConfig,
   silent: { stop(): void }[],
   wrap?: (listener: RequestListener) => RequestListener,
@@ -185,6 +190,7 @@ async function listenHttp(
     host: o.host,
     sockets: o.acceptSockets,
     maxConnections: config.maxConnections,
+    shared: o.shared === true,
   });
   return { server, sockets };
 }
@@ -536,7 +542,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     listening.push(
       await listenHttp(
         app,
-        { port: config.port, host, acceptSockets: config.acceptSockets },
+        { port: config.port, host, acceptSockets: config.acceptSockets, shared: options.sharedPort === true },
         config,
         silent,
         (listener) =>
