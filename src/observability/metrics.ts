@@ -120,7 +120,7 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const httpErrorAttrs = new Map<string, Attributes>();
   const shedDecisions = counter(
     'riskgate_decisions_shed',
-    'Decisions not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
+    'Decisions (and feedback) not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
   );
   const shedAttrs = new Map<string, Attributes>();
   const shadowDecisions = counter(
