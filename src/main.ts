@@ -7,6 +7,7 @@ import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
 import { isRiskgateError } from './errors/riskgate-error.ts';
 import { IpcFeatureStore } from './features/ipc-feature-store.ts';
 import { MemoryFeatureStore } from './features/memory-feature-store.ts';
+import { assertPortFree } from './http/accept-sockets.ts';
 import { createTracing } from './observability/tracing.ts';
 import {
   type RunningRiskgate,
@@ -217,9 +218,17 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
           vendor.apiKeys[0]!,
           vendor.opsKeys?.[0],
         );
+  // The workers bind the port themselves (SO_REUSEPORT): whether anyone else holds it is checked here, once.
+  try {
+    await assertPortFree(config.port, config.host);
+  } catch (error) {
+    await vendor.sandbox?.stop();
+    fail(`cannot listen on port ${config.port}: ${String(error)}`);
+  }
   runPrimary({
     count: config.workers,
     env,
+    firstWorkerPicksPort: config.port === 0,
     // Embedded counters and history live here, shared by the workers (src/features/ipc-feature-store.ts).
     ...(config.featureStore.kind === 'memory' && { features: new MemoryFeatureStore() }),
     drainTimeoutMs: 10_000,
@@ -251,11 +260,12 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
     featureStore = ipc;
   }
   const service = await startService(
-    // Workers share the primary's listening socket (node:cluster); SO_REUSEPORT sockets would be
-    // bound by each worker apart, outside the primary's round robin.
-    { ...config, acceptSockets: 1 },
+    config,
     { upstream: config.upstream, apiKeys: config.apiKeys! },
     {
+      // Each worker binds the port itself with its own accept sockets (SO_REUSEPORT), so a burst
+      // reaches every worker's admission control instead of waiting in the primary's accept queue.
+      sharedPort: true,
       followLogs: index === 1,
       renderMetrics: () => (gather ?? service.metrics.render)(),
       ...(featureStore !== undefined && { featureStore }),

@@ -92,6 +92,32 @@ describe('a burst past what riskgate admits', () => {
       await h.control('DELETE', '/sandbox/faults');
     }
   });
+
+  // Last: its slow decisions time out, and the breaker of that route counts them.
+  it('sheds /feedback too while admission is saturated, with the same 503 problem', async () => {
+    await h.control('PUT', '/sandbox/faults', SLOW_SIGNALS);
+    try {
+      // Four slow decisions fill what this riskgate admits (RISKGATE_MAX_IN_FLIGHT=4).
+      const decisions = burst(h, demoRequest('alice', alice), 4);
+      const until = performance.now() + 5000;
+      while (h.riskgate.admission.inFlight < 4 && performance.now() < until) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(h.riskgate.admission.inFlight).toBe(4);
+      const res = await fetch(`${h.url}/feedback`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ decisionId: crypto.randomUUID(), label: 'fraud' }),
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(await res.json()).toMatchObject({ status: 503, code: 'RG_ERR_OVERLOADED' });
+      await decisions;
+    } finally {
+      await h.control('DELETE', '/sandbox/faults');
+    }
+  });
 });
 
 describe('a policy with an overload verdict', () => {
@@ -138,5 +164,36 @@ describe('a policy with an overload verdict', () => {
     } finally {
       await h.control('DELETE', '/sandbox/faults');
     }
+  });
+});
+
+/** Holds riskgate's event loop (it runs in this process), as a busy host descheduling it would. */
+function blockLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy
+  }
+}
+
+describe('a lone caller on a busy host', () => {
+  let h: Harness;
+  let alice: string;
+  beforeAll(async () => {
+    // A delay bound well under the stalls below, and a deadline generous for a busy machine.
+    h = await startHarness({ deadlineMs: 2000, env: { RISKGATE_MAX_EVENT_LOOP_DELAY_MS: '40' } });
+    ({ alice } = (await lookUpUserIds(h.sandbox, ['alice'])) as { alice: string });
+  });
+  afterAll(() => h.stop());
+
+  it('is never shed: one request in flight at a time, each read right after the loop stalled', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      // The loop is 80 ms late when the request is read: twice the delay bound, none of it queued work.
+      blockLoop(80);
+      statuses.push((await h.decide(demoRequest('alice', alice))).status);
+    }
+    expect(statuses.filter((s) => s === 503)).toHaveLength(0);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    expect(h.riskgate.admission.shed).toEqual({ event_loop_delay: 0, in_flight: 0 });
   });
 });

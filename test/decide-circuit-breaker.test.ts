@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
+import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
 
 /**
  * Circuit breakers over real HTTP, with the sandbox's faults: a failing route opens (decisions stop
@@ -95,5 +95,26 @@ describe('a circuit breaker per vendor route', () => {
     expect(await seen()).toBe(1);
     await new Promise((r) => setTimeout(r, 500));
     expect(await newBrowserOf()).toMatchObject({ status: 'ok' });
+  });
+
+  it('reports a call cut by riskgate’s side (its caller hung up) as not counted against the route', async () => {
+    await h.control('PUT', '/sandbox/faults', { rules: [{ route: ROUTE, hang: true }] });
+    for (let i = 0; i < 4; i++) {
+      const before = await seen();
+      const gone = new AbortController();
+      const answer = fetch(`${h.url}/decide`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify(demoRequest('alice', alice)),
+        signal: gone.signal,
+      }).catch(() => undefined);
+      // Hung up once the decision's call is at the (hanging) vendor.
+      await expect.poll(seen).toBeGreaterThan(before);
+      gone.abort();
+      await answer;
+    }
+    const notCounted =
+      /^riskgate_circuit_failures_not_counted_total\{route="signals new-browser",reason="deadline"\} (\d+)$/m;
+    await expect.poll(async () => Number(notCounted.exec(await metrics())?.[1] ?? 0)).toBeGreaterThan(0);
   });
 });

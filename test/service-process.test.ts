@@ -393,9 +393,58 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
         },
       );
       req.on('error', reject);
+      // Never answered (left in an accept queue nobody serves): a failure, not a hung test.
+      req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
       req.end(JSON.stringify(body));
     });
   }
+
+  it('each worker accepts on its own sockets and sheds its own overload: with the primary stopped, a burst is answered 200 or 503, none left waiting', async () => {
+    const p = run({
+      ...vendorEnv(),
+      RISKGATE_WORKERS: '2',
+      RISKGATE_DECISION_LOG: 'off',
+      RISKGATE_MAX_IN_FLIGHT: '2',
+    });
+    try {
+      const port = await listeningPort(p);
+      const { alice } = await lookUpUserIds(sandbox, ['alice']);
+      // Slow signals keep the admitted decisions in flight while the burst arrives.
+      await control('PUT', '/sandbox/faults', {
+        rules: [{ route: 'GET /api/v1/signals/*', latency: { kind: 'fixed', ms: 300 } }],
+      });
+      // Through node:cluster's shared handle the primary accepts every connection: stopped, it
+      // would leave the whole burst in its accept queue. The workers' own sockets do not need it.
+      p.child.kill('SIGSTOP');
+      let statuses: number[];
+      try {
+        statuses = (
+          await Promise.all(
+            Array.from({ length: 40 }, () => decideOnNewConnection(port, demoRequest('alice', alice))),
+          )
+        ).map((a) => a.status);
+      } finally {
+        p.child.kill('SIGCONT');
+      }
+      expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+      expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
+      expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2);
+      // Both workers took part of the burst and shed their own share of it.
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+      ).text();
+      for (const worker of [1, 2]) {
+        expect(metrics).toMatch(
+          new RegExp(`^riskgate_decisions_shed_total\\{worker="${worker}",[^}]*\\} [1-9]`, 'm'),
+        );
+      }
+      p.child.kill('SIGTERM');
+      expect(await p.exited).toBe(0);
+    } finally {
+      await control('DELETE', '/sandbox/faults');
+      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    }
+  });
 
   it('both workers answer, /metrics gathers both (labelled worker), they share the velocity counters, and SIGTERM drains them all', async () => {
     const p = run({ ...vendorEnv(), RISKGATE_WORKERS: '2', RISKGATE_DECISION_LOG: 'off' });

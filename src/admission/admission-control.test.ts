@@ -27,8 +27,9 @@ describe('AdmissionControl', () => {
     };
   }
 
-  it('admits while the loop keeps up, and sheds while it is stuck, from the moment it is', () => {
+  it('admits while the loop keeps up, and sheds while it is stuck with a queue, from the moment it is', () => {
     const { admission, stall, idle } = controlled({ maxEventLoopDelayMs: 50 });
+    admission.inFlight = 8; // riskgate's own queue: the delay is its doing
     idle(30); // samples at +10, +20, +30: the next is due at +40
     expect(admission.check()).toBeUndefined();
     stall(50); // the sample is 40 ms overdue: within bounds
@@ -45,12 +46,29 @@ describe('AdmissionControl', () => {
     admission.stop();
   });
 
-  it('never starts a decision that queued past its whole deadline, even with the delay signal off', () => {
+  it('with a queue, never starts a decision that queued past its whole deadline, even with the delay signal off', () => {
     const { admission, stall } = controlled({ maxEventLoopDelayMs: 0, deadlineMs: 300 });
+    admission.inFlight = 8;
     stall(250);
     expect(admission.check()).toBeUndefined();
     stall(100);
     expect(admission.check()).toBe('event_loop_delay');
+    admission.stop();
+  });
+
+  it('never sheds on the loop delay alone while riskgate has little in flight (the host’s noise)', () => {
+    const { admission, stall, idle } = controlled({ maxEventLoopDelayMs: 50 });
+    for (let inFlight = 0; inFlight < 8; inFlight++) {
+      admission.inFlight = inFlight;
+      stall(400); // descheduled past the delay bound and the whole deadline
+      expect(admission.eventLoopDelayMs()).toBeGreaterThan(300);
+      expect(admission.check()).toBeUndefined();
+      idle(20);
+    }
+    admission.inFlight = 8;
+    stall(400);
+    expect(admission.check()).toBe('event_loop_delay');
+    expect(admission.shed).toEqual({ event_loop_delay: 1, in_flight: 0 });
     admission.stop();
   });
 

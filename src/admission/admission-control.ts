@@ -1,14 +1,18 @@
 /**
- * Admission control: whether this process should start one more decision. Checked at the HTTP
- * edge before the body is read or anything is fanned out, so a refused decision costs a header
+ * Admission control: whether this process should start one more request. Checked at the HTTP
+ * edge before the body is read or anything is fanned out, so a refused request costs a header
  * parse and a short answer, and what capacity there is goes to decisions that can still finish in
- * time. Two signals see the real cause of overload in a Node process:
+ * time. It sheds what riskgate itself queued, never the host's noise. Two signals:
  *
- * - **Event-loop delay**: how late the loop is running work that was due (sampled by a timer every
- *   `sampleIntervalMs`, and read as "how overdue is the next sample" between samples, so a loop that
- *   is stuck right now is seen right now). A request waits in the socket for about that long before
- *   its handler runs: the delay is its queueing time, measured from arrival. A decision that has
- *   queued past `maxEventLoopDelayMs` (never more than its whole deadline) is not started.
+ * - **Event-loop delay, with a queue of riskgate's own**: how late the loop is running work that
+ *   was due (sampled by a timer every `sampleIntervalMs`, and read as "how overdue is the next
+ *   sample" between samples, so a loop that is stuck right now is seen right now). A request waits
+ *   in the socket for about that long before its handler runs. But a loop is also late when the
+ *   host deschedules the process (a noisy neighbour, a CPU quota, a GC pause), and shedding a lone
+ *   caller then refuses work riskgate had room for. So the delay sheds only while riskgate has a
+ *   queue: at least `minInFlightToShedOnDelay` requests admitted and not yet answered. Past
+ *   `maxEventLoopDelayMs` (never more than the whole deadline) with that many in flight, a new
+ *   request is not started; with fewer, it always is (its deadline still runs from its arrival).
  * - **Decisions in flight, against what the process can finish**: when the loop is saturated
  *   (utilisation ≥ 90 % over the last 100 ms), every decision in flight shares the same CPU, so a
  *   decision's wait is in-flight ÷ throughput (Little's law). The limit then becomes the measured
@@ -44,6 +48,11 @@ export interface AdmissionOptions {
    * third of the deadline.
    */
   targetLatencyMs?: number;
+  /**
+   * Requests admitted and not yet answered below which the event-loop delay never sheds: riskgate
+   * has too little of its own work queued for the delay to be its doing. Default 8.
+   */
+  minInFlightToShedOnDelay?: number;
   /** How often the event-loop delay is sampled, milliseconds. Default 10. */
   sampleIntervalMs?: number;
   /** `Retry-After` of a shed answer, seconds. Default 1. */
@@ -55,11 +64,12 @@ export interface AdmissionOptions {
 export class AdmissionControl {
   readonly retryAfterSeconds: number;
   readonly maxInFlight: number;
-  /** Decisions admitted and not yet answered. */
+  /** Requests admitted and not yet answered (decisions and the other caller endpoints). */
   inFlight = 0;
   /** Decisions shed, by reason, since start. */
   readonly shed: Record<ShedReason, number> = { event_loop_delay: 0, in_flight: 0 };
   readonly #maxDelayMs: number;
+  readonly #minQueued: number;
   readonly #intervalMs: number;
   readonly #now: () => number;
   #lastDelayMs = 0;
@@ -77,6 +87,7 @@ export class AdmissionControl {
     this.maxInFlight = options.maxInFlight ?? 1000;
     const configured = options.maxEventLoopDelayMs ?? 100;
     this.#maxDelayMs = configured === 0 ? options.deadlineMs : Math.min(configured, options.deadlineMs);
+    this.#minQueued = options.minInFlightToShedOnDelay ?? MIN_LIMIT;
     this.#intervalMs = options.sampleIntervalMs ?? 10;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
     this.#now = options.now ?? (() => performance.now());
@@ -140,11 +151,12 @@ export class AdmissionControl {
     return Math.max(this.#lastDelayMs, this.#now() - this.#dueAt);
   }
 
-  /** Undefined to admit a new decision, or why it is shed (counted). */
+  /** Undefined to admit a new request, or why it is shed (counted). */
   check(): ShedReason | undefined {
     let reason: ShedReason | undefined;
     if (this.inFlight >= this.limit) reason = 'in_flight';
-    else if (this.eventLoopDelayMs() > this.#maxDelayMs) reason = 'event_loop_delay';
+    else if (this.inFlight >= this.#minQueued && this.eventLoopDelayMs() > this.#maxDelayMs)
+      reason = 'event_loop_delay';
     if (reason !== undefined) this.shed[reason]++;
     return reason;
   }

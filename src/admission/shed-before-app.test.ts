@@ -84,6 +84,14 @@ describe('shedding before the app', () => {
     expect(text).toMatch(/connection: close/i);
   });
 
+  it('sheds POST /feedback the same way: the other caller endpoint shares the decisions’ CPU', async () => {
+    const feedback = `POST /feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const { text } = await exchange(feedback);
+    expect(text).toMatch(/^HTTP\/1.1 503 /);
+    expect(text).toContain('"code":"RG_ERR_OVERLOADED"');
+    expect(reachedApp).toBe(0);
+  });
+
   it('leaves every other request to the app', async () => {
     const { text } = await exchange('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(text).toMatch(/^HTTP\/1.1 200 /);

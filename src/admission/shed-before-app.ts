@@ -6,7 +6,8 @@ import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { AdmissionControl, ShedReason } from './admission-control.ts';
 
 /**
- * The cheapest refusal riskgate can make: a `POST /decide` that admission control sheds is answered
+ * The cheapest refusal riskgate can make: a `POST /decide` (or `POST /feedback`, the other caller
+ * endpoint, which shares the decisions' CPU) that admission control sheds is answered
  * from the node:http listener, before the web framework builds a Request, runs its middleware or
  * serialises a problem, with a body prepared once. Under a 5x burst on a small CPU share the refusals
  * are most of the work, so their cost decides how much is left for the decisions admitted.
@@ -45,12 +46,14 @@ export function shedBeforeApp(
     ),
   };
   return (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method !== 'POST' || req.url !== '/decide') {
+    const decide = req.url === '/decide';
+    if (req.method !== 'POST' || !(decide || req.url === '/feedback')) {
       listener(req, res);
       return;
     }
     const at = performance.now();
-    if (!o.hasOverloadVerdict()) {
+    // Only a decision can be answered with the policy's overload verdict; feedback is refused here.
+    if (!decide || !o.hasOverloadVerdict()) {
       const reason = o.admission.check();
       if (reason !== undefined) {
         o.metrics.requestStarted();
@@ -73,7 +76,7 @@ export function shedBeforeApp(
       }
       checked.add(req);
     }
-    arrivals.set(req, at);
+    if (decide) arrivals.set(req, at);
     listener(req, res);
   };
 }

@@ -9,7 +9,9 @@ import { mergeWorkerMetrics } from './merge-metrics.ts';
 
 /**
  * Several riskgate processes on one port (node:cluster): the primary forks `count` workers, each a
- * whole riskgate (its own caches, batcher and connections), and never serves a request itself.
+ * whole riskgate (its own caches, batcher, connections, admission control and listening sockets:
+ * each binds the port itself with SO_REUSEPORT, so the kernel spreads connections over the workers
+ * and each sheds its own overload), and never serves a request or accepts a connection itself.
  * What must happen once per host happens in the primary or in worker 1: the primary starts the
  * embedded sandbox and the development key (main.ts passes them to the workers as environment),
  * worker 1 alone follows the Log API. `/metrics` on any worker gathers every worker's metrics
@@ -36,6 +38,12 @@ export interface PrimaryOptions {
   onStopped?: () => Promise<void> | void;
   /** The embedded feature store the workers share (RISKGATE_FEATURE_STORE=memory). */
   features?: MemoryFeatureStore;
+  /**
+   * The port is 0 (any free one): worker 1 starts alone and picks it, then every other worker (and
+   * any worker restarted later) is given it as RISKGATE_PORT, since each worker binds the port
+   * itself (src/http/accept-sockets.ts). Default false: all workers start at once.
+   */
+  firstWorkerPicksPort?: boolean;
 }
 
 type WorkerMessage =
@@ -51,9 +59,11 @@ export function runPrimary(options: PrimaryOptions): void {
   const workers = new Map<number, Worker>();
   let stopping = false;
   let listening = 0;
+  /** RISKGATE_PORT once worker 1 picked it (`firstWorkerPicksPort`). */
+  let picked: Record<string, string> = {};
 
   const fork = (index: number): void => {
-    const worker = cluster.fork({ ...options.env, [WORKER_INDEX_VARIABLE]: String(index) });
+    const worker = cluster.fork({ ...options.env, ...picked, [WORKER_INDEX_VARIABLE]: String(index) });
     workers.set(index, worker);
     worker.on('message', (m: WorkerMessage) => onMessage(worker, m));
     worker.on('exit', (code, signal) => {
@@ -91,6 +101,10 @@ export function runPrimary(options: PrimaryOptions): void {
         from.send(answerFeaturesRequest(options.features, m));
     } else if (m.type === 'riskgate:listening') {
       listening++;
+      if (options.firstWorkerPicksPort === true && picked.RISKGATE_PORT === undefined) {
+        picked = { RISKGATE_PORT: String(m.port) };
+        for (let i = 2; i <= options.count; i++) fork(i);
+      }
       if (listening === options.count) options.onListening?.(m.port);
     } else if (m.type === 'riskgate:metrics-request') {
       const gather = nextGather++;
@@ -135,7 +149,8 @@ export function runPrimary(options: PrimaryOptions): void {
     for (const w of workers.values()) w.process.kill('SIGHUP');
   });
 
-  for (let i = 1; i <= options.count; i++) fork(i);
+  const first = options.firstWorkerPicksPort === true ? 1 : options.count;
+  for (let i = 1; i <= first; i++) fork(i);
 }
 
 /**

@@ -125,8 +125,9 @@ export interface RiskgateConfig {
   /** Admission control: most decisions in flight per process before new ones are shed. Default 1000. */
   maxInFlight: number;
   /**
-   * Admission control: event-loop delay (queueing before a handler runs) past which new decisions
-   * are shed, ms. Default 100; 0 sheds only what queued past the whole deadline.
+   * Admission control: event-loop delay (queueing before a handler runs) past which new requests
+   * are shed while riskgate has a queue of its own (8 or more in flight; the host's noise alone
+   * never sheds), ms. Default 100; 0 sheds only what queued past the whole deadline.
    */
   maxEventLoopDelayMs: number;
   /**
@@ -143,8 +144,8 @@ export interface RiskgateConfig {
   maxConnections: number;
   /**
    * Listening sockets on the port (SO_REUSEPORT, Linux): how many new connections one busy turn of
-   * the event loop can accept (src/http/accept-sockets.ts). Default 64; 1 is a plain listen. Each of
-   * RISKGATE_WORKERS > 1 listens through the primary with one.
+   * the event loop can accept (src/http/accept-sockets.ts). Default 64; 1 is a plain listen. With
+   * RISKGATE_WORKERS > 1, each worker binds that many of its own (the port shared by SO_REUSEPORT).
    */
   acceptSockets: number;
   /**

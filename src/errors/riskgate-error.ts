@@ -114,6 +114,12 @@ export interface UpstreamErrorDetails {
   upstreamMessage?: string;
   /** From `Retry-After`, in milliseconds, on 429. */
   retryAfterMs?: number;
+  /**
+   * On a timeout of riskgate's own attempt timer: the timeout it had, and riskgate's own delay on
+   * that attempt (the request written late, the timer fired late), milliseconds. The circuit
+   * breakers use them to tell a slow vendor from a slow riskgate (src/upstream/circuit-breaker.ts).
+   */
+  timeout?: { timeoutMs: number; ownDelayMs: number };
 }
 
 /** A call to a vendor API failed. Typed by `code`; retry decisions use `code` and `status` only. */
@@ -122,6 +128,7 @@ export class UpstreamError extends RiskgateError {
   readonly status: number | undefined;
   readonly upstreamMessage: string | undefined;
   readonly retryAfterMs: number | undefined;
+  readonly timeout: UpstreamErrorDetails['timeout'];
   constructor(code: ErrorCode, message: string, details: UpstreamErrorDetails, options?: ErrorOptions) {
     super(code, message, options);
     this.name = 'UpstreamError';
@@ -129,6 +136,7 @@ export class UpstreamError extends RiskgateError {
     this.status = details.status;
     this.upstreamMessage = details.upstreamMessage;
     this.retryAfterMs = details.retryAfterMs;
+    this.timeout = details.timeout;
   }
 }
 

@@ -17,6 +17,13 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
  * `closeAllConnections` see every connection alike. SO_REUSEPORT would also let a second process
  * share the port silently; a plain bind is tried first, so a port in use still fails with
  * EADDRINUSE as it did with one socket.
+ *
+ * In a node:cluster worker (`shared`), a plain `listen` would not bind at all: the primary accepts
+ * every connection on its one socket and passes it over IPC, so a burst waits in the primary's
+ * accept queue and its round robin, out of sight of every worker's admission control. A shared
+ * worker binds its own sockets instead (`exclusive`, so node:cluster keeps out, and SO_REUSEPORT,
+ * so the workers share the port): each worker accepts `sockets` connections per turn of its own
+ * loop, and sheds what it cannot take. The port-in-use check is then the primary's, made once.
  */
 
 export interface AcceptSocketsOptions {
@@ -37,6 +44,12 @@ export interface AcceptSocketsOptions {
    * are read.
    */
   silentGraceMs?: number;
+  /**
+   * Other processes (node:cluster workers) bind the same port: every socket is this process's own
+   * (`exclusive`) with SO_REUSEPORT, and no plain bind is tried first (Linux; elsewhere the port is
+   * shared through the primary as node:cluster does). Default false.
+   */
+  shared?: boolean;
 }
 
 export interface AcceptSockets {
@@ -53,7 +66,9 @@ export async function listenOnAcceptSockets(
   server: HttpServer,
   options: AcceptSocketsOptions,
 ): Promise<AcceptSockets> {
-  const count = process.platform === 'linux' ? Math.max(1, options.sockets ?? 1) : 1;
+  const linux = process.platform === 'linux';
+  const count = linux ? Math.max(1, options.sockets ?? 1) : 1;
+  const shared = linux && options.shared === true;
   const { host } = options;
   let open = 0;
   const graceMs = options.silentGraceMs ?? 1000;
@@ -107,11 +122,12 @@ export async function listenOnAcceptSockets(
       if (left === 0 && !socket.destroyed) idle.set(socket, socket.bytesRead);
     });
   });
-  if (count === 1) {
+  if (shared) {
+    await listen(server, { port: options.port, host, reusePort: true, exclusive: true });
+  } else if (count === 1) {
     await listen(server, { port: options.port, host });
   } else {
-    // A plain bind first: EADDRINUSE if anyone holds the port, SO_REUSEPORT or not.
-    if (options.port !== 0) await closeServer(await listen(createNetServer(), { port: options.port, host }));
+    await assertPortFree(options.port, host);
     await listen(server, { port: options.port, host, reusePort: true });
   }
   const port = (server.address() as { port: number }).port;
@@ -120,7 +136,7 @@ export async function listenOnAcceptSockets(
     for (let i = 1; i < count; i++) {
       const acceptor = createNetServer((socket) => server.emit('connection', socket));
       extra.push(acceptor);
-      await listen(acceptor, { port, host, reusePort: true });
+      await listen(acceptor, { port, host, reusePort: true, exclusive: shared });
     }
   } catch (error) {
     await Promise.all([server, ...extra].map(closeServer));
@@ -137,9 +153,17 @@ export async function listenOnAcceptSockets(
   };
 }
 
+/**
+ * Rejects with EADDRINUSE when anyone holds `port` on `host`, SO_REUSEPORT or not (a plain bind,
+ * released at once). Port 0 is always free.
+ */
+export async function assertPortFree(port: number, host: string): Promise<void> {
+  if (port !== 0) await closeServer(await listen(createNetServer(), { port, host }));
+}
+
 function listen<S extends NetServer>(
   server: S,
-  options: { port: number; host: string; reusePort?: boolean },
+  options: { port: number; host: string; reusePort?: boolean; exclusive?: boolean },
 ): Promise<S> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);

@@ -197,6 +197,8 @@ export function createApp(deps: AppDeps): Hono {
 
   // Analyst feedback on a decision, kept in the decision log for `riskgate replay --labels`.
   if (service) {
+    // Inside admission like /decide: it shares the decisions' CPU (503 when shed, never a verdict).
+    app.on('POST', '/feedback', admit(deps, false));
     const operatorKeys = deps.feedback?.operatorKeys ?? (deps.ops?.access === 'keys' ? deps.ops.keys : []);
     const limiter = deps.feedback?.rateLimit ?? new FeedbackRateLimit();
     app.post(
@@ -422,12 +424,13 @@ function audited(deps: AppDeps): MiddlewareHandler {
 }
 
 /**
- * Admission at the edge of /decide, before authentication, body and fan-out: a shed decision costs
- * a header parse and a short answer (src/admission/admission-control.ts). Shed, the caller gets the
- * policy's overload verdict when it names one (200, degraded, reason overloaded; only for a valid
- * caller key) or 503 problem+json with Retry-After.
+ * Admission at the edge of every caller endpoint (/decide, /feedback), before authentication, body
+ * and fan-out: a shed request costs a header parse and a short answer
+ * (src/admission/admission-control.ts). Shed, the caller gets 503 problem+json with Retry-After, or
+ * for a decision (`verdict`) the policy's overload verdict when it names one (200, degraded, reason
+ * overloaded; only for a valid caller key).
  */
-function admit(deps: AppDeps): MiddlewareHandler {
+function admit(deps: AppDeps, verdict = true): MiddlewareHandler {
   const admission = deps.admission;
   if (admission === undefined) return (_c, next) => next();
   const verify = createKeyVerifier(deps.apiKeys);
@@ -436,7 +439,7 @@ function admit(deps: AppDeps): MiddlewareHandler {
     // overload with a verdict (which needs the caller's key, so it is decided here).
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
     const shed = incoming !== undefined && admittedAtListener(incoming) ? undefined : admission.check();
-    if (shed !== undefined) return overloaded(c, deps, admission, shed, verify);
+    if (shed !== undefined) return overloaded(c, deps, admission, shed, verdict ? verify : undefined);
     admission.enter();
     try {
       await next();
@@ -451,12 +454,13 @@ function overloaded(
   deps: AppDeps,
   admission: AdmissionControl,
   reason: ShedReason,
-  verify: (key: string) => boolean,
+  /** Undefined: no overload verdict for this endpoint (not a decision). */
+  verify: ((key: string) => boolean) | undefined,
 ): Response {
   const startedAt = performance.now();
   const policy = deps.decide.policies.current();
   const key = presentedKey(c.req.header('authorization'));
-  if (policy.overloadVerdict !== undefined && key !== undefined && verify(key)) {
+  if (policy.overloadVerdict !== undefined && key !== undefined && verify?.(key)) {
     const response = overloadResponse(
       policy,
       policy.overloadVerdict,

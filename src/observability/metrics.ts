@@ -38,6 +38,11 @@ export interface RiskgateMetrics {
   recordRuleHits(policy: 'active' | 'shadow', revision: string, rules: readonly { id: string }[]): void;
   /** A circuit breaker changed state (`riskgate_circuit_transitions_total`). */
   recordCircuitTransition(route: string, to: string): void;
+  /**
+   * A failed vendor call its breaker did not count: riskgate's own deadline cut it, or its timer
+   * fired late (`riskgate_circuit_failures_not_counted_total{route,reason}`).
+   */
+  recordCircuitNotCounted(route: string, reason: string): void;
   /** `riskgate_circuit_state{route,state}`: 1 for each route's current state, read at scrape time. */
   observeCircuits(read: () => readonly { route: string; state: string }[]): void;
   /** A request entered riskgate's HTTP edge (`riskgate_http_requests_in_flight`). */
@@ -124,7 +129,7 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const httpErrorAttrs = new Map<string, Attributes>();
   const shedDecisions = counter(
     'riskgate_decisions_shed',
-    'Decisions not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
+    'Decisions (and feedback) not started under overload, by reason (event_loop_delay, in_flight) and answer (refused: 503, verdict: the policy’s overload verdict)',
   );
   const shedAttrs = new Map<string, Attributes>();
   const shadowDecisions = counter(
@@ -141,6 +146,11 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     'riskgate_circuit_transitions',
     'Circuit breaker state changes, by route (`<upstream> <operation>`) and new state',
   );
+  const circuitNotCounted = counter(
+    'riskgate_circuit_failures_not_counted',
+    'Failed vendor calls the circuit breaker did not count against the route, by route and reason (deadline: the decision’s own deadline or caller cut it; riskgate_late: a timeout whose timer fired late, riskgate’s loop was behind)',
+  );
+  const notCountedAttrs = new Map<string, Attributes>();
   const runtime = options.runtime === false ? undefined : startRuntimeMetrics(meter);
   // Event types come from the vendor: a bounded label set, whatever it sends.
   const logEventAttrs = new Map<string, Attributes>();
@@ -223,6 +233,12 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     },
     recordCircuitTransition(route, to) {
       circuitTransitions.add(1, { route, to });
+    },
+    recordCircuitNotCounted(route, reason) {
+      circuitNotCounted.add(
+        1,
+        cached(notCountedAttrs, `${route}:${reason}`, () => ({ route, reason })),
+      );
     },
     observeCircuits(read) {
       meter

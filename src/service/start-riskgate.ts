@@ -100,13 +100,18 @@ export interface StartRiskgateOptions {
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
   logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
   /** Circuit breaker tuning (tests shorten the open period); `false`: none (tests of one failure at a time). */
-  breakers?: Omit<CircuitBreakerOptions, 'onTransition'> | false;
+  breakers?: Omit<CircuitBreakerOptions, 'onTransition' | 'onUncounted'> | false;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
   adminCache?: AdminClientOptions['cache'];
   /** Whether this process follows the Log API (when configured). Default true; false on workers 2..N. */
   followLogs?: boolean;
   /** What `GET /metrics` serves. Default this process's metrics (a worker gathers every worker's). */
   renderMetrics?: () => Promise<string>;
+  /**
+   * A node:cluster worker: the decision port is bound by this process itself, beside the other
+   * workers (SO_REUSEPORT), not through the primary (src/http/accept-sockets.ts). Default false.
+   */
+  sharedPort?: boolean;
   /** Longest wait for in-flight requests and queued actions on stop, milliseconds. Default 10 000. */
   drainTimeoutMs?: number;
   version?: string;
@@ -167,7 +172,7 @@ function signalsScope(upstream: UpstreamConfig): string {
  */
 async function listenHttp(
   app: Hono,
-  o: { port: number; host: string; acceptSockets: number },
+  o: { port: number; host: string; acceptSockets: number; shared?: boolean },
   config: RiskgateConfig,
   silent: { stop(): void }[],
   wrap?: (listener: RequestListener) => RequestListener,
@@ -191,6 +196,7 @@ async function listenHttp(
     host: o.host,
     sockets: o.acceptSockets,
     maxConnections: config.maxConnections,
+    shared: o.shared === true,
   });
   return { server, sockets };
 }
@@ -285,6 +291,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
             metrics.recordCircuitTransition(route, to);
             log({ level: to === 'open' ? 'warn' : 'info', msg: 'circuit breaker', route, from, to });
           },
+          onUncounted: (route, reason) => metrics.recordCircuitNotCounted(route, reason),
         });
   metrics.observeCircuits(() => breakers?.states() ?? []);
   const recordCall = (info: CallInfo) => {
@@ -566,7 +573,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     listening.push(
       await listenHttp(
         app,
-        { port: config.port, host, acceptSockets: config.acceptSockets },
+        { port: config.port, host, acceptSockets: config.acceptSockets, shared: options.sharedPort === true },
         config,
         silent,
         (listener) =>

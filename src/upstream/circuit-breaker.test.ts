@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
-import { CircuitBreakers, type CircuitState, routeOutcome } from './circuit-breaker.ts';
+import { CircuitBreakers, type CircuitState, routeOutcome, uncountedReason } from './circuit-breaker.ts';
+import { timeoutError } from './upstream-errors.ts';
 
 const fail = (code: string = ErrorCode.UPSTREAM_SERVER_ERROR, retryAfterMs?: number) =>
   new UpstreamError(code as ErrorCode, 'x', {
@@ -83,5 +84,21 @@ describe('CircuitBreakers', () => {
     for (let i = 0; i < 10; i++) b.record(route, fail(ErrorCode.DEADLINE_EXCEEDED), false);
     expect(b.gate(route).go).toBe(true);
     expect(b.states()).toEqual([]);
+  });
+
+  it('a timeout counts against the vendor only when its timer fired within 10 % of the timeout (at least 10 ms)', () => {
+    const late = (timeoutMs: number, ownDelayMs: number) =>
+      uncountedReason(timeoutError('signals', 'new-browser', timeoutMs, ownDelayMs));
+    expect(late(200, 2)).toBeUndefined();
+    expect(late(200, 20)).toBeUndefined();
+    expect(late(200, 21)).toBe('riskgate_late');
+    expect(late(50, 10)).toBeUndefined();
+    expect(late(50, 11)).toBe('riskgate_late');
+    const { b } = breakers();
+    const route = 'signals new-browser';
+    for (let i = 0; i < 5; i++) b.record(route, timeoutError('signals', 'new-browser', 150, 80), false);
+    expect(b.gate(route).go).toBe(true);
+    for (let i = 0; i < 3; i++) b.record(route, timeoutError('signals', 'new-browser', 150, 1), false);
+    expect(b.gate(route).go).toBe(false);
   });
 });

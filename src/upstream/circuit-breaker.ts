@@ -10,8 +10,18 @@ import { type BackoffPolicy, backoffDelayMs } from './backoff.ts';
  * probe, so no decision waits on a route known to be down and an outage does not burn the retry
  * budget of queued actions. When the open period ends, one call at a time goes through as a probe
  * (half-open); a success closes the route, a failure opens it again for longer (the upstream
- * layer's backoff). Only the vendor's failures count: timeouts, unreachable, 5xx, 429, malformed
- * answers. A 4xx about the request, or the decision's own deadline, says nothing about the route.
+ * layer's backoff). Only the vendor's failures count: unreachable, 5xx, 429, malformed answers, and
+ * timeouts that are the vendor's slowness. A 4xx about the request says the route works.
+ *
+ * Not counted, either way (`UncountedReason`, reported through `onUncounted`):
+ * - `deadline`: the decision's own deadline passed, or its caller hung up, and the call was cut.
+ * - `riskgate_late`: a timeout whose timer fired late. A busy or descheduled event loop runs the
+ *   timer late and reads the vendor's answer late; were that counted, whoever floods riskgate would
+ *   open its breakers and turn its signals off. A timeout counts against the vendor only when its
+ *   timer fired within `lateTolerance` of when it was due: 10 % of the call's timeout, at least
+ *   10 ms (a healthy loop fires timers within a millisecond or two; a saturated one runs tens of
+ *   milliseconds late). And an answer that had arrived, unread, when the timer fired is taken as the
+ *   answer (src/upstream/upstream-request.ts), so a late loop never turns an answer into a timeout.
  */
 
 export type CircuitState = 'closed' | 'open' | 'half_open';
@@ -29,7 +39,17 @@ export interface CircuitBreakerOptions {
   now?: () => number;
   /** Called on every state change (metrics, logs). */
   onTransition?: (route: string, from: CircuitState, to: CircuitState) => void;
+  /**
+   * How late a timeout's timer may fire and still count against the vendor: `ratio` of the call's
+   * timeout, at least `minMs` milliseconds. Default `{ ratio: 0.1, minMs: 10 }`.
+   */
+  lateTolerance?: { ratio: number; minMs: number };
+  /** Called for each failure not counted against its route, and why (metrics). */
+  onUncounted?: (route: string, reason: UncountedReason) => void;
 }
+
+/** Why a failed call was not counted against its route (see the module comment). */
+export type UncountedReason = 'deadline' | 'riskgate_late';
 
 /** A decision to make a call: go (`probe` when it is the half-open trial), or not, and for how long. */
 export type CircuitGate = { go: true; probe: boolean } | { go: false; retryAfterMs: number };
@@ -63,12 +83,34 @@ const ANSWERED_CODES: ReadonlySet<string> = new Set([
   ErrorCode.UPSTREAM_GONE,
 ]);
 
+const DEFAULT_LATE_TOLERANCE = { ratio: 0.1, minMs: 10 };
+
+/**
+ * Why `error` is riskgate's own doing rather than the route's, if it is: the decision's deadline
+ * (or its caller) cut the call, or a timeout's timer fired more than `tolerance` late.
+ */
+export function uncountedReason(
+  error: UpstreamError,
+  tolerance: { ratio: number; minMs: number } = DEFAULT_LATE_TOLERANCE,
+): UncountedReason | undefined {
+  if (error.code === ErrorCode.DEADLINE_EXCEEDED) return 'deadline';
+  const t = error.timeout;
+  if (error.code === ErrorCode.UPSTREAM_TIMEOUT && t !== undefined) {
+    if (t.ownDelayMs > Math.max(tolerance.minMs, tolerance.ratio * t.timeoutMs)) return 'riskgate_late';
+  }
+  return undefined;
+}
+
 /**
  * What a call's outcome says about its route: it works (a success, or a 4xx about the request),
- * it fails (the vendor's fault), or nothing (the decision's deadline or a missing token cut it).
+ * it fails (the vendor's fault), or nothing (riskgate's deadline or late loop, a missing token).
  */
-export function routeOutcome(error: UpstreamError | undefined): 'success' | 'failure' | 'neutral' {
+export function routeOutcome(
+  error: UpstreamError | undefined,
+  tolerance: { ratio: number; minMs: number } = DEFAULT_LATE_TOLERANCE,
+): 'success' | 'failure' | 'neutral' {
   if (error === undefined || ANSWERED_CODES.has(error.code)) return 'success';
+  if (uncountedReason(error, tolerance) !== undefined) return 'neutral';
   return FAILURE_CODES.has(error.code) ? 'failure' : 'neutral';
 }
 
@@ -80,6 +122,8 @@ export class CircuitBreakers {
   readonly #open: BackoffPolicy;
   readonly #now: () => number;
   readonly #onTransition: CircuitBreakerOptions['onTransition'];
+  readonly #onUncounted: CircuitBreakerOptions['onUncounted'];
+  readonly #tolerance: { ratio: number; minMs: number };
 
   constructor(options: CircuitBreakerOptions = {}) {
     this.#consecutive = options.consecutiveFailures ?? 5;
@@ -88,6 +132,8 @@ export class CircuitBreakers {
     this.#open = options.openMs ?? { initialMs: 2000, maxMs: 30_000 };
     this.#now = options.now ?? (() => performance.now());
     this.#onTransition = options.onTransition;
+    this.#onUncounted = options.onUncounted;
+    this.#tolerance = options.lateTolerance ?? DEFAULT_LATE_TOLERANCE;
   }
 
   /** Whether a call on `route` may go now. A `probe` must be followed by `record`. */
@@ -110,10 +156,14 @@ export class CircuitBreakers {
    * `retryAfterMs` (the vendor's `Retry-After`) opens the route for at least that long.
    */
   record(route: string, error: UpstreamError | undefined, probe: boolean): void {
-    const outcome = routeOutcome(error);
+    const outcome = routeOutcome(error, this.#tolerance);
     let r = this.#routes.get(route);
     if (r !== undefined && probe) r.probing = false;
-    if (outcome === 'neutral') return;
+    if (outcome === 'neutral') {
+      const why = error === undefined ? undefined : uncountedReason(error, this.#tolerance);
+      if (why !== undefined) this.#onUncounted?.(route, why);
+      return;
+    }
     const failed = outcome === 'failure';
     if (r === undefined) {
       if (!failed) return; // a healthy route needs no state

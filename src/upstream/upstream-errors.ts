@@ -152,14 +152,20 @@ export function transportError(upstream: UpstreamName, operation: string, err: u
   );
 }
 
-/** The call's own timeout passed. */
-export function timeoutError(upstream: UpstreamName, operation: string, timeoutMs: number): UpstreamError {
+/**
+ * The call's own timeout passed. `ownDelayMs`: riskgate's own part of the wait (the request written
+ * late, the timer fired late), which the circuit breakers do not blame on the vendor.
+ */
+export function timeoutError(
+  upstream: UpstreamName,
+  operation: string,
+  timeoutMs: number,
+  ownDelayMs = 0,
+): UpstreamError {
   return new UpstreamError(
     ErrorCode.UPSTREAM_TIMEOUT,
     `${upstream} ${operation}: no answer within ${timeoutMs} ms`,
-    {
-      upstream,
-    },
+    { upstream, timeout: { timeoutMs, ownDelayMs } },
   );
 }
 

@@ -75,12 +75,17 @@ class Attempt implements Dispatcher.DispatchHandler {
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
+  /** When the attempt's timer is due (`performance.now()`). */
+  private readonly dueAt: number;
+  /** How late the timeout's timer fired, ms, once it has (the final look then runs). */
+  private timerLateMs: number | undefined;
   private readonly settings: AttemptSettings;
   private readonly resolve: (outcome: RawResponse | UpstreamError) => void;
 
   constructor(settings: AttemptSettings, resolve: (outcome: RawResponse | UpstreamError) => void) {
     this.settings = settings;
     this.resolve = resolve;
+    this.dueAt = performance.now() + settings.timeoutMs;
     this.timer = setTimeout(onAttemptTimeout, settings.timeoutMs, this);
     settings.signal?.addEventListener('abort', this, { once: true });
   }
@@ -90,9 +95,22 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.fail(deadlineError(this.settings.upstream, this.settings.operation), true);
   }
 
+  /**
+   * The timer fired. Timers run before the loop reads its sockets, so an answer that arrived in
+   * time may be waiting unread behind a busy loop: one final look (the rest of this turn, where the
+   * loop polls its sockets) takes it as the answer. Only then is the attempt a timeout, carrying
+   * riskgate's own delay for the circuit breakers (`routeOutcome`).
+   */
   timedOut(): void {
     this.timer = undefined;
-    this.fail(timeoutError(this.settings.upstream, this.settings.operation, this.settings.timeoutMs), true);
+    this.timerLateMs = Math.max(0, performance.now() - this.dueAt);
+    setImmediate(onFinalLook, this);
+  }
+
+  finalLook(): void {
+    if (this.settled) return;
+    const { upstream, operation, timeoutMs } = this.settings;
+    this.fail(timeoutError(upstream, operation, timeoutMs, this.timerLateMs), true);
   }
 
   /**
@@ -126,6 +144,8 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Timed out while queued for a connection: nothing to look for, it was never sent.
+    if (this.timerLateMs !== undefined) this.finalLook();
     if (this.settled) {
       // Settled while queued for a connection. Throwing here makes undici drop the request before
       // it is written, keeping the socket (`controller.abort` at this point would destroy it).
@@ -205,6 +225,10 @@ class Attempt implements Dispatcher.DispatchHandler {
 
 function onAttemptTimeout(attempt: Attempt): void {
   attempt.timedOut();
+}
+
+function onFinalLook(attempt: Attempt): void {
+  attempt.finalLook();
 }
 
 function onGraceOver(attempt: Attempt, error: UpstreamError): void {
