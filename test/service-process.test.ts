@@ -431,7 +431,9 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2);
       // Both workers took part of the burst and shed their own share of it.
       const metrics = await (
-        await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })
+        await fetch(`http://127.0.0.1:${port}/metrics`, {
+          headers: { authorization: `Bearer ${PROCESS_OPS_KEY}` },
+        })
       ).text();
       for (const worker of [1, 2]) {
         expect(metrics).toMatch(
