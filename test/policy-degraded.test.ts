@@ -34,7 +34,11 @@ const newBrowser = (known: boolean): SignalOutcome<'newBrowser'> => ({
 });
 const near = (proximityConfidence: number): SignalOutcome<'latestProximity'> => ({
   status: 'ok',
-  response: { signalType: 'latest_proximity', success: true, result: { proximityConfidence, supportingSignals: [] } },
+  response: {
+    signalType: 'latest_proximity',
+    success: true,
+    result: { proximityConfidence, supportingSignals: [] },
+  },
 });
 const down = (reason: string) => ({ status: 'unavailable', reason }) as const;
 
