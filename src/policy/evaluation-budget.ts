@@ -14,8 +14,9 @@ import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
  * wall time is within the budget nothing else is read. Once wall time passes it, the CPU clock
  * (`process.threadCpuUsage()`, ~0.3 µs) is read and the budget is counted in CPU time from there:
  * an evaluation gets at most about twice its budget of CPU, and none of it can be taken by the
- * scheduler. The first evaluation never pays for the CPU clock, nor does any evaluation within
- * its budget of wall time.
+ * scheduler. No evaluation within its budget of wall time pays for the CPU clock. The kernel
+ * accounts thread CPU time per scheduler tick (up to 4 ms on Linux): a budget is meant to be
+ * several ticks (the default 20 ms is), and a tiny one runs out at the first tick.
  */
 
 /** Default budget for one evaluation of a policy, in milliseconds. A normal one takes ~10 µs. */

@@ -8,7 +8,7 @@ import {
   startEvaluationBudget,
 } from './evaluation-budget.ts';
 import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
-import { fillActivation } from './policy-activation.ts';
+import { fillActivation, MISSING_REASON, SIGNAL_BIT } from './policy-activation.ts';
 import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
@@ -155,6 +155,20 @@ function guardsPass(act: Activation, guards: readonly RuleGuard[]): boolean {
     if (views[g.signal]![g.field] !== g.expect) return false;
   }
   return true;
+}
+
+/** Whether a guard on a signal that answered is false: the rule is false whatever the others say. */
+function guardFailsOnAnswered(
+  act: Activation,
+  guards: readonly RuleGuard[],
+  unavailableMask: number,
+): boolean {
+  const views = act.signals as unknown as Record<string, Record<string, unknown>>;
+  for (let i = 0; i < guards.length; i++) {
+    const g = guards[i]!;
+    if ((SIGNAL_BIT[g.signal] & unavailableMask) === 0 && views[g.signal]![g.field] !== g.expect) return true;
+  }
+  return false;
 }
 
 /** The first outage rule whose conditions the unavailable inputs meet. */
@@ -322,8 +336,13 @@ export class PolicyEvaluator implements CompiledPolicy {
         if (reason !== MISSING_IDENTIFIERS && reason !== NOT_CONFIGURED) {
           outageMask |= u.bit;
           outageCount++;
-          degradedMask |= u.bit;
-          degradedInputs = append(degradedInputs, { input: u.signal, reason });
+          // An input never passed at all is no state of riskgate's: the decision service always
+          // passes what it fetched; only a replay of a log that did not record it (which the
+          // replay lists as uncertain) or a test leaves one out.
+          if (reason !== MISSING_REASON) {
+            degradedMask |= u.bit;
+            degradedInputs = append(degradedInputs, { input: u.signal, reason });
+          }
         }
         const o = u.onUnavailable;
         if (o !== 'ignore') {
@@ -367,8 +386,13 @@ export class PolicyEvaluator implements CompiledPolicy {
           id: rule.id,
           reason: this.#skipReason(input, rule.skipMask & unavailableMask),
         });
-        // Not seen because riskgate failed to gather its input: what it might have lowered is unknown.
-        if (!rule.shadow && (rule.skipMask & degradedMask) !== 0) {
+        // Not seen because riskgate failed to gather its input: what it might have lowered is
+        // unknown, unless a leading flag of an input that did answer already makes it false.
+        if (
+          !rule.shadow &&
+          (rule.skipMask & degradedMask) !== 0 &&
+          !guardFailsOnAnswered(act, rule.guards, unavailableMask)
+        ) {
           unknownLowering += rule.lowering;
           if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) unknownHard = true;
         }
