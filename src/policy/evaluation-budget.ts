@@ -81,6 +81,14 @@ export function evaluationBudgetSpent(): boolean {
   return false;
 }
 
+/**
+ * Whether a check has found the budget spent during this evaluation (no clock read): the cheap
+ * question after a rule, whose own checks would have found it.
+ */
+export function evaluationBudgetFoundSpent(): boolean {
+  return spent;
+}
+
 /** Throws {@link EvaluationBudgetExceeded} when the budget of the evaluation in progress is spent. */
 export function checkEvaluationBudget(): void {
   if (evaluationBudgetSpent()) throw new EvaluationBudgetExceeded(budgetMs);

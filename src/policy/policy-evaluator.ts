@@ -4,6 +4,7 @@ import { type Activation, createActivation } from './cel-environment.ts';
 import {
   budgetExceededMessage,
   endEvaluationBudget,
+  evaluationBudgetFoundSpent,
   evaluationBudgetSpent,
   startEvaluationBudget,
 } from './evaluation-budget.ts';
@@ -412,7 +413,7 @@ export class PolicyEvaluator implements CompiledPolicy {
         }
         // CEL absorbs errors (`error || true` is true): a rule during which the budget ran out has
         // no trustworthy result, whatever it returned.
-        if (evaluationBudgetSpent()) {
+        if (evaluationBudgetFoundSpent()) {
           outOfBudget = true;
           error = budgetExceededMessage(p.evaluationBudgetMs);
         }

@@ -41,7 +41,7 @@ export type OnUnavailable = z.infer<typeof onUnavailableSchema>;
 export const onErrorSchema = z
   .enum(['failClosed', 'match', 'skip'])
   .describe(
-    'When `when` fails to evaluate: `failClosed` (default) counts the rule if it raises risk (positive score, challenge or deny) and skips it if it lowers risk; `match` always counts it; `skip` never does.',
+    'When `when` fails to evaluate: `failClosed` (default) counts the rule if it raises risk (positive score, challenge or deny) and skips it if it lowers risk; `match` always counts it; `skip` never does. A failing rule is no evidence: with failClosed or match the decision is degraded, its verdict at most the degraded verdict.',
   );
 export type OnError = z.infer<typeof onErrorSchema>;
 
