@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DecideRequest } from '../src/decide/decide-request.ts';
+import { decideResponseSchema } from '../src/decide/decide-response.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 
@@ -275,6 +276,8 @@ describe('a failing input gives a degraded decision, treated as the policy says,
         ...(target.treatment === 'verdict:deny' && { cappedFrom: 'deny' }),
       },
     });
+    // The answer, degraded explanation included, is what the OpenAPI contract says.
+    expect(decideResponseSchema.safeParse(body).error).toBeUndefined();
     const elapsedMs = body.elapsedMs as number;
     if (fault.kind === 'hang' && target.hangReason === 'deadline') {
       expect(elapsedMs).toBeGreaterThanOrEqual(DEADLINE_MS - 1);
