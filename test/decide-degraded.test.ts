@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DecideRequest } from '../src/decide/decide-request.ts';
+import { decideResponseSchema } from '../src/decide/decide-response.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 
@@ -15,7 +16,7 @@ const DEADLINE_MS = 300;
 
 /**
  * Every input gets its own onUnavailable score, a power of two, so the total names what was
- * missing; activeCall denies instead. latestProximity's own timeout is past the deadline, so a hang
+ * missing; activeCall denies instead (capped at the degraded verdict: a deny needs evidence). latestProximity's own timeout is past the deadline, so a hang
  * there is ended by the deadline. No rule can match the login below (an account without
  * observations, an enabled user with healthy devices): the score is the treatments' alone.
  */
@@ -78,6 +79,11 @@ interface Target {
   /** The sandbox route (`/sandbox/stats` key or a concrete path) the fault is set on. */
   route: (userId: string) => string;
   treatment: string;
+  /**
+   * Whether a risk-raising rule reads the input: riskgate failing to gather it then holds the
+   * verdict at the degraded verdict (challenge). Only near-phone (risk-lowering) reads proximity.
+   */
+  raisesFloor: boolean;
   /** Reason of a hang: its own timeout, or the deadline when that comes first. */
   hangReason: 'timeout' | 'deadline';
 }
@@ -85,42 +91,49 @@ interface Target {
 const TARGETS: Target[] = [
   {
     input: 'remoteAccessTool',
+    raisesFloor: true,
     route: () => 'POST /api/v1/signals/remote-access-tool',
     treatment: 'score:1',
     hangReason: 'timeout',
   },
   {
     input: 'newBrowser',
+    raisesFloor: true,
     route: () => 'GET /api/v1/signals/new-browser',
     treatment: 'score:2',
     hangReason: 'timeout',
   },
   {
     input: 'latestProximity',
+    raisesFloor: false,
     route: () => 'GET /api/v1/signals/latest-proximity',
     treatment: 'score:4',
     hangReason: 'deadline',
   },
   {
     input: 'geovelocity',
+    raisesFloor: true,
     route: () => 'GET /api/v1/signals/geovelocity',
     treatment: 'score:8',
     hangReason: 'timeout',
   },
   {
     input: 'activeCall',
+    raisesFloor: true,
     route: () => 'GET /api/v1/signals/active-call',
     treatment: 'verdict:deny',
     hangReason: 'timeout',
   },
   {
     input: 'adminUser',
+    raisesFloor: true,
     route: (id) => `GET /srv/admin/v1/users/${id}`,
     treatment: 'score:32',
     hangReason: 'timeout',
   },
   {
     input: 'adminDevices',
+    raisesFloor: true,
     route: (id) => `GET /srv/admin/v1/users/${id}/devices`,
     treatment: 'score:64',
     hangReason: 'timeout',
@@ -249,11 +262,22 @@ describe('a failing input gives a degraded decision, treated as the policy says,
     expect(body.degraded).toBe(true);
     // The score is exactly what the policy adds for what was unavailable (no rule can match).
     expect(body.score).toBe(treatedScore(signals));
-    expect(body.verdict).toBe(target.treatment === 'verdict:deny' ? 'deny' : 'allow');
+    // Stress only makes the verdict more careful: at least the degraded verdict when a risk-raising
+    // rule lost its input, and never a deny on the missing input alone (verdict:deny is capped).
+    expect(body.verdict).toBe(target.raisesFloor ? 'challenge' : 'allow');
     expect(body.explanation).toMatchObject({
       thresholds: { challenge: 1000, deny: 2000 },
-      decidedBy: target.treatment === 'verdict:deny' ? 'verdict' : 'score',
+      decidedBy: target.raisesFloor ? 'degraded' : 'score',
+      degraded: {
+        verdict: 'challenge',
+        inputs: [{ input: target.input, reason: fault.reason(target) }],
+        rules: [],
+        floor: target.raisesFloor,
+        ...(target.treatment === 'verdict:deny' && { cappedFrom: 'deny' }),
+      },
     });
+    // The answer, degraded explanation included, is what the OpenAPI contract says.
+    expect(decideResponseSchema.safeParse(body).error).toBeUndefined();
     const elapsedMs = body.elapsedMs as number;
     if (fault.kind === 'hang' && target.hangReason === 'deadline') {
       expect(elapsedMs).toBeGreaterThanOrEqual(DEADLINE_MS - 1);

@@ -61,6 +61,8 @@ export interface HarnessOptions {
   apiKeys?: string[];
   /** Further RISKGATE_* variables for loadConfig (e.g. admission limits). */
   env?: Record<string, string>;
+  /** Without the Log API (no logsUrl, no key): history is not_configured. */
+  withoutLogApi?: boolean;
 }
 
 /**
@@ -119,9 +121,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const serviceLog: Record<string, unknown>[] = [];
   let riskgate: RunningRiskgate;
   try {
+    const upstream = sandboxUpstream(sandbox);
     riskgate = await startRiskgate({
       config,
-      upstream: sandboxUpstream(sandbox),
+      upstream: options.withoutLogApi ? { ...upstream, logsUrl: undefined, logApiKey: undefined } : upstream,
       apiKeys: options.apiKeys ?? [CALLER_KEY],
       host: '127.0.0.1',
       log: (line) => {

@@ -182,7 +182,12 @@ rules:
       { signal: 'geovelocity', reason: 'x', treatment: 'ignore' },
     ]);
     const d2 = p.evaluate(input({ signals: { ...ok, newBrowser: down('RG_ERR_UPSTREAM_SERVER_ERROR') } }));
-    expect(d2).toMatchObject({ verdict: 'deny', decidedBy: 'verdict' });
+    // A deny on missing evidence is capped at the degraded verdict (challenge by default).
+    expect(d2).toMatchObject({
+      verdict: 'challenge',
+      decidedBy: 'degraded',
+      degraded: { cappedFrom: 'deny' },
+    });
     expect(d2.unavailable[0]).toEqual({
       signal: 'newBrowser',
       reason: 'RG_ERR_UPSTREAM_SERVER_ERROR',
@@ -192,9 +197,16 @@ rules:
 
   it('never fails closed for a signal that does not apply to the platform', () => {
     const d = p.evaluate(
-      input({ signals: { remoteAccessTool: down('not_applicable'), newBrowser: down('not_applicable') } }),
+      input({
+        signals: {
+          remoteAccessTool: down('not_applicable'),
+          newBrowser: down('not_applicable'),
+          geovelocity: down('not_applicable'),
+        },
+      }),
     );
     expect(d).toMatchObject({ verdict: 'allow', score: 0 });
+    expect(d.degraded).toBeUndefined();
     expect(d.unavailable.map((u) => u.treatment)).toEqual(['ignore', 'ignore', 'ignore']);
   });
 
@@ -307,9 +319,15 @@ rules:
     expect(q.evaluate(input())).toMatchObject({ score: 0, matchedRules: [], verdict: 'allow' });
   });
 
-  it('never throws, even on malformed input, and fails closed', () => {
+  it('never throws, even on malformed input, and answers the degraded verdict', () => {
     const d = p.evaluate({ signals: {}, devices: [], now: NOW } as unknown as PolicyInput);
-    expect(d.verdict).toBe('deny');
+    expect(d).toMatchObject({ verdict: 'challenge', decidedBy: 'degraded' });
+    expect(d.degraded).toEqual({
+      verdict: 'challenge',
+      inputs: [],
+      rules: [{ id: '$internal-error', reason: 'evaluation_error' }],
+      floor: true,
+    });
     expect(d.matchedRules[0]?.id).toBe('$internal-error');
     expect(d.matchedRules[0]?.error).toBeTypeOf('string');
   });
@@ -335,29 +353,44 @@ rules:
     expect(ok.matchedRules.map((r) => r.error)).toEqual([undefined]);
   });
 
-  it('counts a failing deny rule but does not take its actions; verdict-bound actions still apply', () => {
+  it('counts a failing deny rule at most as the degraded verdict, without its actions; verdict-bound actions apply', () => {
     const q = compile(`${THRESHOLDS}rules:
   - { id: big-amount, description: b, when: 'request.context.amount > 1000', verdict: deny, actions: [lockOut] }
 actions:
   lockOut: { type: lock_out_user }
   restrict: { type: restrict_factors, allowedFactors: [approve] }
-verdictActions: { deny: [restrict] }
+verdictActions: { challenge: [restrict], deny: [restrict] }
 `);
     const d = q.evaluate(input());
-    expect(d).toMatchObject({ verdict: 'deny', decidedBy: 'verdict' });
+    // An error is no evidence: the deny the rule would give is capped at the degraded verdict.
+    expect(d).toMatchObject({ verdict: 'challenge', decidedBy: 'degraded' });
+    expect(d.degraded).toEqual({
+      verdict: 'challenge',
+      inputs: [],
+      rules: [{ id: 'big-amount', reason: 'evaluation_error' }],
+      floor: true,
+      cappedFrom: 'deny',
+    });
     expect(d.matchedRules).toEqual([
       { id: 'big-amount', description: 'b', verdict: 'deny', error: 'No such key: amount' },
     ]);
     expect(d.actions).toEqual([
-      { type: 'restrict_factors', name: 'restrict', source: 'verdict:deny', allowedFactors: ['approve'] },
+      {
+        type: 'restrict_factors',
+        name: 'restrict',
+        source: 'verdict:challenge',
+        allowedFactors: ['approve'],
+      },
     ]);
     expect(d.suppressedActions).toEqual([
       { name: 'lockOut', type: 'lock_out_user', source: 'big-amount', reason: 'rule_error' },
     ]);
 
     const real = q.evaluate(input({ request: { accountId: 'alice', context: { amount: 5000 } } }));
+    expect(real).toMatchObject({ verdict: 'deny', decidedBy: 'verdict' });
     expect(real.actions.map((a) => a.name)).toEqual(['lockOut', 'restrict']);
     expect(real.suppressedActions).toBeUndefined();
+    expect(real.degraded).toBeUndefined();
   });
 
   it('withholds the actions of a failing rule under onError: match too', () => {
@@ -367,7 +400,12 @@ actions:
   lockOut: { type: lock_out_user }
 `);
     const d = q.evaluate(input());
-    expect(d).toMatchObject({ verdict: 'deny', score: 90, actions: [] });
+    expect(d).toMatchObject({
+      verdict: 'challenge',
+      score: 90,
+      actions: [],
+      degraded: { cappedFrom: 'deny' },
+    });
     expect(d.suppressedActions?.map((a) => [a.name, a.reason])).toEqual([['lockOut', 'rule_error']]);
   });
 

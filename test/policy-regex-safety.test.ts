@@ -104,9 +104,10 @@ rules:
   });
 });
 
-describe('a time budget per evaluation', () => {
+describe('a budget per evaluation', () => {
   // Linear is not cheap enough when a comprehension multiplies it: 256 x 256 matches of a long
-  // user agent would hold the loop for seconds. The budget fails the rule per its onError.
+  // user agent would hold the loop for seconds. The budget (CPU time, checked per element of a
+  // comprehension) ends the rule; riskgate could not evaluate it, so the decision is degraded.
   const list = `[${Array.from({ length: 200 }, (_, i) => i).join(', ')}]`;
   const body = (onError: string) => `thresholds: { challenge: 40, deny: 80 }
 defaults: { evaluationBudgetMs: 5 }
@@ -119,22 +120,33 @@ rules:
   - { id: after, description: d, when: 'request.userAgent.size() > 0', score: 45, onError: ${onError} }
 `;
 
-  it('skips what is left past the budget when onError is skip, and answers', () => {
+  it('ends the rules past the budget even with onError skip, and answers the degraded verdict', () => {
     const d = compile(body('skip')).evaluate(request('a'.repeat(1024)));
     const skipped = d.skippedRules?.map((r) => [r.id, r.reason]) ?? [];
-    expect(skipped[0]).toEqual(['heavy', expect.stringMatching(/evaluation budget of 5 ms exhausted/)]);
+    expect(skipped[0]).toEqual(['heavy', expect.stringMatching(/evaluation budget of 5 ms CPU exhausted/)]);
     // Every rule after the budget ran out failed too (the budget is for the whole evaluation).
     expect(skipped.map(([id]) => id)).toEqual(['heavy', 'after']);
-    expect(d.verdict).toBe('allow');
+    // A spent budget is riskgate's state, not the author's `skip`: risk-raising rules went unseen.
+    expect(d).toMatchObject({ verdict: 'challenge', decidedBy: 'degraded' });
+    expect(d.degraded).toEqual({
+      verdict: 'challenge',
+      inputs: [],
+      rules: [
+        { id: 'heavy', reason: 'evaluation_budget' },
+        { id: 'after', reason: 'evaluation_budget' },
+      ],
+      floor: true,
+    });
   });
 
-  it('counts the rules per failClosed when that is their onError', () => {
+  it('counts the rules per failClosed, and the verdict is the degraded one', () => {
     const d = compile(body('failClosed')).evaluate(request('a'.repeat(1024)));
     expect(d.matchedRules.map((r) => [r.id, r.error])).toEqual([
       ['heavy', expect.stringMatching(/evaluation budget/)],
       ['after', expect.stringMatching(/evaluation budget/)],
     ]);
     expect(d.verdict).toBe('challenge');
+    expect(d.degraded?.floor).toBe(true);
   });
 
   it('does not touch a normal evaluation, and the next one gets a fresh budget', () => {
@@ -143,6 +155,7 @@ rules:
     // The same rule ends at its first element when the user agent matches.
     const d = p.evaluate(request('z1q'));
     expect(d.skippedRules ?? []).toEqual([]);
+    expect(d.degraded).toBeUndefined();
     expect(d.matchedRules.map((r) => r.id)).toEqual(['heavy', 'after']);
   });
 });

@@ -111,8 +111,18 @@ describe.runIf(redisAvailable())('velocity counters on a Redis that hangs', () =
         reason: 'timeout',
       });
       expect(r.body.degraded).toBe(true);
-      // The policy's onUnavailable is ignore: the signals decide, as they did a moment ago.
-      expect(r.body.verdict).toBe(ok.body.verdict);
+      // The velocity rules raise risk and riskgate could not read their counters: a degraded
+      // decision, held at the policy's degraded verdict (alice was allowed a moment ago).
+      expect(ok.body.verdict).toBe('allow');
+      expect(r.body.verdict).toBe('challenge');
+      expect(r.body.explanation).toMatchObject({
+        decidedBy: 'degraded',
+        degraded: { floor: true },
+      });
+      // History lives in the same store: it hangs too.
+      expect((r.body.explanation as { degraded: { inputs: unknown[] } }).degraded.inputs).toEqual(
+        expect.arrayContaining([{ input: 'velocity', reason: 'timeout' }]),
+      );
       // Inside the decision's deadline (300 ms here) plus the request's own overhead.
       expect(elapsedMs).toBeLessThan(1500);
     } finally {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NOT_CONFIGURED } from '../policy/policy-evaluator.ts';
 import type {
   PolicyAction,
   PolicyDecision,
@@ -99,7 +100,7 @@ export const decideResponseSchema = z.object({
   degraded: z
     .boolean()
     .describe(
-      'True when an input the policy uses was unavailable (missing_identifiers included; not_applicable aside), or riskgate was overloaded.',
+      'True when an input the policy uses was unavailable (missing_identifiers included; not_applicable and not_configured aside), a rule could not be evaluated (explanation.degraded), or riskgate was overloaded.',
     ),
   reason: z
     .literal('overloaded')
@@ -111,9 +112,35 @@ export const decideResponseSchema = z.object({
     .object({
       thresholds: z.object({ challenge: z.number(), deny: z.number() }),
       decidedBy: z
-        .enum(['override', 'verdict', 'score', 'outage', 'overload'])
+        .enum(['override', 'verdict', 'score', 'outage', 'degraded', 'overload'])
         .describe(
-          'An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, the score, an outage rule of the policy that raised the verdict, or the policy’s overload verdict (nothing was evaluated).',
+          'An allow/deny list entry, a rule’s (or onUnavailable’s) hard verdict, the score, an outage rule of the policy that raised the verdict, the policy’s degraded rule (it raised the verdict to its floor or capped a deny that rested on no evidence; see `degraded`), or the policy’s overload verdict (nothing was evaluated).',
+        ),
+      degraded: z
+        .object({
+          verdict: z.enum(['challenge', 'deny']).describe('The policy’s degraded verdict.'),
+          inputs: z
+            .array(z.object({ input: z.string(), reason: z.string() }))
+            .describe(
+              'Inputs riskgate could not gather (timeout, deadline, circuit_open, an RG_ERR_* code); never not_applicable, missing_identifiers or not_configured.',
+            ),
+          rules: z
+            .array(z.object({ id: z.string(), reason: z.enum(['evaluation_budget', 'evaluation_error']) }))
+            .describe('Rules riskgate could not evaluate: its CPU budget ran out, or the expression failed.'),
+          floor: z
+            .boolean()
+            .describe(
+              'The verdict is at least the degraded verdict: a degraded input is read by a risk-raising rule, or such a rule could not be evaluated.',
+            ),
+          cappedFrom: verdictSchema
+            .optional()
+            .describe(
+              'The verdict before it was capped at the degraded verdict: a deny that rested on no evidence.',
+            ),
+        })
+        .optional()
+        .describe(
+          'Present when riskgate’s own state (timeouts, open breakers, its evaluation budget) cost the decision an input or a rule, or the degraded rule changed the verdict: stress only ever makes a verdict more careful, never more permissive, never harsher than the evidence.',
         ),
       outage: z
         .object({
@@ -255,13 +282,21 @@ function signalReport(
   return report;
 }
 
-/** Whether any input the policy uses was unavailable for a reason other than not applying. */
+/**
+ * Whether any input the policy uses was unavailable for a reason other than not applying or not
+ * being configured (a start-up warning, not a per-decision degradation), or the evaluator reports
+ * a degraded evaluation (a rule it could not evaluate).
+ */
 export function isDegraded(run: DecisionRun): boolean {
+  if (run.decision.degraded !== undefined) return true;
   for (const outcome of Object.values(run.input.signals)) {
     if (outcome.status === 'unavailable' && outcome.reason !== NOT_APPLICABLE) return true;
   }
-  // Every feature read that did not answer counts, `not_configured` included.
-  if (run.input.featuresUnavailable !== undefined) return true;
+  const features = run.input.featuresUnavailable;
+  if (features !== undefined) {
+    for (const reason of [features.velocity, features.history])
+      if (reason !== undefined && reason !== NOT_CONFIGURED) return true;
+  }
   const admin = run.input.adminUnavailable;
   if (admin === undefined) return false;
   return (
@@ -379,6 +414,7 @@ function explanationOf(decision: PolicyDecision): DecideResponse['explanation'] 
     decidedBy: decision.decidedBy ?? 'score',
   };
   if (decision.outage !== undefined) explanation.outage = decision.outage;
+  if (decision.degraded !== undefined) explanation.degraded = decision.degraded;
   const skipped = decision.skippedRules?.filter((r) => !OTHER_PLATFORM_ONLY.test(r.reason));
   if (skipped !== undefined && skipped.length > 0) explanation.skipped = skipped;
   if (decision.suppressedActions !== undefined && decision.suppressedActions.length > 0) {

@@ -317,7 +317,8 @@ export async function runDecision(
   }
   if (requirements.history || shadowPolicy?.requirements.history === true) {
     const settings = policy.featureSettings?.history ?? shadowPolicy?.featureSettings?.history;
-    if (features === undefined) featuresUnavailable.history = FEATURES_NOT_CONFIGURED;
+    if (features === undefined || features.historyConfigured === false)
+      featuresUnavailable.history = FEATURES_NOT_CONFIGURED;
     else if (request.userId === undefined) featuresUnavailable.history = MISSING_IDENTIFIERS;
     else {
       start(

@@ -16,12 +16,19 @@ export interface FeatureReader {
   readHistory(userId: string, nowMs: number, maxLagMs: number): Promise<UpstreamResult<HistoryFeatures>>;
   /** Counts the decided request (after the answer). */
   record(plan: CounterPlan, verdict: Verdict, nowMs: number): void;
+  /**
+   * False when nothing feeds the history (the Log API is not configured): a decision then sees it
+   * `not_configured`, a deployment's choice rather than a degradation. Default true.
+   */
+  historyConfigured?: boolean;
 }
 
 export interface FeatureReaderOptions {
   store: FeatureStore;
   /** A failed count (the store is down): for metrics and a rate-limited log line. */
   onRecordError?: (error: Error) => void;
+  /** Whether the Log API feeds the history (see {@link FeatureReader.historyConfigured}). Default true. */
+  historyConfigured?: boolean;
 }
 
 function unavailable<T>(cause: unknown, startedAt: number): UpstreamResult<T> {
@@ -41,6 +48,7 @@ function unavailable<T>(cause: unknown, startedAt: number): UpstreamResult<T> {
 export function createFeatureReader(options: FeatureReaderOptions): FeatureReader {
   const { store } = options;
   return {
+    historyConfigured: options.historyConfigured ?? true,
     async readVelocity(plan, nowMs) {
       const startedAt = performance.now();
       const ops = readOps(plan);

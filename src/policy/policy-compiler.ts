@@ -16,7 +16,7 @@ import {
   SIGNAL_VIEW_TYPES,
   USER_FIELDS,
 } from './cel-environment.ts';
-import { DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
+import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
 import { parseCidr } from './ip-cidr.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
 import { closestName } from './name-suggestion.ts';
@@ -60,6 +60,11 @@ export const DEFAULT_FEATURE_TIMEOUT_MS = 50;
 export interface CompileOptions {
   /** Clock for "override already expired" warnings. Default: the wall clock. */
   now?: Date;
+  /**
+   * Evaluation budget in milliseconds of CPU, over the policy's `defaults.evaluationBudgetMs`
+   * (which is whole milliseconds): tests and benches exhaust it on purpose with a microsecond.
+   */
+  evaluationBudgetMs?: number;
 }
 
 export interface CompileResult {
@@ -232,9 +237,9 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     if (!valid) return undefined;
     // Checked as written (errors name `matches`), run with RE2: same length, same offsets.
     const re2 = renameMatchesCalls(fn.ast, expr);
-    if (re2 === undefined) return fn;
-    const run = env.parse(re2);
-    run.check();
+    const run = re2 === undefined ? fn : env.parse(re2);
+    if (run !== fn) run.check();
+    budgetComprehensions(run);
     return run;
   };
 
@@ -296,6 +301,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   let needsUser = actionRefs.user;
   let needsDevices = actionRefs.devices;
   const rules: CompiledRule[] = [];
+  let raisingMask = 0;
   p.rules.forEach((rule, i) => {
     if (rule.verdict === 'allow') warn(['rules', i, 'verdict'], HARD_ALLOW_WARNING);
     const fn = compileExpression(['rules', i, 'when'], rule.when, 'bool');
@@ -303,30 +309,38 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     const refs = analyzeExpression(fn.ast);
     if (!checkVelocityNames(['rules', i, 'when'], refs.velocityNames)) return;
     let skipMask = 0;
+    // Every input the rule reads, availability-aware or not: the degraded floor's inputs.
+    let readMask = 0;
     if (refs.velocity) {
       needsVelocity = true;
       skipMask |= VELOCITY_BIT;
+      readMask |= VELOCITY_BIT;
     }
     if (refs.history) {
       needsHistory = true;
       if (!refs.historyAware) skipMask |= HISTORY_BIT;
+      readMask |= HISTORY_BIT;
     }
     for (const s of refs.signals) {
       required.add(s);
       if (!refs.availabilityAware.has(s)) skipMask |= SIGNAL_BIT[s];
+      readMask |= SIGNAL_BIT[s];
     }
     if (refs.user) {
       needsUser = true;
       if (!refs.userAware) skipMask |= USER_BIT;
+      readMask |= USER_BIT;
     }
     if (refs.devices) {
       needsDevices = true;
       skipMask |= DEVICES_BIT;
+      readMask |= DEVICES_BIT;
     }
     const score = rule.score ?? 0;
     const verdictRank = rule.verdict ? VERDICT_RANK[rule.verdict] : 0;
     const onError = rule.onError ?? defaultOnError;
     const raisesRisk = score > 0 || verdictRank >= VERDICT_RANK.challenge;
+    if (raisesRisk && !rule.shadow) raisingMask |= readMask;
     const matched = Object.freeze({
       id: rule.id,
       description: rule.description,
@@ -342,6 +356,9 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       skipMask,
       onError,
       countsOnError: onError === 'match' || (onError === 'failClosed' && raisesRisk),
+      raisesRisk,
+      lowering: Math.min(score, 0),
+      lowersToAllow: rule.verdict === 'allow',
       shadow: rule.shadow ?? false,
       matched,
       actions: (rule.actions ?? []).flatMap((a) => actions.get(a) ?? []),
@@ -350,6 +367,8 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   });
 
   warnUnavailableAllow(p, warn);
+  const degradedVerdict = p.degraded?.verdict ?? 'challenge';
+  if (degradedVerdict !== 'deny') warnDenyWithoutEvidence(p, degradedVerdict, warn);
   warnUnused(p, required, needsUser, needsDevices, actions, warn);
   const now = (options.now ?? new Date()).getTime();
   const overrides: CompiledOverride[] = [];
@@ -454,7 +473,10 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     overrides,
     outage,
     overloadVerdict: p.overload?.verdict,
-    evaluationBudgetMs: defaults.evaluationBudgetMs ?? DEFAULT_EVALUATION_BUDGET_MS,
+    evaluationBudgetMs:
+      options.evaluationBudgetMs ?? defaults.evaluationBudgetMs ?? DEFAULT_EVALUATION_BUDGET_MS,
+    degradedRank: VERDICT_RANK[degradedVerdict],
+    raisingMask,
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };
@@ -512,6 +534,35 @@ function warnUnavailableAllow(p: PolicyFile, warn: (path: YamlPath, message: str
   for (const r of ['user', 'devices'] as const)
     if (isAllow(p.admin?.[r]?.onUnavailable))
       warn(['admin', r, 'onUnavailable'], message(`the Admin ${r} read`));
+}
+
+/**
+ * `onUnavailable: {verdict: deny}` or an outage rule that denies, while the degraded verdict is not
+ * deny: a deny on missing evidence, which the evaluator caps at the degraded verdict. Said at load
+ * so the file does not read as doing what it cannot.
+ */
+function warnDenyWithoutEvidence(
+  p: PolicyFile,
+  degradedVerdict: string,
+  warn: (path: YamlPath, message: string) => void,
+): void {
+  const message = (what: string) =>
+    `${what} denies on missing evidence; the verdict is capped at the degraded verdict (${degradedVerdict}) ` +
+    'unless `degraded: {verdict: deny}` says otherwise (policies/README.md, "Degraded decisions")';
+  const isDeny = (o: OnUnavailable | undefined) =>
+    typeof o === 'object' && 'verdict' in o && o.verdict === 'deny';
+  if (isDeny(p.defaults?.onUnavailable)) warn(['defaults', 'onUnavailable'], message('an unavailable input'));
+  for (const [s, cfg] of Object.entries(p.signals ?? {}))
+    if (isDeny(cfg?.onUnavailable))
+      warn(['signals', s, 'onUnavailable'], message(`signals.${s} unavailable`));
+  for (const r of ['user', 'devices'] as const)
+    if (isDeny(p.admin?.[r]?.onUnavailable))
+      warn(['admin', r, 'onUnavailable'], message(`the Admin ${r} read unavailable`));
+  for (const f of ['velocity', 'history'] as const)
+    if (isDeny(p[f]?.onUnavailable)) warn([f, 'onUnavailable'], message(`${f} unavailable`));
+  p.outage?.rules?.forEach((r, i) => {
+    if (r.verdict === 'deny') warn(['outage', 'rules', i, 'verdict'], message(`outage rule "${r.id}"`));
+  });
 }
 
 function warnUnused(

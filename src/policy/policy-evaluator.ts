@@ -2,18 +2,20 @@ import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
 import { type Activation, createActivation } from './cel-environment.ts';
 import {
-  EvaluationBudgetExceeded,
+  budgetExceededMessage,
   endEvaluationBudget,
+  evaluationBudgetFoundSpent,
   evaluationBudgetSpent,
   startEvaluationBudget,
 } from './evaluation-budget.ts';
 import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
-import { fillActivation } from './policy-activation.ts';
+import { fillActivation, MISSING_REASON, SIGNAL_BIT } from './policy-activation.ts';
 import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
   AdminReadSettings,
   CompiledPolicy,
+  DegradedOutcome,
   MatchedRule,
   OutageOutcome,
   OverrideMatch,
@@ -43,8 +45,17 @@ export const NOT_APPLICABLE = 'not_applicable';
  * vendor's, so it never counts towards an outage (its onUnavailable still applies).
  */
 const MISSING_IDENTIFIERS = 'missing_identifiers';
+/**
+ * Reason of an input the deployment does not provide (history without the Log API, velocity
+ * without a feature store): a choice, not a failure, so neither degraded nor an outage (its
+ * onUnavailable still applies). riskgate warns about it once at start-up.
+ */
+export const NOT_CONFIGURED = 'not_configured';
 
 const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
+const DENY = RANK.deny;
+/** Id of the pseudo-rule reported when the engine itself failed. */
+const INTERNAL_ERROR = '$internal-error';
 const BY_RANK: readonly (Verdict | undefined)[] = [undefined, 'allow', 'challenge', 'deny'];
 
 export interface CompiledAction {
@@ -67,6 +78,11 @@ export interface CompiledRule {
   onError: OnError;
   /** `failClosed` counts an erroring rule only when matching raises risk. */
   countsOnError: boolean;
+  /** A positive score, or a challenge or deny verdict. */
+  raisesRisk: boolean;
+  /** A negative score (`lowering` is that score), or an allow verdict (`lowersToAllow`). */
+  lowering: number;
+  lowersToAllow: boolean;
   shadow: boolean;
   matched: Readonly<MatchedRule>;
   actions: readonly CompiledAction[];
@@ -124,6 +140,10 @@ export interface PolicyParts {
   overloadVerdict: Verdict | undefined;
   /** `defaults.evaluationBudgetMs`: past it, each remaining rule fails per its `onError`. */
   evaluationBudgetMs: number;
+  /** `degraded.verdict` as a rank: challenge (default) or deny. */
+  degradedRank: number;
+  /** Bits of the inputs risk-raising rules read: one of them degraded holds the verdict at the floor. */
+  raisingMask: number;
   velocityCounters: readonly CompiledCounter[];
   featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
   warnings: readonly PolicyIssue[];
@@ -136,6 +156,20 @@ function guardsPass(act: Activation, guards: readonly RuleGuard[]): boolean {
     if (views[g.signal]![g.field] !== g.expect) return false;
   }
   return true;
+}
+
+/** Whether a guard on a signal that answered is false: the rule is false whatever the others say. */
+function guardFailsOnAnswered(
+  act: Activation,
+  guards: readonly RuleGuard[],
+  unavailableMask: number,
+): boolean {
+  const views = act.signals as unknown as Record<string, Record<string, unknown>>;
+  for (let i = 0; i < guards.length; i++) {
+    const g = guards[i]!;
+    if ((SIGNAL_BIT[g.signal] & unavailableMask) === 0 && views[g.signal]![g.field] !== g.expect) return true;
+  }
+  return false;
 }
 
 /** The first outage rule whose conditions the unavailable inputs meet. */
@@ -220,19 +254,23 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
 
-  /** Synchronous and never throws: an internal failure answers `deny` with the error explained. */
+  /**
+   * Synchronous and never throws: an internal failure is a degraded evaluation, answered with the
+   * policy's degraded verdict (challenge by default) and the error explained.
+   */
   evaluate(input: PolicyInput): PolicyDecision {
     try {
       startEvaluationBudget(this.#p.evaluationBudgetMs);
       return this.#evaluate(input);
     } catch (e) {
+      const verdict = BY_RANK[this.#p.degradedRank] as DegradedOutcome['verdict'];
       return {
-        verdict: 'deny',
+        verdict,
         score: 0,
         matchedRules: [
           {
-            id: '$internal-error',
-            description: 'the policy engine failed; failing closed',
+            id: INTERNAL_ERROR,
+            description: `the policy engine failed; answering the degraded verdict (${verdict})`,
             error: errorSummary(e),
           },
         ],
@@ -240,7 +278,13 @@ export class PolicyEvaluator implements CompiledPolicy {
         unavailable: [],
         actions: [],
         policy: this.#policyRef,
-        decidedBy: 'verdict',
+        decidedBy: 'degraded',
+        degraded: {
+          verdict,
+          inputs: [],
+          rules: [{ id: INTERNAL_ERROR, reason: 'evaluation_error' }],
+          floor: true,
+        },
       };
     } finally {
       endEvaluationBudget();
@@ -263,6 +307,17 @@ export class PolicyEvaluator implements CompiledPolicy {
 
     let score = 0;
     let hardRank = 0;
+    // The evidence: what rules evaluated successfully on available inputs said.
+    let evidenceScore = 0;
+    let evidenceHardRank = 0;
+    // Risk-lowering rules riskgate could not see (their negative scores; a hard allow or
+    // challenge among them): a score-based deny stands only if it would survive them.
+    let unknownLowering = 0;
+    let unknownHard = false;
+    let degradedMask = 0;
+    let degradedInputs: DegradedOutcome['inputs'] | undefined;
+    let degradedRules: DegradedOutcome['rules'] | undefined;
+    let floor = false;
     const unavailable: UnavailableTreatment[] = [];
     let outage: OutageOutcome | undefined;
     let outageRank = 0;
@@ -279,9 +334,16 @@ export class PolicyEvaluator implements CompiledPolicy {
           unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
           continue;
         }
-        if (reason !== MISSING_IDENTIFIERS) {
+        if (reason !== MISSING_IDENTIFIERS && reason !== NOT_CONFIGURED) {
           outageMask |= u.bit;
           outageCount++;
+          // An input never passed at all is no state of riskgate's: the decision service always
+          // passes what it fetched; only a replay of a log that did not record it (which the
+          // replay lists as uncertain) or a test leaves one out.
+          if (reason !== MISSING_REASON) {
+            degradedMask |= u.bit;
+            degradedInputs = append(degradedInputs, { input: u.signal, reason });
+          }
         }
         const o = u.onUnavailable;
         if (o !== 'ignore') {
@@ -325,23 +387,52 @@ export class PolicyEvaluator implements CompiledPolicy {
           id: rule.id,
           reason: this.#skipReason(input, rule.skipMask & unavailableMask),
         });
+        // Not seen because riskgate failed to gather its input: what it might have lowered is
+        // unknown, unless a leading flag of an input that did answer already makes it false.
+        if (
+          !rule.shadow &&
+          (rule.skipMask & degradedMask) !== 0 &&
+          !guardFailsOnAnswered(act, rule.guards, unavailableMask)
+        ) {
+          unknownLowering += rule.lowering;
+          if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) unknownHard = true;
+        }
         continue;
       }
       if (rule.guards.length > 0 && !guardsPass(act, rule.guards)) continue;
       let result: unknown;
       let error: string | undefined;
-      if (evaluationBudgetSpent()) {
-        error = new EvaluationBudgetExceeded(p.evaluationBudgetMs).message;
-      } else {
+      let outOfBudget = evaluationBudgetSpent();
+      if (outOfBudget) error = budgetExceededMessage(p.evaluationBudgetMs);
+      else {
         try {
           result = rule.fn(act);
           if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
         } catch (e) {
           error = errorSummary(e);
         }
+        // CEL absorbs errors (`error || true` is true): a rule during which the budget ran out has
+        // no trustworthy result, whatever it returned.
+        if (evaluationBudgetFoundSpent()) {
+          outOfBudget = true;
+          error = budgetExceededMessage(p.evaluationBudgetMs);
+        }
       }
       let entry: Readonly<MatchedRule>;
       if (error !== undefined) {
+        if (!rule.shadow) {
+          // An evaluation riskgate could not finish is degraded; `onError: skip` is the author's
+          // word that a failing expression does not matter, but a spent budget is riskgate's state.
+          if (outOfBudget || rule.onError !== 'skip') {
+            degradedRules = append(degradedRules, {
+              id: rule.id,
+              reason: outOfBudget ? 'evaluation_budget' : 'evaluation_error',
+            });
+            if (rule.raisesRisk) floor = true;
+          }
+          unknownLowering += rule.lowering;
+          if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) unknownHard = true;
+        }
         if (!rule.countsOnError) {
           skipped = append(skipped, {
             id: rule.id,
@@ -360,6 +451,10 @@ export class PolicyEvaluator implements CompiledPolicy {
       matchedRules.push(entry);
       score += rule.score;
       if (rule.verdictRank > hardRank) hardRank = rule.verdictRank;
+      if (error === undefined) {
+        evidenceScore += rule.score;
+        if (rule.verdictRank > evidenceHardRank) evidenceHardRank = rule.verdictRank;
+      }
       // A failing rule counts towards the verdict (fail closed), but its side effects (lock-out,
       // archiving) are not taken on an unknown. Its suppressions apply: withholding is the safe side.
       if (error === undefined) {
@@ -395,6 +490,25 @@ export class PolicyEvaluator implements CompiledPolicy {
     if (!override && outageRank > RANK[verdict]) {
       verdict = BY_RANK[outageRank]!;
       decidedBy = 'outage';
+    }
+
+    // The degraded rule (policies/README.md, "Degraded decisions"): stress holds the verdict at the
+    // policy's degraded verdict at least, and a deny must rest on evidence.
+    if ((degradedMask & p.raisingMask) !== 0) floor = true;
+    let cappedFrom: Verdict | undefined;
+    if (!override) {
+      const before = verdict;
+      if (floor && RANK[verdict] < p.degradedRank) verdict = BY_RANK[p.degradedRank]!;
+      if (verdict === 'deny' && p.degradedRank < DENY) {
+        const evidenceDeny =
+          evidenceHardRank === DENY ||
+          (evidenceHardRank === 0 && !unknownHard && evidenceScore + unknownLowering >= t.deny);
+        if (!evidenceDeny) {
+          verdict = BY_RANK[p.degradedRank]!;
+          cappedFrom = 'deny';
+        }
+      }
+      if (verdict !== before) decidedBy = 'degraded';
     }
 
     const actions: PolicyAction[] = [];
@@ -443,6 +557,16 @@ export class PolicyEvaluator implements CompiledPolicy {
     if (skipped) decision.skippedRules = skipped;
     if (shadow) decision.shadowMatches = shadow;
     if (suppressed) decision.suppressedActions = suppressed;
+    if (degradedInputs || degradedRules || cappedFrom) {
+      const d: DegradedOutcome = {
+        verdict: BY_RANK[p.degradedRank] as DegradedOutcome['verdict'],
+        inputs: degradedInputs ?? [],
+        rules: degradedRules ?? [],
+        floor,
+      };
+      if (cappedFrom) d.cappedFrom = cappedFrom;
+      decision.degraded = d;
+    }
     return decision;
   }
 

@@ -41,7 +41,7 @@ export type OnUnavailable = z.infer<typeof onUnavailableSchema>;
 export const onErrorSchema = z
   .enum(['failClosed', 'match', 'skip'])
   .describe(
-    'When `when` fails to evaluate: `failClosed` (default) counts the rule if it raises risk (positive score, challenge or deny) and skips it if it lowers risk; `match` always counts it; `skip` never does.',
+    'When `when` fails to evaluate: `failClosed` (default) counts the rule if it raises risk (positive score, challenge or deny) and skips it if it lowers risk; `match` always counts it; `skip` never does. A failing rule is no evidence: with failClosed or match the decision is degraded, its verdict at most the degraded verdict.',
   );
 export type OnError = z.infer<typeof onErrorSchema>;
 
@@ -295,6 +295,24 @@ const outageSchema = z
     'What a decision is when inputs are unavailable beyond their own onUnavailable: so a vendor outage challenges instead of denying everyone.',
   );
 
+const degradedSchema = z
+  .object({
+    verdict: z
+      .enum(['challenge', 'deny'], {
+        error: (issue) =>
+          issue.input === 'allow'
+            ? 'must be challenge or deny: an allow would let whoever can stress riskgate (flood it, slow its vendor) open the gate'
+            : 'must be challenge or deny',
+      })
+      .describe(
+        'The verdict of a degraded decision (default challenge): at least this when an input a risk-raising rule reads could not be gathered or a rule could not be evaluated, and at most this unless the evidence denies. `deny` denies on missing evidence; `allow` is refused.',
+      ),
+  })
+  .strict()
+  .describe(
+    "What riskgate answers when its own state (timeouts, open breakers, the evaluation budget) cost it an input or a rule: stress can only make a verdict more careful, never more permissive, and never harsher than the evidence (policies/README.md, 'Degraded decisions').",
+  );
+
 export const policyFileSchema = z
   .object({
     apiVersion: z.literal(POLICY_API_VERSION),
@@ -313,7 +331,7 @@ export const policyFileSchema = z
           .max(1000)
           .optional()
           .describe(
-            'Time budget of one evaluation, in milliseconds (default 20). Past it, each remaining rule fails per its onError instead of holding the event loop.',
+            "CPU-time budget of one evaluation, in milliseconds (default 20): riskgate's own work, not time the scheduler took. Past it, the remaining rules are not evaluated and the decision is degraded (never a deny on that account).",
           ),
       })
       .strict()
@@ -350,6 +368,7 @@ export const policyFileSchema = z
       .strict()
       .optional(),
     outage: outageSchema.optional(),
+    degraded: degradedSchema.optional(),
     overload: z
       .object({
         verdict: verdictSchema.describe(

@@ -106,7 +106,7 @@ const expectSchema = z
       .array(z.string())
       .optional()
       .describe('Exactly these actions asked for but not taken, by name (any order).'),
-    decidedBy: z.enum(['override', 'verdict', 'score', 'outage']).optional(),
+    decidedBy: z.enum(['override', 'verdict', 'score', 'outage', 'degraded']).optional(),
     outageRule: z
       .string()
       .nullable()

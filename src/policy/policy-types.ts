@@ -196,6 +196,34 @@ export interface UnavailableTreatment {
   treatment: string;
 }
 
+/**
+ * How the policy's degraded rule (`degraded` in the policy, policies/README.md "Degraded
+ * decisions") applied: stress can only make a verdict more careful, never more permissive, and
+ * never harsher than the evidence.
+ */
+export interface DegradedOutcome {
+  /** The policy's degraded verdict (`degraded.verdict`; default `challenge`). */
+  verdict: 'challenge' | 'deny';
+  /**
+   * Inputs riskgate could not gather, with why (`timeout`, `deadline`, `circuit_open`, an
+   * `RG_ERR_*` code). `not_applicable`, `missing_identifiers` and `not_configured` are never here.
+   */
+  inputs: { input: UnavailableTreatment['signal']; reason: string }[];
+  /** Rules riskgate could not evaluate: the budget ran out, or the expression failed. */
+  rules: { id: string; reason: 'evaluation_budget' | 'evaluation_error' }[];
+  /**
+   * Whether the verdict is held at `verdict` at least: a degraded input is read by a risk-raising
+   * rule, or such a rule could not be evaluated.
+   */
+  floor: boolean;
+  /**
+   * The verdict before it was capped at `verdict`: a deny that rested on no evidence (what
+   * unavailability or failing rules added, or a score that a risk-lowering rule riskgate could not
+   * evaluate might have brought under the deny threshold).
+   */
+  cappedFrom?: Verdict;
+}
+
 /** How the policy's `outage` section applied to a decision. */
 export interface OutageOutcome {
   /** Inputs the policy reads that were unavailable (`not_applicable` aside). */
@@ -216,10 +244,16 @@ export interface PolicyDecision {
   actions: PolicyAction[];
   policy: { name: string; revision: string };
   /**
-   * What decided the verdict: an override list entry, a hard rule verdict, the score, or an outage
-   * rule (`outage` in the policy) that raised it.
+   * What decided the verdict: an override list entry, a hard rule verdict, the score, an outage
+   * rule (`outage` in the policy) that raised it, or the policy's degraded rule (`degraded`) that
+   * raised it to its floor or capped a deny that rested on no evidence.
    */
-  decidedBy?: 'override' | 'verdict' | 'score' | 'outage';
+  decidedBy?: 'override' | 'verdict' | 'score' | 'outage' | 'degraded';
+  /**
+   * Set when riskgate could not gather an input or evaluate a rule (its own state: timeouts, open
+   * breakers, the evaluation budget), or when the degraded rule changed the verdict.
+   */
+  degraded?: DegradedOutcome;
   /** Set when the policy's `outage` section changed what unavailability amounted to. */
   outage?: OutageOutcome;
   /** Set when an allow/deny list entry decided the verdict. */

@@ -450,8 +450,16 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   const features = options.featureStore ?? (await openFeatureStore(config));
   let featureErrors = 0;
   let featureErrorLoggedAt = 0;
+  // Without the Log API nothing feeds the history: said once here, not as a degradation per decision.
+  const historyConfigured = upstream.logsUrl !== undefined && upstream.logApiKey !== undefined;
+  if (!historyConfigured && policies.current().requirements.history)
+    log({
+      level: 'warn',
+      msg: 'the policy reads history but the Log API is not configured (RISKGATE_LOGS_URL, RISKGATE_LOG_API_KEY): history is not_configured in every decision and its rules are skipped',
+    });
   const featureReader = createFeatureReader({
     store: features,
+    historyConfigured,
     onRecordError: (error) => {
       featureErrors++;
       // One line per 10 s at most: a store that is down fails every decision's count.
