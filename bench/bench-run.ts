@@ -431,6 +431,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     const decide = await cannon('decide');
     // The FLOOR server on riskgate's core (riskgate idle meanwhile), same bodies and connections.
     await freshSandbox({ name: 'zero' });
+    // The FLOOR fetches its own token; the token figure is riskgate's (idle meanwhile).
+    const tokensBeforeFloor = tokensIssued;
     progress('starting the FLOOR server');
     const floorPort = await freePort();
     const floorServer = await startServer({
@@ -450,6 +452,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       return (await response.json()) as ProcessSample;
     });
     await takeStats();
+    tokensIssued = tokensBeforeFloor;
 
     // Scenario 6: overload, multiples of the closed-loop capacity under the lognormal profile.
     let overload: OverloadFigures | undefined;
