@@ -1,9 +1,10 @@
 /**
  * Scenario 6: overload. Measures riskgate's closed-loop capacity under the lognormal upstream
- * profile (the best of three loops, see below), then drives it open-loop at 0.5x, 1x, 2x and 5x that capacity, one step each, and back
- * at 0.5x (or at the `multipliers` given: the stress test runs 2x and 5x). With `quietVerdicts`,
- * every step's 2xx answers are checked against them (bench/verdict-check.ts). Per step: the share of scheduled logins answered (2xx) within the deadline + 50 ms
- * (goodput), how many were shed (503), the latency of the answered ones, riskgate's CPU; after the
+ * profile (the best of three loops, see below), then drives it open-loop at 0.5x, 1x, 2x and 5x
+ * that capacity, one step each, and back at 0.5x (or at the `multipliers` given: the stress test
+ * runs 2x and 5x). Per step: the share of scheduled logins answered (2xx) within the deadline +
+ * 50 ms (goodput), how many were shed (503), the latency of the answered ones, riskgate's CPU, and
+ * with `quietVerdicts` every 2xx answer checked against them (bench/verdict-check.ts); after the
  * overload, how many seconds until the per-second p99 is back to normal.
  */
 import type { OpenLoopJob, OpenLoopResult } from './open-loop-generator.ts';
