@@ -4,10 +4,10 @@ import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CannonJob, GeneratorReply, OpenLoopJob } from './open-loop-generator.ts';
+import type { CannonJob, ClosedLoopJob, GeneratorReply, OpenLoopJob } from './open-loop-generator.ts';
 
 /** A job as the harness hands it over; the generator wrapper numbers it. */
-export type JobInput = Omit<OpenLoopJob, 'id'> | Omit<CannonJob, 'id'>;
+export type JobInput = Omit<OpenLoopJob, 'id'> | Omit<CannonJob, 'id'> | Omit<ClosedLoopJob, 'id'>;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -239,20 +239,32 @@ export async function startGenerator(cpu: string | undefined): Promise<Generator
   };
 }
 
+/** A cgroup CPU quota on a process (`limitCpu`). */
+export interface CpuLimit {
+  /** False when no writable cgroup CPU controller exists: the process runs uncapped. */
+  capped: boolean;
+  /** The cgroup directory (when capped). */
+  dir?: string;
+  note: string;
+  /** Moves the process back to the parent group (uncapped) and removes the group. */
+  release(): void;
+}
+
 /**
- * Caps a process at `fraction` of one core with a cgroup CPU quota (10 ms periods, so the throttle
- * is short: a small container's CPU limit, not a stall). The overload scenario uses it to make
- * riskgate, not the load generator or the emulator sharing the other core, the bottleneck on a
- * 2-core machine. Needs a writable cgroup CPU controller (v1 `cpu`, or v2 `cpu.max`); without one
- * the process runs uncapped and the note says so.
+ * Caps a process at `fraction` of one core with a cgroup CPU quota per `periodUs` (default 10 ms,
+ * so the throttle is short: a small container's CPU limit, not a stall; Kubernetes' default period
+ * is 100 ms, which the stress test uses). The overload scenario uses it to make riskgate, not the
+ * load generator or the emulator sharing the other core, the bottleneck on a 2-core machine. Needs
+ * a writable cgroup CPU controller (v1 `cpu`, or v2 `cpu.max`); without one the process runs
+ * uncapped, `capped` is false and the note says so.
  */
-export function limitCpu(pid: number, fraction: number): { note: string; release(): void } {
-  const periodUs = 10_000;
+export function limitCpu(pid: number, fraction: number, periodUs = 10_000): CpuLimit {
   const quotaUs = Math.max(1000, Math.round(periodUs * fraction));
   const candidates = [
     {
       dir: `/sys/fs/cgroup/cpu/riskgate-bench-${pid}`,
       write: (dir: string) => {
+        // The period first: a quota above the old period would be refused.
         writeFileSync(`${dir}/cpu.cfs_period_us`, String(periodUs));
         writeFileSync(`${dir}/cpu.cfs_quota_us`, String(quotaUs));
       },
@@ -268,6 +280,8 @@ export function limitCpu(pid: number, fraction: number): { note: string; release
       c.write(c.dir);
       writeFileSync(`${c.dir}/cgroup.procs`, String(pid));
       return {
+        capped: true,
+        dir: c.dir,
         note: `riskgate capped at ${fraction} of a core (cgroup quota ${quotaUs} µs per ${periodUs} µs)`,
         release: () => {
           try {
@@ -291,5 +305,29 @@ export function limitCpu(pid: number, fraction: number): { note: string; release
       }
     }
   }
-  return { note: 'riskgate not capped: no writable cgroup CPU controller', release: () => {} };
+  return { capped: false, note: 'riskgate not capped: no writable cgroup CPU controller', release: () => {} };
+}
+
+/**
+ * Whether `limitCpu` can cap a process here: creates and removes an empty group under the cgroup
+ * v1 `cpu` controller or v2 (with `cpu` among its controllers). Moves no process.
+ */
+export function canLimitCpu(): boolean {
+  const dirs = [`/sys/fs/cgroup/cpu/riskgate-probe-${process.pid}`];
+  try {
+    if (readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8').split(/\s+/).includes('cpu'))
+      dirs.push(`/sys/fs/cgroup/riskgate-probe-${process.pid}`);
+  } catch {
+    // not cgroup v2
+  }
+  for (const dir of dirs) {
+    try {
+      mkdirSync(dir);
+      rmdirSync(dir);
+      return true;
+    } catch {
+      // not writable here
+    }
+  }
+  return false;
 }

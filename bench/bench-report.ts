@@ -1,5 +1,6 @@
 import type { BenchResult } from './bench-run.ts';
 import type { LatencySummary } from './latency-summary.ts';
+import { DEGRADED_VERDICT, verdictCheckCell } from './verdict-check.ts';
 
 /** One of the issue's targets, as measured (recorded, never asserted). */
 export interface TargetCheck {
@@ -159,15 +160,17 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
 
   out.push('### 3. Throughput ceiling (autocannon, closed model)');
   out.push('');
-  out.push('| target | connections | req/s | p50 ms | p99 ms | non-2xx | errors | riskgate CPU µs/req |');
-  out.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+  out.push(
+    '| target | connections | 2xx/s | p50 ms | p99 ms | non-2xx | errors | server CPU µs per 2xx answer | upstream calls per 2xx answer |',
+  );
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, r] of [
     ['GET /bench/hello', s.throughput.hello],
     ['POST /decide', s.throughput.decide],
     ...(s.throughput.floor ? ([['POST /decide on the FLOOR server', s.throughput.floor]] as const) : []),
   ] as const) {
     out.push(
-      `| ${name} | ${r.connections} | ${r.requestsPerSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p99} | ${r.non2xx} | ${r.errors} | ${r.cpuUsPerRequest} |`,
+      `| ${name} | ${r.connections} | ${r.requestsPerSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p99} | ${r.non2xx} | ${r.errors} | ${r.cpuUsPerRequest} | ${r.upstreamCallsPerAnswer ?? '–'} |`,
     );
   }
   out.push('');
@@ -175,7 +178,7 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   if (s.throughput.vsFloor) {
     out.push('');
     out.push(
-      `riskgate ÷ FLOOR (bench/floor-server.ts: the same upstream calls, no validation, policy or logging): CPU per decision **${s.throughput.vsFloor.cpuRatio}x** (goal ≤ 2.5x), decisions/s **${(s.throughput.vsFloor.throughputRatio * 100).toFixed(1)} %** (goal ≥ 40 %)`,
+      `riskgate ÷ FLOOR (bench/floor-server.ts: the same upstream calls and action writes, no validation, policy or logging): CPU per decision answered **${s.throughput.vsFloor.cpuRatio}x** (goal ≤ 2.5x), decisions/s **${(s.throughput.vsFloor.throughputRatio * 100).toFixed(1)} %** (goal ≥ 40 %)`,
     );
   }
   out.push('');
@@ -258,12 +261,24 @@ function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): s
     '',
     `Capacity (the most 2xx/s of closed loops of ${o.capacity.tried.map((t) => `${t.connections} (${t.requestsPerSecond}/s, non-2xx ${t.non2xx})`).join(', ')} connections): **${o.capacity.requestsPerSecond}/s** with ${o.capacity.connections} (p99 ${o.capacity.p99Ms} ms). Then open loop at multiples of it, one step after the other:`,
     '',
-    '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | 503 p50 / p99 ms | generator lag p99 ms | riskgate CPU % |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...(o.quietVerdicts === undefined
+      ? []
+      : [
+          `Verdicts: every 2xx answer checked against its account's quiet-day verdict (${Object.entries(
+            o.quietVerdicts,
+          )
+            .map(([a, v]) => `${a} ${v}`)
+            .join(
+              ', ',
+            )}; asked uncapped before the steps) or the degraded verdict (${DEGRADED_VERDICT}): wrong allows / wrong denies of the answers checked (bench/verdict-check.ts).`,
+          '',
+        ]),
+    '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | verdicts: wrong allows / wrong denies of checked | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | 503 p50 / p99 ms | generator lag p99 ms | riskgate CPU % |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const st of o.steps) {
     lines.push(
-      `| ${st.multiplier}x | ${st.rate} | ${st.achievedRate} | ${(st.withinDeadlineShare * 100).toFixed(1)} % | ${(st.goodputOfCapacity * 100).toFixed(1)} % | ${st.shed} | ${st.timeouts} | ${st.otherErrors} | ${st.p50Ms} | ${st.p99Ms} | ${st.shedP50Ms ?? '–'} / ${st.shedP99Ms ?? '–'} | ${st.sendLagP99Ms ?? '–'} | ${st.riskgateCorePct} |`,
+      `| ${st.multiplier}x | ${st.rate} | ${st.achievedRate} | ${(st.withinDeadlineShare * 100).toFixed(1)} % | ${(st.goodputOfCapacity * 100).toFixed(1)} % | ${verdictCheckCell(st.verdictCheck)} | ${st.shed} | ${st.timeouts} | ${st.otherErrors} | ${st.p50Ms} | ${st.p99Ms} | ${st.shedP50Ms ?? '–'} / ${st.shedP99Ms ?? '–'} | ${st.sendLagP99Ms ?? '–'} | ${st.riskgateCorePct} |`,
     );
   }
   const series = o.steps.at(-1)?.perSecondP99Ms;

@@ -32,6 +32,7 @@ import {
   sandboxVendorEnv,
 } from './sandbox-control.ts';
 import { type UpstreamFigures, upstreamFigures } from './upstream-efficiency.ts';
+import { askQuietVerdicts } from './verdict-check.ts';
 
 /** The sandbox's token lifetime when the bench does not set one (CONTRACT §3). */
 const SANDBOX_DEFAULT_TOKEN_LIFETIME_S = 43_200;
@@ -127,15 +128,15 @@ export interface BenchResult {
       }[];
     };
     throughput: {
-      hello: CannonResult & { cpuUsPerRequest: number };
-      decide: CannonResult & { cpuUsPerRequest: number };
+      hello: ThroughputRun;
+      decide: ThroughputRun;
       /** decide requests/s ÷ hello requests/s, same run. */
       ratio: number;
       /**
        * The FLOOR server's POST /decide (bench/floor-server.ts: the same upstream calls, nothing of
        * riskgate's own) on the same core, bodies and connections; absent in runs before it existed.
        */
-      floor?: CannonResult & { cpuUsPerRequest: number };
+      floor?: ThroughputRun;
       /** riskgate ÷ FLOOR: CPU per decision (goal ≤ 2.5) and decisions/s (goal ≥ 0.4). */
       vsFloor?: { cpuRatio: number; throughputRatio: number };
     };
@@ -173,6 +174,17 @@ export interface BenchResult {
     overload?: OverloadFigures;
   };
 }
+
+/** One autocannon run of scenario 3 with the server's CPU and the upstream calls it made. */
+export type ThroughputRun = CannonResult & {
+  /**
+   * Server CPU over the measured run ÷ 2xx answers, µs: per decision answered. (Before issue 22 it
+   * was ÷ every request, 503s included, which made a shedding riskgate look cheaper than the FLOOR.)
+   */
+  cpuUsPerRequest: number;
+  /** Vendor API calls (sandbox counters) over the measured run ÷ 2xx answers (/decide only). */
+  upstreamCallsPerAnswer?: number;
+};
 
 const MB = 1024 * 1024;
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
@@ -388,7 +400,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       target: 'hello' | 'decide',
       base = riskgate.url,
       sampleOf: () => Promise<ProcessSample> = () => sample(),
-    ) => {
+    ): Promise<ThroughputRun> => {
       const job = {
         type: 'cannon' as const,
         url: target === 'hello' ? `${base}/bench/hello` : `${base}/decide`,
@@ -402,16 +414,25 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       progress(
         `throughput: autocannon ${target}, ${options.cannonConnections} connections, ${options.cannonDurationS} s`,
       );
+      await takeStats();
       const before = await sampleOf();
       const result = await generator!.run<CannonResult>({ ...job, durationS: options.cannonDurationS });
       const after = await sampleOf();
+      const upstream = upstreamFigures(await takeStats(), result.ok);
       const cpuUs = cpuOf(after) - cpuOf(before);
-      return { ...result, cpuUsPerRequest: result.requests > 0 ? round(cpuUs / result.requests) : 0 };
+      return {
+        ...result,
+        // Per answer, not per request: a 503 costs a fraction of a decision (bench/shed-cost.ts).
+        cpuUsPerRequest: result.ok > 0 ? round(cpuUs / result.ok) : 0,
+        ...(target === 'decide' && { upstreamCallsPerAnswer: upstream.upstreamCallsPerDecision }),
+      };
     };
     const hello = await cannon('hello');
     const decide = await cannon('decide');
     // The FLOOR server on riskgate's core (riskgate idle meanwhile), same bodies and connections.
     await freshSandbox({ name: 'zero' });
+    // The FLOOR fetches its own token; the token figure is riskgate's (idle meanwhile).
+    const tokensBeforeFloor = tokensIssued;
     progress('starting the FLOOR server');
     const floorPort = await freePort();
     const floorServer = await startServer({
@@ -431,6 +452,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
       return (await response.json()) as ProcessSample;
     });
     await takeStats();
+    tokensIssued = tokensBeforeFloor;
 
     // Scenario 6: overload, multiples of the closed-loop capacity under the lognormal profile.
     let overload: OverloadFigures | undefined;
@@ -441,6 +463,15 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         p99Ms: options.latencyP99Ms,
       };
       await freshSandbox(profile);
+      // Each account's quiet-day verdict, uncapped and one at a time, before the overload: what
+      // every step's answers are checked against (bench/verdict-check.ts, as the stress test does).
+      progress('overload: quiet-day verdicts of the demo accounts');
+      const quiet = await askQuietVerdicts({
+        decideUrl: `${riskgate.url}/decide`,
+        headers: decideHeaders,
+        bodies,
+        rounds: 3,
+      });
       const cap = options.overloadCpu > 0 ? limitCpu(riskgate.pid, options.overloadCpu) : undefined;
       if (cap !== undefined) progress(`overload: ${cap.note}`);
       try {
@@ -477,6 +508,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
           cpuUs: async () => cpuOf(await sample()),
           progress,
           cpuNote: cap?.note ?? 'riskgate uncapped',
+          quietVerdicts: quiet.verdicts,
         });
       } finally {
         cap?.release();

@@ -4,9 +4,14 @@
  * decision the same upstream calls riskgate makes for the shipped policy on the same body (the
  * signals the body's platform allows, the remote access tool as a one-item batch POST, the Admin
  * user and devices reads behind the same 2-second cache), built with riskgate's own query and
- * signing functions (a floor still has to say the same things to the vendor). No validation of
- * the request or the answers, no policy, no decision log, no metrics, no tracing: it answers
- * `{"verdict":"allow"}` once every call is back.
+ * signing functions (a floor still has to say the same things to the vendor), and the Admin
+ * writes the shipped policy's actions make for what the vendor answered (issue 22: without them the
+ * FLOOR made ~3.0 upstream calls per decision against riskgate's ~3.5): a confirmed remote access
+ * tool locks the user out (`rat-confirmed`, a deny), a phone on a call restricts the factors
+ * (`on-active-call`), an unknown browser otherwise fetches the step-up one-time code (a challenge's
+ * `stepUp`, before answering, as riskgate does). Those three conditions are the whole of its
+ * "policy": no validation of the request or the answers, no scoring, no decision log, no metrics,
+ * no tracing. It answers `{"verdict":"allow"}` once every call is back.
  *
  * Env: the RISKGATE_* vendor variables the bench gives riskgate, FLOOR_PORT (0: any). Prints
  * `floor listening on <port>` on stderr. `GET /bench/process` as in bench/riskgate-under-bench.ts.
@@ -58,15 +63,21 @@ async function fetchToken(): Promise<void> {
   token = ((await res.body.json()) as { access_token: string }).access_token;
 }
 
-async function signal(path: string): Promise<void> {
+/** The parts of the vendor's answers the actions depend on. */
+interface SignalAnswer {
+  success?: boolean;
+  result?: { anomaly?: boolean; anomalyConfidence?: number; onCall?: boolean; known?: boolean };
+}
+
+async function signal(path: string): Promise<SignalAnswer> {
   const res = await request(`${signalsUrl.origin}${path}`, {
     dispatcher: agent,
     headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
   });
-  await res.body.json();
+  return (await res.body.json()) as SignalAnswer;
 }
 
-async function ratBatch(r: DecideRequest): Promise<void> {
+async function ratBatch(r: DecideRequest): Promise<SignalAnswer | undefined> {
   const item = {
     serviceId,
     accountId: r.accountId,
@@ -80,7 +91,7 @@ async function ratBatch(r: DecideRequest): Promise<void> {
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify([item]),
   });
-  await res.body.json();
+  return ((await res.body.json()) as { results?: SignalAnswer[] }).results?.[0];
 }
 
 const adminCache = new Map<string, { at: number; value: Promise<unknown> }>();
@@ -96,18 +107,38 @@ function admin(path: string): Promise<unknown> {
   return value;
 }
 
-function callsFor(r: DecideRequest): Promise<unknown>[] {
+/** A signed Admin write (riskgate's `updateUser` / `createOneTimeCode`); a changed user drops its cached reads. */
+async function adminWrite(method: 'PUT' | 'POST', path: string, body: unknown): Promise<void> {
+  const json = JSON.stringify(body);
+  const signed = signAdminRequest(signer, new Date().toUTCString(), method, path, undefined, json);
+  const res = await request(`${adminUrl.origin}${signed.path}`, {
+    method,
+    dispatcher: agent,
+    headers: signed.headers,
+    body: json,
+  });
+  await res.body.text();
+  if (method === 'PUT' && res.statusCode !== 304) adminCache.delete(path);
+}
+
+/** The vendor's answers of one decision, by signal. */
+type Answers = Partial<Record<PolicySignalName, SignalAnswer | undefined>>;
+
+function callsFor(r: DecideRequest, answers: Answers): Promise<unknown>[] {
   const now = Date.now();
   const calls: Promise<unknown>[] = [];
+  const keep = (name: PolicySignalName) => (a: SignalAnswer | undefined) => {
+    answers[name] = a;
+  };
   for (const name of SIGNALS) {
     if (applicability(name, r) !== 'ok') continue;
     const q = buildSignalQuery(name, r, undefined) as never;
     switch (name) {
       case 'remoteAccessTool':
-        calls.push(ratBatch(r));
+        calls.push(ratBatch(r).then(keep(name)));
         break;
       case 'newBrowser':
-        calls.push(signal(`${signalsPath}new-browser${newBrowserQuery(prefix, q, now)}`));
+        calls.push(signal(`${signalsPath}new-browser${newBrowserQuery(prefix, q, now)}`).then(keep(name)));
         break;
       case 'latestProximity':
         calls.push(signal(`${signalsPath}latest-proximity${proximityQuery(prefix, q, now)}`));
@@ -116,7 +147,7 @@ function callsFor(r: DecideRequest): Promise<unknown>[] {
         calls.push(signal(`${signalsPath}geovelocity${singleUnitQuery(prefix, q, now)}`));
         break;
       case 'activeCall':
-        calls.push(signal(`${signalsPath}active-call${singleUnitQuery(prefix, q, now)}`));
+        calls.push(signal(`${signalsPath}active-call${singleUnitQuery(prefix, q, now)}`).then(keep(name)));
         break;
     }
   }
@@ -152,9 +183,25 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     return;
   }
   const r = JSON.parse(await readBody(req)) as DecideRequest;
-  await Promise.allSettled(callsFor(r));
+  const answers: Answers = {};
+  await Promise.allSettled(callsFor(r, answers));
+  const rat = answers.remoteAccessTool;
+  const denied =
+    rat?.success === true && rat.result?.anomaly === true && (rat.result.anomalyConfidence ?? 0) >= 0.9;
+  const onCall = answers.activeCall?.success === true && answers.activeCall.result?.onCall === true;
+  const newBrowser = answers.newBrowser?.success === true && answers.newBrowser.result?.known === false;
+  const user = r.userId === undefined ? undefined : `${ADMIN_PREFIX}/users/${r.userId}`;
+  // The challenge's one-time code comes before the answer (it carries it); on a call it is withheld.
+  if (user !== undefined && newBrowser && !denied && !onCall) {
+    await adminWrite('POST', `${user}/one_time_code`, { length: 8, valid_secs: 300 }).catch(() => {});
+  }
   res.setHeader('content-type', 'application/json');
   res.end('{"verdict":"allow"}');
+  // The Admin writes follow the answer, as riskgate's outbox runs them.
+  if (user !== undefined && denied) void adminWrite('PUT', user, { status: 'locked_out' }).catch(() => {});
+  if (user !== undefined && onCall) {
+    void adminWrite('PUT', user, { allowed_factors: ['approve', 'mobile_auth'] }).catch(() => {});
+  }
 }
 
 await fetchToken();

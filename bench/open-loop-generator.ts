@@ -7,6 +7,9 @@
  *   Every latency is measured from the intended send time to the end of the response body
  *   (no coordinated omission), in microseconds, into hdr histograms.
  * - `cannon`: a closed-model autocannon run (throughput ceiling).
+ * - `closed`: a closed-model run with undici (each of `connections` callers sends its next request
+ *   when the previous one answered), counting the verdicts per account as `open` does; for the
+ *   stress test, which checks every answer.
  */
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
@@ -51,7 +54,39 @@ export interface CannonJob {
   connections: number;
 }
 
-export type GeneratorJob = OpenLoopJob | CannonJob;
+export interface ClosedLoopJob {
+  type: 'closed';
+  id: number;
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  /** Serialised /decide bodies, taken in turn by whichever caller is free. */
+  bodies: string[];
+  connections: number;
+  durationS: number;
+  /** Per-request timeout, ms; a timed-out request counts in `errors.timeouts`. */
+  timeoutMs: number;
+}
+
+export interface ClosedLoopResult {
+  durationS: number;
+  connections: number;
+  /** Requests answered (any status) or failed. */
+  requests: number;
+  /** 2xx answers. */
+  ok: number;
+  /** 2xx answers per second of the run. */
+  requestsPerSecond: number;
+  non2xx: number;
+  errors: { timeouts: number; connection: number; status: Record<string, number> };
+  /** Latency of the 2xx answers, ms. */
+  latencyMs: { p50: number; p99: number; max: number };
+  verdicts: Record<string, number>;
+  /** Verdicts of the 2xx answers by the body's `accountId`. */
+  verdictsByAccount: Record<string, Record<string, number>>;
+}
+
+export type GeneratorJob = OpenLoopJob | CannonJob | ClosedLoopJob;
 
 export interface OpenLoopResult {
   rate: number;
@@ -85,6 +120,8 @@ export interface OpenLoopResult {
   /** Mean upstream metrics named in Server-Timing per 2xx decision. */
   upstreamMetricsPerDecision: number;
   verdicts: Record<string, number>;
+  /** Verdicts of the measured 2xx answers by the body's `accountId` (`unknown` without one). */
+  verdictsByAccount: Record<string, Record<string, number>>;
   /** CPU the generator used during the run, microseconds (to show it was not the bottleneck). */
   generatorCpuUs: number;
   /** 2xx answers within `goodputWithinMs` of their intended send (0 without it). */
@@ -109,7 +146,7 @@ export interface CannonResult {
 
 export type GeneratorReply =
   | { type: 'ready' }
-  | { type: 'result'; id: number; result: OpenLoopResult | CannonResult }
+  | { type: 'result'; id: number; result: OpenLoopResult | CannonResult | ClosedLoopResult }
   | { type: 'error'; id: number; message: string };
 
 async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
@@ -130,6 +167,8 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
   const overheadEndToEnd = createMicrosecondHistogram();
   const errors = { timeouts: 0, connection: 0, dropped: 0, status: {} as Record<string, number> };
   const verdicts: Record<string, number> = {};
+  const verdictsByAccount: Record<string, Record<string, number>> = {};
+  const accounts = job.bodies.map(accountOf);
   let ok = 0;
   let answeredIncludingWarmup = 0;
   let missingServerTiming = 0;
@@ -203,6 +242,7 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
         }
         const verdict = readVerdict(text);
         verdicts[verdict] = (verdicts[verdict] ?? 0) + 1;
+        countVerdict(verdictsByAccount, accounts[index % accounts.length] ?? 'unknown', verdict);
       })
       .catch((error: unknown) => {
         const endMs = performance.now();
@@ -264,6 +304,7 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
     upstreamMetricsPerDecision:
       ok - missingServerTiming > 0 ? round(upstreamMetrics / (ok - missingServerTiming), 3) : 0,
     verdicts,
+    verdictsByAccount,
     generatorCpuUs: cpu.user + cpu.system,
     withinBound,
     ...(perSecond !== undefined && {
@@ -278,6 +319,91 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
 function readVerdict(text: string): string {
   const match = /"verdict"\s*:\s*"([a-z_]+)"/.exec(text);
   return match?.[1] ?? 'unknown';
+}
+
+/** The `accountId` of a serialised /decide body (read once per body, not per request). */
+function accountOf(body: string): string {
+  try {
+    const v = JSON.parse(body) as { accountId?: unknown };
+    return typeof v.accountId === 'string' ? v.accountId : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+function countVerdict(into: Record<string, Record<string, number>>, account: string, verdict: string): void {
+  const row = into[account] ?? {};
+  row[verdict] = (row[verdict] ?? 0) + 1;
+  into[account] = row;
+}
+
+async function runClosedLoop(job: ClosedLoopJob): Promise<ClosedLoopResult> {
+  const pool = new Pool(job.origin, {
+    connections: job.connections,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
+  const headers = { 'content-type': 'application/json', ...job.headers };
+  const accounts = job.bodies.map(accountOf);
+  const latency = createMicrosecondHistogram();
+  const errors = { timeouts: 0, connection: 0, status: {} as Record<string, number> };
+  const verdicts: Record<string, number> = {};
+  const verdictsByAccount: Record<string, Record<string, number>> = {};
+  let next = 0;
+  let requests = 0;
+  let ok = 0;
+  const startMs = performance.now();
+  const endMs = startMs + job.durationS * 1000;
+  const caller = async (): Promise<void> => {
+    // Bounded by time: no request starts after the end, and each has its own timeout.
+    while (performance.now() < endMs) {
+      const index = next++ % job.bodies.length;
+      const sentMs = performance.now();
+      requests++;
+      try {
+        const response = await pool.request({
+          path: job.path,
+          method: 'POST',
+          headers,
+          body: job.bodies[index]!,
+          signal: AbortSignal.timeout(job.timeoutMs),
+        });
+        const text = await response.body.text();
+        if (response.statusCode < 200 || response.statusCode > 299) {
+          const key = String(response.statusCode);
+          errors.status[key] = (errors.status[key] ?? 0) + 1;
+          continue;
+        }
+        ok++;
+        recordMicros(latency, (performance.now() - sentMs) * 1000);
+        const verdict = readVerdict(text);
+        verdicts[verdict] = (verdicts[verdict] ?? 0) + 1;
+        countVerdict(verdictsByAccount, accounts[index] ?? 'unknown', verdict);
+      } catch (error) {
+        const name = error instanceof Error ? error.name : '';
+        if (name === 'TimeoutError' || name === 'AbortError') errors.timeouts++;
+        else errors.connection++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: job.connections }, caller));
+  const elapsedS = (performance.now() - startMs) / 1000;
+  await pool.close();
+  const l = summarize(latency);
+  return {
+    durationS: round(elapsedS, 2),
+    connections: job.connections,
+    requests,
+    ok,
+    requestsPerSecond: round(ok / elapsedS, 1),
+    non2xx: Object.values(errors.status).reduce((a, b) => a + b, 0),
+    errors,
+    latencyMs: { p50: round(l.p50 / 1000, 1), p99: round(l.p99 / 1000, 1), max: round(l.max / 1000, 1) },
+    verdicts,
+    verdictsByAccount,
+  };
 }
 
 async function runCannon(job: CannonJob): Promise<CannonResult> {
@@ -343,7 +469,8 @@ if (process.send) {
       process.disconnect();
       return;
     }
-    const run = job.type === 'open' ? runOpenLoop(job) : runCannon(job);
+    const run =
+      job.type === 'open' ? runOpenLoop(job) : job.type === 'closed' ? runClosedLoop(job) : runCannon(job);
     run.then(
       (result) => reply({ type: 'result', id: job.id, result }),
       (error: unknown) =>

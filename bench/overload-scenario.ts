@@ -1,13 +1,31 @@
 /**
  * Scenario 6: overload. Measures riskgate's closed-loop capacity under the lognormal upstream
- * profile (the best of three loops, see below), then drives it open-loop at 0.5x, 1x, 2x and 5x that capacity, one step each, and back
- * at 0.5x. Per step: the share of scheduled logins answered (2xx) within the deadline + 50 ms
- * (goodput), how many were shed (503), the latency of the answered ones, riskgate's CPU; after the
+ * profile (the best of three loops, see below), then drives it open-loop at 0.5x, 1x, 2x and 5x
+ * that capacity, one step each, and back at 0.5x (or at the `multipliers` given: the stress test
+ * runs 2x and 5x). Per step: the share of scheduled logins answered (2xx) within the deadline +
+ * 50 ms (goodput), how many were shed (503), the latency of the answered ones, riskgate's CPU, and
+ * with `quietVerdicts` every 2xx answer checked against them (bench/verdict-check.ts); after the
  * overload, how many seconds until the per-second p99 is back to normal.
  */
-import type { CannonResult, OpenLoopJob, OpenLoopResult } from './open-loop-generator.ts';
+import type { OpenLoopJob, OpenLoopResult } from './open-loop-generator.ts';
+import {
+  addVerdicts,
+  checkVerdicts,
+  type Verdict,
+  type VerdictCheck,
+  type VerdictsByAccount,
+} from './verdict-check.ts';
 
-export const OVERLOAD_MULTIPLIERS = [0.5, 1, 2, 5, 0.5] as const;
+export const OVERLOAD_MULTIPLIERS: readonly number[] = [0.5, 1, 2, 5, 0.5];
+
+/** What the capacity measurement needs of a closed loop (autocannon's result, or the generator's `closed`). */
+export interface CapacityLoopResult {
+  requestsPerSecond: number;
+  non2xx: number;
+  latencyMs: { p99: number };
+  /** The 2xx verdicts per account, when the loop counts them (checked like the steps'). */
+  verdictsByAccount?: VerdictsByAccount;
+}
 
 export interface OverloadStep {
   multiplier: number;
@@ -33,6 +51,10 @@ export interface OverloadStep {
   riskgateCorePct: number;
   /** Per-second p99 of the 2xx answers (the recovery step only). */
   perSecondP99Ms?: number[];
+  /** The step's 2xx answers checked against the quiet-day verdicts (with `quietVerdicts`). */
+  verdictCheck?: VerdictCheck;
+  /** The step's 2xx verdicts per account. */
+  verdictsByAccount?: VerdictsByAccount;
 }
 
 export interface OverloadFigures {
@@ -47,7 +69,12 @@ export interface OverloadFigures {
     p99Ms: number;
     non2xx: number;
     tried: { connections: number; requestsPerSecond: number; non2xx: number }[];
+    /** The loops' 2xx answers checked (when the loops count verdicts and `quietVerdicts` is given). */
+    verdictCheck?: VerdictCheck;
+    verdictsByAccount?: VerdictsByAccount;
   };
+  /** Each demo account's quiet-day verdict the steps were checked against (bench/verdict-check.ts). */
+  quietVerdicts?: Record<string, Verdict>;
   steps: OverloadStep[];
   /**
    * Seconds into the 0.5x step after the 5x one until the per-second p99 stays within 1.5x the
@@ -62,7 +89,7 @@ export interface OverloadDeps {
   cannonConnections: number;
   profile: string;
   /** A closed-loop run on /decide. */
-  cannon: (connections: number, durationS: number) => Promise<CannonResult>;
+  cannon: (connections: number, durationS: number) => Promise<CapacityLoopResult>;
   /** An open-loop run on /decide. */
   openLoop: (rate: number, durationS: number, extra: Partial<OpenLoopJob>) => Promise<OpenLoopResult>;
   /** riskgate's CPU so far, microseconds. */
@@ -70,6 +97,10 @@ export interface OverloadDeps {
   progress: (message: string) => void;
   /** How riskgate's CPU was limited for the scenario (`limitCpu`'s note). */
   cpuNote: string;
+  /** Multiples of the capacity, one open-loop step each. Default `OVERLOAD_MULTIPLIERS`. */
+  multipliers?: readonly number[];
+  /** Each demo account's quiet-day verdict: every step's 2xx answers are checked against it. */
+  quietVerdicts?: Record<string, Verdict>;
 }
 
 const r1 = (v: number) => Math.round(v * 10) / 10;
@@ -81,16 +112,17 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
   const loops = [d.cannonConnections, 2 * d.cannonConnections, 4 * d.cannonConnections];
   d.progress(`overload: capacity, closed loops of ${loops.join(', ')} connections`);
   await d.cannon(d.cannonConnections, 1);
-  const loopRuns: { connections: number; result: CannonResult }[] = [];
+  const loopRuns: { connections: number; result: CapacityLoopResult }[] = [];
   for (const connections of loops)
     loopRuns.push({ connections, result: await d.cannon(connections, Math.max(1, d.stepS / 4)) });
   const best = loopRuns.reduce((a, b) => (b.result.requestsPerSecond > a.result.requestsPerSecond ? b : a));
   const capacity = Math.max(1, best.result.requestsPerSecond);
   const boundMs = d.deadlineMs + 50;
   const steps: OverloadStep[] = [];
-  for (const [i, m] of OVERLOAD_MULTIPLIERS.entries()) {
+  const multipliers = d.multipliers ?? OVERLOAD_MULTIPLIERS;
+  for (const [i, m] of multipliers.entries()) {
     const rate = Math.round(capacity * m);
-    const last = i === OVERLOAD_MULTIPLIERS.length - 1;
+    const last = i === multipliers.length - 1;
     d.progress(`overload: ${m}x capacity = ${rate}/s for ${d.stepS} s`);
     const cpuBefore = await d.cpuUs();
     const startedAt = performance.now();
@@ -121,8 +153,15 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
       sendLagP99Ms: r1(load.sendLagUs.p99 / 1000),
       riskgateCorePct: r1((cpuUs / wallUs) * 100),
       ...(load.perSecondP99Ms !== undefined && { perSecondP99Ms: load.perSecondP99Ms }),
+      verdictsByAccount: load.verdictsByAccount,
+      ...(d.quietVerdicts !== undefined && {
+        verdictCheck: checkVerdicts(d.quietVerdicts, load.verdictsByAccount),
+      }),
     });
   }
+  const loopVerdicts = loopRuns.some((r) => r.result.verdictsByAccount !== undefined)
+    ? loopRuns.reduce<VerdictsByAccount>((a, r) => addVerdicts(a, r.result.verdictsByAccount ?? {}), {})
+    : undefined;
   const normalMs = steps[0]!.p99Ms * 1.5 + 5;
   const series = steps.at(-1)!.perSecondP99Ms ?? [];
   let recoveryS = -1;
@@ -147,7 +186,11 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
         requestsPerSecond: result.requestsPerSecond,
         non2xx: result.non2xx,
       })),
+      ...(loopVerdicts !== undefined && { verdictsByAccount: loopVerdicts }),
+      ...(loopVerdicts !== undefined &&
+        d.quietVerdicts !== undefined && { verdictCheck: checkVerdicts(d.quietVerdicts, loopVerdicts) }),
     },
+    ...(d.quietVerdicts !== undefined && { quietVerdicts: d.quietVerdicts }),
     steps,
     recoveryS,
   };

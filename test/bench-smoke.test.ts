@@ -64,6 +64,21 @@ describe('bench harness (smoke)', () => {
       before: { rssMb: expect.any(Number) },
     });
     expect(s.policyEval).toHaveProperty('available');
+    // Issue 22: the overload steps' answers are checked against the quiet-day verdicts.
+    expect(Object.keys(s.overload.quietVerdicts).sort()).toEqual([
+      'alice',
+      'bob',
+      'carol',
+      'dave',
+      'mallory',
+      'trudy',
+    ]);
+    expect(s.overload.steps[0].verdictCheck).toMatchObject({
+      checked: expect.any(Number),
+      wrongAllows: expect.any(Number),
+      wrongDenies: expect.any(Number),
+    });
+    expect(s.throughput.decide.upstreamCallsPerAnswer).toEqual(expect.any(Number));
     expect(output).toContain('### Targets');
   }, 90_000);
 });
