@@ -127,6 +127,22 @@ describe('the OpenAPI document', () => {
     expect(d.servers.length).toBeGreaterThan(0);
   });
 
+  it('refers only to components it has, and names each operation once', () => {
+    const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of new Set(refs)) {
+      const target = ref
+        .split('/')
+        .reduce<unknown>((node, key) => (node as Record<string, unknown>)?.[key], doc);
+      expect(target, ref).toBeTypeOf('object');
+    }
+    const ids = documentedOperations(doc).map((op) => {
+      const [method, path] = op.split(' ') as [string, string];
+      return (doc.paths[path]![method.toLowerCase()] as { operationId: string }).operationId;
+    });
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('marks the operator routes as such, behind the operator key alone', () => {
     for (const operation of documentedOperations(doc)) {
       const [method, path] = operation.split(' ') as [string, string];

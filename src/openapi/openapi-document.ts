@@ -130,7 +130,6 @@ const EVERY_ROUTE: CodeNotes = {
   [ErrorCode.INTERNAL]: 'A bug in riskgate (never bad input): no detail of its own, the service log has it.',
 };
 const A_BUG: CodeNotes = { [ErrorCode.INTERNAL]: EVERY_ROUTE[ErrorCode.INTERNAL]! };
-const ANOTHER_METHOD = 'Another method on this path is 404 too.';
 
 const OPERATOR_KEY: CodeNotes = {
   [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown operator key (a caller key never opens it).',
@@ -181,19 +180,26 @@ const OPS_SERVER = {
 };
 const BOTH_PORTS = [SERVICE_SERVER, OPS_SERVER];
 
-function operatorGet(
-  operationId: string,
-  summary: string,
+/**
+ * An operator route, on either port, behind the operator key. `extra` adds problem codes (and may
+ * say more about a 404); a path with a parameter answers another method 404, not 405.
+ */
+function operatorRoute(
+  method: 'get' | 'post' | 'delete',
+  op: { operationId: string; summary: string; description?: string; parameters?: object[] },
   ok: object,
   extra: CodeNotes = {},
-  op: Record<string, unknown> = {},
 ): object {
+  const parameterised = op.parameters?.some((p) => (p as { in?: string }).in === 'path') === true;
   return {
     servers: BOTH_PORTS,
-    get: operation(
+    [method]: operation(
       'operator',
-      { operationId, summary, security: [{ opsKey: [] }], ...op },
-      { '200': ok, ...problems({ ...OPERATOR_KEY, ...extra, ...EVERY_ROUTE }) },
+      { ...op, security: [{ opsKey: [] }] },
+      {
+        '200': ok,
+        ...problems({ ...OPERATOR_KEY, ...extra, ...(parameterised ? A_BUG : EVERY_ROUTE) }),
+      },
     ),
   };
 }
@@ -203,6 +209,10 @@ const OUTBOX_ROUTE: CodeNotes = {
     'The outbox store (SQLite, Redis) did not answer: down, refused or too slow.',
 };
 const NO_OUTBOX = 'With RISKGATE_OUTBOX=memory there is no outbox: 404.';
+
+/** The 404 of a route steering one action: no such action, another method, or no outbox here. */
+const unknownAction = (state: string) =>
+  `No ${state} action with this id; another method on this path is 404 too. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`;
 
 const actionIdParameter = {
   name: 'id',
@@ -379,26 +389,48 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
           },
         ),
       },
-      '/metrics': operatorGet('metrics', 'Prometheus metrics', {
-        description: 'Prometheus text exposition (every worker’s, gathered, with RISKGATE_WORKERS above 1).',
-        content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } },
-      }),
-      '/policies': operatorGet('policies', 'The active policy (and the shadow one)', {
-        description:
-          'Name, revision, when loaded, its files, reload counts, warnings, the last refused edit.',
-        content: json(ref('Policies')),
-      }),
-      '/policies/stats': operatorGet('policyStats', 'Rule hit counts on live traffic, per revision', {
-        description: 'Since start, the last few revisions of the active and the shadow policy.',
-        content: json(ref('RuleStats')),
-      }),
-      '/openapi.json': operatorGet('openapi', 'This document', {
-        description: 'The OpenAPI 3.1 document (also committed as docs/openapi.json).',
-        content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
-      }),
-      '/actions': operatorGet(
-        'listActions',
-        'The outbox: counts and the newest actions',
+      '/metrics': operatorRoute(
+        'get',
+        { operationId: 'metrics', summary: 'Prometheus metrics' },
+        {
+          description:
+            'Prometheus text exposition (every worker’s, gathered, with RISKGATE_WORKERS above 1).',
+          content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } },
+        },
+      ),
+      '/policies': operatorRoute(
+        'get',
+        { operationId: 'policies', summary: 'The active policy (and the shadow one)' },
+        {
+          description:
+            'Name, revision, when loaded, its files, reload counts, warnings, the last refused edit.',
+          content: json(ref('Policies')),
+        },
+      ),
+      '/policies/stats': operatorRoute(
+        'get',
+        { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
+        {
+          description: 'Since start, the last few revisions of the active and the shadow policy.',
+          content: json(ref('RuleStats')),
+        },
+      ),
+      '/openapi.json': operatorRoute(
+        'get',
+        { operationId: 'openapi', summary: 'This document' },
+        {
+          description: 'The OpenAPI 3.1 document (also committed as docs/openapi.json).',
+          content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
+        },
+      ),
+      '/actions': operatorRoute(
+        'get',
+        {
+          operationId: 'listActions',
+          summary: 'The outbox: counts and the newest actions',
+          description: NO_OUTBOX,
+          parameters: queryParameters(actionsQuerySchema),
+        },
         {
           description: 'Pending and dead counts, the oldest pending age, the newest entries.',
           content: json(ref('Actions')),
@@ -408,55 +440,29 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
           ...OUTBOX_ROUTE,
           [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`,
         },
-        {
-          description: NO_OUTBOX,
-          parameters: queryParameters(actionsQuerySchema),
-        },
       ),
-      '/actions/{id}/retry': {
-        servers: BOTH_PORTS,
-        post: operation(
-          'operator',
-          {
-            operationId: 'retryAction',
-            summary: 'Deliver a dead (or dropped) action again, now',
-            description: NO_OUTBOX,
-            security: [{ opsKey: [] }],
-            parameters: [actionIdParameter],
-          },
-          {
-            '200': { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
-            ...problems({
-              ...OPERATOR_KEY,
-              [ErrorCode.NOT_FOUND]: `No dead or dropped action with this id. ${ANOTHER_METHOD} ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`,
-              ...OUTBOX_ROUTE,
-              ...A_BUG,
-            }),
-          },
-        ),
-      },
-      '/actions/{id}': {
-        servers: BOTH_PORTS,
-        delete: operation(
-          'operator',
-          {
-            operationId: 'dropAction',
-            summary: 'Drop a pending or dead action: it is never delivered',
-            description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
-            security: [{ opsKey: [] }],
-            parameters: [actionIdParameter],
-          },
-          {
-            '200': { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-            ...problems({
-              ...OPERATOR_KEY,
-              [ErrorCode.NOT_FOUND]: `No pending or dead action with this id. ${ANOTHER_METHOD} ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`,
-              ...OUTBOX_ROUTE,
-              ...A_BUG,
-            }),
-          },
-        ),
-      },
+      '/actions/{id}/retry': operatorRoute(
+        'post',
+        {
+          operationId: 'retryAction',
+          summary: 'Deliver a dead (or dropped) action again, now',
+          description: NO_OUTBOX,
+          parameters: [actionIdParameter],
+        },
+        { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
+        { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+      ),
+      '/actions/{id}': operatorRoute(
+        'delete',
+        {
+          operationId: 'dropAction',
+          summary: 'Drop a pending or dead action: it is never delivered',
+          description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
+          parameters: [actionIdParameter],
+        },
+        { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
+        { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+      ),
       '/callbacks/admin': {
         post: operation(
           'vendor',
