@@ -304,7 +304,7 @@ describe('real answers of every route conform to the document', () => {
   });
 });
 
-describe('refusals of a riskgate without operator keys, overloaded, its decision log failing', () => {
+describe('refusals of a riskgate with an ops port but no operator keys, overloaded, its decision log failing', () => {
   let b: Harness;
   let logHealthy = true;
   const decisionLog: DecisionLog = {
@@ -320,6 +320,7 @@ describe('refusals of a riskgate without operator keys, overloaded, its decision
       deadlineMs: 5000,
       env: {
         RISKGATE_OPS_KEYS: '',
+        RISKGATE_OPS_PORT: '0',
         RISKGATE_MAX_IN_FLIGHT: '1',
         RISKGATE_DECISION_LOG_ON_FAILURE: 'refuse',
         RISKGATE_FEEDBACK_BURST: '1',
@@ -330,12 +331,16 @@ describe('refusals of a riskgate without operator keys, overloaded, its decision
   });
   afterAll(() => b?.stop());
 
-  it('refuses the operator routes with 403 when no operator key is configured', async () => {
+  it('on the ops port: the operator routes refused 403 without operator keys, the probes answered; on the service port they are 404', async () => {
+    const ops = b.riskgate.opsUrl!;
     for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
-      expect((await call(b.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(403);
+      expect((await call(ops, 'GET', path, { key: OPS_KEY })).status, path).toBe(403);
+      expect((await call(b.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(404);
     }
-    expect((await call(b.url, 'POST', '/actions/nope/retry')).status).toBe(403);
-    expect((await call(b.url, 'DELETE', '/actions/nope')).status).toBe(403);
+    expect((await call(ops, 'POST', '/actions/nope/retry')).status).toBe(403);
+    expect((await call(ops, 'DELETE', '/actions/nope')).status).toBe(403);
+    expect((await call(ops, 'GET', '/healthz')).status).toBe(200);
+    expect((await call(ops, 'GET', '/readyz')).status).toBe(200);
   });
 
   it('sheds a decision and feedback past RISKGATE_MAX_IN_FLIGHT: 503 with Retry-After', async () => {
