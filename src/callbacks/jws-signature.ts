@@ -6,6 +6,9 @@ import { base64url, errors, flattenedVerify } from 'jose';
  * body base64url-encoded (not RFC 7797), header value `<b64url header>..<signature>`.
  */
 
+/** Largest admin callback body accepted at `POST /callbacks/admin`, bytes. */
+export const MAX_CALLBACK_BODY_BYTES = 64 * 1024;
+
 const HS256_HEADER = base64url.encode(JSON.stringify({ alg: 'HS256' }));
 const ALGORITHMS = ['HS256'];
 const encoder = new TextEncoder();

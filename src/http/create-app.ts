@@ -10,7 +10,7 @@ import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
 import { admittedAtListener, arrivedAt } from '../admission/shed-before-app.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
-import { verifyCallbackSignature } from '../callbacks/jws-signature.ts';
+import { MAX_CALLBACK_BODY_BYTES, verifyCallbackSignature } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import {
   type ActionReport,
@@ -114,9 +114,6 @@ export interface AppDeps {
   /** `service` (default): /decide and the rest; `ops`: only health and the operator endpoints. */
   surface?: 'service' | 'ops';
 }
-
-/** Largest admin callback body accepted, bytes. */
-export const MAX_CALLBACK_BODY_BYTES = 64 * 1024;
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();

@@ -1,26 +1,57 @@
 import { z } from 'zod';
+import { MAX_CALLBACK_BODY_BYTES } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   feedbackRequestSchema,
   feedbackResponseSchema,
   MAX_FEEDBACK_BODY_BYTES,
 } from '../feedback/feedback-request.ts';
+import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../http/problem-details.ts';
+import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
+import { actionsQuerySchema } from '../outbox/outbox-view.ts';
+import {
+  actionsSchema,
+  callbackAckSchema,
+  healthSchema,
+  outboxEntrySchema,
+  policiesSchema,
+  policyStatusSchema,
+  problemSchema,
+  readinessSchema,
+  ruleStatsSchema,
+  timestampSchema,
+} from './response-schemas.ts';
 
 /**
- * The OpenAPI 3.1 description of `POST /decide`, generated from the same zod schemas that
- * validate requests and describe answers, so the document cannot drift from the code.
+ * The OpenAPI 3.1 description of every route riskgate serves, generated from the zod schemas that
+ * validate requests and describe answers. Each problem answer is listed under the status its
+ * `RG_ERR_*` code maps to (src/http/problem-details.ts), with the codes it can carry. Served at
+ * `GET /openapi.json` and committed as `docs/openapi.json` (`npm run openapi`); tests keep both
+ * equal and validate real answers of every route against it.
  */
 
-const problemSchema = z.object({
-  type: z.string(),
-  title: z.string(),
-  status: z.number().int(),
-  detail: z.string(),
-  code: z.string().describe('Stable RG_ERR_* code.'),
-  field: z.string().optional().describe('The first bad field, as a dotted path.'),
-  errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
-});
+/** Which of riskgate's audiences a route serves (`x-riskgate-surface`, and a tag of the same name). */
+export type RouteSurface = 'caller' | 'probe' | 'operator' | 'vendor';
+
+/**
+ * The named schemas as components, in one conversion: a schema used inside another is a `$ref`
+ * to its component, not a copy.
+ */
+function componentSchemas(io: 'input' | 'output', named: Record<string, z.ZodType>): Record<string, object> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(named)) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, { $schema: _, $id: __, ...rest }]) => [id, rest]),
+  );
+}
 
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const { $schema: _, ...rest } = z.toJSONSchema(schema, {
@@ -31,12 +62,165 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   return rest;
 }
 
-function problem(description: string) {
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ 'application/json': { schema } });
+
+/** The headers some answers come with (components.headers). */
+const HEADERS = {
+  RetryAfter: {
+    description: 'Seconds to wait before trying again.',
+    schema: { type: 'integer', minimum: 1 },
+  },
+  Allow: { description: 'The methods this path takes.', schema: { type: 'string' } },
+  WwwAuthenticate: { description: '`Bearer realm="riskgate"`.', schema: { type: 'string' } },
+};
+const header = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` });
+
+/** The headers some problem codes come with. */
+const CODE_HEADERS: Partial<Record<ErrorCode, Record<string, object>>> = {
+  [ErrorCode.UNAUTHENTICATED]: { 'WWW-Authenticate': header('WwwAuthenticate') },
+  [ErrorCode.METHOD_NOT_ALLOWED]: { Allow: header('Allow') },
+  [ErrorCode.OVERLOADED]: { 'Retry-After': header('RetryAfter') },
+  [ErrorCode.RATE_LIMITED]: { 'Retry-After': header('RetryAfter') },
+  [ErrorCode.DECISION_LOG_UNAVAILABLE]: { 'Retry-After': header('RetryAfter') },
+};
+
+type CodeNotes = Partial<Record<ErrorCode, string>>;
+
+/**
+ * Problem answers by status: each code's note, keyed by the status it maps to. The body is the
+ * Problem schema narrowed to that status and those codes.
+ */
+function problems(notes: CodeNotes): Record<string, object> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of Object.keys(notes) as ErrorCode[]) {
+    const status = statusOfCode(code);
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: Record<string, object> = {};
+  for (const [status, codes] of byStatus) {
+    const headers = Object.assign({}, ...codes.map((c) => CODE_HEADERS[c] ?? {}));
+    responses[String(status)] = {
+      description: codes.map((c) => `\`${c}\`: ${notes[c]}`).join('\n\n'),
+      ...(Object.keys(headers).length > 0 && { headers }),
+      content: {
+        [PROBLEM_CONTENT_TYPE]: {
+          schema: {
+            allOf: [
+              ref('Problem'),
+              {
+                type: 'object',
+                properties: { status: { const: status }, code: { enum: codes } },
+              },
+            ],
+          },
+        },
+      },
+    };
+  }
+  return responses;
+}
+
+/**
+ * Whatever the route: another method on its path (a path with a parameter answers that 404 instead),
+ * and a bug.
+ */
+const EVERY_ROUTE: CodeNotes = {
+  [ErrorCode.METHOD_NOT_ALLOWED]: 'Another method on this path; `Allow` lists the ones it takes.',
+  [ErrorCode.INTERNAL]: 'A bug in riskgate (never bad input): no detail of its own, the service log has it.',
+};
+const A_BUG: CodeNotes = { [ErrorCode.INTERNAL]: EVERY_ROUTE[ErrorCode.INTERNAL]! };
+
+const OPERATOR_KEY: CodeNotes = {
+  [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown operator key (a caller key never opens it).',
+  [ErrorCode.FORBIDDEN]:
+    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one.',
+  [ErrorCode.NOT_FOUND]:
+    'On RISKGATE_PORT while RISKGATE_OPS_PORT is set: the operator routes are on the ops port.',
+};
+
+/** Node's HTTP server answers it itself, without a body, and closes the connection. */
+const REQUEST_TIMEOUT = {
+  '408': {
+    description:
+      'The request did not arrive whole within RISKGATE_REQUEST_TIMEOUT_MS (its headers within RISKGATE_HEADERS_TIMEOUT_MS); answered by the HTTP server, without a body.',
+  },
+};
+
+const SURFACES: Record<RouteSurface, string> = {
+  caller:
+    'Login backends, with a caller key (RISKGATE_API_KEYS); admission control sheds them under overload.',
+  probe: 'Liveness and readiness: open on every port, no key.',
+  operator:
+    'Operators, with an operator key (RISKGATE_OPS_KEYS), never a caller key; on RISKGATE_OPS_PORT when it is set, else on RISKGATE_PORT.',
+  vendor:
+    'The vendor’s Admin API callbacks, signed (x-jws-signature); served once a callback key is configured.',
+};
+
+function operation(surface: RouteSurface, op: Record<string, unknown>, responses: object): object {
+  return { tags: [surface], 'x-riskgate-surface': surface, ...op, responses };
+}
+
+/** Operator routes are served on RISKGATE_PORT, or on RISKGATE_OPS_PORT when it is set. */
+const SERVICE_SERVER = {
+  url: 'http://{host}:{port}',
+  description: 'RISKGATE_PORT: every route unless RISKGATE_OPS_PORT moves the operator routes.',
+  variables: {
+    host: { default: 'localhost', description: 'Where riskgate listens (RISKGATE_HOST).' },
+    port: { default: '8080', description: 'RISKGATE_PORT.' },
+  },
+};
+const OPS_SERVER = {
+  url: 'http://{opsHost}:{opsPort}',
+  description: 'RISKGATE_OPS_PORT, when set: the operator routes and the probes, nothing else.',
+  variables: {
+    opsHost: { default: '127.0.0.1', description: 'RISKGATE_OPS_HOST.' },
+    opsPort: { default: '9090', description: 'RISKGATE_OPS_PORT (no default: this is an example).' },
+  },
+};
+const BOTH_PORTS = [SERVICE_SERVER, OPS_SERVER];
+
+/**
+ * An operator route, on either port, behind the operator key. `extra` adds problem codes (and may
+ * say more about a 404); a path with a parameter answers another method 404, not 405.
+ */
+function operatorRoute(
+  method: 'get' | 'post' | 'delete',
+  op: { operationId: string; summary: string; description?: string; parameters?: object[] },
+  ok: object,
+  extra: CodeNotes = {},
+): object {
+  const parameterised = op.parameters?.some((p) => (p as { in?: string }).in === 'path') === true;
   return {
-    description,
-    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+    servers: BOTH_PORTS,
+    [method]: operation(
+      'operator',
+      { ...op, security: [{ opsKey: [] }] },
+      {
+        '200': ok,
+        ...problems({ ...OPERATOR_KEY, ...extra, ...(parameterised ? A_BUG : EVERY_ROUTE) }),
+      },
+    ),
   };
 }
+
+const OUTBOX_ROUTE: CodeNotes = {
+  [ErrorCode.OUTBOX_UNAVAILABLE]:
+    'The outbox store (SQLite, Redis) did not answer: down, refused or too slow.',
+};
+const NO_OUTBOX = 'With RISKGATE_OUTBOX=memory there is no outbox: 404.';
+
+/** The 404 of a route steering one action: no such action, another method, or no outbox here. */
+const unknownAction = (state: string) =>
+  `No ${state} action with this id; another method on this path is 404 too. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`;
+
+const actionIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The action’s id (`<decisionId>:<type>:<target>`), URL-encoded.',
+  schema: { type: 'string' },
+};
 
 /** Builds the document; `version` is riskgate's package version. */
 export function buildOpenApiDocument(version: string): Record<string, unknown> {
@@ -45,80 +229,293 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     info: {
       title: 'riskgate',
       version,
-      description: 'Real-time login risk decisions: allow, challenge or deny, with reasons.',
+      summary: 'Real-time login risk decisions: allow, challenge or deny, with reasons.',
+      description:
+        'Every error riskgate answers itself is RFC 9457 problem+json with a stable `RG_ERR_*` `code`; a path it does not serve is 404 (`RG_ERR_NOT_FOUND`). Operations carry `x-riskgate-surface` (and the tag of the same name): `caller`, `probe`, `operator` or `vendor`.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
+    servers: [SERVICE_SERVER],
+    tags: Object.entries(SURFACES).map(([name, description]) => ({ name, description })),
     components: {
       securitySchemes: {
         callerKey: { type: 'http', scheme: 'bearer', description: 'A key of RISKGATE_API_KEYS.' },
+        opsKey: { type: 'http', scheme: 'bearer', description: 'A key of RISKGATE_OPS_KEYS.' },
+        callbackSignature: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-jws-signature',
+          description:
+            'A detached JWS (HS256, the callback signature key) over the raw body, as the Admin API signs its callbacks.',
+        },
       },
+      headers: HEADERS,
       schemas: {
-        DecideRequest: jsonSchema(decideRequestSchema, 'input'),
-        DecideResponse: jsonSchema(decideResponseSchema, 'output'),
-        Problem: jsonSchema(problemSchema, 'output'),
-        FeedbackRequest: jsonSchema(feedbackRequestSchema, 'input'),
-        FeedbackResponse: jsonSchema(feedbackResponseSchema, 'output'),
+        ...componentSchemas('input', {
+          DecideRequest: decideRequestSchema,
+          FeedbackRequest: feedbackRequestSchema,
+        }),
+        ...componentSchemas('output', {
+          DecideResponse: decideResponseSchema,
+          FeedbackResponse: feedbackResponseSchema,
+          Problem: problemSchema,
+          Health: healthSchema,
+          Readiness: readinessSchema,
+          Policies: policiesSchema,
+          PolicyStatus: policyStatusSchema,
+          RuleStats: ruleStatsSchema,
+          Actions: actionsSchema,
+          OutboxEntry: outboxEntrySchema,
+          CallbackAck: callbackAckSchema,
+          Timestamp: timestampSchema,
+        }),
       },
     },
-    security: [{ callerKey: [] }],
     paths: {
       '/decide': {
-        post: {
-          operationId: 'decide',
-          summary: 'Decide on one login attempt',
-          requestBody: {
-            required: true,
-            description: `JSON, at most ${MAX_DECIDE_BODY_BYTES} bytes.`,
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/DecideRequest' } } },
+        post: operation(
+          'caller',
+          {
+            operationId: 'decide',
+            summary: 'Decide on one login attempt',
+            security: [{ callerKey: [] }],
+            requestBody: {
+              required: true,
+              description: `JSON, at most ${MAX_DECIDE_BODY_BYTES} bytes.`,
+              content: json(ref('DecideRequest')),
+            },
           },
-          responses: {
+          {
             '200': {
-              description: 'The decision. Upstream failures never fail it: they mark it `degraded`.',
+              description:
+                'The decision. Upstream failures never fail it: they mark it `degraded`. Under overload, a policy with an `overload` verdict answers it here (`reason: overloaded`).',
               headers: {
                 'Server-Timing': {
-                  description: 'total, each upstream call, and policy evaluation, in milliseconds.',
+                  description:
+                    'total, each upstream call, policy evaluation and queue, in milliseconds (absent on an overload verdict).',
                   schema: { type: 'string' },
                 },
               },
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/DecideResponse' } } },
+              content: json(ref('DecideResponse')),
             },
-            '400': problem('Invalid JSON or a field breaking its rule; `field` names it.'),
-            '401': problem('Missing or unknown caller key.'),
-            '413': problem('Body over the size limit.'),
-            '415': problem('Content type other than application/json.'),
+            ...problems({
+              [ErrorCode.INVALID_INPUT]:
+                'Invalid JSON, a field breaking its rule (`field` names it), or userId/deviceId naming Admin records of another account.',
+              [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown caller key.',
+              [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_DECIDE_BODY_BYTES} bytes.`,
+              [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+              [ErrorCode.OVERLOADED]:
+                'Shed by admission control (RISKGATE_MAX_IN_FLIGHT, RISKGATE_MAX_EVENT_LOOP_DELAY_MS), before any work; `Retry-After` says when to try again.',
+              [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+                'The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision goes unaudited.',
+              ...EVERY_ROUTE,
+            }),
+            ...REQUEST_TIMEOUT,
           },
-        },
+        ),
       },
       '/feedback': {
-        post: {
-          operationId: 'feedback',
-          summary: 'Label a decision fraud or legit (for replay --labels)',
-          requestBody: {
-            required: true,
-            description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/FeedbackRequest' } } },
+        post: operation(
+          'caller',
+          {
+            operationId: 'feedback',
+            summary: 'Label a decision fraud or legit (for replay --labels)',
+            description:
+              'With the caller key that asked for the decision, or an operator key (which labels any decision).',
+            security: [{ callerKey: [] }, { opsKey: [] }],
+            requestBody: {
+              required: true,
+              description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+              content: json(ref('FeedbackRequest')),
+            },
           },
-          responses: {
+          {
             '202': {
               description:
                 'Recorded in the decision log as a `feedback` line, with the id of the key that sent it.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/FeedbackResponse' } } },
+              content: json(ref('FeedbackResponse')),
             },
-            '400': problem(
-              'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit.',
-            ),
-            '401': problem(
-              'Missing or unknown key (the caller key that asked for the decision, or an operator key).',
-            ),
-            '404': problem(
-              'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
-            ),
-            '429': problem('This key sends feedback past its rate; `Retry-After` says when to try again.'),
-            '503': problem(
-              'RISKGATE_DECISION_LOG is off (or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse).',
-            ),
+            ...problems({
+              [ErrorCode.INVALID_INPUT]:
+                'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
+              [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+              [ErrorCode.NOT_FOUND]:
+                'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
+              [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+              [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+              [ErrorCode.RATE_LIMITED]:
+                'This key sends feedback past its rate (RISKGATE_FEEDBACK_RATE, RISKGATE_FEEDBACK_BURST).',
+              [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
+              [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+                'RISKGATE_DECISION_LOG is off (the label would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
+              ...EVERY_ROUTE,
+            }),
+            ...REQUEST_TIMEOUT,
           },
+        ),
+      },
+      '/healthz': {
+        servers: BOTH_PORTS,
+        get: operation(
+          'probe',
+          {
+            operationId: 'health',
+            summary: 'Liveness: the process answers',
+            description:
+              'Always 200 while the process runs; the vendor token, open circuit breakers and the decision log are details, never a reason to restart.',
+            security: [],
+          },
+          { '200': { description: 'Alive.', content: json(ref('Health')) }, ...problems(EVERY_ROUTE) },
+        ),
+      },
+      '/readyz': {
+        servers: BOTH_PORTS,
+        get: operation(
+          'probe',
+          {
+            operationId: 'readiness',
+            summary: 'Readiness: this process can answer /decide',
+            description:
+              'The vendor is never a check: every replica shares it, and failing them all would turn a degraded service into none.',
+            security: [],
+          },
+          {
+            '200': { description: 'Ready: a policy is loaded.', content: json(ref('Readiness')) },
+            '503': {
+              description:
+                'Not ready: shutting down (`checks.draining`), or the decision log failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse (`checks.decisionLog`). The body is the readiness report, not a problem.',
+              content: json(ref('Readiness')),
+            },
+            ...problems(EVERY_ROUTE),
+          },
+        ),
+      },
+      '/metrics': operatorRoute(
+        'get',
+        { operationId: 'metrics', summary: 'Prometheus metrics' },
+        {
+          description:
+            'Prometheus text exposition (every worker’s, gathered, with RISKGATE_WORKERS above 1).',
+          content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } },
         },
+      ),
+      '/policies': operatorRoute(
+        'get',
+        { operationId: 'policies', summary: 'The active policy (and the shadow one)' },
+        {
+          description:
+            'Name, revision, when loaded, its files, reload counts, warnings, the last refused edit.',
+          content: json(ref('Policies')),
+        },
+      ),
+      '/policies/stats': operatorRoute(
+        'get',
+        { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
+        {
+          description: 'Since start, the last few revisions of the active and the shadow policy.',
+          content: json(ref('RuleStats')),
+        },
+      ),
+      '/openapi.json': operatorRoute(
+        'get',
+        { operationId: 'openapi', summary: 'This document' },
+        {
+          description: 'The OpenAPI 3.1 document (also committed as docs/openapi.json).',
+          content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
+        },
+      ),
+      '/actions': operatorRoute(
+        'get',
+        {
+          operationId: 'listActions',
+          summary: 'The outbox: counts and the newest actions',
+          description: NO_OUTBOX,
+          parameters: queryParameters(actionsQuerySchema),
+        },
+        {
+          description: 'Pending and dead counts, the oldest pending age, the newest entries.',
+          content: json(ref('Actions')),
+        },
+        {
+          [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+          ...OUTBOX_ROUTE,
+          [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`,
+        },
+      ),
+      '/actions/{id}/retry': operatorRoute(
+        'post',
+        {
+          operationId: 'retryAction',
+          summary: 'Deliver a dead (or dropped) action again, now',
+          description: NO_OUTBOX,
+          parameters: [actionIdParameter],
+        },
+        { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
+        { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+      ),
+      '/actions/{id}': operatorRoute(
+        'delete',
+        {
+          operationId: 'dropAction',
+          summary: 'Drop a pending or dead action: it is never delivered',
+          description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
+          parameters: [actionIdParameter],
+        },
+        { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
+        { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+      ),
+      '/callbacks/admin': {
+        post: operation(
+          'vendor',
+          {
+            operationId: 'adminCallback',
+            summary: 'The Admin API’s enrollment and migration callbacks',
+            description:
+              'Served on RISKGATE_PORT once a callback signature key is configured (RISKGATE_CALLBACK_SIGNATURE_KEY), else 404. Logged by kind and ids, never the activation code.',
+            security: [{ callbackSignature: [] }],
+            requestBody: {
+              required: true,
+              description: `The callback as the Admin API sends it (JSON, at most ${MAX_CALLBACK_BODY_BYTES} bytes), signed over its raw bytes.`,
+              content: json({ type: 'object' }),
+            },
+          },
+          {
+            '200': { description: 'Verified and logged.', content: json(ref('CallbackAck')) },
+            ...problems({
+              [ErrorCode.INVALID_INPUT]: 'The body, signed correctly, is not valid JSON.',
+              [ErrorCode.INVALID_SIGNATURE]:
+                'x-jws-signature missing, not verifying over this body, or not canonical unpadded base64url.',
+              [ErrorCode.CALLBACK_REPLAYED]:
+                'This signed callback was already received: not processed again.',
+              [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_CALLBACK_BODY_BYTES} bytes.`,
+              [ErrorCode.NOT_FOUND]: 'No callback signature key is configured: the route is not served.',
+              ...EVERY_ROUTE,
+            }),
+            ...REQUEST_TIMEOUT,
+          },
+        ),
       },
     },
   };
+}
+
+/** OpenAPI query parameters from a zod object schema of a query. */
+function queryParameters(schema: z.ZodObject): object[] {
+  const { properties = {}, required = [] } = jsonSchema(schema, 'input') as {
+    properties?: Record<string, { description?: string }>;
+    required?: string[];
+  };
+  return Object.entries(properties).map(([name, property]) => ({
+    name,
+    in: 'query',
+    required: required.includes(name),
+    schema: property,
+  }));
+}
+
+/** Where the document is committed, relative to the repository root. */
+export const OPENAPI_FILE = 'docs/openapi.json';
+
+/** The committed file's text: the document, two-space indented, with a final newline. */
+export function openApiFileText(version: string): string {
+  return `${JSON.stringify(buildOpenApiDocument(version), null, 2)}\n`;
 }

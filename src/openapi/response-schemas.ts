@@ -1,0 +1,167 @@
+import { z } from 'zod';
+import type { DecisionLogHealth } from '../decision-log/decision-log.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { ProblemDetails } from '../http/problem-details.ts';
+import type { OutboxEntryView } from '../outbox/outbox-view.ts';
+import type { PolicyStoreStatus } from '../policy/policy-store.ts';
+import type { RevisionStats } from '../policy/rule-stats.ts';
+
+/**
+ * The answers of riskgate's routes that no request schema already describes: problem details,
+ * the probes, and the operator routes. They describe what the handlers build (src/http/create-app.ts)
+ * for the OpenAPI document; `test/openapi-answers.test.ts` validates real answers against it, and
+ * the types below break the build when a producer renames or retypes a field.
+ */
+
+const count = z.number().int().min(0);
+export const timestampSchema = z.iso.datetime().describe('RFC 3339, UTC.');
+const timestamp = timestampSchema;
+
+export const problemSchema = z
+  .object({
+    type: z
+      .string()
+      .regex(/^urn:riskgate:problem:[a-z-]+$/)
+      .describe('`urn:riskgate:problem:<code>`, stable per code.'),
+    title: z.string(),
+    status: z.number().int().min(400).max(599),
+    detail: z.string().describe('For people; never a secret, never an upstream’s own message.'),
+    code: z.enum(ErrorCode).describe('Stable RG_ERR_* code: key on it, not on `detail`.'),
+    field: z.string().optional().describe('The first bad field, as a dotted path.'),
+    errors: z
+      .array(z.object({ field: z.string(), message: z.string() }))
+      .optional()
+      .describe('Every bad field.'),
+  })
+  .describe('RFC 9457 problem details.');
+
+const decisionLogHealthSchema = z.object({
+  ok: z.boolean().describe('False while records do not reach the destination.'),
+  lastError: z.string().optional().describe('The destination’s last error while failing.'),
+  dropped: count.describe('Records dropped under sustained backpressure, since start.'),
+});
+
+export const healthSchema = z
+  .object({
+    status: z.literal('ok'),
+    decisionLog: decisionLogHealthSchema.optional(),
+    vendor: z
+      .object({
+        token: z.object({
+          valid: z.boolean().describe('A valid Trust Signals access token is held.'),
+          expiresInSeconds: count.optional(),
+          consecutiveFailures: count,
+          lastErrorCode: z.string().optional().describe('The RG_ERR_* code of the last failed request.'),
+        }),
+        circuits: z
+          .array(
+            z.object({
+              route: z.string(),
+              state: z.enum(['open', 'half_open']),
+              retryAfterMs: z.number().min(0),
+            }),
+          )
+          .describe('Vendor routes whose circuit breaker is not closed.'),
+      })
+      .optional(),
+  })
+  .describe('Details for people and dashboards; never a readiness check.');
+
+export const readinessSchema = z.object({
+  ready: z.boolean(),
+  checks: z.object({
+    policy: z.boolean().describe('A policy is loaded.'),
+    draining: z.literal(false).optional().describe('Present while shutting down.'),
+    decisionLog: z
+      .literal(false)
+      .optional()
+      .describe('Present while the decision log fails and RISKGATE_DECISION_LOG_ON_FAILURE=refuse.'),
+  }),
+});
+
+const policyIssueSchema = z.object({
+  file: z.string(),
+  line: z.number().int(),
+  col: z.number().int(),
+  message: z.string(),
+  severity: z.enum(['error', 'warning']),
+});
+
+export const policyStatusSchema = z.object({
+  name: z.string(),
+  revision: z.string().describe('A hash of the policy files’ content.'),
+  loadedAt: timestamp,
+  files: z.array(z.string()),
+  reloads: count.describe('Successful reloads that changed the revision, since start.'),
+  failedReloads: count.describe('Refused reloads since start.'),
+  warnings: z.array(policyIssueSchema),
+  lastError: z
+    .object({
+      message: z.string(),
+      at: timestamp,
+      errors: z.array(policyIssueSchema.omit({ severity: true })),
+    })
+    .optional()
+    .describe('The latest refused edit (the last good policy stays live); cleared by the next load.'),
+});
+
+export const policiesSchema = policyStatusSchema.extend({
+  shadow: z
+    .union([
+      policyStatusSchema,
+      z.object({ path: z.string(), loaded: z.literal(false), lastError: z.string().optional() }),
+    ])
+    .optional()
+    .describe('The shadow policy (RISKGATE_SHADOW_POLICY_PATH), loaded or not.'),
+});
+
+const revisionStatsSchema = z.object({
+  policy: z.enum(['active', 'shadow']),
+  name: z.string(),
+  revision: z.string(),
+  since: timestamp.describe('When this revision’s first decision was counted.'),
+  decisions: count,
+  rules: z
+    .record(z.string(), z.object({ hits: count, rate: z.number().min(0).max(1) }))
+    .describe('Per rule id: matches, and the share of the revision’s decisions they are.'),
+});
+
+export const ruleStatsSchema = z.object({
+  revisions: z.array(revisionStatsSchema).describe('The last few revisions of each policy, newest last.'),
+});
+
+export const outboxEntrySchema = z.object({
+  id: z.string().describe('`<decisionId>:<type>:<target>`.'),
+  decisionId: z.string(),
+  type: z.string().describe('The Admin action: lock_out_user, archive_device, restrict_factors.'),
+  target: z.string(),
+  status: z.enum(['pending', 'delivered', 'dead', 'dropped']),
+  attempts: count,
+  createdAt: timestamp,
+  nextAttemptAt: timestamp.optional().describe('While pending.'),
+  updatedAt: timestamp,
+  lastError: z.string().optional(),
+  reason: z.string().optional().describe('Why it is dead or dropped.'),
+});
+
+export const actionsSchema = z.object({
+  pending: count,
+  dead: count,
+  oldestPendingAgeMs: z.number().min(0).describe('Age of the oldest pending action; 0 when none.'),
+  actions: z.array(outboxEntrySchema).describe('Newest first, at most `limit`.'),
+});
+
+export const callbackAckSchema = z.object({ received: z.literal(true) });
+
+/** Compile-time: every value a producer builds fits its schema's output type. */
+type Fits<Produced extends Schema, Schema> = Produced;
+type Mutable<T> = T extends readonly (infer U)[] ? Mutable<U>[] : { -readonly [K in keyof T]: Mutable<T[K]> };
+
+/** Renaming or retyping a field of these producers without its schema breaks the build here. */
+export type ProducersFitTheirSchemas = [
+  Fits<ProblemDetails, z.output<typeof problemSchema>>,
+  Fits<DecisionLogHealth, z.output<typeof decisionLogHealthSchema>>,
+  Fits<Mutable<PolicyStoreStatus>, z.output<typeof policyStatusSchema>>,
+  Fits<RevisionStats, z.output<typeof revisionStatsSchema>>,
+  Fits<OutboxEntryView, z.output<typeof outboxEntrySchema>>,
+];

@@ -1,0 +1,416 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { riskgateVersion } from '../src/build-info/riskgate-version.ts';
+import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
+import type { DecisionLog } from '../src/decision-log/decision-log.ts';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
+import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import {
+  type Answer,
+  createAnswerValidator,
+  documentedOperations,
+  documentedPath,
+  type OpenApiDocument,
+} from './support/openapi-validator.ts';
+
+/**
+ * The OpenAPI document (issue 24, item 4): it covers every route riskgate serves, the committed
+ * docs/openapi.json is what riskgate serves and what `npm run openapi` writes, and real answers of
+ * every route, successes and refusals, conform to it (status documented, body valid).
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const committed = async () => JSON.parse(await readFile(join(ROOT, OPENAPI_FILE), 'utf8')) as OpenApiDocument;
+
+let h: Harness;
+let doc: OpenApiDocument;
+let violations: (answer: Answer) => string[];
+/** Every answer checked, as `METHOD /template status`. */
+const checked: string[] = [];
+
+beforeAll(async () => {
+  h = await startHarness({ riskgate: { version: riskgateVersion() } });
+  doc = await committed();
+  violations = createAnswerValidator(doc);
+});
+afterAll(() => h?.stop());
+
+/** Sends a request to `base` and checks its answer against the document; returns it. */
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  init: {
+    key?: string | undefined;
+    body?: string | ReadableStream<Uint8Array>;
+    contentType?: string;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<{ status: number; headers: Headers; text: string; json: () => Record<string, unknown> }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(init.key !== undefined && { authorization: `Bearer ${init.key}` }),
+      ...(init.body !== undefined && { 'content-type': init.contentType ?? 'application/json' }),
+      ...init.headers,
+    },
+    ...(init.body !== undefined && { body: init.body, duplex: 'half' as const }),
+  });
+  const text = await res.text();
+  const answer = {
+    method,
+    path: path.split('?')[0]!,
+    status: res.status,
+    contentType: res.headers.get('content-type'),
+    text,
+  };
+  expect(violations(answer), `${method} ${path}`).toEqual([]);
+  checked.push(`${method} ${documentedPath(doc, answer.path)} ${res.status}`);
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}
+
+describe('the OpenAPI document', () => {
+  it('documents every route riskgate serves, and serves every route it documents', () => {
+    const served = new Set(
+      h.riskgate.app.routes
+        .filter((r) => r.method !== 'ALL')
+        .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
+    );
+    expect(served.size).toBeGreaterThanOrEqual(12);
+    expect(new Set(documentedOperations(doc))).toEqual(served);
+  });
+
+  it('is what riskgate serves at /openapi.json and what `npm run openapi` writes', async () => {
+    const servedDoc = await (await h.ops('/openapi.json')).json();
+    expect(servedDoc, `${OPENAPI_FILE} is stale: run npm run openapi`).toEqual(doc);
+
+    const dir = await mkdtemp(join(tmpdir(), 'riskgate-openapi-'));
+    try {
+      const out = join(dir, 'openapi.json');
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'src/openapi/write-openapi-file.ts', out],
+          { cwd: ROOT, timeout: 30_000 },
+          (error) => (error ? reject(error) : resolve()),
+        ),
+      );
+      const written = await readFile(out, 'utf8');
+      expect(
+        await readFile(join(ROOT, OPENAPI_FILE), 'utf8'),
+        `${OPENAPI_FILE} is stale: run npm run openapi`,
+      ).toBe(written);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names the package's version and license, and where riskgate listens", async () => {
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+      license: string;
+    };
+    const d = doc as unknown as {
+      info: { version: string; license: { identifier: string } };
+      servers: { url: string }[];
+    };
+    expect(d.info.version).toBe(pkg.version);
+    expect(d.info.license.identifier).toBe(pkg.license);
+    expect(d.servers.length).toBeGreaterThan(0);
+  });
+
+  it('refers only to components it has, and names each operation once', () => {
+    const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of new Set(refs)) {
+      const target = ref
+        .split('/')
+        .reduce<unknown>((node, key) => (node as Record<string, unknown>)?.[key], doc);
+      expect(target, ref).toBeTypeOf('object');
+    }
+    const ids = documentedOperations(doc).map((op) => {
+      const [method, path] = op.split(' ') as [string, string];
+      return (doc.paths[path]![method.toLowerCase()] as { operationId: string }).operationId;
+    });
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('marks the operator routes as such, behind the operator key alone', () => {
+    for (const operation of documentedOperations(doc)) {
+      const [method, path] = operation.split(' ') as [string, string];
+      const op = doc.paths[path]![method.toLowerCase()] as {
+        'x-riskgate-surface': string;
+        tags: string[];
+        security: Record<string, string[]>[];
+      };
+      const operator = /^\/(metrics|policies|openapi\.json|actions)/.test(path);
+      expect(op['x-riskgate-surface'], operation).toBe(
+        operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
+      );
+      expect(op.tags, operation).toEqual([op['x-riskgate-surface']]);
+      if (operator) expect(op.security, operation).toEqual([{ opsKey: [] }]);
+    }
+  });
+
+  it('has a validator that refuses what the document does not allow', async () => {
+    const answer = await h.decide(demoRequest('alice', undefined));
+    const ok = { method: 'POST', path: '/decide', status: 200, contentType: 'application/json' };
+    expect(violations({ ...ok, text: JSON.stringify(answer.body) })).toEqual([]);
+    // A verdict outside the enum, an undocumented field, a status the route never answers.
+    expect(violations({ ...ok, text: JSON.stringify({ ...answer.body, verdict: 'maybe' }) })).not.toEqual([]);
+    expect(violations({ ...ok, text: JSON.stringify({ ...answer.body, extra: 1 }) })).not.toEqual([]);
+    expect(violations({ ...ok, status: 418, text: '{}' })).not.toEqual([]);
+    // A problem whose code is not one the route answers under that status.
+    const problem = {
+      type: 'urn:riskgate:problem:forbidden',
+      title: 'Forbidden',
+      status: 400,
+      detail: 'x',
+      code: 'RG_ERR_FORBIDDEN',
+    };
+    expect(
+      violations({
+        ...ok,
+        status: 400,
+        contentType: 'application/problem+json',
+        text: JSON.stringify(problem),
+      }),
+    ).not.toEqual([]);
+  });
+});
+
+describe('real answers of every route conform to the document', () => {
+  it('POST /decide: a decision, and its refusals', async () => {
+    const decision = await call(h.url, 'POST', '/decide', {
+      key: CALLER_KEY,
+      body: JSON.stringify(demoRequest('alice', undefined)),
+    });
+    expect(decision.status).toBe(200);
+    expect((await call(h.url, 'POST', '/decide', { key: CALLER_KEY, body: '{"accountId":5}' })).status).toBe(
+      400,
+    );
+    expect((await call(h.url, 'POST', '/decide', { key: CALLER_KEY, body: '{' })).status).toBe(400);
+    expect((await call(h.url, 'POST', '/decide', { body: '{}' })).status).toBe(401);
+    expect((await call(h.url, 'POST', '/decide', { key: 'not-a-key', body: '{}' })).status).toBe(401);
+    const big = JSON.stringify({ accountId: 'alice', userAgent: 'x'.repeat(20_000) });
+    expect((await call(h.url, 'POST', '/decide', { key: CALLER_KEY, body: big })).status).toBe(413);
+    expect(
+      (await call(h.url, 'POST', '/decide', { key: CALLER_KEY, body: 'a', contentType: 'text/plain' }))
+        .status,
+    ).toBe(415);
+    const wrongMethod = await call(h.url, 'GET', '/decide', { key: CALLER_KEY });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+  });
+
+  it('POST /feedback: a label, and its refusals', async () => {
+    const decision = await h.decide(demoRequest('alice', undefined));
+    const label = (decisionId: unknown, key: string | null = CALLER_KEY) =>
+      call(h.url, 'POST', '/feedback', {
+        key: key ?? undefined,
+        body: JSON.stringify({ decisionId, label: 'fraud' }),
+      });
+    expect((await label(decision.body.decisionId)).status).toBe(202);
+    expect((await label(decision.body.decisionId, OPS_KEY)).status).toBe(202);
+    expect((await label(randomUUID())).status).toBe(404);
+    expect((await label('not-a-uuid')).status).toBe(400);
+    expect((await label(decision.body.decisionId, null)).status).toBe(401);
+    const big = JSON.stringify({ decisionId: randomUUID(), label: 'fraud', note: 'x'.repeat(5000) });
+    expect((await call(h.url, 'POST', '/feedback', { key: CALLER_KEY, body: big })).status).toBe(413);
+    expect(
+      (await call(h.url, 'POST', '/feedback', { key: CALLER_KEY, body: 'a', contentType: 'text/plain' }))
+        .status,
+    ).toBe(415);
+    expect((await call(h.url, 'GET', '/feedback', { key: CALLER_KEY })).status).toBe(405);
+  });
+
+  it('the probes', async () => {
+    expect((await call(h.url, 'GET', '/healthz')).status).toBe(200);
+    expect((await call(h.url, 'GET', '/readyz')).status).toBe(200);
+    expect((await call(h.url, 'POST', '/healthz', { body: '{}' })).status).toBe(405);
+  });
+
+  it('the operator routes, to the operator key and to others', async () => {
+    await h.decide(demoRequest('alice', undefined)); // /policies/stats has a revision to show
+    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+      expect((await call(h.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(200);
+      expect((await call(h.url, 'GET', path, { key: CALLER_KEY })).status, path).toBe(401);
+    }
+    expect((await call(h.url, 'GET', '/actions?status=delivered&limit=5', { key: OPS_KEY })).status).toBe(
+      200,
+    );
+    expect((await call(h.url, 'GET', '/actions?limit=0', { key: OPS_KEY })).status).toBe(400);
+    expect((await call(h.url, 'POST', '/actions/nope/retry', { key: OPS_KEY })).status).toBe(404);
+    expect((await call(h.url, 'DELETE', '/actions/nope', { key: OPS_KEY })).status).toBe(404);
+    expect((await call(h.url, 'POST', '/metrics', { key: OPS_KEY })).status).toBe(405);
+  });
+
+  it('an action dropped and retried by an operator', async () => {
+    const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
+    await h.control('PUT', '/sandbox/faults', {
+      rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }],
+    });
+    try {
+      const deny = await h.decide(demoRequest('mallory', mallory));
+      expect(deny.body.verdict).toBe('deny');
+      const id = encodeURIComponent(`${deny.body.decisionId}:lock_out_user:${mallory}`);
+      const dropped = await call(h.url, 'DELETE', `/actions/${id}`, { key: OPS_KEY });
+      expect(dropped.status).toBe(200);
+      expect(dropped.json()).toMatchObject({ status: 'dropped' });
+      expect((await call(h.url, 'GET', '/actions?status=dropped', { key: OPS_KEY })).status).toBe(200);
+      await h.control('DELETE', '/sandbox/faults');
+      const retried = await call(h.url, 'POST', `/actions/${id}/retry`, { key: OPS_KEY });
+      expect(retried.status).toBe(200);
+      expect(retried.json()).toMatchObject({ status: 'pending' });
+    } finally {
+      await h.control('DELETE', '/sandbox/faults');
+    }
+  });
+
+  it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {
+    const key = h.sandbox.config.credentials.callbackSignatureKey;
+    const body = JSON.stringify({ user_id: 'u-1', enrollment_id: `e-${randomUUID()}`, result: 'success' });
+    const signed = (text: string, signature = signCallbackBody(text, key)) =>
+      call(h.url, 'POST', '/callbacks/admin', { body: text, headers: { 'x-jws-signature': signature } });
+    expect((await signed(body)).status).toBe(200);
+    expect((await signed(body)).status).toBe(409);
+    expect((await signed(body, signCallbackBody(body, 'another-key'))).status).toBe(401);
+    expect((await call(h.url, 'POST', '/callbacks/admin', { body })).status).toBe(401);
+    expect((await signed('{')).status).toBe(400);
+    expect((await signed('x'.repeat(70_000))).status).toBe(413);
+  });
+
+  it('a path riskgate does not serve: 404 problem', async () => {
+    const res = await fetch(`${h.url}/nope`);
+    expect(res.status).toBe(404);
+    expect(documentedPath(doc, '/nope')).toBeUndefined();
+    const problem = await res.text();
+    const asDocumented = {
+      method: 'POST',
+      path: '/feedback',
+      status: 404,
+      contentType: res.headers.get('content-type'),
+    };
+    // The same problem shape, and a code a route documents under 404.
+    expect(violations({ ...asDocumented, text: problem })).toEqual([]);
+  });
+});
+
+describe('refusals of a riskgate with an ops port but no operator keys, overloaded, its decision log failing', () => {
+  let b: Harness;
+  let logHealthy = true;
+  const decisionLog: DecisionLog = {
+    write: () => {},
+    flush: async () => {},
+    close: async () => {},
+    dropped: 0,
+    health: () => ({ ok: logHealthy, dropped: 0 }),
+  };
+  beforeAll(async () => {
+    b = await startHarness({
+      sharedSandbox: h.sandbox,
+      deadlineMs: 5000,
+      env: {
+        RISKGATE_OPS_KEYS: '',
+        RISKGATE_OPS_PORT: '0',
+        RISKGATE_MAX_IN_FLIGHT: '1',
+        RISKGATE_DECISION_LOG_ON_FAILURE: 'refuse',
+        RISKGATE_FEEDBACK_BURST: '1',
+        RISKGATE_FEEDBACK_RATE: '0.01',
+      },
+      riskgate: { decisionLog },
+    });
+  });
+  afterAll(() => b?.stop());
+
+  it('on the ops port: the operator routes refused 403 without operator keys, the probes answered; on the service port they are 404', async () => {
+    const ops = b.riskgate.opsUrl!;
+    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+      expect((await call(ops, 'GET', path, { key: OPS_KEY })).status, path).toBe(403);
+      expect((await call(b.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(404);
+    }
+    expect((await call(ops, 'POST', '/actions/nope/retry')).status).toBe(403);
+    expect((await call(ops, 'DELETE', '/actions/nope')).status).toBe(403);
+    expect((await call(ops, 'GET', '/healthz')).status).toBe(200);
+    expect((await call(ops, 'GET', '/readyz')).status).toBe(200);
+  });
+
+  it('sheds a decision and feedback past RISKGATE_MAX_IN_FLIGHT: 503 with Retry-After', async () => {
+    // A decision held in flight by its own body, sent in two parts: admitted on its headers, it is
+    // in flight until the rest arrives (no vendor timing involved).
+    const body = new TextEncoder().encode(JSON.stringify(demoRequest('alice', undefined)));
+    let release!: () => void;
+    const parts = [
+      Promise.resolve(body.slice(0, 10)),
+      new Promise<void>((r) => {
+        release = r;
+      }).then(() => body.slice(10)),
+    ];
+    const slowBody = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = parts.shift();
+        if (next === undefined) controller.close();
+        else controller.enqueue(await next);
+      },
+    });
+    const held = call(b.url, 'POST', '/decide', { key: CALLER_KEY, body: slowBody });
+    try {
+      const until = performance.now() + 10_000;
+      while (b.riskgate.admission.inFlight < 1 && performance.now() < until) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const shed = await call(b.url, 'POST', '/decide', {
+        key: CALLER_KEY,
+        body: new TextDecoder().decode(body),
+      });
+      expect(shed.status).toBe(503);
+      expect(shed.headers.get('retry-after')).not.toBeNull();
+      const feedback = JSON.stringify({ decisionId: randomUUID(), label: 'legit' });
+      expect((await call(b.url, 'POST', '/feedback', { key: CALLER_KEY, body: feedback })).status).toBe(503);
+    } finally {
+      release();
+    }
+    expect((await held).status).toBe(200);
+  });
+
+  it('refuses decisions and is not ready while the decision log fails; feedback past its rate is 429', async () => {
+    logHealthy = false;
+    try {
+      const body = JSON.stringify(demoRequest('alice', undefined));
+      expect((await call(b.url, 'POST', '/decide', { key: CALLER_KEY, body })).status).toBe(503);
+      const readiness = await call(b.url, 'GET', '/readyz');
+      expect(readiness.status).toBe(503);
+      expect(readiness.json()).toEqual({ ready: false, checks: { policy: true, decisionLog: false } });
+      const feedback = JSON.stringify({ decisionId: randomUUID(), label: 'legit' });
+      expect((await call(b.url, 'POST', '/feedback', { key: CALLER_KEY, body: feedback })).status).toBe(503);
+      // The burst of one is spent: the next label waits.
+      const limited = await call(b.url, 'POST', '/feedback', { key: CALLER_KEY, body: feedback });
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get('retry-after')).not.toBeNull();
+    } finally {
+      logHealthy = true;
+    }
+  });
+});
+
+describe('coverage of the real answers', () => {
+  it('checked a success of every documented operation', () => {
+    const succeeded = new Set(checked.filter((c) => / 2\d\d$/.test(c)).map((c) => c.replace(/ \d+$/, '')));
+    expect(documentedOperations(doc).filter((op) => !succeeded.has(op))).toEqual([]);
+  });
+
+  it('checked refusals of every kind the routes answer: 400, 401, 403, 404, 405, 409, 413, 415, 429, 503', () => {
+    const statuses = new Set(checked.map((c) => Number(c.split(' ').at(-1))));
+    for (const status of [400, 401, 403, 404, 405, 409, 413, 415, 429, 503]) {
+      expect(statuses.has(status), String(status)).toBe(true);
+    }
+  });
+});
