@@ -42,9 +42,10 @@ export function spawnTree(
   options: SpawnOptions = {},
 ): ChildProcess {
   const marker = process.env[RUN_MARKER];
+  // An environment given whole keeps the run's marker unless it names a marker of its own.
   const env = {
-    ...(options.env ?? process.env),
     ...(marker !== undefined && { [RUN_MARKER]: marker }),
+    ...(options.env ?? process.env),
   };
   const tie = setpriv();
   const [file, argv] =
