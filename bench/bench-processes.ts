@@ -1,9 +1,10 @@
-import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnTree, stopTree } from '../test/support/process-tree.ts';
 import type { CannonJob, ClosedLoopJob, GeneratorReply, OpenLoopJob } from './open-loop-generator.ts';
 
 /** A job as the harness hands it over; the generator wrapper numbers it. */
@@ -106,6 +107,8 @@ export interface ServerProcess {
 /**
  * Starts `node --import tsx <entry>` (under `taskset -c <cpu>` when pinned) with `env`, and waits
  * until `readyPath` answers 200 (polling every 100 ms, up to `readyTimeoutMs`, default 30 000).
+ * The process is tied to this one (test/support/process-tree.ts): it dies with the harness, even
+ * when the harness is SIGKILLed.
  */
 export async function startServer(options: {
   name: string;
@@ -122,7 +125,7 @@ export async function startServer(options: {
     options.cpu === undefined
       ? [process.execPath, nodeArgs]
       : ['taskset', ['-c', options.cpu, process.execPath, ...nodeArgs]];
-  const child = spawn(command, args, {
+  const child = spawnTree(command, args, {
     cwd: ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -148,7 +151,7 @@ export async function startServer(options: {
     pid: child.pid ?? -1,
     url,
     output: () => lines.join('\n'),
-    stop: () => stopChild(child),
+    stop: () => stopTree(child),
   };
   const deadline = Date.now() + (options.readyTimeoutMs ?? 30_000);
   while (Date.now() < deadline) {
@@ -168,27 +171,20 @@ export async function startServer(options: {
   throw new Error(`${options.name} was not ready at ${url}${options.readyPath} in time:\n${server.output()}`);
 }
 
-/** SIGTERM, then SIGKILL after 5 s if the process has not exited. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
 /** The forked load generator: send it jobs, get results. */
 export interface Generator {
   run<R>(job: JobInput): Promise<R>;
   stop(): Promise<void>;
 }
 
-/** Forks bench/open-loop-generator.ts and pins all its threads to `cpu` when given. */
+/**
+ * Starts bench/open-loop-generator.ts with an IPC channel, tied to this process like the servers,
+ * and pins all its threads to `cpu` when given.
+ */
 export async function startGenerator(cpu: string | undefined): Promise<Generator> {
-  const child = fork(fileURLToPath(new URL('./open-loop-generator.ts', import.meta.url)), [], {
+  const entry = fileURLToPath(new URL('./open-loop-generator.ts', import.meta.url));
+  const child = spawnTree(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
-    execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
@@ -235,6 +231,7 @@ export async function startGenerator(cpu: string | undefined): Promise<Generator
       const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
       await exited;
       clearTimeout(timer);
+      await stopTree(child);
     },
   };
 }

@@ -54,6 +54,8 @@ export async function startBenchSandbox(o: {
     env: {
       SANDBOX_PORT: String(port),
       SANDBOX_SCENARIO: await writeBenchScenario(o.dir, loginsPerAccount(o.bodyVariants)),
+      // The development keys and sandbox.env it writes go beside the scenario, not into `.riskgate/`.
+      RISKGATE_STATE_DIR: o.dir,
       ...o.env,
     },
     readyPath: '/sandbox/stats',

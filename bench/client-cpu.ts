@@ -9,14 +9,18 @@
  * and parsing of the HTTP response, zod parsing and envelope checks, the result objects (and for
  * items: batching, the JSON body, position matching). It does not include the sandbox.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createTokenManager } from '../src/auth/token-manager.ts';
 import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
 import { createSignalsClient, type SignalsClient } from '../src/signals/signals-client.ts';
+import { spawnTree, stopTree } from '../test/support/process-tree.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -47,9 +51,15 @@ async function freePort(): Promise<number> {
 
 async function startSandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+  const child = spawnTree(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, SANDBOX_PORT: String(port), SANDBOX_HOST: '127.0.0.1' },
+    env: {
+      ...process.env,
+      SANDBOX_PORT: String(port),
+      SANDBOX_HOST: '127.0.0.1',
+      // The development keys it writes go to a temp dir, not into the working tree's `.riskgate/`.
+      RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-client-cpu-')),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -197,7 +207,7 @@ async function main() {
     await client.close();
     await raw.close();
     await tokens.stop();
-    child.kill('SIGTERM');
+    await stopTree(child);
   }
 }
 

@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { riskgateVersion } from './build-info/riskgate-version.ts';
-import { joinPrimary, runPrimary, WORKER_INDEX_VARIABLE } from './cluster/worker-processes.ts';
+import { joinPrimary, onPrimaryStop, runPrimary, WORKER_INDEX_VARIABLE } from './cluster/worker-processes.ts';
 import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/riskgate-config.ts';
 // Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
 import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
@@ -153,23 +153,33 @@ async function startService(
   }
 }
 
-/** SIGTERM/SIGINT: a graceful stop (a second signal exits at once). */
-function onShutdown(stop: () => Promise<void>): void {
+/**
+ * SIGTERM/SIGINT: a graceful stop, then exit 0; a second signal exits at once. Returns what starts
+ * the same stop for another reason (a worker asked by its primary), which is not a signal: a worker
+ * that got the group's Ctrl-C and then its primary's request stops once, gracefully.
+ */
+function onShutdown(stop: () => Promise<void>): (reason: string) => void {
   let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) {
-      process.stderr.write(`riskgate: ${signal} again, exiting now\n`);
-      process.exit(1);
-    }
+  let signals = 0;
+  const begin = (fields: Record<string, string>) => {
+    if (stopping) return;
     stopping = true;
-    stderrLog({ level: 'info', msg: 'shutting down', signal });
+    stderrLog({ level: 'info', msg: 'shutting down', ...fields });
     void stop().then(
       () => process.exit(0),
       (error: unknown) => fail(`shutdown failed: ${String(error)}`),
     );
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  const onSignal = (signal: string) => {
+    if (++signals > 1) {
+      process.stderr.write(`riskgate: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    begin({ signal });
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  return (reason) => begin({ reason });
 }
 
 /** SIGHUP (logrotate's postrotate): the decision log file is opened anew at its path. */
@@ -272,7 +282,8 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
     },
   );
   gather = joinPrimary(service.port, () => service.metrics.render());
-  onShutdown(() => service.stop());
+  const shutdown = onShutdown(() => service.stop());
+  onPrimaryStop((why) => shutdown(`primary: ${why}`));
   onReopen(service);
 }
 

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { signalTree, spawnTree } from './support/process-tree.ts';
 
 /**
  * CI smoke of the benchmark harness: `npm run bench -- --smoke` starts the sandbox, riskgate and
@@ -14,19 +14,20 @@ afterAll(() => rmSync(resultsDir, { recursive: true, force: true }));
 
 function runSmoke(): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(
+    // Tied to this test (its own group, killed with it); the harness ties its servers to itself.
+    const child = spawnTree(
       process.execPath,
       ['--import', 'tsx', 'bench/run.ts', '--smoke', '--no-pin', '--results-dir', resultsDir],
       { cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 80_000);
+    const timer = setTimeout(() => signalTree(child, 'SIGKILL'), 80_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, output });

@@ -1,6 +1,6 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionSpec } from '../src/actions/admin-actions.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
@@ -160,6 +160,29 @@ describe('an outbox file from before the outcome-line column', () => {
       expect((await store.unlogged(10)).map((e) => e.spec.id)).toEqual([a.id]);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('the SQLite outbox file', () => {
+  it('is private: its state directory is created 700, the file and its WAL 600, whatever the umask', async () => {
+    const state = join(mkdtempSync(join(tmpdir(), 'outbox-mode-')), 'state');
+    const umask = process.umask(0o022);
+    let store: SqliteOutboxStore;
+    try {
+      store = new SqliteOutboxStore({ path: join(state, 'outbox.sqlite') });
+    } finally {
+      process.umask(umask);
+    }
+    try {
+      await store.append([spec('u-mode')], T0);
+      expect(statSync(state).mode & 0o777).toBe(0o700);
+      for (const file of ['outbox.sqlite', 'outbox.sqlite-wal']) {
+        expect(statSync(join(state, file)).mode & 0o777, file).toBe(0o600);
+      }
+    } finally {
+      await store.close();
+      rmSync(dirname(state), { recursive: true, force: true });
     }
   });
 });

@@ -1,19 +1,29 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { signalTree, spawnTree } from './support/process-tree.ts';
 
 describe('npm run sandbox (src/sandbox/main.ts)', () => {
   it('prints its URL and credentials, serves, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
-      env: { ...process.env, SANDBOX_PORT: '0', SANDBOX_ADMIN_API_KEY: 'a-real-secret' },
+    // The development keys and sandbox.env it writes go to a temp dir, not the working tree.
+    const state = mkdtempSync(join(tmpdir(), 'riskgate-sandbox-main-'));
+    const child = spawnTree(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+      env: {
+        ...process.env,
+        SANDBOX_PORT: '0',
+        SANDBOX_ADMIN_API_KEY: 'a-real-secret',
+        RISKGATE_STATE_DIR: state,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
       let out = '';
-      child.stdout.setEncoding('utf8');
+      child.stdout!.setEncoding('utf8');
       const url = await new Promise<string>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no banner: ${out}`)), 15_000);
-        child.stdout.on('data', (chunk: string) => {
+        child.stdout!.on('data', (chunk: string) => {
           out += chunk;
           const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
           if (m && out.includes('demo accounts')) {
@@ -39,7 +49,8 @@ describe('npm run sandbox (src/sandbox/main.ts)', () => {
       const [code] = await once(child, 'exit');
       expect(code).toBe(0);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      signalTree(child, 'SIGKILL');
+      rmSync(state, { recursive: true, force: true });
     }
   });
 });

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   cpSync,
@@ -19,7 +19,8 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
-import { PROCESS_KEY, PROCESS_OPS_KEY, processEnv } from './support/riskgate-process.ts';
+import { signalTree, spawnTree } from './support/process-tree.ts';
+import { buildDist, PROCESS_KEY, PROCESS_OPS_KEY, processEnv } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
@@ -30,32 +31,24 @@ import { sandboxControl } from './support/sandbox-control.ts';
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
-// Inside the repository so the compiled files resolve node_modules and package.json's "type".
-const BUILD = join(ROOT, '.riskgate', `build-test-${process.pid}`);
-const MAIN = join(BUILD, 'main.js');
 const KEY = PROCESS_KEY;
 
+let build: ReturnType<typeof buildDist>;
 let sandbox: RunningSandbox;
 let work: string;
 
 beforeAll(async () => {
-  execFileSync(
-    process.execPath,
-    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', BUILD],
-    {
-      cwd: ROOT,
-      stdio: 'pipe',
-    },
-  );
-  rmSync(join(BUILD, 'sandbox'), { recursive: true });
-  rmSync(join(BUILD, 'dev'), { recursive: true });
+  build = buildDist('test');
+  rmSync(join(build.dir, 'sandbox'), { recursive: true });
+  rmSync(join(build.dir, 'dev'), { recursive: true });
   sandbox = await startSandbox({ port: 0, quiet: true });
   work = mkdtempSync(join(tmpdir(), 'riskgate-process-'));
 }, 120_000);
 
 afterAll(async () => {
   await sandbox?.stop();
-  rmSync(BUILD, { recursive: true, force: true });
+  build?.remove();
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 
 function vendorEnv(): Record<string, string> {
@@ -73,7 +66,7 @@ interface Started {
 }
 
 function run(env: Record<string, string>, nodeArgs: string[] = []): Started {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawnTree(process.execPath, [...nodeArgs, build.main], {
     cwd: work,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -190,7 +183,7 @@ describe('node dist/main.js', () => {
       expect(lines[1]).toMatchObject({ type: 'lock_out_user', status: 'done' });
     } finally {
       await control('DELETE', '/sandbox/faults');
-      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      signalTree(p.child, 'SIGKILL');
     }
   });
 
@@ -225,7 +218,7 @@ describe('node dist/main.js', () => {
       expect(ids(logPath)).toEqual([second]);
       expect(p.child.exitCode).toBeNull();
     } finally {
-      p.child.kill('SIGKILL');
+      signalTree(p.child, 'SIGKILL');
     }
   });
 
@@ -308,7 +301,7 @@ describe('node dist/main.js', () => {
       expect(await adminUserStatus(sandbox, mallory!)).toBe('locked_out');
     } finally {
       await control('DELETE', '/sandbox/faults');
-      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      signalTree(p.child, 'SIGKILL');
       next?.child.kill('SIGKILL');
     }
   });
@@ -321,7 +314,7 @@ describe('the image layout: bin/riskgate.js beside dist/, no src/ and no tsx', (
     copyFileSync(join(ROOT, 'package.json'), join(app, 'package.json'));
     mkdirSync(join(app, 'bin'));
     copyFileSync(join(ROOT, 'bin/riskgate.js'), join(app, 'bin/riskgate.js'));
-    cpSync(BUILD, join(app, 'dist'), { recursive: true });
+    cpSync(build.dir, join(app, 'dist'), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'));
     symlinkSync(join(ROOT, 'policies'), join(app, 'policies'));
     return app;
@@ -444,7 +437,7 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       expect(await p.exited).toBe(0);
     } finally {
       await control('DELETE', '/sandbox/faults');
-      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      signalTree(p.child, 'SIGKILL');
     }
   });
 
@@ -501,7 +494,7 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       expect(p.stderr()).toMatch(/"msg":"shutting down workers"/);
     } finally {
       await control('DELETE', '/sandbox/faults');
-      if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      signalTree(p.child, 'SIGKILL');
     }
   });
 });

@@ -15,14 +15,20 @@ import { mergeWorkerMetrics } from './merge-metrics.ts';
  * What must happen once per host happens in the primary or in worker 1: the primary starts the
  * embedded sandbox and the development key (main.ts passes them to the workers as environment),
  * worker 1 alone follows the Log API. `/metrics` on any worker gathers every worker's metrics
- * through the primary, labelled `worker="<n>"`. SIGTERM reaches every worker, each drains its
- * decisions and actions, and the primary exits once they all have. A worker that dies is replaced,
+ * through the primary, labelled `worker="<n>"`. A shutdown reaches every worker whoever gets the
+ * signal: SIGTERM or SIGINT to the primary alone is passed on as a message (`WORKER_STOP`), and a
+ * signal to the whole process group (Ctrl-C, systemd's control-group kill) reaches each worker
+ * itself; either way each worker drains its decisions, log and actions once (the message is never
+ * taken for a second signal, which would exit at once), and the primary exits once they all have. A worker that dies is replaced,
  * at most `maxRestartsPerMinute` times a minute; past that the primary stops (the orchestrator
  * restarts the whole).
  */
 
 /** The environment variable that tells a worker its number (1-based); set by the primary only. */
 export const WORKER_INDEX_VARIABLE = 'RISKGATE_WORKER_INDEX';
+
+/** The primary's message asking a worker to drain and exit (a message, so never counted as a signal). */
+export const WORKER_STOP = 'riskgate:stop';
 
 export interface PrimaryOptions {
   count: number;
@@ -134,7 +140,7 @@ export function runPrimary(options: PrimaryOptions): void {
     if (stopping) return;
     stopping = true;
     options.log({ level: 'info', msg: 'shutting down workers', why, workers: workers.size });
-    for (const w of workers.values()) w.process.kill('SIGTERM');
+    for (const w of workers.values()) askToStop(w, why);
     if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
     // A worker stuck past its own drain is killed: the orchestrator's grace period is finite.
     setTimeout(() => {
@@ -142,6 +148,7 @@ export function runPrimary(options: PrimaryOptions): void {
       process.exit(1);
     }, options.drainTimeoutMs + 5000).unref();
   };
+  // A second signal changes nothing here: each worker that got it (a group signal) exits at once.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   // logrotate signals the process it knows (the primary): each worker reopens its decision log.
@@ -151,6 +158,26 @@ export function runPrimary(options: PrimaryOptions): void {
 
   const first = options.firstWorkerPicksPort === true ? 1 : options.count;
   for (let i = 1; i <= first; i++) fork(i);
+}
+
+/** Asks a worker to drain (the message), or signals it when its channel is gone. */
+function askToStop(worker: Worker, why: string): void {
+  try {
+    if (worker.isConnected()) {
+      worker.send({ type: WORKER_STOP, why });
+      return;
+    }
+  } catch {
+    // the channel closed meanwhile
+  }
+  worker.process.kill('SIGTERM');
+}
+
+/** In a worker: calls `stop` with the primary's reason when the primary asks this worker to stop. */
+export function onPrimaryStop(stop: (why: string) => void): void {
+  process.on('message', (m: { type?: unknown; why?: unknown }) => {
+    if (m?.type === WORKER_STOP) stop(String(m.why));
+  });
 }
 
 /**

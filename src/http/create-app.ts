@@ -136,6 +136,8 @@ export function createApp(deps: AppDeps): Hono {
       ) {
         c.res.headers.set('connection', 'close');
       }
+      // Shutting down: the client opens its next request elsewhere, never on a closing connection.
+      if (deps.isDraining?.()) c.res.headers.set('connection', 'close');
     }
   });
 

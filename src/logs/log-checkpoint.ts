@@ -53,9 +53,10 @@ export function createFileCheckpointStore(path: string): CheckpointStore {
       return parsed.data;
     },
     async save(checkpoint) {
-      await mkdir(dirname(path), { recursive: true });
+      // State files are private (directory 700, file 600), like the outbox and the development keys.
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
       const tmp = `${path}.${process.pid}.tmp`;
-      const fh = await open(tmp, 'w');
+      const fh = await open(tmp, 'w', 0o600);
       try {
         await fh.writeFile(JSON.stringify(checkpoint));
         await fh.sync();

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
@@ -94,7 +94,10 @@ export class SqliteOutboxStore implements OutboxStore {
   #closed = false;
 
   constructor(options: SqliteOutboxStoreOptions) {
-    mkdirSync(dirname(options.path), { recursive: true });
+    // Private like the development keys beside it: the directory 700, a new file 600 (SQLite gives
+    // its -wal and -shm files the database file's mode; it would create the file 644 itself).
+    mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(options.path, 'a', 0o600));
     this.#db = new DatabaseSync(options.path);
     // A writer holding the lock (another worker) is waited for briefly; transactions are tiny.
     this.#db.exec(`PRAGMA busy_timeout = 1000; PRAGMA journal_mode = WAL;

@@ -1,13 +1,16 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { signalTree, spawnTree, stopTree } from './process-tree.ts';
 
 /**
  * A real Redis server for the shared-outbox tests: Debian's `redis-server`, started on a free
  * loopback port with an append-only file in a temp dir. `.ci/run` installs the package; without it
- * a local run skips those tests with a message naming it, and CI (CI=true) fails instead.
+ * a local run skips those tests with a message naming it, and CI (CI=true) fails instead. The
+ * server is tied to the test's process (test/support/process-tree.ts): a test file that dies or an
+ * `afterAll` that times out never leaves it running.
  */
 
 export const REDIS_PACKAGE = 'redis-server';
@@ -51,7 +54,7 @@ async function freePort(): Promise<number> {
 export async function startRedis(): Promise<RunningRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'riskgate-redis-'));
   const port = await freePort();
-  const child: ChildProcess = spawn(
+  const child: ChildProcess = spawnTree(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''],
     { stdio: ['ignore', 'pipe', 'pipe'] },
@@ -63,7 +66,8 @@ export async function startRedis(): Promise<RunningRedis> {
   const until = performance.now() + 10_000;
   while (!output.includes('Ready to accept connections')) {
     if (child.exitCode !== null || performance.now() > until) {
-      child.kill('SIGKILL');
+      signalTree(child, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
       throw new Error(`redis-server did not start: ${output.slice(-500)}`);
     }
     await new Promise((r) => setTimeout(r, 20));
@@ -72,13 +76,10 @@ export async function startRedis(): Promise<RunningRedis> {
     url: `redis://127.0.0.1:${port}`,
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
+    // SIGTERM after SIGCONT (a paused server), SIGKILL past 5 s: a stop never hangs the hook.
     stop: async () => {
-      if (child.exitCode === null) {
-        child.kill('SIGCONT');
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      signalTree(child, 'SIGCONT');
+      await stopTree(child);
       rmSync(dir, { recursive: true, force: true });
     },
   };

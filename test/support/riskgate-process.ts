@@ -1,8 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sandboxUpstream } from '../../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { signalTree, spawnTree } from './process-tree.ts';
 
 /**
  * riskgate as separate processes (`node dist/main.js`, compiled once per test file), for tests that
@@ -14,22 +16,33 @@ export const PROCESS_KEY = 'process-test-caller-key-0123';
 /** The operator key (RISKGATE_OPS_KEYS) of `processEnv`: /metrics and /actions take no caller key. */
 export const PROCESS_OPS_KEY = 'process-test-ops-key-0123456';
 
-/** Compiles src/ into a fresh directory inside the repository; returns it and a remover. */
-export function buildDist(tag: string): { main: string; remove: () => void } {
-  const dir = join(ROOT, '.riskgate', `build-${tag}-${process.pid}`);
+/**
+ * Compiles src/ into `dist/` of a fresh temp directory laid out as the image lays out /app
+ * (package.json for `"type"` and the version, node_modules a link to the repository's), never into
+ * the working tree; returns the entry point and a remover.
+ */
+export function buildDist(tag: string): { dir: string; main: string; remove: () => void } {
+  const app = mkdtempSync(join(tmpdir(), `riskgate-build-${tag}-`));
+  copyFileSync(join(ROOT, 'package.json'), join(app, 'package.json'));
+  symlinkSync(join(ROOT, 'node_modules'), join(app, 'node_modules'));
+  const dir = join(app, 'dist');
   execFileSync(
     process.execPath,
     [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dir],
     { cwd: ROOT, stdio: 'pipe' },
   );
-  return { main: join(dir, 'main.js'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, main: join(dir, 'main.js'), remove: () => rmSync(app, { recursive: true, force: true }) };
 }
 
-/** The environment of a riskgate on `sandbox` (one process, port 0). */
+/**
+ * The environment of a riskgate on `sandbox` (one process, port 0), its state in a fresh temp dir
+ * unless `extra` names one (never `.riskgate/` in the working tree).
+ */
 export function processEnv(sandbox: RunningSandbox, extra: Record<string, string>): Record<string, string> {
   const u = sandboxUpstream(sandbox);
   return {
     PATH: process.env.PATH ?? '',
+    RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-process-state-')),
     RISKGATE_PORT: '0',
     RISKGATE_WORKERS: '1',
     RISKGATE_API_KEYS: PROCESS_KEY,
@@ -54,6 +67,10 @@ export interface RiskgateProcess {
   exited: Promise<number | null>;
   /** Resolves with the port once the process says it listens (rejects if it exits first). */
   port: () => Promise<number>;
+  /**
+   * Signals the process; SIGKILL (the default, a crash or a cleanup) goes to its whole process
+   * group, so no cluster worker outlives it.
+   */
   kill: (signal?: NodeJS.Signals) => void;
 }
 
@@ -62,7 +79,7 @@ export function startProcess(
   env: Record<string, string>,
   nodeArgs: string[] = [],
 ): RiskgateProcess {
-  const child = spawn(process.execPath, [...nodeArgs, main], {
+  const child = spawnTree(process.execPath, [...nodeArgs, main], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -77,7 +94,8 @@ export function startProcess(
     stderr: () => stderr,
     exited,
     kill: (signal = 'SIGKILL') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (signal === 'SIGKILL') signalTree(child, signal);
+      else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
     port: async () => {
       const until = performance.now() + 20_000;
