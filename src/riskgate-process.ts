@@ -1,7 +1,13 @@
 import cluster from 'node:cluster';
 import { riskgateVersion } from './build-info/riskgate-version.ts';
 import { joinPrimary, runPrimary, WORKER_INDEX_VARIABLE } from './cluster/worker-processes.ts';
-import { loadConfig, type RiskgateConfig, type UpstreamConfig } from './config/riskgate-config.ts';
+import {
+  describeUnknownVariable,
+  loadConfig,
+  type RiskgateConfig,
+  type UpstreamConfig,
+  unknownVariables,
+} from './config/riskgate-config.ts';
 // Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
 import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
 import { isRiskgateError } from './errors/riskgate-error.ts';
@@ -70,6 +76,13 @@ function fail(message: string): never {
 async function main(): Promise<void> {
   process.on('uncaughtException', onFatal('uncaughtException'));
   process.on('unhandledRejection', onFatal('unhandledRejection'));
+  // A typo leaves its setting at the default: said first (once, by the primary), since it may be
+  // why a required variable is missing.
+  if (!cluster.isWorker) {
+    for (const unknown of unknownVariables(process.env)) {
+      stderrLog({ level: 'warn', msg: describeUnknownVariable(unknown), variable: unknown.name });
+    }
+  }
   let config: RiskgateConfig;
   try {
     config = loadConfig(process.env);
