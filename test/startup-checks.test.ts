@@ -58,6 +58,13 @@ describe('the Node.js version', () => {
     expect(pkg.engines.node).toMatch(new RegExp(`^>=${MINIMUM_NODE[0]}\\.${MINIMUM_NODE[1]}\\b`));
   });
 
+  it('npm keeps to errors here: no EBADENGINE flood from npm ci on an older Node', () => {
+    // npm hands its own settings to scripts as npm_config_*: without them, the project's .npmrc speaks.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_/i.test(k)));
+    const npm = spawnSync('npm', ['config', 'get', 'loglevel'], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(npm.stdout.trim()).toBe('error');
+  });
+
   const old = olderNode();
   if (old === undefined) {
     it.skip('is checked on an older Node (none on this machine: nothing to run the commands with)', () => {});
