@@ -3,9 +3,10 @@
 #   docker run -p 8080:8080 --env-file riskgate.env riskgate
 # The vendor is configured by environment variables (README, "Configuration"); there is no
 # embedded sandbox in the image: without RISKGATE_SIGNALS_URL it stops with a message.
-# Policies are baked in from policies/; mount your own over /app/policies (read-only is fine).
-# The CLI is in the image too, for an init container that refuses a bad policy before the service
-# starts:  command: ["riskgate", "policy", "check", "/app/policies"]
+# Policies are baked in from policies/ at /app/policies; mount your own over it (read-only is fine;
+# deploy/policy-configmap does so from a ConfigMap). The CLI is in the image too, for an init
+# container that refuses a bad policy before the service starts:
+#   command: ["riskgate", "policy", "check", "/app/policies"]   (deploy/riskgate.yaml)
 # The base image is named by tag: no registry is reachable where this file is written, so no digest
 # could be read truthfully. Pin it where you build: FROM node:24-slim@sha256:<digest of your pull>.
 
@@ -33,7 +34,8 @@ COPY --from=build /app/dist ./dist
 COPY bin ./bin
 RUN ln -s /app/bin/riskgate.js /usr/local/bin/riskgate
 COPY policies ./policies
-USER node
+# The image's `node` user, by number: Kubernetes' runAsNonRoot can verify a uid, never a name.
+USER 1000:1000
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=2s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.RISKGATE_PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

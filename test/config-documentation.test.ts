@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES } from '../src/config/riskgate-config.ts';
+import { CONFIG_VARIABLES, loadConfig } from '../src/config/riskgate-config.ts';
 
 /**
  * The configuration's three descriptions stay one: the variables loadConfig reads, the ones
@@ -25,5 +26,33 @@ describe('configuration documentation', () => {
     const table = section.slice(0, section.indexOf('\n## '));
     const rows = [...table.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!).filter(ours);
     expect([...rows].sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+
+  it('riskgate.env.example reads the same under docker --env-file and node --env-file, every line uncommented', () => {
+    // What a user does with it: uncomment the lines they set (as shown here, to see every value).
+    const text = read('riskgate.env.example').replace(/^# ?(?=[A-Z][A-Z0-9_]*=)/gm, '');
+    // docker: a line starting with # is a comment, blank lines are skipped, anything else is
+    // NAME=VALUE with the whole rest of the line as the value (no quotes, no comment stripping).
+    const docker: Record<string, string> = {};
+    for (const line of text.split('\n')) {
+      if (line.trim() === '' || line.trimStart().startsWith('#')) continue;
+      const at = line.indexOf('=');
+      expect(at, `not NAME=VALUE: ${line}`).toBeGreaterThan(0);
+      docker[line.slice(0, at)] = line.slice(at + 1);
+    }
+    // node --env-file's own parser (util.parseEnv is the same code).
+    expect(parseEnv(text)).toEqual(docker);
+    for (const [name, value] of Object.entries(docker)) {
+      expect(value, `${name}: a comment or a space in the value`).not.toMatch(/[#\s'"]/);
+    }
+  });
+
+  it('riskgate.env.example shows defaults: a RISKGATE_ line uncommented changes nothing', () => {
+    const shown = [...read('riskgate.env.example').matchAll(/^# ?((?:RISKGATE|SANDBOX)_[A-Z0-9_]+)=(.+)$/gm)];
+    expect(shown.length).toBeGreaterThan(20);
+    const defaults = loadConfig({});
+    for (const [, name, value] of shown) {
+      expect(loadConfig({ [name!]: value! }), `${name}=${value}`).toEqual(defaults);
+    }
   });
 });

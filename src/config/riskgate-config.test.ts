@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from './riskgate-config.ts';
+import { describeUnknownVariable, loadConfig, unknownVariables } from './riskgate-config.ts';
 
 const UPSTREAM = {
   RISKGATE_API_KEYS: 'caller-key-0123456789,caller-key-abcdefghij',
@@ -135,6 +135,30 @@ describe('loadConfig', () => {
     expect(error.message).toBe('RISKGATE_ADMIN_API_KEY is required');
   });
 
+  it('says a missing or empty URL is required, not that it is a malformed URL', () => {
+    const { RISKGATE_AUTH_URL: _, ...env } = UPSTREAM;
+    expect(errorOf(() => loadConfig(env)).message).toBe('RISKGATE_AUTH_URL is required');
+    // riskgate.env.example ships the vendor's variables uncommented and empty, to be filled in.
+    expect(errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_AUTH_URL: '' })).message).toBe(
+      'RISKGATE_AUTH_URL is required (it is set, but empty)',
+    );
+    expect(errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_SERVICE_ID: ' ' })).message).toBe(
+      'RISKGATE_SERVICE_ID is required (it is set, but empty)',
+    );
+  });
+
+  it('refuses a value that carries an env-file comment (docker --env-file keeps it in the value)', () => {
+    const url = errorOf(() =>
+      loadConfig({ ...UPSTREAM, RISKGATE_AUTH_URL: 'https://auth.example.com   # token issuer base' }),
+    );
+    expect(url.message).toMatch(/^RISKGATE_AUTH_URL must not contain spaces or a #/);
+    const keys = errorOf(() =>
+      loadConfig({ ...UPSTREAM, RISKGATE_API_KEYS: 'caller-key-0123456789   # comma-separated keys' }),
+    );
+    expect(keys.message).toMatch(/^RISKGATE_API_KEYS must not contain spaces or a #/);
+    expect(keys.message).not.toContain('caller-key-0123456789');
+  });
+
   it('names a malformed value without echoing it', () => {
     const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_AUTH_URL: 'ftp://secret-host' }));
     expect(error.message).toMatch(/^RISKGATE_AUTH_URL /);
@@ -193,5 +217,31 @@ describe('loadConfig', () => {
   it('requires the Log API URL and key together', () => {
     const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_LOG_API_KEY: 'log-key' }));
     expect(error.message).toBe('RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set');
+  });
+});
+
+describe('unknownVariables', () => {
+  it('names each RISKGATE_ variable riskgate does not read, with the one it most resembles', () => {
+    const unknown = unknownVariables({
+      ...UPSTREAM,
+      RISKGATE_PORTT: '8081',
+      RISKGATE_AUTH_ULR: 'https://auth.example.com',
+      RISKGATE_FLUX_CAPACITOR: 'on',
+      PATH: '/usr/bin',
+    });
+    expect(unknown).toEqual([
+      { name: 'RISKGATE_AUTH_ULR', suggestion: 'RISKGATE_AUTH_URL' },
+      { name: 'RISKGATE_FLUX_CAPACITOR', suggestion: undefined },
+      { name: 'RISKGATE_PORTT', suggestion: 'RISKGATE_PORT' },
+    ]);
+    expect(describeUnknownVariable(unknown[2]!)).toBe(
+      'RISKGATE_PORTT is not a riskgate variable, ignored (did you mean RISKGATE_PORT?)',
+    );
+  });
+
+  it('knows the secrets read from files and the worker index the primary sets', () => {
+    expect(
+      unknownVariables({ RISKGATE_API_KEYS_FILE: '/run/secrets/keys', RISKGATE_WORKER_INDEX: '2' }),
+    ).toEqual([]);
   });
 });

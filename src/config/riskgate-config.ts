@@ -7,6 +7,7 @@ import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
 import { DEFAULT_RAT_CACHE_TTL_MS } from '../signals/signals-client.ts';
+import { closestName } from '../text/name-suggestion.ts';
 
 /**
  * riskgate's configuration, read from environment variables once at start (src/main.ts) and
@@ -218,8 +219,13 @@ function numberVariable(options: { min: number; max: number; fallback: number; w
 
 /** A listening port; 0 asks the system for a free one (tests). */
 const port = (fallback: number) => numberVariable({ min: 0, max: 65535, fallback });
+/** A comment after a value in an env file becomes part of it under docker --env-file: refused, not parsed as a #fragment. */
+const NO_COMMENT =
+  'must not contain spaces or a # (a comment after a value in an env file becomes part of the value)';
 const httpUrl = z
-  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+  .string()
+  .refine((u) => !/[\s#]/.test(u), NO_COMMENT)
+  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
   .transform((u) => u.replace(/\/+$/, ''));
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
 const optionalEmptyAsUndefined = <T extends z.ZodType>(schema: T) =>
@@ -234,7 +240,16 @@ const keyList = z
       .map((k) => k.trim())
       .filter((k) => k.length > 0),
   )
-  .pipe(z.array(z.string().min(16, 'each key must be at least 16 characters')).min(1, 'lists no key'));
+  .pipe(
+    z
+      .array(
+        z
+          .string()
+          .min(16, 'each key must be at least 16 characters')
+          .refine((k) => !/[\s#]/.test(k), NO_COMMENT),
+      )
+      .min(1, 'lists no key'),
+  );
 
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
@@ -344,12 +359,54 @@ function configError(message: string): RiskgateError {
   return new RiskgateError(ErrorCode.INVALID_CONFIG, message);
 }
 
-function firstIssue(error: z.ZodError): string {
+/**
+ * The first issue as `<VARIABLE> <what is wrong>`. A required variable (`required`: the schema has
+ * no default for it) that is unset, or set but empty as a copied env file leaves it, is "required":
+ * what its format must be is beside the point until it has a value.
+ */
+function firstIssue(
+  error: z.ZodError,
+  env: Readonly<Record<string, string | undefined>>,
+  required = false,
+): string {
   const issue = error.issues[0]!;
   const variable = String(issue.path[0] ?? '');
-  // zod says "expected string, received undefined" for a missing key; say it plainly.
-  const missing = issue.code === 'invalid_type' && issue.message.includes('received undefined');
-  return missing ? `${variable} is required` : `${variable} ${issue.message}`;
+  const raw = env[variable];
+  if (raw === undefined) return `${variable} is required`;
+  if (required && raw.trim() === '') return `${variable} is required (it is set, but empty)`;
+  return `${variable} ${issue.message}`;
+}
+
+/**
+ * `RISKGATE_*` names riskgate reads that are not configuration: the worker index the primary gives
+ * each worker (src/cluster/worker-processes.ts).
+ */
+const INTERNAL_VARIABLES = ['RISKGATE_WORKER_INDEX'];
+
+/** A `RISKGATE_*` variable riskgate does not read, with the known name it most resembles. */
+export interface UnknownVariable {
+  name: string;
+  /** The variable probably meant (at most two edits away), if any. */
+  suggestion: string | undefined;
+}
+
+/**
+ * The `RISKGATE_*` variables in `env` that riskgate does not read: a typo (`RISKGATE_PORTT`) would
+ * otherwise leave the setting at its default without a word. Known: every configuration variable,
+ * `<NAME>_FILE` for the secrets, and riskgate's internal ones.
+ */
+export function unknownVariables(env: Readonly<Record<string, string | undefined>>): UnknownVariable[] {
+  const known = [...CONFIG_VARIABLES, ...SECRET_VARIABLES.map((n) => `${n}_FILE`), ...INTERNAL_VARIABLES];
+  return Object.keys(env)
+    .filter((name) => name.startsWith('RISKGATE_') && !known.includes(name))
+    .sort()
+    .map((name) => ({ name, suggestion: closestName(name, known) }));
+}
+
+/** The start-up warning for an unknown variable: `RISKGATE_PORTT is not a riskgate variable (did you mean RISKGATE_PORT?)`. */
+export function describeUnknownVariable(unknown: UnknownVariable): string {
+  const hint = unknown.suggestion === undefined ? '' : ` (did you mean ${unknown.suggestion}?)`;
+  return `${unknown.name} is not a riskgate variable, ignored${hint}`;
 }
 
 /**
@@ -393,7 +450,7 @@ export function loadConfig(
 ): RiskgateConfig {
   const resolved = resolveSecretFiles(env, readFile);
   const base = baseSchema.safeParse(resolved);
-  if (!base.success) throw configError(firstIssue(base.error));
+  if (!base.success) throw configError(firstIssue(base.error, resolved));
   const b = base.data;
 
   let upstream: UpstreamConfig | undefined;
@@ -402,7 +459,7 @@ export function loadConfig(
     if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
   } else {
     const u = upstreamSchema.safeParse(resolved);
-    if (!u.success) throw configError(firstIssue(u.error));
+    if (!u.success) throw configError(firstIssue(u.error, resolved, true));
     if (b.RISKGATE_API_KEYS === undefined) {
       throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
     }

@@ -8,6 +8,7 @@ import {
   compileCounter,
   parseWindow,
 } from '../features/velocity-counters.ts';
+import { closestName } from '../text/name-suggestion.ts';
 import {
   DEVICE_FIELDS,
   HISTORY_FIELDS,
@@ -19,7 +20,6 @@ import {
 import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
 import { parseCidr } from './ip-cidr.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
-import { closestName } from './name-suggestion.ts';
 import { DEVICES_BIT, HISTORY_BIT, SIGNAL_BIT, USER_BIT, VELOCITY_BIT } from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {

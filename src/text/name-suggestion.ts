@@ -1,4 +1,4 @@
-/** "Did you mean" suggestions for misspelled names in policy files. */
+/** "Did you mean" suggestions for misspelled names: in policy files, and in the environment riskgate reads. */
 
 function editDistance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, i) => i);

@@ -1,0 +1,316 @@
+import cluster from 'node:cluster';
+import { riskgateVersion } from './build-info/riskgate-version.ts';
+import { joinPrimary, onPrimaryStop, runPrimary, WORKER_INDEX_VARIABLE } from './cluster/worker-processes.ts';
+import {
+  describeUnknownVariable,
+  loadConfig,
+  type RiskgateConfig,
+  type UpstreamConfig,
+  unknownVariables,
+} from './config/riskgate-config.ts';
+// Type only (erased): the module itself is loaded by a dynamic import in sandbox mode alone.
+import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
+import { isRiskgateError } from './errors/riskgate-error.ts';
+import { IpcFeatureStore } from './features/ipc-feature-store.ts';
+import { MemoryFeatureStore } from './features/memory-feature-store.ts';
+import { assertPortFree } from './http/accept-sockets.ts';
+import { createTracing } from './observability/tracing.ts';
+import {
+  type RunningRiskgate,
+  type StartRiskgateOptions,
+  startRiskgate,
+  stderrLog,
+} from './service/start-riskgate.ts';
+
+/**
+ * The process: reads the environment, starts riskgate (on the embedded sandbox when no vendor is
+ * configured), handles SIGTERM/SIGINT with a graceful shutdown. The only module with side effects
+ * at the process level.
+ */
+
+/** Longest wait for the decision log after a fatal error, milliseconds, before exiting anyway. */
+const CRASH_FLUSH_TIMEOUT_MS = 2000;
+
+/** The service once started: what a fatal error has to wind down. */
+let running: RunningRiskgate | undefined;
+let crashing = false;
+
+/**
+ * A fatal error's one log line: its name, message and stack. riskgate's own errors never carry a
+ * secret (credentials travel in headers, never in messages); anything else is logged as thrown.
+ */
+function describeFatal(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: String(error).slice(0, 1000) };
+  const code = (error as { code?: unknown }).code;
+  return {
+    error: `${error.name}: ${error.message}`.slice(0, 1000),
+    ...(typeof code === 'string' && { code }),
+    stack: error.stack?.split('\n').slice(1, 11).join('\n'),
+  };
+}
+
+/**
+ * An uncaught exception or unhandled rejection leaves the process in an unknown state: log it,
+ * stop accepting, flush the decision log (bounded) and exit 1. Promised actions stay in the outbox
+ * for the next process (the in-memory queue, RISKGATE_OUTBOX=memory, reports them failed with
+ * `process_crash` instead). A second fatal error while doing so exits at once.
+ */
+function onFatal(kind: 'uncaughtException' | 'unhandledRejection') {
+  return (error: unknown) => {
+    if (crashing) process.exit(1);
+    crashing = true;
+    stderrLog({ level: 'fatal', msg: `${kind}: exiting`, ...describeFatal(error) });
+    const service = running;
+    if (service === undefined) process.exit(1);
+    // A backstop in case the flush itself hangs on something close() does not bound.
+    setTimeout(() => process.exit(1), CRASH_FLUSH_TIMEOUT_MS + 500);
+    void service.abandon('process_crash', CRASH_FLUSH_TIMEOUT_MS).finally(() => process.exit(1));
+  };
+}
+
+function fail(message: string): never {
+  process.stderr.write(`riskgate: ${message}\n`);
+  process.exit(1);
+}
+
+async function main(): Promise<void> {
+  process.on('uncaughtException', onFatal('uncaughtException'));
+  process.on('unhandledRejection', onFatal('unhandledRejection'));
+  // A typo leaves its setting at the default: said first (once, by the primary), since it may be
+  // why a required variable is missing.
+  if (!cluster.isWorker) {
+    for (const unknown of unknownVariables(process.env)) {
+      stderrLog({ level: 'warn', msg: describeUnknownVariable(unknown), variable: unknown.name });
+    }
+  }
+  let config: RiskgateConfig;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    fail(isRiskgateError(error) ? error.message : String(error));
+  }
+
+  if (cluster.isWorker) return runWorker(config);
+  const vendor = await resolveVendor(config);
+  if (config.workers > 1) return runCluster(config, vendor);
+  return runSingle(config, vendor);
+}
+
+/** The vendor riskgate talks to: the configured one, or the embedded sandbox (development). */
+interface Vendor {
+  upstream: UpstreamConfig;
+  apiKeys: string[];
+  /** Operator keys: the configured ones, or on the sandbox the generated development one. */
+  opsKeys?: string[];
+  sandbox?: EmbeddedSandbox;
+  devKeyFile?: string;
+  devOpsKeyFile?: string;
+}
+
+async function resolveVendor(config: RiskgateConfig): Promise<Vendor> {
+  if (config.upstream !== undefined) return { upstream: config.upstream, apiKeys: config.apiKeys! };
+  if (process.env.NODE_ENV === 'production') {
+    fail(
+      'RISKGATE_SIGNALS_URL is required with NODE_ENV=production (the embedded sandbox is for development)',
+    );
+  }
+  // Loaded only here, so nothing in the production import graph reaches src/sandbox/.
+  const { startEmbeddedSandbox } = await import('./dev/embedded-sandbox.ts');
+  let sandbox: EmbeddedSandbox;
+  try {
+    sandbox = await startEmbeddedSandbox(config.sandboxPort);
+  } catch (error) {
+    fail(
+      `cannot start the embedded sandbox on port ${config.sandboxPort} (set SANDBOX_PORT): ${String(error)}`,
+    );
+  }
+  const { loadOrCreateDevApiKey, loadOrCreateDevOpsKey } = await import('./dev/dev-api-key.ts');
+  try {
+    const devKey = config.apiKeys === undefined ? loadOrCreateDevApiKey(config.stateDir) : undefined;
+    // Operator endpoints never take a caller key: development gets an operator key of its own.
+    const devOpsKey = config.opsKeys === undefined ? loadOrCreateDevOpsKey(config.stateDir) : undefined;
+    return {
+      upstream: sandbox.upstream,
+      apiKeys: devKey === undefined ? config.apiKeys! : [devKey.key],
+      sandbox,
+      ...(devKey !== undefined && { devKeyFile: devKey.file }),
+      ...(devOpsKey !== undefined && { opsKeys: [devOpsKey.key], devOpsKeyFile: devOpsKey.file }),
+    };
+  } catch (error) {
+    await sandbox.stop();
+    fail(`cannot keep the development keys in RISKGATE_STATE_DIR (${config.stateDir}): ${String(error)}`);
+  }
+}
+
+/** Starts the service in this process; exits with a message when it cannot. */
+async function startService(
+  config: RiskgateConfig,
+  vendor: Vendor,
+  extra: Partial<StartRiskgateOptions> = {},
+): Promise<RunningRiskgate> {
+  try {
+    running = await startRiskgate({
+      config,
+      upstream: vendor.upstream,
+      apiKeys: vendor.apiKeys,
+      opsKeys: vendor.opsKeys,
+      tracing: createTracing(process.env, { version: riskgateVersion() }),
+      log: stderrLog,
+      version: riskgateVersion(),
+      ...extra,
+    });
+    return running;
+  } catch (error) {
+    await vendor.sandbox?.stop();
+    fail(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * SIGTERM/SIGINT: a graceful stop, then exit 0; a second signal exits at once. Returns what starts
+ * the same stop for another reason (a worker asked by its primary), which is not a signal: a worker
+ * that got the group's Ctrl-C and then its primary's request stops once, gracefully.
+ */
+function onShutdown(stop: () => Promise<void>): (reason: string) => void {
+  let stopping = false;
+  let signals = 0;
+  const begin = (fields: Record<string, string>) => {
+    if (stopping) return;
+    stopping = true;
+    stderrLog({ level: 'info', msg: 'shutting down', ...fields });
+    void stop().then(
+      () => process.exit(0),
+      (error: unknown) => fail(`shutdown failed: ${String(error)}`),
+    );
+  };
+  const onSignal = (signal: string) => {
+    if (++signals > 1) {
+      process.stderr.write(`riskgate: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
+    begin({ signal });
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  return (reason) => begin({ reason });
+}
+
+/** SIGHUP (logrotate's postrotate): the decision log file is opened anew at its path. */
+function onReopen(service: { decisionLog: { reopen?(): void } }): void {
+  process.on('SIGHUP', () => {
+    stderrLog({ level: 'info', msg: 'reopening the decision log', signal: 'SIGHUP' });
+    service.decisionLog.reopen?.();
+  });
+}
+
+/** The whole of riskgate in this one process (RISKGATE_WORKERS=1). */
+async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> {
+  const service = await startService(config, vendor);
+  onReopen(service);
+  onShutdown(async () => {
+    await service.stop();
+    await vendor.sandbox?.stop();
+  });
+  if (vendor.sandbox === undefined) {
+    stderrLog({
+      level: 'info',
+      msg: 'riskgate listening',
+      host: config.host,
+      port: service.port,
+      ...(service.opsPort !== undefined && { opsPort: service.opsPort }),
+      policy: service.policies.status(),
+    });
+    return;
+  }
+  await service.ready;
+  await showDemo(service.port, vendor);
+}
+
+/**
+ * The primary of RISKGATE_WORKERS processes: serves nothing itself. The workers get the vendor (the
+ * embedded sandbox's settings in development) and the caller keys as environment, so the sandbox
+ * and the development key exist once.
+ */
+async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void> {
+  // Development only (the image has no src/dev/): the sandbox's settings for the workers.
+  const env =
+    vendor.sandbox === undefined
+      ? {}
+      : (await import('./dev/sandbox-env-file.ts')).riskgateEnvRecord(
+          vendor.upstream,
+          vendor.apiKeys[0]!,
+          vendor.opsKeys?.[0],
+        );
+  // The workers bind the port themselves (SO_REUSEPORT): whether anyone else holds it is checked here, once.
+  try {
+    await assertPortFree(config.port, config.host);
+  } catch (error) {
+    await vendor.sandbox?.stop();
+    fail(`cannot listen on port ${config.port}: ${String(error)}`);
+  }
+  runPrimary({
+    count: config.workers,
+    env,
+    firstWorkerPicksPort: config.port === 0,
+    // Embedded counters and history live here, shared by the workers (src/features/ipc-feature-store.ts).
+    ...(config.featureStore.kind === 'memory' && { features: new MemoryFeatureStore() }),
+    drainTimeoutMs: 10_000,
+    log: stderrLog,
+    onListening: (port) => {
+      stderrLog({
+        level: 'info',
+        msg: 'riskgate listening',
+        host: config.host,
+        port,
+        workers: config.workers,
+      });
+      if (vendor.sandbox !== undefined) void showDemo(port, vendor);
+    },
+    onStopped: () => vendor.sandbox?.stop(),
+  });
+}
+
+/** One of the primary's workers: a whole riskgate; worker 1 alone follows the Log API. */
+async function runWorker(config: RiskgateConfig): Promise<void> {
+  if (config.upstream === undefined)
+    fail('a worker needs the vendor in its environment (set by the primary)');
+  const index = Number(process.env[WORKER_INDEX_VARIABLE] ?? '1');
+  let gather: (() => Promise<string>) | undefined;
+  let featureStore: IpcFeatureStore | undefined;
+  if (config.featureStore.kind === 'memory') {
+    const ipc = new IpcFeatureStore({ send: (m) => process.send?.(m) ?? false });
+    process.on('message', (m) => ipc.receive(m));
+    featureStore = ipc;
+  }
+  const service = await startService(
+    config,
+    { upstream: config.upstream, apiKeys: config.apiKeys! },
+    {
+      // Each worker binds the port itself with its own accept sockets (SO_REUSEPORT), so a burst
+      // reaches every worker's admission control instead of waiting in the primary's accept queue.
+      sharedPort: true,
+      followLogs: index === 1,
+      renderMetrics: () => (gather ?? service.metrics.render)(),
+      ...(featureStore !== undefined && { featureStore }),
+    },
+  );
+  gather = joinPrimary(service.port, () => service.metrics.render());
+  const shutdown = onShutdown(() => service.stop());
+  onPrimaryStop((why) => shutdown(`primary: ${why}`));
+  onReopen(service);
+}
+
+async function showDemo(port: number, vendor: Vendor): Promise<void> {
+  const { printDemo } = await import('./dev/demo-requests.ts');
+  printDemo({
+    riskgateUrl: `http://localhost:${port}`,
+    sandboxUrl: vendor.sandbox!.url,
+    apiKey: vendor.apiKeys[0]!,
+    keyFile: vendor.devKeyFile,
+    opsKey: vendor.opsKeys?.[0],
+    opsKeyFile: vendor.devOpsKeyFile,
+    userIds: await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']),
+  });
+}
+
+await main();
