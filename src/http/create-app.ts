@@ -264,12 +264,7 @@ export function createApp(deps: AppDeps): Hono {
   // vendor is not a check: every replica shares it, and failing them all at once would turn a
   // degraded service (outage mode, onUnavailable) into no service.
   app.get('/readyz', (c) => {
-    const checks: Record<string, boolean> = {
-      policy: deps.decide.policies.current() !== undefined,
-    };
-    if (deps.isDraining?.()) checks.draining = false;
-    if (deps.auditRequired !== undefined && !deps.auditRequired()) checks.decisionLog = false;
-    const ready = Object.values(checks).every(Boolean);
+    const { ready, checks } = readiness(deps);
     return c.json({ ready, checks }, ready ? 200 : 503);
   });
 
@@ -623,4 +618,20 @@ function afterDecision(
   deps.decisionLog.write(decisionLine(run, response, totalMs, shadow));
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
   span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
+}
+
+/**
+ * What `/readyz` answers (and `riskgate_ready` reports): a policy is loaded, the process is not
+ * shutting down, and, with RISKGATE_DECISION_LOG_ON_FAILURE=refuse, the decision log writes.
+ */
+export function readiness(deps: Pick<AppDeps, 'decide' | 'isDraining' | 'auditRequired'>): {
+  ready: boolean;
+  checks: Record<string, boolean>;
+} {
+  const checks: Record<string, boolean> = {
+    policy: deps.decide.policies.current() !== undefined,
+  };
+  if (deps.isDraining?.()) checks.draining = false;
+  if (deps.auditRequired !== undefined && !deps.auditRequired()) checks.decisionLog = false;
+  return { ready: Object.values(checks).every(Boolean), checks };
 }
