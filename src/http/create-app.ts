@@ -168,7 +168,12 @@ export function createApp(deps: AppDeps): Hono {
     app.post('/decide', admit(deps), auth, audited(deps), limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
       const startedAt = performance.now();
       const request = await readJsonBody(c, decideRequestSchema);
-      const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
+      const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'), {
+        method: 'POST',
+        url: c.req.url,
+        route: '/decide',
+        userAgent: c.req.header('user-agent'),
+      });
       // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
       const arrivedAtMs = incoming === undefined ? undefined : arrivedAt(incoming);
@@ -182,7 +187,7 @@ export function createApp(deps: AppDeps): Hono {
           decisionId: run.decisionId,
           field,
         });
-        span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision });
+        span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision, status: 400 });
         throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
       }
       const response = buildDecideResponse(run, await startActions(deps, run, span?.traceparent));
