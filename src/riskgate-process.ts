@@ -154,7 +154,10 @@ async function startService(
       upstream: vendor.upstream,
       apiKeys: vendor.apiKeys,
       opsKeys: vendor.opsKeys,
-      tracing: createTracing(process.env, { version: riskgateVersion() }),
+      tracing: createTracing(process.env, {
+        version: riskgateVersion(),
+        redaction: { rules: config.decisionLogRedaction, hashKey: config.decisionLogHashKey },
+      }),
       log: stderrLog,
       version: riskgateVersion(),
       ...extra,

@@ -92,12 +92,12 @@ describe('service endpoints', () => {
     await new Promise((r) => setTimeout(r, 50));
     const text = await (await ops('/metrics')).text();
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1]);
-    expect(value(/^riskgate_event_loop_delay_seconds\{quantile="0\.99"\} ([\d.e+-]+)$/m)).toBeGreaterThan(0);
-    expect(value(/^riskgate_event_loop_delay_seconds\{quantile="1"\} ([\d.e+-]+)$/m)).toBeGreaterThan(0);
+    expect(value(/^riskgate_event_loop_delay_p99_seconds ([\d.e+-]+)$/m)).toBeGreaterThan(0);
+    expect(value(/^riskgate_event_loop_delay_max_seconds ([\d.e+-]+)$/m)).toBeGreaterThan(0);
     expect(value(/^riskgate_event_loop_utilization_ratio ([\d.e+-]+)$/m)).toBeGreaterThanOrEqual(0);
-    expect(value(/^riskgate_heap_used_bytes ([\d.e+]+)$/m)).toBeGreaterThan(1e6);
-    expect(value(/^riskgate_resident_memory_bytes ([\d.e+]+)$/m)).toBeGreaterThan(
-      value(/^riskgate_heap_used_bytes ([\d.e+]+)$/m),
+    expect(value(/^nodejs_heap_size_used_bytes ([\d.e+]+)$/m)).toBeGreaterThan(1e6);
+    expect(value(/^process_resident_memory_bytes ([\d.e+]+)$/m)).toBeGreaterThan(
+      value(/^nodejs_heap_size_used_bytes ([\d.e+]+)$/m),
     );
     expect(text).toMatch(
       /^riskgate_gc_duration_seconds_count\{kind="(minor|major|incremental|weakcb)"\} [1-9]/m,

@@ -121,5 +121,24 @@ describe('tracing over OTLP', () => {
       expect(String(attrs['url.full'])).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
       expect(Number(attrs['http.response.status_code'])).toBeGreaterThanOrEqual(200);
     }
+
+    // The decision's server span speaks HTTP semantic conventions.
+    const serverAttrs = Object.fromEntries(server!.attributes.map((a) => [a.key, Object.values(a.value)[0]]));
+    expect(serverAttrs).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/decide',
+      'url.path': '/decide',
+      'url.scheme': 'http',
+      'server.address': '127.0.0.1',
+      'server.port': Number(new URL(h.url).port),
+      'http.response.status_code': 200,
+      'user_agent.original': expect.any(String),
+    });
+    // No span names the user: the Admin reads and the lock-out carry `{userId}` in their URL.
+    const urls = spans.flatMap((s) =>
+      s.attributes.filter((a) => a.key === 'url.full').map((a) => String(a.value.stringValue)),
+    );
+    expect(urls.some((u) => u.endsWith('/srv/admin/v1/users/{userId}'))).toBe(true);
+    for (const s of spans) expect(JSON.stringify(s.attributes), s.name).not.toContain(mallory);
   });
 });

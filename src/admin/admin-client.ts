@@ -40,6 +40,21 @@ import { type AdminUser, adminUserSchema, DEVICE_TYPES, FACTORS } from './admin-
 
 export const ADMIN_PREFIX = '/srv/admin/v1';
 
+/**
+ * Every operation the client calls (its circuit-breaker routes are `admin <operation>`): listed so
+ * `riskgate_circuit_state` shows each route from the start, and typed so a new call must be added.
+ */
+export const ADMIN_OPERATIONS = [
+  'get-user',
+  'get-user-devices',
+  'update-user',
+  'delete-device',
+  'create-one-time-code',
+  'lookup-users',
+  'get-info',
+] as const;
+type AdminOperation = (typeof ADMIN_OPERATIONS)[number];
+
 /** Defaults of the user read cache (milliseconds); see `AdminClientOptions.cache.user`. */
 const USER_CACHE_TTL_MS = 2000;
 const USER_CACHE_STALE_MS = 5000;
@@ -260,7 +275,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   }
 
   function call<T>(
-    name: string,
+    name: AdminOperation,
     method: HttpMethod,
     path: string,
     parse: (res: RawResponse) => T | UpstreamError,

@@ -33,3 +33,30 @@ describe('mergeWorkerMetrics', () => {
     );
   });
 });
+
+describe('mergeWorkerMetrics: store-wide gauges', () => {
+  it('reports a gauge every worker reads from the shared store once, unlabelled, so a sum is the store’s figure', () => {
+    const text = (pending: number, inFlight: number) =>
+      [
+        '# HELP riskgate_outbox_pending Pending',
+        '# TYPE riskgate_outbox_pending gauge',
+        `riskgate_outbox_pending ${pending}`,
+        '# HELP riskgate_decisions_in_flight In flight',
+        '# TYPE riskgate_decisions_in_flight gauge',
+        `riskgate_decisions_in_flight ${inFlight}`,
+        '',
+      ].join('\n');
+    // Worker 2 answered first: the figure is still worker 1's, whichever order they came in.
+    const merged = mergeWorkerMetrics([
+      { worker: 2, text: text(7, 2) },
+      { worker: 1, text: text(6, 1) },
+    ]);
+    expect(merged.match(/^riskgate_outbox_pending.*$/gm)).toEqual(['riskgate_outbox_pending 6']);
+    expect(merged.match(/^riskgate_decisions_in_flight.*$/gm)).toEqual([
+      'riskgate_decisions_in_flight{worker="1"} 1',
+      'riskgate_decisions_in_flight{worker="2"} 2',
+    ]);
+    // Worker 1 restarting (not in this gather): the next worker speaks for the store.
+    expect(mergeWorkerMetrics([{ worker: 2, text: text(7, 2) }])).toMatch(/^riskgate_outbox_pending 7$/m);
+  });
+});

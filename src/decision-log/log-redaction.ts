@@ -68,19 +68,25 @@ export function truncateIp(value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The `hash` mode's value: `hmac:` and the first 16 hex digits of HMAC-SHA256 under `hashKey`
+ * (a non-string is hashed as its JSON). Span URLs use it too, so they correlate with log lines.
+ */
+export function hashForLog(value: unknown, hashKey: string | undefined): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return `hmac:${createHmac('sha256', hashKey ?? '')
+    .update(text)
+    .digest('hex')
+    .slice(0, 16)}`;
+}
+
 /** A function applying `rules` to a log line (a copy where anything changed); identity for none. */
 export function createRedactor(
   rules: readonly RedactionRule[],
   hashKey: string | undefined,
 ): (line: object) => object {
   if (rules.length === 0) return (line) => line;
-  const hash = (value: unknown) => {
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    return `hmac:${createHmac('sha256', hashKey ?? '')
-      .update(text)
-      .digest('hex')
-      .slice(0, 16)}`;
-  };
+  const hash = (value: unknown) => hashForLog(value, hashKey);
   const apply = (value: unknown, mode: RedactionMode): unknown => {
     if (mode === 'hash') return hash(value);
     if (mode === 'truncate' && typeof value === 'string') return truncateIp(value);

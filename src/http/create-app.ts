@@ -167,7 +167,12 @@ export function createApp(deps: AppDeps): Hono {
     app.post('/decide', admit(deps), auth, audited(deps), limitBody(MAX_DECIDE_BODY_BYTES), async (c) => {
       const startedAt = performance.now();
       const request = await readJsonBody(c, decideRequestSchema);
-      const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'));
+      const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'), {
+        method: 'POST',
+        url: c.req.url,
+        route: '/decide',
+        userAgent: c.req.header('user-agent'),
+      });
       // A caller that hangs up ends the fan-out: its upstream calls free their sockets for others.
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
       const arrivedAtMs = incoming === undefined ? undefined : arrivedAt(incoming);
@@ -181,7 +186,7 @@ export function createApp(deps: AppDeps): Hono {
           decisionId: run.decisionId,
           field,
         });
-        span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision });
+        span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision, status: 400 });
         throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
       }
       const response = buildDecideResponse(run, await startActions(deps, run, span?.traceparent));
@@ -263,12 +268,7 @@ export function createApp(deps: AppDeps): Hono {
   // vendor is not a check: every replica shares it, and failing them all at once would turn a
   // degraded service (outage mode, onUnavailable) into no service.
   app.get('/readyz', (c) => {
-    const checks: Record<string, boolean> = {
-      policy: deps.decide.policies.current() !== undefined,
-    };
-    if (deps.isDraining?.()) checks.draining = false;
-    if (deps.auditRequired !== undefined && !deps.auditRequired()) checks.decisionLog = false;
-    const ready = Object.values(checks).every(Boolean);
+    const { ready, checks } = readiness(deps);
     return c.json({ ready, checks }, ready ? 200 : 503);
   });
 
@@ -622,4 +622,20 @@ function afterDecision(
   deps.decisionLog.write(decisionLine(run, response, totalMs, shadow));
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
   span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
+}
+
+/**
+ * What `/readyz` answers (and `riskgate_ready` reports): a policy is loaded, the process is not
+ * shutting down, and, with RISKGATE_DECISION_LOG_ON_FAILURE=refuse, the decision log writes.
+ */
+export function readiness(deps: Pick<AppDeps, 'decide' | 'isDraining' | 'auditRequired'>): {
+  ready: boolean;
+  checks: Record<string, boolean>;
+} {
+  const checks: Record<string, boolean> = {
+    policy: deps.decide.policies.current() !== undefined,
+  };
+  if (deps.isDraining?.()) checks.draining = false;
+  if (deps.auditRequired !== undefined && !deps.auditRequired()) checks.decisionLog = false;
+  return { ready: Object.values(checks).every(Boolean), checks };
 }

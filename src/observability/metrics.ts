@@ -168,6 +168,20 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     return attrs;
   };
 
+  // The series an alert or a dashboard rate()s exist at 0 from the start, so the first failure
+  // is an increase (a series born at 1 is invisible to rate() and increase()).
+  for (const outcome of ['ok', 'error']) {
+    tokenRefreshes.add(0, { outcome });
+    policyReloads.add(0, { outcome });
+  }
+  for (const reason of ['event_loop_delay', 'in_flight'])
+    for (const answer of ['refused', 'verdict'])
+      shedDecisions.add(
+        0,
+        cached(shedAttrs, `${reason}:${answer}`, () => ({ reason, answer })),
+      );
+  logPollErrors.add(0);
+
   return {
     recordDecision(verdict, degraded, durationMs) {
       decisionDuration.record(
@@ -244,7 +258,7 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
       meter
         .createObservableGauge('riskgate_circuit_state', {
           description:
-            'Circuit breaker state per vendor route: 1 on the current state (closed, open, half_open); routes that never failed are not listed',
+            'Circuit breaker state per vendor route (every route riskgate calls, from the start): 1 on the current state (closed, open, half_open), 0 on the others',
         })
         .addCallback((r) => {
           for (const { route, state } of read()) {

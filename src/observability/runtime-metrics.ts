@@ -1,10 +1,13 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { constants, monitorEventLoopDelay, PerformanceObserver, performance } from 'node:perf_hooks';
 import type { Meter } from '@opentelemetry/api';
 
 /**
  * The process's own health, read at scrape time: event-loop delay and utilisation (what a decision
- * waits for before its handler runs), heap and resident memory, garbage-collection pauses by kind.
- * Started by `createMetrics`; `stop()` ends the monitor and the GC observer.
+ * waits for before its handler runs), garbage-collection pauses by kind, and the standard process
+ * and Node.js metrics every Prometheus client library exports under the same names (CPU seconds,
+ * resident memory, open and maximum file descriptors, start time, V8 heap), so stock dashboards and
+ * alerts apply. Started by `createMetrics`; `stop()` ends the monitor and the GC observer.
  */
 
 /** Event-loop delay sampling resolution, milliseconds (Node's default is 10). */
@@ -17,10 +20,12 @@ const GC_KINDS: Record<number, string> = {
   [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
   [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
 };
-const QUANTILES = [
-  ['0.5', 50],
-  ['0.9', 90],
-  ['0.99', 99],
+/** The event-loop delay gauges: one per quantile (promtool allows a `quantile` label on summaries only). */
+const DELAY_GAUGES = [
+  ['riskgate_event_loop_delay_p50_seconds', 'median', 50],
+  ['riskgate_event_loop_delay_p90_seconds', '90th percentile', 90],
+  ['riskgate_event_loop_delay_p99_seconds', '99th percentile', 99],
+  ['riskgate_event_loop_delay_max_seconds', 'maximum', 100],
 ] as const;
 
 export function startRuntimeMetrics(meter: Meter): { stop(): void } {
@@ -28,18 +33,22 @@ export function startRuntimeMetrics(meter: Meter): { stop(): void } {
   delay.enable();
   // Quantiles over the interval since the previous scrape, then the histogram starts afresh: a
   // stall shows at the next scrape and does not linger in the figures for the life of the process.
-  meter
-    .createObservableGauge('riskgate_event_loop_delay_seconds', {
-      description:
-        'Event-loop delay since the previous scrape, by quantile (quantile="1" is the maximum); sampled every 10 ms, so values under 10 ms read as about 10 ms',
+  const delayGauges = DELAY_GAUGES.map(([name, what, p]) => ({
+    p,
+    gauge: meter.createObservableGauge(name, {
+      description: `Event-loop delay since the previous scrape, ${what}; sampled every 10 ms, so values under 10 ms read as about 10 ms`,
       unit: 's',
-    })
-    .addCallback((r) => {
+    }),
+  }));
+  meter.addBatchObservableCallback(
+    (r) => {
       if (delay.count === 0) return;
-      for (const [quantile, p] of QUANTILES) r.observe(delay.percentile(p) / NS_PER_S, { quantile });
-      r.observe(delay.max / NS_PER_S, { quantile: '1' });
+      for (const { p, gauge } of delayGauges)
+        r.observe(gauge, (p === 100 ? delay.max : delay.percentile(p)) / NS_PER_S);
       delay.reset();
-    });
+    },
+    delayGauges.map((g) => g.gauge),
+  );
 
   let lastUtilization = performance.eventLoopUtilization();
   meter
@@ -52,27 +61,7 @@ export function startRuntimeMetrics(meter: Meter): { stop(): void } {
       lastUtilization = now;
     });
 
-  const heapUsed = meter.createObservableGauge('riskgate_heap_used_bytes', {
-    description: 'V8 heap in use',
-    unit: 'By',
-  });
-  const heapTotal = meter.createObservableGauge('riskgate_heap_total_bytes', {
-    description: 'V8 heap reserved',
-    unit: 'By',
-  });
-  const resident = meter.createObservableGauge('riskgate_resident_memory_bytes', {
-    description: 'Resident set size of the process',
-    unit: 'By',
-  });
-  meter.addBatchObservableCallback(
-    (r) => {
-      const m = process.memoryUsage();
-      r.observe(heapUsed, m.heapUsed);
-      r.observe(heapTotal, m.heapTotal);
-      r.observe(resident, m.rss);
-    },
-    [heapUsed, heapTotal, resident],
-  );
+  observeProcess(meter);
 
   const gcPauses = meter.createHistogram('riskgate_gc_duration_seconds', {
     description: 'Garbage-collection pauses, by kind (minor, major, incremental, weakcb)',
@@ -95,4 +84,84 @@ export function startRuntimeMetrics(meter: Meter): { stop(): void } {
       gc.disconnect();
     },
   };
+}
+
+/**
+ * `process_*` and `nodejs_*`, named as the Prometheus client libraries name them. The file
+ * descriptor gauges read /proc (Linux) and are left out where it does not exist.
+ */
+function observeProcess(meter: Meter): void {
+  const cpu = meter.createObservableCounter('process_cpu_seconds', {
+    description: 'Total user and system CPU time spent, seconds',
+  });
+  const cpuUser = meter.createObservableCounter('process_cpu_user_seconds', {
+    description: 'User CPU time spent, seconds',
+  });
+  const cpuSystem = meter.createObservableCounter('process_cpu_system_seconds', {
+    description: 'System CPU time spent, seconds',
+  });
+  const resident = meter.createObservableGauge('process_resident_memory_bytes', {
+    description: 'Resident memory size, bytes',
+  });
+  const heapUsed = meter.createObservableGauge('nodejs_heap_size_used_bytes', {
+    description: 'V8 heap in use, bytes',
+  });
+  const heapTotal = meter.createObservableGauge('nodejs_heap_size_total_bytes', {
+    description: 'V8 heap reserved, bytes',
+  });
+  const external = meter.createObservableGauge('nodejs_external_memory_bytes', {
+    description: 'Memory of C++ objects bound to JavaScript objects (buffers included), bytes',
+  });
+  meter.addBatchObservableCallback(
+    (r) => {
+      const { user, system } = process.cpuUsage();
+      r.observe(cpu, (user + system) / 1e6);
+      r.observe(cpuUser, user / 1e6);
+      r.observe(cpuSystem, system / 1e6);
+      const m = process.memoryUsage();
+      r.observe(resident, m.rss);
+      r.observe(heapUsed, m.heapUsed);
+      r.observe(heapTotal, m.heapTotal);
+      r.observe(external, m.external);
+    },
+    [cpu, cpuUser, cpuSystem, resident, heapUsed, heapTotal, external],
+  );
+  const startTimeS = Math.round(Date.now() / 1000 - process.uptime());
+  meter
+    .createObservableGauge('process_start_time_seconds', {
+      description: 'Start time of the process since the Unix epoch, seconds',
+    })
+    .addCallback((r) => r.observe(startTimeS));
+
+  if (openFds() === undefined) return;
+  meter
+    .createObservableGauge('process_open_fds', { description: 'Open file descriptors' })
+    .addCallback((r) => {
+      const n = openFds();
+      if (n !== undefined) r.observe(n);
+    });
+  const max = maxFds();
+  if (max !== undefined)
+    meter
+      .createObservableGauge('process_max_fds', { description: 'Most open file descriptors allowed' })
+      .addCallback((r) => r.observe(max));
+}
+
+/** Open descriptors, less the one reading the directory; undefined without /proc. */
+function openFds(): number | undefined {
+  try {
+    return readdirSync('/proc/self/fd').length - 1;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The soft limit on open files (`ulimit -n`), read once: it does not change under a running process. */
+function maxFds(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return line === null ? undefined : Number(line[1]);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,7 +1,13 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { describe, expect, it, vi } from 'vitest';
-import { createTracing, isTracingRequested } from './tracing.ts';
+import {
+  createRedactor,
+  hashForLog,
+  parseRedaction,
+  type RedactionRule,
+} from '../decision-log/log-redaction.ts';
+import { createTracing, isTracingRequested, type SpanRedaction } from './tracing.ts';
 
 const ENDPOINT = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
 
@@ -60,7 +66,8 @@ describe('tracing', () => {
       'http.request.method': 'GET',
       'server.address': '127.0.0.1',
       'server.port': 4010,
-      'url.full': 'http://127.0.0.1:4010/srv/admin/v1/users/U1',
+      // The user's id stays out of the span (the default redaction keeps identifiers out).
+      'url.full': 'http://127.0.0.1:4010/srv/admin/v1/users/{userId}',
       'http.response.status_code': 503,
       'http.request.resend_count': 1,
       'error.type': 'RG_ERR_UPSTREAM_SERVER_ERROR',
@@ -99,21 +106,106 @@ describe('tracing', () => {
     expect(span!.resource.attributes['service.name']).toBe('riskgate-eu');
   });
 
-  it('writes each span to the console with OTEL_TRACES_EXPORTER=console', async () => {
-    const printed: unknown[] = [];
-    const dir = vi.spyOn(console, 'dir').mockImplementation((v) => printed.push(v));
-    const log = vi.spyOn(console, 'log').mockImplementation((v) => printed.push(v));
+  it('writes each span as a JSON line on stderr, never stdout, with OTEL_TRACES_EXPORTER=console', async () => {
+    const stderr: string[] = [];
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      stderr.push(String(chunk));
+      return true;
+    });
+    const out = vi.spyOn(process.stdout, 'write');
+    const dir = vi.spyOn(console, 'dir');
+    const log = vi.spyOn(console, 'log');
     try {
       const tracing = createTracing({ OTEL_TRACES_EXPORTER: 'console' })!;
       tracing
         .startDecision(undefined, undefined)
         .end({ verdict: 'allow', degraded: false, policyRevision: 'r' });
       await tracing.shutdown();
+      expect(out).not.toHaveBeenCalled();
+      expect(dir).not.toHaveBeenCalled();
+      expect(log).not.toHaveBeenCalled();
     } finally {
-      dir.mockRestore();
-      log.mockRestore();
+      for (const spy of [err, out, dir, log]) spy.mockRestore();
     }
-    expect(printed).toContainEqual(expect.objectContaining({ name: 'POST /decide' }));
+    expect(stderr).toHaveLength(1);
+    expect(JSON.parse(stderr[0]!)).toMatchObject({
+      msg: 'span',
+      name: 'POST /decide',
+      attributes: { 'riskgate.verdict': 'allow' },
+    });
+  });
+
+  it('follows the decision log’s redaction for identifiers in url.full: hashed as the log hashes them, kept only with none', async () => {
+    const urlOf = async (redaction: SpanRedaction | undefined) => {
+      const exporter = new InMemorySpanExporter();
+      const tracing = createTracing(ENDPOINT, {
+        spanProcessor: new SimpleSpanProcessor({ exporter }),
+        redaction,
+      })!;
+      tracing.calls
+        .startCall(undefined, undefined, {
+          name: 'admin delete-device',
+          method: 'DELETE',
+          origin: 'http://127.0.0.1:4010',
+          path: '/srv/admin/v1/users/U1/devices/D9',
+        })
+        .end(200, undefined, 1);
+      const [span] = exporter.getFinishedSpans();
+      await tracing.shutdown();
+      return span!.attributes['url.full'];
+    };
+    const base = 'http://127.0.0.1:4010/srv/admin/v1/users';
+    expect(await urlOf(undefined)).toBe(`${base}/{userId}/devices/{deviceId}`);
+    expect(await urlOf({ rules: parseRedaction('request.ip:truncate') as RedactionRule[] })).toBe(
+      `${base}/{userId}/devices/{deviceId}`,
+    );
+    const hashKey = 'k'.repeat(20);
+    const hashed = { rules: parseRedaction('request.userId:hash') as RedactionRule[], hashKey };
+    expect(await urlOf(hashed)).toBe(`${base}/${hashForLog('U1', hashKey)}/devices/{deviceId}`);
+    // The same value the decision log writes for request.userId.
+    expect(createRedactor(hashed.rules, hashKey)({ request: { userId: 'U1' } })).toEqual({
+      request: { userId: hashForLog('U1', hashKey) },
+    });
+    expect(await urlOf({ rules: [] })).toBe(`${base}/U1/devices/D9`);
+  });
+
+  it('gives the decision span HTTP semantic-convention attributes; the User-Agent follows redaction', async () => {
+    const attributesOf = async (redaction?: SpanRedaction | undefined) => {
+      const exporter = new InMemorySpanExporter();
+      const tracing = createTracing(ENDPOINT, {
+        spanProcessor: new SimpleSpanProcessor({ exporter }),
+        redaction,
+      })!;
+      tracing
+        .startDecision(undefined, undefined, {
+          method: 'POST',
+          url: 'http://riskgate.internal:8080/decide',
+          route: '/decide',
+          userAgent: 'login-backend/2.1',
+        })
+        .end({ verdict: 'deny', degraded: false, policyRevision: 'r1', status: 200 });
+      const [span] = exporter.getFinishedSpans();
+      await tracing.shutdown();
+      expect(span!.name).toBe('POST /decide');
+      return span!.attributes;
+    };
+    expect(await attributesOf()).toEqual({
+      'http.request.method': 'POST',
+      'http.route': '/decide',
+      'url.path': '/decide',
+      'url.scheme': 'http',
+      'server.address': 'riskgate.internal',
+      'server.port': 8080,
+      'user_agent.original': 'login-backend/2.1',
+      'http.response.status_code': 200,
+      'riskgate.verdict': 'deny',
+      'riskgate.degraded': false,
+      'riskgate.policy.revision': 'r1',
+    });
+    const dropped = await attributesOf({
+      rules: parseRedaction('request.userAgent:drop') as RedactionRule[],
+    });
+    expect(dropped['user_agent.original']).toBeUndefined();
   });
 
   it('starts a new trace when the caller sends none', async () => {

@@ -12,7 +12,12 @@ import {
   ActionQueue,
   type ActionQueueOptions,
 } from '../actions/action-queue.ts';
-import { type AdminClient, type AdminClientOptions, createAdminClient } from '../admin/admin-client.ts';
+import {
+  ADMIN_OPERATIONS,
+  type AdminClient,
+  type AdminClientOptions,
+  createAdminClient,
+} from '../admin/admin-client.ts';
 import { AdmissionControl } from '../admission/admission-control.ts';
 import { shedBeforeApp } from '../admission/shed-before-app.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
@@ -32,7 +37,7 @@ import { openFeatureStore } from '../features/open-feature-store.ts';
 import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
 import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import { type AcceptSockets, listenOnAcceptSockets } from '../http/accept-sockets.ts';
-import { type AppDeps, createApp, type ServiceLog } from '../http/create-app.ts';
+import { type AppDeps, createApp, readiness, type ServiceLog } from '../http/create-app.ts';
 import { closeSilentConnections } from '../http/silent-connections.ts';
 import { createMetrics, type RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
@@ -42,7 +47,7 @@ import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { createPolicyStore, type PolicyStore } from '../policy/policy-store.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 import { RuleStats } from '../policy/rule-stats.ts';
-import { createSignalsClient, type SignalsClient } from '../signals/signals-client.ts';
+import { createSignalsClient, SIGNALS_OPERATIONS, type SignalsClient } from '../signals/signals-client.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
 import { createLogFollower, type LogFollower, type LogFollowerOptions } from './log-follower.ts';
@@ -293,6 +298,10 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
           },
           onUncounted: (route, reason) => metrics.recordCircuitNotCounted(route, reason),
         });
+  breakers?.declareRoutes([
+    ...SIGNALS_OPERATIONS.map((op) => `signals ${op}`),
+    ...ADMIN_OPERATIONS.map((op) => `admin ${op}`),
+  ]);
   metrics.observeCircuits(() => breakers?.states() ?? []);
   const recordCall = (info: CallInfo) => {
     metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
@@ -393,17 +402,17 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   if (outbox !== undefined) {
     metrics.observeGauge(
       'riskgate_outbox_pending',
-      'Actions in the outbox not yet delivered',
+      'Actions in the outbox not yet delivered (the whole store, shared by every worker and any replica using it)',
       () => outbox.stats.pending,
     );
     metrics.observeGauge(
       'riskgate_outbox_oldest_pending_age_seconds',
-      'Age of the oldest undelivered action (an Admin outage shows here first)',
+      'Age of the oldest undelivered action in the store (an Admin outage shows here first)',
       () => outbox.stats.oldestPendingAgeMs / 1000,
     );
     metrics.observeGauge(
       'riskgate_outbox_dead',
-      'Actions dead-lettered (failed for good or out of horizon): an operator decides (riskgate actions)',
+      'Actions dead-lettered in the store (failed for good or out of horizon): an operator decides (riskgate actions)',
       () => outbox.stats.dead,
     );
     metrics.observeGauge(
@@ -537,6 +546,11 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
   };
   const app = createApp(appDeps);
+  metrics.observeGauge(
+    'riskgate_ready',
+    '1 while /readyz answers 200 (a policy loaded, not shutting down, the decision log writing when RISKGATE_DECISION_LOG_ON_FAILURE=refuse), else 0',
+    () => (readiness(appDeps).ready ? 1 : 0),
+  );
   // The separate ops port: health and the operator endpoints, behind the operator keys there too.
   const opsApp =
     config.opsPort === undefined

@@ -64,6 +64,22 @@ import {
 /** Default lifetime of a cached remote-access-tool answer, ms (`SignalsClientOptions.cache`). */
 export const DEFAULT_RAT_CACHE_TTL_MS = 5000;
 
+/**
+ * Every operation the client calls (its circuit-breaker routes are `signals <operation>`): listed so
+ * `riskgate_circuit_state` shows each route from the start, and typed so a new call must be added.
+ */
+export const SIGNALS_OPERATIONS = [
+  'remote-access-tool',
+  BATCH_OPERATION,
+  'new-browser',
+  'latest-proximity',
+  'historical-proximity',
+  'geovelocity',
+  'active-call',
+  'geolocation',
+] as const;
+type SignalsOperation = (typeof SIGNALS_OPERATIONS)[number];
+
 /** Options of `createSignalsClient`. Times in milliseconds. */
 export interface SignalsClientOptions {
   /** `{signals_url}`, e.g. `http://127.0.0.1:4010/api/v1`. */
@@ -235,7 +251,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
 
   /** A spec whose requests carry the current bearer token, refreshed once on a 401. */
   function authed<T>(
-    name: string,
+    name: SignalsOperation,
     method: 'GET' | 'POST',
     path: string,
     body: string | undefined,
@@ -264,7 +280,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   }
 
   function get<T>(
-    name: string,
+    name: SignalsOperation,
     path: string,
     parse: (res: RawResponse) => T | UpstreamError,
     o?: CallOptions,

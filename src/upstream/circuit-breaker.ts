@@ -116,6 +116,8 @@ export function routeOutcome(
 
 export class CircuitBreakers {
   readonly #routes = new Map<string, Route>();
+  /** Routes listed by `states()` even before their first failure (closed until then). */
+  readonly #known = new Set<string>();
   readonly #consecutive: number;
   readonly #window: number;
   readonly #ratio: number;
@@ -195,14 +197,25 @@ export class CircuitBreakers {
     }
   }
 
-  /** Every route with state, for /metrics and /healthz. */
+  /**
+   * Names routes `states()` lists from the start, closed until they fail, so a dashboard or an
+   * alert sees every route before its first call. Changes nothing about how a route opens.
+   */
+  declareRoutes(routes: Iterable<string>): void {
+    for (const route of routes) this.#known.add(route);
+  }
+
+  /** Every declared route and every route with state, for /metrics and /healthz. */
   states(): { route: string; state: CircuitState; retryAfterMs: number }[] {
     const at = this.#now();
-    return [...this.#routes].map(([route, r]) => ({
+    const out = [...this.#routes].map(([route, r]) => ({
       route,
       state: r.state,
       retryAfterMs: r.state === 'open' ? Math.max(0, r.openUntil - at) : 0,
     }));
+    for (const route of this.#known)
+      if (!this.#routes.has(route)) out.push({ route, state: 'closed', retryAfterMs: 0 });
+    return out;
   }
 
   #tripped(r: Route): boolean {
