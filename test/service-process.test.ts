@@ -132,7 +132,24 @@ describe('node dist/main.js', () => {
 
   it('serves decisions and, on SIGTERM, finishes the one in flight, drains the lock-out and the log, exits 0', async () => {
     const logPath = join(work, 'decisions.ndjson');
-    const p = run({ ...vendorEnv(), NODE_ENV: 'production', RISKGATE_DECISION_LOG: logPath });
+    // The shipped policy with every input's timeout and the deadline far above the faults' 120 ms:
+    // mallory's deny must rest on her signals even on a busy machine (a signal that misses its
+    // timeout makes the decision degraded, a challenge: right, but not what this test is about).
+    const policyDir = mkdtempSync(join(work, 'policy-'));
+    writeFileSync(
+      join(policyDir, 'login.yaml'),
+      readFileSync(join(ROOT, 'policies', 'login.yaml'), 'utf8').replace(
+        /timeoutMs: \d+/g,
+        'timeoutMs: 4000',
+      ),
+    );
+    const p = run({
+      ...vendorEnv(),
+      NODE_ENV: 'production',
+      RISKGATE_DECISION_LOG: logPath,
+      RISKGATE_POLICY_PATH: policyDir,
+      RISKGATE_DEADLINE_MS: '5000',
+    });
     const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
     const until = performance.now() + 10_000;
