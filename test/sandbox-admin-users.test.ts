@@ -367,7 +367,7 @@ describe('Admin API PUT and DELETE user', () => {
   });
 });
 
-describe('Admin API user status state machine (admin-api.md table)', () => {
+describe('Admin API user status state machine (docs/vendor-api.md#user-status)', () => {
   let s: Served;
   beforeAll(async () => {
     s = await serveSandbox({ scenario });

@@ -33,7 +33,7 @@ export interface AdminModuleOptions {
 const DAY_MS = 86_400_000;
 
 /**
- * The sandbox's Admin API (admin-api.md, CONTRACT §1 and §5) under `/srv/admin/v1`, and its control
+ * The sandbox's Admin API (docs/vendor-api.md#admin-api) under `/srv/admin/v1`, and its control
  * routes under `/sandbox/` (authentications, enrollment completion, SMS verification, migrations,
  * callback deliveries, public images).
  */
