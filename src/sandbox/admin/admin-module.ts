@@ -13,9 +13,9 @@ import { seedUser } from './users.ts';
 /** Tunables of the emulated Admin API. */
 export interface AdminModuleOptions {
   /**
-   * Accept callback URLs to http(s)://127.0.0.1, localhost or [::1] on any port, which the spec
+   * Accept callback URLs to http(s)://127.0.0.1, localhost or [::1] on any port, which the vendor
    * forbids (https, FQDN, port 443 only), so local tests can receive callbacks. Default true in the
-   * sandbox; set false to enforce the spec's rule.
+   * sandbox; set false to enforce the vendor's rule (docs/vendor-api.md#callbacks).
    */
   allowInsecureCallbacks?: boolean;
   /** Per-attempt callback timeout, ms. Default 2000. */

@@ -190,7 +190,7 @@ export function registerAdminRoutes(
   );
   route('DELETE', '/devices/:id', (r) => json(r, deleteDevice(state, r.param('id'), r.client)));
 
-  // ---- enrollments by identifier (shapes not shown by the spec: the Enrollment record)
+  // ---- enrollments by identifier (shapes the vendor does not show: the Enrollment record)
   route('GET', '/enrollments', (r) => json(r, listEnrollments(state, r.query)));
   for (const path of ['/enrollments/enrollment_id/:id', '/enrollments/:id']) {
     route('GET', path, (r) => json(r, getEnrollment(state, r.param('id'))));

@@ -54,8 +54,8 @@ const DAY_MS = 24 * 3600 * 1000;
  * Order of checks on every signal GET (documented in README): 401 (token missing, malformed, bad
  * signature, expired, not yet valid, other scheme, alg none) → 403 insufficient_scope (not a
  * Retrieval token: no `signals:read` or wrong audience) → 400 invalid_request (parameters, in the
- * order of the spec's tables; the message names the parameter) → 403 forbidden (serviceId differs
- * from the token's service_id) → 200.
+ * order of docs/vendor-api.md#signal-endpoints; the message names the parameter) → 403 forbidden
+ * (serviceId differs from the token's service_id) → 200.
  */
 export function createSignalsRoutes(deps: SignalsRoutesDeps): Hono {
   const { store, tokens, credentials, thresholds, clock } = deps;
