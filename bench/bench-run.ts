@@ -34,7 +34,7 @@ import {
 import { type UpstreamFigures, upstreamFigures } from './upstream-efficiency.ts';
 import { askQuietVerdicts } from './verdict-check.ts';
 
-/** The sandbox's token lifetime when the bench does not set one (CONTRACT §3). */
+/** The sandbox's token lifetime when the bench does not set one (docs/vendor-api.md#oauth-token). */
 const SANDBOX_DEFAULT_TOKEN_LIFETIME_S = 43_200;
 
 export interface MachineInfo {

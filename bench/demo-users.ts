@@ -4,7 +4,7 @@ import { formatRfc2822, signRequest } from '../src/vendor-auth/hmac-signature.ts
 /**
  * The Admin API user id of each demo account. The sandbox generates ids when it seeds (and again on
  * every reset), so the bench asks for them after each reset, as a login backend would know them:
- * `GET /srv/admin/v1/users?username=`, signed like any Admin call (CONTRACT §1).
+ * `GET /srv/admin/v1/users?username=`, signed like any Admin call (docs/vendor-api.md#signing).
  */
 export async function lookUpUserIds(
   sandboxUrl: string,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization, formatRfc2822 } from '../src/vendor-auth/hmac-signature.ts';
 import { adminCall, plainCall, type Served, serveSandbox, signedCall } from './support/serve-module.ts';
 
-// CONTRACT §1 test vectors.
+// docs/vendor-api.md#signing-test-vectors.
 const VECTOR_ID = '7ef5fbc3-8a0d-4a44-8a5c-3b1f2a1e9c10';
 const VECTOR_KEY = 'admin-api-key-example';
 const VECTOR_DATE = 'Tue, 02 Jan 2024 10:00:00 +0000';
@@ -11,7 +11,7 @@ const GET_HEX = '71d41fc64fcf510a63dcf1ce9df19476de521cfc41723e65f0b6eb9458b1f29
 const POST_HEX = '89ecd5e391ea896889e92065c9ffbe84187cb499e3b726cd0867c2e3d886a98e';
 const POST_BODY = '{"display_name":"John Doe","valid_secs":600}';
 
-describe('Admin API HMAC authentication (CONTRACT §1)', () => {
+describe('Admin API HMAC authentication (docs/vendor-api.md#signing)', () => {
   let s: Served;
   beforeAll(async () => {
     s = await serveSandbox({

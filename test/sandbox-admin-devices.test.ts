@@ -50,7 +50,8 @@ describe('Admin API devices', () => {
     expect((await adminCall(s, 'GET', '/users/nobody/devices')).status).toBe(404);
   });
 
-  it('lists devices service-wide with filters and pagination (CONTRACT §5)', async () => {
+  it('lists devices service-wide with filters and pagination', async () => {
+    // The settled GET /devices: docs/vendor-api.md#admin-endpoints.
     const page = await adminCall(s, 'GET', '/devices', {
       query: [
         ['limit', '2'],

@@ -237,13 +237,23 @@ describe('Admin API user creation', () => {
     expect(after).toBe(before);
   });
 
-  it('answers FIDO with 403 / 40300 and hardware tokens with 501 / 50100', async () => {
+  it('answers FIDO with 403 / 40300', async () => {
     const fido = await adminCall(s, 'POST', '/users', { body: { fido: true } });
     expect(fido.status).toBe(403);
     expect(fido.json.code).toBe(40300);
-    const hw = await adminCall(s, 'POST', '/users', { body: { hwtoken_id: 'tok-1' } });
-    expect(hw.status).toBe(501);
-    expect(hw.json.code).toBe(50100);
+  });
+
+  it('refuses an hwtoken_id naming no token with 400 / 40000 and creates nothing', async () => {
+    const before = (await adminCall(s, 'GET', '/users', { query: [['limit', '0']] })).json.total;
+    const hw = await adminCall(s, 'POST', '/users', { body: { username: 'tokenless', hwtoken_id: 'tok-1' } });
+    expect(hw.status).toBe(400);
+    expect(hw.json).toMatchObject({ error: true, code: 40000 });
+    expect(hw.json.detail).toContain('hwtoken_id');
+    const after = (await adminCall(s, 'GET', '/users', { query: [['limit', '0']] })).json.total;
+    expect(after).toBe(before);
+    const forUser = await adminCall(s, 'POST', `/users/${U(1)}/devices`, { body: { hwtoken_id: 'tok-1' } });
+    expect(forUser.status).toBe(400);
+    expect(forUser.json).toMatchObject({ error: true, code: 40000 });
   });
 
   it('refuses an existing username with 400 / 40000', async () => {
@@ -357,7 +367,7 @@ describe('Admin API PUT and DELETE user', () => {
   });
 });
 
-describe('Admin API user status state machine (admin-api.md table)', () => {
+describe('Admin API user status state machine (docs/vendor-api.md#user-status)', () => {
   let s: Served;
   beforeAll(async () => {
     s = await serveSandbox({ scenario });

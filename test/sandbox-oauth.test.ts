@@ -12,7 +12,8 @@ afterAll(() => sb.stop());
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
 describe('OAuth token endpoint', () => {
-  it('issues an RS256 JWT with the CONTRACT §3 claims that verifies against the published JWKS', async () => {
+  it('issues an RS256 JWT with the contract claims that verifies against the published JWKS', async () => {
+    // The claims: docs/vendor-api.md#oauth-token.
     const res = await requestToken(sb, 'retrieval');
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');

@@ -19,7 +19,7 @@ const VECTOR = {
 };
 const basic = (hex: string) => `Basic ${Buffer.from(`${VECTOR.serviceId}:${hex}`).toString('base64')}`;
 
-describe('Admin request signing (CONTRACT §1 vectors)', () => {
+describe('Admin request signing (docs/vendor-api.md#signing-test-vectors)', () => {
   const signer = {
     serviceId: VECTOR.serviceId,
     apiKey: VECTOR.apiKey,

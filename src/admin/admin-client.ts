@@ -33,7 +33,7 @@ import {
 import { type AdminUser, adminUserSchema, DEVICE_TYPES, FACTORS } from './admin-schemas.ts';
 
 /**
- * The Admin API client: the calls riskgate needs, each signed per CONTRACT §1 with `SVC-Date`
+ * The Admin API client: the calls riskgate needs, each signed per docs/vendor-api.md#signing with `SVC-Date`
  * (signed anew for every attempt, so a retry never carries a stale date), answers parsed with zod.
  * 304 is "no change" and 410 "already archived": outcomes, not errors.
  */
@@ -202,8 +202,8 @@ export interface AdminSigner {
 }
 
 /**
- * One Admin request signed per CONTRACT §1 at `date` (RFC 2822, sent as `SVC-Date`): the query is
- * sent exactly in its canonical form, the body is sent as the very bytes that were signed.
+ * One Admin request signed per docs/vendor-api.md#signing at `date` (RFC 2822, sent as `SVC-Date`): the query
+ * is sent exactly in its canonical form, the body is sent as the very bytes that were signed.
  */
 export function signAdminRequest(
   signer: AdminSigner,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { adminDeviceSchema, adminUserSchema, type FACTORS, userStatusSchema } from './admin-schemas.ts';
 
 /**
- * Response bodies of the Admin API calls riskgate makes (admin-api.md "Endpoints", CONTRACT §5).
+ * Response bodies of the Admin API calls riskgate makes (docs/vendor-api.md#admin-endpoints).
  * Resource shapes (user, device) live in admin-schemas.ts; these are the envelopes around them.
  */
 

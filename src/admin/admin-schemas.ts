@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Admin API resource shapes (admin-api.md, "Resources and their fields"). Used by the Admin client
+ * Admin API resource shapes (docs/vendor-api.md#admin-resources). Used by the Admin client
  * to parse answers, by the policy engine for CEL types, and by the sandbox's tests.
  */
 

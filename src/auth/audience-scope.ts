@@ -1,5 +1,5 @@
 /**
- * The OAuth `scope` that names the Trust Signals audience (CONTRACT §3):
+ * The OAuth `scope` that names the Trust Signals audience (docs/vendor-api.md#oauth-token):
  * `urn:<idp>:iam:org:project:id:<audience>:aud`. One definition for the token manager that asks
  * for it and the sandbox that checks it.
  */

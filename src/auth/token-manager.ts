@@ -13,7 +13,8 @@ import { audienceScope } from './audience-scope.ts';
 export { audienceScope };
 
 /**
- * OAuth 2.0 client-credentials token manager for the Trust Signals Retrieval client (CONTRACT §3).
+ * OAuth 2.0 client-credentials token manager for the Trust Signals Retrieval client
+ * (docs/vendor-api.md#oauth-token).
  * Holds one token, refreshes it in the background before it expires, and makes sure any number of
  * concurrent callers cause one token request. The client secret lives only inside the precomputed
  * `Authorization` header in this closure: never in an error, a log line, a metric or `stats()`.

@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
 
 /**
- * Refuses a signed Admin callback seen before. The vendor signs the body alone (CONTRACT §2: no
- * timestamp, no nonce), so a captured callback stays valid forever; but every callback body is
+ * Refuses a signed Admin callback seen before. The vendor signs the body alone (docs/vendor-api.md#callbacks:
+ * no timestamp, no nonce), so a captured callback stays valid forever; but every callback body is
  * unique (an enrollment's id and activation code, a migration's device pair and time), so a second
  * arrival of the same signature is a replay. Only verified signatures are remembered: a forger
  * cannot fill the set.

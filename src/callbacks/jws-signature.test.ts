@@ -8,7 +8,7 @@ const KEY = 'callback-key';
 const BODY = '{"result":"success","user_id":"u1"}';
 const VECTOR = 'eyJhbGciOiJIUzI1NiJ9..-byvIp2o4s-yuP8z7I-e1aL2gRu9tGlDuXPCjXt8kF4';
 
-describe('callback JWS (CONTRACT §2)', () => {
+describe('callback JWS (docs/vendor-api.md#callbacks)', () => {
   it('signs the contract vector', () => {
     expect(signCallbackBody(BODY, KEY)).toBe(VECTOR);
   });

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { base64url, errors, flattenedVerify } from 'jose';
 
 /**
- * Detached JWS for Admin API callbacks (CONTRACT §2): header `{"alg":"HS256"}`, payload the raw
- * body base64url-encoded (not RFC 7797), header value `<b64url header>..<signature>`.
+ * Detached JWS for Admin API callbacks (docs/vendor-api.md#callbacks): header `{"alg":"HS256"}`, payload the
+ * raw body base64url-encoded (not RFC 7797), header value `<b64url header>..<signature>`.
  */
 
 /** Largest admin callback body accepted at `POST /callbacks/admin`, bytes. */
@@ -66,7 +66,7 @@ export async function verifyCallbackSignature(
 ): Promise<CallbackSignatureResult> {
   if (!headerValue) return { ok: false, reason: 'MISSING' };
   const parts = headerValue.trim().split('.');
-  // Detached only: a payload in the header value is not what CONTRACT §2 sends.
+  // Detached only: a payload in the header value is not what the vendor sends (docs/vendor-api.md#callbacks).
   if (parts.length !== 3 || parts[1] !== '' || !parts[0] || !parts[2]) {
     return { ok: false, reason: 'MALFORMED' };
   }

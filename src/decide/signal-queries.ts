@@ -57,7 +57,7 @@ export interface SignalQueries {
   geolocation: UnitQuery;
 }
 
-/** The sensor platforms a signal is computed for (trust-signals-api.md, per endpoint). */
+/** The sensor platforms a signal is computed for (docs/vendor-api.md#signal-endpoints). */
 const PLATFORMS: Record<PolicySignalName, readonly ('browser' | 'mobile')[]> = {
   remoteAccessTool: ['browser'],
   newBrowser: ['browser'],

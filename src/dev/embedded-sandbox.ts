@@ -68,7 +68,9 @@ export async function lookUpUserIds(
   return out;
 }
 
-/** `GET /users?username=` on the sandbox's Admin API, signed like any Admin call (CONTRACT §1). */
+/**
+ * `GET /users?username=` on the sandbox's Admin API, signed like any Admin call (docs/vendor-api.md#signing).
+ */
 async function lookUpUserId(
   url: string,
   c: SandboxCredentials,

@@ -3,7 +3,7 @@ import { createdAtNs, type LogEvent } from '../logs/log-event.ts';
 import type { HistoryEvent, HistoryKind, HistoryReading } from './feature-store.ts';
 
 /**
- * Per-user event history from the Log API (log-api.md, "Service events"), as the features policies
+ * Per-user event history from the Log API (docs/vendor-api.md#log-events), as the features policies
  * read (`history.<feature>` in CEL). The follower turns events into `HistoryEvent`s; a decision
  * reads the user's last 24 hours and counts them here.
  */

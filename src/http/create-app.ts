@@ -502,7 +502,9 @@ function allowedMethods(app: Hono): Map<string, string> {
   return new Map([...byPath].map(([path, methods]) => [path, [...methods].join(', ')]));
 }
 
-/** Enrollment success and accounts migration are told apart by their fields (admin-api.md, Events). */
+/**
+ * Enrollment success and accounts migration are told apart by their fields (docs/vendor-api.md#callbacks).
+ */
 function callbackKind(body: unknown): 'enrollment' | 'migration' | 'unknown' {
   if (typeof body !== 'object' || body === null) return 'unknown';
   if ('migrated_to_device_id' in body) return 'migration';

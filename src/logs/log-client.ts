@@ -16,7 +16,7 @@ import { type LogEvent, logEventSchema } from './log-event.ts';
 import { NdjsonLines } from './ndjson-lines.ts';
 
 /**
- * The Log API client (log-api.md, CONTRACT §1 and §6): both endpoints, signed with the `Date`
+ * The Log API client (docs/vendor-api.md#log-api, #signing): both endpoints, signed with the `Date`
  * header, NDJSON parsed line by line as it arrives. A final non-JSON line containing `Error` means
  * the server gave up mid-stream: the window failed and must be fetched again.
  */
@@ -61,7 +61,8 @@ export interface LogWindow {
 
 export interface LogClient {
   /**
-   * Streams one window's events to `onEvent`, in the order received (arbitrary, per the spec).
+   * Streams one window's events to `onEvent`, in the order received (arbitrary:
+   * docs/vendor-api.md#log-endpoints).
    * Resolves with the count, or with the typed error of a failed window (then `onEvent` may have
    * seen part of it: fetch the whole window again). Never retried inside: that would repeat events.
    */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * A Log API event (log-api.md "Resources"): the common fields are checked, the per-kind ones kept
+ * A Log API event (docs/vendor-api.md#log-events): the common fields are checked, the per-kind ones kept
  * as they came. `created_at` is ISO 8601 with second or nanosecond precision.
  */
 export const logEventSchema = z.looseObject({

@@ -5,8 +5,8 @@ import type { LogClient, LogScope, LogWindow } from './log-client.ts';
 import { createdAtNs, type LogEvent } from './log-event.ts';
 
 /**
- * Follows a scope's events through the Log API (CONTRACT §6): windows that tile time exactly (each
- * starts where the previous ended), at most one hour per request, never closer to now than the
+ * Follows a scope's events through the Log API (docs/vendor-api.md#log-paging): windows that tile time
+ * exactly (each starts where the previous ended), at most one hour per request, never closer to now than the
  * ingestion delay, each re-reading a short overlap before its start to catch late events, with
  * duplicates dropped by `event_id`. Events are delivered sorted by `created_at`; the checkpoint
  * moves (and is persisted) only after a window was fully read and delivered.
@@ -39,7 +39,10 @@ export interface LogPollerOptions {
   maxRequestMs?: number;
   /** Re-read before each window's start. Default 30000. */
   overlapMs?: number;
-  /** Windows end at least this long before now. At least 120000 (CONTRACT §6); default 120000. */
+  /**
+   * Windows end at least this long before now. At least 120000, the default
+   * (docs/vendor-api.md#log-paging).
+   */
   ingestionDelayMs?: number;
   /** Pause between polls once caught up. Default 30000. */
   pollIntervalMs?: number;

@@ -15,9 +15,9 @@ import type { PolicySignalName } from './policy-types.ts';
 
 /**
  * A policy test suite (`kind: PolicyTest`, `*.test.yaml` beside the policy). Signal results are
- * written exactly as the vendor returns them (the envelope of trust-signals-api.md; `signalType` is
- * filled in) or as `{unavailable: <reason>}`; the user and devices as Admin API records, partial,
- * over sensible defaults. `policies/policy-test.schema.json` is generated from this.
+ * written exactly as the vendor returns them (the envelope of docs/vendor-api.md#signal-envelope;
+ * `signalType` is filled in) or as `{unavailable: <reason>}`; the user and devices as Admin API records,
+ * partial, over sensible defaults. `policies/policy-test.schema.json` is generated from this.
  */
 
 const unavailableSchema = z

@@ -37,7 +37,7 @@ export const DEFAULT_CREDENTIALS: SandboxCredentials = {
   idp: 'sandbox',
 };
 
-/** Thresholds CONTRACT §4 leaves configurable. */
+/** The signal thresholds the sandbox makes configurable (docs/vendor-api.md#signal-thresholds). */
 export interface SignalThresholds {
   /** Geovelocity plausibility threshold, km/h (strict `>`). Default 1000. */
   geovelocityThresholdKmh: number;
@@ -63,9 +63,12 @@ export const DEFAULT_THRESHOLDS: SignalThresholds = {
 export interface SandboxConfig {
   credentials: SandboxCredentials;
   thresholds: SignalThresholds;
-  /** Access token lifetime, seconds (CONTRACT §3 default 43200; `expires_in` is this minus 1). */
+  /**
+   * Access token lifetime, seconds (docs/vendor-api.md#oauth-token: default 43200; `expires_in` is
+   * this minus 1).
+   */
   tokenLifetimeSeconds: number;
-  /** Accepted clock skew of HMAC dates, seconds (CONTRACT §1: 300). */
+  /** Accepted clock skew of HMAC dates, seconds (docs/vendor-api.md#signing: 300). */
   hmacSkewSeconds: number;
 }
 

@@ -23,7 +23,10 @@ export interface SandboxOptions {
   credentials?: Partial<SandboxCredentials>;
   /** Overrides of the signal thresholds (DEFAULT_THRESHOLDS). */
   thresholds?: Partial<SignalThresholds>;
-  /** Access token lifetime, seconds. Default 43200 (CONTRACT §3); `expires_in` is this minus 1. */
+  /**
+   * Access token lifetime, seconds. Default 43200 (docs/vendor-api.md#oauth-token); `expires_in` is this
+   * minus 1.
+   */
   tokenLifetimeSeconds?: number;
   /** `'default'` (the demo accounts, default), `'empty'`, a YAML file path, or a Scenario object. */
   scenario?: 'default' | 'empty' | string | ScenarioInput;
@@ -45,7 +48,7 @@ export interface RunningSandbox {
   sandbox: SandboxApp;
 }
 
-/** Default access token lifetime, seconds (CONTRACT §3). */
+/** Default access token lifetime, seconds (docs/vendor-api.md#oauth-token). */
 export const DEFAULT_TOKEN_LIFETIME_SECONDS = 43_200;
 
 /** Resolves options into a config (defaults applied, values checked). */

@@ -4,8 +4,8 @@ import type { VendorErrorBody } from '../admin/admin-schemas.ts';
 
 /**
  * The error bodies of every API the sandbox serves, in one place: Trust Signals `{error, message}`
- * (CONTRACT §4), OAuth `{error, error_description}` (RFC 6749 §5.2), Admin and Log API
- * `{error: true, code, message, detail?}` (admin-api.md "Errors", CONTRACT §5-§6), and RFC 9457
+ * (docs/vendor-api.md#signal-errors), OAuth `{error, error_description}` (RFC 6749 §5.2), Admin and Log API
+ * `{error: true, code, message, detail?}` (docs/vendor-api.md#admin-errors, #log-errors), and RFC 9457
  * problem+json for the sandbox's own `/sandbox/...` control API. A fault, a 404 or an unexpected
  * failure answers in the shape a client of that API parses.
  */
@@ -90,7 +90,7 @@ function respond(status: number, body: unknown, contentType: string, headers: Re
   return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': contentType, ...headers } });
 }
 
-/** A Trust Signals error (CONTRACT §4); a 401 carries `WWW-Authenticate: Bearer`. */
+/** A Trust Signals error (docs/vendor-api.md#signal-errors); a 401 carries `WWW-Authenticate: Bearer`. */
 export function signalsErrorResponse(
   status: number,
   error: string,

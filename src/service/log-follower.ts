@@ -24,7 +24,10 @@ import type { CallInfo } from '../upstream/upstream-call.ts';
  * lag marks history unavailable). Replicas on a shared store take a lease: one of them follows.
  */
 
-/** Event types after which a user's cached Admin user and devices reads are stale (log-api.md). */
+/**
+ * Event types after which a user's cached Admin user and devices reads are stale
+ * (docs/vendor-api.md#log-events).
+ */
 export const ADMIN_CACHE_INVALIDATING_EVENTS: ReadonlySet<string> = new Set([
   'user.updated',
   'admin-dashboard.user.updated',

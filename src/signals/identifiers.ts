@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Identifier rules of the Trust Signals API (trust-signals-api.md, "Identifiers" and "Limits").
+ * Identifier rules of the Trust Signals API (docs/vendor-api.md#identifiers).
  * Shared by the client (which refuses invalid parameters before any network call), the sandbox
  * (which answers 400) and the /decide request schema (which names the bad field).
  */

@@ -11,7 +11,7 @@ import type { RemoteAccessToolBatchItem, RemoteAccessToolResponse } from './sign
  * `windowMs` otherwise (under load, waiting a little fills batches while the upstream is busy).
  */
 
-/** One item of the batch body (CONTRACT/spec: all required but sdkVersionId). */
+/** One item of the batch body (docs/vendor-api.md#remote-access-tool: all required but sdkVersionId). */
 export interface BatchItem {
   serviceId: string;
   accountId: string;

@@ -15,7 +15,7 @@ import { parseRfc3339Utc } from './rfc3339.ts';
 import { SUPPORTING_SIGNAL_TYPES, type SupportingSignalType } from './signal-schemas.ts';
 
 /**
- * Parameters of each Trust Signals endpoint (trust-signals-api.md, "Endpoints"), their validation
+ * Parameters of each Trust Signals endpoint (docs/vendor-api.md#signal-endpoints), their validation
  * and their query strings. Validation is hand-written over the shared patterns of identifiers.ts:
  * it runs on every call, before any network I/O, and must cost next to nothing. Query strings are
  * concatenated directly: identifiers that passed their patterns need no percent-encoding.

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { verificationStatusSchema } from './identifiers.ts';
 
 /**
- * Response shapes of the Trust Signals API (trust-signals-api.md). The client parses every answer
- * with these; the policy engine derives its CEL types from the `result` objects; the sandbox's
+ * Response shapes of the Trust Signals API (docs/vendor-api.md#signal-envelope). The client parses every
+ * answer with these; the policy engine derives its CEL types from the `result` objects; the sandbox's
  * tests check its answers against them. One definition, three users.
  */
 
@@ -164,7 +164,7 @@ export const remoteAccessToolBatchResponseSchema = z.object({
   results: z.array(remoteAccessToolBatchItemSchema),
 });
 
-/** Error body for 400/401/403 (CONTRACT §4). */
+/** Error body for 400/401/403 (docs/vendor-api.md#signal-errors). */
 export const signalsErrorBodySchema = z.object({ error: z.string(), message: z.string() });
 
 export type GeolocationResponse = z.infer<typeof geolocationResponseSchema>;

@@ -159,7 +159,7 @@ interface Envelope {
 
 /**
  * Beyond the schema: the envelope is for this signal, and `success` agrees with `result`/`reason`
- * (the spec: result "omitted when success is false"; a failure always has a reason).
+ * (docs/vendor-api.md#signal-envelope: no `result` when success is false; a failure always has a reason).
  */
 function checkEnvelope(
   operation: string,

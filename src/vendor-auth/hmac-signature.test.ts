@@ -17,7 +17,7 @@ const SERVICE_ID = '7ef5fbc3-8a0d-4a44-8a5c-3b1f2a1e9c10';
 const KEY = 'admin-api-key-example';
 const DATE = 'Tue, 02 Jan 2024 10:00:00 +0000';
 
-describe('HMAC request signing (CONTRACT §1 vectors)', () => {
+describe('HMAC request signing (docs/vendor-api.md#signing-test-vectors)', () => {
   it('signs the GET vector with a canonicalised query', () => {
     const canonical = buildCanonicalString({
       date: DATE,

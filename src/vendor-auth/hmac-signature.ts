@@ -1,8 +1,8 @@
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 /**
- * HMAC request signing shared by the Admin API and the Log API (CONTRACT §1). This is the one place
- * the canonical form lives: the clients and the sandbox both call it, so a vendor difference is
+ * HMAC request signing shared by the Admin API and the Log API (docs/vendor-api.md#signing). This is the one
+ * place the canonical form lives: the clients and the sandbox both call it, so a vendor difference is
  * fixed here once.
  */
 
@@ -51,7 +51,7 @@ export function canonicalizeHost(host: string, protocol = 'https:'): string {
   return lower;
 }
 
-/** The five-line string that is signed (CONTRACT §1), no trailing newline. */
+/** The five-line string that is signed (docs/vendor-api.md#signing), no trailing newline. */
 export function buildCanonicalString(req: SignableRequest): string {
   const method = req.method.toUpperCase();
   let params = '';

@@ -153,7 +153,7 @@ export async function serveModules(
   };
 }
 
-/** Builds a wire query string the way CONTRACT §1 wants it (RFC 3986, space as %20). */
+/** Builds a wire query string the way docs/vendor-api.md#signing wants it (RFC 3986, space as %20). */
 export function wireQuery(pairs: readonly (readonly [string, string])[]): string {
   return pairs.map(([k, v]) => `${encodeRfc3986(k)}=${encodeRfc3986(v)}`).join('&');
 }
@@ -181,7 +181,7 @@ export interface CallResult {
   json: any;
 }
 
-/** Sends a request signed per CONTRACT §1 over real HTTP (undici). */
+/** Sends a request signed per docs/vendor-api.md#signing over real HTTP (undici). */
 export async function signedCall(
   served: { baseUrl: string; host: string },
   call: SignedCall,

@@ -40,7 +40,7 @@ export function serviceActivity(s: AdminState, q: QueryParams): Record<string, u
   return { activity: page, count: page.length, total: matches.length, limit, offset };
 }
 
-/** GET /users/{id}/activity (ascending; no since = one month back, CONTRACT §5). */
+/** GET /users/{id}/activity (ascending; no since = one month back, docs/vendor-api.md#admin-endpoints). */
 export function userActivity(s: AdminState, userId: string, q: QueryParams): Record<string, unknown> {
   s.user(userId);
   const since = activityWindow(s, q, s.nowSec() - ADMIN_DEFAULTS.activityMaxAgeSecs);

@@ -4,10 +4,10 @@ import { invalidParameter, zodToVendorError } from '../vendor-api-errors.ts';
 
 /**
  * Request input of the emulated Admin API: body decoding, query parameter rules, the input
- * restrictions of admin-api.md. Every failure is a 400 / 40000 whose `detail` names the field.
+ * restrictions of docs/vendor-api.md#admin-resources. Each failure is 400 / 40000, `detail` naming the field.
  */
 
-/** admin-api.md "Input restrictions": username. */
+/** docs/vendor-api.md#admin-resources (input restrictions): username. */
 export const USERNAME_PATTERN = /^[A-Za-z0-9._\-=@#$+]{1,100}$/;
 /** display_name: spaces, Unicode letters, Unicode punctuation, digits, `= @ # $ +`; ≤ 100 characters. */
 export const DISPLAY_NAME_PATTERN = /^[ \p{L}\p{P}0-9=@#$+]{0,100}$/u;

@@ -13,9 +13,9 @@ import { seedUser } from './users.ts';
 /** Tunables of the emulated Admin API. */
 export interface AdminModuleOptions {
   /**
-   * Accept callback URLs to http(s)://127.0.0.1, localhost or [::1] on any port, which the spec
+   * Accept callback URLs to http(s)://127.0.0.1, localhost or [::1] on any port, which the vendor
    * forbids (https, FQDN, port 443 only), so local tests can receive callbacks. Default true in the
-   * sandbox; set false to enforce the spec's rule.
+   * sandbox; set false to enforce the vendor's rule (docs/vendor-api.md#callbacks).
    */
   allowInsecureCallbacks?: boolean;
   /** Per-attempt callback timeout, ms. Default 2000. */
@@ -33,7 +33,7 @@ export interface AdminModuleOptions {
 const DAY_MS = 86_400_000;
 
 /**
- * The sandbox's Admin API (admin-api.md, CONTRACT §1 and §5) under `/srv/admin/v1`, and its control
+ * The sandbox's Admin API (docs/vendor-api.md#admin-api) under `/srv/admin/v1`, and its control
  * routes under `/sandbox/` (authentications, enrollment completion, SMS verification, migrations,
  * callback deliveries, public images).
  */

@@ -117,13 +117,13 @@ export function deviceView(d: DeviceRecord): AdminDevice {
   return { ...view, capabilities: [...d.capabilities] };
 }
 
-/** CONTRACT §5: archived_at → archived; not enrolled → unenrolled; else enrolled. */
+/** docs/vendor-api.md#admin-resources: archived_at → archived; not enrolled → unenrolled; else enrolled. */
 export function deviceStatus(d: DeviceRecord): DeviceStatus {
   if (d.archived_at !== undefined) return 'archived';
   return d.enrolled ? 'enrolled' : 'unenrolled';
 }
 
-/** An enrollment is `expired` when pending and past `expires_at` (CONTRACT §5). */
+/** An enrollment is `expired` when pending and past `expires_at` (docs/vendor-api.md#admin-resources). */
 export function enrollmentStatus(e: EnrollmentRecord, nowSec: number): string {
   if (e.status === 'pending' && nowSec > e.expires_at) return 'expired';
   return e.status;

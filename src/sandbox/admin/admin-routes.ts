@@ -63,7 +63,8 @@ const received = new WeakMap<Request, ReceivedRequest>();
 
 /**
  * Registers the Admin API on `app`: HMAC middleware (all but ping and api_version), every endpoint
- * of admin-api.md the sandbox emulates, and 404 / 405 envelopes for the rest of the prefix.
+ * the sandbox emulates (docs/vendor-api.md#admin-endpoints), and 404 / 405 envelopes for the rest of
+ * the prefix.
  */
 export function registerAdminRoutes(
   app: Hono,
@@ -189,7 +190,7 @@ export function registerAdminRoutes(
   );
   route('DELETE', '/devices/:id', (r) => json(r, deleteDevice(state, r.param('id'), r.client)));
 
-  // ---- enrollments by identifier (shapes not shown by the spec: the Enrollment record)
+  // ---- enrollments by identifier (shapes the vendor does not show: the Enrollment record)
   route('GET', '/enrollments', (r) => json(r, listEnrollments(state, r.query)));
   for (const path of ['/enrollments/enrollment_id/:id', '/enrollments/:id']) {
     route('GET', path, (r) => json(r, getEnrollment(state, r.param('id'))));
@@ -202,7 +203,7 @@ export function registerAdminRoutes(
     });
   }
 
-  // ---- hardware tokens: not emulated (CONTRACT §5)
+  // ---- hardware tokens: not emulated (docs/vendor-api.md#admin-endpoints)
   app.all(`${ADMIN_PREFIX}/hwtokens`, () => {
     throw new VendorApiError(50100, 'Not implemented', 'hardware token endpoints are not emulated');
   });

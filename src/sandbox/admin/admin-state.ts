@@ -37,7 +37,7 @@ export const PLACEHOLDER_PNG = Buffer.from(
   'base64',
 );
 
-/** Factors in their canonical order, `passcode` always present (admin-api.md). */
+/** Factors in their canonical order, `passcode` always present (docs/vendor-api.md#admin-resources). */
 export function normalizeFactors(factors: readonly string[]): string[] {
   const set = new Set(factors);
   set.add('passcode');

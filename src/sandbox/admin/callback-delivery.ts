@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { signCallbackBody } from '../../callbacks/jws-signature.ts';
 
 /**
- * Outbound Admin API callbacks (admin-api.md "Events"): POST, JSON, `x-jws-signature` (CONTRACT §2).
+ * Outbound Admin API callbacks (docs/vendor-api.md#callbacks): POST, JSON, `x-jws-signature`.
  * Every attempt has a timeout, retries are bounded, and each delivery is recorded for inspection.
  */
 

@@ -2,7 +2,9 @@ import { randomInt } from 'node:crypto';
 
 /** Codes the Admin API hands out: one-time codes, backup codes, activation codes. */
 
-/** Groups digits by 4 from the left, separated by spaces (CONTRACT §5): `1234 5678 90`. */
+/**
+ * Groups digits by 4 from the left, separated by spaces (docs/vendor-api.md#admin-resources): `1234 5678 90`.
+ */
 export function spaceDigits(digits: string): string {
   return digits.replace(/(\d{4})(?=\d)/g, '$1 ');
 }

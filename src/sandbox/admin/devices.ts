@@ -85,7 +85,7 @@ function deviceMatches(
   );
 }
 
-/** GET /devices (CONTRACT §5). */
+/** GET /devices (docs/vendor-api.md#admin-endpoints). */
 export function listDevices(s: AdminState, q: QueryParams): Record<string, unknown> {
   const statuses = q.list('status', ['enrolled', 'unenrolled', 'archived'] as const);
   const types = q.list('type', ['android', 'ios', 'hwtoken', 'sms'] as const);

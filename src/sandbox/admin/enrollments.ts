@@ -33,9 +33,9 @@ export function checkEnrollmentBody(s: AdminState, body: EnrollmentBody): void {
   if (body.fido) {
     throw new VendorApiError(40300, 'Forbidden', 'the Service has no WebAuthn relying-party configuration');
   }
-  if (body.hwtoken_id !== undefined) {
-    throw new VendorApiError(50100, 'Not implemented', 'hardware token enrollment is not emulated');
-  }
+  // The sandbox stores no hardware tokens, so every `hwtoken_id` names a missing one: 400 / 40000
+  // (docs/vendor-api.md#admin-users), not the 501 of the hardware-token endpoints themselves.
+  if (body.hwtoken_id !== undefined) throw invalidParameter('hwtoken_id', 'no hardware token with this id');
   if (body.phone_number !== undefined) {
     if (!PHONE_NUMBER_PATTERN.test(body.phone_number)) {
       throw new VendorApiError(40001, 'Invalid phone number', 'phone_number: international format required');

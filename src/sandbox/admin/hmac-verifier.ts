@@ -9,9 +9,9 @@ import {
 import { VendorApiError } from '../vendor-api-errors.ts';
 
 /**
- * Server side of CONTRACT §1 for the emulated Admin and Log APIs: rebuilds the canonical string from
- * the request as received (Host header, raw path, query decoded from the raw URL, exact body bytes)
- * and checks the `Basic base64(<id>:<hex>)` signature against it.
+ * Server side of docs/vendor-api.md#signing for the emulated Admin and Log APIs: rebuilds the canonical
+ * string from the request as received (Host header, raw path, query decoded from the raw URL, exact body
+ * bytes) and checks the `Basic base64(<id>:<hex>)` signature against it.
  */
 
 /** The request as it arrived, split the way the canonical string needs it. */
@@ -28,8 +28,8 @@ export interface ReceivedRequest {
 }
 
 /**
- * Decodes a raw query string into pairs. A `+` stays a `+` (CONTRACT §1 sends a space as `%20`, and
- * a Log API offset `+01:00` may arrive undecoded); a malformed escape is a 400.
+ * Decodes a raw query string into pairs. A `+` stays a `+` (docs/vendor-api.md#signing sends a space as
+ * `%20`, and a Log API offset `+01:00` may arrive undecoded); a malformed escape is a 400.
  */
 export function parseRawQuery(rawQuery: string): [string, string][] {
   const pairs: [string, string][] = [];
@@ -92,7 +92,7 @@ export interface HmacVerifyOptions {
   /** The API key for an ID, or undefined when the ID is not one these credentials know. */
   keyFor(id: string): string | undefined;
   nowMs: number;
-  /** Accepted clock skew, seconds (CONTRACT §1: 300). */
+  /** Accepted clock skew, seconds (docs/vendor-api.md#signing: 300). */
   skewSeconds: number;
 }
 

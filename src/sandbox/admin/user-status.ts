@@ -1,7 +1,7 @@
 import type { UserStatus } from '../../admin/admin-schemas.ts';
 
 /**
- * The user status table of admin-api.md ("States and transitions"), as pure functions so each row is
+ * The user status table of docs/vendor-api.md#user-status, as pure functions so each row is
  * one place to read and one place to change.
  */
 
@@ -19,8 +19,8 @@ export interface StatusPutOutcome {
 
 /**
  * PUT user with status=... on a non-archived user:
- * - enabled: enabled when the user has an enrolled device, else disabled (CONTRACT §5); removes
- *   bypass and lock-out;
+ * - enabled: enabled when the user has an enrolled device, else disabled (docs/vendor-api.md#user-status);
+ *   removes bypass and lock-out;
  * - bypass: resets lock-out;
  * - locked_out: stays until reset by enabled or bypass (failed_attempts kept);
  * - disabled: unenrolls every enrolled device; resets bypass and lock-out.

@@ -14,7 +14,7 @@ export function getUser(s: AdminState, id: string): AdminUser {
   return userView(s.user(id));
 }
 
-/** GET /users with every filter, sort and the page limits of admin-api.md. */
+/** GET /users with every filter, sort and the page limits of docs/vendor-api.md#admin-limits. */
 export function lookupUsers(s: AdminState, q: QueryParams): Record<string, unknown> {
   const username = q.string('username');
   const displayName = q.string('display_name')?.toLowerCase();

@@ -2,7 +2,7 @@ import { parseRfc3339Utc } from '../../signals/rfc3339.ts';
 import { VendorApiError } from '../vendor-api-errors.ts';
 
 /**
- * Timestamps and ranges of the Log API (log-api.md "Endpoints" and "Limits", CONTRACT §6). Times are
+ * Timestamps and ranges of the Log API (docs/vendor-api.md#log-ranges). Times are
  * nanoseconds since the epoch (bigint) so nanosecond `created_at` values compare exactly.
  */
 

@@ -15,7 +15,7 @@ import { seedDashboardHistory } from './dashboard-history.ts';
 import { LogEventStore, type LogScope } from './event-store.ts';
 import { parseLogTimestamp, resolveLogRange } from './log-range.ts';
 
-/** A fixed-window rate limit for the Log API (CONTRACT §6). */
+/** A fixed-window rate limit for the Log API (docs/vendor-api.md#rate-limits). */
 export interface LogRateLimit {
   /** Requests allowed per window (both endpoints together). */
   maxRequests: number;
@@ -49,7 +49,7 @@ const rateLimitSchema = z.union([
 ]);
 
 /**
- * The sandbox's Log API (log-api.md, CONTRACT §1 and §6) and the event store it streams from.
+ * The sandbox's Log API (docs/vendor-api.md#log-api) and the event store it streams from.
  *
  * Routes: `GET /logs/v1/service/:service_id`, `GET /logs/v1/organization/:organization_id`; control
  * routes `GET|POST /sandbox/logs/events` (inspect / inject history) and `PUT /sandbox/logs/rate-limit`,

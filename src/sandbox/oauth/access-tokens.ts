@@ -5,7 +5,7 @@ import type { SandboxClock } from '../sandbox-config.ts';
 import type { OAuthClient } from './oauth-clients.ts';
 import type { SigningKey } from './signing-key.ts';
 
-/** The claims of a sandbox access token (CONTRACT §3). */
+/** The claims of a sandbox access token (docs/vendor-api.md#oauth-token). */
 export interface AccessTokenClaims {
   iss: string;
   sub: string;

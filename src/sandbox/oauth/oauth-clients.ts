@@ -1,8 +1,8 @@
 import type { SandboxCredentials } from '../sandbox-config.ts';
 
-/** The permission scope a Retrieval token carries (trust-signals-api.md "Authentication"). */
+/** The permission scope a Retrieval token carries (docs/vendor-api.md#oauth-token). */
 export const SIGNALS_READ_SCOPE = 'signals:read';
-/** The permission scope a Collection token carries (CONTRACT §4). */
+/** The permission scope a Collection token carries (docs/vendor-api.md#collections). */
 export const OBSERVATIONS_WRITE_SCOPE = 'observations:write';
 
 /** One provisioned OAuth client. */

@@ -19,9 +19,9 @@ type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 /**
- * The OAuth 2.0 token endpoint (CONTRACT §3): client credentials with `client_secret_basic`, form
- * body, RFC 6749 §5.2 errors. Checks run in RFC order: client authentication (401), then the
- * request (400 invalid_request, unsupported_grant_type, invalid_scope).
+ * The OAuth 2.0 token endpoint (docs/vendor-api.md#oauth-token): client credentials with
+ * `client_secret_basic`, form body, RFC 6749 §5.2 errors. Checks run in RFC order: client authentication
+ * (401), then the request (400 invalid_request, unsupported_grant_type, invalid_scope).
  */
 export function createOAuthRoutes(deps: OAuthRoutesDeps): Hono {
   const app = new Hono();

@@ -78,7 +78,8 @@ const DATAPOINT_ORDER = [
  * - observations selected but none from a mobile unit → unsupported_platform;
  * - a pair less than half a second apart (elapsedSeconds rounds to 0) cannot be scored; when no
  *   pair can, the gps source says `evaluated: false` (success true, anomaly false).
- * Speed is computed from the rounded distance and the integer seconds, as the spec's formula says.
+ * Speed is computed from the rounded distance and the integer seconds, as the vendor's formula says
+ * (docs/vendor-api.md#signal-endpoints).
  */
 export function computeGeovelocity(
   selected: readonly Observation[],

@@ -24,7 +24,7 @@ export interface NewBrowserInput {
 }
 
 /**
- * New browser (trust-signals-api.md "Paired parameters"): the subject's latest complete fingerprint
+ * New browser (docs/vendor-api.md#signal-endpoints): the subject's latest complete fingerprint
  * (every field of the match scope present) against baseline fingerprints older than the cooldown
  * cutoff. known = at least one baseline fingerprint equal on every field of the scope. When unknown
  * and the baseline had candidates, mismatchedFields lists the fields that differ from the closest one

@@ -1,7 +1,7 @@
 import type { VerificationStatus } from '../../signals/identifiers.ts';
 import type { Observation } from './observation.ts';
 
-/** Which of an account's observations a request selects (trust-signals-api.md "Matching rules"). */
+/** Which of an account's observations a request selects (docs/vendor-api.md#identifiers). */
 export interface UnitFilter {
   unitId?: string | undefined;
   verificationStatus?: VerificationStatus | undefined;

@@ -20,7 +20,10 @@ import { parseRfc3339 } from './rfc3339.ts';
 export const PLATFORMS = ['browser', 'mobile'] as const;
 export type Platform = (typeof PLATFORMS)[number];
 
-/** Browser fingerprint fields (CONTRACT §4 names them; the first three are the `browser_profile`). */
+/**
+ * Browser fingerprint fields (docs/vendor-api.md#signal-endpoints names them; the first three are the
+ * `browser_profile`).
+ */
 export const BROWSER_PROFILE_FIELDS = ['browser_name', 'browser_os', 'browser_version'] as const;
 export const FULL_FINGERPRINT_FIELDS = [
   ...BROWSER_PROFILE_FIELDS,
@@ -54,8 +57,8 @@ export const browserFingerprintSchema = z.object({
 });
 
 /**
- * Behavioural input of one browser session. Counts gate scoring (CONTRACT §4 minimums); the timing
- * features are what the remote-access-tool model compares against the user's own earlier sessions:
+ * Behavioural input of one browser session. Counts gate scoring (docs/vendor-api.md#signal-thresholds); the
+ * timing features are what the remote-access-tool model compares against the user's own earlier sessions:
  * a remote desktop relays input at the remote protocol's frame rate (longer, regular pointer
  * intervals), moves the pointer in jumps rather than paths, and replays key presses with unnatural
  * hold times.

@@ -55,9 +55,9 @@ export interface RatScoringInput {
 /**
  * Scores the session named by `filter` (exact unitId, verificationStatus, interactionId).
  *
- * Model (documented in README): prerequisites in the spec's order — a browser observation with a
- * desktop OS and browser (else unsupported_platform), at least `ratMinMouseEvents` and
- * `ratMinKeystrokeEvents` in the session (else insufficient_observations), at least
+ * Model (documented in README): prerequisites in the vendor's order (docs/vendor-api.md#remote-access-tool)
+ * — a browser observation with a desktop OS and browser (else unsupported_platform), at least
+ * `ratMinMouseEvents` and `ratMinKeystrokeEvents` in the session (else insufficient_observations), at least
  * `ratMinPriorSessions` other browser sessions of the account with both mouse and keystroke events
  * (else no_user_baseline; interaction_anchored counts only sessions that started before the scored
  * one). Score: for each timing feature present in the session and in at least two baseline sessions,

@@ -15,8 +15,8 @@ import { parseRfc3339Utc } from '../../signals/rfc3339.ts';
 import type { UnitFilter } from './observation-store.ts';
 
 /**
- * Query-parameter validation of the signal endpoints (trust-signals-api.md "Identifiers", "Matching
- * rules", "Limits"). Hand-written over the shared precompiled patterns rather than zod: it runs on
+ * Query-parameter validation of the signal endpoints (docs/vendor-api.md#identifiers,
+ * #observation-window). Hand-written over the shared precompiled patterns rather than zod: it runs on
  * every signal request and must cost microseconds. Every failure names its parameter.
  */
 
@@ -145,8 +145,9 @@ function parseTime(name: string, v: string): number {
 }
 
 /**
- * The observation window: end defaults to now, start to end − 31 days (CONTRACT §4). A start after
- * the end or a span over 31 days is a 400. Both bounds are inclusive.
+ * The observation window: end defaults to now, start to end − 31 days
+ * (docs/vendor-api.md#observation-window). A start after the end or a span over 31 days is a 400. Both
+ * bounds are inclusive.
  */
 export function parseWindow(q: Query, nowMs: number): TimeWindow {
   const endMs = q.windowEnd === undefined ? nowMs : parseTime('windowEnd', q.windowEnd);

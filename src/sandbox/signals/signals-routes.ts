@@ -49,13 +49,13 @@ const COOLDOWN = /^\d{1,10}$/;
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
- * The Trust Signals API (trust-signals-api.md, CONTRACT §4) and the Collection endpoint that feeds it.
+ * The Trust Signals API (docs/vendor-api.md#signals) and the Collection endpoint that feeds it.
  *
  * Order of checks on every signal GET (documented in README): 401 (token missing, malformed, bad
  * signature, expired, not yet valid, other scheme, alg none) → 403 insufficient_scope (not a
  * Retrieval token: no `signals:read` or wrong audience) → 400 invalid_request (parameters, in the
- * order of the spec's tables; the message names the parameter) → 403 forbidden (serviceId differs
- * from the token's service_id) → 200.
+ * order of docs/vendor-api.md#signal-endpoints; the message names the parameter) → 403 forbidden
+ * (serviceId differs from the token's service_id) → 200.
  */
 export function createSignalsRoutes(deps: SignalsRoutesDeps): Hono {
   const { store, tokens, credentials, thresholds, clock } = deps;
@@ -271,7 +271,7 @@ export function createSignalsRoutes(deps: SignalsRoutesDeps): Hono {
   });
 
   /**
-   * Collection (CONTRACT §4): a JSON array of observations, Collection token (scope
+   * Collection (docs/vendor-api.md#collections): a JSON array of observations, Collection token (scope
    * observations:write). Answers 200 `{ "accepted": n }`; nothing is stored unless every item is valid.
    */
   app.post('/api/v1/collections', async (c) => {
