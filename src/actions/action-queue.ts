@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import { backoffDelayMs } from '../upstream/backoff.ts';
+import { backoffDelayMs } from '../timing/backoff.ts';
+import { settlesWithin } from '../timing/with-timeout.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { ActionSpec } from './admin-actions.ts';
 
@@ -209,14 +210,7 @@ export class ActionQueue implements ActionDispatcher {
   async drain(timeoutMs: number): Promise<void> {
     this.#closing = true;
     if (this.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, timeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
+      await settlesWithin(new Promise<void>((resolve) => this.#idleWaiters.push(resolve)), timeoutMs);
     }
     this.#shutdown.abort();
     for (const entry of [...this.#ready, ...this.#waiting, ...this.#running]) {
