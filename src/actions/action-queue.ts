@@ -2,8 +2,10 @@ import { LRUCache } from 'lru-cache';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
-import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import type { ActionSpec } from './admin-actions.ts';
+import type { ActionJob } from './admin-actions.ts';
+
+// Jobs are made where actions are planned (admin-actions.ts); re-exported for the queue's callers.
+export type { ActionJob };
 
 /**
  * Runs Admin actions after the answer has gone out: bounded concurrency, bounded retries with
@@ -11,20 +13,6 @@ import type { ActionSpec } from './admin-actions.ts';
  * action + target), drained on shutdown. Every job ends in exactly one `onOutcome`: done, or
  * failed with the reason; nothing is dropped silently.
  */
-
-export interface ActionJob {
-  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
-  key: string;
-  decisionId: string;
-  /** The action type, for outcomes and metrics. */
-  type: string;
-  /** What the action acts on (user or device id), for the log. */
-  target: string;
-  /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
-  attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
-  /** The action as data, for a durable outbox (absent for jobs that only run in memory). */
-  spec?: ActionSpec;
-}
 
 /** How a decision submits its actions. */
 export interface SubmitOptions {
