@@ -47,7 +47,7 @@ async function freePort(): Promise<number> {
 
 async function startSandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/dev/sandbox-main.ts'], {
     cwd: ROOT,
     env: { ...process.env, SANDBOX_PORT: String(port), SANDBOX_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 
-describe('npm run sandbox (src/sandbox/main.ts)', () => {
+describe('npm run sandbox (src/dev/sandbox-main.ts)', () => {
   it('prints its URL and credentials, serves, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/dev/sandbox-main.ts'], {
       env: { ...process.env, SANDBOX_PORT: '0', SANDBOX_ADMIN_API_KEY: 'a-real-secret' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
