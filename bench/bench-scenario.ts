@@ -35,7 +35,7 @@ export async function writeBenchScenario(dir: string, logins: number): Promise<s
 }
 
 /**
- * The sandbox (`src/sandbox/main.ts`, or `BENCH_SANDBOX_ENTRY`) on a free port, serving the bench
+ * The sandbox (`src/dev/sandbox-main.ts`, or `BENCH_SANDBOX_ENTRY`) on a free port, serving the bench
  * scenario written under `dir` for `bodyVariants` distinct /decide bodies, pinned to `cpu`.
  */
 export async function startBenchSandbox(o: {
@@ -48,7 +48,7 @@ export async function startBenchSandbox(o: {
   const port = await freePort();
   return startServer({
     name: o.name ?? 'sandbox',
-    entry: process.env.BENCH_SANDBOX_ENTRY ?? 'src/sandbox/main.ts',
+    entry: process.env.BENCH_SANDBOX_ENTRY ?? 'src/dev/sandbox-main.ts',
     port,
     cpu: o.cpu,
     env: {

@@ -51,7 +51,7 @@ async function freePort(): Promise<number> {
 
 async function startSandboxProcess(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawnTree(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+  const child = spawnTree(process.execPath, ['--import', 'tsx', 'src/dev/sandbox-main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -1,6 +1,6 @@
 /**
  * Sandbox throughput: the sandbox must never be the bottleneck of a benchmark (target: 5,000 signal
- * requests/s on one core, no latency injected). Starts `src/sandbox/main.ts` in a child process
+ * requests/s on one core, no latency injected). Starts `src/dev/sandbox-main.ts` in a child process
  * pinned to core 1 (`taskset -c 1`, when available), pins this process (autocannon) to core 0, gets a
  * Retrieval token and runs autocannon against
  *   1. GET /api/v1/signals/new-browser for alice's current login (a paired signal), and
@@ -41,7 +41,7 @@ if (pinning.available) {
 const port = await freePort();
 const sandbox = await startServer({
   name: 'sandbox',
-  entry: 'src/sandbox/main.ts',
+  entry: 'src/dev/sandbox-main.ts',
   port,
   cpu: pinning.available ? '1' : undefined,
   env: { SANDBOX_PORT: String(port) },

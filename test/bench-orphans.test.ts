@@ -29,7 +29,7 @@ describe.runIf(process.platform === 'linux')('bench harness killed', () => {
     try {
       // The sandbox, riskgate and the load generator, started one after the other.
       const started = () =>
-        ['src/sandbox/main.ts', 'bench/riskgate-under-bench.ts', 'bench/open-loop-generator.ts'].every(
+        ['src/dev/sandbox-main.ts', 'bench/riskgate-under-bench.ts', 'bench/open-loop-generator.ts'].every(
           (entry) => children().some((p) => p.command.includes(entry)),
         );
       const until = performance.now() + 60_000;

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { signalTree, spawnTree } from './support/process-tree.ts';
 
-describe('npm run sandbox (src/sandbox/main.ts)', () => {
+describe('npm run sandbox (src/dev/sandbox-main.ts)', () => {
   it('prints its URL and credentials, serves, and exits 0 on SIGTERM', async () => {
     // The development keys and sandbox.env it writes go to a temp dir, not the working tree.
     const state = mkdtempSync(join(tmpdir(), 'riskgate-sandbox-main-'));
-    const child = spawnTree(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+    const child = spawnTree(process.execPath, ['--import', 'tsx', 'src/dev/sandbox-main.ts'], {
       env: {
         ...process.env,
         SANDBOX_PORT: '0',

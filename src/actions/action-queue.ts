@@ -1,8 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import { backoffDelayMs } from '../upstream/backoff.ts';
-import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import type { ActionSpec } from './admin-actions.ts';
+import { backoffDelayMs } from '../timing/backoff.ts';
+import { settlesWithin } from '../timing/with-timeout.ts';
+import type { ActionJob } from './admin-actions.ts';
+
+// Jobs are made where actions are planned (admin-actions.ts); re-exported for the queue's callers.
+export type { ActionJob };
 
 /**
  * Runs Admin actions after the answer has gone out: bounded concurrency, bounded retries with
@@ -10,20 +13,6 @@ import type { ActionSpec } from './admin-actions.ts';
  * action + target), drained on shutdown. Every job ends in exactly one `onOutcome`: done, or
  * failed with the reason; nothing is dropped silently.
  */
-
-export interface ActionJob {
-  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
-  key: string;
-  decisionId: string;
-  /** The action type, for outcomes and metrics. */
-  type: string;
-  /** What the action acts on (user or device id), for the log. */
-  target: string;
-  /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
-  attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
-  /** The action as data, for a durable outbox (absent for jobs that only run in memory). */
-  spec?: ActionSpec;
-}
 
 /** How a decision submits its actions. */
 export interface SubmitOptions {
@@ -209,14 +198,7 @@ export class ActionQueue implements ActionDispatcher {
   async drain(timeoutMs: number): Promise<void> {
     this.#closing = true;
     if (this.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, timeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
+      await settlesWithin(new Promise<void>((resolve) => this.#idleWaiters.push(resolve)), timeoutMs);
     }
     this.#shutdown.abort();
     for (const entry of [...this.#ready, ...this.#waiting, ...this.#running]) {

@@ -5,7 +5,6 @@ import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
 import { checkSubject } from '../subject/subject-binding.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import type { ActionJob } from './action-queue.ts';
 
 /**
  * An Admin action as data: what the durable outbox stores and any process can carry out later.
@@ -117,6 +116,21 @@ async function verifiedSubject(
   return check.status === 'verified'
     ? { ok: true, value: undefined, durationMs: performance.now() - startedAt }
     : mismatch();
+}
+
+/** One Admin action on one target, as the action queue runs it. */
+export interface ActionJob {
+  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
+  key: string;
+  decisionId: string;
+  /** The action type, for outcomes and metrics. */
+  type: string;
+  /** What the action acts on (user or device id), for the log. */
+  target: string;
+  /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
+  attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
+  /** The action as data, for a durable outbox (absent for jobs that only run in memory). */
+  spec?: ActionSpec;
 }
 
 /**

@@ -161,3 +161,10 @@ export class AdmissionControl {
     return reason;
   }
 }
+
+/** What a shed decision's problem says, by the reason it was shed. */
+export function overloadDetail(reason: ShedReason): string {
+  return reason === 'in_flight'
+    ? 'riskgate has as many decisions in flight as it allows; retry shortly.'
+    : 'riskgate is overloaded (its event loop is behind); retry shortly.';
+}

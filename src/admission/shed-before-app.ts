@@ -1,9 +1,9 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import { overloadDetail, refusalClosesConnection } from '../http/early-refusal.ts';
-import { PROBLEM_CONTENT_TYPE, problemOf } from '../http/problem-details.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
-import type { AdmissionControl, ShedReason } from './admission-control.ts';
+import { refusalClosesConnection } from '../problem/early-refusal.ts';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../problem/problem-details.ts';
+import { type AdmissionControl, overloadDetail, type ShedReason } from './admission-control.ts';
 
 /**
  * The cheapest refusal riskgate can make: a `POST /decide` (or `POST /feedback`, the other caller

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
+import { backoffDelayMs } from '../timing/backoff.ts';
 import { raceWithSignal } from '../upstream/abortable.ts';
-import { backoffDelayMs } from '../upstream/backoff.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream, parseJsonBody } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';

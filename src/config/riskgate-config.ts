@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { DEFAULT_REDACTION, parseRedaction, type RedactionRule } from '../decision-log/log-redaction.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
 import { DEFAULT_RAT_CACHE_TTL_MS } from '../signals/signals-client.ts';
 import { closestName } from '../text/name-suggestion.ts';
+import { DEFAULT_REDACTION, parseRedaction, type RedactionRule } from './redaction-rules.ts';
 
 /**
  * riskgate's configuration, read from environment variables once at start (src/main.ts) and

@@ -2,6 +2,7 @@ import { createWriteStream, fstatSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { DecisionLogTarget } from '../config/riskgate-config.ts';
+import { settlesWithin } from '../timing/with-timeout.ts';
 
 /**
  * The decision log: one JSON line per decision (and one per action outcome), enough to replay a
@@ -278,7 +279,7 @@ export function createDecisionLog(
       clearInterval(retry);
       retry = undefined;
       const until = performance.now() + timeoutMs;
-      const done = await within(flush(), timeoutMs);
+      const done = await settlesWithin(flush(), timeoutMs);
       closed = true;
       if (!done && !broken) {
         const unwritten = pending.length;
@@ -292,7 +293,7 @@ export function createDecisionLog(
         return;
       }
       if (options.ownsStream && !broken) {
-        await within(
+        await settlesWithin(
           new Promise<void>((resolve) => stream.end(() => resolve())),
           Math.max(0, until - performance.now()),
         );
@@ -306,19 +307,6 @@ export function createDecisionLog(
 
 function errorText(error: NodeJS.ErrnoException): string {
   return error.code === undefined ? error.message : `${error.code}: ${error.message}`;
-}
-
-/** Whether `promise` settled within `ms`. */
-async function within(promise: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true as const), timedOut]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** A record that cannot be serialised (a bug) still leaves a line saying so. */

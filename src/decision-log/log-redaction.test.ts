@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createRedactor, DEFAULT_REDACTION, parseRedaction, truncateIp } from './log-redaction.ts';
+import { DEFAULT_REDACTION, parseRedaction } from '../config/redaction-rules.ts';
+import { createRedactor, truncateIp } from './log-redaction.ts';
 
 const line = {
   kind: 'decision',

@@ -1,5 +1,5 @@
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
-import type { Verdict } from '../policy/policy-types.ts';
+import type { Verdict } from '../policy-input/verdict.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import type { FeatureStore } from './feature-store.ts';
 import { type HistoryFeatures, historyFeatures, historyKey } from './history-features.ts';

@@ -1,3 +1,4 @@
+import { withTimeout } from '../timing/with-timeout.ts';
 import type {
   CounterOp,
   CounterReadings,
@@ -97,22 +98,8 @@ export class IpcFeatureStore implements FeatureStore {
 
   #call<T>(operation: Operation): Promise<T> {
     const id = this.#nextId++;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (this.#pending.delete(id))
-          reject(new Error(`the primary did not answer within ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
-      timer.unref();
-      this.#pending.set(id, {
-        resolve: (v) => {
-          clearTimeout(timer);
-          resolve(v as T);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      });
+    const reply = new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: (v) => resolve(v as T), reject });
       let sent = false;
       try {
         sent = this.#send({ type: FEATURES_REQUEST, id, ...operation });
@@ -121,9 +108,17 @@ export class IpcFeatureStore implements FeatureStore {
       }
       if (!sent) {
         this.#pending.delete(id);
-        clearTimeout(timer);
         reject(new Error('the IPC channel to the primary is closed'));
       }
+    });
+    return withTimeout(reply, {
+      timeoutMs: this.#timeoutMs,
+      onTimeout: () => {
+        // A reply after this is dropped by receive().
+        this.#pending.delete(id);
+        return new Error(`the primary did not answer within ${this.#timeoutMs} ms`);
+      },
+      ref: false,
     });
   }
 

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
-import type { PolicyRequest, Verdict } from '../policy/policy-types.ts';
+import type { PolicyRequest } from '../policy-input/policy-request.ts';
+import type { Verdict } from '../policy-input/verdict.ts';
 import type { CounterOp, CounterReadings } from './feature-store.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import { problemOf, problemResponse } from './problem-details.ts';
+import { problemOf, problemResponse } from '../problem/problem-details.ts';
 
 /**
  * Caller authentication: `Authorization: Bearer <key>` against the configured keys.

@@ -7,7 +7,7 @@ import {
   type ActionJob,
 } from '../actions/action-queue.ts';
 import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
-import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
+import { type AdmissionControl, overloadDetail, type ShedReason } from '../admission/admission-control.ts';
 import { admittedAtListener, arrivedAt } from '../admission/shed-before-app.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
 import { MAX_CALLBACK_BODY_BYTES, verifyCallbackSignature } from '../callbacks/jws-signature.ts';
@@ -38,11 +38,11 @@ import { buildOpenApiDocument } from '../openapi/openapi-document.ts';
 import type { OutboxEntry, OutboxStore } from '../outbox/outbox-store.ts';
 import { actionsQuerySchema, fromOutboxStore, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
+import { refusalClosesConnection } from '../problem/early-refusal.ts';
+import { problemCodeOf, problemOf, problemResponse, toProblem } from '../problem/problem-details.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { callerAuth, createKeyVerifier, keyAuth, operatorAuth, presentedKey } from './caller-auth.ts';
-import { overloadDetail, refusalClosesConnection } from './early-refusal.ts';
 import { clientAbortOf, inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
-import { problemCodeOf, problemOf, problemResponse, toProblem } from './problem-details.ts';
 
 /**
  * riskgate's HTTP surface. `createApp` only wires: it opens nothing, reads no environment and

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { z } from 'zod';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
-import { problemOf, problemResponse } from './problem-details.ts';
+import { problemOf, problemResponse } from '../problem/problem-details.ts';
 
 /**
  * JSON request bodies at the edge: content type (415), size (413), syntax and schema (400). The

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseIso8601Ns } from '../timing/rfc3339.ts';
 
 /**
  * A Log API event (docs/vendor-api.md#log-events): the common fields are checked, the per-kind ones kept
@@ -15,19 +16,10 @@ export const logEventSchema = z.looseObject({
 });
 export type LogEvent = z.infer<typeof logEventSchema>;
 
-const ISO = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:?\d{2})?$/;
-
 /**
  * `created_at` as nanoseconds since the epoch, exact at any precision; `undefined` when it is not
- * ISO 8601. No offset means UTC (as the API reads its own query parameters).
+ * ISO 8601 or not a real date and time. No offset means UTC (as the API reads its own query parameters).
  */
 export function createdAtNs(value: string): bigint | undefined {
-  const m = ISO.exec(value);
-  if (!m) return undefined;
-  let zone = m[4] ?? 'Z';
-  if (zone === 'z') zone = 'Z';
-  else if (zone !== 'Z' && zone.length === 5) zone = `${zone.slice(0, 3)}:${zone.slice(3)}`;
-  const ms = Date.parse(`${m[1]}T${m[2]}${zone}`);
-  if (Number.isNaN(ms)) return undefined;
-  return BigInt(ms) * 1_000_000n + BigInt((m[3] ?? '').padEnd(9, '0'));
+  return parseIso8601Ns(value);
 }

@@ -1,5 +1,6 @@
 import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
-import { backoffDelayMs } from '../upstream/backoff.ts';
+import { backoffDelayMs } from '../timing/backoff.ts';
+import { sleep } from '../timing/sleep.ts';
 import { type CheckpointStore, createFileCheckpointStore, type LogCheckpoint } from './log-checkpoint.ts';
 import type { LogClient, LogScope, LogWindow } from './log-client.ts';
 import { createdAtNs, type LogEvent } from './log-event.ts';
@@ -108,8 +109,8 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
   let overlapDue = false;
   let failures = 0;
   let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let wake: (() => void) | undefined;
+  // Aborted by stop(): ends the pause between windows at once.
+  let wake: AbortController | undefined;
   let loop: Promise<void> | undefined;
   let busy: Promise<PollOutcome> | undefined;
 
@@ -215,11 +216,10 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
     return busy;
   }
 
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      wake = resolve;
-      timer = setTimeout(resolve, ms);
-    });
+  async function pause(ms: number): Promise<void> {
+    wake = new AbortController();
+    // At least one timer tick (Node's setTimeout(0) is 1 ms too): a 0 ms interval still yields.
+    await sleep(Math.max(1, ms), wake.signal);
   }
 
   async function run(): Promise<void> {
@@ -237,7 +237,7 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
           if (!may) {
             // Another replica moves the checkpoint meanwhile: read it again before polling next.
             state = undefined;
-            if (running) await sleep(pollIntervalMs);
+            if (running) await pause(pollIntervalMs);
             continue;
           }
         }
@@ -255,7 +255,7 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
         opts.onError?.(err as Error, undefined);
         wait = backoffMax;
       }
-      if (running && wait > 0) await sleep(wait);
+      if (running && wait > 0) await pause(wait);
     }
   }
 
@@ -268,8 +268,7 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
     },
     async stop() {
       running = false;
-      if (timer !== undefined) clearTimeout(timer);
-      wake?.();
+      wake?.abort();
       await loop;
       loop = undefined;
     },

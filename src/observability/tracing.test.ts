@@ -1,12 +1,8 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { describe, expect, it, vi } from 'vitest';
-import {
-  createRedactor,
-  hashForLog,
-  parseRedaction,
-  type RedactionRule,
-} from '../decision-log/log-redaction.ts';
+import { parseRedaction, type RedactionRule } from '../config/redaction-rules.ts';
+import { createRedactor, hashForLog } from '../decision-log/log-redaction.ts';
 import { createTracing, isTracingRequested, type SpanRedaction } from './tracing.ts';
 
 const ENDPOINT = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };

@@ -34,12 +34,8 @@ import {
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
-import {
-  DEFAULT_REDACTION,
-  hashForLog,
-  parseRedaction,
-  type RedactionRule,
-} from '../decision-log/log-redaction.ts';
+import { DEFAULT_REDACTION, parseRedaction, type RedactionRule } from '../config/redaction-rules.ts';
+import { hashForLog } from '../decision-log/log-redaction.ts';
 import type { CallSpan, CallSpanStart, CallTracer } from '../upstream/call-tracer.ts';
 
 /**

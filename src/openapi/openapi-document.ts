@@ -8,7 +8,7 @@ import {
   feedbackResponseSchema,
   MAX_FEEDBACK_BODY_BYTES,
 } from '../feedback/feedback-request.ts';
-import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../http/problem-details.ts';
+import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
 import {
@@ -27,7 +27,7 @@ import {
 /**
  * The OpenAPI 3.1 description of every route riskgate serves, generated from the zod schemas that
  * validate requests and describe answers. Each problem answer is listed under the status its
- * `RG_ERR_*` code maps to (src/http/problem-details.ts), with the codes it can carry. Served at
+ * `RG_ERR_*` code maps to (src/problem/problem-details.ts), with the codes it can carry. Served at
  * `GET /openapi.json` and committed as `docs/openapi.json` (`npm run openapi`); tests keep both
  * equal and validate real answers of every route against it.
  */

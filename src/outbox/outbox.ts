@@ -12,7 +12,9 @@ import {
 import { type ActionAdmin, type ActionSpec, attemptAction } from '../actions/admin-actions.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
-import { backoffDelayMs } from '../upstream/backoff.ts';
+import { backoffDelayMs } from '../timing/backoff.ts';
+import { sleep } from '../timing/sleep.ts';
+import { settlesWithin } from '../timing/with-timeout.ts';
 import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
 
 /**
@@ -277,9 +279,9 @@ export class Outbox implements ActionDispatcher {
     const deadline = performance.now() + timeoutMs;
     // What the store has not acknowledged is written first, while there is time.
     while (this.#deferred.size > 0 && performance.now() < deadline) {
-      if (this.#writingDeferred) await new Promise((r) => setTimeout(r, 20));
+      if (this.#writingDeferred) await sleep(20);
       else await this.#writeDeferred(Math.max(1, deadline - performance.now()));
-      if (this.#deferredFailures > 0) await new Promise((r) => setTimeout(r, 50));
+      if (this.#deferredFailures > 0) await sleep(50);
     }
     // Deliver what is due now (the last answers' actions too) within the grace period; what is
     // waiting for a retry, or still running at the end, stays in the store for the next process.
@@ -293,14 +295,10 @@ export class Outbox implements ActionDispatcher {
         }
         if (started === 0) break;
       }
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
+      await settlesWithin(
         new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, Math.max(0, Math.min(20, deadline - performance.now())));
-        }),
-      ]);
-      clearTimeout(timer);
+        Math.max(0, Math.min(20, deadline - performance.now())),
+      );
     }
     this.#closing = true;
     clearTimeout(this.#timer);
@@ -309,9 +307,8 @@ export class Outbox implements ActionDispatcher {
     for (const c of aborted) c.abort();
     // Each aborted attempt gives its entry back as it settles.
     if (this.#running.size > 0) {
-      await new Promise<void>((resolve) => {
-        this.#idleWaiters.push(resolve);
-        setTimeout(resolve, 1000).unref();
+      await settlesWithin(new Promise<void>((resolve) => this.#idleWaiters.push(resolve)), 1000, {
+        ref: false,
       });
     }
     await this.#confirmed();

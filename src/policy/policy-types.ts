@@ -1,6 +1,8 @@
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import type { HistoryFeatures } from '../features/history-features.ts';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
+import type { PolicyRequest } from '../policy-input/policy-request.ts';
+import type { Verdict } from '../policy-input/verdict.ts';
 import type {
   ActiveCallResponse,
   GeolocationResponse,
@@ -10,6 +12,9 @@ import type {
   NewBrowserResponse,
   RemoteAccessToolResponse,
 } from '../signals/signal-schemas.ts';
+
+// Below the policy engine and the feature store, which both read them (no import circle).
+export type { PolicyRequest, Verdict };
 
 /**
  * The boundary between the decision service (src/decide/) and the policy engine (src/policy/).
@@ -54,22 +59,6 @@ export type SignalOutcome<N extends PolicySignalName = PolicySignalName> =
       reason: string;
     };
 
-/** The /decide request as the policy sees it (`request` in CEL). */
-export interface PolicyRequest {
-  accountId: string;
-  userId?: string | undefined;
-  deviceId?: string | undefined;
-  platform?: 'browser' | 'mobile' | undefined;
-  unitId?: string | undefined;
-  verificationStatus?: string | undefined;
-  interactionId?: string | undefined;
-  sdkVersionId?: string | undefined;
-  ip?: string | undefined;
-  userAgent?: string | undefined;
-  /** Free attributes from the login backend (strings, numbers, booleans). */
-  context: Record<string, string | number | boolean>;
-}
-
 /** Everything one evaluation sees. */
 export interface PolicyInput {
   signals: { [N in PolicySignalName]?: SignalOutcome<N> };
@@ -106,8 +95,6 @@ export interface FeatureReadSettings {
   /** Milliseconds, inside the decision deadline. */
   timeoutMs: number;
 }
-
-export type Verdict = 'allow' | 'challenge' | 'deny';
 
 /** Admin actions a policy can ask for. */
 export type PolicyActionType = 'lock_out_user' | 'archive_device' | 'restrict_factors' | 'one_time_code';

@@ -1,5 +1,7 @@
 import { createClient, type RedisClientType } from 'redis';
 import { withDeadline } from '../store/store-deadline.ts';
+import { exponentialDelayMs } from '../timing/backoff.ts';
+import { withTimeout } from '../timing/with-timeout.ts';
 
 /**
  * The one way riskgate connects to Redis (the outbox, the feature store): commands that fail at
@@ -32,7 +34,7 @@ export async function connectRedis(options: RedisConnectOptions): Promise<RedisC
     socket: {
       connectTimeout: timeoutMs,
       // Reconnect with a bounded backoff, in the background.
-      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, 2000),
+      reconnectStrategy: (retries: number) => exponentialDelayMs({ initialMs: 50, maxMs: 2000 }, retries + 1),
     },
     // While disconnected a command fails at once instead of queueing behind the reconnect: the
     // caller (a decision) answers now with what it has.
@@ -45,12 +47,11 @@ export async function connectRedis(options: RedisConnectOptions): Promise<RedisC
     firstError ??= error;
   });
   try {
-    await Promise.race([
-      client.connect(),
-      new Promise((_, reject) =>
-        setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref(),
-      ),
-    ]);
+    await withTimeout(client.connect(), {
+      timeoutMs,
+      onTimeout: () => new Error(`no answer within ${timeoutMs} ms`),
+      ref: false,
+    });
   } catch (error) {
     client.destroy();
     throw new Error(

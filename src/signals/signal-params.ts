@@ -1,4 +1,5 @@
 import { InputError } from '../errors/riskgate-error.ts';
+import { parseRfc3339Utc } from '../timing/rfc3339.ts';
 import {
   ACCOUNT_ID_PATTERN,
   findOrderingViolation,
@@ -11,7 +12,6 @@ import {
   UNIT_ID_PATTERN,
   type VerificationStatus,
 } from './identifiers.ts';
-import { parseRfc3339Utc } from './rfc3339.ts';
 import { SUPPORTING_SIGNAL_TYPES, type SupportingSignalType } from './signal-schemas.ts';
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rfc3339Schema } from '../timing/rfc3339.ts';
 import { verificationStatusSchema } from './identifiers.ts';
 
 /**
@@ -41,8 +42,6 @@ export const INGRESS_SUPPORTING_SIGNAL_TYPES: readonly SupportingSignalType[] = 
   'ingressIpContinentOverlap',
 ];
 
-const rfc3339 = z.string().min(1);
-
 export const supportingSignalSchema = z.object({
   type: z.enum(SUPPORTING_SIGNAL_TYPES),
   details: z.object({ matched: z.boolean(), matchCount: z.number().int().nullable() }),
@@ -54,13 +53,13 @@ export const proximityMatchSchema = z.object({
 });
 
 export const observationTimesByUnitSchema = z.object({
-  baselineUnitId: rfc3339.optional(),
-  subjectUnitId: rfc3339.optional(),
+  baselineUnitId: rfc3339Schema.optional(),
+  subjectUnitId: rfc3339Schema.optional(),
 });
 
 const datapointCommon = {
   name: z.string(),
-  observationTime: rfc3339,
+  observationTime: rfc3339Schema,
   unitId: z.string(),
   verificationStatus: z.string(),
   interactionId: z.string(),
@@ -74,8 +73,8 @@ export const datapointSchema = z.discriminatedUnion('valueType', [
 ]);
 
 export const fastestPairSchema = z.object({
-  fromObservationTime: rfc3339,
-  toObservationTime: rfc3339,
+  fromObservationTime: rfc3339Schema,
+  toObservationTime: rfc3339Schema,
   fromUnitId: z.string(),
   fromVerificationStatus: z.string(),
   fromInteractionId: z.string(),
@@ -120,7 +119,7 @@ const envelopeBase = {
   signalType: z.string(),
   success: z.boolean(),
   reason: failureReasonSchema.optional(),
-  observationTime: rfc3339.optional(),
+  observationTime: rfc3339Schema.optional(),
 };
 
 /** Builds the envelope schema of one signal; `extra` are its additional top-level fields. */
@@ -157,7 +156,7 @@ export const remoteAccessToolBatchItemSchema = z.object({
   success: z.boolean(),
   reason: failureReasonSchema.optional(),
   result: remoteAccessToolResultSchema.optional(),
-  observationTime: rfc3339.optional(),
+  observationTime: rfc3339Schema.optional(),
 });
 export const remoteAccessToolBatchResponseSchema = z.object({
   signalType: z.literal('remote_access_tool'),

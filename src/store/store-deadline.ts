@@ -1,3 +1,5 @@
+import { withTimeout } from '../timing/with-timeout.ts';
+
 /**
  * Deadlines on store calls (the outbox, the feature store). A Redis client's own command timeout
  * stops at the socket: once a command is written, node-redis waits for its reply however long a
@@ -20,39 +22,13 @@ export class StoreTimeoutError extends Error {
 }
 
 /**
- * Calls `onExpired` once `timeoutMs` (milliseconds) have passed and the I/O that arrived by then
- * has been handled; returns a function that cancels it.
- */
-function expireAfter(timeoutMs: number, onExpired: () => void): () => void {
-  let immediate: NodeJS.Immediate | undefined;
-  const timer = setTimeout(
-    () => {
-      immediate = setImmediate(onExpired);
-    },
-    Math.max(0, timeoutMs),
-  );
-  return () => {
-    clearTimeout(timer);
-    if (immediate !== undefined) clearImmediate(immediate);
-  };
-}
-
-/**
  * `work`'s result, or a rejection with {@link StoreTimeoutError} once `timeoutMs` (milliseconds)
  * pass first. `work` itself goes on: a write may still land after its caller was told it timed out.
  */
 export function withDeadline<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const cancel = expireAfter(timeoutMs, () => reject(new StoreTimeoutError(what, timeoutMs)));
-    work.then(
-      (value) => {
-        cancel();
-        resolve(value);
-      },
-      (error: unknown) => {
-        cancel();
-        reject(error);
-      },
-    );
+  return withTimeout(work, {
+    timeoutMs,
+    onTimeout: () => new StoreTimeoutError(what, timeoutMs),
+    tolerateLateTimer: true,
   });
 }

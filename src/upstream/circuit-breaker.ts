@@ -1,5 +1,5 @@
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
-import { type BackoffPolicy, backoffDelayMs } from './backoff.ts';
+import { type BackoffPolicy, backoffDelayMs } from '../timing/backoff.ts';
 
 /**
  * Circuit breakers, one per upstream route (`<upstream> <operation>`: an operation is one method

@@ -1,6 +1,8 @@
 import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
+import { backoffDelayMs } from '../timing/backoff.ts';
+import { sleep } from '../timing/sleep.ts';
 import type { CallSpan, CallTracer } from './call-tracer.ts';
 import { type CircuitBreakers, circuitOpenError } from './circuit-breaker.ts';
 import { deadlineError, malformedError, statusError } from './upstream-errors.ts';
@@ -132,21 +134,6 @@ function isRetryable(err: UpstreamError): boolean {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  if (ms <= 0) return Promise.resolve(!signal?.aborted);
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /** Whether a retry after `waitMs` still leaves `minRetryBudgetMs` before the call's `deadlineAt`. */
 function fitsDeadline(ctx: UpstreamContext, opts: CallOptions | undefined, waitMs: number): boolean {
   return opts?.deadlineAt === undefined || ctx.now() + waitMs + ctx.minRetryBudgetMs <= opts.deadlineAt;
@@ -239,7 +226,7 @@ export async function callUpstream<T>(
     const wait =
       outcome.code === ErrorCode.UPSTREAM_RATE_LIMITED
         ? (outcome.retryAfterMs ?? 0)
-        : ctx.retryDelayMs * (0.5 + Math.random() * 0.5);
+        : backoffDelayMs({ initialMs: ctx.retryDelayMs, maxMs: ctx.retryDelayMs }, 1);
     const fits = opts?.deadlineAt !== undefined ? fitsDeadline(ctx, opts, wait) : wait <= ctx.maxRetryWaitMs;
     if (!fits) break;
     retried = true;

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { signCallbackBody } from '../../callbacks/jws-signature.ts';
+import { exponentialDelayMs } from '../../timing/backoff.ts';
 
 /**
  * Outbound Admin API callbacks (docs/vendor-api.md#callbacks): POST, JSON, `x-jws-signature`.
@@ -106,7 +107,7 @@ export class CallbackSender {
         delivery.status = 'failed';
         break;
       }
-      await sleep(this.#opts.retryDelayMs * 2 ** (attempt - 1));
+      await sleep(exponentialDelayMs({ initialMs: this.#opts.retryDelayMs, maxMs: Infinity }, attempt));
     }
     delivery.finished_at = this.#opts.now();
     return delivery;

@@ -1,4 +1,4 @@
-import { parseRfc3339Utc } from '../../signals/rfc3339.ts';
+import { parseIso8601Ns } from '../../timing/rfc3339.ts';
 import { VendorApiError } from '../vendor-api-errors.ts';
 
 /**
@@ -22,36 +22,16 @@ export const LOG_RANGE_LIMITS = {
 } as const;
 
 const UNIX_SECONDS = /^(\d{1,12})(?:\.(\d{1,9}))?$/;
-// The offset may arrive with its `+` form-decoded to a space; accept that as `+`.
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+\- ]\d{2}:?\d{2})?$/;
-
-function fractionToNs(fraction: string | undefined): bigint {
-  return fraction ? BigInt(fraction.padEnd(9, '0')) : 0n;
-}
 
 /**
  * Parses one of the four accepted formats: Unix seconds, ISO 8601 without offset (UTC), with `Z`,
- * with an offset such as `+01:00` / `-01:00`. Returns nanoseconds, or undefined when malformed.
+ * with an offset such as `+01:00` / `-01:00` (its `+` may arrive form-decoded to a space). Returns
+ * nanoseconds, or undefined when malformed or not a real date and time.
  */
 export function parseLogTimestamp(value: string): bigint | undefined {
   const unix = UNIX_SECONDS.exec(value);
-  if (unix) return BigInt(unix[1]!) * NS_PER_S + fractionToNs(unix[2]);
-  const iso = ISO_8601.exec(value);
-  if (!iso) return undefined;
-  const [, y, mo, d, h, mi, s, frac, zone] = iso;
-  // The calendar check (no 2024-02-30, no 24:00) is the shared strict parser's.
-  const ms = parseRfc3339Utc(`${y}-${mo}-${d}T${h}:${mi}:${s}Z`);
-  if (ms === undefined) return undefined;
-  let offsetMinutes = 0;
-  if (zone && zone !== 'Z' && zone !== 'z') {
-    const sign = zone[0] === '-' ? -1 : 1;
-    const digits = zone.slice(1).replace(':', '');
-    const oh = Number(digits.slice(0, 2));
-    const om = Number(digits.slice(2));
-    if (oh > 23 || om > 59) return undefined;
-    offsetMinutes = sign * (oh * 60 + om);
-  }
-  return BigInt(ms - offsetMinutes * 60_000) * NS_PER_MS + fractionToNs(frac);
+  if (unix) return BigInt(unix[1]!) * NS_PER_S + BigInt((unix[2] ?? '').padEnd(9, '0'));
+  return parseIso8601Ns(value);
 }
 
 /** A resolved query range: start inclusive, end exclusive. */

@@ -8,7 +8,7 @@ import {
   type VerificationStatus,
   verificationStatusSchema,
 } from '../../signals/identifiers.ts';
-import { parseRfc3339 } from './rfc3339.ts';
+import { rfc3339Schema } from '../../timing/rfc3339.ts';
 
 /**
  * The sandbox's observation model: what a sensor SDK reports about one unit (a browser or a mobile
@@ -102,10 +102,7 @@ export const collectedObservationSchema = z.object({
   interactionId: interactionIdSchema,
   sdkVersionId: sdkVersionIdSchema.optional(),
   /** RFC 3339; default the sandbox clock's now. */
-  observedAt: z
-    .string()
-    .refine((v) => parseRfc3339(v) !== undefined, 'must be an RFC 3339 timestamp of a real date and time')
-    .optional(),
+  observedAt: rfc3339Schema.optional(),
   ...observationPayloadShape,
 });
 export type CollectedObservation = z.infer<typeof collectedObservationSchema>;

@@ -11,7 +11,7 @@ import {
   VERIFICATION_STATUSES,
   type VerificationStatus,
 } from '../../signals/identifiers.ts';
-import { parseRfc3339Utc } from '../../signals/rfc3339.ts';
+import { parseRfc3339Utc } from '../../timing/rfc3339.ts';
 import type { UnitFilter } from './observation-store.ts';
 
 /**

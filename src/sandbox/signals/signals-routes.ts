@@ -5,6 +5,7 @@ import {
   SUPPORTING_SIGNAL_TYPES,
   type SupportingSignalType,
 } from '../../signals/signal-schemas.ts';
+import { parseRfc3339 } from '../../timing/rfc3339.ts';
 import type { AccessTokens, VerifiedToken } from '../oauth/access-tokens.ts';
 import { OBSERVATIONS_WRITE_SCOPE, SIGNALS_READ_SCOPE } from '../oauth/oauth-clients.ts';
 import { mediaType } from '../oauth/oauth-routes.ts';
@@ -22,7 +23,6 @@ import {
   type RatOutcome,
   scoreRemoteAccessTool,
 } from './remote-access-tool.ts';
-import { parseRfc3339 } from './rfc3339.ts';
 import {
   type PairedRequest,
   parsePairedRequest,

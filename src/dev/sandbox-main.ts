@@ -1,12 +1,12 @@
 import { audienceScope } from '../auth/token-manager.ts';
-import { loadOrCreateDevApiKey, loadOrCreateDevOpsKey } from '../dev/dev-api-key.ts';
-import { sandboxUpstream } from '../dev/embedded-sandbox.ts';
-import { writeSandboxEnvFile } from '../dev/sandbox-env-file.ts';
 import { isRiskgateError } from '../errors/riskgate-error.ts';
-import { oauthClientsOf } from './oauth/oauth-clients.ts';
-import type { SandboxCredentials } from './sandbox-config.ts';
-import { CREDENTIAL_ENV, sandboxOptionsFromEnv } from './sandbox-env.ts';
-import { startSandbox } from './server.ts';
+import { oauthClientsOf } from '../sandbox/oauth/oauth-clients.ts';
+import type { SandboxCredentials } from '../sandbox/sandbox-config.ts';
+import { CREDENTIAL_ENV, sandboxOptionsFromEnv } from '../sandbox/sandbox-env.ts';
+import { startSandbox } from '../sandbox/server.ts';
+import { loadOrCreateDevApiKey, loadOrCreateDevOpsKey } from './dev-api-key.ts';
+import { sandboxUpstream } from './embedded-sandbox.ts';
+import { writeSandboxEnvFile } from './sandbox-env-file.ts';
 
 /**
  * `npm run sandbox`: the vendor emulator on SANDBOX_PORT (default 4010). Prints its URL and

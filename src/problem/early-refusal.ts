@@ -1,4 +1,3 @@
-import type { ShedReason } from '../admission/admission-control.ts';
 import { MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 
 /** Statuses answered before the request body is read to its end. */
@@ -22,11 +21,4 @@ export function refusalClosesConnection(
   if (!hasBody) return false;
   const small = transferEncoding === undefined && Number(contentLength ?? 0) <= MAX_DECIDE_BODY_BYTES;
   return !(status === 503 && small);
-}
-
-/** What a shed decision's problem says, by the reason it was shed. */
-export function overloadDetail(reason: ShedReason): string {
-  return reason === 'in_flight'
-    ? 'riskgate has as many decisions in flight as it allows; retry shortly.'
-    : 'riskgate is overloaded (its event loop is behind); retry shortly.';
 }

@@ -1,3 +1,8 @@
+/**
+ * What riskgate answers when it refuses a request: RFC 9457 problem details and the rule for closing
+ * a refused connection. Shared by the HTTP app (src/http/) and the admission control that refuses
+ * before the app (src/admission/), below both.
+ */
 import { ErrorCode, InputError, isRiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
 
 /**
