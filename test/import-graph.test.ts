@@ -93,7 +93,7 @@ describe('the import graph of src/', () => {
 
   it('finds the modules and their imports', () => {
     expect(files.size).toBeGreaterThan(100);
-    expect(files.get('main.ts')).toContain('config/riskgate-config.ts');
+    expect(files.get('riskgate-process.ts')).toContain('config/riskgate-config.ts');
   });
 
   it('has no circle between files', () => {

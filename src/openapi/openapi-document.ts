@@ -8,9 +8,9 @@ import {
   feedbackResponseSchema,
   MAX_FEEDBACK_BODY_BYTES,
 } from '../feedback/feedback-request.ts';
-import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
+import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
   actionsSchema,
   callbackAckSchema,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { DecisionLogHealth } from '../decision-log/decision-log.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import type { ProblemDetails } from '../problem/problem-details.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
 import type { PolicyStoreStatus } from '../policy/policy-store.ts';
 import type { RevisionStats } from '../policy/rule-stats.ts';
+import type { ProblemDetails } from '../problem/problem-details.ts';
 
 /**
  * The answers of riskgate's routes that no request schema already describes: problem details,
