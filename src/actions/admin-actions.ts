@@ -5,7 +5,6 @@ import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
 import { checkSubject } from '../subject/subject-binding.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import type { ActionJob } from './action-queue.ts';
 
 /**
  * An Admin action as data: what the durable outbox stores and any process can carry out later.
@@ -43,6 +42,21 @@ export const actionSpecSchema = z.object({
     .optional(),
 });
 export type ActionSpec = z.infer<typeof actionSpecSchema>;
+
+/** A planned action, as a decision submits it to the outbox. */
+export interface ActionJob {
+  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
+  key: string;
+  decisionId: string;
+  /** The action type, for outcomes and metrics. */
+  type: string;
+  /** What the action acts on (user or device id), for the log. */
+  target: string;
+  /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
+  attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
+  /** The action as data, what the outbox stores. */
+  spec?: ActionSpec;
+}
 
 /** The Admin API calls an action's attempts make. */
 export type ActionAdmin = Pick<

@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import {
-  ACTION_SUBMIT_MIN_BUDGET_MS,
-  type ActionDispatcher,
-  type ActionJob,
-} from '../actions/action-queue.ts';
-import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
+import { ACTION_SUBMIT_MIN_BUDGET_MS, type ActionDispatcher } from '../actions/action-dispatcher.ts';
+import { type ActionJob, type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import type { AdmissionControl, ShedReason } from '../admission/admission-control.ts';
 import { admittedAtListener, arrivedAt } from '../admission/shed-before-app.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
