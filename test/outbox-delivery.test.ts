@@ -243,3 +243,43 @@ async function operatorsSteer(outboxEnv: Record<string, string>): Promise<void> 
     expect((await fetch(`${h.url}/actions`)).status).toBe(401);
   }
 }
+
+describe('the memory outbox, which dies with its process', () => {
+  /** A riskgate on the memory outbox whose lock-out of bob hangs at the Admin API; its key. */
+  async function hangingLockOut(): Promise<{ m: Harness; key: string }> {
+    const m = await startHarness({
+      policy: { yaml: LOCK_EVERYONE },
+      env: { RISKGATE_OUTBOX: 'memory' },
+      riskgate: { drainTimeoutMs: 500 },
+    });
+    const [bobId] = Object.values(await lookUpUserIds(m.sandbox, ['bob']));
+    await m.control('PUT', '/sandbox/faults', {
+      rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }],
+    });
+    const res = await m.decide(demoRequest('bob', bobId));
+    expect(lockOutOf(res.body)).toMatchObject({ status: 'queued' });
+    const key = `${res.body.decisionId}:lock_out_user:${bobId}`;
+    await eventually(async () => (m.riskgate.outbox.attemptsStarted > 0 ? true : undefined));
+    return { m, key };
+  }
+
+  it('reports an undelivered action failed (process_crash) on a fatal error, as nothing will deliver it', async () => {
+    const { m, key } = await hangingLockOut();
+    try {
+      await m.riskgate.abandon('process_crash', 1000);
+      expect(m.lines.filter((l) => l.kind === 'action')).toEqual([
+        expect.objectContaining({ key, status: 'failed', reason: 'process_crash' }),
+      ]);
+    } finally {
+      await m.stop();
+    }
+  });
+
+  it('reports an action still undelivered after the shutdown grace failed (shutdown)', async () => {
+    const { m, key } = await hangingLockOut();
+    await m.stop();
+    expect(m.lines.filter((l) => l.kind === 'action')).toEqual([
+      expect.objectContaining({ key, status: 'failed', reason: 'shutdown' }),
+    ]);
+  });
+});
