@@ -530,7 +530,7 @@ export class Outbox implements ActionDispatcher {
         this.#outcome(entry, 'failed', now, SUBJECT_MISMATCH_REASON);
       return;
     }
-    // As the in-memory queue, and an attempt cut short by a caller's abort is tried again.
+    // Failures that will not change end it; an attempt cut short by a caller's abort is tried again.
     if (!RETRYABLE_ACTION_FAILURES.has(failure.code) && failure.code !== ErrorCode.ABORTED) {
       if (await store.deadLetter(spec.id, owner, failure.code, now))
         this.#outcome(entry, 'failed', now, failure.code);

@@ -44,7 +44,7 @@ import { createLogFollower, type LogFollower, type LogFollowerOptions } from './
 
 /**
  * Assembles riskgate from its configuration and listens: metrics, policy store, token manager,
- * clients, action queue, decision log, Log API follower (when configured), app, server. src/main.ts calls it with the environment's
+ * clients, action outbox, decision log, Log API follower (when configured), app, server. src/main.ts calls it with the environment's
  * configuration; end-to-end tests call it against a sandbox on port 0. `stop()` is the graceful
  * shutdown: stop accepting, finish in-flight decisions, drain the actions, flush the log.
  */
