@@ -122,7 +122,7 @@ describe.each(MODES)('operators, with $name', (mode) => {
     'see a dead-lettered action, retry it, and drop a pending one, each with its outcome line',
     async () => {
       const redis: RunningRedis | undefined = mode.kind === 'redis' ? await startRedis() : undefined;
-      const outboxEnv =
+      const outboxEnv: Record<string, string> =
         redis !== undefined
           ? { RISKGATE_OUTBOX: redis.url, RISKGATE_FEATURE_STORE: 'memory' }
           : { RISKGATE_OUTBOX: mode.kind };

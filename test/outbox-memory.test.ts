@@ -44,11 +44,11 @@ let seq = 0;
 /** The lock-out of `user` as a decision plans it. */
 function lockOut(user: string): ActionJob {
   seq++;
-  const [plan] = planActions(
-    [{ type: 'lock_out_user', source: 'test' }],
-    { decisionId: `d${seq}`, userId: user, deviceId: undefined },
-    {} as ActionAdmin,
-  );
+  const [plan] = planActions([{ type: 'lock_out_user', source: 'test' }], {
+    decisionId: `d${seq}`,
+    userId: user,
+    deviceId: undefined,
+  });
   return plan!.jobs[0]!;
 }
 

@@ -547,7 +547,7 @@ async function startActions(
   // Reports keep the plans' order: a submitted plan's slot is filled once the submit is answered.
   const submitted: { plan: ActionPlan; first: number; slot: number }[] = [];
   const jobs: ActionJob[] = [];
-  for (const plan of planActions(actions, targets, deps.decide.admin)) {
+  for (const plan of planActions(actions, targets)) {
     if (plan.skipped !== undefined) {
       reports.push(actionReport(plan.action, 'skipped', plan.skipped));
       continue;
