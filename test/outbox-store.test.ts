@@ -218,7 +218,7 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
       await store.complete(first.id, 'w-list', T0 + 400_004);
     });
 
-    it("puts an operator's retry back in its user's order, and keeps dead entries when pruning", async () => {
+    it("makes an operator's retry due at once with a new horizon, and keeps dead entries when pruning", async () => {
       const a = spec('u-retry-order');
       await store.append([a], T0 + 500_000);
       await store.claim('w-retry', 100, T0 + 500_000, LEASE);
@@ -274,6 +274,94 @@ describe('an outbox file from before the outcome-line column', () => {
       expect((await store.unlogged(10)).map((e) => e.spec.id)).toEqual([a.id]);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('the memory store against the SQLite store', () => {
+  it('gives the same answers to the same random operations: claims, leases, order, ends, operator steps', async () => {
+    const memory = new MemoryOutboxStore();
+    const sqlite = new SqliteOutboxStore({
+      path: join(mkdtempSync(join(tmpdir(), 'outbox-diff-')), 'o.sqlite'),
+    });
+    try {
+      let state = 42;
+      const random = () => {
+        state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+        return state / 2 ** 31;
+      };
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+      const users = ['a', 'b', 'c', 'd'];
+      const owners = ['w1', 'w2'];
+      const ids: string[] = [];
+      /** Leased by the claims so far, and by whom: most ends are of those, as the outbox's are. */
+      const leased: [string, string][] = [];
+      let now = T0;
+      for (let step = 0; step < 600; step++) {
+        now += Math.floor(random() * 3000);
+        const [id, owner] =
+          leased.length > 0 && random() < 0.7
+            ? pick(leased)
+            : [ids.length > 0 ? pick(ids) : 'none', pick(owners)];
+        const op = pick([
+          'append',
+          'append',
+          'claim',
+          'claim',
+          'complete',
+          'retryLater',
+          'dead',
+          'drop',
+          'retry',
+          'release',
+        ]);
+        const both = async <T>(call: (s: OutboxStore) => Promise<T>): Promise<T> => {
+          const [m, q] = [await call(memory), await call(sqlite)];
+          expect(m, `step ${step}: ${op} ${id} ${owner}`).toEqual(q);
+          return m;
+        };
+        switch (op) {
+          case 'append': {
+            const s = spec(pick(users));
+            ids.push(s.id);
+            await both((x) => x.append([s], now));
+            break;
+          }
+          case 'claim':
+            // Every due entry (no limit): the stores may order equally due entries differently.
+            for (const claimed of await both(async (x) =>
+              (await x.claim(owner, 1000, now, LEASE)).map((e) => e.spec.id).sort(),
+            ))
+              leased.push([claimed, owner]);
+            break;
+          case 'complete':
+            await both((x) => x.complete(id, owner, now));
+            break;
+          case 'retryLater': {
+            const counted = random() < 0.5;
+            await both((x) => x.retryLater(id, owner, now + 2000, 'RG_ERR_UPSTREAM_TIMEOUT', counted, now));
+            break;
+          }
+          case 'dead':
+            await both((x) => x.deadLetter(id, owner, 'RG_ERR_UPSTREAM_NOT_FOUND', now));
+            break;
+          case 'drop':
+            await both((x) => x.drop(id, 'dropped_by_operator', now));
+            break;
+          case 'retry':
+            await both((x) => x.retry(id, now));
+            break;
+          case 'release':
+            await both((x) => x.releaseOwner(owner, now));
+            break;
+        }
+        await both((x) => x.get(id));
+      }
+      expect(await memory.stats(now)).toEqual(await sqlite.stats(now));
+      for (const id of ids) expect(await memory.get(id)).toEqual(await sqlite.get(id));
+    } finally {
+      await memory.close();
+      await sqlite.close();
     }
   });
 });

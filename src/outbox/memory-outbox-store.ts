@@ -16,6 +16,11 @@ import type {
  *
  * Bounded: past `maxPending` undelivered actions an append is refused (the answer says
  * `queue_refused`); only the newest `maxFinal` ended ones are kept for operators and deduplication.
+ *
+ * A claim looks only at what is due: each user's pending actions are a queue whose head alone can
+ * be due, and the heads wait in a heap by due time (the next attempt, or the end of a lease),
+ * earliest first, like the Redis store's `due` set. A full store in an Admin outage (10 000
+ * actions waiting for their retries) costs a claim one look at the heap, not a walk of them all.
  */
 
 export interface MemoryOutboxStoreOptions {
@@ -46,6 +51,62 @@ interface Slot {
   reason: string | undefined;
   owner: string | undefined;
   leaseUntilMs: number;
+  /** Bumped whenever its due time changes or it stops being due: older heap items are stale. */
+  version: number;
+}
+
+/** A head of a user's queue in the heap: due at `atMs`, valid while `version` is the slot's. */
+interface DueItem {
+  slot: Slot;
+  atMs: number;
+  version: number;
+}
+
+/** Earliest due first; the older action first at the same time. */
+function before(a: DueItem, b: DueItem): boolean {
+  return a.atMs < b.atMs || (a.atMs === b.atMs && a.slot.seq < b.slot.seq);
+}
+
+/** A binary min-heap of due items. */
+class DueHeap {
+  items: DueItem[] = [];
+
+  push(item: DueItem): void {
+    const a = this.items;
+    a.push(item);
+    let i = a.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(a[i]!, a[parent]!)) break;
+      [a[i], a[parent]] = [a[parent]!, a[i]!];
+      i = parent;
+    }
+  }
+
+  peek(): DueItem | undefined {
+    return this.items[0];
+  }
+
+  pop(): DueItem | undefined {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last !== undefined) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let min = i;
+        if (l < a.length && before(a[l]!, a[min]!)) min = l;
+        if (r < a.length && before(a[r]!, a[min]!)) min = r;
+        if (min === i) break;
+        [a[i], a[min]] = [a[min]!, a[i]!];
+        i = min;
+      }
+    }
+    return top;
+  }
 }
 
 function entryOf(s: Slot): OutboxEntry {
@@ -68,8 +129,10 @@ export class MemoryOutboxStore implements OutboxStore {
   readonly #maxPending: number;
   readonly #maxFinal: number;
   readonly #slots = new Map<string, Slot>();
-  /** Pending slots in append order (`seq`): the order claims look at them. */
-  #pending = new Map<string, Slot>();
+  readonly #pending = new Map<string, Slot>();
+  /** Each user's pending slots in append order (`seq`): only the head may be due. */
+  readonly #queues = new Map<string, Slot[]>();
+  #due = new DueHeap();
   /** Ended slots, least recently ended first (the order they are forgotten in). */
   readonly #final = new Map<string, Slot>();
   /** Ended slots whose outcome line is not confirmed, least recently ended first. */
@@ -108,30 +171,58 @@ export class MemoryOutboxStore implements OutboxStore {
         reason: undefined,
         owner: undefined,
         leaseUntilMs: 0,
+        version: 0,
       };
       this.#slots.set(spec.id, slot);
       this.#pending.set(spec.id, slot);
+      const queue = this.#queues.get(spec.orderingKey);
+      if (queue === undefined) this.#queues.set(spec.orderingKey, [slot]);
+      else queue.push(slot);
+      this.#reschedule(slot);
       return true;
     });
   }
 
   async claim(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<OutboxEntry[]> {
     const out: OutboxEntry[] = [];
-    // Only the earliest pending entry of a user may be due: a later one never overtakes it.
-    const seenUsers = new Set<string>();
-    for (const slot of this.#pending.values()) {
+    for (let top = this.#due.peek(); top !== undefined && top.atMs <= nowMs; top = this.#due.peek()) {
       if (out.length >= limit) break;
-      const user = slot.spec.orderingKey;
-      if (seenUsers.has(user)) continue;
-      seenUsers.add(user);
-      if (slot.nextAttemptAtMs > nowMs || slot.leaseUntilMs > nowMs) continue;
+      this.#due.pop();
+      const { slot } = top;
+      if (top.version !== slot.version || !this.#isHead(slot)) continue; // stale
       slot.owner = owner;
       slot.leaseUntilMs = nowMs + leaseMs;
       slot.attempts++;
       slot.updatedAtMs = nowMs;
+      // Due again when the lease runs out (its owner died), unless it is given back or ended first.
+      this.#reschedule(slot);
       out.push(entryOf(slot));
     }
     return out;
+  }
+
+  /** Whether `slot` is pending and first of its user's queue: the one of its user that may be due. */
+  #isHead(slot: Slot): boolean {
+    return slot.status === 'pending' && this.#queues.get(slot.spec.orderingKey)?.[0] === slot;
+  }
+
+  /** Puts `slot` in the heap at its due time if it is a head (its older heap items go stale). */
+  #reschedule(slot: Slot): void {
+    slot.version++;
+    if (!this.#isHead(slot)) return;
+    this.#due.push({
+      slot,
+      atMs: Math.max(slot.nextAttemptAtMs, slot.leaseUntilMs),
+      version: slot.version,
+    });
+    // Stale items (ended leases, earlier due times) are dropped once they outnumber the live ones.
+    if (this.#due.items.length > 4 * this.#queues.size + 1000) {
+      const heap = new DueHeap();
+      for (const item of this.#due.items) {
+        if (item.version === item.slot.version && this.#isHead(item.slot)) heap.push(item);
+      }
+      this.#due = heap;
+    }
   }
 
   /** The pending slot `id` leased by `owner`, if it is. */
@@ -143,10 +234,12 @@ export class MemoryOutboxStore implements OutboxStore {
   /** Ends a pending or dead slot: final, its line to be told, the oldest ended ones forgotten. */
   #end(slot: Slot, status: OutboxStatus, reason: string | undefined, nowMs: number): void {
     const id = slot.spec.id;
+    if (slot.status === 'pending') this.#leaveQueue(slot);
     slot.status = status;
     slot.reason = reason;
     slot.leaseUntilMs = 0;
     slot.updatedAtMs = nowMs;
+    slot.version++;
     this.#pending.delete(id);
     this.#final.delete(id);
     this.#final.set(id, slot);
@@ -158,6 +251,17 @@ export class MemoryOutboxStore implements OutboxStore {
       this.#unlogged.delete(oldId);
       this.#slots.delete(oldId);
     }
+  }
+
+  /** Takes a pending slot out of its user's queue; the next one, if it is now the head, is due. */
+  #leaveQueue(slot: Slot): void {
+    const user = slot.spec.orderingKey;
+    const queue = this.#queues.get(user);
+    if (queue === undefined) return;
+    const at = queue.indexOf(slot);
+    if (at >= 0) queue.splice(at, 1);
+    if (queue.length === 0) this.#queues.delete(user);
+    else if (at === 0) this.#reschedule(queue[0]!);
   }
 
   async complete(id: string, owner: string, nowMs: number): Promise<boolean> {
@@ -183,6 +287,7 @@ export class MemoryOutboxStore implements OutboxStore {
     if (lastError !== undefined) slot.lastError = lastError;
     if (!countAttempt) slot.attempts--;
     slot.updatedAtMs = nowMs;
+    this.#reschedule(slot);
   }
 
   async deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean> {
@@ -216,6 +321,7 @@ export class MemoryOutboxStore implements OutboxStore {
       slot.leaseUntilMs = 0;
       slot.nextAttemptAtMs = nowMs;
       slot.updatedAtMs = nowMs;
+      this.#reschedule(slot);
       released++;
     }
     return released;
@@ -264,9 +370,14 @@ export class MemoryOutboxStore implements OutboxStore {
     slot.updatedAtMs = nowMs;
     this.#final.delete(id);
     this.#unlogged.delete(id);
-    // Back among the pending in its original place: a user's order is the order of the answers.
-    const pending = [...this.#pending.values(), slot].sort((a, b) => a.seq - b.seq);
-    this.#pending = new Map(pending.map((s) => [s.spec.id, s]));
+    this.#pending.set(id, slot);
+    // Back in its user's queue in its original place: a user's order is the order of the answers.
+    const user = slot.spec.orderingKey;
+    const queue = this.#queues.get(user) ?? [];
+    this.#queues.set(user, queue);
+    const at = queue.findIndex((s) => s.seq > slot.seq);
+    queue.splice(at < 0 ? queue.length : at, 0, slot);
+    this.#reschedule(slot);
     return true;
   }
 
