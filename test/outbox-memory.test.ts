@@ -188,6 +188,32 @@ describe('the outbox over the memory store', () => {
     expect(await o.submit([lockOut('late')])).toEqual(['refused']);
   });
 
+  it("on shutdown sleeps until a user's first action is due, while the user's later one waits behind it", async () => {
+    const { admin, calls } = scriptedAdmin({ u1: [fail(ErrorCode.UPSTREAM_SERVER_ERROR, 600), ok] });
+    let claims = 0;
+    const claim = store.claim.bind(store);
+    store.claim = (...args) => {
+      claims++;
+      return claim(...args);
+    };
+    const o = start(admin);
+    const first = lockOut('u1');
+    const second = lockOut('u1');
+    await o.submit([first, second]);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(calls.u1).toHaveLength(1);
+    claims = 0;
+    const drained = o.drain(1000);
+    await vi.advanceTimersByTimeAsync(1000);
+    await drained;
+    // Both delivered in order within the grace period, after a handful of looks at the store.
+    expect(outcomes.map((x) => [x.key, x.status])).toEqual([
+      [first.key, 'done'],
+      [second.key, 'done'],
+    ]);
+    expect(claims).toBeLessThan(20);
+  });
+
   it('on a fatal error reports every undelivered action failed at once, queued, between retries or in flight', async () => {
     const { admin, signals } = scriptedAdmin({
       flight: ['hang'],

@@ -352,9 +352,14 @@ export class Outbox implements ActionDispatcher {
    */
   async #untilNextRetry(deadline: number): Promise<number | undefined> {
     if (this.#o.store.durable) return undefined;
-    const pending = await this.#o.store.list({ status: 'pending', limit: Number.MAX_SAFE_INTEGER });
-    if (pending.length === 0) return undefined;
-    const waitMs = Math.max(1, Math.min(...pending.map((e) => e.nextAttemptAtMs)) - this.#o.now());
+    const newestFirst = await this.#o.store.list({ status: 'pending', limit: Number.MAX_SAFE_INTEGER });
+    // Only each user's oldest pending action can be due: the others wait for it, not for a time.
+    const heads = new Map<string, number>();
+    for (const e of newestFirst.reverse()) {
+      if (!heads.has(e.spec.orderingKey)) heads.set(e.spec.orderingKey, e.nextAttemptAtMs);
+    }
+    if (heads.size === 0) return undefined;
+    const waitMs = Math.max(1, Math.min(...heads.values()) - this.#o.now());
     return waitMs < deadline - performance.now() ? waitMs : undefined;
   }
 
