@@ -38,18 +38,10 @@ export class OutboxFullError extends Error {
   }
 }
 
-interface Slot {
+/** An entry as the store keeps it: what a reader sees, and its place, lease and heap version. */
+interface Slot extends OutboxEntry {
+  /** Append order: a user's actions go in this order. */
   seq: number;
-  spec: ActionSpec;
-  status: OutboxStatus;
-  attempts: number;
-  createdAtMs: number;
-  horizonStartMs: number;
-  nextAttemptAtMs: number;
-  updatedAtMs: number;
-  lastError: string | undefined;
-  reason: string | undefined;
-  owner: string | undefined;
   leaseUntilMs: number;
   /** Bumped whenever its due time changes or it stops being due: older heap items are stale. */
   version: number;
