@@ -1,7 +1,7 @@
 /**
  * The one retry delay of the upstream layer: exponential from `initialMs`, doubling per failure up
  * to `maxMs`, jittered over its upper half (instances spread apart, none ever retries at once), and
- * never shorter than the upstream's own `Retry-After`. The token manager, the action queue, the Log
+ * never shorter than the upstream's own `Retry-After`. The token manager, the action outbox, the Log
  * API poller and the circuit breakers all wait this way.
  */
 export interface BackoffPolicy {
