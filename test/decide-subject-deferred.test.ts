@@ -20,7 +20,7 @@ const PUT_USER = 'PUT /srv/admin/v1/users/:id';
 
 type Mode = { name: string; env?: Record<string, string>; redis?: boolean };
 const MODES: Mode[] = [
-  { name: 'the memory ActionQueue', env: { RISKGATE_OUTBOX: 'memory' } },
+  { name: 'the memory outbox', env: { RISKGATE_OUTBOX: 'memory' } },
   { name: 'the SQLite outbox' },
   { name: 'the Redis outbox', redis: true },
 ];
@@ -40,8 +40,8 @@ describe.each(MODES)('an Admin read outage during a deny, with $name', (mode) =>
         ...mode.env,
         ...(redis !== undefined && { RISKGATE_OUTBOX: redis.url, RISKGATE_FEATURE_STORE: 'memory' }),
       },
-      // The memory queue's attempts are few; enough of them to outlast this test's outage.
-      riskgate: { actionQueue: { baseDelayMs: 100, maxDelayMs: 1000, maxAttempts: 30 } },
+      // Retries close together, within the outbox's horizon, to outlast this test's outage.
+      riskgate: { actionQueue: { baseDelayMs: 100, maxDelayMs: 1000 } },
     };
     h = await startHarness(options);
     ids = await lookUpUserIds(h.sandbox, ['mallory', 'alice']);

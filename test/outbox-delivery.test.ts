@@ -6,6 +6,7 @@ import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
+import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
  * The durable outbox in a running riskgate, over real HTTP with the sandbox: an Admin outage of a
@@ -108,25 +109,46 @@ describe('a 60-second Admin API outage, then recovery', () => {
   }, 120_000);
 });
 
-describe('operators', () => {
-  it('see a dead-lettered action, retry it, and drop a pending one, each with its outcome line', async () => {
-    // Its own riskgate with a one-second horizon: an action the Admin API keeps refusing is dead soon.
-    const main = h;
-    h = await startHarness({
-      policy: { yaml: LOCK_EVERYONE },
-      env: { RISKGATE_OUTBOX_HORIZON_SECONDS: '1' },
-      riskgate: { breakers: { openMs: { initialMs: 200, maxMs: 500 } } },
-    });
-    try {
-      await operatorsSteer();
-    } finally {
-      await h.stop();
-      h = main;
-    }
-  }, 30_000);
+type Mode = { name: string; kind: 'sqlite' | 'memory' | 'redis' };
+const MODES: Mode[] = [
+  { name: 'the SQLite outbox', kind: 'sqlite' },
+  { name: 'the memory outbox', kind: 'memory' },
+  { name: 'the Redis outbox', kind: 'redis' },
+];
+
+describe.each(MODES)('operators, with $name', (mode) => {
+  const skip = mode.kind === 'redis' && !redisAvailable();
+  it.skipIf(skip)(
+    'see a dead-lettered action, retry it, and drop a pending one, each with its outcome line',
+    async () => {
+      const redis: RunningRedis | undefined = mode.kind === 'redis' ? await startRedis() : undefined;
+      const outboxEnv: Record<string, string> =
+        redis !== undefined
+          ? { RISKGATE_OUTBOX: redis.url, RISKGATE_FEATURE_STORE: 'memory' }
+          : { RISKGATE_OUTBOX: mode.kind };
+      // Its own riskgate with a one-second horizon: an action the Admin API keeps refusing is dead soon.
+      const main = h;
+      try {
+        h = await startHarness({
+          policy: { yaml: LOCK_EVERYONE },
+          env: { RISKGATE_OUTBOX_HORIZON_SECONDS: '1', ...outboxEnv },
+          riskgate: { breakers: { openMs: { initialMs: 200, maxMs: 500 } } },
+        });
+        try {
+          await operatorsSteer(outboxEnv);
+        } finally {
+          await h.stop();
+        }
+      } finally {
+        h = main;
+        await redis?.stop();
+      }
+    },
+    30_000,
+  );
 });
 
-async function operatorsSteer(): Promise<void> {
+async function operatorsSteer(outboxEnv: Record<string, string>): Promise<void> {
   {
     await h.control('POST', '/sandbox/reset');
     // The Admin API keeps failing bob's update: dead once the horizon has passed.
@@ -151,18 +173,25 @@ async function operatorsSteer(): Promise<void> {
       }),
     );
 
-    // The CLI reads the same store (the service's state dir), in another connection.
+    // The CLI reads the same store (the service's state dir), in another connection; the memory
+    // store is in the service's process only, and the CLI says so.
     const out: string[] = [];
     const io = { out: (l: string) => out.push(l), err: (l: string) => out.push(l) };
-    expect(
-      await actionsCommand(
-        'list',
-        undefined,
-        { env: { RISKGATE_STATE_DIR: h.stateDir }, status: 'dead', json: true },
-        io,
-      ),
-    ).toBe(0);
-    expect((JSON.parse(out[0]!) as { actions: { id: string }[] }).actions.map((a) => a.id)).toContain(bobId);
+    const listed = await actionsCommand(
+      'list',
+      undefined,
+      { env: { RISKGATE_STATE_DIR: h.stateDir, ...outboxEnv }, status: 'dead', json: true },
+      io,
+    );
+    if (outboxEnv.RISKGATE_OUTBOX === 'memory') {
+      expect(listed).toBe(1);
+      expect(out.join('\n')).toContain('GET /actions');
+    } else {
+      expect(listed).toBe(0);
+      expect((JSON.parse(out[0]!) as { actions: { id: string }[] }).actions.map((a) => a.id)).toContain(
+        bobId,
+      );
+    }
 
     // Cause fixed: an operator retries; it is delivered.
     await h.control('DELETE', '/sandbox/faults');
@@ -214,3 +243,43 @@ async function operatorsSteer(): Promise<void> {
     expect((await fetch(`${h.url}/actions`)).status).toBe(401);
   }
 }
+
+describe('the memory outbox, which dies with its process', () => {
+  /** A riskgate on the memory outbox whose lock-out of bob hangs at the Admin API; its key. */
+  async function hangingLockOut(): Promise<{ m: Harness; key: string }> {
+    const m = await startHarness({
+      policy: { yaml: LOCK_EVERYONE },
+      env: { RISKGATE_OUTBOX: 'memory' },
+      riskgate: { drainTimeoutMs: 500 },
+    });
+    const [bobId] = Object.values(await lookUpUserIds(m.sandbox, ['bob']));
+    await m.control('PUT', '/sandbox/faults', {
+      rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }],
+    });
+    const res = await m.decide(demoRequest('bob', bobId));
+    expect(lockOutOf(res.body)).toMatchObject({ status: 'queued' });
+    const key = `${res.body.decisionId}:lock_out_user:${bobId}`;
+    await eventually(async () => (m.riskgate.outbox.attemptsStarted > 0 ? true : undefined));
+    return { m, key };
+  }
+
+  it('reports an undelivered action failed (process_crash) on a fatal error, as nothing will deliver it', async () => {
+    const { m, key } = await hangingLockOut();
+    try {
+      await m.riskgate.abandon('process_crash', 1000);
+      expect(m.lines.filter((l) => l.kind === 'action')).toEqual([
+        expect.objectContaining({ key, status: 'failed', reason: 'process_crash' }),
+      ]);
+    } finally {
+      await m.stop();
+    }
+  });
+
+  it('reports an action still undelivered after the shutdown grace failed (shutdown)', async () => {
+    const { m, key } = await hangingLockOut();
+    await m.stop();
+    expect(m.lines.filter((l) => l.kind === 'action')).toEqual([
+      expect.objectContaining({ key, status: 'failed', reason: 'shutdown' }),
+    ]);
+  });
+});

@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionSpec } from '../src/actions/admin-actions.ts';
+import { MemoryOutboxStore } from '../src/outbox/memory-outbox-store.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
 import { RedisOutboxStore } from '../src/outbox/redis-outbox-store.ts';
 import { SqliteOutboxStore } from '../src/outbox/sqlite-outbox-store.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
-/** The store contract, run against both engines: the embedded SQLite file and a real Redis. */
+/** The store contract, run against every engine: this process's memory, the embedded SQLite file and a real Redis. */
 
 let seq = 0;
 function spec(user: string, type: ActionSpec['type'] = 'lock_out_user'): ActionSpec {
@@ -120,8 +121,121 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
       expect(await store.prune(T0 + 61_004)).toBeGreaterThanOrEqual(1);
       expect(await store.get(a.id)).toBeUndefined();
     });
+
+    it('claims the oldest due first, at most `limit`, and leaves what is not due yet', async () => {
+      const specs = [spec('u-batch-1'), spec('u-batch-2'), spec('u-batch-3')];
+      const later = spec('u-batch-later');
+      await store.append(specs, T0 + 100_000);
+      await store.append([later], T0 + 100_500);
+      // Whatever earlier tests left due is claimed first (it is older), then these, in order.
+      const ours = new Set([...specs, later].map((s) => s.id));
+      const seen: string[] = [];
+      for (let i = 0; i < 50 && seen.length < 3; i++) {
+        const batch = await store.claim('w-batch', 2, T0 + 100_000, LEASE);
+        expect(batch.length).toBeLessThanOrEqual(2);
+        if (batch.length === 0) break;
+        seen.push(...batch.map((e) => e.spec.id).filter((id) => ours.has(id)));
+      }
+      expect(seen).toEqual(specs.map((s) => s.id));
+      expect((await store.claim('w-batch', 10, T0 + 100_499, LEASE)).map((e) => e.spec.id)).not.toContain(
+        later.id,
+      );
+      expect((await store.claim('w-batch', 10, T0 + 100_500, LEASE)).map((e) => e.spec.id)).toContain(
+        later.id,
+      );
+    });
+
+    it('lets only the lease holder give back, dead-letter or complete an entry', async () => {
+      const a = spec('u-owner');
+      await store.append([a], T0);
+      await store.claim('holder', 100, T0, LEASE);
+      await store.retryLater(a.id, 'stranger', T0 + 1, 'RG_ERR_UPSTREAM_TIMEOUT', true, T0);
+      expect(await store.get(a.id)).toMatchObject({ status: 'pending', owner: 'holder', attempts: 1 });
+      expect(await store.deadLetter(a.id, 'stranger', 'x', T0 + 1)).toBe(false);
+      expect(await store.complete(a.id, 'stranger', T0 + 1)).toBe(false);
+      expect(await store.releaseOwner('stranger', T0 + 1)).toBe(0);
+      expect(await store.get(a.id)).toMatchObject({ status: 'pending', owner: 'holder' });
+      expect(await store.complete(a.id, 'holder', T0 + 2)).toBe(true);
+      // Final: nothing changes it any more but an operator.
+      expect(await store.deadLetter(a.id, 'holder', 'x', T0 + 3)).toBe(false);
+      expect(await store.retry(a.id, T0 + 3)).toBe(false);
+      expect(await store.drop(a.id, 'x', T0 + 3)).toBe(false);
+      expect(await store.get(a.id)).toMatchObject({ status: 'delivered', updatedAtMs: T0 + 2 });
+    });
+
+    it('names only unexpired leases among the owners', async () => {
+      const a = spec('u-owners');
+      await store.append([a], T0 + 200_000);
+      await store.claim('short-lived', 100, T0 + 200_000, LEASE);
+      expect(await store.leaseOwners(T0 + 200_000 + LEASE - 1)).toContain('short-lived');
+      expect(await store.leaseOwners(T0 + 200_000 + LEASE)).not.toContain('short-lived');
+    });
+
+    it('lists ended entries unlogged until their lines are confirmed, the dropped ones too', async () => {
+      const done = spec('u-lines');
+      const dead = spec('u-lines-dead');
+      const dropped = spec('u-lines-dropped');
+      await store.append([done, dead, dropped], T0 + 300_000);
+      await store.claim('w-lines', 100, T0 + 300_000, LEASE);
+      await store.complete(done.id, 'w-lines', T0 + 300_001);
+      await store.deadLetter(dead.id, 'w-lines', 'RG_ERR_UPSTREAM_NOT_FOUND', T0 + 300_002);
+      await store.drop(dropped.id, 'dropped_by_operator', T0 + 300_003);
+      const ids = [done.id, dead.id, dropped.id];
+      const unlogged = (await store.unlogged(1000)).filter((e) => ids.includes(e.spec.id));
+      expect(unlogged.map((e) => [e.spec.id, e.status])).toEqual([
+        [done.id, 'delivered'],
+        [dead.id, 'dead'],
+        [dropped.id, 'dropped'],
+      ]);
+      expect(unlogged[0]!.owner).toBe('w-lines');
+      await store.markLogged([done.id, dead.id]);
+      expect((await store.unlogged(1000)).map((e) => e.spec.id).filter((id) => ids.includes(id))).toEqual([
+        dropped.id,
+      ]);
+      await store.markLogged([dropped.id]);
+      expect((await store.unlogged(1000)).map((e) => e.spec.id).filter((id) => ids.includes(id))).toEqual([]);
+    });
+
+    it('lists newest first, by status and up to the limit, and counts the dead', async () => {
+      const before = await store.stats(T0);
+      const first = spec('u-list');
+      const second = spec('u-list-2');
+      await store.append([first], T0 + 400_000);
+      await store.append([second], T0 + 400_001);
+      const newest = (await store.list({ limit: 2 })).map((e) => e.spec.id);
+      expect(newest).toEqual([second.id, first.id]);
+      expect(await store.list({ limit: 1 })).toHaveLength(1);
+      await store.claim('w-list', 100, T0 + 400_002, LEASE);
+      await store.deadLetter(second.id, 'w-list', 'RG_ERR_UPSTREAM_NOT_FOUND', T0 + 400_003);
+      const dead = await store.list({ status: 'dead' });
+      expect(dead.every((e) => e.status === 'dead')).toBe(true);
+      expect(dead[0]?.spec).toEqual(second);
+      expect((await store.list({ status: 'pending' })).map((e) => e.spec.id)).toContain(first.id);
+      expect((await store.stats(T0)).dead).toBe(before.dead + 1);
+      expect(await store.get('no-such-action')).toBeUndefined();
+      expect(await store.retry('no-such-action', T0)).toBe(false);
+      expect(await store.drop('no-such-action', 'x', T0)).toBe(false);
+      await store.complete(first.id, 'w-list', T0 + 400_004);
+    });
+
+    it("makes an operator's retry due at once with a new horizon, and keeps dead entries when pruning", async () => {
+      const a = spec('u-retry-order');
+      await store.append([a], T0 + 500_000);
+      await store.claim('w-retry', 100, T0 + 500_000, LEASE);
+      await store.deadLetter(a.id, 'w-retry', 'RG_ERR_UPSTREAM_NOT_FOUND', T0 + 500_001);
+      expect(await store.prune(T0 + 10 * 500_000)).toBeGreaterThanOrEqual(0);
+      expect((await store.get(a.id))?.status).toBe('dead');
+      expect(await store.retry(a.id, T0 + 500_002)).toBe(true);
+      const retried = (await store.claim('w-retry', 100, T0 + 500_002, LEASE)).find(
+        (e) => e.spec.id === a.id,
+      );
+      expect(retried).toMatchObject({ status: 'pending', horizonStartMs: T0 + 500_002 });
+      await store.complete(a.id, 'w-retry', T0 + 500_003);
+    });
   });
 }
+
+contract('memory', async () => new MemoryOutboxStore());
 
 contract(
   'SQLite',
@@ -183,6 +297,94 @@ describe('the SQLite outbox file', () => {
     } finally {
       await store.close();
       rmSync(dirname(state), { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the memory store against the SQLite store', () => {
+  it('gives the same answers to the same random operations: claims, leases, order, ends, operator steps', async () => {
+    const memory = new MemoryOutboxStore();
+    const sqlite = new SqliteOutboxStore({
+      path: join(mkdtempSync(join(tmpdir(), 'outbox-diff-')), 'o.sqlite'),
+    });
+    try {
+      let state = 42;
+      const random = () => {
+        state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+        return state / 2 ** 31;
+      };
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+      const users = ['a', 'b', 'c', 'd'];
+      const owners = ['w1', 'w2'];
+      const ids: string[] = [];
+      /** Leased by the claims so far, and by whom: most ends are of those, as the outbox's are. */
+      const leased: [string, string][] = [];
+      let now = T0;
+      for (let step = 0; step < 600; step++) {
+        now += Math.floor(random() * 3000);
+        const [id, owner] =
+          leased.length > 0 && random() < 0.7
+            ? pick(leased)
+            : [ids.length > 0 ? pick(ids) : 'none', pick(owners)];
+        const op = pick([
+          'append',
+          'append',
+          'claim',
+          'claim',
+          'complete',
+          'retryLater',
+          'dead',
+          'drop',
+          'retry',
+          'release',
+        ]);
+        const both = async <T>(call: (s: OutboxStore) => Promise<T>): Promise<T> => {
+          const [m, q] = [await call(memory), await call(sqlite)];
+          expect(m, `step ${step}: ${op} ${id} ${owner}`).toEqual(q);
+          return m;
+        };
+        switch (op) {
+          case 'append': {
+            const s = spec(pick(users));
+            ids.push(s.id);
+            await both((x) => x.append([s], now));
+            break;
+          }
+          case 'claim':
+            // Every due entry (no limit): the stores may order equally due entries differently.
+            for (const claimed of await both(async (x) =>
+              (await x.claim(owner, 1000, now, LEASE)).map((e) => e.spec.id).sort(),
+            ))
+              leased.push([claimed, owner]);
+            break;
+          case 'complete':
+            await both((x) => x.complete(id, owner, now));
+            break;
+          case 'retryLater': {
+            const counted = random() < 0.5;
+            await both((x) => x.retryLater(id, owner, now + 2000, 'RG_ERR_UPSTREAM_TIMEOUT', counted, now));
+            break;
+          }
+          case 'dead':
+            await both((x) => x.deadLetter(id, owner, 'RG_ERR_UPSTREAM_NOT_FOUND', now));
+            break;
+          case 'drop':
+            await both((x) => x.drop(id, 'dropped_by_operator', now));
+            break;
+          case 'retry':
+            await both((x) => x.retry(id, now));
+            break;
+          case 'release':
+            await both((x) => x.releaseOwner(owner, now));
+            break;
+        }
+        await both((x) => x.get(id));
+      }
+      expect(await memory.stats(now)).toEqual(await sqlite.stats(now));
+      for (const id of ids) expect(await memory.get(id)).toEqual(await sqlite.get(id));
+    } finally {
+      await memory.close();
+      await sqlite.close();
     }
   });
 });

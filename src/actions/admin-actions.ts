@@ -43,6 +43,19 @@ export const actionSpecSchema = z.object({
 });
 export type ActionSpec = z.infer<typeof actionSpecSchema>;
 
+/** A planned action, as a decision submits it to the outbox. */
+export interface ActionJob {
+  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
+  key: string;
+  decisionId: string;
+  /** The action type, for outcomes and metrics. */
+  type: string;
+  /** What the action acts on (user or device id), for the log. */
+  target: string;
+  /** The action as data: what the outbox stores and its attempts carry out (`attemptAction`). */
+  spec: ActionSpec;
+}
+
 /** The Admin API calls an action's attempts make. */
 export type ActionAdmin = Pick<
   AdminPort,
@@ -69,7 +82,10 @@ export function parseStoredSpec(text: string): ActionSpec {
 }
 
 /** One attempt of `spec` against the Admin API (its subject verified first when it asks). */
-export function attemptAction(spec: ActionSpec, admin: ActionAdmin): ActionJob['attempt'] {
+export function attemptAction(
+  spec: ActionSpec,
+  admin: ActionAdmin,
+): (options: CallOptions) => Promise<UpstreamResult<unknown>> {
   const call = spec.call;
   const act =
     call.method === 'updateUser'
@@ -118,21 +134,6 @@ async function verifiedSubject(
     : mismatch();
 }
 
-/** One Admin action on one target, as the action queue runs it. */
-export interface ActionJob {
-  /** Deduplication key: the same key is never run twice (`<decisionId>:<type>:<target>`). */
-  key: string;
-  decisionId: string;
-  /** The action type, for outcomes and metrics. */
-  type: string;
-  /** What the action acts on (user or device id), for the log. */
-  target: string;
-  /** One attempt. Resolves with an `UpstreamResult` (the client turns 304 and 410 into outcomes). */
-  attempt: (options: CallOptions) => Promise<UpstreamResult<unknown>>;
-  /** The action as data, for a durable outbox (absent for jobs that only run in memory). */
-  spec?: ActionSpec;
-}
-
 /**
  * What each policy action means as Admin API calls. `planActions` turns a decision's actions into
  * queue jobs (one per target), or says why an action cannot run for this request.
@@ -160,11 +161,7 @@ export interface ActionTargets {
 }
 
 /** Plans the after-answer actions of a decision (the one-time code is fetched before answering). */
-export function planActions(
-  actions: readonly PolicyAction[],
-  t: ActionTargets,
-  admin: ActionAdmin,
-): ActionPlan[] {
+export function planActions(actions: readonly PolicyAction[], t: ActionTargets): ActionPlan[] {
   const plans: ActionPlan[] = [];
   for (const action of actions) {
     switch (action.type) {
@@ -177,18 +174,11 @@ export function planActions(
             : {
                 action,
                 jobs: [
-                  job(
-                    t,
-                    action,
-                    t.userId,
-                    t.userId,
-                    {
-                      method: 'updateUser',
-                      userId: t.userId,
-                      update: { status: 'locked_out' },
-                    },
-                    admin,
-                  ),
+                  job(t, action, t.userId, t.userId, {
+                    method: 'updateUser',
+                    userId: t.userId,
+                    update: { status: 'locked_out' },
+                  }),
                 ],
               },
         );
@@ -201,18 +191,11 @@ export function planActions(
             : {
                 action,
                 jobs: [
-                  job(
-                    t,
-                    action,
-                    t.userId,
-                    t.userId,
-                    {
-                      method: 'updateUser',
-                      userId: t.userId,
-                      update: { allowed_factors: [...factors] },
-                    },
-                    admin,
-                  ),
+                  job(t, action, t.userId, t.userId, {
+                    method: 'updateUser',
+                    userId: t.userId,
+                    update: { allowed_factors: [...factors] },
+                  }),
                 ],
               },
         );
@@ -227,7 +210,7 @@ export function planActions(
                 action,
                 // Ordered with the user's other actions when the user is known.
                 jobs: ids.map((id) =>
-                  job(t, action, id, t.userId ?? id, { method: 'deleteDevice', deviceId: id }, admin),
+                  job(t, action, id, t.userId ?? id, { method: 'deleteDevice', deviceId: id }),
                 ),
               },
         );
@@ -244,7 +227,6 @@ function job(
   target: string,
   orderingKey: string,
   call: ActionSpec['call'],
-  admin: ActionAdmin,
 ): ActionJob {
   const spec: ActionSpec = {
     id: `${t.decisionId}:${action.type}:${target}`,
@@ -269,6 +251,5 @@ function job(
     type: action.type,
     target,
     spec,
-    attempt: attemptAction(spec, admin),
   };
 }

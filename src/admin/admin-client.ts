@@ -423,7 +423,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
           return out;
         },
         o,
-        // Not retried here: the issue allows retries for GETs and PUT status only. The action queue
+        // Not retried here: the issue allows retries for GETs and PUT status only. The outbox
         // retries at its own level, and a 410 there is "already archived".
         { accept: (s) => s === 200 || s === 410, retry: false },
       ).then((r) => {

@@ -26,7 +26,9 @@ const STATUSES: readonly OutboxStatus[] = ['pending', 'delivered', 'dead', 'drop
 async function openStore(env: ActionsCommandOptions['env'], io: CliIo): Promise<OutboxStore | undefined> {
   const kind = env.RISKGATE_OUTBOX?.trim() || 'sqlite';
   if (kind === 'memory') {
-    io.err('riskgate: RISKGATE_OUTBOX=memory keeps actions in the process: there is no store to read');
+    io.err(
+      'riskgate: RISKGATE_OUTBOX=memory keeps actions in the service process: ask it, GET /actions on its ops port',
+    );
     return undefined;
   }
   if (kind !== 'sqlite') {

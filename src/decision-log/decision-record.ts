@@ -1,4 +1,4 @@
-import type { ActionOutcome } from '../actions/action-queue.ts';
+import type { ActionOutcome } from '../actions/action-dispatcher.ts';
 import type { DecideResponse } from '../decide/decide-response.ts';
 import type { DecisionRun } from '../decide/run-decision.ts';
 

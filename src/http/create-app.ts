@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import {
-  ACTION_SUBMIT_MIN_BUDGET_MS,
-  type ActionDispatcher,
-  type ActionJob,
-} from '../actions/action-queue.ts';
-import { type ActionPlan, planActions } from '../actions/admin-actions.ts';
+import { ACTION_SUBMIT_MIN_BUDGET_MS, type ActionDispatcher } from '../actions/action-dispatcher.ts';
+import { type ActionJob, type ActionPlan, planActions } from '../actions/admin-actions.ts';
 import { type AdmissionControl, overloadDetail, type ShedReason } from '../admission/admission-control.ts';
 import { admittedAtListener, arrivedAt } from '../admission/shed-before-app.ts';
 import { CallbackReplayGuard } from '../callbacks/callback-replay-guard.ts';
@@ -552,7 +548,7 @@ async function startActions(
   // Reports keep the plans' order: a submitted plan's slot is filled once the submit is answered.
   const submitted: { plan: ActionPlan; first: number; slot: number }[] = [];
   const jobs: ActionJob[] = [];
-  for (const plan of planActions(actions, targets, deps.decide.admin)) {
+  for (const plan of planActions(actions, targets)) {
     if (plan.skipped !== undefined) {
       reports.push(actionReport(plan.action, 'skipped', plan.skipped));
       continue;

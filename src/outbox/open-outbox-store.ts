@@ -1,17 +1,18 @@
 import { join } from 'node:path';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import { MemoryOutboxStore } from './memory-outbox-store.ts';
 import type { OutboxStore } from './outbox-store.ts';
 import { SqliteOutboxStore } from './sqlite-outbox-store.ts';
 
-/** The outbox's store as configured (RISKGATE_OUTBOX); undefined for the in-memory queue. */
+/** The outbox's store as configured (RISKGATE_OUTBOX). */
 export async function openOutboxStore(
   config: Pick<RiskgateConfig, 'outbox' | 'stateDir'>,
-): Promise<OutboxStore | undefined> {
+): Promise<OutboxStore> {
   const o = config.outbox;
   switch (o.kind) {
     case 'memory':
-      return undefined;
+      return new MemoryOutboxStore();
     case 'sqlite':
       return new SqliteOutboxStore({ path: outboxPath(config.stateDir), sync: o.sync });
     case 'redis': {

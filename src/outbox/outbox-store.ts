@@ -1,11 +1,12 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
 
 /**
- * The durable outbox's storage: what was promised in an answer, until it is delivered or
- * dead-lettered. One implementation per engine: SQLite under RISKGATE_STATE_DIR for one process
+ * The outbox's storage: what was promised in an answer, until it is delivered or dead-lettered.
+ * One implementation per engine: SQLite under RISKGATE_STATE_DIR for one process
  * (src/outbox/sqlite-outbox-store.ts), Redis for replicas sharing one outbox
- * (src/outbox/redis-outbox-store.ts). Times are wall-clock milliseconds (Date.now()): several
- * processes read them.
+ * (src/outbox/redis-outbox-store.ts), and this process's memory, which keeps nothing across a
+ * crash (src/outbox/memory-outbox-store.ts). Times are wall-clock milliseconds (Date.now()):
+ * several processes read them.
  */
 
 /** `pending` until delivered; `dead` when it failed for good or ran out of horizon; `dropped` by an operator. */
@@ -43,6 +44,12 @@ export interface OutboxListFilter {
 }
 
 export interface OutboxStore {
+  /**
+   * Whether the entries outlive this process (SQLite, Redis). False for the memory store: at
+   * shutdown and on a fatal error the outbox reports what it did not deliver failed, since no
+   * later process will.
+   */
+  readonly durable: boolean;
   /**
    * Records `specs` durably (resolves once they are). An id already present is not added again:
    * false at its index.

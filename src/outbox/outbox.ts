@@ -1,15 +1,19 @@
 import { hostname } from 'node:os';
 import {
   type ActionDispatcher,
-  type ActionJob,
   type ActionOutcome,
   actionOutcome,
   type EnqueueResult,
   RETRYABLE_ACTION_FAILURES,
   SUBJECT_MISMATCH_REASON,
   type SubmitOptions,
-} from '../actions/action-queue.ts';
-import { type ActionAdmin, type ActionSpec, attemptAction } from '../actions/admin-actions.ts';
+} from '../actions/action-dispatcher.ts';
+import {
+  type ActionAdmin,
+  type ActionJob,
+  type ActionSpec,
+  attemptAction,
+} from '../actions/admin-actions.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
@@ -18,8 +22,9 @@ import { settlesWithin } from '../timing/with-timeout.ts';
 import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
 
 /**
- * The durable outbox: every Admin action a decision promises is written to the store before the
- * answer says `queued`, then delivered from the store by whichever riskgate process leases it:
+ * The outbox, riskgate's one action engine: every Admin action a decision promises is written to
+ * the store before the answer says `queued`, then delivered from the store by whichever riskgate
+ * process leases it:
  * retried with exponential backoff and jitter over a long horizon (honouring `Retry-After`),
  * waiting out an open breaker without spending attempts, one user's actions in order, and ended in
  * exactly one final outcome (`done`, or `failed` once dead-lettered). A process that stops or dies
@@ -29,6 +34,10 @@ import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
  * answer: the actions are `deferred`, held in a bounded buffer of this process and written when
  * the store answers again (a write that timed out may land late: the id makes it once). Deferred
  * actions still unwritten at shutdown are reported failed (`shutdown`), never dropped silently.
+ *
+ * Over the memory store (RISKGATE_OUTBOX=memory) nothing is left for a next process: a shutdown
+ * also waits for the retries due within its grace period, and what it (or a fatal error) leaves
+ * undelivered is reported failed (`shutdown`, `process_crash`).
  */
 
 export interface OutboxOptions {
@@ -181,9 +190,7 @@ export class Outbox implements ActionDispatcher {
 
   async submit(jobs: readonly ActionJob[], options: SubmitOptions = {}): Promise<EnqueueResult[]> {
     if (this.#closing) return jobs.map(() => 'refused');
-    const specs = jobs.map((j) => j.spec);
-    if (specs.some((s) => s === undefined)) throw new Error('an outbox job needs its spec');
-    const written = specs as ActionSpec[];
+    const written = jobs.map((j) => j.spec);
     const appending = this.#o.store.append(written, this.#o.now());
     let added: boolean[];
     try {
@@ -273,7 +280,8 @@ export class Outbox implements ActionDispatcher {
   /**
    * Stops claiming, lets the attempts in flight finish for up to `timeoutMs`, then aborts the rest
    * and gives them back to the store (not counted): everything undelivered waits for the next
-   * process. Nothing is reported failed.
+   * process, and nothing is reported failed. Over the memory store there is no next process: the
+   * retries due within `timeoutMs` are made too, and what is left is reported failed (`shutdown`).
    */
   async drain(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
@@ -293,7 +301,12 @@ export class Outbox implements ActionDispatcher {
         } catch (error) {
           this.#o.onError?.(error);
         }
-        if (started === 0) break;
+        if (started === 0) {
+          const waitMs = await this.#untilNextRetry(deadline);
+          if (waitMs === undefined) break;
+          await new Promise((r) => setTimeout(r, waitMs));
+          continue;
+        }
       }
       await settlesWithin(
         new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
@@ -311,19 +324,60 @@ export class Outbox implements ActionDispatcher {
         ref: false,
       });
     }
+    await this.#endUndelivered('shutdown');
     await this.#confirmed();
   }
 
   /**
-   * A process about to die: stop at once; the store keeps every undelivered action, and the
-   * deferred ones it never acknowledged are reported failed with `reason`.
+   * A process about to die: stop at once; a durable store keeps every undelivered action, and
+   * what dies with the process (the deferred ones the store never acknowledged; everything in the
+   * memory store) is reported failed with `reason`.
    */
-  abandon(reason: string): void {
+  async abandon(reason: string): Promise<void> {
     this.#closing = true;
     clearTimeout(this.#timer);
     // Only what this process held dies with it; the store keeps the rest.
     this.#failDeferred(reason);
     for (const c of this.#running.values()) c.abort();
+    await this.#endUndelivered(reason);
+  }
+
+  /**
+   * How long a shutdown waits for the memory store's next retry, milliseconds; undefined when it
+   * should not: a durable store keeps them for the next process, or none is due before `deadline`
+   * (performance.now() time).
+   */
+  async #untilNextRetry(deadline: number): Promise<number | undefined> {
+    if (this.#o.store.durable) return undefined;
+    const newestFirst = await this.#o.store.list({ status: 'pending', limit: Number.MAX_SAFE_INTEGER });
+    // Only each user's oldest pending action can be due: the others wait for it, not for a time.
+    const heads = new Map<string, number>();
+    for (const e of newestFirst.reverse()) {
+      if (!heads.has(e.spec.orderingKey)) heads.set(e.spec.orderingKey, e.nextAttemptAtMs);
+    }
+    if (heads.size === 0) return undefined;
+    const waitMs = Math.max(1, Math.min(...heads.values()) - this.#o.now());
+    return waitMs < deadline - performance.now() ? waitMs : undefined;
+  }
+
+  /**
+   * Ends every undelivered entry of a store that does not outlive this process, each reported
+   * failed with `reason` (dropped in the store, so an attempt still settling cannot end it again).
+   * Nothing to do with a durable store: the next process delivers them.
+   */
+  async #endUndelivered(reason: string): Promise<void> {
+    const { store } = this.#o;
+    if (store.durable) return;
+    try {
+      const now = this.#o.now();
+      for (const entry of await store.list({ status: 'pending', limit: Number.MAX_SAFE_INTEGER })) {
+        if (await store.drop(entry.spec.id, reason, now)) {
+          this.#o.onOutcome(outcomeOf(entry, 'failed', now, reason));
+        }
+      }
+    } catch (error) {
+      this.#o.onError?.(error);
+    }
   }
 
   /** Looks at the store now (an operator made an entry due). */
@@ -476,7 +530,7 @@ export class Outbox implements ActionDispatcher {
         this.#outcome(entry, 'failed', now, SUBJECT_MISMATCH_REASON);
       return;
     }
-    // As the in-memory queue, and an attempt cut short by a caller's abort is tried again.
+    // Failures that will not change end it; an attempt cut short by a caller's abort is tried again.
     if (!RETRYABLE_ACTION_FAILURES.has(failure.code) && failure.code !== ErrorCode.ABORTED) {
       if (await store.deadLetter(spec.id, owner, failure.code, now))
         this.#outcome(entry, 'failed', now, failure.code);

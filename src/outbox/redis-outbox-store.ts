@@ -197,6 +197,7 @@ function entryOf(flat: string[]): OutboxEntry {
 }
 
 export class RedisOutboxStore implements OutboxStore {
+  readonly durable = true;
   readonly #client: RedisClientType;
   readonly #prefix: string;
   readonly #scripts: RedisScripts;
@@ -305,7 +306,8 @@ export class RedisOutboxStore implements OutboxStore {
 
   async leaseOwners(nowMs: number): Promise<string[]> {
     return this.#bounded('leaseOwners', async () => {
-      const ids = await this.#client.zRangeByScore(`${this.#prefix}leased`, nowMs, '+inf');
+      // Exclusive: a lease ending now has run out (a claim at `nowMs` takes it over).
+      const ids = await this.#client.zRangeByScore(`${this.#prefix}leased`, `(${nowMs}`, '+inf');
       const owners = new Set<string>();
       for (const id of ids) {
         const owner = await this.#client.hGet(`${this.#prefix}e:${id}`, 'owner');

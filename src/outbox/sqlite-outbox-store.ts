@@ -82,6 +82,7 @@ function entryOf(row: Row): OutboxEntry {
 }
 
 export class SqliteOutboxStore implements OutboxStore {
+  readonly durable = true;
   readonly #db: DatabaseSync;
   readonly #s: Record<string, StatementSync>;
   #batch: {

@@ -6,12 +6,7 @@ import {
 } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
-import {
-  type ActionDispatcher,
-  type ActionOutcome,
-  ActionQueue,
-  type ActionQueueOptions,
-} from '../actions/action-queue.ts';
+import type { ActionDispatcher, ActionOutcome } from '../actions/action-dispatcher.ts';
 import {
   ADMIN_OPERATIONS,
   type AdminClient,
@@ -54,7 +49,7 @@ import { createLogFollower, type LogFollower, type LogFollowerOptions } from './
 
 /**
  * Assembles riskgate from its configuration and listens: metrics, policy store, token manager,
- * clients, action queue, decision log, Log API follower (when configured), app, server. src/main.ts calls it with the environment's
+ * clients, action outbox, decision log, Log API follower (when configured), app, server. src/main.ts calls it with the environment's
  * configuration; end-to-end tests call it against a sandbox on port 0. `stop()` is the graceful
  * shutdown: stop accepting, finish in-flight decisions, drain the actions, flush the log.
  */
@@ -89,8 +84,8 @@ export interface StartRiskgateOptions {
   tracing?: DecisionTracing | undefined;
   /** Overrides the configured decision log (tests collect lines). */
   decisionLog?: DecisionLog;
-  /** Action queue tuning (tests shorten the backoff; the outbox takes its delays too). */
-  actionQueue?: Omit<ActionQueueOptions, 'onOutcome'>;
+  /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
+  actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */
   outbox?: Partial<Omit<OutboxOptions, 'store' | 'admin' | 'onOutcome'>>;
   /** The outbox's store, opened by the caller (tests share one); default from `config.outbox`. */
@@ -134,8 +129,8 @@ export interface RunningRiskgate {
   signals: SignalsClient;
   admin: AdminClient;
   actions: ActionDispatcher;
-  /** The durable outbox (undefined with RISKGATE_OUTBOX=memory). */
-  outbox: Outbox | undefined;
+  /** The outbox (over the memory store with RISKGATE_OUTBOX=memory). */
+  outbox: Outbox;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   admission: AdmissionControl;
@@ -148,9 +143,9 @@ export interface RunningRiskgate {
   /** Graceful shutdown; idempotent. */
   stop(): Promise<void>;
   /**
-   * For a process about to die of a fatal error: stops accepting, reports every queued or running
-   * action failed with `reason` (nothing promised goes unlogged) and flushes the decision log for
-   * at most `timeoutMs`. Never rejects; the caller exits.
+   * For a process about to die of a fatal error: stops accepting, reports the actions that die with
+   * the process failed with `reason` (the memory outbox's, the deferred ones: nothing promised goes
+   * unlogged) and flushes the decision log for at most `timeoutMs`. Never rejects; the caller exits.
    */
   abandon(reason: string, timeoutMs: number): Promise<void>;
 }
@@ -379,53 +374,43 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     if (outcome.status === 'failed') log({ level: 'warn', msg: 'action failed', ...outcome });
   };
   const outboxStore = options.outboxStore ?? (await openOutboxStore(config));
-  for (const warning of (await outboxStore?.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
-  const outbox =
-    outboxStore === undefined
-      ? undefined
-      : new Outbox({
-          store: outboxStore,
-          admin,
-          onOutcome,
-          onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
-          horizonMs: config.outboxHorizonMs,
-          flushOutcomes: () => decisionLog.flush(),
-          ...(options.actionQueue?.baseDelayMs !== undefined && {
-            baseDelayMs: options.actionQueue.baseDelayMs,
-          }),
-          ...(options.actionQueue?.maxDelayMs !== undefined && {
-            maxDelayMs: options.actionQueue.maxDelayMs,
-          }),
-          ...options.outbox,
-        });
-  const actions: ActionDispatcher = outbox ?? new ActionQueue({ ...options.actionQueue, onOutcome });
-  if (outbox !== undefined) {
-    metrics.observeGauge(
-      'riskgate_outbox_pending',
-      'Actions in the outbox not yet delivered (the whole store, shared by every worker and any replica using it)',
-      () => outbox.stats.pending,
-    );
-    metrics.observeGauge(
-      'riskgate_outbox_oldest_pending_age_seconds',
-      'Age of the oldest undelivered action in the store (an Admin outage shows here first)',
-      () => outbox.stats.oldestPendingAgeMs / 1000,
-    );
-    metrics.observeGauge(
-      'riskgate_outbox_dead',
-      'Actions dead-lettered in the store (failed for good or out of horizon): an operator decides (riskgate actions)',
-      () => outbox.stats.dead,
-    );
-    metrics.observeGauge(
-      'riskgate_outbox_deferred',
-      'Actions answered deferred that the outbox store has not acknowledged yet (held by this process)',
-      () => outbox.deferred,
-    );
-    metrics.observeCounter(
-      'riskgate_outbox_attempts',
-      'Delivery attempts started by this process',
-      () => outbox.attemptsStarted,
-    );
-  }
+  for (const warning of (await outboxStore.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
+  const outbox = new Outbox({
+    store: outboxStore,
+    admin,
+    onOutcome,
+    onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
+    horizonMs: config.outboxHorizonMs,
+    flushOutcomes: () => decisionLog.flush(),
+    ...options.actionQueue,
+    ...options.outbox,
+  });
+  const actions: ActionDispatcher = outbox;
+  metrics.observeGauge(
+    'riskgate_outbox_pending',
+    'Actions in the outbox not yet delivered (the whole store, shared by every worker and any replica using it)',
+    () => outbox.stats.pending,
+  );
+  metrics.observeGauge(
+    'riskgate_outbox_oldest_pending_age_seconds',
+    'Age of the oldest undelivered action in the store (an Admin outage shows here first)',
+    () => outbox.stats.oldestPendingAgeMs / 1000,
+  );
+  metrics.observeGauge(
+    'riskgate_outbox_dead',
+    'Actions dead-lettered in the store (failed for good or out of horizon): an operator decides (riskgate actions)',
+    () => outbox.stats.dead,
+  );
+  metrics.observeGauge(
+    'riskgate_outbox_deferred',
+    'Actions answered deferred that the outbox store has not acknowledged yet (held by this process)',
+    () => outbox.deferred,
+  );
+  metrics.observeCounter(
+    'riskgate_outbox_attempts',
+    'Delivery attempts started by this process',
+    () => outbox.attemptsStarted,
+  );
   metrics.observeGauge(
     'riskgate_action_queue_size',
     'Actions queued, waiting to retry or running',
@@ -537,8 +522,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     }),
     isDraining: () => draining,
     outboxStore,
-    onActionDropped: (entry) => outbox?.reportFinal(entry),
-    onActionRetried: () => outbox?.nudge(),
+    onActionDropped: (entry) => outbox.reportFinal(entry),
+    onActionRetried: () => outbox.nudge(),
     callbackSignatureKey: upstream.callbackSignatureKey,
     tracing: options.tracing,
     log,
@@ -619,7 +604,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     for (const s of silent) s.stop();
     for (const l of listening) void l.sockets.close();
     policies.close();
-    await outboxStore?.close();
+    await outboxStore.close();
     await Promise.all([tokens.stop(), signals.close(), admin.close(), logs?.stop(), metrics.shutdown()]);
     await features.close();
     throw error;
@@ -631,7 +616,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   // In the background: the first window is due two minutes after start at the earliest.
   const logsStarted = logs?.start();
   // What an earlier process left undelivered goes out now.
-  outbox?.start();
+  outbox.start();
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000;
 
   let stopping: Promise<void> | undefined;
@@ -651,7 +636,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     // The last answers' after-response work (log lines, action enqueues) runs on the next turn.
     await new Promise((resolve) => setImmediate(resolve));
     await actions.drain(drainTimeoutMs);
-    await outboxStore?.close();
+    await outboxStore.close();
     await logsStarted;
     await logs?.stop();
     await features.close();
@@ -690,7 +675,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       draining = true;
       void sockets.close();
       void ops?.sockets.close();
-      actions.abandon(reason);
+      await actions.abandon(reason);
       await decisionLog.close(timeoutMs).catch(() => {});
     },
   };

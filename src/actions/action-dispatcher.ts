@@ -1,0 +1,100 @@
+import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { ActionJob } from './admin-actions.ts';
+
+/**
+ * What a decision hands its Admin actions to, and what comes back: the outbox (src/outbox/outbox.ts)
+ * is the one implementation, over a memory, SQLite or Redis store.
+ */
+
+/** How a decision submits its actions. */
+export interface SubmitOptions {
+  /**
+   * How long the decision can wait for its actions to be held, milliseconds (what is left of its
+   * deadline). Past it the outbox answers `deferred` rather than hold the answer. Default: the
+   * outbox's own submit timeout.
+   */
+  timeoutMs?: number | undefined;
+}
+
+/**
+ * Least time a decision gives its action write, milliseconds, when the fan-out used its whole
+ * deadline: a healthy store answers well within it, so only a stalled one defers.
+ */
+export const ACTION_SUBMIT_MIN_BUDGET_MS = 100;
+
+/**
+ * What became of a submitted job: `queued` (held as the store promises: in memory, or durably
+ * written), `duplicate` (its key was seen), `refused` (not held: a full or closing outbox, a store
+ * that failed), or `deferred` (the store did not answer in time: this process holds it and writes
+ * it when the store answers; a crash before then loses it, and a shutdown reports it failed).
+ */
+export type EnqueueResult = 'queued' | 'duplicate' | 'refused' | 'deferred';
+
+/**
+ * Where a decision's actions go. `submit` resolves once the jobs are held as the store promises,
+ * so the answer can say `queued` truthfully; or, once `options.timeoutMs` passed, with the jobs
+ * the store has not acknowledged `deferred`.
+ */
+export interface ActionDispatcher {
+  submit(jobs: readonly ActionJob[], options?: SubmitOptions): Promise<EnqueueResult[]>;
+  /** Actions held and not yet final, in this process's view. */
+  readonly size: number;
+  /** Stops taking jobs and lets the ones in flight finish for up to `timeoutMs`. */
+  drain(timeoutMs: number): Promise<void>;
+  /**
+   * A process about to die: stop now. What dies with the process (actions a store never
+   * acknowledged, everything in the memory store) is reported failed with `reason`.
+   */
+  abandon(reason: string): Promise<void>;
+}
+
+export interface ActionOutcome {
+  key: string;
+  decisionId: string;
+  type: string;
+  target: string;
+  status: 'done' | 'failed';
+  attempts: number;
+  /** Why it failed: the last error code, `horizon_exhausted:<code>`, `shutdown`, `process_crash`. */
+  reason?: string;
+  /** From enqueue to outcome, milliseconds. */
+  elapsedMs: number;
+}
+
+/** Failures worth another attempt: the request may succeed later. */
+export const RETRYABLE_ACTION_FAILURES: ReadonlySet<string> = new Set([
+  ErrorCode.UPSTREAM_TIMEOUT,
+  ErrorCode.UPSTREAM_UNREACHABLE,
+  ErrorCode.UPSTREAM_RATE_LIMITED,
+  ErrorCode.UPSTREAM_SERVER_ERROR,
+  ErrorCode.UPSTREAM_MALFORMED_RESPONSE,
+  ErrorCode.TOKEN_UNAVAILABLE,
+  ErrorCode.DEADLINE_EXCEEDED,
+  ErrorCode.INTERNAL,
+  // The Admin route's breaker is open: wait for its next probe (retryAfterMs), then try again.
+  ErrorCode.CIRCUIT_OPEN,
+]);
+
+/** Why an action whose subject turned out not to be the account's was dropped (never carried out). */
+export const SUBJECT_MISMATCH_REASON = 'subject_mismatch';
+
+/** The final outcome of an action. */
+export function actionOutcome(
+  action: Pick<ActionOutcome, 'key' | 'decisionId' | 'type' | 'target'>,
+  status: 'done' | 'failed',
+  attempts: number,
+  elapsedMs: number,
+  reason?: string,
+): ActionOutcome {
+  const outcome: ActionOutcome = {
+    key: action.key,
+    decisionId: action.decisionId,
+    type: action.type,
+    target: action.target,
+    status,
+    attempts,
+    elapsedMs,
+  };
+  if (reason !== undefined) outcome.reason = reason;
+  return outcome;
+}
