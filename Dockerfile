@@ -22,7 +22,7 @@ RUN npx tsc -p tsconfig.build.json \
  && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-slim
-# One process per container: the orchestrator scales pods (README, "Production": workers).
+# One process per container: the orchestrator scales pods (docs/operations.md, "Workers").
 ENV NODE_ENV=production RISKGATE_PORT=8080 RISKGATE_POLICY_PATH=/app/policies \
     RISKGATE_STATE_DIR=/var/lib/riskgate RISKGATE_WORKERS=1 RISKGATE_HOST=0.0.0.0
 # The Log API follower's checkpoint; mount a volume here to keep it across restarts.

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../src/signals/rat-batcher.ts';
 
-/** Which run the numbers default to: the published one, a one-minute check, or the CI smoke. */
+/** Which run the numbers default to: the published one, a short check (about 1.5 minutes), or the CI smoke. */
 export type BenchMode = 'full' | 'quick' | 'smoke';
 
 /** Every parameter of a bench run. Times in seconds unless the name says otherwise. */
@@ -103,7 +103,7 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     overloadConnections: 8,
     overloadCpu: 0.25,
   },
-  // Under a minute: two rates per profile, short steps, a short memory run.
+  // About 1.5 minutes on 2 cores: two rates per profile, short steps, a short memory run.
   quick: {
     rates: [250, 1000],
     durationS: 3,
@@ -201,7 +201,7 @@ const FIELDS = {
 /** Flag help, printed by `--help`. */
 export const USAGE = `npm run bench -- [--quick | --smoke] [flags]
 
-Modes: (default) full run; --quick under a minute; --smoke a few seconds (CI).
+Modes: (default) full run; --quick about 1.5 minutes; --smoke about half a minute (CI).
 Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --rates 250,500,1000,2000   open-model arrival rates, decisions/s
   --duration 20               measured seconds per rate

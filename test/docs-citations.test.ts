@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { headingAnchor, headingAnchors } from './support/markdown.ts';
 
 /**
  * The repository is readable on its own: code, tests, benchmarks, policies and READMEs cite the
@@ -47,27 +48,6 @@ const OUTSIDE = [
   /\bshared\/specs\b/,
   /\b(admin-api|trust-signals-api|log-api)\.md\b/,
 ];
-
-/** GitHub's heading anchor: lower case, punctuation dropped, spaces as hyphens. */
-function headingAnchor(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-}
-
-/** The anchors of a markdown document's headings (outside code fences). */
-function headingAnchors(markdown: string): string[] {
-  const anchors: string[] = [];
-  let fenced = false;
-  for (const line of markdown.split('\n')) {
-    if (line.startsWith('```')) fenced = !fenced;
-    const m = fenced ? null : /^#{1,6}\s+(.+?)\s*#*\s*$/.exec(line);
-    if (m) anchors.push(headingAnchor(m[1]!));
-  }
-  return anchors;
-}
 
 /**
  * The anchors cited in `text`: `docs/vendor-api.md#a` and the ones that follow it in a list

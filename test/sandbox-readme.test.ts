@@ -15,18 +15,18 @@ async function has(command: string): Promise<boolean> {
   }
 }
 
-/** The README's "A curl session" block, pointed at `port` instead of 4010. */
+/** docs/sandbox.md's "A curl session" block, pointed at `port` instead of 4010. */
 async function curlSession(port: number): Promise<string> {
-  const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
-  const section = readme.slice(readme.indexOf('### A curl session'));
+  const doc = await readFile(new URL('../docs/sandbox.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('\n## A curl session\n'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!block) throw new Error('README has no curl session block');
+  if (!block) throw new Error('docs/sandbox.md has no curl session block');
   return block.replaceAll('4010', String(port));
 }
 
 const tools = (await has('curl')) && (await has('openssl')) && (await has('base64'));
 
-describe.skipIf(!tools)('README curl session', () => {
+describe.skipIf(!tools)('docs/sandbox.md curl session', () => {
   let sb: RunningSandbox;
   beforeAll(async () => {
     sb = await startSandbox({ quiet: true });

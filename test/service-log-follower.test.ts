@@ -13,7 +13,7 @@ import { eventually } from './support/eventually.ts';
  * its cached Admin read, so the next decision sees it without waiting for the cache to expire.
  * The Log API serves events two minutes old: the sandbox clock and the follower's move together,
  * two minutes in a moment, so the cached read is still fresh when the event arrives (in real time
- * the cache would have expired by then; README, "The Log API follower").
+ * the cache would have expired by then; docs/operations.md, "The Log API follower").
  */
 
 let offsetMs = 0;

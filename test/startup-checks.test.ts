@@ -91,7 +91,7 @@ describe('the Node.js version', () => {
       expect(r.code).toBe(1);
     };
 
-    it("README's production command, node dist/main.js", async () => {
+    it("docs/operations.md's production command, node dist/main.js", async () => {
       expectPlainRefusal(await run(old.path, [join(dist, 'main.js')]), /npx node .*main\.js/);
     });
 

@@ -7,7 +7,7 @@ import { LRUCache } from 'lru-cache';
  * arrival of the same signature is a replay. Only verified signatures are remembered: a forger
  * cannot fill the set.
  *
- * Limits (documented in the README): the set lives in this process, so a replay to another replica
+ * Limits (documented in docs/security.md): the set lives in this process, so a replay to another replica
  * or after a restart is not recognised, nor one older than the window or pushed out by
  * `maxEntries` newer callbacks.
  */

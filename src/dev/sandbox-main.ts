@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     `    scope                    ${audienceScope(c.idp, collection!.audience)}`,
     `  token lifetime             ${sandbox.config.tokenLifetimeSeconds} s`,
     '',
-    '  demo accounts: alice bob mallory trudy carol dave (README "The sandbox")',
+    '  demo accounts: alice bob mallory trudy carol dave (docs/sandbox.md)',
   ];
   // riskgate's configuration for this sandbox, for a riskgate started on its own (README, "Quick
   // start"); the caller and operator keys are the development keys `npm start` uses, so printed curls work for both.

@@ -68,7 +68,7 @@ export interface AppDeps {
   metrics: RiskgateMetrics;
   /**
    * Vendor health for `GET /healthz` (token, breakers): details for people and dashboards. It never
-   * decides readiness: a degraded answer is still an answer (README, "Readiness").
+   * decides readiness: a degraded answer is still an answer (docs/operations.md, "Readiness").
    */
   health?: () => Record<string, unknown>;
   /**

@@ -1,6 +1,6 @@
 /**
  * Well-known sandbox credentials and tunables. Every module of the sandbox reads them from here;
- * `src/dev/sandbox-main.ts` overrides them from the environment (names in README).
+ * `src/dev/sandbox-main.ts` overrides them from the environment (names in docs/sandbox.md, "Credentials").
  */
 export interface SandboxCredentials {
   serviceId: string;

@@ -5,7 +5,7 @@ import { faultRulesSchema } from './faults/fault-rule.ts';
 import type { SandboxCredentials, SignalThresholds } from './sandbox-config.ts';
 import type { SandboxOptions } from './server.ts';
 
-/** Env variable → credential it overrides (README "The sandbox" lists them). */
+/** Env variable → credential it overrides (docs/sandbox.md, "Credentials" lists them). */
 export const CREDENTIAL_ENV: Record<string, keyof SandboxCredentials> = {
   SANDBOX_SERVICE_ID: 'serviceId',
   SANDBOX_ORGANIZATION_ID: 'organizationId',

@@ -4,7 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { InputError } from '../../errors/riskgate-error.ts';
 import { type Scenario, type ScenarioInput, scenarioSchema } from './scenario-schema.ts';
 
-/** The scenario shipped with the sandbox: the six demo accounts (README "The sandbox"). */
+/** The scenario shipped with the sandbox: the six demo accounts (docs/sandbox.md, "Demo accounts"). */
 export const DEFAULT_SCENARIO_PATH = fileURLToPath(new URL('./default.yaml', import.meta.url));
 
 /** An empty scenario: no users, no observations, no faults. */

@@ -73,7 +73,7 @@ const DATAPOINT_ORDER = [
 
 /**
  * Geovelocity from GPS fixes of mobile observations, consecutive pairs in time order. Decisions the
- * spec leaves open (documented in README):
+ * spec leaves open (documented in docs/sandbox.md, "How the signals are computed"):
  * - nothing selected, or fewer than two GPS fixes → success false, insufficient_observations;
  * - observations selected but none from a mobile unit → unsupported_platform;
  * - a pair less than half a second apart (elapsedSeconds rounds to 0) cannot be scored; when no

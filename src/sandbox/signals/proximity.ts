@@ -12,7 +12,7 @@ import { formatObservationTime, type Observation } from './observation.ts';
 /**
  * Device proximity from supporting-signal overlaps between two observations.
  *
- * Model (documented in README): each supporting signal that both observations carry data for is
+ * Model (documented in docs/sandbox.md, "How the signals are computed"): each supporting signal that both observations carry data for is
  * "evaluated". A matched signal of type t is evidence of co-location with weight w(t) × s, where
  * s = 1 − 0.5^matchCount for counted overlaps (one shared BLE device is weaker than three) and 1
  * otherwise; evidence combines as independent: P = 1 − Π(1 − w·s). An evaluated signal that did not

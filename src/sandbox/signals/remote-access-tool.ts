@@ -55,7 +55,7 @@ export interface RatScoringInput {
 /**
  * Scores the session named by `filter` (exact unitId, verificationStatus, interactionId).
  *
- * Model (documented in README): prerequisites in the vendor's order (docs/vendor-api.md#remote-access-tool)
+ * Model (documented in docs/sandbox.md, "How the signals are computed"): prerequisites in the vendor's order (docs/vendor-api.md#remote-access-tool)
  * — a browser observation with a desktop OS and browser (else unsupported_platform), at least
  * `ratMinMouseEvents` and `ratMinKeystrokeEvents` in the session (else insufficient_observations), at least
  * `ratMinPriorSessions` other browser sessions of the account with both mouse and keystroke events

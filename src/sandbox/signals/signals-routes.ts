@@ -51,7 +51,7 @@ const DAY_MS = 24 * 3600 * 1000;
 /**
  * The Trust Signals API (docs/vendor-api.md#signals) and the Collection endpoint that feeds it.
  *
- * Order of checks on every signal GET (documented in README): 401 (token missing, malformed, bad
+ * Order of checks on every signal GET (documented in docs/sandbox.md, "How the signals are computed"): 401 (token missing, malformed, bad
  * signature, expired, not yet valid, other scheme, alg none) → 403 insufficient_scope (not a
  * Retrieval token: no `signals:read` or wrong audience) → 400 invalid_request (parameters, in the
  * order of docs/vendor-api.md#signal-endpoints; the message names the parameter) → 403 forbidden
