@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { AdminClient } from '../admin/admin-client.ts';
 import type { AdminDevice } from '../admin/admin-schemas.ts';
-import type { AdminPort } from '../decide/decide-ports.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
 import { checkSubject } from '../subject/subject-binding.ts';
@@ -45,7 +45,7 @@ export type ActionSpec = z.infer<typeof actionSpecSchema>;
 
 /** The Admin API calls an action's attempts make. */
 export type ActionAdmin = Pick<
-  AdminPort,
+  AdminClient,
   'updateUser' | 'deleteDevice' | 'getUserCached' | 'getUserDevicesCached'
 >;
 
