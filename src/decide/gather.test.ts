@@ -203,6 +203,12 @@ describe('gather', () => {
     ]);
   });
 
+  it('sets one timer per distinct own timeout, and one for the deadline', () => {
+    const sources = [source('a', 100, 'hang'), source('b', 100, 'hang'), source('c', 150, 'hang')];
+    void gather(sources, { deadlineAtMs: performance.now() + 300 });
+    expect(vi.getTimerCount()).toBe(3);
+  });
+
   it('leaves no timer behind once every source answered', async () => {
     const state = tracked(
       gather([source('a', 100, { afterMs: 5, result: ok('A', 5) })], {

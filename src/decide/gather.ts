@@ -81,7 +81,7 @@ export function gather(sources: readonly InputSource[], options: GatherOptions):
   else callerGone?.addEventListener('abort', () => controller.abort(), { once: true, signal });
 
   const outcomes: (InputOutcome | undefined)[] = new Array(sources.length).fill(undefined);
-  const timers: (NodeJS.Timeout | undefined)[] = new Array(sources.length).fill(undefined);
+  const timers: NodeJS.Timeout[] = [];
   const calls: CallTiming[] = [];
   let pending = sources.length;
   let closed = false;
@@ -107,6 +107,7 @@ export function gather(sources: readonly InputSource[], options: GatherOptions):
     if (--pending === 0) close();
   };
 
+  const byTimeout = new Map<number, number[]>();
   sources.forEach((source, i) => {
     const onResult = (r: UpstreamResult<unknown>) =>
       end(
@@ -131,12 +132,20 @@ export function gather(sources: readonly InputSource[], options: GatherOptions):
     }
     started.then(onResult, onRejected);
     if (source.timeoutMs < budgetMs) {
-      timers[i] = clock.setTimeout(
-        () => end(i, { status: 'unavailable', reason: 'timeout' }, clock.monotonicMs() - startedAt),
-        source.timeoutMs,
-      );
+      const same = byTimeout.get(source.timeoutMs);
+      if (same === undefined) byTimeout.set(source.timeoutMs, [i]);
+      else same.push(i);
     }
   });
+  // One timer per distinct own timeout (a policy's signals mostly share one), not one per source.
+  for (const [timeoutMs, indices] of byTimeout) {
+    timers.push(
+      clock.setTimeout(() => {
+        const atMs = clock.monotonicMs() - startedAt;
+        for (const i of indices) end(i, { status: 'unavailable', reason: 'timeout' }, atMs);
+      }, timeoutMs),
+    );
+  }
   deadline = clock.setTimeout(() => {
     if (closed) return;
     closed = true;
