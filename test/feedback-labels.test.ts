@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { keyIdOf } from '../src/http/caller-auth.ts';
+import { keyIdOf } from '../src/edge/caller-auth.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { readLabels } from '../src/replay/replay-labels.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';

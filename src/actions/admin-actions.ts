@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import type { AdminClient } from '../admin/admin-client.ts';
 import type { AdminDevice } from '../admin/admin-schemas.ts';
-import type { AdminPort } from '../decide/decide-ports.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
 import { checkSubject } from '../subject/subject-binding.ts';
@@ -58,7 +58,7 @@ export interface ActionJob {
 
 /** The Admin API calls an action's attempts make. */
 export type ActionAdmin = Pick<
-  AdminPort,
+  AdminClient,
   'updateUser' | 'deleteDevice' | 'getUserCached' | 'getUserDevicesCached'
 >;
 

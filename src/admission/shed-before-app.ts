@@ -4,6 +4,7 @@ import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { refusalClosesConnection } from '../problem/early-refusal.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../problem/problem-details.ts';
 import { type AdmissionControl, overloadDetail, type ShedReason } from './admission-control.ts';
+import { AdmissionTicket, attachTicket } from './admission-ticket.ts';
 
 /**
  * The cheapest refusal riskgate can make: a `POST /decide` (or `POST /feedback`, the other caller
@@ -12,23 +13,10 @@ import { type AdmissionControl, overloadDetail, type ShedReason } from './admiss
  * serialises a problem, with a body prepared once. Under a 5x burst on a small CPU share the refusals
  * are most of the work, so their cost decides how much is left for the decisions admitted.
  * Only when the policy has no overload verdict (that answer needs the caller's key and the policy,
- * so it stays in the app). The answer, headers and metrics are the app's own. It also notes when
- * each decision was read (`arrivedAt`): its deadline runs from there, not from its handler.
+ * so it stays in the app). The answer, headers and metrics are the app's own. A request let through
+ * carries its admission ticket into the app (admission-ticket.ts): when it was read (a decision's
+ * deadline runs from there, not from its handler) and whether it was admitted here.
  */
-/** Requests admission control already let through at the listener (the app does not check again). */
-const checked = new WeakSet<IncomingMessage>();
-/** When each `POST /decide` was read (`performance.now()`): where its deadline starts. */
-const arrivals = new WeakMap<IncomingMessage, number>();
-
-/** Whether `req` passed admission control at the node:http listener. */
-export function admittedAtListener(req: IncomingMessage): boolean {
-  return checked.has(req);
-}
-
-/** When the listener read `req`'s headers (`performance.now()`), for a `POST /decide`. */
-export function arrivedAt(req: IncomingMessage): number | undefined {
-  return arrivals.get(req);
-}
 
 export function shedBeforeApp(
   listener: RequestListener,
@@ -53,6 +41,7 @@ export function shedBeforeApp(
     }
     const at = performance.now();
     // Only a decision can be answered with the policy's overload verdict; feedback is refused here.
+    let admitted = false;
     if (!decide || !o.hasOverloadVerdict()) {
       const reason = o.admission.check();
       if (reason !== undefined) {
@@ -74,9 +63,9 @@ export function shedBeforeApp(
         o.metrics.requestFinished(503, ErrorCode.OVERLOADED);
         return;
       }
-      checked.add(req);
+      admitted = true;
     }
-    if (decide) arrivals.set(req, at);
+    attachTicket(req, new AdmissionTicket(at, admitted));
     listener(req, res);
   };
 }

@@ -1,5 +1,6 @@
 import type { AdminClient } from '../admin/admin-client.ts';
 import type { CompiledPolicy, PolicySignalName, SignalResponses } from '../policy/policy-types.ts';
+import type { SignalsClient } from '../signals/signals-client.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
 import type { SignalQueries } from './signal-queries.ts';
 
@@ -15,6 +16,15 @@ export type SignalFetcher = <N extends PolicySignalName>(
   query: SignalQueries[N],
   options: CallOptions,
 ) => Promise<UpstreamResult<SignalResponses[N]>>;
+
+/** The Trust Signals client, as /decide uses it: one method per signal, named as the policy names them. */
+export type SignalsPort = Pick<SignalsClient, PolicySignalName>;
+
+/** The fetcher of `client`'s signals, each by the policy's name. */
+export function signalFetcher(client: SignalsPort): SignalFetcher {
+  return ((name, query, options) =>
+    (client[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, options)) as SignalFetcher;
+}
 
 /**
  * The Admin API calls /decide and its actions make: reads through the client's short-lived cache

@@ -8,7 +8,8 @@ import type {
   SignalResponses,
   UnavailableTreatment,
 } from '../policy/policy-types.ts';
-import type { CallTiming, DecisionRun } from './run-decision.ts';
+import type { CallTiming } from './gather.ts';
+import type { DecisionRun } from './run-decision.ts';
 import { NOT_APPLICABLE } from './signal-queries.ts';
 
 /**

@@ -369,10 +369,10 @@ describe('runDecision', () => {
   });
 
   it('answers at the deadline with what arrived, marks the rest `deadline` and aborts them', async () => {
-    const { policy, seen } = fixturePolicy({
-      signals: new Set(['newBrowser', 'remoteAccessTool']),
-      adminUser: true,
-    });
+    const { policy, seen } = fixturePolicy(
+      { signals: new Set(['newBrowser', 'remoteAccessTool']), adminUser: true },
+      { timeoutMs: 500 }, // past the deadline: the deadline ends them
+    );
     const signals = scriptedSignals({ remoteAccessTool: 'hang' });
     let adminSignal: AbortSignal | undefined;
     const hangingUser: AdminPort['getUserCached'] = (_id, o) => {
@@ -405,6 +405,30 @@ describe('runDecision', () => {
       durationMs: 300,
       outcome: 'deadline',
     });
+  });
+
+  it('ends a signal at its own timeout even when its client overruns it, the deadline still ahead', async () => {
+    const { policy, seen } = fixturePolicy({ signals: new Set(['newBrowser']) }, { timeoutMs: 120 });
+    let done = false;
+    const running = runDecision(
+      {
+        signals: scriptedSignals({ newBrowser: 'hang' }).fetch,
+        admin: admin(),
+        policies: { current: () => policy },
+        deadlineMs: 300,
+        subjectBinding: 'off',
+      },
+      LOGIN,
+    ).then((r) => {
+      done = true;
+      return r;
+    });
+    await vi.advanceTimersByTimeAsync(119);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const run = await running;
+    expect(seen[0]!.signals.newBrowser).toEqual({ status: 'unavailable', reason: 'timeout' });
+    expect(run.calls).toEqual([{ name: 'signals-newBrowser', durationMs: 120, outcome: 'timeout' }]);
   });
 
   it('reports a failed call as unavailable with the reason (timeout, or the error code)', async () => {

@@ -1,4 +1,9 @@
-import { MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
+/**
+ * A refused request body Node discards without closing the connection: as large as the largest
+ * `/decide` body (`MAX_DECIDE_BODY_BYTES`, src/decide/decide-request.ts; a test keeps them equal).
+ * Not imported from there: this rule sits below the rooms that answer requests.
+ */
+export const SMALL_REFUSED_BODY_BYTES = 16 * 1024;
 
 /** Statuses answered before the request body is read to its end. */
 const EARLY_REFUSALS: ReadonlySet<number> = new Set([401, 404, 405, 413, 415, 503]);
@@ -19,6 +24,6 @@ export function refusalClosesConnection(
   if (!EARLY_REFUSALS.has(status)) return false;
   const hasBody = (contentLength !== undefined && contentLength !== '0') || transferEncoding !== undefined;
   if (!hasBody) return false;
-  const small = transferEncoding === undefined && Number(contentLength ?? 0) <= MAX_DECIDE_BODY_BYTES;
+  const small = transferEncoding === undefined && Number(contentLength ?? 0) <= SMALL_REFUSED_BODY_BYTES;
   return !(status === 503 && small);
 }

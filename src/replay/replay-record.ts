@@ -4,7 +4,7 @@ import { toPolicyRequest } from '../decide/policy-request.ts';
 import type { PolicyInput, Verdict } from '../policy/policy-types.ts';
 
 /**
- * A decision log line (src/decision-log/decision-record.ts, schemaVersion 1) read back as what the
+ * A decision log line (src/decide/decision-line.ts, schemaVersion 1) read back as what the
  * policy saw: its recorded inputs become a `PolicyInput` again, with the decision's own time as
  * `now`. The check is by shape, not zod: replay reads millions of lines, and a line that does not
  * look like a decision is reported, not guessed at.

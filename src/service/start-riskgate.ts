@@ -6,7 +6,7 @@ import {
 } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
-import type { ActionDispatcher, ActionOutcome } from '../actions/action-dispatcher.ts';
+import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import {
   ADMIN_OPERATIONS,
   type AdminClient,
@@ -17,13 +17,12 @@ import { AdmissionControl } from '../admission/admission-control.ts';
 import { shedBeforeApp } from '../admission/shed-before-app.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
-import type { SignalFetcher } from '../decide/decide-ports.ts';
+import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import {
   DECISION_LOG_CLOSE_TIMEOUT_MS,
   type DecisionLog,
   openDecisionLog,
 } from '../decision-log/decision-log.ts';
-import { actionLine } from '../decision-log/decision-record.ts';
 import { createRedactor } from '../decision-log/log-redaction.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { createFeatureReader } from '../features/feature-reader.ts';
@@ -368,11 +367,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       redact: createRedactor(config.decisionLogRedaction, config.decisionLogHashKey),
     });
   const decisionLogOk = () => decisionLog.health?.().ok ?? true;
-  const onOutcome = (outcome: ActionOutcome) => {
-    decisionLog.write(actionLine(outcome));
-    metrics.recordActionOutcome(outcome.type, outcome.status);
-    if (outcome.status === 'failed') log({ level: 'warn', msg: 'action failed', ...outcome });
-  };
+  const onOutcome = actionOutcomeWriter({ decisionLog, metrics, log });
   const outboxStore = options.outboxStore ?? (await openOutboxStore(config));
   for (const warning of (await outboxStore.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
   const outbox = new Outbox({
@@ -437,9 +432,6 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     () => tokens.stats().consecutiveFailures,
   );
   metrics.observeBuildInfo(options.version ?? '0.0.0', () => policies.current()?.revision);
-  // The client has one method per signal, named as the policy names them.
-  const fetchSignal = ((name, query, callOptions) =>
-    (signals[name] as (q: unknown, o: unknown) => Promise<unknown>)(query, callOptions)) as SignalFetcher;
 
   const features = options.featureStore ?? (await openFeatureStore(config));
   let featureErrors = 0;
@@ -489,7 +481,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     admission,
     renderMetrics: options.renderMetrics,
     decide: {
-      signals: fetchSignal,
+      signals,
       admin,
       policies,
       deadlineMs: config.deadlineMs,

@@ -1,0 +1,59 @@
+import { ACTION_SUBMIT_MIN_BUDGET_MS } from '../actions/action-dispatcher.ts';
+import { type ActionJob, type ActionPlan, planActions } from '../actions/admin-actions.ts';
+import type { DecideDeps } from './decide-deps.ts';
+import { type ActionReport, actionReport, oneTimeCodeReport } from './decide-response.ts';
+import type { DecisionRun } from './run-decision.ts';
+
+/**
+ * Reports every action of the decision: the one-time code as fetched, the others queued (they
+ * start on a later turn, after this answer is written), deferred or skipped with the reason.
+ */
+export async function startActions(
+  deps: Pick<DecideDeps, 'actions'> & { decide: Pick<DecideDeps['decide'], 'admin'> },
+  run: DecisionRun,
+  traceparent: string | undefined,
+): Promise<ActionReport[]> {
+  const { actions } = run.decision;
+  if (actions.length === 0) return [];
+  const reports: ActionReport[] = [];
+  const otc = actions.find((a) => a.type === 'one_time_code');
+  if (otc !== undefined) reports.push(oneTimeCodeReport(run, otc));
+  // The Admin user could not be read: it may not be the account's, so each action verifies it
+  // first, once the Admin API answers (deferred, never taken on an unchecked identity).
+  const unverified = run.subject.status === 'unverified';
+  const targets = {
+    decisionId: run.decisionId,
+    userId: run.request.userId,
+    deviceId: run.request.deviceId,
+    traceparent,
+    ...(unverified && { verifyAccountId: run.request.accountId }),
+  };
+  // Reports keep the plans' order: a submitted plan's slot is filled once the submit is answered.
+  const submitted: { plan: ActionPlan; first: number; slot: number }[] = [];
+  const jobs: ActionJob[] = [];
+  for (const plan of planActions(actions, targets)) {
+    if (plan.skipped !== undefined) {
+      reports.push(actionReport(plan.action, 'skipped', plan.skipped));
+      continue;
+    }
+    submitted.push({ plan, first: jobs.length, slot: reports.length });
+    reports.push(
+      unverified
+        ? actionReport(plan.action, 'deferred', 'subject_unverified')
+        : actionReport(plan.action, 'queued'),
+    );
+    jobs.push(...plan.jobs);
+  }
+  if (jobs.length === 0) return reports;
+  // One submit for the decision: with the durable outbox, one group-committed write before the
+  // answer says `queued`, waited for no longer than the decision's deadline allows.
+  const timeoutMs = Math.max(ACTION_SUBMIT_MIN_BUDGET_MS, run.deadlineAtMs - performance.now());
+  const results = await deps.actions.submit(jobs, { timeoutMs });
+  for (const { plan, first, slot } of submitted) {
+    const own = results.slice(first, first + plan.jobs.length);
+    if (own.includes('refused')) reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');
+    else if (own.includes('deferred'))
+      reports[slot] = actionReport(plan.action, 'deferred', 'outbox_timeout');
+  }
+  return reports;
+}

@@ -1,0 +1,87 @@
+import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
+import type { DecideResponse } from './decide-response.ts';
+import type { DecisionRun } from './run-decision.ts';
+
+/**
+ * A decision's line in the decision log. It holds what replaying the decision offline needs
+ * (src/replay/): the request, every input the policy saw (signal envelopes, Admin user and devices,
+ * what was unavailable and why), the policy revision, the outcome with its explanation, and the
+ * timings. One-time codes are secrets: only whether one was issued is kept.
+ */
+
+export interface DecisionLine {
+  kind: 'decision';
+  schemaVersion: typeof DECISION_LOG_SCHEMA_VERSION;
+  decisionId: string;
+  /** When the request arrived (RFC 3339); the policy's `now`. */
+  at: string;
+  request: DecisionRun['request'];
+  policy: { name: string; revision: string };
+  inputs: {
+    signals: DecisionRun['input']['signals'];
+    user: DecisionRun['input']['user'];
+    devices: DecisionRun['input']['devices'];
+    adminUnavailable: DecisionRun['input']['adminUnavailable'];
+    /** Counter values and history features as the policy read them (absent when it read none). */
+    velocity?: DecisionRun['input']['velocity'];
+    history?: DecisionRun['input']['history'];
+    featuresUnavailable?: DecisionRun['input']['featuresUnavailable'];
+  };
+  outcome: Omit<DecisionRun['decision'], 'policy' | 'actions'>;
+  actions: DecideResponse['actions'];
+  degraded: boolean;
+  /** The shadow policy's outcome on the same inputs (RISKGATE_SHADOW_POLICY_PATH); it took no action. */
+  shadow?: ShadowOutcome;
+  timings: {
+    /** From the request's arrival to the answer, milliseconds. */
+    totalMs: number;
+    evaluationMs: number;
+    calls: DecisionRun['calls'];
+  };
+}
+
+export interface ShadowOutcome {
+  policy: { name: string; revision: string };
+  verdict: string;
+  score: number;
+  rules: string[];
+  /** Inputs fetched only for the shadow (`signals.<name>`): in `inputs`, unseen by the active policy. */
+  shadowOnlyInputs?: string[];
+}
+
+/** The decision line of `run`, answered with `response` after `totalMs`. */
+export function decisionLine(
+  run: DecisionRun,
+  response: DecideResponse,
+  totalMs: number,
+  shadow?: ShadowOutcome,
+): DecisionLine {
+  const { policy: _p, actions: _a, ...outcome } = run.decision;
+  return {
+    kind: 'decision',
+    schemaVersion: DECISION_LOG_SCHEMA_VERSION,
+    decisionId: run.decisionId,
+    at: run.receivedAt.toISOString(),
+    request: run.request,
+    policy: run.decision.policy,
+    inputs: {
+      // With a shadow policy, what only it read too (so a replay of the candidate has it).
+      signals: run.shadow === undefined ? run.input.signals : run.shadow.input.signals,
+      user: run.input.user,
+      devices: run.input.devices,
+      adminUnavailable: run.input.adminUnavailable,
+      ...(run.input.velocity !== undefined && { velocity: run.input.velocity }),
+      ...(run.input.history !== undefined && { history: run.input.history }),
+      ...(run.input.featuresUnavailable !== undefined && {
+        featuresUnavailable: run.input.featuresUnavailable,
+      }),
+    },
+    outcome,
+    actions: response.actions.map(({ oneTimeCode, ...rest }) =>
+      oneTimeCode === undefined ? rest : { ...rest, oneTimeCode: '[redacted]' },
+    ),
+    degraded: response.degraded,
+    ...(shadow !== undefined && { shadow }),
+    timings: { totalMs, evaluationMs: run.evaluationMs, calls: run.calls },
+  };
+}
