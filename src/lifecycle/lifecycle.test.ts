@@ -7,8 +7,8 @@ import { Lifecycle, startOrTearDown } from './lifecycle.ts';
 function noting(
   name: string,
   events: string[],
-  extra: Partial<StartedComponent<string>> = {},
-): Component<string> {
+  extra: Partial<StartedComponent<string, string[]>> = {},
+): Component<string, string[]> {
   return {
     name,
     start: () => {
