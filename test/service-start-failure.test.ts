@@ -184,7 +184,7 @@ describe('a riskgate whose start fails', () => {
       'log follower',
       'outbox',
       'feedback',
-      'api routes',
+      'probes and routes',
       'caller listener',
       'ops listener',
     ]);

@@ -1,12 +1,19 @@
+import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import type { Component, MetricsRegistry } from '../lifecycle/component.ts';
-import { AdmissionControl, type AdmissionOptions } from './admission-control.ts';
+import { AdmissionControl } from './admission-control.ts';
 
-/** Admission control: its event-loop delay sampler runs from start to stop. */
-export function admissionComponent(options: AdmissionOptions): Component<AdmissionControl, MetricsRegistry> {
+/** Admission control (RISKGATE_MAX_IN_FLIGHT, RISKGATE_MAX_EVENT_LOOP_DELAY_MS): its event-loop delay sampler runs from start to stop. */
+export function admissionComponent(
+  config: Pick<RiskgateConfig, 'maxInFlight' | 'maxEventLoopDelayMs' | 'deadlineMs'>,
+): Component<AdmissionControl, MetricsRegistry> {
   return {
     name: 'admission',
     start() {
-      const admission = new AdmissionControl(options);
+      const admission = new AdmissionControl({
+        maxInFlight: config.maxInFlight,
+        maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+        deadlineMs: config.deadlineMs,
+      });
       admission.start();
       return {
         handle: admission,

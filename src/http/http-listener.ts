@@ -6,9 +6,11 @@ import {
 } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
+import { shedBeforeApp } from '../admission/shed-before-app.ts';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import { type Component, stopWaitMs } from '../lifecycle/component.ts';
 import { type AcceptSockets, listenOnAcceptSockets } from './accept-sockets.ts';
+import { type AppDeps, createApp } from './create-app.ts';
 import { closeSilentConnections } from './silent-connections.ts';
 
 /** Idle keep-alive connections are closed after this long, milliseconds (Node's default: 5000). */
@@ -120,4 +122,61 @@ async function drain(server: HttpServer, sockets: AcceptSockets, timeoutMs: numb
   clearTimeout(forced);
   // The last answers' after-response work (log lines, action enqueues) runs on the next turn.
   await new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * The two HTTP surfaces as listener components: the caller surface (RISKGATE_PORT; /decide and
+ * the rest, admission shedding at the node:http listener, drained on stop) and, when
+ * RISKGATE_OPS_PORT is set, the ops surface (health and the operator endpoints behind the operator
+ * keys; cut on stop).
+ */
+export function httpSurfaces(o: {
+  app: AppDeps;
+  config: Pick<
+    RiskgateConfig,
+    | 'port'
+    | 'acceptSockets'
+    | 'opsPort'
+    | 'opsHost'
+    | 'headersTimeoutMs'
+    | 'requestTimeoutMs'
+    | 'maxConnections'
+  >;
+  host: string;
+  /** Bound beside the other cluster workers (SO_REUSEPORT). */
+  shared: boolean;
+  opsKeys: readonly string[];
+  /** Admission at the listener (src/admission/shed-before-app.ts). */
+  shed: Parameters<typeof shedBeforeApp>[1];
+  drainTimeoutMs: number;
+  isDraining: () => boolean;
+}): { caller: Component<HttpListener>; ops: Component<HttpListener> | undefined } {
+  const { config } = o;
+  const caller = httpListenerComponent({
+    name: 'caller listener',
+    app: createApp(o.app),
+    port: config.port,
+    host: o.host,
+    acceptSockets: config.acceptSockets,
+    shared: o.shared,
+    config,
+    wrap: (listener) => shedBeforeApp(listener, o.shed),
+    onStop: 'drain',
+    drainTimeoutMs: o.drainTimeoutMs,
+    isDraining: o.isDraining,
+  });
+  const ops =
+    config.opsPort === undefined
+      ? undefined
+      : httpListenerComponent({
+          name: 'ops listener',
+          app: createApp({ ...o.app, surface: 'ops', ops: { access: 'keys', keys: o.opsKeys } }),
+          port: config.opsPort,
+          host: config.opsHost,
+          acceptSockets: 1,
+          config,
+          onStop: 'cut',
+          drainTimeoutMs: o.drainTimeoutMs,
+        });
+  return { caller, ops };
 }

@@ -1,4 +1,4 @@
-import type { RouteMount } from './component.ts';
+import type { Component, MetricsRegistry, RouteMount } from './component.ts';
 
 /**
  * `GET /healthz` and `GET /readyz`, open on every surface. Liveness: the process answers; the
@@ -20,5 +20,30 @@ export function healthRoutes(o: {
         return c.json({ ready, checks }, ready ? 200 : 503);
       });
     },
+  };
+}
+
+/**
+ * The probes as a component, with the `riskgate_ready` gauge (what `/readyz` answers) and any
+ * other routes that have no lifecycle of their own (`extra`: the API document, callbacks).
+ */
+export function probesComponent(o: {
+  health: () => Record<string, unknown>;
+  readiness: () => { ready: boolean; checks: Record<string, boolean> };
+  extra?: readonly RouteMount[];
+}): Component<void, MetricsRegistry> {
+  return {
+    name: 'probes and routes',
+    start: () => ({
+      handle: undefined,
+      routes: [...(o.extra ?? []), healthRoutes(o)],
+      observe(metrics) {
+        metrics.observeGauge(
+          'riskgate_ready',
+          '1 while /readyz answers 200 (a policy loaded, not shutting down, the decision log writing when RISKGATE_DECISION_LOG_ON_FAILURE=refuse), else 0',
+          () => (o.readiness().ready ? 1 : 0),
+        );
+      },
+    }),
   };
 }

@@ -1,6 +1,5 @@
 import type { ActionOutcome } from '../actions/action-dispatcher.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
-import { shedBeforeApp } from '../admission/shed-before-app.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import type { SignalFetcher } from '../decide/decide-ports.ts';
 import { DECISION_LOG_CLOSE_TIMEOUT_MS } from '../decision-log/decision-log.ts';
@@ -8,10 +7,9 @@ import { decisionLogComponent } from '../decision-log/decision-log-component.ts'
 import { actionLine } from '../decision-log/decision-record.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
-import { type AppDeps, createApp } from '../http/create-app.ts';
-import { httpListenerComponent } from '../http/http-listener.ts';
-import type { Component, RouteMount } from '../lifecycle/component.ts';
-import { healthRoutes } from '../lifecycle/health-routes.ts';
+import type { AppDeps } from '../http/create-app.ts';
+import { httpSurfaces } from '../http/http-listener.ts';
+import { probesComponent } from '../lifecycle/health-routes.ts';
 import { Lifecycle, startOrTearDown } from '../lifecycle/lifecycle.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { metricsComponent, tracingComponent } from '../observability/metrics-component.ts';
@@ -58,25 +56,9 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     await l.start(tracingComponent(options.tracing));
     const decisionLog = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
     const tracer = options.tracing?.calls;
-    const vendor = await l.start(
-      vendorClientsComponent({
-        config,
-        upstream,
-        metrics: m,
-        log,
-        tracer,
-        breakers: options.breakers,
-        adminCache: options.adminCache,
-      }),
-    );
+    const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
     const { admin, signals } = vendor;
-    const admission = await l.start(
-      admissionComponent({
-        maxInFlight: config.maxInFlight,
-        maxEventLoopDelayMs: config.maxEventLoopDelayMs,
-        deadlineMs: config.deadlineMs,
-      }),
-    );
+    const admission = await l.start(admissionComponent(config));
     const policies = await l.start(
       policyComponent({
         path: config.policyPath,
@@ -132,11 +114,14 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
     );
     const callbackKey = upstream.callbackSignatureKey;
     await l.start(
-      routesComponent('api routes', [
-        openApiRoute(version),
-        ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
-        healthRoutes({ health: () => l.health(), readiness: () => l.readiness() }),
-      ]),
+      probesComponent({
+        health: () => l.health(),
+        readiness: () => l.readiness(),
+        extra: [
+          openApiRoute(version),
+          ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
+        ],
+      }),
     );
     // The client has one method per signal, named as the policy names them.
     const fetchSignal = ((name, query, callOptions) =>
@@ -167,47 +152,22 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
       routes: l.routes(),
     };
-    m.observeGauge(
-      'riskgate_ready',
-      '1 while /readyz answers 200 (a policy loaded, not shutting down, the decision log writing when RISKGATE_DECISION_LOG_ON_FAILURE=refuse), else 0',
-      () => (l.readiness().ready ? 1 : 0),
-    );
-    const caller = await l.start(
-      httpListenerComponent({
-        name: 'caller listener',
-        app: createApp(appDeps),
-        port: config.port,
-        host: options.host ?? config.host,
-        acceptSockets: config.acceptSockets,
-        shared: options.sharedPort === true,
-        config,
-        wrap: (listener) =>
-          shedBeforeApp(listener, {
-            admission,
-            metrics: m,
-            hasOverloadVerdict: () => policies.store.current().overloadVerdict !== undefined,
-          }),
-        onStop: 'drain',
-        drainTimeoutMs,
-        isDraining: () => draining,
-      }),
-    );
-    // The separate ops port: health and the operator endpoints, behind the operator keys there too.
-    const ops =
-      config.opsPort === undefined
-        ? undefined
-        : await l.start(
-            httpListenerComponent({
-              name: 'ops listener',
-              app: createApp({ ...appDeps, surface: 'ops', ops: { access: 'keys', keys: opsKeys } }),
-              port: config.opsPort,
-              host: config.opsHost,
-              acceptSockets: 1,
-              config,
-              onStop: 'cut',
-              drainTimeoutMs,
-            }),
-          );
+    const surfaces = httpSurfaces({
+      app: appDeps,
+      config,
+      host: options.host ?? config.host,
+      shared: options.sharedPort === true,
+      opsKeys,
+      shed: {
+        admission,
+        metrics: m,
+        hasOverloadVerdict: () => policies.store.current().overloadVerdict !== undefined,
+      },
+      drainTimeoutMs,
+      isDraining: () => draining,
+    });
+    const caller = await l.start(surfaces.caller);
+    const ops = surfaces.ops === undefined ? undefined : await l.start(surfaces.ops);
     const port = caller.sockets.port;
     const opsPort = ops?.sockets.port;
     return {
@@ -241,9 +201,4 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       },
     };
   });
-}
-
-/** Routes with no lifecycle of their own, mounted like any component's. */
-function routesComponent(name: string, routes: readonly RouteMount[]): Component<void> {
-  return { name, start: () => ({ handle: undefined, routes }) };
 }
