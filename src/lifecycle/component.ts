@@ -34,7 +34,10 @@ export interface StartedComponent<H, R = unknown> {
   stop?(deadlineAtMs: number): Promise<void> | void;
   /** Details for `GET /healthz` (never a readiness check: a degraded answer is still an answer). */
   health?(): Record<string, unknown>;
-  /** Readiness checks for `GET /readyz`: the process is ready while every one is true. */
+  /**
+   * Readiness checks for `GET /readyz`: the process is ready while every one is true. A check that
+   * only ever fails may be listed only while it does (`draining: false`).
+   */
   ready?(): Record<string, boolean>;
   /** Registers the component's gauges and counters with the metrics registry. */
   observe?(registry: R): void;
