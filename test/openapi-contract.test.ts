@@ -251,6 +251,11 @@ describe('real answers of every route conform to the document', () => {
     expect((await call(h.url, 'POST', '/actions/nope/retry', { key: OPS_KEY })).status).toBe(404);
     expect((await call(h.url, 'DELETE', '/actions/nope', { key: OPS_KEY })).status).toBe(404);
     expect((await call(h.url, 'POST', '/metrics', { key: OPS_KEY })).status).toBe(405);
+    // A path with a parameter: the route template matches it, so another method is 405 too.
+    const notDelete = await call(h.url, 'GET', '/actions/nope', { key: OPS_KEY });
+    expect([notDelete.status, notDelete.headers.get('allow')]).toEqual([405, 'DELETE']);
+    const notRetry = await call(h.url, 'GET', '/actions/nope/retry', { key: OPS_KEY });
+    expect([notRetry.status, notRetry.headers.get('allow')]).toEqual([405, 'POST']);
   });
 
   it('an action dropped and retried by an operator', async () => {

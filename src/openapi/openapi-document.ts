@@ -122,14 +122,13 @@ function problems(notes: CodeNotes): Record<string, object> {
 }
 
 /**
- * Whatever the route: another method on its path (a path with a parameter answers that 404 instead),
+ * Whatever the route: another method on its path (one with a parameter too),
  * and a bug.
  */
 const EVERY_ROUTE: CodeNotes = {
   [ErrorCode.METHOD_NOT_ALLOWED]: 'Another method on this path; `Allow` lists the ones it takes.',
   [ErrorCode.INTERNAL]: 'A bug in riskgate (never bad input): no detail of its own, the service log has it.',
 };
-const A_BUG: CodeNotes = { [ErrorCode.INTERNAL]: EVERY_ROUTE[ErrorCode.INTERNAL]! };
 
 const OPERATOR_KEY: CodeNotes = {
   [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown operator key (a caller key never opens it).',
@@ -182,7 +181,7 @@ const BOTH_PORTS = [SERVICE_SERVER, OPS_SERVER];
 
 /**
  * An operator route, on either port, behind the operator key. `extra` adds problem codes (and may
- * say more about a 404); a path with a parameter answers another method 404, not 405.
+ * say more about a 404).
  */
 function operatorRoute(
   method: 'get' | 'post' | 'delete',
@@ -190,7 +189,6 @@ function operatorRoute(
   ok: object,
   extra: CodeNotes = {},
 ): object {
-  const parameterised = op.parameters?.some((p) => (p as { in?: string }).in === 'path') === true;
   return {
     servers: BOTH_PORTS,
     [method]: operation(
@@ -198,7 +196,7 @@ function operatorRoute(
       { ...op, security: [{ opsKey: [] }] },
       {
         '200': ok,
-        ...problems({ ...OPERATOR_KEY, ...extra, ...(parameterised ? A_BUG : EVERY_ROUTE) }),
+        ...problems({ ...OPERATOR_KEY, ...extra, ...EVERY_ROUTE }),
       },
     ),
   };
@@ -212,7 +210,7 @@ const NO_OUTBOX = 'With RISKGATE_OUTBOX=memory there is no outbox: 404.';
 
 /** The 404 of a route steering one action: no such action, another method, or no outbox here. */
 const unknownAction = (state: string) =>
-  `No ${state} action with this id; another method on this path is 404 too. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`;
+  `No ${state} action with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`;
 
 const actionIdParameter = {
   name: 'id',

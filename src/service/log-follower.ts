@@ -6,6 +6,7 @@ import type { UpstreamConfig } from '../config/riskgate-config.ts';
 import { type FeatureStore, HISTORY_RETENTION_MS } from '../features/feature-store.ts';
 import { historyEventsOf } from '../features/history-features.ts';
 import type { ServiceLog } from '../http/create-app.ts';
+import type { Component } from '../lifecycle/component.ts';
 import { type CheckpointStore, createFileCheckpointStore } from '../logs/log-checkpoint.ts';
 import { createLogClient } from '../logs/log-client.ts';
 import type { LogEvent } from '../logs/log-event.ts';
@@ -140,6 +141,46 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     },
     cursor: () => (following() ? poller.cursor() : (sharedCursorMs ?? poller.cursor())),
     isFollowing: following,
+  };
+}
+
+/**
+ * The Log API follower as a component: created when the Log API is configured and `enabled`,
+ * polling in the background from start (the first window is due two minutes after start at the
+ * earliest), stopped after the window in progress. Its lag and leadership are gauges.
+ */
+export function logFollowerComponent(
+  opts: LogFollowerOptions & { enabled: boolean },
+): Component<LogFollower | undefined, RiskgateMetrics> {
+  return {
+    name: 'log follower',
+    start() {
+      const logs = opts.enabled ? createLogFollower(opts) : undefined;
+      if (logs === undefined) return { handle: undefined };
+      const started = logs.start();
+      return {
+        handle: logs,
+        stop: async () => {
+          await started;
+          await logs.stop();
+        },
+        observe(metrics) {
+          metrics.observeGauge(
+            'riskgate_log_follower_lag_seconds',
+            'How far behind now the Log API follower reads (at least the 2-minute ingestion delay)',
+            () => {
+              const cursor = logs.cursor();
+              return cursor === undefined ? 0 : ((opts.now ?? Date.now)() - cursor) / 1000;
+            },
+          );
+          metrics.observeGauge(
+            'riskgate_log_follower_leader',
+            '1 while this process reads the Log API; 0 while another replica holds the lease (its lag is shown)',
+            () => (logs.isFollowing() ? 1 : 0),
+          );
+        },
+      };
+    },
   };
 }
 

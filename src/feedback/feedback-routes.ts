@@ -1,0 +1,130 @@
+import type { MiddlewareHandler } from 'hono';
+import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
+import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { Component, RouteMount } from '../lifecycle/component.ts';
+import { problemOf, problemResponse } from '../problem/problem-details.ts';
+import { FeedbackRateLimit } from './feedback-rate-limit.ts';
+import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from './feedback-request.ts';
+import { RecentDecisions } from './recent-decisions.ts';
+
+export interface FeedbackRoutesOptions {
+  /** The recent decisions and the key each was answered to (the /decide handler remembers them). */
+  decisions: RecentDecisions;
+  /** Per-key rate limit. Default the `FeedbackRateLimit` defaults. */
+  rateLimit?: FeedbackRateLimit | undefined;
+  /** Operator keys: they may label any decision. */
+  operatorKeys: readonly string[];
+  /** Where feedback is kept. */
+  decisionLog: DecisionLog;
+}
+
+/** Per-key token bucket in front of /feedback: 429 with Retry-After (seconds) past the key's rate. */
+function feedbackRateLimited(limiter: FeedbackRateLimit): MiddlewareHandler {
+  return async (c, next) => {
+    const waitMs = limiter.take(c.get('principal').keyId, performance.now());
+    if (waitMs !== undefined) {
+      return problemResponse(
+        problemOf(
+          ErrorCode.RATE_LIMITED,
+          'This key sends feedback faster than its rate (RISKGATE_FEEDBACK_RATE).',
+        ),
+        { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
+      );
+    }
+    await next();
+  };
+}
+
+/** `POST /feedback`: an analyst's label on a decision, kept in the decision log for `riskgate replay --labels`. */
+export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
+  const recent = o.decisions;
+  const limiter = o.rateLimit ?? new FeedbackRateLimit();
+  return {
+    surface: 'caller',
+    mount(app, edge) {
+      // Inside admission like /decide: it shares the decisions' CPU (503 when shed, never a verdict).
+      app.on('POST', '/feedback', edge.admit(false));
+      app.post(
+        '/feedback',
+        edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
+        feedbackRateLimited(limiter),
+        edge.audited,
+        edge.limitBody(MAX_FEEDBACK_BODY_BYTES),
+        async (c) => {
+          const feedback = await edge.readJsonBody(c, feedbackRequestSchema);
+          if (o.decisionLog === DISCARD_DECISION_LOG) {
+            return problemResponse(
+              problemOf(
+                ErrorCode.DECISION_LOG_UNAVAILABLE,
+                'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
+              ),
+            );
+          }
+          const principal = c.get('principal');
+          const decision = recent.get(feedback.decisionId);
+          // A caller labels only what its own key was answered. An operator labels any decision,
+          // also one this process does not know (older than its memory, another replica's).
+          if (principal.role === 'caller' && decision?.keyId !== principal.keyId) {
+            throw new RiskgateError(
+              ErrorCode.NOT_FOUND,
+              `No recent decision ${feedback.decisionId} made with this key (feedback takes the key that asked for the decision, or an operator key).`,
+            );
+          }
+          const recordedAt = new Date().toISOString();
+          const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
+          const previous = decision?.labels?.at(-1);
+          const history = decision === undefined ? [event] : recent.label(decision, event);
+          o.decisionLog.write({
+            kind: 'feedback',
+            schemaVersion: DECISION_LOG_SCHEMA_VERSION,
+            at: recordedAt,
+            decisionId: feedback.decisionId,
+            label: feedback.label,
+            labelledBy: principal.keyId,
+            labelledAs: principal.role,
+            ...(previous !== undefined && { previousLabel: previous.label }),
+            ...(decision === undefined && { decisionKnown: false }),
+            ...(feedback.note !== undefined && { note: feedback.note }),
+          });
+          return c.json(
+            {
+              decisionId: feedback.decisionId,
+              label: feedback.label,
+              recordedAt,
+              labelledBy: principal.keyId,
+              history,
+            },
+            202,
+          );
+        },
+      );
+    },
+  };
+}
+
+/**
+ * Feedback as a component: the recent decisions (its handle, which the /decide handler fills) and
+ * `POST /feedback` on the caller surface.
+ */
+export function feedbackComponent(o: {
+  maxDecisions: number;
+  ratePerSecond: number;
+  burst: number;
+  operatorKeys: readonly string[];
+  decisionLog: DecisionLog;
+}): Component<RecentDecisions> {
+  return {
+    name: 'feedback',
+    start() {
+      const decisions = new RecentDecisions({ maxDecisions: o.maxDecisions });
+      const rateLimit = new FeedbackRateLimit({ ratePerSecond: o.ratePerSecond, burst: o.burst });
+      return {
+        handle: decisions,
+        routes: [
+          feedbackRoutes({ decisions, rateLimit, operatorKeys: o.operatorKeys, decisionLog: o.decisionLog }),
+        ],
+      };
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { Context, Hono, MiddlewareHandler } from 'hono';
+import type { z } from 'zod';
+
+/**
+ * The component contract: one piece of riskgate (a store, a client, a background loop, a listener)
+ * with a name, a start that hands back what it built, and a stop within a deadline. Modelled on
+ * OPA's plugin manager (start in order, stop with a context) and fastify's plugins (each one brings
+ * its own routes and its own close hook, run in reverse order). This module imports nothing of
+ * riskgate: every room may depend on it, it depends on none.
+ */
+
+/** One structured service-log line. Never a secret. */
+export type LifecycleLog = (line: Record<string, unknown>) => void;
+
+/**
+ * What a component's `observe` may register: gauges and counters read at each scrape
+ * (src/observability/metrics.ts implements it).
+ */
+export interface MetricsRegistry {
+  observeGauge(name: string, description: string, read: () => number): void;
+  observeCounter(name: string, description: string, read: () => number): void;
+}
+
+/** What a component hands back once started. */
+export interface StartedComponent<H, R = unknown> {
+  /** What the next components and the running service use (a store, a client, ...). */
+  handle: H;
+  /**
+   * Undoes `start`: ends the component's loops, timers, sockets and files. Called once, in
+   * reverse start order, by `stop()` and by a start that failed later. `deadlineAtMs`
+   * (`Date.now()` scale) is when the whole teardown should be over: a component bounds its own
+   * waits by it.
+   */
+  stop?(deadlineAtMs: number): Promise<void> | void;
+  /** Details for `GET /healthz` (never a readiness check: a degraded answer is still an answer). */
+  health?(): Record<string, unknown>;
+  /**
+   * Readiness checks for `GET /readyz`: the process is ready while every one is true. A check that
+   * only ever fails may be listed only while it does (`draining: false`).
+   */
+  ready?(): Record<string, boolean>;
+  /** Registers the component's gauges and counters with the metrics registry. */
+  observe?(registry: R): void;
+  /** Routes the component mounts on the caller or operator surface. */
+  routes?: readonly RouteMount[];
+}
+
+/** One component: a name (in logs and in the start hook) and its start. */
+export interface Component<H, R = unknown> {
+  readonly name: string;
+  start(): Promise<StartedComponent<H, R>> | StartedComponent<H, R>;
+}
+
+/**
+ * Where a route is served. `caller`: the service surface only (caller keys). `operator`: beside
+ * the other operator endpoints (the ops port when there is one, else the service port behind the
+ * operator keys). `every`: on each surface, unauthenticated (liveness, readiness).
+ */
+export type RouteSurface = 'caller' | 'operator' | 'every';
+
+/**
+ * The HTTP edge's shared pieces, handed to each mount (as fastify decorates the instance a plugin
+ * gets): a feature's routes use them without importing src/http/.
+ */
+export interface RouteEdge {
+  /** Caller keys (`Authorization: Bearer`); the principal is `c.get('principal')`. */
+  apiKeys: readonly string[];
+  /** Guards an operator endpoint (the operator keys, never the caller keys). */
+  operatorAuth: MiddlewareHandler;
+  /** Takes a caller or an operator key; `c.get('principal').role` says which. */
+  keyAuth(keys: { caller: readonly string[]; operator: readonly string[] }): MiddlewareHandler;
+  /** Admission (shed under overload, counted in flight); `verdict`: the policy's overload verdict may answer. */
+  admit(verdict: boolean): MiddlewareHandler;
+  /** With RISKGATE_DECISION_LOG_ON_FAILURE=refuse: 503 while the decision log cannot record. */
+  audited: MiddlewareHandler;
+  /** 413 past `maxBytes`, before the body is read. */
+  limitBody(maxBytes: number): MiddlewareHandler;
+  /** The JSON body checked by `schema` (415/400 problem+json naming the field otherwise). */
+  readJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>>;
+  /** A zod failure as the 400 problem naming the field. */
+  inputError(error: z.ZodError, what: string): Error;
+}
+
+/** Routes a component brings, and the surface they belong on. */
+export interface RouteMount {
+  surface: RouteSurface;
+  mount(app: Hono, edge: RouteEdge): void;
+}
+
+/**
+ * How long a stopping component may wait: its own bound `capMs`, cut to what is left before the
+ * teardown's `deadlineAtMs` (never below zero).
+ */
+export function stopWaitMs(deadlineAtMs: number, capMs: number, nowMs = Date.now()): number {
+  return Math.max(0, Math.min(capMs, deadlineAtMs - nowMs));
+}

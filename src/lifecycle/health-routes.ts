@@ -1,0 +1,49 @@
+import type { Component, MetricsRegistry, RouteMount } from './component.ts';
+
+/**
+ * `GET /healthz` and `GET /readyz`, open on every surface. Liveness: the process answers; the
+ * vendor's state is detail, never a reason to restart. Readiness: this process can answer /decide
+ * (every component's checks: a policy is loaded, not shutting down, ...). The vendor is not a
+ * check: every replica shares it, and failing them all at once would turn a degraded service
+ * (outage mode, onUnavailable) into no service.
+ */
+export function healthRoutes(o: {
+  health: () => Record<string, unknown>;
+  readiness: () => { ready: boolean; checks: Record<string, boolean> };
+}): RouteMount {
+  return {
+    surface: 'every',
+    mount(app) {
+      app.get('/healthz', (c) => c.json({ status: 'ok', ...o.health() }));
+      app.get('/readyz', (c) => {
+        const { ready, checks } = o.readiness();
+        return c.json({ ready, checks }, ready ? 200 : 503);
+      });
+    },
+  };
+}
+
+/**
+ * The probes as a component, with the `riskgate_ready` gauge (what `/readyz` answers) and any
+ * other routes that have no lifecycle of their own (`extra`: the API document, callbacks).
+ */
+export function probesComponent(o: {
+  health: () => Record<string, unknown>;
+  readiness: () => { ready: boolean; checks: Record<string, boolean> };
+  extra?: readonly RouteMount[];
+}): Component<void, MetricsRegistry> {
+  return {
+    name: 'probes and routes',
+    start: () => ({
+      handle: undefined,
+      routes: [...(o.extra ?? []), healthRoutes(o)],
+      observe(metrics) {
+        metrics.observeGauge(
+          'riskgate_ready',
+          '1 while /readyz answers 200 (a policy loaded, not shutting down, the decision log writing when RISKGATE_DECISION_LOG_ON_FAILURE=refuse), else 0',
+          () => (o.readiness().ready ? 1 : 0),
+        );
+      },
+    }),
+  };
+}

@@ -1,0 +1,105 @@
+import type { Component, LifecycleLog, RouteMount, StartedComponent } from './component.ts';
+
+/**
+ * Starts components in order and stops them in reverse, with one teardown for both a stop and a
+ * start that failed half-way: whatever started is stopped, whatever did not is never touched.
+ */
+export interface LifecycleOptions<R> {
+  /** The metrics registry each started component's `observe` is given (read once it started). */
+  registry: () => R;
+  log: LifecycleLog;
+  /**
+   * Called before each component starts, with its name; a throw fails that start (tests inject a
+   * failing component this way). Default none.
+   */
+  beforeStart?: ((name: string) => void | Promise<void>) | undefined;
+}
+
+export class Lifecycle<R> {
+  readonly #options: LifecycleOptions<R>;
+  readonly #started: { name: string; component: StartedComponent<unknown, R> }[] = [];
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: LifecycleOptions<R>) {
+    this.#options = options;
+  }
+
+  /** Starts `component` after the ones already started; its handle. Refused once stopping. */
+  async start<H>(component: Component<H, R>): Promise<H> {
+    if (this.#stopping !== undefined) throw new Error(`${component.name}: not started, shutting down`);
+    await this.#options.beforeStart?.(component.name);
+    const started = await component.start();
+    this.#started.push({ name: component.name, component: started });
+    started.observe?.(this.#options.registry());
+    return started.handle;
+  }
+
+  /** The started components' names, in start order. */
+  names(): string[] {
+    return this.#started.map((s) => s.name);
+  }
+
+  /** `GET /healthz` details: every started component's, merged in start order. */
+  health(): Record<string, unknown> {
+    return Object.assign({}, ...this.#started.map((s) => s.component.health?.() ?? {}));
+  }
+
+  /** `GET /readyz`: every started component's checks; ready while all are true. */
+  readiness(): { ready: boolean; checks: Record<string, boolean> } {
+    const checks: Record<string, boolean> = Object.assign(
+      {},
+      ...this.#started.map((s) => s.component.ready?.() ?? {}),
+    );
+    return { ready: Object.values(checks).every(Boolean), checks };
+  }
+
+  /** The routes of every started component, in start order. */
+  routes(): RouteMount[] {
+    return this.#started.flatMap((s) => s.component.routes ?? []);
+  }
+
+  /**
+   * Stops every started component in reverse start order, each awaited before the next. A stop
+   * that throws is logged and the rest still stop; the first such error is thrown at the end.
+   * Idempotent: a second call returns the first one's promise.
+   */
+  stop(deadlineAtMs: number): Promise<void> {
+    this.#stopping ??= this.#teardown(deadlineAtMs);
+    return this.#stopping;
+  }
+
+  async #teardown(deadlineAtMs: number): Promise<void> {
+    const errors: unknown[] = [];
+    for (const { name, component } of this.#started.toReversed()) {
+      try {
+        await component.stop?.(deadlineAtMs);
+      } catch (error) {
+        errors.push(error);
+        this.#options.log({
+          level: 'error',
+          msg: 'component did not stop cleanly',
+          component: name,
+          error: String(error),
+        });
+      }
+    }
+    if (errors.length > 0) throw errors[0];
+  }
+}
+
+/**
+ * Starts components through `start`; when it throws, stops what it started (bounded by
+ * `teardownMs` from then) and rethrows the start's error (a stop's error is only logged).
+ */
+export async function startOrTearDown<R, T>(
+  lifecycle: Lifecycle<R>,
+  teardownMs: number,
+  start: (lifecycle: Lifecycle<R>) => Promise<T>,
+): Promise<T> {
+  try {
+    return await start(lifecycle);
+  } catch (error) {
+    await lifecycle.stop(Date.now() + teardownMs).catch(() => {});
+    throw error;
+  }
+}

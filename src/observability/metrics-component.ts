@@ -1,0 +1,44 @@
+import type { Component, RouteMount } from '../lifecycle/component.ts';
+import { createMetrics, PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from './metrics.ts';
+import type { DecisionTracing } from './tracing.ts';
+
+/** `GET /metrics`: Prometheus text from `render` (an operator endpoint). */
+export function metricsRoute(render: () => Promise<string>): RouteMount {
+  return {
+    surface: 'operator',
+    mount(app, edge) {
+      app.get('/metrics', edge.operatorAuth, async (c) =>
+        c.body(await render(), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE }),
+      );
+    },
+  };
+}
+
+/**
+ * The metrics registry as a component, started first and shut down last (its runtime monitors
+ * run until then); mounts `GET /metrics`, serving `render` (default this process's metrics; a
+ * cluster worker gathers every worker's).
+ */
+export function metricsComponent(render?: (() => Promise<string>) | undefined): Component<RiskgateMetrics> {
+  return {
+    name: 'metrics',
+    start() {
+      const metrics = createMetrics();
+      return {
+        handle: metrics,
+        stop: () => metrics.shutdown(),
+        routes: [metricsRoute(render ?? metrics.render)],
+      };
+    },
+  };
+}
+
+/** Opt-in tracing (opened by the caller): flushed and shut down on stop. */
+export function tracingComponent(
+  tracing: DecisionTracing | undefined,
+): Component<DecisionTracing | undefined> {
+  return {
+    name: 'tracing',
+    start: () => ({ handle: tracing, stop: () => tracing?.shutdown() }),
+  };
+}

@@ -1,0 +1,103 @@
+import type { ActionOutcome } from '../actions/action-dispatcher.ts';
+import type { RiskgateConfig } from '../config/riskgate-config.ts';
+import {
+  type Component,
+  type LifecycleLog,
+  type MetricsRegistry,
+  stopWaitMs,
+} from '../lifecycle/component.ts';
+import { actionsRoutes } from './actions-routes.ts';
+import { openOutboxStore } from './open-outbox-store.ts';
+import { Outbox, type OutboxOptions } from './outbox.ts';
+import type { OutboxStore } from './outbox-store.ts';
+
+/**
+ * The action outbox over its store (memory, SQLite or Redis; `given` when the caller opened it,
+ * closed on stop either way). Delivery starts at once: what an earlier process left undelivered
+ * goes out now. On stop it drains (bounded by `drainTimeoutMs`) and closes the store. Mounts the
+ * operator's `/actions` endpoints.
+ */
+export function outboxComponent(o: {
+  config: RiskgateConfig;
+  given?: OutboxStore | undefined;
+  admin: OutboxOptions['admin'];
+  onOutcome: (outcome: ActionOutcome) => void;
+  flushOutcomes: () => Promise<void>;
+  log: LifecycleLog;
+  /** Tuning (tests poll faster, shorten the backoff). */
+  tuning?: Partial<Omit<OutboxOptions, 'store' | 'admin' | 'onOutcome'>>;
+  /** Longest wait for queued actions on stop, milliseconds. */
+  drainTimeoutMs: number;
+}): Component<Outbox, MetricsRegistry> {
+  const { log } = o;
+  return {
+    name: 'outbox',
+    async start() {
+      const store = o.given ?? (await openOutboxStore(o.config));
+      try {
+        for (const warning of (await store.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+      const outbox = new Outbox({
+        store,
+        admin: o.admin,
+        onOutcome: o.onOutcome,
+        onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
+        horizonMs: o.config.outboxHorizonMs,
+        flushOutcomes: o.flushOutcomes,
+        ...o.tuning,
+      });
+      outbox.start();
+      return {
+        handle: outbox,
+        stop: async (deadlineAtMs) => {
+          await outbox.drain(stopWaitMs(deadlineAtMs, o.drainTimeoutMs));
+          await store.close();
+        },
+        routes: [
+          actionsRoutes({
+            store,
+            onDropped: (entry) => outbox.reportFinal(entry),
+            onRetried: () => outbox.nudge(),
+          }),
+        ],
+        observe: (metrics) => observeOutbox(metrics, outbox),
+      };
+    },
+  };
+}
+
+function observeOutbox(metrics: MetricsRegistry, outbox: Outbox): void {
+  metrics.observeGauge(
+    'riskgate_outbox_pending',
+    'Actions in the outbox not yet delivered (the whole store, shared by every worker and any replica using it)',
+    () => outbox.stats.pending,
+  );
+  metrics.observeGauge(
+    'riskgate_outbox_oldest_pending_age_seconds',
+    'Age of the oldest undelivered action in the store (an Admin outage shows here first)',
+    () => outbox.stats.oldestPendingAgeMs / 1000,
+  );
+  metrics.observeGauge(
+    'riskgate_outbox_dead',
+    'Actions dead-lettered in the store (failed for good or out of horizon): an operator decides (riskgate actions)',
+    () => outbox.stats.dead,
+  );
+  metrics.observeGauge(
+    'riskgate_outbox_deferred',
+    'Actions answered deferred that the outbox store has not acknowledged yet (held by this process)',
+    () => outbox.deferred,
+  );
+  metrics.observeCounter(
+    'riskgate_outbox_attempts',
+    'Delivery attempts started by this process',
+    () => outbox.attemptsStarted,
+  );
+  metrics.observeGauge(
+    'riskgate_action_queue_size',
+    'Actions queued, waiting to retry or running',
+    () => outbox.size,
+  );
+}

@@ -1,0 +1,102 @@
+import { admissionComponent } from '../admission/admission-component.ts';
+import { callbackRoutes } from '../callbacks/callback-routes.ts';
+import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
+import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { featureComponent } from '../features/feature-component.ts';
+import { feedbackComponent } from '../feedback/feedback-routes.ts';
+import type { ServiceLog } from '../http/create-app.ts';
+import { probesComponent } from '../lifecycle/health-routes.ts';
+import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import type { RiskgateMetrics } from '../observability/metrics.ts';
+import { tracingComponent } from '../observability/metrics-component.ts';
+import { openApiRoute } from '../openapi/openapi-route.ts';
+import { outboxComponent } from '../outbox/outbox-component.ts';
+import { policyComponent } from '../policy/policy-component.ts';
+import { logFollowerComponent } from './log-follower.ts';
+import type { StartRiskgateOptions } from './riskgate-options.ts';
+import { vendorClientsComponent } from './vendor-clients.ts';
+
+/**
+ * The components behind the HTTP surfaces, in start order (after the metrics): each one's
+ * handle. The probes and the routes with no lifecycle of their own come last.
+ */
+export async function startServices(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: {
+    options: StartRiskgateOptions;
+    log: ServiceLog;
+    opsKeys: readonly string[];
+    drainTimeoutMs: number;
+    metrics: RiskgateMetrics;
+  },
+) {
+  const { options, log, metrics: m } = ctx;
+  const { config, upstream } = options;
+  const version = options.version ?? '0.0.0';
+  await l.start(tracingComponent(options.tracing));
+  const decisionLog = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
+  const tracer = options.tracing?.calls;
+  const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
+  const admission = await l.start(admissionComponent(config));
+  const policies = await l.start(
+    policyComponent({
+      path: config.policyPath,
+      shadowPath: config.shadowPolicyPath,
+      debounceMs: options.policyDebounceMs ?? 200,
+      log,
+      onReload: (result) => m.recordPolicyReload(result),
+    }),
+  );
+  m.observeBuildInfo(version, () => policies.store.current()?.revision);
+  const features = await l.start(
+    featureComponent({
+      config,
+      given: options.featureStore,
+      historyConfigured: upstream.logsUrl !== undefined && upstream.logApiKey !== undefined,
+      policyReadsHistory: () => policies.store.current().requirements.history,
+      log,
+    }),
+  );
+  const logs = await l.start(
+    logFollowerComponent({
+      enabled: options.followLogs !== false,
+      upstream,
+      stateDir: config.stateDir,
+      admin: vendor.admin,
+      metrics: m,
+      log,
+      onCall: vendor.recordCall,
+      tracer,
+      features: features.store,
+      ...options.logs,
+    }),
+  );
+  const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const outbox = await l.start(
+    outboxComponent({
+      config,
+      given: options.outboxStore,
+      admin: vendor.admin,
+      onOutcome,
+      flushOutcomes: () => decisionLog.flush(),
+      log,
+      tuning: { ...options.actionQueue, ...options.outbox },
+      drainTimeoutMs: ctx.drainTimeoutMs,
+    }),
+  );
+  const recent = await l.start(
+    feedbackComponent({ ...config.feedback, operatorKeys: ctx.opsKeys, decisionLog }),
+  );
+  const callbackKey = upstream.callbackSignatureKey;
+  await l.start(
+    probesComponent({
+      health: () => l.health(),
+      readiness: () => l.readiness(),
+      extra: [
+        openApiRoute(version),
+        ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
+      ],
+    }),
+  );
+  return { decisionLog, vendor, admission, policies, features, logs, outbox, recent };
+}
