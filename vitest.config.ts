@@ -17,6 +17,7 @@ const UNIT = [
   'test/bench-server-timing.test.ts',
   'test/config-documentation.test.ts',
   'test/docs-citations.test.ts',
+  'test/eventually.test.ts',
   'test/function-size.test.ts',
   'test/outbox-deferred.test.ts',
   'test/policy-degraded.test.ts',

@@ -10,6 +10,7 @@ import {
   type StartRiskgateOptions,
   startRiskgate,
 } from '../src/service/start-riskgate.ts';
+import { eventually } from './support/eventually.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
 
 /**
@@ -72,13 +73,13 @@ export interface HarnessOptions {
 async function historyCaughtUp(riskgate: RunningRiskgate, now: () => number): Promise<void> {
   const logs = riskgate.logs;
   if (logs === undefined) return;
-  const until = performance.now() + 20_000;
-  while (performance.now() < until) {
-    const cursor = logs.cursor();
-    if (cursor !== undefined && now() - cursor < 300_000) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('the Log API follower did not catch up within 20 s');
+  await eventually(
+    () => {
+      const cursor = logs.cursor();
+      return cursor !== undefined && now() - cursor < 300_000;
+    },
+    { timeoutMs: 20_000, what: 'the Log API follower catching up' },
+  );
 }
 
 /** Writes a policy file into a fresh temp dir and returns its path. */

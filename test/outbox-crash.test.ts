@@ -6,6 +6,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
@@ -101,14 +102,6 @@ async function decide(port: number, user: string): Promise<string | undefined> {
   }
 }
 
-async function waitFor(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const until = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > until) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function outboxAt(
   port: number,
 ): Promise<{ pending: number; actions: { id: string; status: string }[] }> {
@@ -192,11 +185,11 @@ describe('SIGKILL at any point while actions are queued', () => {
         await control('DELETE', '/sandbox/faults');
         p2 = startProcess(build.main, { ...env, RISKGATE_DECISION_LOG: log2 });
         const port2 = await p2.port();
-        await waitFor(async () => (await outboxAt(port2)).pending === 0);
+        await eventually(async () => (await outboxAt(port2)).pending === 0);
         const outbox = await outboxAt(port2);
         const delivered = outbox.actions.filter((a) => a.status === 'delivered').map((a) => a.id);
         // Every outcome line told (the dead process's untold ones by the next), before counting.
-        await waitFor(
+        await eventually(
           async () => new Set(actionLines(log1, log2).map((l) => l.key)).size >= delivered.length,
         );
         await stop(p2);
@@ -251,7 +244,7 @@ describe('SIGTERM while the Admin API hangs', () => {
       const promised = await loginEveryone(await p1.port());
       expect(promised).toHaveLength(USERS.length);
       // The lock-outs are in flight, hanging at the Admin API (the sandbox counts a hang as status 0).
-      await waitFor(async () => ((await putCounts())['0'] ?? 0) > 0);
+      await eventually(async () => ((await putCounts())['0'] ?? 0) > 0);
       p1.kill('SIGTERM');
       expect(await p1.exited).toBe(0);
       expect(actionLines(log1)).toEqual([]);
@@ -259,8 +252,8 @@ describe('SIGTERM while the Admin API hangs', () => {
       await control('DELETE', '/sandbox/faults');
       p2 = startProcess(build.main, { ...env, RISKGATE_DECISION_LOG: log2 });
       const port2 = await p2.port();
-      await waitFor(async () => (await outboxAt(port2)).pending === 0);
-      await waitFor(async () => actionLines(log2).length >= USERS.length);
+      await eventually(async () => (await outboxAt(port2)).pending === 0);
+      await eventually(async () => actionLines(log2).length >= USERS.length);
       const lines = actionLines(log2);
       expect(new Set(lines.map((l) => l.decisionId))).toEqual(new Set(promised));
       expect(lines.every((l) => l.status === 'done')).toBe(true);
@@ -305,8 +298,8 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
         (id) => id !== undefined,
       );
       expect(promised).toHaveLength(USERS.length * 2);
-      await waitFor(async () => (await outboxAt(ports[0]!)).pending === 0);
-      await waitFor(async () => actionLines(...logs).length >= promised.length);
+      await eventually(async () => (await outboxAt(ports[0]!)).pending === 0);
+      await eventually(async () => actionLines(...logs).length >= promised.length);
       const lines = actionLines(...logs);
       expect(lines.map((l) => l.decisionId).sort()).toEqual([...promised].sort());
       expect(lines.every((l) => l.status === 'done')).toBe(true);

@@ -19,6 +19,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { eventually } from './support/eventually.ts';
 import { signalTree, spawnTree } from './support/process-tree.ts';
 import { buildDist, PROCESS_KEY, PROCESS_OPS_KEY, processEnv } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
@@ -87,15 +88,6 @@ async function listeningPort(p: Started): Promise<number> {
     if (m) return Number(m[1]);
     if (performance.now() > until || p.child.exitCode !== null)
       throw new Error(`did not start: ${p.stderr()}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** Polls `ready` every 25 ms for up to 5 s. */
-async function waitFor(ready: () => boolean): Promise<void> {
-  const until = performance.now() + 5000;
-  while (!ready()) {
-    if (performance.now() > until) throw new Error('condition not met within 5 s');
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -225,12 +217,12 @@ describe('node dist/main.js', () => {
           .filter(Boolean)
           .map((l) => (JSON.parse(l) as { decisionId: string }).decisionId);
       const first = await decide();
-      await waitFor(() => existsSync(logPath) && ids(logPath).includes(first));
+      await eventually(() => existsSync(logPath) && ids(logPath).includes(first));
       renameSync(logPath, `${logPath}.1`);
       p.child.kill('SIGHUP');
-      await waitFor(() => p.stderr().includes('reopening the decision log'));
+      await eventually(() => p.stderr().includes('reopening the decision log'));
       const second = await decide();
-      await waitFor(() => existsSync(logPath) && ids(logPath).includes(second));
+      await eventually(() => existsSync(logPath) && ids(logPath).includes(second));
       expect(ids(`${logPath}.1`)).toEqual([first]);
       expect(ids(logPath)).toEqual([second]);
       expect(p.child.exitCode).toBeNull();
@@ -308,7 +300,7 @@ describe('node dist/main.js', () => {
       await control('DELETE', '/sandbox/faults');
       next = run(env);
       await listeningPort(next);
-      await waitFor(() => linesOf().some((l) => l.kind === 'action'));
+      await eventually(() => linesOf().some((l) => l.kind === 'action'));
       expect(linesOf()[1]).toMatchObject({
         kind: 'action',
         type: 'lock_out_user',

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   buildCanonicalString,
@@ -138,15 +139,6 @@ function verifies(s: Seen): boolean {
   );
 }
 
-/** Waits (bounded) for something the server side does. */
-async function until(cond: () => boolean, timeoutMs = 2000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 const user = (id: string) => ({
   user_id: id,
   username: id,
@@ -252,13 +244,13 @@ describe('Admin client over real HTTP', () => {
       heldGets.push(() => reply(res, 200, answer));
     };
     const before = c.getUserCached('u1');
-    await until(() => heldGets.length === 1); // the read has reached the server
+    await eventually(() => heldGets.length === 1); // the read has reached the server
     expect(await c.updateUser('u1', { status: 'locked_out' })).toMatchObject({ ok: true });
     heldGets.shift()!();
     const early = await before;
     expect(early.ok && early.value.status).toBe('enabled'); // asked before the write: its own answer
     const after = c.getUserCached('u1');
-    await until(() => heldGets.length === 1); // a new read, not the stale one from the cache
+    await eventually(() => heldGets.length === 1); // a new read, not the stale one from the cache
     heldGets.shift()!();
     const r = await after;
     expect(r.ok && r.value.status).toBe('locked_out');
@@ -275,7 +267,7 @@ describe('Admin client over real HTTP', () => {
     expect(seen).toHaveLength(1); // fresh
     t += 1;
     await c.getUserCached('u1'); // stale: answered, refreshed in the background
-    await until(() => seen.length === 2);
+    await eventually(() => seen.length === 2);
     // The refresh has landed once a read at the same instant is a fresh hit.
     for (let fresh = c.cacheStats().fresh; ; await new Promise((r) => setTimeout(r, 2))) {
       await c.getUserCached('u1');
