@@ -220,10 +220,15 @@ describe('Admin client over real HTTP', () => {
     t += 2000;
     const stale = await c.getUserCached('u1');
     expect(stale.ok && stale.value.updated_at).toBe(1); // answered at once with the stale value
-    await new Promise((r) => setTimeout(r, 40));
-    expect(seen).toHaveLength(2); // refreshed in the background
-    const fresh = await c.getUserCached('u1');
-    expect(fresh.ok && fresh.value.updated_at).toBe(2);
+    // Refreshed in the background: once it lands, a read at the same instant has the new value.
+    await eventually(
+      async () => {
+        const fresh = await c.getUserCached('u1');
+        return fresh.ok && fresh.value.updated_at === 2;
+      },
+      { intervalMs: 2, what: 'the background refresh landing' },
+    );
+    expect(seen).toHaveLength(2);
     t += 20_000; // beyond stale: a miss again
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);
@@ -269,10 +274,14 @@ describe('Admin client over real HTTP', () => {
     await c.getUserCached('u1'); // stale: answered, refreshed in the background
     await eventually(() => seen.length === 2);
     // The refresh has landed once a read at the same instant is a fresh hit.
-    for (let fresh = c.cacheStats().fresh; ; await new Promise((r) => setTimeout(r, 2))) {
-      await c.getUserCached('u1');
-      if (c.cacheStats().fresh > fresh) break;
-    }
+    const fresh = c.cacheStats().fresh;
+    await eventually(
+      async () => {
+        await c.getUserCached('u1');
+        return c.cacheStats().fresh > fresh;
+      },
+      { intervalMs: 2, what: 'the refresh landing' },
+    );
     t += 7000; // 7 s after the refresh: beyond fresh + stale, a miss
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);
