@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config/riskgate-config.ts';
 import type { DecisionLog } from '../src/decision-log/decision-log.ts';
 import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, type SandboxOptions, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox, SandboxOptions } from '../src/sandbox/server.ts';
 import {
   type RunningRiskgate,
   type StartRiskgateOptions,
@@ -12,6 +12,7 @@ import {
 } from '../src/service/start-riskgate.ts';
 import { eventually } from './support/eventually.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * End-to-end harness: the real sandbox and the real riskgate (real clients, policy store, queue),
@@ -101,7 +102,7 @@ function collectingLog(lines: Record<string, unknown>[]): DecisionLog {
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const sandbox = options.sharedSandbox ?? (await startSandbox({ port: 0, quiet: true, ...options.sandbox }));
+  const sandbox = options.sharedSandbox ?? (await startTestSandbox(options.sandbox));
   const policyPath =
     options.policy === undefined
       ? 'policies/'

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
@@ -18,6 +18,7 @@ import {
   startProcess,
 } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * Issue 14, "Done when": riskgate processes killed at chosen points while actions are queued, a
@@ -37,7 +38,7 @@ let userIds: Record<string, string | undefined>;
 
 beforeAll(async () => {
   build = buildDist('outbox');
-  sandbox = await startSandbox({ port: 0, quiet: true });
+  sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-outbox-'));
   policyPath = join(work, 'lock-everyone.yaml');
   writeFileSync(policyPath, LOCK_EVERYONE_POLICY);

@@ -1,16 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FaultRule } from '../src/sandbox/faults/fault-rule.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import type { StatsSnapshot } from '../src/sandbox/stats/request-stats.ts';
 import { getSignal, getToken, requestToken } from './sandbox-helpers.ts';
+import { sandboxForFile, startTestSandbox, withSandbox } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
+const sb = sandboxForFile({ scenario: 'empty' });
 let token: string;
 beforeAll(async () => {
-  sb = await startSandbox({ scenario: 'empty', quiet: true });
   token = await getToken(sb);
 });
-afterAll(() => sb.stop());
 afterEach(async () => {
   await fetch(`${sb.url}/sandbox/faults`, { method: 'DELETE' });
 });
@@ -152,9 +150,8 @@ describe('fault waits keep nothing per request', () => {
 
 describe('stop()', () => {
   it('closes a hanging connection', async () => {
-    const own = await startSandbox({
+    const own = await startTestSandbox({
       scenario: 'empty',
-      quiet: true,
       faults: [{ route: 'GET /api/v1/signals/*', hang: true }],
     });
     const t = await getToken(own);
@@ -172,24 +169,23 @@ describe('stop()', () => {
 
 describe('start-time faults', () => {
   it('come from options and from the scenario, and POST /sandbox/reset restores them', async () => {
-    const own = await startSandbox({
-      quiet: true,
-      scenario: {
-        name: 'faulty',
-        faults: [{ route: 'GET /api/v1/signals/geovelocity', errorRate: 1, errorStatus: 503 }],
+    await withSandbox(
+      {
+        scenario: {
+          name: 'faulty',
+          faults: [{ route: 'GET /api/v1/signals/geovelocity', errorRate: 1, errorStatus: 503 }],
+        },
+        faults: [{ route: 'GET /api/v1/signals/geolocation', errorRate: 1 }],
       },
-      faults: [{ route: 'GET /api/v1/signals/geolocation', errorRate: 1 }],
-    });
-    try {
-      const t = await getToken(own);
-      expect((await getSignal(own, 'geovelocity', { accountId: 'a' }, t)).status).toBe(503);
-      expect((await getSignal(own, 'geolocation', { accountId: 'a' }, t)).status).toBe(500);
-      await fetch(`${own.url}/sandbox/faults`, { method: 'DELETE' });
-      expect((await getSignal(own, 'geolocation', { accountId: 'a' }, t)).status).toBe(200);
-      await fetch(`${own.url}/sandbox/reset`, { method: 'POST' });
-      expect((await getSignal(own, 'geolocation', { accountId: 'a' }, t)).status).toBe(500);
-    } finally {
-      await own.stop();
-    }
+      async (own) => {
+        const t = await getToken(own);
+        expect((await getSignal(own, 'geovelocity', { accountId: 'a' }, t)).status).toBe(503);
+        expect((await getSignal(own, 'geolocation', { accountId: 'a' }, t)).status).toBe(500);
+        await fetch(`${own.url}/sandbox/faults`, { method: 'DELETE' });
+        expect((await getSignal(own, 'geolocation', { accountId: 'a' }, t)).status).toBe(200);
+        await fetch(`${own.url}/sandbox/reset`, { method: 'POST' });
+        expect((await getSignal(own, 'geolocation', { accountId: 'a' }, t)).status).toBe(500);
+      },
+    );
   });
 });
