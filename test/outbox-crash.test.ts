@@ -34,6 +34,8 @@ let build: ReturnType<typeof buildDist>;
 let work: string;
 let policyPath: string;
 let preload: string;
+/** RISKGATE_DEADLINE_MS of these processes: the deadline is not what they test. */
+const GENEROUS_DEADLINE_MS = '5000';
 let userIds: Record<string, string | undefined>;
 
 beforeAll(async () => {
@@ -41,7 +43,12 @@ beforeAll(async () => {
   sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-outbox-'));
   policyPath = join(work, 'lock-everyone.yaml');
-  writeFileSync(policyPath, LOCK_EVERYONE_POLICY);
+  // Reads and the deadline far above a busy machine's stalls: a decision that misses its Admin read
+  // defers its lock-out (subject unverified) and promises nothing, which is not what these test.
+  writeFileSync(
+    policyPath,
+    LOCK_EVERYONE_POLICY.replace('thresholds:', 'defaults: { timeoutMs: 4000 }\nthresholds:'),
+  );
   // Test code only (loaded with --import into the child): SIGKILL at the n-th occurrence of an
   // event of the SQLite outbox, e.g. right after the durable write and before the answer.
   preload = join(work, 'kill-at.mjs');
@@ -167,6 +174,7 @@ describe('SIGKILL at any point while actions are queued', () => {
       const env = processEnv(sandbox, {
         RISKGATE_STATE_DIR: state,
         RISKGATE_POLICY_PATH: policyPath,
+        RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
         RISKGATE_DECISION_LOG: log1,
       });
       let p1: RiskgateProcess | undefined;
@@ -236,6 +244,7 @@ describe('SIGTERM while the Admin API hangs', () => {
     const env = processEnv(sandbox, {
       RISKGATE_STATE_DIR: state,
       RISKGATE_POLICY_PATH: policyPath,
+      RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
       RISKGATE_DECISION_LOG: log1,
     });
     let p1: RiskgateProcess | undefined;
@@ -287,6 +296,7 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
         processEnv(sandbox, {
           RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
           RISKGATE_POLICY_PATH: policyPath,
+          RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
           RISKGATE_DECISION_LOG: log,
           RISKGATE_OUTBOX: redis.url,
         }),
