@@ -95,15 +95,15 @@ async function listeningPort(p: Started): Promise<number> {
 
 /** Polls until the sandbox has seen `route` answered or hanging, for up to 5 s. */
 async function sandboxSaw(route: string): Promise<void> {
-  const until = performance.now() + 5000;
-  for (;;) {
-    const stats = (await (await fetch(`${sandbox.url}/sandbox/stats`)).json()) as {
-      routes: Record<string, unknown>;
-    };
-    if (stats.routes[route] !== undefined) return;
-    if (performance.now() > until) throw new Error(`the sandbox never saw ${route}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await eventually(
+    async () => {
+      const stats = (await (await fetch(`${sandbox.url}/sandbox/stats`)).json()) as {
+        routes: Record<string, unknown>;
+      };
+      return stats.routes[route] !== undefined;
+    },
+    { timeoutMs: 5000, what: `the sandbox seeing ${route}` },
+  );
 }
 
 const control = (method: string, path: string, body?: unknown) =>
@@ -145,11 +145,7 @@ describe('node dist/main.js', () => {
     });
     const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
-    const until = performance.now() + 10_000;
-    while ((await fetch(`${base}/readyz`)).status !== 200) {
-      if (performance.now() > until) throw new Error('never ready');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'ready' });
 
     const { mallory, alice } = await lookUpUserIds(sandbox, ['mallory', 'alice']);
     // Warm up (connections, JIT): a cold first call under slow signals could miss their timeouts.
@@ -249,11 +245,7 @@ describe('node dist/main.js', () => {
     const p = run(env, ['--import', preload]);
     const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
-    const until = performance.now() + 10_000;
-    while ((await fetch(`${base}/readyz`)).status !== 200) {
-      if (performance.now() > until) throw new Error('never ready');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'ready' });
     const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
     await control('POST', '/sandbox/stats/reset');
     await control('PUT', '/sandbox/faults', { rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }] });
