@@ -341,8 +341,10 @@ describe('callUpstream over real HTTP', () => {
     });
 
     it('a timed-out attempt releases its caller at once; its late answer is drained and the socket reused', async () => {
-      // The first answer waits for the test: the caller must be released before it exists.
-      let answerLate = () => {};
+      // The first answer waits for the test: the caller must be released before it exists. The
+      // timeout leaves a busy machine time to send the request (a request never sent has no late
+      // answer); the answer comes only after it, however slow the machine.
+      let answerLate: (() => void) | undefined;
       let lateAnswered = false;
       handler = (_q, res, hit) => {
         if (hit !== 1) return json(res, 200, { ok: true });
@@ -353,12 +355,12 @@ describe('callUpstream over real HTTP', () => {
       };
       await expectError(
         callUpstream(ctx({ dispatcher: one, lateAnswerGraceMs: 10_000 }), spec({ retry: false }), {
-          timeoutMs: 20,
+          timeoutMs: 300,
         }),
         ErrorCode.UPSTREAM_TIMEOUT,
       );
       expect(lateAnswered).toBe(false);
-      answerLate();
+      (await eventually(() => answerLate, { what: 'the first request at the server' }))();
       await eventually(() => lateAnswered, { what: 'the late answer sent' });
       const r = await callUpstream(ctx({ dispatcher: one }), spec(), undefined);
       expect(r.ok).toBe(true);
