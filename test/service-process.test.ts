@@ -61,6 +61,20 @@ function vendorEnv(): Record<string, string> {
   });
 }
 
+/**
+ * The shipped policy with every input's timeout and the deadline far above the faults' latency:
+ * mallory's deny must rest on her signals even on a busy machine (a signal that misses its
+ * timeout makes the decision degraded, a challenge: right, but not what these tests are about).
+ */
+function generousDeadlines(): Record<string, string> {
+  const policyDir = mkdtempSync(join(work, 'policy-'));
+  writeFileSync(
+    join(policyDir, 'login.yaml'),
+    readFileSync(join(ROOT, 'policies', 'login.yaml'), 'utf8').replace(/timeoutMs: \d+/g, 'timeoutMs: 4000'),
+  );
+  return { RISKGATE_POLICY_PATH: policyDir, RISKGATE_DEADLINE_MS: '5000' };
+}
+
 interface Started {
   child: ChildProcess;
   stderr: () => string;
@@ -125,23 +139,11 @@ describe('node dist/main.js', () => {
 
   it('serves decisions and, on SIGTERM, finishes the one in flight, drains the lock-out and the log, exits 0', async () => {
     const logPath = join(work, 'decisions.ndjson');
-    // The shipped policy with every input's timeout and the deadline far above the faults' 120 ms:
-    // mallory's deny must rest on her signals even on a busy machine (a signal that misses its
-    // timeout makes the decision degraded, a challenge: right, but not what this test is about).
-    const policyDir = mkdtempSync(join(work, 'policy-'));
-    writeFileSync(
-      join(policyDir, 'login.yaml'),
-      readFileSync(join(ROOT, 'policies', 'login.yaml'), 'utf8').replace(
-        /timeoutMs: \d+/g,
-        'timeoutMs: 4000',
-      ),
-    );
     const p = run({
       ...vendorEnv(),
+      ...generousDeadlines(),
       NODE_ENV: 'production',
       RISKGATE_DECISION_LOG: logPath,
-      RISKGATE_POLICY_PATH: policyDir,
-      RISKGATE_DEADLINE_MS: '5000',
     });
     const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
@@ -239,6 +241,7 @@ describe('node dist/main.js', () => {
     const logPath = join(work, 'crash-decisions.ndjson');
     const env: Record<string, string> = {
       ...vendorEnv(),
+      ...generousDeadlines(),
       NODE_ENV: 'production',
       RISKGATE_DECISION_LOG: logPath,
     };

@@ -28,7 +28,7 @@ describe.runIf(redisAvailable())('velocity counters shared by two riskgate proce
     build = buildDist('velocity');
     [sandbox, redis] = await Promise.all([startTestSandbox(), startRedis()]);
     work = mkdtempSync(join(tmpdir(), 'riskgate-velocity-'));
-  });
+  }, 120_000);
   afterAll(async () => {
     for (const p of started) {
       p.kill('SIGTERM');
@@ -36,7 +36,7 @@ describe.runIf(redisAvailable())('velocity counters shared by two riskgate proce
     }
     await Promise.all([sandbox?.stop(), redis?.stop()]);
     build?.remove();
-    rmSync(work, { recursive: true, force: true });
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
 
   async function decide(port: number, body: object): Promise<Record<string, unknown>> {
