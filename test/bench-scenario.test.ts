@@ -9,8 +9,9 @@ import {
   loginInteractionId,
   seededInteractionId,
 } from '../bench/decide-bodies.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { getSignal, getToken } from './sandbox-helpers.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 const BROWSER_USERS = DEMO_ACCOUNTS.filter((a) => a.platform === 'browser').map((a) => a.name);
 const LOGINS = 5;
@@ -20,7 +21,7 @@ let sb: RunningSandbox;
 let token: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bench-scenario-'));
-  sb = await startSandbox({ quiet: true, scenario: await writeBenchScenario(dir, LOGINS) });
+  sb = await startTestSandbox({ scenario: await writeBenchScenario(dir, LOGINS) });
   token = await getToken(sb);
 });
 afterAll(async () => {

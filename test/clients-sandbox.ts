@@ -6,13 +6,14 @@ import {
   type TokenManager,
   type TokenManagerOptions,
 } from '../src/auth/token-manager.ts';
-import { type RunningSandbox, type SandboxOptions, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox, SandboxOptions } from '../src/sandbox/server.ts';
 import {
   createSignalsClient,
   type SignalsClient,
   type SignalsClientOptions,
 } from '../src/signals/signals-client.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * Test support for the upstream clients: a sandbox on port 0 plus its control API over HTTP
@@ -46,7 +47,7 @@ export interface ClientSandbox {
 const control = sandboxControl;
 
 export async function startClientSandbox(options: SandboxOptions = {}): Promise<ClientSandbox> {
-  const sb = await startSandbox({ port: 0, quiet: true, ...options });
+  const sb = await startTestSandbox(options);
   const url = sb.url;
   const creds = sb.config.credentials;
   const closers: (() => Promise<void>)[] = [];

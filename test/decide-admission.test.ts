@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * Admission control over real HTTP. A burst larger than riskgate admits (here: a slow vendor and
@@ -78,16 +79,14 @@ describe('a burst past what riskgate admits', () => {
         body: JSON.stringify(demoRequest('alice', alice)),
         signal: gone.signal,
       }).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(h.riskgate.admission.inFlight).toBe(1);
+      await eventually(() => h.riskgate.admission.inFlight === 1, { what: 'the decision admitted' });
       gone.abort();
       await answer;
       // Released long before the 1000 ms deadline would have ended it.
-      const until = performance.now() + 500;
-      while (h.riskgate.admission.inFlight !== 0 && performance.now() < until) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      expect(h.riskgate.admission.inFlight).toBe(0);
+      await eventually(() => h.riskgate.admission.inFlight === 0, {
+        timeoutMs: 500,
+        what: 'the slot released',
+      });
     } finally {
       await h.control('DELETE', '/sandbox/faults');
     }
@@ -99,10 +98,10 @@ describe('a burst past what riskgate admits', () => {
     try {
       // Four slow decisions fill what this riskgate admits (RISKGATE_MAX_IN_FLIGHT=4).
       const decisions = burst(h, demoRequest('alice', alice), 4);
-      const until = performance.now() + 5000;
-      while (h.riskgate.admission.inFlight < 4 && performance.now() < until) {
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      await eventually(() => h.riskgate.admission.inFlight >= 4, {
+        intervalMs: 5,
+        what: 'four decisions admitted',
+      });
       expect(h.riskgate.admission.inFlight).toBe(4);
       const res = await fetch(`${h.url}/feedback`, {
         method: 'POST',

@@ -50,10 +50,8 @@ describe('a circuit breaker per vendor route', () => {
       });
     }
     const before = await seen();
-    const started = performance.now();
     expect(await newBrowserOf()).toMatchObject({ status: 'unavailable', reason: 'circuit_open' });
-    expect(performance.now() - started).toBeLessThan(100); // nobody waited on the route
-    expect(await seen()).toBe(before);
+    expect(await seen()).toBe(before); // the route was not called: nobody waited on it
     expect(await metrics()).toMatch(
       /^riskgate_circuit_state\{route="signals new-browser",state="open"\} 1$/m,
     );

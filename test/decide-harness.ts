@@ -4,13 +4,15 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config/riskgate-config.ts';
 import type { DecisionLog } from '../src/decision-log/decision-log.ts';
 import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, type SandboxOptions, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox, SandboxOptions } from '../src/sandbox/server.ts';
 import {
   type RunningRiskgate,
   type StartRiskgateOptions,
   startRiskgate,
 } from '../src/service/start-riskgate.ts';
+import { eventually } from './support/eventually.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * End-to-end harness: the real sandbox and the real riskgate (real clients, policy store, queue),
@@ -72,13 +74,13 @@ export interface HarnessOptions {
 async function historyCaughtUp(riskgate: RunningRiskgate, now: () => number): Promise<void> {
   const logs = riskgate.logs;
   if (logs === undefined) return;
-  const until = performance.now() + 20_000;
-  while (performance.now() < until) {
-    const cursor = logs.cursor();
-    if (cursor !== undefined && now() - cursor < 300_000) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('the Log API follower did not catch up within 20 s');
+  await eventually(
+    () => {
+      const cursor = logs.cursor();
+      return cursor !== undefined && now() - cursor < 300_000;
+    },
+    { timeoutMs: 20_000, what: 'the Log API follower catching up' },
+  );
 }
 
 /** Writes a policy file into a fresh temp dir and returns its path. */
@@ -100,7 +102,7 @@ function collectingLog(lines: Record<string, unknown>[]): DecisionLog {
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const sandbox = options.sharedSandbox ?? (await startSandbox({ port: 0, quiet: true, ...options.sandbox }));
+  const sandbox = options.sharedSandbox ?? (await startTestSandbox(options.sandbox));
   const policyPath =
     options.policy === undefined
       ? 'policies/'

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { type Harness, startHarness, writePolicy } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * A policy edited on disk while riskgate serves: decisions keep flowing (none fails), and the edit
@@ -60,12 +61,12 @@ describe('policy hot reload while serving', () => {
         verdicts.push(String(answer.body.verdict));
       }
     });
-    await new Promise((r) => setTimeout(r, 100));
+    // The edit lands while decisions are being answered, and some are answered after it.
+    await eventually(() => verdicts.length >= 4, { what: 'decisions under the old policy' });
     saveAtomically(policyWith(DENY_RULE));
-    const until = performance.now() + 5000;
-    while (verdicts.at(-1) !== 'deny' && performance.now() < until)
-      await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => verdicts.at(-1) === 'deny', { what: 'a decision under the edited policy' });
+    const atEdit = verdicts.length;
+    await eventually(() => verdicts.length >= atEdit + 4, { what: 'decisions after the edit' });
     stop = true;
     await Promise.all(load);
 
@@ -83,14 +84,13 @@ describe('policy hot reload while serving', () => {
   it('a broken edit is refused: the last good policy serves and /policies shows the error', async () => {
     const before = await h.decide(demoRequest('bob', undefined));
     saveAtomically(policyWith(DENY_RULE.replace('!signals.newBrowser.known', '!signals.newBrowser.knwon')));
-    const status = await (async () => {
-      const until = performance.now() + 5000;
-      for (;;) {
+    const status = await eventually(
+      async () => {
         const s = (await (await h.ops('/policies')).json()) as Record<string, unknown>;
-        if (s.lastError !== undefined || performance.now() > until) return s;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
+        return s.lastError !== undefined && s;
+      },
+      { what: '/policies showing the reload error' },
+    );
     expect(status.lastError).toMatchObject({ message: expect.stringContaining('knwon') });
     const after = await h.decide(demoRequest('bob', undefined));
     expect(after.status).toBe(200);

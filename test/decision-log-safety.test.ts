@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * The decision log (issue 15, item 7): IP, user agent, context, username and display name were
@@ -27,14 +28,6 @@ async function aliceRequest(harness: Harness) {
     userAgent: 'Mozilla/5.0 (Secret Browser 99)',
     context: { email: 'alice@example.com' },
   };
-}
-
-async function poll(check: () => Promise<boolean>): Promise<void> {
-  const until = performance.now() + 5000;
-  while (!(await check())) {
-    if (performance.now() > until) throw new Error('condition not met within 5 s');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 describe('decision log redaction', () => {
@@ -95,7 +88,7 @@ describe('a failing decision log destination', () => {
     const harness = h;
     const body = await aliceRequest(harness);
     expect((await harness.decide(body)).status).toBe(200);
-    await poll(async () => (await health(harness)).decisionLog?.ok === false);
+    await eventually(async () => (await health(harness)).decisionLog?.ok === false);
     expect((await health(harness)).decisionLog).toMatchObject({
       ok: false,
       lastError: expect.stringMatching(/^ENOSPC/),
@@ -120,7 +113,7 @@ describe('a failing decision log destination', () => {
     const harness = h;
     const body = await aliceRequest(harness);
     expect((await harness.decide(body)).status).toBe(200);
-    await poll(async () => (await health(harness)).decisionLog?.ok === false);
+    await eventually(async () => (await health(harness)).decisionLog?.ok === false);
     const refused = await harness.decide(body);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('5');

@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { ADMIN_OPERATIONS } from '../src/admin/admin-client.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { SIGNALS_OPERATIONS } from '../src/signals/signals-client.ts';
 import { promtool, promtoolAvailable } from './support/promtool.ts';
 import {
@@ -19,6 +19,7 @@ import {
   startProcess,
 } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * `/metrics` as Prometheus reads it, from riskgate run as the container runs it (`node
@@ -44,7 +45,7 @@ const scrapes: string[] = [];
 
 beforeAll(async () => {
   dist = buildDist('metrics');
-  sandbox = await startSandbox({ port: 0, quiet: true });
+  sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-metrics-'));
 }, 120_000);
 

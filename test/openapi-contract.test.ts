@@ -12,6 +12,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 import {
   type Answer,
   createAnswerValidator,
@@ -368,10 +369,10 @@ describe('refusals of a riskgate with an ops port but no operator keys, overload
     });
     const held = call(b.url, 'POST', '/decide', { key: CALLER_KEY, body: slowBody });
     try {
-      const until = performance.now() + 10_000;
-      while (b.riskgate.admission.inFlight < 1 && performance.now() < until) {
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      await eventually(() => b.riskgate.admission.inFlight >= 1, {
+        intervalMs: 5,
+        what: 'the held decision admitted',
+      });
       const shed = await call(b.url, 'POST', '/decide', {
         key: CALLER_KEY,
         body: new TextDecoder().decode(body),

@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
@@ -17,6 +18,7 @@ import {
   startProcess,
 } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * Issue 14, "Done when": riskgate processes killed at chosen points while actions are queued, a
@@ -32,14 +34,21 @@ let build: ReturnType<typeof buildDist>;
 let work: string;
 let policyPath: string;
 let preload: string;
+/** RISKGATE_DEADLINE_MS of these processes: the deadline is not what they test. */
+const GENEROUS_DEADLINE_MS = '5000';
 let userIds: Record<string, string | undefined>;
 
 beforeAll(async () => {
   build = buildDist('outbox');
-  sandbox = await startSandbox({ port: 0, quiet: true });
+  sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-outbox-'));
   policyPath = join(work, 'lock-everyone.yaml');
-  writeFileSync(policyPath, LOCK_EVERYONE_POLICY);
+  // Reads and the deadline far above a busy machine's stalls: a decision that misses its Admin read
+  // defers its lock-out (subject unverified) and promises nothing, which is not what these test.
+  writeFileSync(
+    policyPath,
+    LOCK_EVERYONE_POLICY.replace('thresholds:', 'defaults: { timeoutMs: 4000 }\nthresholds:'),
+  );
   // Test code only (loaded with --import into the child): SIGKILL at the n-th occurrence of an
   // event of the SQLite outbox, e.g. right after the durable write and before the answer.
   preload = join(work, 'kill-at.mjs');
@@ -98,14 +107,6 @@ async function decide(port: number, user: string): Promise<string | undefined> {
     return res.status === 200 && queued ? body.decisionId : undefined;
   } catch {
     return undefined; // the process died before answering: nothing was promised
-  }
-}
-
-async function waitFor(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const until = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > until) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -173,6 +174,7 @@ describe('SIGKILL at any point while actions are queued', () => {
       const env = processEnv(sandbox, {
         RISKGATE_STATE_DIR: state,
         RISKGATE_POLICY_PATH: policyPath,
+        RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
         RISKGATE_DECISION_LOG: log1,
       });
       let p1: RiskgateProcess | undefined;
@@ -192,11 +194,11 @@ describe('SIGKILL at any point while actions are queued', () => {
         await control('DELETE', '/sandbox/faults');
         p2 = startProcess(build.main, { ...env, RISKGATE_DECISION_LOG: log2 });
         const port2 = await p2.port();
-        await waitFor(async () => (await outboxAt(port2)).pending === 0);
+        await eventually(async () => (await outboxAt(port2)).pending === 0);
         const outbox = await outboxAt(port2);
         const delivered = outbox.actions.filter((a) => a.status === 'delivered').map((a) => a.id);
         // Every outcome line told (the dead process's untold ones by the next), before counting.
-        await waitFor(
+        await eventually(
           async () => new Set(actionLines(log1, log2).map((l) => l.key)).size >= delivered.length,
         );
         await stop(p2);
@@ -242,6 +244,7 @@ describe('SIGTERM while the Admin API hangs', () => {
     const env = processEnv(sandbox, {
       RISKGATE_STATE_DIR: state,
       RISKGATE_POLICY_PATH: policyPath,
+      RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
       RISKGATE_DECISION_LOG: log1,
     });
     let p1: RiskgateProcess | undefined;
@@ -251,7 +254,7 @@ describe('SIGTERM while the Admin API hangs', () => {
       const promised = await loginEveryone(await p1.port());
       expect(promised).toHaveLength(USERS.length);
       // The lock-outs are in flight, hanging at the Admin API (the sandbox counts a hang as status 0).
-      await waitFor(async () => ((await putCounts())['0'] ?? 0) > 0);
+      await eventually(async () => ((await putCounts())['0'] ?? 0) > 0);
       p1.kill('SIGTERM');
       expect(await p1.exited).toBe(0);
       expect(actionLines(log1)).toEqual([]);
@@ -259,8 +262,8 @@ describe('SIGTERM while the Admin API hangs', () => {
       await control('DELETE', '/sandbox/faults');
       p2 = startProcess(build.main, { ...env, RISKGATE_DECISION_LOG: log2 });
       const port2 = await p2.port();
-      await waitFor(async () => (await outboxAt(port2)).pending === 0);
-      await waitFor(async () => actionLines(log2).length >= USERS.length);
+      await eventually(async () => (await outboxAt(port2)).pending === 0);
+      await eventually(async () => actionLines(log2).length >= USERS.length);
       const lines = actionLines(log2);
       expect(new Set(lines.map((l) => l.decisionId))).toEqual(new Set(promised));
       expect(lines.every((l) => l.status === 'done')).toBe(true);
@@ -293,6 +296,7 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
         processEnv(sandbox, {
           RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
           RISKGATE_POLICY_PATH: policyPath,
+          RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
           RISKGATE_DECISION_LOG: log,
           RISKGATE_OUTBOX: redis.url,
         }),
@@ -305,8 +309,8 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
         (id) => id !== undefined,
       );
       expect(promised).toHaveLength(USERS.length * 2);
-      await waitFor(async () => (await outboxAt(ports[0]!)).pending === 0);
-      await waitFor(async () => actionLines(...logs).length >= promised.length);
+      await eventually(async () => (await outboxAt(ports[0]!)).pending === 0);
+      await eventually(async () => actionLines(...logs).length >= promised.length);
       const lines = actionLines(...logs);
       expect(lines.map((l) => l.decisionId).sort()).toEqual([...promised].sort());
       expect(lines.every((l) => l.status === 'done')).toBe(true);

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PolicyLoadError } from '../src/policy/policy-loader.ts';
 import { createPolicyStore, type PolicyStore } from '../src/policy/policy-store.ts';
 import type { PolicyInput } from '../src/policy/policy-types.ts';
+import { eventually } from './support/eventually.ts';
 
 function policyText(score: number, when = 'request.context.flag == true'): string {
   return `apiVersion: riskgate/v1
@@ -25,14 +26,6 @@ const INPUT: PolicyInput = {
   request: { accountId: 'a', context: { flag: true } },
   now: new Date('2026-11-20T12:00:00Z'),
 };
-
-async function until(cond: () => boolean, timeoutMs = 3000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('policy store: hot reload keeps the last good policy', () => {
   let dir: string;
@@ -130,7 +123,7 @@ describe('policy store: hot reload keeps the last good policy', () => {
     const tmp = join(dir, '.login.yaml.swp');
     await writeFile(tmp, policyText(10));
     await rename(tmp, file);
-    await until(() => store!.current() !== first);
+    await eventually(() => store!.current() !== first);
     expect(store.current().evaluate(INPUT).score).toBe(10);
     expect(logs.some((l) => l.msg === 'policy reloaded')).toBe(true);
   });
@@ -139,7 +132,7 @@ describe('policy store: hot reload keeps the last good policy', () => {
     store = await createPolicyStore({ path: dir, debounceMs: 20, log: () => {} });
     const first = store.current();
     await writeFile(file, policyText(50).replace('score: 50', 'score: lots'));
-    await until(() => store!.status().lastError !== undefined);
+    await eventually(() => store!.status().lastError !== undefined);
     expect(store.current()).toBe(first);
     expect(store.status().lastError?.errors[0]).toMatchObject({ file, line: 9, col: 12 });
   });
@@ -166,7 +159,7 @@ describe('policy store: hot reload keeps the last good policy', () => {
     await symlink('..2026_11_20_v2', join(mount, '..data_tmp'));
     await rename(join(mount, '..data_tmp'), join(mount, '..data'));
 
-    await until(() => store!.current() !== first);
+    await eventually(() => store!.current() !== first);
     expect(store.current().evaluate(INPUT).score).toBe(20);
     expect(store.status().reloads).toBe(1);
   });
@@ -182,7 +175,7 @@ describe('policy store: hot reload keeps the last good policy', () => {
       expect(store.current()).toBe(first);
 
       await vi.advanceTimersByTimeAsync(1);
-      await until(() => store!.current() !== first);
+      await eventually(() => store!.current() !== first);
       expect(store.current().evaluate(INPUT).score).toBe(30);
     } finally {
       vi.useRealTimers();
@@ -195,7 +188,7 @@ describe('policy store: hot reload keeps the last good policy', () => {
       store = await createPolicyStore({ path: dir, watch: false, pollIntervalMs: 1000, log: () => {} });
       await writeFile(file, policyText(50, 'request.context.flag ==='));
       await vi.advanceTimersByTimeAsync(1000);
-      await until(() => store!.status().failedReloads === 1);
+      await eventually(() => store!.status().failedReloads === 1);
       for (let i = 0; i < 3; i++) await vi.advanceTimersByTimeAsync(1000);
       await new Promise((r) => setTimeout(r, 50));
       expect(store.status().failedReloads).toBe(1);
@@ -216,7 +209,7 @@ describe('policy store: hot reload keeps the last good policy', () => {
     const first = store.current();
     await writeFile(join(dir, 'notes.txt'), 'unrelated');
     await writeFile(file, policyText(60));
-    await until(() => store!.current() !== first);
+    await eventually(() => store!.current() !== first);
     await writeFile(join(dir, 'notes.txt'), 'unrelated again');
     await new Promise((r) => setTimeout(r, 100));
     expect(reloaded).toHaveLength(1);

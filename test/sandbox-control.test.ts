@@ -1,15 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { StatsSnapshot } from '../src/sandbox/stats/request-stats.ts';
 import { collect, getSignal, getToken } from './sandbox-helpers.ts';
+import { sandboxForFile, withSandbox } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
+const sb = sandboxForFile({ scenario: 'empty' });
 let token: string;
 beforeAll(async () => {
-  sb = await startSandbox({ scenario: 'empty', quiet: true });
   token = await getToken(sb);
 });
-afterAll(() => sb.stop());
 
 const control = async (method: string, path: string, body?: unknown) => {
   const res = await fetch(`${sb.url}${path}`, {
@@ -115,8 +113,7 @@ describe('POST /sandbox/clock', () => {
 
 describe('POST /sandbox/reset', () => {
   it('drops collected observations, reseeds the scenario, zeroes stats and the clock offset', async () => {
-    const own = await startSandbox({ quiet: true });
-    try {
+    await withSandbox({}, async (own) => {
       const t = await getToken(own);
       const writer = await getToken(own, 'collection');
       const obs = {
@@ -147,9 +144,7 @@ describe('POST /sandbox/reset', () => {
       expect((await getSignal(own, 'active-call', { accountId: 'carol' }, t)).status).toBe(200);
       const stats = (await (await fetch(`${own.url}/sandbox/stats`)).json()) as StatsSnapshot;
       expect(stats.routes['POST /api/v1/collections']).toBeUndefined();
-    } finally {
-      await own.stop();
-    }
+    });
   });
 });
 

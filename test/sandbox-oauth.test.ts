@@ -1,13 +1,9 @@
 import { createLocalJWKSet, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
 import { basicAuth, getSignal, getToken, requestToken, scopeFor } from './sandbox-helpers.ts';
+import { sandboxForFile, withSandbox } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
-beforeAll(async () => {
-  sb = await startSandbox({ scenario: 'empty', tokenLifetimeSeconds: 120, quiet: true });
-});
-afterAll(() => sb.stop());
+const sb = sandboxForFile({ scenario: 'empty', tokenLifetimeSeconds: 120 });
 
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
@@ -138,8 +134,7 @@ describe('OAuth token endpoint', () => {
 
 describe('short-lived tokens', () => {
   it('expire in real time when the lifetime is a few seconds', async () => {
-    const short = await startSandbox({ scenario: 'empty', tokenLifetimeSeconds: 1, quiet: true });
-    try {
+    await withSandbox({ scenario: 'empty', tokenLifetimeSeconds: 1 }, async (short) => {
       const res = await requestToken(short, 'retrieval');
       const body = (await res.json()) as { access_token: string; expires_in: number };
       expect(body.expires_in).toBe(0);
@@ -147,8 +142,6 @@ describe('short-lived tokens', () => {
       await new Promise((r) => setTimeout(r, 1100));
       const after = await getSignal(short, 'geolocation', { accountId: 'a' }, body.access_token);
       expect(after.status).toBe(401);
-    } finally {
-      await short.stop();
-    }
+    });
   });
 });

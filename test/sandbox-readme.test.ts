@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { describe, expect, it } from 'vitest';
+import { sandboxForFile } from './support/test-sandbox.ts';
 
 const run = promisify(execFile);
 
@@ -27,11 +27,7 @@ async function curlSession(port: number): Promise<string> {
 const tools = (await has('curl')) && (await has('openssl')) && (await has('base64'));
 
 describe.skipIf(!tools)('docs/sandbox.md curl session', () => {
-  let sb: RunningSandbox;
-  beforeAll(async () => {
-    sb = await startSandbox({ quiet: true });
-  });
-  afterAll(() => sb.stop());
+  const sb = sandboxForFile();
 
   it('gets a token, reads mallory’s remote-access-tool signal and signs an Admin request, as written', async () => {
     const script = await curlSession(sb.port);

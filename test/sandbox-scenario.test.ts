@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   activeCallResponseSchema,
   geovelocityResponseSchema,
@@ -10,14 +9,13 @@ import {
 } from '../src/signals/signal-schemas.ts';
 import { formatRfc2822, signRequest } from '../src/vendor-auth/hmac-signature.ts';
 import { getSignal, getToken } from './sandbox-helpers.ts';
+import { sandboxForFile } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
+const sb = sandboxForFile();
 let token: string;
 beforeAll(async () => {
-  sb = await startSandbox({ quiet: true });
   token = await getToken(sb);
 });
-afterAll(() => sb.stop());
 
 const BROWSER_USERS = ['alice', 'bob', 'mallory', 'dave'];
 const APP_USERS = ['trudy', 'carol'];

@@ -1,17 +1,15 @@
 import { generateKeyPair, SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { getSignal, getToken } from './sandbox-helpers.ts';
+import { sandboxForFile, withSandbox } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
+const sb = sandboxForFile({ scenario: 'empty' });
 let retrieval: string;
 let collection: string;
 beforeAll(async () => {
-  sb = await startSandbox({ scenario: 'empty', quiet: true });
   retrieval = await getToken(sb, 'retrieval');
   collection = await getToken(sb, 'collection');
 });
-afterAll(() => sb.stop());
 
 /** Minimal valid parameters of each GET signal. */
 const SIGNALS: Record<string, Record<string, string>> = {
@@ -81,8 +79,7 @@ describe('Trust Signals authentication (401)', () => {
   });
 
   it('401 for an expired token, and 200 again for a fresh one', async () => {
-    const own = await startSandbox({ scenario: 'empty', quiet: true, tokenLifetimeSeconds: 60 });
-    try {
+    await withSandbox({ scenario: 'empty', tokenLifetimeSeconds: 60 }, async (own) => {
       const token = await getToken(own);
       await fetch(`${own.url}/sandbox/clock`, {
         method: 'POST',
@@ -92,19 +89,14 @@ describe('Trust Signals authentication (401)', () => {
       expect((await getSignal(own, 'geovelocity', SIGNALS.geovelocity!, await getToken(own))).status).toBe(
         200,
       );
-    } finally {
-      await own.stop();
-    }
+    });
   });
 
   it('401 for a token of another sandbox (another issuer key)', async () => {
-    const other = await startSandbox({ scenario: 'empty', quiet: true });
-    try {
+    await withSandbox({ scenario: 'empty' }, async (other) => {
       const foreign = await getToken(other);
       await expect401(await getSignal(sb, 'geolocation', SIGNALS.geolocation!, foreign), /./);
-    } finally {
-      await other.stop();
-    }
+    });
   });
 });
 

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import type { StatsSnapshot } from '../src/sandbox/stats/request-stats.ts';
 import {
   activeCallResponseSchema,
@@ -13,19 +12,18 @@ import {
   remoteAccessToolResponseSchema,
 } from '../src/signals/signal-schemas.ts';
 import { collect, DAY, getSignal, getToken, HOUR, isoAgo, MINUTE } from './sandbox-helpers.ts';
+import { sandboxForFile, withSandbox } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
+const sb = sandboxForFile({ scenario: 'empty' });
 let token: string;
 let writer: string;
 /** Observation times are relative to this instant (the sandbox clock at start). */
 let base: number;
 beforeAll(async () => {
-  sb = await startSandbox({ scenario: 'empty', quiet: true });
   base = sb.sandbox.clock.now();
   token = await getToken(sb, 'retrieval');
   writer = await getToken(sb, 'collection');
 });
-afterAll(() => sb.stop());
 
 const PARIS = { lat: 48.8566, lon: 2.3522 };
 const NEW_YORK = { lat: 40.7128, lon: -74.006 };
@@ -136,35 +134,34 @@ describe('geovelocity', () => {
   });
 
   it('is not an anomaly at exactly the threshold (strict >)', async () => {
-    const strict = await startSandbox({
-      scenario: 'empty',
-      quiet: true,
-      thresholds: { geovelocityThresholdKmh: 5837.2 },
-    });
-    try {
-      const w = await getToken(strict, 'collection');
-      const t = await getToken(strict, 'retrieval');
-      const at = strict.sandbox.clock.now();
-      const base = {
-        accountId: 'x',
-        unitId: 'x-app',
-        verificationStatus: 'verified',
-        interactionId: 'i',
-        platform: 'mobile',
-      };
-      await collect(strict, w, [
-        { ...base, gps: PARIS, observedAt: isoAgo(at, 2 * HOUR) },
-        { ...base, gps: NEW_YORK, observedAt: isoAgo(at, HOUR) },
-      ]);
-      const body = geovelocityResponseSchema.parse(
-        await (await getSignal(strict, 'geovelocity', { accountId: 'x' }, t)).json(),
-      );
-      expect(body.result!.maxSpeedKmh).toBe(5837.2);
-      expect(body.result!.sources[0]!.thresholdKmh).toBe(5837.2);
-      expect(body.result!.anomaly).toBe(false);
-    } finally {
-      await strict.stop();
-    }
+    await withSandbox(
+      {
+        scenario: 'empty',
+        thresholds: { geovelocityThresholdKmh: 5837.2 },
+      },
+      async (strict) => {
+        const w = await getToken(strict, 'collection');
+        const t = await getToken(strict, 'retrieval');
+        const at = strict.sandbox.clock.now();
+        const base = {
+          accountId: 'x',
+          unitId: 'x-app',
+          verificationStatus: 'verified',
+          interactionId: 'i',
+          platform: 'mobile',
+        };
+        await collect(strict, w, [
+          { ...base, gps: PARIS, observedAt: isoAgo(at, 2 * HOUR) },
+          { ...base, gps: NEW_YORK, observedAt: isoAgo(at, HOUR) },
+        ]);
+        const body = geovelocityResponseSchema.parse(
+          await (await getSignal(strict, 'geovelocity', { accountId: 'x' }, t)).json(),
+        );
+        expect(body.result!.maxSpeedKmh).toBe(5837.2);
+        expect(body.result!.sources[0]!.thresholdKmh).toBe(5837.2);
+        expect(body.result!.anomaly).toBe(false);
+      },
+    );
   });
 
   it('refuses browser-only selections, needs two fixes, and marks unscorable pairs evaluated: false', async () => {

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DAY, getSignal, getToken } from './sandbox-helpers.ts';
+import { sandboxForFile } from './support/test-sandbox.ts';
 
-let sb: RunningSandbox;
+const sb = sandboxForFile({ scenario: 'empty' });
 let token: string;
 beforeAll(async () => {
-  sb = await startSandbox({ scenario: 'empty', quiet: true });
   token = await getToken(sb);
 });
-afterAll(() => sb.stop());
 
 async function expect400(res: Response, param: string) {
   expect(res.status).toBe(400);

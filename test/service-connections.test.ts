@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * Connection exhaustion (issue 15, item 3), scaled down: idle unauthenticated connections that
@@ -50,9 +51,10 @@ describe('idle connections', () => {
     );
     try {
       // Within the headers timeout plus one check interval, every idle connection is gone...
-      const until = performance.now() + 4000;
-      while (closedByServer < 200 && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
-      expect(closedByServer).toBe(200);
+      await eventually(() => closedByServer === 200, {
+        timeoutMs: 4000,
+        what: 'every idle connection closed',
+      });
       // ...and a new client gets its decision, and the probes answer.
       const { status } = await h.decide(demoRequest('alice', undefined));
       expect(status).toBe(200);
@@ -98,8 +100,7 @@ describe('idle keep-alive connections of one client at the connection limit', ()
       });
       expect(status).toBe(200);
       // ...and the connection that made room was the longest idle of the first client's.
-      const until = performance.now() + 2000;
-      while (closed.length === 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => closed.length > 0, { what: 'a connection closed to make room' });
       expect(closed[0]).toBe(0);
     } finally {
       for (const s of held) s.destroy();

@@ -17,11 +17,13 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { eventually } from './support/eventually.ts';
 import { signalTree, spawnTree } from './support/process-tree.ts';
 import { buildDist, PROCESS_KEY, PROCESS_OPS_KEY, processEnv } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * The production start command, as the container runs it: `node dist/main.js`, compiled here with
@@ -41,7 +43,7 @@ beforeAll(async () => {
   build = buildDist('test');
   rmSync(join(build.dir, 'sandbox'), { recursive: true });
   rmSync(join(build.dir, 'dev'), { recursive: true });
-  sandbox = await startSandbox({ port: 0, quiet: true });
+  sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-process-'));
 }, 120_000);
 
@@ -57,6 +59,20 @@ function vendorEnv(): Record<string, string> {
     // Each process its own state (the outbox, the log checkpoint) unless a test shares it on purpose.
     RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
   });
+}
+
+/**
+ * The shipped policy with every input's timeout and the deadline far above the faults' latency:
+ * mallory's deny must rest on her signals even on a busy machine (a signal that misses its
+ * timeout makes the decision degraded, a challenge: right, but not what these tests are about).
+ */
+function generousDeadlines(): Record<string, string> {
+  const policyDir = mkdtempSync(join(work, 'policy-'));
+  writeFileSync(
+    join(policyDir, 'login.yaml'),
+    readFileSync(join(ROOT, 'policies', 'login.yaml'), 'utf8').replace(/timeoutMs: \d+/g, 'timeoutMs: 4000'),
+  );
+  return { RISKGATE_POLICY_PATH: policyDir, RISKGATE_DEADLINE_MS: '5000' };
 }
 
 interface Started {
@@ -91,26 +107,17 @@ async function listeningPort(p: Started): Promise<number> {
   }
 }
 
-/** Polls `ready` every 25 ms for up to 5 s. */
-async function waitFor(ready: () => boolean): Promise<void> {
-  const until = performance.now() + 5000;
-  while (!ready()) {
-    if (performance.now() > until) throw new Error('condition not met within 5 s');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** Polls until the sandbox has seen `route` answered or hanging, for up to 5 s. */
 async function sandboxSaw(route: string): Promise<void> {
-  const until = performance.now() + 5000;
-  for (;;) {
-    const stats = (await (await fetch(`${sandbox.url}/sandbox/stats`)).json()) as {
-      routes: Record<string, unknown>;
-    };
-    if (stats.routes[route] !== undefined) return;
-    if (performance.now() > until) throw new Error(`the sandbox never saw ${route}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await eventually(
+    async () => {
+      const stats = (await (await fetch(`${sandbox.url}/sandbox/stats`)).json()) as {
+        routes: Record<string, unknown>;
+      };
+      return stats.routes[route] !== undefined;
+    },
+    { timeoutMs: 5000, what: `the sandbox seeing ${route}` },
+  );
 }
 
 const control = (method: string, path: string, body?: unknown) =>
@@ -132,31 +139,15 @@ describe('node dist/main.js', () => {
 
   it('serves decisions and, on SIGTERM, finishes the one in flight, drains the lock-out and the log, exits 0', async () => {
     const logPath = join(work, 'decisions.ndjson');
-    // The shipped policy with every input's timeout and the deadline far above the faults' 120 ms:
-    // mallory's deny must rest on her signals even on a busy machine (a signal that misses its
-    // timeout makes the decision degraded, a challenge: right, but not what this test is about).
-    const policyDir = mkdtempSync(join(work, 'policy-'));
-    writeFileSync(
-      join(policyDir, 'login.yaml'),
-      readFileSync(join(ROOT, 'policies', 'login.yaml'), 'utf8').replace(
-        /timeoutMs: \d+/g,
-        'timeoutMs: 4000',
-      ),
-    );
     const p = run({
       ...vendorEnv(),
+      ...generousDeadlines(),
       NODE_ENV: 'production',
       RISKGATE_DECISION_LOG: logPath,
-      RISKGATE_POLICY_PATH: policyDir,
-      RISKGATE_DEADLINE_MS: '5000',
     });
     const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
-    const until = performance.now() + 10_000;
-    while ((await fetch(`${base}/readyz`)).status !== 200) {
-      if (performance.now() > until) throw new Error('never ready');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'ready' });
 
     const { mallory, alice } = await lookUpUserIds(sandbox, ['mallory', 'alice']);
     // Warm up (connections, JIT): a cold first call under slow signals could miss their timeouts.
@@ -225,12 +216,12 @@ describe('node dist/main.js', () => {
           .filter(Boolean)
           .map((l) => (JSON.parse(l) as { decisionId: string }).decisionId);
       const first = await decide();
-      await waitFor(() => existsSync(logPath) && ids(logPath).includes(first));
+      await eventually(() => existsSync(logPath) && ids(logPath).includes(first));
       renameSync(logPath, `${logPath}.1`);
       p.child.kill('SIGHUP');
-      await waitFor(() => p.stderr().includes('reopening the decision log'));
+      await eventually(() => p.stderr().includes('reopening the decision log'));
       const second = await decide();
-      await waitFor(() => existsSync(logPath) && ids(logPath).includes(second));
+      await eventually(() => existsSync(logPath) && ids(logPath).includes(second));
       expect(ids(`${logPath}.1`)).toEqual([first]);
       expect(ids(logPath)).toEqual([second]);
       expect(p.child.exitCode).toBeNull();
@@ -250,17 +241,14 @@ describe('node dist/main.js', () => {
     const logPath = join(work, 'crash-decisions.ndjson');
     const env: Record<string, string> = {
       ...vendorEnv(),
+      ...generousDeadlines(),
       NODE_ENV: 'production',
       RISKGATE_DECISION_LOG: logPath,
     };
     const p = run(env, ['--import', preload]);
     const port = await listeningPort(p);
     const base = `http://127.0.0.1:${port}`;
-    const until = performance.now() + 10_000;
-    while ((await fetch(`${base}/readyz`)).status !== 200) {
-      if (performance.now() > until) throw new Error('never ready');
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'ready' });
     const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
     await control('POST', '/sandbox/stats/reset');
     await control('PUT', '/sandbox/faults', { rules: [{ route: 'PUT /srv/admin/v1/users/*', hang: true }] });
@@ -308,7 +296,7 @@ describe('node dist/main.js', () => {
       await control('DELETE', '/sandbox/faults');
       next = run(env);
       await listeningPort(next);
-      await waitFor(() => linesOf().some((l) => l.kind === 'action'));
+      await eventually(() => linesOf().some((l) => l.kind === 'action'));
       expect(linesOf()[1]).toMatchObject({
         kind: 'action',
         type: 'lock_out_user',

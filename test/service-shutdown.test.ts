@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import {
   buildDist,
   PROCESS_KEY,
@@ -15,6 +15,7 @@ import {
   startProcess,
 } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * Shutdown on any signal, to the primary alone (an orchestrator's SIGTERM) or to the whole process
@@ -30,7 +31,7 @@ let alice: string;
 
 beforeAll(async () => {
   build = buildDist('shutdown');
-  sandbox = await startSandbox({ port: 0, quiet: true });
+  sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-shutdown-'));
   alice = (await lookUpUserIds(sandbox, ['alice'])).alice!;
 }, 120_000);

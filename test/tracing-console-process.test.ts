@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { buildDist, PROCESS_KEY, processEnv, ROOT } from './support/riskgate-process.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * `OTEL_TRACES_EXPORTER=console` on the production command (`node dist/main.js`): the spans go to
@@ -20,7 +21,7 @@ let work: string;
 
 beforeAll(async () => {
   dist = buildDist('tracing-console');
-  sandbox = await startSandbox({ port: 0, quiet: true });
+  sandbox = await startTestSandbox();
   work = mkdtempSync(join(tmpdir(), 'riskgate-tracing-console-'));
 }, 120_000);
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
+import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
   buildDist,
@@ -11,6 +11,7 @@ import {
   type RiskgateProcess,
   startProcess,
 } from './support/riskgate-process.ts';
+import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * Two riskgate processes on one Redis (RISKGATE_FEATURE_STORE): a stuffing burst whose attempts
@@ -25,9 +26,9 @@ describe.runIf(redisAvailable())('velocity counters shared by two riskgate proce
   const started: RiskgateProcess[] = [];
   beforeAll(async () => {
     build = buildDist('velocity');
-    [sandbox, redis] = await Promise.all([startSandbox({ port: 0, quiet: true }), startRedis()]);
+    [sandbox, redis] = await Promise.all([startTestSandbox(), startRedis()]);
     work = mkdtempSync(join(tmpdir(), 'riskgate-velocity-'));
-  });
+  }, 120_000);
   afterAll(async () => {
     for (const p of started) {
       p.kill('SIGTERM');
@@ -35,7 +36,7 @@ describe.runIf(redisAvailable())('velocity counters shared by two riskgate proce
     }
     await Promise.all([sandbox?.stop(), redis?.stop()]);
     build?.remove();
-    rmSync(work, { recursive: true, force: true });
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
 
   async function decide(port: number, body: object): Promise<Record<string, unknown>> {

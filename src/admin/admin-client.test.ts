@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   buildCanonicalString,
@@ -138,15 +139,6 @@ function verifies(s: Seen): boolean {
   );
 }
 
-/** Waits (bounded) for something the server side does. */
-async function until(cond: () => boolean, timeoutMs = 2000) {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 const user = (id: string) => ({
   user_id: id,
   username: id,
@@ -228,10 +220,15 @@ describe('Admin client over real HTTP', () => {
     t += 2000;
     const stale = await c.getUserCached('u1');
     expect(stale.ok && stale.value.updated_at).toBe(1); // answered at once with the stale value
-    await new Promise((r) => setTimeout(r, 40));
-    expect(seen).toHaveLength(2); // refreshed in the background
-    const fresh = await c.getUserCached('u1');
-    expect(fresh.ok && fresh.value.updated_at).toBe(2);
+    // Refreshed in the background: once it lands, a read at the same instant has the new value.
+    await eventually(
+      async () => {
+        const fresh = await c.getUserCached('u1');
+        return fresh.ok && fresh.value.updated_at === 2;
+      },
+      { intervalMs: 2, what: 'the background refresh landing' },
+    );
+    expect(seen).toHaveLength(2);
     t += 20_000; // beyond stale: a miss again
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);
@@ -252,13 +249,13 @@ describe('Admin client over real HTTP', () => {
       heldGets.push(() => reply(res, 200, answer));
     };
     const before = c.getUserCached('u1');
-    await until(() => heldGets.length === 1); // the read has reached the server
+    await eventually(() => heldGets.length === 1); // the read has reached the server
     expect(await c.updateUser('u1', { status: 'locked_out' })).toMatchObject({ ok: true });
     heldGets.shift()!();
     const early = await before;
     expect(early.ok && early.value.status).toBe('enabled'); // asked before the write: its own answer
     const after = c.getUserCached('u1');
-    await until(() => heldGets.length === 1); // a new read, not the stale one from the cache
+    await eventually(() => heldGets.length === 1); // a new read, not the stale one from the cache
     heldGets.shift()!();
     const r = await after;
     expect(r.ok && r.value.status).toBe('locked_out');
@@ -275,12 +272,16 @@ describe('Admin client over real HTTP', () => {
     expect(seen).toHaveLength(1); // fresh
     t += 1;
     await c.getUserCached('u1'); // stale: answered, refreshed in the background
-    await until(() => seen.length === 2);
+    await eventually(() => seen.length === 2);
     // The refresh has landed once a read at the same instant is a fresh hit.
-    for (let fresh = c.cacheStats().fresh; ; await new Promise((r) => setTimeout(r, 2))) {
-      await c.getUserCached('u1');
-      if (c.cacheStats().fresh > fresh) break;
-    }
+    const fresh = c.cacheStats().fresh;
+    await eventually(
+      async () => {
+        await c.getUserCached('u1');
+        return c.cacheStats().fresh > fresh;
+      },
+      { intervalMs: 2, what: 'the refresh landing' },
+    );
     t += 7000; // 7 s after the refresh: beyond fresh + stale, a miss
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);

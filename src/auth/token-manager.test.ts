@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { audienceScope, createTokenManager, refreshDelayMs, type TokenManager } from './token-manager.ts';
 
@@ -119,7 +120,8 @@ describe('token manager', () => {
     clock += 70_000; // past the refresh point, still valid
     const held = await m.getToken();
     expect(held).toMatchObject({ ok: true, value: 'tok-1' });
-    await new Promise((r) => setTimeout(r, 80)); // let the background refresh (and its one retry) fail
+    // The background refresh (and its one retry) fails: one failure.
+    await eventually(() => m.stats().failures >= 1, { what: 'the background refresh failing' });
     expect(m.stats().failures).toBe(1);
     expect(m.isReady()).toBe(true);
     expect((await m.getToken()).ok).toBe(true);
@@ -172,14 +174,17 @@ describe('token manager', () => {
   });
 
   it('a caller whose deadline passes is released while the refresh goes on', async () => {
-    answer = (res, n) => setTimeout(() => tokenAnswer(3600)(res, n), 200);
+    // The token endpoint answers when the test says: the caller is released before it has.
+    let release: (() => void) | undefined;
+    answer = (res, n) => {
+      release = () => tokenAnswer(3600)(res, n);
+    };
     const m = manager();
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 20);
-    const t0 = performance.now();
     const r = await m.getToken(ac.signal);
-    expect(performance.now() - t0).toBeLessThan(150);
     expect(r.ok ? 'ok' : r.error.code).toBe(ErrorCode.DEADLINE_EXCEEDED);
+    (await eventually(() => release, { what: 'the refresh reaching the endpoint' }))();
     expect(await m.getToken()).toMatchObject({ ok: true, value: 'tok-1' });
     expect(requests).toBe(1);
   });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
 import { createDecisionLog } from './decision-log.ts';
 
 /** A destination that accepts one chunk and never completes it: a reader that stopped reading. */
@@ -151,13 +152,6 @@ const timer = setInterval(() => {
   let n = 0;
   const marker = () => join(dir, `run-${++n}`);
 
-  async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-    const end = performance.now() + ms;
-    while (!check()) {
-      if (performance.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
   const exists = (path: string) => () => existsSync(path);
 
   it('on a pipe nobody reads yet, keeps the event loop running and writes every line once read', async () => {
@@ -167,14 +161,17 @@ const timer = setInterval(() => {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
-      await until(exists(`${m}.tick`), 10_000, 'timers ran');
+      await eventually(exists(`${m}.tick`), { timeoutMs: 10_000, what: 'timers ran' });
       expect(existsSync(`${m}.flushed`)).toBe(false); // 2 MB cannot be in a pipe nobody reads
       let stdout = '';
       child.stdout!.on('data', (c: Buffer) => {
         stdout += c.toString();
       });
-      await until(exists(`${m}.flushed`), 10_000, 'flushed');
-      await until(() => stdout.endsWith('\n') && stdout.split('\n').length === 2001, 5000, 'all lines');
+      await eventually(exists(`${m}.flushed`), { timeoutMs: 10_000, what: 'flushed' });
+      await eventually(() => stdout.endsWith('\n') && stdout.split('\n').length === 2001, {
+        timeoutMs: 5000,
+        what: 'all lines',
+      });
       expect(JSON.parse(stdout.split('\n')[1999]!)).toMatchObject({ i: 1999 });
       expect(existsSync(`${m}.error`)).toBe(false);
     } finally {
@@ -191,7 +188,7 @@ const timer = setInterval(() => {
     });
     closeSync(out);
     try {
-      await until(exists(`${m}.flushed`), 10_000, 'flushed');
+      await eventually(exists(`${m}.flushed`), { timeoutMs: 10_000, what: 'flushed' });
       const lines = readFileSync(`${m}.out`, 'utf8').trim().split('\n');
       expect(lines.map((l) => (JSON.parse(l) as { i: number }).i)).toEqual([...Array(2000).keys()]);
     } finally {
@@ -212,10 +209,10 @@ const timer = setInterval(() => {
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       try {
-        await until(exists(`${m}.tick`), 10_000, 'timers ran');
+        await eventually(exists(`${m}.tick`), { timeoutMs: 10_000, what: 'timers ran' });
         expect(existsSync(`${m}.flushed`)).toBe(false);
         child.stdout!.resume();
-        await until(exists(`${m}.flushed`), 10_000, 'flushed');
+        await eventually(exists(`${m}.flushed`), { timeoutMs: 10_000, what: 'flushed' });
         expect(existsSync(`${m}.error`)).toBe(false);
       } finally {
         child.kill('SIGKILL');

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import { createMemoryCheckpointStore } from './log-checkpoint.ts';
 import type { LogClient, LogWindow } from './log-client.ts';
@@ -146,11 +147,11 @@ describe('log poller under a lease (mayPoll)', () => {
       },
     });
     await p.start();
-    while (asked.length < 2) await new Promise((r) => setTimeout(r, 1));
+    await eventually(() => asked.length >= 2, { intervalMs: 1 });
     // Meanwhile the replica holding the lease read up to ten minutes ago.
     await store.save({ version: 1, cursorMs: T0 - 600_000, seen: [] });
     may = true;
-    while (requests.length === 0) await new Promise((r) => setTimeout(r, 1));
+    await eventually(() => requests.length > 0, { intervalMs: 1 });
     await p.stop();
     // From its checkpoint (less the overlap), not from where this replica stood when it started.
     expect(requests[0]!.start).toBe(T0 - 600_000 - 30_000);

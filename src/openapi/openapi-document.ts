@@ -234,264 +234,290 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     },
     servers: [SERVICE_SERVER],
     tags: Object.entries(SURFACES).map(([name, description]) => ({ name, description })),
-    components: {
-      securitySchemes: {
-        callerKey: { type: 'http', scheme: 'bearer', description: 'A key of RISKGATE_API_KEYS.' },
-        opsKey: { type: 'http', scheme: 'bearer', description: 'A key of RISKGATE_OPS_KEYS.' },
-        callbackSignature: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'x-jws-signature',
-          description:
-            'A detached JWS (HS256, the callback signature key) over the raw body, as the Admin API signs its callbacks.',
-        },
-      },
-      headers: HEADERS,
-      schemas: {
-        ...componentSchemas('input', {
-          DecideRequest: decideRequestSchema,
-          FeedbackRequest: feedbackRequestSchema,
-        }),
-        ...componentSchemas('output', {
-          DecideResponse: decideResponseSchema,
-          FeedbackResponse: feedbackResponseSchema,
-          Problem: problemSchema,
-          Health: healthSchema,
-          Readiness: readinessSchema,
-          Policies: policiesSchema,
-          PolicyStatus: policyStatusSchema,
-          RuleStats: ruleStatsSchema,
-          Actions: actionsSchema,
-          OutboxEntry: outboxEntrySchema,
-          CallbackAck: callbackAckSchema,
-          Timestamp: timestampSchema,
-        }),
+    components: documentComponents(),
+    paths: { ...callerPaths(), ...probePaths(), ...operatorPaths(), ...vendorPaths() },
+  };
+}
+
+/** Security schemes, shared headers and the named schemas the operations refer to. */
+function documentComponents(): Record<string, unknown> {
+  return {
+    securitySchemes: {
+      callerKey: { type: 'http', scheme: 'bearer', description: 'A key of RISKGATE_API_KEYS.' },
+      opsKey: { type: 'http', scheme: 'bearer', description: 'A key of RISKGATE_OPS_KEYS.' },
+      callbackSignature: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-jws-signature',
+        description:
+          'A detached JWS (HS256, the callback signature key) over the raw body, as the Admin API signs its callbacks.',
       },
     },
-    paths: {
-      '/decide': {
-        post: operation(
-          'caller',
-          {
-            operationId: 'decide',
-            summary: 'Decide on one login attempt',
-            security: [{ callerKey: [] }],
-            requestBody: {
-              required: true,
-              description: `JSON, at most ${MAX_DECIDE_BODY_BYTES} bytes.`,
-              content: json(ref('DecideRequest')),
-            },
+    headers: HEADERS,
+    schemas: {
+      ...componentSchemas('input', {
+        DecideRequest: decideRequestSchema,
+        FeedbackRequest: feedbackRequestSchema,
+      }),
+      ...componentSchemas('output', {
+        DecideResponse: decideResponseSchema,
+        FeedbackResponse: feedbackResponseSchema,
+        Problem: problemSchema,
+        Health: healthSchema,
+        Readiness: readinessSchema,
+        Policies: policiesSchema,
+        PolicyStatus: policyStatusSchema,
+        RuleStats: ruleStatsSchema,
+        Actions: actionsSchema,
+        OutboxEntry: outboxEntrySchema,
+        CallbackAck: callbackAckSchema,
+        Timestamp: timestampSchema,
+      }),
+    },
+  };
+}
+
+/** The caller surface: /decide and /feedback. */
+function callerPaths(): Record<string, unknown> {
+  return {
+    '/decide': {
+      post: operation(
+        'caller',
+        {
+          operationId: 'decide',
+          summary: 'Decide on one login attempt',
+          security: [{ callerKey: [] }],
+          requestBody: {
+            required: true,
+            description: `JSON, at most ${MAX_DECIDE_BODY_BYTES} bytes.`,
+            content: json(ref('DecideRequest')),
           },
-          {
-            '200': {
-              description:
-                'The decision. Upstream failures never fail it: they mark it `degraded`. Under overload, a policy with an `overload` verdict answers it here (`reason: overloaded`).',
-              headers: {
-                'Server-Timing': {
-                  description:
-                    'total, each upstream call, policy evaluation and queue, in milliseconds (absent on an overload verdict).',
-                  schema: { type: 'string' },
-                },
+        },
+        {
+          '200': {
+            description:
+              'The decision. Upstream failures never fail it: they mark it `degraded`. Under overload, a policy with an `overload` verdict answers it here (`reason: overloaded`).',
+            headers: {
+              'Server-Timing': {
+                description:
+                  'total, each upstream call, policy evaluation and queue, in milliseconds (absent on an overload verdict).',
+                schema: { type: 'string' },
               },
-              content: json(ref('DecideResponse')),
             },
-            ...problems({
-              [ErrorCode.INVALID_INPUT]:
-                'Invalid JSON, a field breaking its rule (`field` names it), or userId/deviceId naming Admin records of another account.',
-              [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown caller key.',
-              [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_DECIDE_BODY_BYTES} bytes.`,
-              [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
-              [ErrorCode.OVERLOADED]:
-                'Shed by admission control (RISKGATE_MAX_IN_FLIGHT, RISKGATE_MAX_EVENT_LOOP_DELAY_MS), before any work; `Retry-After` says when to try again.',
-              [ErrorCode.DECISION_LOG_UNAVAILABLE]:
-                'The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision goes unaudited.',
-              ...EVERY_ROUTE,
-            }),
-            ...REQUEST_TIMEOUT,
+            content: json(ref('DecideResponse')),
           },
-        ),
-      },
-      '/feedback': {
-        post: operation(
-          'caller',
-          {
-            operationId: 'feedback',
-            summary: 'Label a decision fraud or legit (for replay --labels)',
-            description:
-              'With the caller key that asked for the decision, or an operator key (which labels any decision).',
-            security: [{ callerKey: [] }, { opsKey: [] }],
-            requestBody: {
-              required: true,
-              description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
-              content: json(ref('FeedbackRequest')),
-            },
-          },
-          {
-            '202': {
-              description:
-                'Recorded in the decision log as a `feedback` line, with the id of the key that sent it.',
-              content: json(ref('FeedbackResponse')),
-            },
-            ...problems({
-              [ErrorCode.INVALID_INPUT]:
-                'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
-              [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
-              [ErrorCode.NOT_FOUND]:
-                'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
-              [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
-              [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
-              [ErrorCode.RATE_LIMITED]:
-                'This key sends feedback past its rate (RISKGATE_FEEDBACK_RATE, RISKGATE_FEEDBACK_BURST).',
-              [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
-              [ErrorCode.DECISION_LOG_UNAVAILABLE]:
-                'RISKGATE_DECISION_LOG is off (the label would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
-              ...EVERY_ROUTE,
-            }),
-            ...REQUEST_TIMEOUT,
-          },
-        ),
-      },
-      '/healthz': {
-        servers: BOTH_PORTS,
-        get: operation(
-          'probe',
-          {
-            operationId: 'health',
-            summary: 'Liveness: the process answers',
-            description:
-              'Always 200 while the process runs; the vendor token, open circuit breakers and the decision log are details, never a reason to restart.',
-            security: [],
-          },
-          { '200': { description: 'Alive.', content: json(ref('Health')) }, ...problems(EVERY_ROUTE) },
-        ),
-      },
-      '/readyz': {
-        servers: BOTH_PORTS,
-        get: operation(
-          'probe',
-          {
-            operationId: 'readiness',
-            summary: 'Readiness: this process can answer /decide',
-            description:
-              'The vendor is never a check: every replica shares it, and failing them all would turn a degraded service into none.',
-            security: [],
-          },
-          {
-            '200': { description: 'Ready: a policy is loaded.', content: json(ref('Readiness')) },
-            '503': {
-              description:
-                'Not ready: shutting down (`checks.draining`), or the decision log failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse (`checks.decisionLog`). The body is the readiness report, not a problem.',
-              content: json(ref('Readiness')),
-            },
-            ...problems(EVERY_ROUTE),
-          },
-        ),
-      },
-      '/metrics': operatorRoute(
-        'get',
-        { operationId: 'metrics', summary: 'Prometheus metrics' },
+          ...problems({
+            [ErrorCode.INVALID_INPUT]:
+              'Invalid JSON, a field breaking its rule (`field` names it), or userId/deviceId naming Admin records of another account.',
+            [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown caller key.',
+            [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_DECIDE_BODY_BYTES} bytes.`,
+            [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+            [ErrorCode.OVERLOADED]:
+              'Shed by admission control (RISKGATE_MAX_IN_FLIGHT, RISKGATE_MAX_EVENT_LOOP_DELAY_MS), before any work; `Retry-After` says when to try again.',
+            [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+              'The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision goes unaudited.',
+            ...EVERY_ROUTE,
+          }),
+          ...REQUEST_TIMEOUT,
+        },
+      ),
+    },
+    '/feedback': {
+      post: operation(
+        'caller',
         {
+          operationId: 'feedback',
+          summary: 'Label a decision fraud or legit (for replay --labels)',
           description:
-            'Prometheus text exposition (every worker’s, gathered, with RISKGATE_WORKERS above 1).',
-          content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } },
-        },
-      ),
-      '/policies': operatorRoute(
-        'get',
-        { operationId: 'policies', summary: 'The active policy (and the shadow one)' },
-        {
-          description:
-            'Name, revision, when loaded, its files, reload counts, warnings, the last refused edit.',
-          content: json(ref('Policies')),
-        },
-      ),
-      '/policies/stats': operatorRoute(
-        'get',
-        { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
-        {
-          description: 'Since start, the last few revisions of the active and the shadow policy.',
-          content: json(ref('RuleStats')),
-        },
-      ),
-      '/openapi.json': operatorRoute(
-        'get',
-        { operationId: 'openapi', summary: 'This document' },
-        {
-          description: 'The OpenAPI 3.1 document (also committed as docs/openapi.json).',
-          content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
-        },
-      ),
-      '/actions': operatorRoute(
-        'get',
-        {
-          operationId: 'listActions',
-          summary: 'The outbox: counts and the newest actions',
-          description: NO_OUTBOX,
-          parameters: queryParameters(actionsQuerySchema),
+            'With the caller key that asked for the decision, or an operator key (which labels any decision).',
+          security: [{ callerKey: [] }, { opsKey: [] }],
+          requestBody: {
+            required: true,
+            description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+            content: json(ref('FeedbackRequest')),
+          },
         },
         {
-          description: 'Pending and dead counts, the oldest pending age, the newest entries.',
-          content: json(ref('Actions')),
-        },
-        {
-          [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
-          ...OUTBOX_ROUTE,
-          [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`,
-        },
-      ),
-      '/actions/{id}/retry': operatorRoute(
-        'post',
-        {
-          operationId: 'retryAction',
-          summary: 'Deliver a dead (or dropped) action again, now',
-          description: NO_OUTBOX,
-          parameters: [actionIdParameter],
-        },
-        { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
-        { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
-      ),
-      '/actions/{id}': operatorRoute(
-        'delete',
-        {
-          operationId: 'dropAction',
-          summary: 'Drop a pending or dead action: it is never delivered',
-          description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
-          parameters: [actionIdParameter],
-        },
-        { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-        { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
-      ),
-      '/callbacks/admin': {
-        post: operation(
-          'vendor',
-          {
-            operationId: 'adminCallback',
-            summary: 'The Admin API’s enrollment and migration callbacks',
+          '202': {
             description:
-              'Served on RISKGATE_PORT once a callback signature key is configured (RISKGATE_CALLBACK_SIGNATURE_KEY), else 404. Logged by kind and ids, never the activation code.',
-            security: [{ callbackSignature: [] }],
-            requestBody: {
-              required: true,
-              description: `The callback as the Admin API sends it (JSON, at most ${MAX_CALLBACK_BODY_BYTES} bytes), signed over its raw bytes.`,
-              content: json({ type: 'object' }),
-            },
+              'Recorded in the decision log as a `feedback` line, with the id of the key that sent it.',
+            content: json(ref('FeedbackResponse')),
           },
-          {
-            '200': { description: 'Verified and logged.', content: json(ref('CallbackAck')) },
-            ...problems({
-              [ErrorCode.INVALID_INPUT]: 'The body, signed correctly, is not valid JSON.',
-              [ErrorCode.INVALID_SIGNATURE]:
-                'x-jws-signature missing, not verifying over this body, or not canonical unpadded base64url.',
-              [ErrorCode.CALLBACK_REPLAYED]:
-                'This signed callback was already received: not processed again.',
-              [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_CALLBACK_BODY_BYTES} bytes.`,
-              [ErrorCode.NOT_FOUND]: 'No callback signature key is configured: the route is not served.',
-              ...EVERY_ROUTE,
-            }),
-            ...REQUEST_TIMEOUT,
+          ...problems({
+            [ErrorCode.INVALID_INPUT]:
+              'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
+            [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+            [ErrorCode.NOT_FOUND]:
+              'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
+            [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+            [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+            [ErrorCode.RATE_LIMITED]:
+              'This key sends feedback past its rate (RISKGATE_FEEDBACK_RATE, RISKGATE_FEEDBACK_BURST).',
+            [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
+            [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+              'RISKGATE_DECISION_LOG is off (the label would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
+            ...EVERY_ROUTE,
+          }),
+          ...REQUEST_TIMEOUT,
+        },
+      ),
+    },
+  };
+}
+
+/** The probes, open on every surface: /healthz and /readyz. */
+function probePaths(): Record<string, unknown> {
+  return {
+    '/healthz': {
+      servers: BOTH_PORTS,
+      get: operation(
+        'probe',
+        {
+          operationId: 'health',
+          summary: 'Liveness: the process answers',
+          description:
+            'Always 200 while the process runs; the vendor token, open circuit breakers and the decision log are details, never a reason to restart.',
+          security: [],
+        },
+        { '200': { description: 'Alive.', content: json(ref('Health')) }, ...problems(EVERY_ROUTE) },
+      ),
+    },
+    '/readyz': {
+      servers: BOTH_PORTS,
+      get: operation(
+        'probe',
+        {
+          operationId: 'readiness',
+          summary: 'Readiness: this process can answer /decide',
+          description:
+            'The vendor is never a check: every replica shares it, and failing them all would turn a degraded service into none.',
+          security: [],
+        },
+        {
+          '200': { description: 'Ready: a policy is loaded.', content: json(ref('Readiness')) },
+          '503': {
+            description:
+              'Not ready: shutting down (`checks.draining`), or the decision log failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse (`checks.decisionLog`). The body is the readiness report, not a problem.',
+            content: json(ref('Readiness')),
           },
-        ),
+          ...problems(EVERY_ROUTE),
+        },
+      ),
+    },
+  };
+}
+
+/** The operator endpoints: metrics, policies, the API document, the outbox. */
+function operatorPaths(): Record<string, unknown> {
+  return {
+    '/metrics': operatorRoute(
+      'get',
+      { operationId: 'metrics', summary: 'Prometheus metrics' },
+      {
+        description: 'Prometheus text exposition (every worker’s, gathered, with RISKGATE_WORKERS above 1).',
+        content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } },
       },
+    ),
+    '/policies': operatorRoute(
+      'get',
+      { operationId: 'policies', summary: 'The active policy (and the shadow one)' },
+      {
+        description:
+          'Name, revision, when loaded, its files, reload counts, warnings, the last refused edit.',
+        content: json(ref('Policies')),
+      },
+    ),
+    '/policies/stats': operatorRoute(
+      'get',
+      { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
+      {
+        description: 'Since start, the last few revisions of the active and the shadow policy.',
+        content: json(ref('RuleStats')),
+      },
+    ),
+    '/openapi.json': operatorRoute(
+      'get',
+      { operationId: 'openapi', summary: 'This document' },
+      {
+        description: 'The OpenAPI 3.1 document (also committed as docs/openapi.json).',
+        content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
+      },
+    ),
+    '/actions': operatorRoute(
+      'get',
+      {
+        operationId: 'listActions',
+        summary: 'The outbox: counts and the newest actions',
+        description: NO_OUTBOX,
+        parameters: queryParameters(actionsQuerySchema),
+      },
+      {
+        description: 'Pending and dead counts, the oldest pending age, the newest entries.',
+        content: json(ref('Actions')),
+      },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        ...OUTBOX_ROUTE,
+        [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${NO_OUTBOX}`,
+      },
+    ),
+    '/actions/{id}/retry': operatorRoute(
+      'post',
+      {
+        operationId: 'retryAction',
+        summary: 'Deliver a dead (or dropped) action again, now',
+        description: NO_OUTBOX,
+        parameters: [actionIdParameter],
+      },
+      { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
+      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+    ),
+    '/actions/{id}': operatorRoute(
+      'delete',
+      {
+        operationId: 'dropAction',
+        summary: 'Drop a pending or dead action: it is never delivered',
+        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
+        parameters: [actionIdParameter],
+      },
+      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
+      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+    ),
+  };
+}
+
+/** What the vendor calls: the Admin API's callbacks. */
+function vendorPaths(): Record<string, unknown> {
+  return {
+    '/callbacks/admin': {
+      post: operation(
+        'vendor',
+        {
+          operationId: 'adminCallback',
+          summary: 'The Admin API’s enrollment and migration callbacks',
+          description:
+            'Served on RISKGATE_PORT once a callback signature key is configured (RISKGATE_CALLBACK_SIGNATURE_KEY), else 404. Logged by kind and ids, never the activation code.',
+          security: [{ callbackSignature: [] }],
+          requestBody: {
+            required: true,
+            description: `The callback as the Admin API sends it (JSON, at most ${MAX_CALLBACK_BODY_BYTES} bytes), signed over its raw bytes.`,
+            content: json({ type: 'object' }),
+          },
+        },
+        {
+          '200': { description: 'Verified and logged.', content: json(ref('CallbackAck')) },
+          ...problems({
+            [ErrorCode.INVALID_INPUT]: 'The body, signed correctly, is not valid JSON.',
+            [ErrorCode.INVALID_SIGNATURE]:
+              'x-jws-signature missing, not verifying over this body, or not canonical unpadded base64url.',
+            [ErrorCode.CALLBACK_REPLAYED]: 'This signed callback was already received: not processed again.',
+            [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_CALLBACK_BODY_BYTES} bytes.`,
+            [ErrorCode.NOT_FOUND]: 'No callback signature key is configured: the route is not served.',
+            ...EVERY_ROUTE,
+          }),
+          ...REQUEST_TIMEOUT,
+        },
+      ),
     },
   };
 }

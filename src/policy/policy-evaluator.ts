@@ -220,6 +220,81 @@ function reasonOf(act: Activation, input: PolicyInput, signal: UnavailableSettin
   return act.signals[signal].reason;
 }
 
+/** Why a rule's expression gave no answer: its error, and whether that was the spent budget. */
+interface RuleError {
+  error: string;
+  outOfBudget: boolean;
+}
+
+/** What one evaluation gathers on its way to the answer; one per evaluation, in a fixed shape. */
+interface Tally {
+  score: number;
+  hardRank: number;
+  // The evidence: what rules evaluated successfully on available inputs said.
+  evidenceScore: number;
+  evidenceHardRank: number;
+  // Risk-lowering rules riskgate could not see (their negative scores; a hard allow or
+  // challenge among them): a score-based deny stands only if it would survive them.
+  unknownLowering: number;
+  unknownHard: boolean;
+  degradedMask: number;
+  degradedInputs: DegradedOutcome['inputs'] | undefined;
+  degradedRules: DegradedOutcome['rules'] | undefined;
+  floor: boolean;
+  unavailable: UnavailableTreatment[];
+  outage: OutageOutcome | undefined;
+  outageRank: number;
+  matchedRules: MatchedRule[];
+  skipped: SkippedRule[] | undefined;
+  shadow: MatchedRule[] | undefined;
+  ruleActions: CompiledAction[] | undefined;
+  ruleActionSources: string[] | undefined;
+  // Actions of rules that counted only because they failed (failClosed/match): not taken.
+  erroredActions: CompiledAction[] | undefined;
+  erroredSources: string[] | undefined;
+  suppressors: Map<string, string> | undefined;
+  suppressed: SuppressedAction[] | undefined;
+  verdict: Verdict;
+  decidedBy: PolicyDecision['decidedBy'];
+  cappedFrom: Verdict | undefined;
+}
+
+function newTally(): Tally {
+  return {
+    score: 0,
+    hardRank: 0,
+    evidenceScore: 0,
+    evidenceHardRank: 0,
+    unknownLowering: 0,
+    unknownHard: false,
+    degradedMask: 0,
+    degradedInputs: undefined,
+    degradedRules: undefined,
+    floor: false,
+    unavailable: [],
+    outage: undefined,
+    outageRank: 0,
+    matchedRules: [],
+    skipped: undefined,
+    shadow: undefined,
+    ruleActions: undefined,
+    ruleActionSources: undefined,
+    erroredActions: undefined,
+    erroredSources: undefined,
+    suppressors: undefined,
+    suppressed: undefined,
+    verdict: 'allow',
+    decidedBy: 'score',
+    cappedFrom: undefined,
+  };
+}
+
+/** A rule riskgate could not see: what it might have lowered (a hard allow or challenge too) is unknown. */
+function noteUnknownLowering(rule: CompiledRule, t: Tally): void {
+  t.unknownLowering += rule.lowering;
+  if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) t.unknownHard = true;
+}
+
 export class PolicyEvaluator implements CompiledPolicy {
   readonly name: string;
   readonly revision: string;
@@ -293,10 +368,9 @@ export class PolicyEvaluator implements CompiledPolicy {
 
   #evaluate(input: PolicyInput): PolicyDecision {
     const p = this.#p;
-    const act = this.#act;
     const req = p.requirements;
     const unavailableMask = fillActivation(
-      act,
+      this.#act,
       input,
       p.signalOrder,
       req.adminUser,
@@ -304,86 +378,104 @@ export class PolicyEvaluator implements CompiledPolicy {
       req.velocity,
       req.history,
     );
-
-    let score = 0;
-    let hardRank = 0;
-    // The evidence: what rules evaluated successfully on available inputs said.
-    let evidenceScore = 0;
-    let evidenceHardRank = 0;
-    // Risk-lowering rules riskgate could not see (their negative scores; a hard allow or
-    // challenge among them): a score-based deny stands only if it would survive them.
-    let unknownLowering = 0;
-    let unknownHard = false;
-    let degradedMask = 0;
-    let degradedInputs: DegradedOutcome['inputs'] | undefined;
-    let degradedRules: DegradedOutcome['rules'] | undefined;
-    let floor = false;
-    const unavailable: UnavailableTreatment[] = [];
-    let outage: OutageOutcome | undefined;
-    let outageRank = 0;
-    if (unavailableMask !== 0) {
-      // What unavailability adds, kept apart until the outage section has had its say.
-      let unavailableScore = 0;
-      let unavailableRank = 0;
-      let outageMask = 0;
-      let outageCount = 0;
-      for (const u of p.unavailableSettings) {
-        if ((unavailableMask & u.bit) === 0) continue;
-        const reason = reasonOf(act, input, u.signal);
-        if (reason === NOT_APPLICABLE) {
-          unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
-          continue;
-        }
-        if (reason !== MISSING_IDENTIFIERS && reason !== NOT_CONFIGURED) {
-          outageMask |= u.bit;
-          outageCount++;
-          // An input never passed at all is no state of riskgate's: the decision service always
-          // passes what it fetched; only a replay of a log that did not record it (which the
-          // replay lists as uncertain) or a test leaves one out.
-          if (reason !== MISSING_REASON) {
-            degradedMask |= u.bit;
-            degradedInputs = append(degradedInputs, { input: u.signal, reason });
-          }
-        }
-        const o = u.onUnavailable;
-        if (o !== 'ignore') {
-          if ('score' in o) unavailableScore += o.score;
-          else if (RANK[o.verdict] > unavailableRank) unavailableRank = RANK[o.verdict];
-        }
-        unavailable.push({ signal: u.signal, reason, treatment: treatmentText(o) });
-      }
-      const rule = p.outage === undefined ? undefined : matchOutageRule(p.outage, outageMask, outageCount);
-      if (rule !== undefined) {
-        // The outage rule's verdict is what unavailability amounts to (a floor on the verdict).
-        outage = { unavailableInputs: outageCount, rule: outageRuleReport(rule) };
-        outageRank = RANK[rule.verdict];
-      } else {
-        const cap = p.outage?.maxUnavailableScore;
-        if (cap !== undefined && unavailableScore > cap) {
-          outage = { unavailableInputs: outageCount, cappedScore: { unavailableScore, counted: cap } };
-          unavailableScore = cap;
-        }
-        score = unavailableScore;
-        hardRank = unavailableRank;
-      }
-    }
-
+    const t = newTally();
+    if (unavailableMask !== 0) this.#treatUnavailable(input, unavailableMask, t);
     const override = p.overrides.length > 0 ? this.#matchOverride(input) : undefined;
+    this.#runRules(input, unavailableMask, t);
+    this.#decideVerdict(t, override);
+    this.#applyDegradedRule(t, override);
+    const actions = this.#planActions(t, override);
 
-    const matchedRules: MatchedRule[] = [];
-    let skipped: SkippedRule[] | undefined;
-    let shadow: MatchedRule[] | undefined;
-    let ruleActions: CompiledAction[] | undefined;
-    let ruleActionSources: string[] | undefined;
-    // Actions of rules that counted only because they failed (failClosed/match): not taken.
-    let erroredActions: CompiledAction[] | undefined;
-    let erroredSources: string[] | undefined;
-    let suppressors: Map<string, string> | undefined;
-    const rules = p.rules;
+    const decision: PolicyDecision = {
+      verdict: t.verdict,
+      score: t.score,
+      matchedRules: t.matchedRules,
+      thresholds: p.thresholds,
+      unavailable: t.unavailable,
+      actions,
+      policy: this.#policyRef,
+      decidedBy: t.decidedBy,
+    };
+    if (override) decision.override = override;
+    if (t.outage) decision.outage = t.outage;
+    if (t.skipped) decision.skippedRules = t.skipped;
+    if (t.shadow) decision.shadowMatches = t.shadow;
+    if (t.suppressed) decision.suppressedActions = t.suppressed;
+    if (t.degradedInputs || t.degradedRules || t.cappedFrom) {
+      const d: DegradedOutcome = {
+        verdict: BY_RANK[p.degradedRank] as DegradedOutcome['verdict'],
+        inputs: t.degradedInputs ?? [],
+        rules: t.degradedRules ?? [],
+        floor: t.floor,
+      };
+      if (t.cappedFrom) d.cappedFrom = t.cappedFrom;
+      decision.degraded = d;
+    }
+    return decision;
+  }
+
+  /**
+   * The `onUnavailable` treatment of each unavailable input, then the outage section: a matching
+   * outage rule's verdict replaces what unavailability adds (a floor applied by the verdict
+   * step); else `maxUnavailableScore` caps the score it adds. Marks the inputs riskgate failed to
+   * gather as degraded.
+   */
+  #treatUnavailable(input: PolicyInput, unavailableMask: number, t: Tally): void {
+    const p = this.#p;
+    // What unavailability adds, kept apart until the outage section has had its say.
+    let unavailableScore = 0;
+    let unavailableRank = 0;
+    let outageMask = 0;
+    let outageCount = 0;
+    for (const u of p.unavailableSettings) {
+      if ((unavailableMask & u.bit) === 0) continue;
+      const reason = reasonOf(this.#act, input, u.signal);
+      if (reason === NOT_APPLICABLE) {
+        t.unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
+        continue;
+      }
+      if (reason !== MISSING_IDENTIFIERS && reason !== NOT_CONFIGURED) {
+        outageMask |= u.bit;
+        outageCount++;
+        // An input never passed at all is no state of riskgate's: the decision service always
+        // passes what it fetched; only a replay of a log that did not record it (which the
+        // replay lists as uncertain) or a test leaves one out.
+        if (reason !== MISSING_REASON) {
+          t.degradedMask |= u.bit;
+          t.degradedInputs = append(t.degradedInputs, { input: u.signal, reason });
+        }
+      }
+      const o = u.onUnavailable;
+      if (o !== 'ignore') {
+        if ('score' in o) unavailableScore += o.score;
+        else if (RANK[o.verdict] > unavailableRank) unavailableRank = RANK[o.verdict];
+      }
+      t.unavailable.push({ signal: u.signal, reason, treatment: treatmentText(o) });
+    }
+    const rule = p.outage === undefined ? undefined : matchOutageRule(p.outage, outageMask, outageCount);
+    if (rule !== undefined) {
+      // The outage rule's verdict is what unavailability amounts to (a floor on the verdict).
+      t.outage = { unavailableInputs: outageCount, rule: outageRuleReport(rule) };
+      t.outageRank = RANK[rule.verdict];
+      return;
+    }
+    const cap = p.outage?.maxUnavailableScore;
+    if (cap !== undefined && unavailableScore > cap) {
+      t.outage = { unavailableInputs: outageCount, cappedScore: { unavailableScore, counted: cap } };
+      unavailableScore = cap;
+    }
+    t.score = unavailableScore;
+    t.hardRank = unavailableRank;
+  }
+
+  /** Every rule in order: skipped for an unavailable input, else evaluated and, if true, counted. */
+  #runRules(input: PolicyInput, unavailableMask: number, t: Tally): void {
+    const act = this.#act;
+    const rules = this.#p.rules;
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
       if ((rule.skipMask & unavailableMask) !== 0) {
-        skipped = append(skipped, {
+        t.skipped = append(t.skipped, {
           id: rule.id,
           reason: this.#skipReason(input, rule.skipMask & unavailableMask),
         });
@@ -391,183 +483,179 @@ export class PolicyEvaluator implements CompiledPolicy {
         // unknown, unless a leading flag of an input that did answer already makes it false.
         if (
           !rule.shadow &&
-          (rule.skipMask & degradedMask) !== 0 &&
+          (rule.skipMask & t.degradedMask) !== 0 &&
           !guardFailsOnAnswered(act, rule.guards, unavailableMask)
         ) {
-          unknownLowering += rule.lowering;
-          if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) unknownHard = true;
+          noteUnknownLowering(rule, t);
         }
         continue;
       }
       if (rule.guards.length > 0 && !guardsPass(act, rule.guards)) continue;
-      let result: unknown;
-      let error: string | undefined;
-      let outOfBudget = evaluationBudgetSpent();
-      if (outOfBudget) error = budgetExceededMessage(p.evaluationBudgetMs);
-      else {
-        try {
-          result = rule.fn(act);
-          if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
-        } catch (e) {
-          error = errorSummary(e);
-        }
-        // CEL absorbs errors (`error || true` is true): a rule during which the budget ran out has
-        // no trustworthy result, whatever it returned.
-        if (evaluationBudgetFoundSpent()) {
-          outOfBudget = true;
-          error = budgetExceededMessage(p.evaluationBudgetMs);
-        }
-      }
-      let entry: Readonly<MatchedRule>;
-      if (error !== undefined) {
-        if (!rule.shadow) {
-          // An evaluation riskgate could not finish is degraded; `onError: skip` is the author's
-          // word that a failing expression does not matter, but a spent budget is riskgate's state.
-          if (outOfBudget || rule.onError !== 'skip') {
-            degradedRules = append(degradedRules, {
-              id: rule.id,
-              reason: outOfBudget ? 'evaluation_budget' : 'evaluation_error',
-            });
-            if (rule.raisesRisk) floor = true;
-          }
-          unknownLowering += rule.lowering;
-          if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) unknownHard = true;
-        }
-        if (!rule.countsOnError) {
-          skipped = append(skipped, {
-            id: rule.id,
-            reason: `evaluation error: ${error} (onError: ${rule.onError})`,
-          });
-          continue;
-        }
-        entry = { ...rule.matched, error };
-      } else if (result === true) entry = rule.matched;
-      else continue;
-
-      if (rule.shadow) {
-        shadow = append(shadow, entry);
-        continue;
-      }
-      matchedRules.push(entry);
-      score += rule.score;
-      if (rule.verdictRank > hardRank) hardRank = rule.verdictRank;
-      if (error === undefined) {
-        evidenceScore += rule.score;
-        if (rule.verdictRank > evidenceHardRank) evidenceHardRank = rule.verdictRank;
-      }
-      // A failing rule counts towards the verdict (fail closed), but its side effects (lock-out,
-      // archiving) are not taken on an unknown. Its suppressions apply: withholding is the safe side.
-      if (error === undefined) {
-        for (const a of rule.actions) {
-          ruleActions = append(ruleActions, a);
-          ruleActionSources = append(ruleActionSources, rule.id);
-        }
-      } else {
-        for (const a of rule.actions) {
-          erroredActions = append(erroredActions, a);
-          erroredSources = append(erroredSources, rule.id);
-        }
-      }
-      if (rule.suppresses.length > 0) {
-        suppressors ??= new Map();
-        for (const name of rule.suppresses) if (!suppressors.has(name)) suppressors.set(name, rule.id);
-      }
+      const outcome = this.#runRule(rule);
+      if (outcome === false) continue;
+      if (outcome === true) this.#countRule(rule, rule.matched, undefined, t);
+      else this.#countFailedRule(rule, outcome, t);
     }
+  }
 
-    const t = p.thresholds;
-    let verdict: Verdict;
-    let decidedBy: PolicyDecision['decidedBy'];
-    if (override) {
-      verdict = override.list;
-      decidedBy = 'override';
-    } else if (hardRank > 0) {
-      verdict = BY_RANK[hardRank]!;
-      decidedBy = 'verdict';
+  /** A rule's expression: true, false, or the error that kept it from either (a spent budget too). */
+  #runRule(rule: CompiledRule): boolean | RuleError {
+    const budgetMs = this.#p.evaluationBudgetMs;
+    if (evaluationBudgetSpent()) return { error: budgetExceededMessage(budgetMs), outOfBudget: true };
+    let result: unknown;
+    let error: string | undefined;
+    try {
+      result = rule.fn(this.#act);
+      if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
+    } catch (e) {
+      error = errorSummary(e);
+    }
+    // CEL absorbs errors (`error || true` is true): a rule during which the budget ran out has
+    // no trustworthy result, whatever it returned.
+    if (evaluationBudgetFoundSpent()) return { error: budgetExceededMessage(budgetMs), outOfBudget: true };
+    if (error !== undefined) return { error, outOfBudget: false };
+    return result as boolean;
+  }
+
+  /** A rule whose expression failed: degraded, and counted only as its `onError` says. */
+  #countFailedRule(rule: CompiledRule, failure: RuleError, t: Tally): void {
+    const { error, outOfBudget } = failure;
+    if (!rule.shadow) {
+      // An evaluation riskgate could not finish is degraded; `onError: skip` is the author's
+      // word that a failing expression does not matter, but a spent budget is riskgate's state.
+      if (outOfBudget || rule.onError !== 'skip') {
+        t.degradedRules = append(t.degradedRules, {
+          id: rule.id,
+          reason: outOfBudget ? 'evaluation_budget' : 'evaluation_error',
+        });
+        if (rule.raisesRisk) t.floor = true;
+      }
+      noteUnknownLowering(rule, t);
+    }
+    if (!rule.countsOnError) {
+      t.skipped = append(t.skipped, {
+        id: rule.id,
+        reason: `evaluation error: ${error} (onError: ${rule.onError})`,
+      });
+      return;
+    }
+    this.#countRule(rule, { ...rule.matched, error }, error, t);
+  }
+
+  /** A matched rule (or one failing closed, `error` set): its score, verdict, actions, suppressions. */
+  #countRule(rule: CompiledRule, entry: Readonly<MatchedRule>, error: string | undefined, t: Tally): void {
+    if (rule.shadow) {
+      t.shadow = append(t.shadow, entry);
+      return;
+    }
+    t.matchedRules.push(entry);
+    t.score += rule.score;
+    if (rule.verdictRank > t.hardRank) t.hardRank = rule.verdictRank;
+    if (error === undefined) {
+      t.evidenceScore += rule.score;
+      if (rule.verdictRank > t.evidenceHardRank) t.evidenceHardRank = rule.verdictRank;
+    }
+    // A failing rule counts towards the verdict (fail closed), but its side effects (lock-out,
+    // archiving) are not taken on an unknown. Its suppressions apply: withholding is the safe side.
+    if (error === undefined) {
+      for (const a of rule.actions) {
+        t.ruleActions = append(t.ruleActions, a);
+        t.ruleActionSources = append(t.ruleActionSources, rule.id);
+      }
     } else {
-      verdict = score >= t.deny ? 'deny' : score >= t.challenge ? 'challenge' : 'allow';
-      decidedBy = 'score';
-    }
-    if (!override && outageRank > RANK[verdict]) {
-      verdict = BY_RANK[outageRank]!;
-      decidedBy = 'outage';
-    }
-
-    // The degraded rule (policies/README.md, "Degraded decisions"): stress holds the verdict at the
-    // policy's degraded verdict at least, and a deny must rest on evidence.
-    if ((degradedMask & p.raisingMask) !== 0) floor = true;
-    let cappedFrom: Verdict | undefined;
-    if (!override) {
-      const before = verdict;
-      if (floor && RANK[verdict] < p.degradedRank) verdict = BY_RANK[p.degradedRank]!;
-      if (verdict === 'deny' && p.degradedRank < DENY) {
-        const evidenceDeny =
-          evidenceHardRank === DENY ||
-          (evidenceHardRank === 0 && !unknownHard && evidenceScore + unknownLowering >= t.deny);
-        if (!evidenceDeny) {
-          verdict = BY_RANK[p.degradedRank]!;
-          cappedFrom = 'deny';
-        }
+      for (const a of rule.actions) {
+        t.erroredActions = append(t.erroredActions, a);
+        t.erroredSources = append(t.erroredSources, rule.id);
       }
-      if (verdict !== before) decidedBy = 'degraded';
     }
+    if (rule.suppresses.length > 0) {
+      t.suppressors ??= new Map();
+      for (const name of rule.suppresses) if (!t.suppressors.has(name)) t.suppressors.set(name, rule.id);
+    }
+  }
 
+  /** The verdict before the degraded rule: an override, else a hard verdict, else the score; then the outage floor. */
+  #decideVerdict(t: Tally, override: OverrideMatch | undefined): void {
+    const thresholds = this.#p.thresholds;
+    if (override) {
+      t.verdict = override.list;
+      t.decidedBy = 'override';
+      return;
+    }
+    if (t.hardRank > 0) {
+      t.verdict = BY_RANK[t.hardRank]!;
+      t.decidedBy = 'verdict';
+    } else {
+      t.verdict =
+        t.score >= thresholds.deny ? 'deny' : t.score >= thresholds.challenge ? 'challenge' : 'allow';
+      t.decidedBy = 'score';
+    }
+    if (t.outageRank > RANK[t.verdict]) {
+      t.verdict = BY_RANK[t.outageRank]!;
+      t.decidedBy = 'outage';
+    }
+  }
+
+  /**
+   * The degraded rule (policies/README.md, "Degraded decisions"): stress holds the verdict at the
+   * policy's degraded verdict at least, and a deny must rest on evidence.
+   */
+  #applyDegradedRule(t: Tally, override: OverrideMatch | undefined): void {
+    const p = this.#p;
+    if ((t.degradedMask & p.raisingMask) !== 0) t.floor = true;
+    // An override's verdict stands; the explanation still says what was degraded.
+    if (override) return;
+    const before = t.verdict;
+    if (t.floor && RANK[t.verdict] < p.degradedRank) t.verdict = BY_RANK[p.degradedRank]!;
+    if (t.verdict === 'deny' && p.degradedRank < DENY) {
+      const evidenceDeny =
+        t.evidenceHardRank === DENY ||
+        (t.evidenceHardRank === 0 &&
+          !t.unknownHard &&
+          t.evidenceScore + t.unknownLowering >= p.thresholds.deny);
+      if (!evidenceDeny) {
+        t.verdict = BY_RANK[p.degradedRank]!;
+        t.cappedFrom = 'deny';
+      }
+    }
+    if (t.verdict !== before) t.decidedBy = 'degraded';
+  }
+
+  /**
+   * The actions of the counted rules and of the verdict, less the suppressed ones (recorded in
+   * `t.suppressed`); an allow-list entry exempts the account from what the rules would have done.
+   */
+  #planActions(t: Tally, override: OverrideMatch | undefined): PolicyAction[] {
     const actions: PolicyAction[] = [];
-    let suppressed: SuppressedAction[] | undefined;
-    // An allow-list entry exempts the account from what the rules would have done to it.
     const rulesAct = override?.list !== 'allow';
+    const { ruleActions, erroredActions, suppressors } = t;
     if (ruleActions && rulesAct) {
       for (let i = 0; i < ruleActions.length; i++)
-        suppressed = this.#takeAction(
+        t.suppressed = this.#takeAction(
           actions,
-          suppressed,
+          t.suppressed,
           suppressors,
           ruleActions[i]!,
-          ruleActionSources![i]!,
+          t.ruleActionSources![i]!,
         );
     }
-    const bound = p.verdictActions[verdict];
+    const bound = this.#p.verdictActions[t.verdict];
     for (let i = 0; i < bound.length; i++)
-      suppressed = this.#takeAction(actions, suppressed, suppressors, bound[i]!, `verdict:${verdict}`);
+      t.suppressed = this.#takeAction(actions, t.suppressed, suppressors, bound[i]!, `verdict:${t.verdict}`);
     if (erroredActions && rulesAct) {
       for (let i = 0; i < erroredActions.length; i++) {
         const a = erroredActions[i]!;
         // Reported once, and only when nothing else took or withheld it.
-        if (actions.some((x) => x.name === a.name) || suppressed?.some((x) => x.name === a.name)) continue;
-        suppressed = append(suppressed, {
+        if (actions.some((x) => x.name === a.name) || t.suppressed?.some((x) => x.name === a.name)) continue;
+        t.suppressed = append(t.suppressed, {
           name: a.name,
           type: a.template.type,
-          source: erroredSources![i]!,
+          source: t.erroredSources![i]!,
           reason: 'rule_error',
         });
       }
     }
-
-    const decision: PolicyDecision = {
-      verdict,
-      score,
-      matchedRules,
-      thresholds: t,
-      unavailable,
-      actions,
-      policy: this.#policyRef,
-      decidedBy,
-    };
-    if (override) decision.override = override;
-    if (outage) decision.outage = outage;
-    if (skipped) decision.skippedRules = skipped;
-    if (shadow) decision.shadowMatches = shadow;
-    if (suppressed) decision.suppressedActions = suppressed;
-    if (degradedInputs || degradedRules || cappedFrom) {
-      const d: DegradedOutcome = {
-        verdict: BY_RANK[p.degradedRank] as DegradedOutcome['verdict'],
-        inputs: degradedInputs ?? [],
-        rules: degradedRules ?? [],
-        floor,
-      };
-      if (cappedFrom) d.cappedFrom = cappedFrom;
-      decision.degraded = d;
-    }
-    return decision;
+    return actions;
   }
 
   #skipReason(input: PolicyInput, mask: number): string {
