@@ -13,6 +13,8 @@ import type { EmbeddedSandbox } from './dev/embedded-sandbox.ts';
 import { isRiskgateError } from './errors/riskgate-error.ts';
 import { IpcFeatureStore } from './features/ipc-feature-store.ts';
 import { MemoryFeatureStore } from './features/memory-feature-store.ts';
+import { IpcRecentDecisions, PrimaryRecentDecisions } from './feedback/ipc-recent-decisions.ts';
+import { RecentDecisions } from './feedback/recent-decisions.ts';
 import { assertPortFree } from './http/accept-sockets.ts';
 import { createTracing } from './observability/tracing.ts';
 import {
@@ -257,6 +259,10 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
     firstWorkerPicksPort: config.port === 0,
     // Embedded counters and history live here, shared by the workers (src/features/ipc-feature-store.ts).
     ...(config.featureStore.kind === 'memory' && { features: new MemoryFeatureStore() }),
+    // The decisions' caller keys too: feedback may reach any worker (src/feedback/ipc-recent-decisions.ts).
+    recentDecisions: new PrimaryRecentDecisions(
+      new RecentDecisions({ maxDecisions: config.feedback.maxDecisions }),
+    ),
     drainTimeoutMs: 10_000,
     log: stderrLog,
     onListening: (port) => {
@@ -285,6 +291,16 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
     process.on('message', (m) => ipc.receive(m));
     featureStore = ipc;
   }
+  const recentDecisions = new IpcRecentDecisions({
+    send: (m) => {
+      // A closed channel is a message not sent (process.send would raise an 'error' event), and a
+      // long backlog (send's false) is still one that goes.
+      if (!process.connected || process.send === undefined) return false;
+      process.send(m);
+      return true;
+    },
+  });
+  process.on('message', (m) => recentDecisions.receive(m));
   const service = await startService(
     config,
     { upstream: config.upstream, apiKeys: config.apiKeys! },
@@ -295,6 +311,7 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
       followLogs: index === 1,
       renderMetrics: () => (gather ?? service.metrics.render)(),
       ...(featureStore !== undefined && { featureStore }),
+      recentDecisions,
     },
   );
   gather = joinPrimary(service.port, () => service.metrics.render());

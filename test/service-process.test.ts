@@ -366,18 +366,23 @@ describe('the image layout: bin/riskgate.js beside dist/, no src/ and no tsx', (
 });
 
 describe('RISKGATE_WORKERS=2: two processes on one port', () => {
-  /** A POST on a connection of its own (no keep-alive), so the primary hands it to either worker. */
-  function decideOnNewConnection(port: number, body: unknown): Promise<{ status: number; text: string }> {
+  /** A POST on a connection of its own (no keep-alive), so the kernel hands it to either worker. */
+  function postOnNewConnection(
+    port: number,
+    path: string,
+    body: unknown,
+    key = KEY,
+  ): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const req = httpRequest(
         {
           host: '127.0.0.1',
           port,
-          path: '/decide',
+          path,
           method: 'POST',
           agent: false,
           headers: {
-            authorization: `Bearer ${KEY}`,
+            authorization: `Bearer ${key}`,
             'content-type': 'application/json',
             connection: 'close',
           },
@@ -396,6 +401,7 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       req.end(JSON.stringify(body));
     });
   }
+  const decideOnNewConnection = (port: number, body: unknown) => postOnNewConnection(port, '/decide', body);
 
   it('each worker accepts on its own sockets and sheds its own overload: with the primary stopped, a burst is answered 200 or 503, none left waiting', async () => {
     const p = run({
@@ -442,6 +448,58 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
       expect(await p.exited).toBe(0);
     } finally {
       await control('DELETE', '/sandbox/faults');
+      signalTree(p.child, 'SIGKILL');
+    }
+  });
+
+  it('takes feedback on a decision whichever worker decided and whichever receives the label: every label of its own key is 202, another key gets 404, a relabel keeps the history', async () => {
+    const other = 'process-test-other-caller-key-0456';
+    const p = run({
+      ...vendorEnv(),
+      RISKGATE_WORKERS: '2',
+      RISKGATE_API_KEYS: `${KEY},${other}`,
+      // Every label below within one key's bucket, on either worker.
+      RISKGATE_FEEDBACK_BURST: '1000',
+    });
+    try {
+      const port = await listeningPort(p);
+      const decided: string[] = [];
+      for (let i = 0; i < 24; i++) {
+        const r = await decideOnNewConnection(port, { accountId: `labelled-${i}`, ip: '198.51.100.7' });
+        expect(r.status).toBe(200);
+        decided.push((JSON.parse(r.text) as { decisionId: string }).decisionId);
+      }
+      // Each label on a fresh connection: about half reach the worker that did not decide.
+      const labelled = await Promise.all(
+        decided.map((decisionId) => postOnNewConnection(port, '/feedback', { decisionId, label: 'legit' })),
+      );
+      expect(labelled.map((r) => r.status)).toEqual(decided.map(() => 202));
+      // A label sent the moment the answer arrives, through either worker.
+      for (let i = 0; i < 6; i++) {
+        const r = await decideOnNewConnection(port, { accountId: `quick-${i}`, ip: '198.51.100.8' });
+        const { decisionId } = JSON.parse(r.text) as { decisionId: string };
+        expect((await postOnNewConnection(port, '/feedback', { decisionId, label: 'fraud' })).status).toBe(
+          202,
+        );
+      }
+      // Another caller key is told nothing of these decisions, on either worker.
+      for (const decisionId of decided.slice(0, 6)) {
+        const r = await postOnNewConnection(port, '/feedback', { decisionId, label: 'fraud' }, other);
+        expect(r.status).toBe(404);
+        expect(JSON.parse(r.text)).toMatchObject({ code: 'RG_ERR_NOT_FOUND' });
+      }
+      // A relabel, through whichever worker, carries the first label in its history.
+      for (const decisionId of decided.slice(0, 6)) {
+        const r = await postOnNewConnection(port, '/feedback', { decisionId, label: 'fraud' });
+        expect(r.status).toBe(202);
+        expect((JSON.parse(r.text) as { history: { label: string }[] }).history.map((h) => h.label)).toEqual([
+          'legit',
+          'fraud',
+        ]);
+      }
+      p.child.kill('SIGTERM');
+      expect(await p.exited).toBe(0);
+    } finally {
       signalTree(p.child, 'SIGKILL');
     }
   });

@@ -5,6 +5,12 @@ import {
   type FeaturesRequest,
 } from '../features/ipc-feature-store.ts';
 import type { MemoryFeatureStore } from '../features/memory-feature-store.ts';
+import {
+  FEEDBACK_LABEL,
+  FEEDBACK_REMEMBER,
+  type FeedbackMessage,
+  type PrimaryRecentDecisions,
+} from '../feedback/ipc-recent-decisions.ts';
 import { mergeWorkerMetrics } from './merge-metrics.ts';
 
 /**
@@ -44,6 +50,8 @@ export interface PrimaryOptions {
   onStopped?: () => Promise<void> | void;
   /** The embedded feature store the workers share (RISKGATE_FEATURE_STORE=memory). */
   features?: MemoryFeatureStore;
+  /** The recent decisions `POST /feedback` checks, remembered and labelled for every worker. */
+  recentDecisions?: PrimaryRecentDecisions;
   /**
    * The port is 0 (any free one): worker 1 starts alone and picks it, then every other worker (and
    * any worker restarted later) is given it as RISKGATE_PORT, since each worker binds the port
@@ -54,6 +62,7 @@ export interface PrimaryOptions {
 
 type WorkerMessage =
   | FeaturesRequest
+  | FeedbackMessage
   | { type: 'riskgate:listening'; port: number }
   | { type: 'riskgate:metrics-request'; id: number }
   | { type: 'riskgate:metrics-text'; id: number; text: string };
@@ -105,6 +114,10 @@ export function runPrimary(options: PrimaryOptions): void {
     if (m.type === FEATURES_REQUEST) {
       if (options.features !== undefined && from.isConnected())
         from.send(answerFeaturesRequest(options.features, m));
+    } else if (m.type === FEEDBACK_REMEMBER || m.type === FEEDBACK_LABEL) {
+      options.recentDecisions?.receive(m, (answer) => {
+        if (from.isConnected()) from.send(answer);
+      });
     } else if (m.type === 'riskgate:listening') {
       listening++;
       if (options.firstWorkerPicksPort === true && picked.RISKGATE_PORT === undefined) {

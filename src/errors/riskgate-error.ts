@@ -71,6 +71,11 @@ export const ErrorCode = {
   /** The outbox's store (SQLite, Redis) did not answer: down, refused or too slow (HTTP 503). */
   OUTBOX_UNAVAILABLE: 'RG_ERR_OUTBOX_UNAVAILABLE',
   /**
+   * The recent decisions `POST /feedback` checks did not answer in time: with RISKGATE_WORKERS > 1
+   * they are the primary's, asked over IPC (HTTP 503; never a 404 for a decision that may exist).
+   */
+  FEEDBACK_UNAVAILABLE: 'RG_ERR_FEEDBACK_UNAVAILABLE',
+  /**
    * An action waiting for its subject to be verified found the Admin user is not the account's
    * (or is gone): it is dropped, never carried out.
    */

@@ -4,13 +4,17 @@ import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts'
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
+import type { DecisionMemory } from './decision-memory.ts';
 import { FeedbackRateLimit } from './feedback-rate-limit.ts';
 import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from './feedback-request.ts';
 import { RecentDecisions } from './recent-decisions.ts';
 
 export interface FeedbackRoutesOptions {
-  /** The recent decisions and the key each was answered to (the /decide handler remembers them). */
-  decisions: RecentDecisions;
+  /**
+   * The recent decisions and the key each was answered to (the /decide handler remembers them):
+   * this process's, or the cluster primary's over IPC.
+   */
+  decisions: DecisionMemory;
   /** Per-key rate limit. Default the `FeedbackRateLimit` defaults. */
   rateLimit?: FeedbackRateLimit | undefined;
   /** Operator keys: they may label any decision. */
@@ -62,19 +66,18 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
             );
           }
           const principal = c.get('principal');
-          const decision = recent.get(feedback.decisionId);
+          const recordedAt = new Date().toISOString();
+          const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
           // A caller labels only what its own key was answered. An operator labels any decision,
-          // also one this process does not know (older than its memory, another replica's).
-          if (principal.role === 'caller' && decision?.keyId !== principal.keyId) {
+          // also one riskgate does not know (older than its memory, another replica's).
+          const outcome = await recent.label(feedback.decisionId, event, principal.role === 'operator');
+          if (!outcome.labelled) {
             throw new RiskgateError(
               ErrorCode.NOT_FOUND,
               `No recent decision ${feedback.decisionId} made with this key (feedback takes the key that asked for the decision, or an operator key).`,
             );
           }
-          const recordedAt = new Date().toISOString();
-          const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
-          const previous = decision?.labels?.at(-1);
-          const history = decision === undefined ? [event] : recent.label(decision, event);
+          const { previous, history } = outcome;
           o.decisionLog.write({
             kind: 'feedback',
             schemaVersion: DECISION_LOG_SCHEMA_VERSION,
@@ -84,7 +87,7 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
             labelledBy: principal.keyId,
             labelledAs: principal.role,
             ...(previous !== undefined && { previousLabel: previous.label }),
-            ...(decision === undefined && { decisionKnown: false }),
+            ...(!outcome.known && { decisionKnown: false }),
             ...(feedback.note !== undefined && { note: feedback.note }),
           });
           return c.json(
@@ -104,20 +107,21 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
 }
 
 /**
- * Feedback as a component: the recent decisions (its handle, which the /decide handler fills) and
- * `POST /feedback` on the caller surface.
+ * Feedback as a component: the recent decisions (its handle, which the /decide handler fills;
+ * `given` by a cluster worker: the primary's over IPC) and `POST /feedback` on the caller surface.
  */
 export function feedbackComponent(o: {
+  given?: DecisionMemory | undefined;
   maxDecisions: number;
   ratePerSecond: number;
   burst: number;
   operatorKeys: readonly string[];
   decisionLog: DecisionLog;
-}): Component<RecentDecisions> {
+}): Component<DecisionMemory> {
   return {
     name: 'feedback',
     start() {
-      const decisions = new RecentDecisions({ maxDecisions: o.maxDecisions });
+      const decisions = o.given ?? new RecentDecisions({ maxDecisions: o.maxDecisions });
       const rateLimit = new FeedbackRateLimit({ ratePerSecond: o.ratePerSecond, burst: o.burst });
       return {
         handle: decisions,

@@ -1,20 +1,14 @@
 import { LRUCache } from 'lru-cache';
-import type { Label } from '../replay/replay-labels.ts';
+import type { DecisionMemory, LabelEvent, LabelOutcome } from './decision-memory.ts';
 
 /**
  * The decisions this process answered recently, for `POST /feedback`: which caller key made each
  * (only that key, or an operator, may label it) and its labels so far. In-process and bounded in
- * entries: the newest `maxDecisions` within `retentionMs`, the oldest forgotten first. A decision
- * this process did not answer (another replica or worker, before a restart, or pushed out) is
- * unknown here; the decision log keeps every label for good either way.
+ * entries: the newest `maxDecisions` within `retentionMs`, the oldest forgotten first. With
+ * RISKGATE_WORKERS > 1 the primary keeps one for all its workers (ipc-recent-decisions.ts). A
+ * decision another replica answered (or one from before a restart, or pushed out) is unknown
+ * here; the decision log keeps every label for good either way.
  */
-
-/** One label given to a decision: what, by which key (its id, never the key), when. */
-export interface LabelEvent {
-  label: Label;
-  labelledBy: string;
-  at: string;
-}
 
 export interface RecentDecision {
   /** The id of the caller key that asked for the decision (one shared string per key). */
@@ -36,7 +30,7 @@ export interface RecentDecisionsOptions {
 /** Label events kept per decision in memory (the decision log has all of them). */
 export const MAX_LABEL_EVENTS = 16;
 
-export class RecentDecisions {
+export class RecentDecisions implements DecisionMemory {
   readonly #decisions: LRUCache<string, RecentDecision>;
 
   constructor(options: RecentDecisionsOptions = {}) {
@@ -58,12 +52,23 @@ export class RecentDecisions {
     return this.#decisions.get(compactId(decisionId));
   }
 
-  /** Appends `event` to a remembered decision's labels; returns them (oldest first). */
-  label(decision: RecentDecision, event: LabelEvent): readonly LabelEvent[] {
+  /**
+   * Appends `event` to `decisionId`'s labels when its key asked for it, or any decision when
+   * `operator` (an unknown one is labelled without being remembered).
+   */
+  labelNow(decisionId: string, event: LabelEvent, operator: boolean): LabelOutcome {
+    const decision = this.get(decisionId);
+    if (!operator && decision?.keyId !== event.labelledBy) return { labelled: false };
+    if (decision === undefined) return { labelled: true, known: false, history: [event] };
+    const previous = decision.labels?.at(-1);
     decision.labels ??= [];
     decision.labels.push(event);
     if (decision.labels.length > MAX_LABEL_EVENTS) decision.labels.shift();
-    return decision.labels;
+    return { labelled: true, known: true, previous, history: decision.labels };
+  }
+
+  label(decisionId: string, event: LabelEvent, operator: boolean): Promise<LabelOutcome> {
+    return Promise.resolve(this.labelNow(decisionId, event, operator));
   }
 
   get size(): number {

@@ -8,6 +8,7 @@ import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { callerAuth, keyAuth, operatorAuth } from '../edge/caller-auth.ts';
 import { clientAbortOf, inputErrorOf, limitBody, readJsonBody } from '../edge/json-body.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import type { RouteEdge, RouteMount, RouteSurface } from '../lifecycle/component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
@@ -31,7 +32,7 @@ export interface AppDeps {
   /** Caller keys for `Authorization: Bearer`. */
   apiKeys: readonly string[];
   /** The recent decisions: /decide remembers each one's caller key (`POST /feedback` reads them). */
-  feedback?: { decisions?: RecentDecisions };
+  feedback?: { decisions?: DecisionMemory };
   actions: ActionDispatcher;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;

@@ -356,6 +356,8 @@ function callerPaths(): Record<string, unknown> {
             [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
             [ErrorCode.DECISION_LOG_UNAVAILABLE]:
               'RISKGATE_DECISION_LOG is off (the label would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
+            [ErrorCode.FEEDBACK_UNAVAILABLE]:
+              'With RISKGATE_WORKERS > 1: the primary, which keeps the recent decisions, did not answer in time.',
             ...EVERY_ROUTE,
           }),
           ...REQUEST_TIMEOUT,

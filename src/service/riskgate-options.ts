@@ -7,6 +7,7 @@ import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../con
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
+import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
@@ -44,6 +45,11 @@ export interface StartRiskgateOptions {
    * the primary's over IPC); default from `config.featureStore`. Closed on stop either way.
    */
   featureStore?: FeatureStore;
+  /**
+   * The recent decisions `POST /feedback` checks (a cluster worker passes the primary's over IPC);
+   * default this process's own (`RISKGATE_FEEDBACK_DECISIONS`).
+   */
+  recentDecisions?: DecisionMemory;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */

@@ -85,7 +85,12 @@ export async function startServices(
     }),
   );
   const recent = await l.start(
-    feedbackComponent({ ...config.feedback, operatorKeys: ctx.opsKeys, decisionLog }),
+    feedbackComponent({
+      ...config.feedback,
+      given: options.recentDecisions,
+      operatorKeys: ctx.opsKeys,
+      decisionLog,
+    }),
   );
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
