@@ -79,6 +79,9 @@ export function buildDecideBody(
     verificationStatus: 'unverified',
     interactionId: loginInteractionId(account.name, account.platform, login),
     baseline: { unitId: `${account.name}-app`, verificationStatus: 'verified' },
+    // The password checked, as the demo requests say: mallory's deny still locks her out, so the
+    // outbox carries the lock-outs it always did.
+    firstFactor: 'passed',
     // Three addresses per account (home, office, phone), as real users have: random ones would make
     // every account look password-sprayed to the shipped policy's velocity counters.
     ip: `192.0.${DEMO_ACCOUNTS.indexOf(account) + 2}.${1 + (login % 3)}`,

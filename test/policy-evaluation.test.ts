@@ -50,14 +50,19 @@ const newBrowser = (known: boolean): SignalOutcome<'newBrowser'> => ({
 });
 const down = (reason: string) => ({ status: 'unavailable', reason }) as const;
 
+/**
+ * A login whose password the backend checked (`firstFactor: passed`, so a lock-out is taken)
+ * unless `over.request` says otherwise (`firstFactor: undefined`: not said).
+ */
 function input(over: Partial<PolicyInput> = {}): PolicyInput {
+  const request = over.request ?? { accountId: 'alice', ip: '203.0.113.7', platform: 'browser', context: {} };
   return {
     signals: {},
     user: USER,
     devices: [device()],
-    request: { accountId: 'alice', ip: '203.0.113.7', platform: 'browser', context: {} },
     now: NOW,
     ...over,
+    request: { firstFactor: 'passed', ...request },
   };
 }
 
@@ -954,5 +959,99 @@ rules:
     );
     expect(d).toMatchObject({ verdict: 'challenge', score: 40, decidedBy: 'score' });
     expect(d.outage).toBeUndefined();
+  });
+});
+
+describe('a lock-out waits for a passed first factor', () => {
+  const RULES = `${THRESHOLDS}rules:
+  - { id: rat, description: r, when: 'signals.remoteAccessTool.anomaly', verdict: deny, actions: [lock, restrict] }
+`;
+  const strict = compile(`${RULES}actions:
+  lock: { type: lock_out_user }
+  restrict: { type: restrict_factors, allowedFactors: [approve] }
+`);
+  const trusting = compile(`${RULES}actions:
+  lock: { type: lock_out_user, requireFirstFactor: false }
+  restrict: { type: restrict_factors, allowedFactors: [approve] }
+`);
+  const login = (firstFactor: PolicyInput['request']['firstFactor']) =>
+    input({
+      signals: { remoteAccessTool: rat(true, 0.95) },
+      request: { accountId: 'alice', firstFactor, context: {} },
+    });
+  const WITHHELD = { name: 'lock', type: 'lock_out_user', source: 'rat', reason: 'first_factor_not_passed' };
+
+  it.each([['failed'], ['not_checked'], [undefined]] as const)(
+    'withholds lock_out_user by default when the first factor is %s; the verdict and other actions stand',
+    (firstFactor) => {
+      const d = strict.evaluate(login(firstFactor));
+      expect(d.verdict).toBe('deny');
+      expect(d.actions.map((a) => a.name)).toEqual(['restrict']);
+      expect(d.suppressedActions).toEqual([WITHHELD]);
+    },
+  );
+
+  it('takes lock_out_user when the first factor passed', () => {
+    const d = strict.evaluate(login('passed'));
+    expect(d.actions.map((a) => a.name)).toEqual(['lock', 'restrict']);
+    expect(d.suppressedActions).toBeUndefined();
+  });
+
+  it('takes lock_out_user without a passed first factor when the action says requireFirstFactor: false', () => {
+    for (const firstFactor of ['failed', undefined] as const) {
+      const d = trusting.evaluate(login(firstFactor));
+      expect(d.actions.map((a) => a.name)).toEqual(['lock', 'restrict']);
+      expect(d.suppressedActions).toBeUndefined();
+    }
+  });
+
+  it('withholds a verdict-bound lock-out the same way, once', () => {
+    const p = compile(`${RULES}actions:
+  lock: { type: lock_out_user }
+  restrict: { type: restrict_factors, allowedFactors: [approve] }
+verdictActions:
+  deny: [lock]
+`);
+    expect(p.evaluate(login('failed')).suppressedActions).toEqual([WITHHELD]);
+    expect(p.evaluate(login('passed')).actions.map((a) => a.name)).toEqual(['lock', 'restrict']);
+  });
+
+  it('reports a rule suppression over a missing first factor', () => {
+    const p =
+      compile(`${RULES}  - { id: quiet, description: q, when: 'true', score: 0, suppressActions: [lock] }
+actions:
+  lock: { type: lock_out_user }
+  restrict: { type: restrict_factors, allowedFactors: [approve] }
+`);
+    expect(p.evaluate(login('failed')).suppressedActions).toEqual([
+      { name: 'lock', type: 'lock_out_user', source: 'rat', reason: 'suppressed_by_rule', by: 'quiet' },
+    ]);
+  });
+
+  it('reads request.firstFactor in CEL, "" when the request does not say', () => {
+    const p = compile(`${THRESHOLDS}rules:
+  - { id: wrong-password, description: w, when: 'request.firstFactor == "failed"', verdict: deny }
+  - { id: unsaid, description: u, when: 'request.firstFactor == ""', score: 40 }
+`);
+    expect(p.evaluate(login('failed')).matchedRules.map((r) => r.id)).toEqual(['wrong-password']);
+    expect(p.evaluate(login(undefined)).matchedRules.map((r) => r.id)).toEqual(['unsaid']);
+    expect(p.evaluate(login('passed')).matchedRules).toEqual([]);
+  });
+
+  it('refuses requireFirstFactor on other actions and anything but a boolean', () => {
+    for (const action of [
+      '{ type: restrict_factors, allowedFactors: [approve], requireFirstFactor: false }',
+      '{ type: lock_out_user, requireFirstFactor: "no" }',
+    ]) {
+      const r = compilePolicy(
+        't.yaml',
+        `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${RULES}actions:\n  lock: ${action}\n  restrict: { type: restrict_factors, allowedFactors: [approve] }\n`,
+        { now: NOW },
+      );
+      expect(r.policy, action).toBeUndefined();
+      expect(r.issues.map((i) => i.message).join('\n'), action).toMatch(
+        /actions\.lock(\.requireFirstFactor)?: (unknown key "requireFirstFactor"|Invalid input: expected boolean)/,
+      );
+    }
   });
 });

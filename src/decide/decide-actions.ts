@@ -1,12 +1,15 @@
 import { ACTION_SUBMIT_MIN_BUDGET_MS } from '../actions/action-dispatcher.ts';
 import { type ActionJob, type ActionPlan, planActions } from '../actions/admin-actions.ts';
+import type { PolicyDecision } from '../policy/policy-types.ts';
 import type { DecideDeps } from './decide-deps.ts';
 import { type ActionReport, actionReport, oneTimeCodeReport } from './decide-response.ts';
 import type { DecisionRun } from './run-decision.ts';
 
 /**
  * Reports every action of the decision: the one-time code as fetched, the others queued (they
- * start on a later turn, after this answer is written), deferred or skipped with the reason.
+ * start on a later turn, after this answer is written), deferred or skipped with the reason; a
+ * lock-out the policy withheld because the first factor did not pass is reported skipped too, so
+ * the caller sees it was warranted and not taken.
  */
 export async function startActions(
   deps: Pick<DecideDeps, 'actions'> & { decide: Pick<DecideDeps['decide'], 'admin'> },
@@ -14,8 +17,8 @@ export async function startActions(
   traceparent: string | undefined,
 ): Promise<ActionReport[]> {
   const { actions } = run.decision;
-  if (actions.length === 0) return [];
-  const reports: ActionReport[] = [];
+  const reports = withheldReports(run.decision.suppressedActions);
+  if (actions.length === 0) return reports;
   const otc = actions.find((a) => a.type === 'one_time_code');
   if (otc !== undefined) reports.push(oneTimeCodeReport(run, otc));
   // The Admin user could not be read: it may not be the account's, so each action verifies it
@@ -55,5 +58,15 @@ export async function startActions(
     else if (own.includes('deferred'))
       reports[slot] = actionReport(plan.action, 'deferred', 'outbox_timeout');
   }
+  return reports;
+}
+
+/** The lock-outs withheld for want of a passed first factor, as `skipped` reports. */
+function withheldReports(suppressed: PolicyDecision['suppressedActions']): ActionReport[] {
+  const reports: ActionReport[] = [];
+  if (suppressed !== undefined)
+    for (const s of suppressed)
+      if (s.reason === 'first_factor_not_passed')
+        reports.push(actionReport({ type: s.type, source: s.source, name: s.name }, 'skipped', s.reason));
   return reports;
 }

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { FIRST_FACTOR_OUTCOMES } from '../policy-input/policy-request.ts';
 import {
   accountIdSchema,
   findOrderingViolation,
@@ -74,6 +75,9 @@ const contextValueSchema = z.union(
   },
 );
 
+/** How the login's first factor went (`firstFactor`), as the login backend reports it. */
+export const firstFactorSchema = z.enum(FIRST_FACTOR_OUTCOMES);
+
 export const decideRequestSchema = z
   .strictObject({
     accountId: accountIdSchema.describe('The Trust Signals accountId of the user logging in.'),
@@ -91,6 +95,16 @@ export const decideRequestSchema = z
       .refine((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address')
       .optional(),
     userAgent: z.string().max(1024, 'must be at most 1024 characters').optional(),
+    firstFactor: firstFactorSchema
+      .optional()
+      .describe(
+        'How the first factor (the password) of this login went, as the login backend saw it: ' +
+          '`passed`, `failed`, or `not_checked` (riskgate was asked before or instead of checking it). ' +
+          'A `lock_out_user` action runs only when it is `passed` (unless the policy says ' +
+          '`requireFirstFactor: false`): otherwise, or when omitted, the verdict stands and the lock-out ' +
+          'is skipped (`first_factor_not_passed`), so that nobody who merely knows a username can lock ' +
+          'its owner out. `request.firstFactor` in CEL (`""` when omitted).',
+      ),
     context: z
       .record(
         z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'keys must be identifiers (A-Z, a-z, 0-9, _)'),

@@ -70,7 +70,9 @@ const actionReportSchema = z.object({
         'account’s, else dropped), `outbox_timeout` (the outbox did not acknowledge the write ' +
         'within the deadline: this riskgate holds it and writes it when the outbox answers; lost ' +
         'only if this process dies first). done/failed: ran before answering, or (failed, ' +
-        '`queue_refused`) could not be held. skipped: not taken, `reason` says why.',
+        '`queue_refused`) could not be held. skipped: not taken, `reason` says why (`no_user_id`, ' +
+        '`no_device_id`, `first_factor_not_passed`: a lock-out on a login whose first factor did not ' +
+        'pass; the verdict stands).',
     ),
   reason: z.string().optional(),
   oneTimeCode: z.string().optional().describe('For one_time_code: the code to deliver to the user.'),
@@ -171,13 +173,13 @@ export const decideResponseSchema = z.object({
             name: z.string(),
             type: z.string(),
             source: z.string(),
-            reason: z.enum(['rule_error', 'suppressed_by_rule']),
+            reason: z.enum(['rule_error', 'suppressed_by_rule', 'first_factor_not_passed']),
             by: z.string().optional(),
           }),
         )
         .optional()
         .describe(
-          'Actions asked for but not taken: a failing rule’s, or withheld by a rule’s suppressActions.',
+          'Actions asked for but not taken: a failing rule’s, withheld by a rule’s suppressActions, or a lock-out withheld because the request did not say its first factor passed (first_factor_not_passed; also in `actions` as skipped).',
         ),
     })
     .describe('How the verdict came about, beyond the matched rules in `reasons`.'),

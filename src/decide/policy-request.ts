@@ -14,6 +14,7 @@ export function toPolicyRequest(r: DecideRequest): PolicyInput['request'] {
     sdkVersionId: r.sdkVersionId,
     ip: r.ip,
     userAgent: r.userAgent,
+    firstFactor: r.firstFactor,
     context: r.context ?? {},
   };
 }

@@ -10,7 +10,11 @@ export const DEMO_ACCOUNTS = [
   { username: 'mallory', expected: 'deny' },
 ] as const;
 
-/** A browser login of `username` on its web unit, compared with its enrolled phone app. */
+/**
+ * A browser login of `username` on its web unit, compared with its enrolled phone app, sent by a
+ * login backend that has checked the password (`firstFactor: passed`): without it mallory's deny
+ * would stand but her lock-out be withheld (policies/README.md, "A lock-out is never a weapon").
+ */
 export function demoRequest(username: string, userId: string | undefined): DecideRequest {
   const request: DecideRequest = {
     accountId: username,
@@ -20,6 +24,7 @@ export function demoRequest(username: string, userId: string | undefined): Decid
     verificationStatus: 'unverified',
     interactionId: `${username}-login-1`,
     baseline: { unitId: `${username}-app`, verificationStatus: 'verified' },
+    firstFactor: 'passed',
   };
   return request;
 }

@@ -161,6 +161,7 @@ export class RequestView {
   sdkVersionId = '';
   ip = '';
   userAgent = '';
+  firstFactor = '';
   context: Record<string, string | number | boolean> = {};
 }
 
@@ -329,6 +330,7 @@ export const REQUEST_FIELDS: Record<string, string> = {
   sdkVersionId: 'string',
   ip: 'string',
   userAgent: 'string',
+  firstFactor: 'string',
   context: 'map<string, dyn>',
 };
 

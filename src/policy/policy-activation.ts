@@ -269,6 +269,7 @@ export function fillActivation(
   r.sdkVersionId = q.sdkVersionId ?? '';
   r.ip = q.ip ?? '';
   r.userAgent = q.userAgent ?? '';
+  r.firstFactor = q.firstFactor ?? '';
   r.context = q.context ?? NO_CONTEXT;
   act.now = input.now;
   act.nowSeconds = input.now.getTime() / 1000;

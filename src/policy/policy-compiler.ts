@@ -254,6 +254,9 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       if (cfg.validSecs !== undefined) template.validSecs = cfg.validSecs;
     }
     const compiled: CompiledAction = { name, template };
+    // A lock-out on an attempt that may not even have had the password is a weapon against the
+    // account's owner (policies/README.md, "A lock-out is never a weapon").
+    if (cfg.type === 'lock_out_user' && cfg.requireFirstFactor !== false) compiled.requireFirstFactor = true;
     if (cfg.type === 'archive_device' && cfg.select !== undefined) {
       const path = ['actions', name, 'select'];
       const fn = compileExpression(path, cfg.select, 'list<string>');

@@ -64,6 +64,8 @@ export interface CompiledAction {
   template: Omit<PolicyAction, 'source'>;
   /** `archive_device` selector; without it the request's deviceId is archived. */
   select?: ParseResult;
+  /** Taken only when the request's first factor passed (`lock_out_user`, unless the policy says no). */
+  requireFirstFactor?: boolean;
 }
 
 export interface CompiledRule {
@@ -384,7 +386,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.#runRules(input, unavailableMask, t);
     this.#decideVerdict(t, override);
     this.#applyDegradedRule(t, override);
-    const actions = this.#planActions(t, override);
+    const actions = this.#planActions(t, override, input.request.firstFactor === 'passed');
 
     const decision: PolicyDecision = {
       verdict: t.verdict,
@@ -624,8 +626,9 @@ export class PolicyEvaluator implements CompiledPolicy {
   /**
    * The actions of the counted rules and of the verdict, less the suppressed ones (recorded in
    * `t.suppressed`); an allow-list entry exempts the account from what the rules would have done.
+   * `firstFactorPassed`: whether the request said its first factor passed (a lock-out waits for it).
    */
-  #planActions(t: Tally, override: OverrideMatch | undefined): PolicyAction[] {
+  #planActions(t: Tally, override: OverrideMatch | undefined, firstFactorPassed: boolean): PolicyAction[] {
     const actions: PolicyAction[] = [];
     const rulesAct = override?.list !== 'allow';
     const { ruleActions, erroredActions, suppressors } = t;
@@ -637,11 +640,19 @@ export class PolicyEvaluator implements CompiledPolicy {
           suppressors,
           ruleActions[i]!,
           t.ruleActionSources![i]!,
+          firstFactorPassed,
         );
     }
     const bound = this.#p.verdictActions[t.verdict];
     for (let i = 0; i < bound.length; i++)
-      t.suppressed = this.#takeAction(actions, t.suppressed, suppressors, bound[i]!, `verdict:${t.verdict}`);
+      t.suppressed = this.#takeAction(
+        actions,
+        t.suppressed,
+        suppressors,
+        bound[i]!,
+        `verdict:${t.verdict}`,
+        firstFactorPassed,
+      );
     if (erroredActions && rulesAct) {
       for (let i = 0; i < erroredActions.length; i++) {
         const a = erroredActions[i]!;
@@ -668,27 +679,31 @@ export class PolicyEvaluator implements CompiledPolicy {
     return out;
   }
 
-  /** Takes `a`, or records it as withheld when a counted rule suppresses it; returns `suppressed`. */
+  /**
+   * Takes `a`, or records it as withheld: a counted rule suppresses it, or it is a lock-out and the
+   * request did not say its first factor passed; returns `suppressed`.
+   */
   #takeAction(
     actions: PolicyAction[],
     suppressed: SuppressedAction[] | undefined,
     suppressors: ReadonlyMap<string, string> | undefined,
     a: CompiledAction,
     source: string,
+    firstFactorPassed: boolean,
   ): SuppressedAction[] | undefined {
     const by = suppressors?.get(a.name);
-    if (by === undefined) {
+    const unproven = by === undefined && a.requireFirstFactor === true && !firstFactorPassed;
+    if (by === undefined && !unproven) {
       this.#pushAction(actions, a, source);
       return suppressed;
     }
     if (suppressed?.some((x) => x.name === a.name)) return suppressed;
-    return append(suppressed, {
-      name: a.name,
-      type: a.template.type,
-      source,
-      reason: 'suppressed_by_rule',
-      by,
-    });
+    return append(
+      suppressed,
+      by === undefined
+        ? { name: a.name, type: a.template.type, source, reason: 'first_factor_not_passed' }
+        : { name: a.name, type: a.template.type, source, reason: 'suppressed_by_rule', by },
+    );
   }
 
   #pushAction(out: PolicyAction[], a: CompiledAction, source: string): void {

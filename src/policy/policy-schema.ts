@@ -114,7 +114,21 @@ export const ruleSchema = z
 export type PolicyRule = z.infer<typeof ruleSchema>;
 
 export const actionSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('lock_out_user'), description: z.string().optional() }).strict(),
+  z
+    .object({
+      type: z.literal('lock_out_user'),
+      description: z.string().optional(),
+      requireFirstFactor: z
+        .boolean()
+        .optional()
+        .describe(
+          'Lock out only when the request says its first factor passed (`firstFactor: passed`); ' +
+            'otherwise the verdict stands and the lock-out is withheld (`first_factor_not_passed`). ' +
+            'Default true: whoever knows a username must not be able to lock its owner out. False only ' +
+            'for a login backend that calls /decide after checking the password.',
+        ),
+    })
+    .strict(),
   z
     .object({
       type: z.literal('archive_device'),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { adminDeviceSchema, adminUserSchema } from '../admin/admin-schemas.ts';
 import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
+import { FIRST_FACTOR_OUTCOMES } from '../policy-input/policy-request.ts';
 import {
   activeCallResponseSchema,
   geolocationResponseSchema,
@@ -65,6 +66,7 @@ const givenRequestSchema = z
     sdkVersionId: z.string(),
     ip: z.string(),
     userAgent: z.string(),
+    firstFactor: z.enum(FIRST_FACTOR_OUTCOMES),
     context: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
   })
   .partial()

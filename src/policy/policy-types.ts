@@ -138,6 +138,7 @@ export interface MatchedRule {
  * An action the policy asked for and did not take. `rule_error`: the rule that asked for it failed
  * to evaluate; it still counted (failing closed) but its side effects are not taken on an unknown.
  * `suppressed_by_rule`: a matched rule's `suppressActions` withheld it (`by` names that rule).
+ * `first_factor_not_passed`: a lock-out on a login whose request did not say `firstFactor: passed`.
  */
 export interface SuppressedAction {
   /** The action's name in the policy file (`actions.<name>`). */
@@ -145,7 +146,7 @@ export interface SuppressedAction {
   type: PolicyActionType;
   /** The rule or verdict binding (`verdict:<v>`) that asked for it. */
   source: string;
-  reason: 'rule_error' | 'suppressed_by_rule';
+  reason: 'rule_error' | 'suppressed_by_rule' | 'first_factor_not_passed';
   /** For `suppressed_by_rule`: the rule whose `suppressActions` withheld it. */
   by?: string;
 }
