@@ -285,21 +285,20 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
     fail('a worker needs the vendor in its environment (set by the primary)');
   const index = Number(process.env[WORKER_INDEX_VARIABLE] ?? '1');
   let gather: (() => Promise<string>) | undefined;
+  // A closed channel is a message not sent (process.send would raise an 'error' event nobody
+  // handles, and the worker would die of it), and a long backlog (send's false) is still one that goes.
+  const sendToPrimary = (m: unknown): boolean => {
+    if (!process.connected || process.send === undefined) return false;
+    process.send(m as Parameters<NonNullable<typeof process.send>>[0]);
+    return true;
+  };
   let featureStore: IpcFeatureStore | undefined;
   if (config.featureStore.kind === 'memory') {
-    const ipc = new IpcFeatureStore({ send: (m) => process.send?.(m) ?? false });
+    const ipc = new IpcFeatureStore({ send: sendToPrimary });
     process.on('message', (m) => ipc.receive(m));
     featureStore = ipc;
   }
-  const recentDecisions = new IpcRecentDecisions({
-    send: (m) => {
-      // A closed channel is a message not sent (process.send would raise an 'error' event), and a
-      // long backlog (send's false) is still one that goes.
-      if (!process.connected || process.send === undefined) return false;
-      process.send(m);
-      return true;
-    },
-  });
+  const recentDecisions = new IpcRecentDecisions({ send: sendToPrimary });
   process.on('message', (m) => recentDecisions.receive(m));
   const service = await startService(
     config,

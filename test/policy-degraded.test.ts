@@ -271,6 +271,24 @@ describe('the degraded verdict setting', () => {
     ]);
   });
 
+  it('refuses overload: {verdict: allow} at load too: whoever can flood riskgate would open the gate', () => {
+    const r = compilePolicy(
+      't.yaml',
+      `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${POLICY}overload: { verdict: allow }\n`,
+    );
+    expect(r.policy).toBeUndefined();
+    expect(r.issues.map((i) => i.message)).toEqual([
+      expect.stringMatching(
+        /^overload\.verdict: must be challenge or deny: an allow would let whoever can flood/,
+      ),
+    ]);
+    const challenged = compilePolicy(
+      't.yaml',
+      `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${POLICY}overload: { verdict: challenge }\n`,
+    );
+    expect(challenged.policy?.overloadVerdict).toBe('challenge');
+  });
+
   it('defaults to challenge', () => {
     const d = compile(POLICY).evaluate(input({ ...QUIET, newBrowser: down('deadline') }));
     expect(d).toMatchObject({ verdict: 'challenge' });

@@ -107,6 +107,14 @@ export function gather(sources: readonly InputSource[], options: GatherOptions):
     if (--pending === 0) close();
   };
 
+  // Nothing left of the deadline (the request waited it out before its handler, as under
+  // overload): no call is sent only to be aborted on the next turn, adding vendor load right then.
+  if (budgetMs <= 0 || signal.aborted) {
+    sources.forEach((_source, i) => {
+      end(i, { status: 'unavailable', reason: 'deadline' }, 0);
+    });
+    return finished;
+  }
   const byTimeout = new Map<number, number[]>();
   sources.forEach((source, i) => {
     const onResult = (r: UpstreamResult<unknown>) =>

@@ -385,9 +385,16 @@ export const policyFileSchema = z
     degraded: degradedSchema.optional(),
     overload: z
       .object({
-        verdict: verdictSchema.describe(
-          'Answered (200, degraded, reason overloaded) without any upstream call or action to a decision riskgate sheds.',
-        ),
+        verdict: z
+          .enum(['challenge', 'deny'], {
+            error: (issue) =>
+              issue.input === 'allow'
+                ? 'must be challenge or deny: an allow would let whoever can flood riskgate open the gate'
+                : 'must be challenge or deny',
+          })
+          .describe(
+            'Answered (200, degraded, reason overloaded) without any upstream call or action to a decision riskgate sheds: challenge or deny (`allow` is refused: an attacker controls the load).',
+          ),
       })
       .strict()
       .optional()
