@@ -29,6 +29,12 @@ export interface DecideDeps {
   /** Rule hit counts for `GET /policies/stats` (active and shadow). */
   ruleStats?: RuleStats | undefined;
   tracing?: DecisionTracing | undefined;
+  /**
+   * With RISKGATE_DECISION_LOG_ON_FAILURE=refuse: whether the decision log is writing. The app's
+   * audit gate refuses decisions while it is not; the overload verdict, answered before that gate,
+   * asks it too.
+   */
+  auditRequired?: (() => boolean) | undefined;
   /** One structured service-log line. Never a secret. */
   log: (line: Record<string, unknown>) => void;
 }

@@ -10,7 +10,9 @@ import { overloadResponse } from './decide-response.ts';
  * A shed decision's answer when the active policy names an overload verdict (`overload` in the
  * policy): that verdict, degraded, reason `overloaded`, nothing fetched or evaluated, logged like
  * any decision; only for a valid caller key. Undefined (admission answers 503 with Retry-After)
- * when the policy names none or the key is not a caller's.
+ * when the policy names none, the key is not a caller's, or the decision log cannot record it under
+ * RISKGATE_DECISION_LOG_ON_FAILURE=refuse (this answer comes before the audit gate, and a shed
+ * decision is a decision all the same: none goes unaudited).
  */
 export function overloadAnswer(deps: DecideDeps): (c: Context, reason: ShedReason) => Response | undefined {
   const verify = createKeyVerifier(deps.apiKeys);
@@ -19,6 +21,7 @@ export function overloadAnswer(deps: DecideDeps): (c: Context, reason: ShedReaso
     const policy = deps.decide.policies.current();
     const key = presentedKey(c.req.header('authorization'));
     if (policy.overloadVerdict === undefined || key === undefined || !verify(key)) return undefined;
+    if (deps.auditRequired !== undefined && !deps.auditRequired()) return undefined;
     const response = overloadResponse(
       policy,
       policy.overloadVerdict,
