@@ -54,7 +54,7 @@ function describeFatal(error: unknown): Record<string, unknown> {
 /**
  * An uncaught exception or unhandled rejection leaves the process in an unknown state: log it,
  * stop accepting, flush the decision log (bounded) and exit 1. Promised actions stay in the outbox
- * for the next process (the in-memory queue, RISKGATE_OUTBOX=memory, reports them failed with
+ * for the next process (the memory store, RISKGATE_OUTBOX=memory, has them reported failed with
  * `process_crash` instead). A second fatal error while doing so exits at once.
  */
 function onFatal(kind: 'uncaughtException' | 'unhandledRejection') {

@@ -10,7 +10,7 @@ import { closestName } from '../text/name-suggestion.ts';
 import { DEFAULT_REDACTION, parseRedaction, type RedactionRule } from './redaction-rules.ts';
 
 /**
- * riskgate's configuration, read from environment variables once at start (src/main.ts) and
+ * riskgate's configuration, read from environment variables once at start (src/riskgate-process.ts) and
  * validated here. A missing or malformed value stops the process with a message naming the
  * variable; a secret's value never appears in a message.
  */

@@ -4,8 +4,8 @@ import { actionLine } from '../decision-log/decision-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 
 /**
- * Where a decision's actions end: each final outcome (done or failed, from the outbox or the
- * memory queue, or an operator's drop) becomes an `action` line in the decision log and a metric;
+ * Where a decision's actions end: each final outcome (done or failed, from the outbox over
+ * any store, or an operator's drop) becomes an `action` line in the decision log and a metric;
  * a failure is also a service-log warning.
  */
 export function actionOutcomeWriter(o: {

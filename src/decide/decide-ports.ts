@@ -6,7 +6,7 @@ import type { SignalQueries } from './signal-queries.ts';
 
 /**
  * What the decision service needs from the upstream clients and the policy engine, and nothing
- * more. src/main.ts binds them to the real clients; tests bind them to the same real clients
+ * more. The composition root (src/service/vendor-clients.ts) binds them to the real clients; tests bind them to the same real clients
  * against the sandbox.
  */
 

@@ -6,7 +6,7 @@ import { formatRfc2822, signRequest } from '../vendor-auth/hmac-signature.ts';
 
 /**
  * Development only: the sandbox riskgate runs against when no vendor is configured (`npm start`).
- * src/main.ts loads this file with a dynamic import in sandbox mode only, so the production import
+ * src/riskgate-process.ts loads this file with a dynamic import in sandbox mode only, so the production import
  * graph never reaches src/sandbox/ (and the container image leaves both out).
  *
  * In-process rather than a child process: one lifecycle (Ctrl-C or SIGTERM stops both), no

@@ -8,7 +8,7 @@ import { startRuntimeMetrics } from './runtime-metrics.ts';
  * riskgate's metrics: OpenTelemetry instruments, read through a Prometheus exporter that never
  * opens a port of its own; `GET /metrics` on the main server serialises on demand. One instance
  * per process (main) or per test; nothing is registered globally. Modules report through the
- * hooks they already have (`onCall`, `onBatch`, `onReload`), which src/main.ts wires here.
+ * hooks they already have (`onCall`, `onBatch`, `onReload`), which the composition root (src/service/) wires here.
  */
 export interface RiskgateMetrics {
   /** A decision answered; `durationMs` is what the caller waited. */

@@ -197,7 +197,7 @@ function redactIdentifiers(path: string, privacy: SpanPrivacy): string {
 
 /**
  * Starts the tracer provider when the environment asks for tracing; undefined otherwise. Nothing
- * is registered globally: spans are parented explicitly. Only src/main.ts calls it with the
+ * is registered globally: spans are parented explicitly. Only src/riskgate-process.ts calls it with the
  * process environment; tests pass their own `spanProcessor`. `redaction` is the decision log's
  * (default: its default, which keeps identifiers out of spans).
  */

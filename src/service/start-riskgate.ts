@@ -15,7 +15,7 @@ import { startServices } from './service-components.ts';
 export { type RunningRiskgate, type StartRiskgateOptions, stderrLog } from './riskgate-options.ts';
 
 /**
- * Assembles riskgate from its configuration and listens. src/main.ts calls it with the
+ * Assembles riskgate from its configuration and listens. src/riskgate-process.ts calls it with the
  * environment's configuration; end-to-end tests call it against a sandbox on port 0. riskgate is
  * an ordered list of components (src/lifecycle/component.ts), each started once the ones it uses
  * are: the metrics, the services behind the HTTP surfaces (src/service/service-components.ts),
