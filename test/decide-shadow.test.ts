@@ -187,3 +187,43 @@ describe('a shadow policy that does not load', () => {
     }
   }, 20_000);
 });
+
+describe('an input only the shadow policy reads', () => {
+  // The active policy reads one signal; the candidate also reads the Admin user's devices.
+  const ACTIVE = `apiVersion: riskgate/v1
+kind: Policy
+name: active
+thresholds: { challenge: 40, deny: 80 }
+rules:
+  - { id: rat, description: remote control, when: 'signals.remoteAccessTool.success && signals.remoteAccessTool.anomaly', verdict: deny }
+`;
+  const READS_DEVICES = `apiVersion: riskgate/v1
+kind: Policy
+name: reads-devices
+thresholds: { challenge: 40, deny: 80 }
+rules:
+  - { id: tampered, description: a tampered device, when: 'devices.exists(d, d.device_integrity == "failed")', score: 40 }
+`;
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      policy: { yaml: ACTIVE },
+      env: { RISKGATE_SHADOW_POLICY_PATH: candidateDir(READS_DEVICES), RISKGATE_SUBJECT_BINDING: 'off' },
+    });
+  });
+  afterAll(() => h?.stop());
+
+  it('does not make the active answer degraded when its read fails', async () => {
+    const { alice } = await lookUpUserIds(h.sandbox, ['alice']);
+    await h.control('PUT', '/sandbox/faults', {
+      rules: [{ route: 'GET /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }],
+    });
+    try {
+      const res = await h.decide(demoRequest('alice', alice));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ verdict: 'allow', degraded: false });
+    } finally {
+      await h.control('DELETE', '/sandbox/faults');
+    }
+  });
+});

@@ -292,19 +292,24 @@ function signalReport(
  */
 export function isDegraded(run: DecisionRun): boolean {
   if (run.decision.degraded !== undefined) return true;
-  for (const outcome of Object.values(run.input.signals)) {
+  // Only what the active policy reads: an input fetched for the shadow alone (or the Admin user
+  // read for subject binding) does not make the answer degraded.
+  const needs = run.policy.requirements;
+  for (const [name, outcome] of Object.entries(run.input.signals)) {
+    if (!needs.signals.has(name as PolicySignalName)) continue;
     if (outcome.status === 'unavailable' && outcome.reason !== NOT_APPLICABLE) return true;
   }
   const features = run.input.featuresUnavailable;
   if (features !== undefined) {
-    for (const reason of [features.velocity, features.history])
-      if (reason !== undefined && reason !== NOT_CONFIGURED) return true;
+    if (needs.velocity && features.velocity !== undefined && features.velocity !== NOT_CONFIGURED)
+      return true;
+    if (needs.history && features.history !== undefined && features.history !== NOT_CONFIGURED) return true;
   }
   const admin = run.input.adminUnavailable;
   if (admin === undefined) return false;
   return (
-    (admin.user !== undefined && admin.user !== NOT_APPLICABLE) ||
-    (admin.devices !== undefined && admin.devices !== NOT_APPLICABLE)
+    (needs.adminUser && admin.user !== undefined && admin.user !== NOT_APPLICABLE) ||
+    (needs.adminDevices && admin.devices !== undefined && admin.devices !== NOT_APPLICABLE)
   );
 }
 
