@@ -17,10 +17,6 @@ import { gatherInputs, type InputPorts, policyInputOf, shadowOnlySignals } from 
 import { type CallTiming, unavailableReason } from './gather.ts';
 import { toPolicyRequest } from './policy-request.ts';
 
-export { FEATURES_NOT_CONFIGURED } from './decision-inputs.ts';
-export type { CallTiming } from './gather.ts';
-export { unavailableReason } from './gather.ts';
-
 /**
  * The /decide hot path: fetch what the active policy needs, all at once, under one deadline;
  * evaluate; fetch a one-time code if the policy asks for one. Everything that happens after the

@@ -48,7 +48,7 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
     surface: 'caller',
     mount(app, edge) {
       // Inside admission like /decide: it shares the decisions' CPU (503 when shed, never a verdict).
-      app.on('POST', '/feedback', edge.admit(false));
+      app.on('POST', '/feedback', edge.admit());
       app.post(
         '/feedback',
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),

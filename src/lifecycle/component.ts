@@ -69,8 +69,11 @@ export interface RouteEdge {
   operatorAuth: MiddlewareHandler;
   /** Takes a caller or an operator key; `c.get('principal').role` says which. */
   keyAuth(keys: { caller: readonly string[]; operator: readonly string[] }): MiddlewareHandler;
-  /** Admission (shed under overload, counted in flight); `verdict`: the policy's overload verdict may answer. */
-  admit(verdict: boolean): MiddlewareHandler;
+  /**
+   * Admission (shed under overload with a 503, counted in flight). A route's own: /decide, whose
+   * shed may be answered with the policy's overload verdict, builds its own in src/decide/.
+   */
+  admit(): MiddlewareHandler;
   /** With RISKGATE_DECISION_LOG_ON_FAILURE=refuse: 503 while the decision log cannot record. */
   audited: MiddlewareHandler;
   /** 413 past `maxBytes`, before the body is read. */
