@@ -149,15 +149,19 @@ export type GeneratorReply =
   | { type: 'result'; id: number; result: OpenLoopResult | CannonResult | ClosedLoopResult }
   | { type: 'error'; id: number; message: string };
 
-async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
-  const pool = new Pool(job.origin, {
+/** The generator's connections to the target: the generator's own deadlines are the ones that count. */
+function generatorPool(job: { origin: string; connections: number }): Pool {
+  return new Pool(job.origin, {
     connections: job.connections,
     pipelining: 1,
     keepAliveTimeout: 30_000,
-    // The generator's own deadline (AbortSignal below) is the one that counts.
     headersTimeout: 0,
     bodyTimeout: 0,
   });
+}
+
+async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
+  const pool = generatorPool(job);
   const latency = createMicrosecondHistogram();
   const serviceTime = createMicrosecondHistogram();
   const sendLag = createMicrosecondHistogram();
@@ -338,13 +342,7 @@ function countVerdict(into: Record<string, Record<string, number>>, account: str
 }
 
 async function runClosedLoop(job: ClosedLoopJob): Promise<ClosedLoopResult> {
-  const pool = new Pool(job.origin, {
-    connections: job.connections,
-    pipelining: 1,
-    keepAliveTimeout: 30_000,
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  });
+  const pool = generatorPool(job);
   const headers = { 'content-type': 'application/json', ...job.headers };
   const accounts = job.bodies.map(accountOf);
   const latency = createMicrosecondHistogram();

@@ -72,15 +72,9 @@ describe('a burst past what riskgate admits', () => {
       rules: [{ route: 'GET /api/v1/signals/new-browser', hang: true }],
     });
     try {
-      const gone = new AbortController();
-      const answer = fetch(`${h.url}/decide`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify(demoRequest('alice', alice)),
-        signal: gone.signal,
-      }).catch(() => undefined);
+      const { answer, hangUp } = h.decideThenHangUp(demoRequest('alice', alice));
       await eventually(() => h.riskgate.admission.inFlight === 1, { what: 'the decision admitted' });
-      gone.abort();
+      hangUp();
       await answer;
       // Released long before the 1000 ms deadline would have ended it.
       await eventually(() => h.riskgate.admission.inFlight === 0, {

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
 
 /**
  * Circuit breakers over real HTTP, with the sandbox's faults: a failing route opens (decisions stop
@@ -99,16 +99,10 @@ describe('a circuit breaker per vendor route', () => {
     await h.control('PUT', '/sandbox/faults', { rules: [{ route: ROUTE, hang: true }] });
     for (let i = 0; i < 4; i++) {
       const before = await seen();
-      const gone = new AbortController();
-      const answer = fetch(`${h.url}/decide`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify(demoRequest('alice', alice)),
-        signal: gone.signal,
-      }).catch(() => undefined);
+      const { answer, hangUp } = h.decideThenHangUp(demoRequest('alice', alice));
       // Hung up once the decision's call is at the (hanging) vendor.
       await expect.poll(seen).toBeGreaterThan(before);
-      gone.abort();
+      hangUp();
       await answer;
     }
     const notCounted =

@@ -36,6 +36,11 @@ export interface Harness {
   serviceLog: Record<string, unknown>[];
   /** POSTs `body` (serialised unless a string) to /decide with the caller key. */
   decide(body: unknown, init?: { headers?: Record<string, string> }): Promise<HttpAnswer>;
+  /**
+   * POSTs `body` to /decide with the caller key and hands back a way to hang up: `answer` settles
+   * (undefined once hung up) whatever happens, for tests of a caller that goes away.
+   */
+  decideThenHangUp(body: unknown): { answer: Promise<Response | undefined>; hangUp: () => void };
   /** GETs an operator endpoint (/metrics, /policies, /openapi.json, /actions) with the operator key. */
   ops(path: string): Promise<Response>;
   /** A call to the sandbox's control API (`/sandbox/...`). */
@@ -167,6 +172,16 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       });
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
+    },
+    decideThenHangUp(body) {
+      const gone = new AbortController();
+      const answer = fetch(`${riskgate.url}/decide`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: gone.signal,
+      }).catch(() => undefined);
+      return { answer, hangUp: () => gone.abort() };
     },
     control,
     async calls(route) {
