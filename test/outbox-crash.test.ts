@@ -127,8 +127,10 @@ function actionLines(...paths: string[]): { key: string; decisionId: string; sta
     } catch {
       return [];
     }
+    // A process killed mid-write leaves its last line torn: only whole (newline-ended) lines count.
     return text
       .split('\n')
+      .slice(0, -1)
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as { kind: string; key: string; decisionId: string; status: string })
       .filter((l) => l.kind === 'action');
