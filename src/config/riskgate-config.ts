@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { type DatabaseTarget, databasePath } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
@@ -101,6 +102,13 @@ export interface RiskgateConfig {
    * the outbox's Redis when RISKGATE_OUTBOX is one, else memory.
    */
   featureStore: { kind: 'memory' } | { kind: 'redis'; url: string };
+  /**
+   * The database behind what people query: decisions, the audit trail, lists, lock-outs
+   * (RISKGATE_DATABASE): `sqlite` (default; `riskgate.sqlite` in the state dir, shared by the
+   * workers of one host), `memory` (this process only, lost with it: tests), or a `postgres://` URL
+   * (every replica writes to one store).
+   */
+  database: DatabaseTarget;
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
@@ -164,6 +172,8 @@ export const SECRET_VARIABLES = [
   // A Redis URL may carry a password.
   'RISKGATE_OUTBOX',
   'RISKGATE_FEATURE_STORE',
+  // A PostgreSQL URL may carry a password.
+  'RISKGATE_DATABASE',
   'RISKGATE_DECISION_LOG_HASH_KEY',
   'RISKGATE_OPS_KEYS',
   'RISKGATE_CLIENT_SECRET',
@@ -293,6 +303,13 @@ const baseSchema = z.object({
     .default('sqlite')
     .refine((v) => v === 'sqlite' || v === 'memory' || /^rediss?:\/\/\S+$/.test(v), {
       message: 'must be sqlite, memory or a redis:// URL',
+    }),
+  RISKGATE_DATABASE: z
+    .string()
+    .trim()
+    .default('sqlite')
+    .refine((v) => v === 'sqlite' || v === 'memory' || /^postgres(ql)?:\/\/\S+$/.test(v), {
+      message: 'must be sqlite, memory or a postgres:// URL',
     }),
   RISKGATE_FEATURE_STORE: optionalEmptyAsUndefined(
     z
@@ -542,6 +559,12 @@ export function loadConfig(
           : { kind: 'redis', url: b.RISKGATE_OUTBOX },
     outboxHorizonMs: b.RISKGATE_OUTBOX_HORIZON_SECONDS * 1000,
     featureStore: featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX),
+    database:
+      b.RISKGATE_DATABASE === 'sqlite'
+        ? { kind: 'sqlite', path: databasePath(b.RISKGATE_STATE_DIR) }
+        : b.RISKGATE_DATABASE === 'memory'
+          ? { kind: 'memory' }
+          : { kind: 'postgres', url: b.RISKGATE_DATABASE },
     upstream,
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,

@@ -1,0 +1,127 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import { openNodeSqlite } from './node-sqlite-database.ts';
+
+/**
+ * The database behind what people query (decisions, audit trail, lists, lock-outs): embedded SQLite
+ * under RISKGATE_STATE_DIR (one host), or PostgreSQL (every replica writes to one store). One query
+ * layer, kysely, serves both engines: a feature writes its queries once, in kysely's builder, and
+ * declares its tables as migrations (`FeatureMigrations`), which run at start, in name order, under
+ * kysely's migration lock (so replicas starting together migrate once).
+ *
+ * Engine differences a feature must respect (kysely does not paper over them): booleans are stored
+ * as integers 0/1 (SQLite has no boolean; node:sqlite binds none), timestamps as epoch
+ * milliseconds in `bigint`-free integer columns (`integer` on SQLite, `bigint` on PostgreSQL: the pg
+ * driver returns bigint columns as strings, so read them with `Number()`), JSON as text.
+ */
+
+/** Where the database is (RISKGATE_DATABASE). */
+export type DatabaseTarget =
+  | { kind: 'sqlite'; path: string }
+  | { kind: 'memory' }
+  | { kind: 'postgres'; url: string };
+
+/** Which engine a database runs on: queries that differ (upserts, JSON) branch on it. */
+export type DatabaseEngine = 'sqlite' | 'postgres';
+
+/** An open database: the kysely handle (untyped: each feature adds its tables with `withTables`). */
+export interface RiskgateDatabase {
+  // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema; features add theirs with withTables<T>().
+  db: Kysely<{}>;
+  engine: DatabaseEngine;
+  /** Closes the pool or the file. */
+  close(): Promise<void>;
+}
+
+/** A feature's migrations, by name; names are prefixed by the feature (`decisions-001-...`). */
+export type FeatureMigrations = Record<string, Migration>;
+
+export interface OpenDatabaseOptions {
+  /** Every feature's migrations, run at open. */
+  migrations: FeatureMigrations;
+  /** PostgreSQL pool size. Default 4. */
+  poolSize?: number;
+  /** PostgreSQL: a statement (and a wait for a pooled connection) gives up after this long, ms. Default 5000. */
+  statementTimeoutMs?: number;
+  /** PostgreSQL: connecting gives up after this long, milliseconds. Default 5000. */
+  connectTimeoutMs?: number;
+}
+
+/** The embedded database's file under the state dir. */
+export function databasePath(stateDir: string): string {
+  return join(stateDir, 'riskgate.sqlite');
+}
+
+/**
+ * Opens `target` and runs `options.migrations` on it. A PostgreSQL URL may carry a password: an
+ * error names the failure, never the URL.
+ */
+export async function openDatabase(
+  target: DatabaseTarget,
+  options: OpenDatabaseOptions,
+): Promise<RiskgateDatabase> {
+  const opened = await openEngine(target, options);
+  try {
+    await migrate(opened.db, options.migrations);
+  } catch (error) {
+    await opened.close().catch(() => {});
+    throw new RiskgateError(
+      ErrorCode.INVALID_CONFIG,
+      `RISKGATE_DATABASE: migrating the ${opened.engine} database failed: ${(error as Error).message}`,
+    );
+  }
+  return opened;
+}
+
+async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions): Promise<RiskgateDatabase> {
+  if (target.kind !== 'postgres') {
+    const path = target.kind === 'memory' ? ':memory:' : target.path;
+    if (target.kind === 'sqlite') mkdirSync(join(target.path, '..'), { recursive: true });
+    // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+    const db = new Kysely<{}>({ dialect: new SqliteDialect({ database: openNodeSqlite(path) }) });
+    return { db, engine: 'sqlite', close: () => db.destroy() };
+  }
+  // Loaded only when configured: the embedded default never loads the PostgreSQL client.
+  const { default: pg } = await import('pg');
+  const timeoutMs = options.statementTimeoutMs ?? 5000;
+  const pool = new pg.Pool({
+    connectionString: target.url,
+    max: options.poolSize ?? 4,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    statement_timeout: timeoutMs,
+    query_timeout: timeoutMs,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client's error (the server restarted) must not crash the process: the pool replaces it.
+  pool.on('error', () => {});
+  // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+  const db = new Kysely<{}>({ dialect: new PostgresDialect({ pool }) });
+  try {
+    await pool.query('select 1');
+  } catch (error) {
+    await db.destroy().catch(() => {});
+    throw new RiskgateError(
+      ErrorCode.INVALID_CONFIG,
+      `RISKGATE_DATABASE: cannot reach PostgreSQL: ${(error as Error).message}`,
+    );
+  }
+  return { db, engine: 'postgres', close: () => db.destroy() };
+}
+
+// biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+async function migrate(db: Kysely<{}>, migrations: FeatureMigrations): Promise<void> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations };
+  const migrator = new Migrator({
+    db,
+    provider,
+    migrationTableName: 'riskgate_migration',
+    migrationLockTableName: 'riskgate_migration_lock',
+    // Features add migrations independently; a name sorting before an applied one still runs.
+    allowUnorderedMigrations: true,
+  });
+  const { error } = await migrator.migrateToLatest();
+  if (error !== undefined) throw error instanceof Error ? error : new Error(String(error));
+}

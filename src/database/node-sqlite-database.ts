@@ -1,0 +1,41 @@
+import { DatabaseSync } from 'node:sqlite';
+import type { SqliteDatabase, SqliteStatement } from 'kysely';
+
+/**
+ * kysely's SQLite dialect over node:sqlite (Node's own SQLite, as the outbox uses): kysely expects
+ * better-sqlite3's statement shape (`reader`, array parameters), which node:sqlite's `StatementSync`
+ * has under other names. Calls are synchronous, as in better-sqlite3: the callers batch them.
+ */
+
+type SqliteValue = null | number | bigint | string | Uint8Array;
+
+/** kysely hands booleans and dates through untouched; node:sqlite binds neither. */
+function bindable(value: unknown): SqliteValue {
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value instanceof Date) return value.toISOString();
+  if (value === undefined) return null;
+  return value as SqliteValue;
+}
+
+/** Opens `path` (`:memory:` for a process-private database) for kysely's `SqliteDialect`. */
+export function openNodeSqlite(path: string, options: { busyTimeoutMs?: number } = {}): SqliteDatabase {
+  const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5000 });
+  if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA synchronous = NORMAL');
+  return {
+    close: () => db.close(),
+    prepare(sql: string): SqliteStatement {
+      const statement = db.prepare(sql);
+      const reader = statement.columns().length > 0;
+      return {
+        reader,
+        all: (parameters) => statement.all(...parameters.map(bindable)),
+        run: (parameters) => {
+          const r = statement.run(...parameters.map(bindable));
+          return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+        },
+        iterate: (parameters) => statement.iterate(...parameters.map(bindable)),
+      };
+    },
+  };
+}

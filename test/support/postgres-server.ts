@@ -1,0 +1,136 @@
+import { type ChildProcess, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { signalTree, spawnTree, stopTree } from './process-tree.ts';
+
+/**
+ * A real PostgreSQL server for the shared-store tests: Debian's `postgresql`, a fresh cluster made
+ * by `initdb` in a temp dir and started on a free loopback port (trust auth, fsync off: a test
+ * server). PostgreSQL refuses to run as root, so as root the cluster belongs to `nobody`. `.ci/run`
+ * installs the package; without it a local run skips those tests with a message naming it, and CI
+ * (CI=true) fails instead. The server is tied to the test's process (test/support/process-tree.ts).
+ */
+
+export const POSTGRES_PACKAGE = 'postgresql';
+
+/** The directory of Debian's PostgreSQL binaries (the newest installed major), or undefined. */
+function postgresBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const majors = readdirSync(root)
+    .filter((d) => existsSync(join(root, d, 'bin', 'postgres')))
+    .sort((a, b) => Number(b) - Number(a));
+  return majors[0] === undefined ? undefined : join(root, majors[0], 'bin');
+}
+
+/** Whether PostgreSQL can run here. Under CI it must: a missing server there is a failure. */
+export function postgresAvailable(): boolean {
+  const found = postgresBin() !== undefined;
+  if (!found && process.env.CI) {
+    throw new Error(
+      `${POSTGRES_PACKAGE} is not installed, and CI never skips the shared-store tests (.ci/run installs it)`,
+    );
+  }
+  if (!found) {
+    console.warn(
+      `skipping the PostgreSQL tests: install Debian's ${POSTGRES_PACKAGE} (apt-get install -y ${POSTGRES_PACKAGE})`,
+    );
+  }
+  return found;
+}
+
+export interface RunningPostgres {
+  /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust auth: no password). */
+  url: string;
+  port: number;
+  /** Freezes the server and its backends (SIGSTOP): connections stay open and nothing answers. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const NOBODY = 65534;
+
+export async function startPostgres(): Promise<RunningPostgres> {
+  const bin = postgresBin();
+  if (bin === undefined) throw new Error(`${POSTGRES_PACKAGE} is not installed`);
+  const dir = mkdtempSync(join(tmpdir(), 'riskgate-pg-'));
+  const data = join(dir, 'data');
+  const asRoot = process.getuid?.() === 0;
+  const user = asRoot ? { uid: NOBODY, gid: NOBODY } : {};
+  if (asRoot) chownSync(dir, NOBODY, NOBODY);
+  chmodSync(dir, 0o700);
+  const init = spawnSync(
+    join(bin, 'initdb'),
+    ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
+    { ...user, encoding: 'utf8', cwd: dir },
+  );
+  if (init.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`initdb failed: ${(init.stderr || init.stdout || '').slice(-500)}`);
+  }
+  const port = await freePort();
+  const child: ChildProcess = spawnTree(
+    join(bin, 'postgres'),
+    [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-k',
+      dir,
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=100',
+    ],
+    { ...user, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const collect = (c: Buffer) => {
+    output += c.toString();
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const until = performance.now() + 20_000;
+  while (!output.includes('database system is ready to accept connections')) {
+    if (child.exitCode !== null || performance.now() > until) {
+      signalTree(child, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`postgres did not start: ${output.slice(-500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    pause: () => signalTree(child, 'SIGSTOP'),
+    resume: () => signalTree(child, 'SIGCONT'),
+    // SIGINT is PostgreSQL's fast shutdown; SIGKILL past 5 s: a stop never hangs the hook.
+    stop: async () => {
+      signalTree(child, 'SIGCONT');
+      await stopTree(child, { signal: 'SIGINT' });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
