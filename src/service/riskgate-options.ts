@@ -4,6 +4,7 @@ import type { AdminClient, AdminClientOptions } from '../admin/admin-client.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
@@ -34,6 +35,8 @@ export interface StartRiskgateOptions {
   tracing?: DecisionTracing | undefined;
   /** Overrides the configured decision log (tests collect lines). */
   decisionLog?: DecisionLog;
+  /** An open database instead of `config.database` (tests share one); not closed on stop. */
+  database?: RiskgateDatabase;
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */

@@ -1,5 +1,6 @@
 import { admissionComponent } from '../admission/admission-component.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
+import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
 import { featureComponent } from '../features/feature-component.ts';
@@ -12,6 +13,7 @@ import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
@@ -35,6 +37,9 @@ export async function startServices(
   const version = options.version ?? '0.0.0';
   await l.start(tracingComponent(options.tracing));
   const decisionLog = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
+  const database = await l.start(
+    databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
+  );
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
@@ -103,5 +108,5 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
 }
