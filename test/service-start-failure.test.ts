@@ -177,6 +177,7 @@ describe('a riskgate whose start fails', () => {
       'metrics',
       'tracing',
       'decision log',
+      'database',
       'vendor clients',
       'admission',
       'policies',
