@@ -152,7 +152,7 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions)/.test(path);
+      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -257,6 +257,25 @@ describe('real answers of every route conform to the document', () => {
     expect([notDelete.status, notDelete.headers.get('allow')]).toEqual([405, 'DELETE']);
     const notRetry = await call(h.url, 'GET', '/actions/nope/retry', { key: OPS_KEY });
     expect([notRetry.status, notRetry.headers.get('allow')]).toEqual([405, 'POST']);
+  });
+
+  it('the decision store: a page, a decision whole, and their refusals', async () => {
+    const { body } = await h.decide(demoRequest('bob', undefined));
+    const id = body.decisionId as string;
+    const found = await eventually(
+      async () => {
+        const page = await call(h.url, 'GET', `/decisions?accountId=bob&counts=true&limit=5`, {
+          key: OPS_KEY,
+        });
+        return page.text.includes(id) ? page : undefined;
+      },
+      { what: 'the decision in the store' },
+    );
+    expect(found.status).toBe(200);
+    expect((await call(h.url, 'GET', `/decisions/${id}`, { key: OPS_KEY })).status).toBe(200);
+    expect((await call(h.url, 'GET', '/decisions?limit=0', { key: OPS_KEY })).status).toBe(400);
+    expect((await call(h.url, 'GET', `/decisions/${randomUUID()}`, { key: OPS_KEY })).status).toBe(404);
+    expect((await call(h.url, 'GET', '/decisions', { key: CALLER_KEY })).status).toBe(401);
   });
 
   it('an action dropped and retried by an operator', async () => {

@@ -178,6 +178,7 @@ describe('a riskgate whose start fails', () => {
       'tracing',
       'decision log',
       'database',
+      'decision store',
       'vendor clients',
       'admission',
       'policies',

@@ -109,6 +109,14 @@ export interface RiskgateConfig {
    * (every replica writes to one store).
    */
   database: DatabaseTarget;
+  /**
+   * The decision store (src/decision-store/): every decision, its labels and its actions' outcomes
+   * in the database, for the console and `GET /decisions`. `enabled` (RISKGATE_DECISION_STORE, on
+   * by default); `bufferRecords` waiting before new ones are dropped (RISKGATE_DECISION_STORE_BUFFER,
+   * default 20 000); kept `retentionDays` (RISKGATE_DECISION_RETENTION_DAYS, default 30) and at
+   * most `maxBytes` of logged lines (RISKGATE_DECISION_STORE_MAX_MB, default 1024 MiB).
+   */
+  decisionStore: { enabled: boolean; bufferRecords: number; retentionDays: number; maxBytes: number };
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
@@ -319,6 +327,10 @@ const baseSchema = z.object({
         message: 'must be memory or a redis:// URL',
       }),
   ),
+  RISKGATE_DECISION_STORE: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  RISKGATE_DECISION_STORE_BUFFER: numberVariable({ min: 100, max: 1_000_000, fallback: 20_000 }),
+  RISKGATE_DECISION_RETENTION_DAYS: numberVariable({ min: 1, max: 3650, fallback: 30 }),
+  RISKGATE_DECISION_STORE_MAX_MB: numberVariable({ min: 1, max: 1_048_576, fallback: 1024 }),
   RISKGATE_OUTBOX_SYNC: z.enum(['normal', 'full'], { error: 'must be normal or full' }).default('normal'),
   RISKGATE_OUTBOX_HORIZON_SECONDS: numberVariable({ min: 1, max: 30 * 24 * 3600, fallback: 24 * 3600 }),
   RISKGATE_DECISION_LOG_ON_FAILURE: z
@@ -363,6 +375,15 @@ const upstreamSchema = z.object({
   RISKGATE_LOG_API_KEY: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_CALLBACK_SIGNATURE_KEY: optionalEmptyAsUndefined(nonEmpty),
 });
+
+function decisionStoreOf(b: z.output<typeof baseSchema>): RiskgateConfig['decisionStore'] {
+  return {
+    enabled: b.RISKGATE_DECISION_STORE === 'on',
+    bufferRecords: b.RISKGATE_DECISION_STORE_BUFFER,
+    retentionDays: b.RISKGATE_DECISION_RETENTION_DAYS,
+    maxBytes: b.RISKGATE_DECISION_STORE_MAX_MB * 1024 * 1024,
+  };
+}
 
 /**
  * Every variable `loadConfig` reads (besides `<NAME>_FILE` for secrets). riskgate.env.example and
@@ -565,6 +586,7 @@ export function loadConfig(
         : b.RISKGATE_DATABASE === 'memory'
           ? { kind: 'memory' }
           : { kind: 'postgres', url: b.RISKGATE_DATABASE },
+    decisionStore: decisionStoreOf(b),
     upstream,
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,

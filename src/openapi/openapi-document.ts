@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_CALLBACK_BODY_BYTES } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
+import { decisionsQuerySchema } from '../decision-store/decision-routes.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   feedbackRequestSchema,
@@ -14,6 +15,7 @@ import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.t
 import {
   actionsSchema,
   callbackAckSchema,
+  decisionPageSchema,
   healthSchema,
   outboxEntrySchema,
   policiesSchema,
@@ -21,6 +23,7 @@ import {
   problemSchema,
   readinessSchema,
   ruleStatsSchema,
+  storedDecisionSchema,
   timestampSchema,
 } from './response-schemas.ts';
 
@@ -220,6 +223,12 @@ const actionIdParameter = {
   schema: { type: 'string' },
 };
 
+const DECISION_STORE_ROUTE: CodeNotes = {
+  [ErrorCode.DECISION_STORE_UNAVAILABLE]:
+    'The decision store (SQLite, PostgreSQL) did not answer: down, refused or too slow. Decisions go on meanwhile.',
+};
+const STORE_OFF = 'With RISKGATE_DECISION_STORE=off there is no decision store: 404.';
+
 /** Builds the document; `version` is riskgate's package version. */
 export function buildOpenApiDocument(version: string): Record<string, unknown> {
   return {
@@ -271,6 +280,8 @@ function documentComponents(): Record<string, unknown> {
         Actions: actionsSchema,
         OutboxEntry: outboxEntrySchema,
         CallbackAck: callbackAckSchema,
+        DecisionPage: decisionPageSchema,
+        StoredDecision: storedDecisionSchema,
         Timestamp: timestampSchema,
       }),
     },
@@ -473,6 +484,45 @@ function operatorPaths(): Record<string, unknown> {
       },
       { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
       { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+    ),
+    '/decisions': operatorRoute(
+      'get',
+      {
+        operationId: 'listDecisions',
+        summary: 'Decisions from the decision store, filtered, newest first',
+        description: `Paged by cursor: each page's \`nextCursor\` gives the older ones. ${STORE_OFF}`,
+        parameters: queryParameters(decisionsQuerySchema),
+      },
+      {
+        description: 'A page of decisions (and counts by verdict with `counts=true`).',
+        content: json(ref('DecisionPage')),
+      },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule (or unknown); `field` names it.',
+        ...DECISION_STORE_ROUTE,
+        [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
+      },
+    ),
+    '/decisions/{decisionId}': operatorRoute(
+      'get',
+      {
+        operationId: 'getDecision',
+        summary: 'One decision whole: its logged line, labels and actions',
+        parameters: [
+          {
+            name: 'decisionId',
+            in: 'path',
+            required: true,
+            description: 'The decision’s id.',
+            schema: { type: 'string' },
+          },
+        ],
+      },
+      { description: 'The decision.', content: json(ref('StoredDecision')) },
+      {
+        ...DECISION_STORE_ROUTE,
+        [ErrorCode.NOT_FOUND]: `No such decision in the store (never made, past retention, not written yet). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
+      },
     ),
     '/actions/{id}': operatorRoute(
       'delete',

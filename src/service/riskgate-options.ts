@@ -6,6 +6,8 @@ import type { TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import type { DecisionReader } from '../decision-store/decision-query.ts';
+import type { DecisionStoreWriterOptions } from '../decision-store/decision-store-writer.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
@@ -37,6 +39,8 @@ export interface StartRiskgateOptions {
   decisionLog?: DecisionLog;
   /** An open database instead of `config.database` (tests share one); not closed on stop. */
   database?: RiskgateDatabase;
+  /** Decision store tuning (tests: a small buffer, a short write deadline). */
+  decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */
@@ -95,6 +99,8 @@ export interface RunningRiskgate {
   /** The outbox (over the memory store with RISKGATE_OUTBOX=memory). */
   outbox: Outbox;
   decisionLog: DecisionLog;
+  /** The decision store's queries (GET /decisions, the console). */
+  decisions: DecisionReader;
   metrics: RiskgateMetrics;
   admission: AdmissionControl;
   /** Follows the Log API when it is configured. */

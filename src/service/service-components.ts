@@ -2,7 +2,9 @@ import { admissionComponent } from '../admission/admission-component.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
+import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import type { ServiceLog } from '../http/create-app.ts';
@@ -36,10 +38,25 @@ export async function startServices(
   const { config, upstream } = options;
   const version = options.version ?? '0.0.0';
   await l.start(tracingComponent(options.tracing));
-  const decisionLog = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
+  const loggedOnly = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
+  const decisions = await l.start(
+    decisionStoreComponent({
+      config,
+      database,
+      // The configured file (not a database the caller opened): written from a thread of its own.
+      sqlitePath:
+        options.database === undefined && config.database.kind === 'sqlite'
+          ? config.database.path
+          : undefined,
+      log,
+      tuning: options.decisionStore,
+    }),
+  );
+  // Every record of the decision log also reaches the store (batched off the request path).
+  const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
@@ -94,7 +111,8 @@ export async function startServices(
       ...config.feedback,
       given: options.recentDecisions,
       operatorKeys: ctx.opsKeys,
-      decisionLog,
+      // With the log off, feedback is refused as before (it checks for the discarding log).
+      decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
   const callbackKey = upstream.callbackSignatureKey;
@@ -108,5 +126,5 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, decisions, vendor, admission, policies, features, logs, outbox, recent };
 }

@@ -41,10 +41,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, vendor, admission, policies, features, logs, outbox, recent } = await startServices(
-      l,
-      ctx,
-    );
+    const { decisionLog, decisions, vendor, admission, policies, features, logs, outbox, recent } =
+      await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -102,6 +100,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       actions: outbox,
       outbox,
       decisionLog,
+      decisions,
       metrics,
       admission,
       logs,
