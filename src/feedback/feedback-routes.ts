@@ -52,6 +52,8 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
       app.post(
         '/feedback',
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
+        // An operator labels with the analyst role; a caller key labels its own decisions, as before.
+        edge.requireRole('analyst', { orCaller: true }),
         feedbackRateLimited(limiter),
         edge.audited,
         edge.limitBody(MAX_FEEDBACK_BODY_BYTES),

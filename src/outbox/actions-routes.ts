@@ -12,7 +12,8 @@ function actionNotFound(id: string, state: string): RiskgateError {
 
 /**
  * `GET /actions` (the outbox's actions and counts), `POST /actions/{id}/retry` (a dead action goes
- * out again) and `DELETE /actions/{id}` (a pending or dead action is dropped): operator endpoints.
+ * out again) and `DELETE /actions/{id}` (a pending or dead action is dropped): operator endpoints;
+ * retry and drop need the admin role.
  */
 export function actionsRoutes(o: {
   store: OutboxStore;
@@ -36,14 +37,14 @@ export function actionsRoutes(o: {
         );
         return c.json({ ...stats, actions: entries.map(outboxEntryView) });
       });
-      app.post('/actions/:id/retry', edge.operatorAuth, async (c) => {
+      app.post('/actions/:id/retry', edge.operatorAuth, edge.requireRole('admin'), async (c) => {
         const id = c.req.param('id');
         if (!(await fromOutboxStore(store.retry(id, Date.now()))))
           throw actionNotFound(id, 'dead or dropped');
         o.onRetried();
         return c.json(outboxEntryView((await fromOutboxStore(store.get(id)))!));
       });
-      app.delete('/actions/:id', edge.operatorAuth, async (c) => {
+      app.delete('/actions/:id', edge.operatorAuth, edge.requireRole('admin'), async (c) => {
         const id = c.req.param('id');
         if (!(await fromOutboxStore(store.drop(id, 'dropped_by_operator', Date.now()))))
           throw actionNotFound(id, 'pending or dead');

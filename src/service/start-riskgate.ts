@@ -69,6 +69,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       tracing: options.tracing,
       log,
       ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
+      trustedProxy: config.trustedProxy,
       routes: l.routes(),
     };
     const surfaces = httpSurfaces({
