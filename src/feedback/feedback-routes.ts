@@ -68,6 +68,14 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
             );
           }
           const principal = c.get('principal');
+          // An operator's label is a change: audited before it is made (refused when it cannot be).
+          if (principal.role === 'operator') {
+            await edge.recordChange(c, {
+              action: 'decision.label',
+              target: feedback.decisionId,
+              detail: { label: feedback.label, ...(feedback.note !== undefined && { note: feedback.note }) },
+            });
+          }
           const recordedAt = new Date().toISOString();
           const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
           // A caller labels only what its own key was answered. An operator labels any decision,

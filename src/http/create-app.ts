@@ -1,7 +1,9 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import { admit } from '../admission/admit.ts';
+import type { AuditTrail } from '../audit/audit-trail.ts';
+import { changeRecorder } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
 import { decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
@@ -67,6 +69,8 @@ export interface AppDeps {
    * X-Forwarded-For is the client's address, its identity header an operator. Default none.
    */
   trustedProxy?: TrustedProxy | undefined;
+  /** Where operators' changes are recorded before they are made; without it every change is refused (503). */
+  audit?: AuditTrail | undefined;
   /** Rule hit counts (active and shadow), recorded after each answer. */
   ruleStats?: RuleStats | undefined;
   /** What the components mount (src/lifecycle/component.ts): each on the surfaces it names. */
@@ -128,6 +132,7 @@ export function createApp(deps: AppDeps): Hono {
   const opsKeys = ops.access === 'keys' ? ops.keys : [];
   const trusted = deps.trustedProxy;
   const operators = createOperatorResolver(opsKeys, trusted);
+  const clientAddress = (c: Context) => clientAddressOf(c, trusted?.proxies ?? []);
   const edge: RouteEdge = {
     apiKeys: deps.apiKeys,
     operatorAuth: operatorAuth(opsKeys, trusted),
@@ -135,7 +140,8 @@ export function createApp(deps: AppDeps): Hono {
     requireRole,
     resolveOperator: operators.resolve,
     operatorOfKey: operators.ofKey,
-    clientAddress: (c) => clientAddressOf(c, trusted?.proxies ?? []),
+    clientAddress,
+    recordChange: changeRecorder({ audit: deps.audit, clientAddress, log: deps.log }),
     // A route's admission (the /decide room answers its own shed with the overload verdict).
     admit: () => admit({ admission: deps.admission, metrics: deps.metrics }),
     audited: audited(deps),

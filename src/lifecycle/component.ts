@@ -1,5 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
+import type { AuditAction, AuditEntry } from '../audit/audit-trail.ts';
 import type { Operator, OperatorRole } from '../operators/operator.ts';
 
 /**
@@ -7,7 +8,8 @@ import type { Operator, OperatorRole } from '../operators/operator.ts';
  * with a name, a start that hands back what it built, and a stop within a deadline. Modelled on
  * OPA's plugin manager (start in order, stop with a context) and fastify's plugins (each one brings
  * its own routes and its own close hook, run in reverse order). This module imports nothing of
- * riskgate but types that import nothing themselves (the operator): every room may depend on it.
+ * riskgate but types that import nothing themselves (the operator, the audit trail): every room may
+ * depend on it.
  */
 
 /** One structured service-log line. Never a secret. */
@@ -90,6 +92,15 @@ export interface RouteEdge {
    * X-Forwarded-For hop it saw. The audit trail's `from`.
    */
   clientAddress(c: Context): string;
+  /**
+   * Writes an operator's change to the audit trail (who: the request's operator; when; from
+   * `clientAddress`) before the route makes it. Rejects with RG_ERR_AUDIT_UNAVAILABLE (503) when
+   * the trail cannot write: the route lets it propagate, and the change is not made.
+   */
+  recordChange(
+    c: Context,
+    change: { action: AuditAction; target: string; detail?: Record<string, unknown> },
+  ): Promise<AuditEntry>;
   /**
    * Admission (shed under overload with a 503, counted in flight). A route's own: /decide, whose
    * shed may be answered with the policy's overload verdict, builds its own in src/decide/.

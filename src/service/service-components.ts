@@ -1,4 +1,5 @@
 import { admissionComponent } from '../admission/admission-component.ts';
+import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
@@ -40,6 +41,7 @@ export async function startServices(
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
+  const audit = await l.start(auditComponent({ database }));
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
@@ -108,5 +110,5 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, audit, vendor, admission, policies, features, logs, outbox, recent };
 }

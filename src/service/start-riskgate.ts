@@ -41,10 +41,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, vendor, admission, policies, features, logs, outbox, recent } = await startServices(
-      l,
-      ctx,
-    );
+    const { decisionLog, audit, vendor, admission, policies, features, logs, outbox, recent } =
+      await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -70,6 +68,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       log,
       ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
       trustedProxy: config.trustedProxy,
+      audit,
       routes: l.routes(),
     };
     const surfaces = httpSurfaces({
