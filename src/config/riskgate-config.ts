@@ -3,7 +3,11 @@ import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { type DatabaseTarget, databasePath } from '../database/database.ts';
+import type { TrustedProxy } from '../edge/caller-auth.ts';
+import { parseTrustedProxies } from '../edge/client-address.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import { OPERATOR_ROLES, type OperatorRole } from '../operators/operator.ts';
+import { OPERATOR_NAME, parseOperatorKeyEntries } from '../operators/operator-keys.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
 import { DEFAULT_RAT_CACHE_TTL_MS } from '../signals/signals-client.ts';
@@ -63,6 +67,13 @@ export interface RiskgateConfig {
    * never do.
    */
   opsKeys: string[] | undefined;
+  /**
+   * An authenticating proxy in front of riskgate (RISKGATE_TRUSTED_PROXIES): requests from its
+   * addresses are attributed to their X-Forwarded-For client, and, with
+   * RISKGATE_TRUSTED_IDENTITY_HEADER, to the operator that header names (RISKGATE_SSO_OPERATORS
+   * gives each a role). Undefined: no proxy is trusted; every identity header is ignored.
+   */
+  trustedProxy: TrustedProxy | undefined;
   /**
    * `POST /feedback`: labels per second each key may send (token bucket, per process; default 10),
    * how many at once (default 50), and how many recent decisions this process remembers to know
@@ -269,6 +280,83 @@ const keyList = z
       .min(1, 'lists no key'),
   );
 
+/**
+ * RISKGATE_OPS_KEYS: comma-separated `name:role:key` entries or plain keys (an `admin` named by its
+ * key id; src/operators/operator-keys.ts). Kept as entries; every message names the operator, never the key.
+ */
+const opsKeyList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0),
+  )
+  .transform((entries, ctx) => {
+    if (entries.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'lists no key' });
+      return z.NEVER;
+    }
+    if (entries.some((k) => /[\s#]/.test(k))) {
+      ctx.addIssue({ code: 'custom', message: NO_COMMENT });
+      return z.NEVER;
+    }
+    const parsed = parseOperatorKeyEntries(entries);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return entries;
+  });
+
+const commaList = (s: string) =>
+  s
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k.length > 0);
+
+/** RISKGATE_SSO_OPERATORS: `identity:role,...` (an identity as the proxy sends it, an email). */
+const ssoOperators = z.string().transform((text, ctx) => {
+  const operators = new Map<string, OperatorRole>();
+  for (const entry of commaList(text)) {
+    const colon = entry.lastIndexOf(':');
+    const identity = entry.slice(0, Math.max(colon, 0)).toLowerCase();
+    const role = entry.slice(colon + 1);
+    if (colon < 0 || !(OPERATOR_ROLES as readonly string[]).includes(role)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `entries are identity:role with a role of ${OPERATOR_ROLES.join(', ')} (not ${JSON.stringify(entry.slice(0, 80))})`,
+      });
+      return z.NEVER;
+    }
+    if (!OPERATOR_NAME.test(identity) || operators.has(identity)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: operators.has(identity)
+          ? `names ${identity} twice`
+          : `names ${JSON.stringify(identity.slice(0, 80))}: an identity must be 1-64 letters, digits, ".", "_", "-" or "@"`,
+      });
+      return z.NEVER;
+    }
+    operators.set(identity, role as OperatorRole);
+  }
+  if (operators.size === 0) {
+    ctx.addIssue({ code: 'custom', message: 'lists no operator' });
+    return z.NEVER;
+  }
+  return operators;
+});
+
+/** Headers a proxy's identity must never be read from: riskgate or the proxy give them other meanings. */
+const RESERVED_HEADERS = [
+  'authorization',
+  'cookie',
+  'host',
+  'x-forwarded-for',
+  'content-type',
+  'content-length',
+];
+
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
   SANDBOX_PORT: port(4010),
@@ -283,7 +371,29 @@ const baseSchema = z.object({
       .pipe(z.number().max(65535, 'must be a whole number from 0 to 65535')),
   ),
   RISKGATE_OPS_HOST: optionalEmptyAsUndefined(nonEmpty),
-  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
+  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(opsKeyList),
+  RISKGATE_TRUSTED_PROXIES: optionalEmptyAsUndefined(
+    z.string().transform((text, ctx) => {
+      const proxies = parseTrustedProxies(commaList(text));
+      if (typeof proxies === 'string' || proxies.length === 0) {
+        ctx.addIssue({ code: 'custom', message: typeof proxies === 'string' ? proxies : 'lists no address' });
+        return z.NEVER;
+      }
+      return proxies;
+    }),
+  ),
+  RISKGATE_TRUSTED_IDENTITY_HEADER: optionalEmptyAsUndefined(
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(/^[a-z0-9-]{1,100}$/, 'must be a header name (letters, digits and -), e.g. X-Forwarded-Email')
+      .refine(
+        (h) => !RESERVED_HEADERS.includes(h),
+        'must not be a header riskgate or the proxy reads otherwise',
+      ),
+  ),
+  RISKGATE_SSO_OPERATORS: optionalEmptyAsUndefined(ssoOperators),
   RISKGATE_FEEDBACK_RATE: numberVariable({ min: 0.01, max: 100_000, fallback: 10, whole: false }),
   RISKGATE_FEEDBACK_BURST: numberVariable({ min: 1, max: 100_000, fallback: 50 }),
   RISKGATE_FEEDBACK_DECISIONS: numberVariable({ min: 1, max: 10_000_000, fallback: 100_000 }),
@@ -553,12 +663,29 @@ export function loadConfig(
       `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
     );
   }
+  const identityHeader = b.RISKGATE_TRUSTED_IDENTITY_HEADER;
+  if (identityHeader !== undefined && b.RISKGATE_TRUSTED_PROXIES === undefined) {
+    throw configError(
+      'RISKGATE_TRUSTED_PROXIES is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set: the identity header is believed only from those addresses (anyone else reaching the port could write any name into it)',
+    );
+  }
+  if ((identityHeader === undefined) !== (b.RISKGATE_SSO_OPERATORS === undefined)) {
+    throw configError(
+      identityHeader === undefined
+        ? 'RISKGATE_TRUSTED_IDENTITY_HEADER is required when RISKGATE_SSO_OPERATORS is set'
+        : 'RISKGATE_SSO_OPERATORS is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set (identity:role,...: who may operate, and as what)',
+    );
+  }
   return {
     port: b.RISKGATE_PORT,
     host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
     opsPort: b.RISKGATE_OPS_PORT,
     opsHost,
     opsKeys: b.RISKGATE_OPS_KEYS,
+    trustedProxy:
+      b.RISKGATE_TRUSTED_PROXIES === undefined
+        ? undefined
+        : { proxies: b.RISKGATE_TRUSTED_PROXIES, identityHeader, operators: b.RISKGATE_SSO_OPERATORS },
     apiKeys: b.RISKGATE_API_KEYS,
     feedback: {
       ratePerSecond: b.RISKGATE_FEEDBACK_RATE,

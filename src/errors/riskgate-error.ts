@@ -78,6 +78,11 @@ export const ErrorCode = {
   /** The decision store (SQLite, PostgreSQL) did not answer a query: down, refused or too slow (HTTP 503). */
   DECISION_STORE_UNAVAILABLE: 'RG_ERR_DECISION_STORE_UNAVAILABLE',
   /**
+   * The audit trail (src/audit/) cannot write: an operator's change is refused, not made, rather
+   * than made unaudited (HTTP 503).
+   */
+  AUDIT_UNAVAILABLE: 'RG_ERR_AUDIT_UNAVAILABLE',
+  /**
    * An action waiting for its subject to be verified found the Admin user is not the account's
    * (or is gone): it is dropped, never carried out.
    */

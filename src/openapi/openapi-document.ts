@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { auditEntrySchema, auditPageSchema, auditQuerySchema } from '../audit/audit-routes.ts';
 import { MAX_CALLBACK_BODY_BYTES } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
@@ -11,6 +12,7 @@ import {
 } from '../feedback/feedback-request.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
+import { policyReloadSchema } from '../policy/policy-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
   actionsSchema,
@@ -136,9 +138,15 @@ const EVERY_ROUTE: CodeNotes = {
 const OPERATOR_KEY: CodeNotes = {
   [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown operator key (a caller key never opens it).',
   [ErrorCode.FORBIDDEN]:
-    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one.',
+    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one. Or the operator’s role is below the route’s (the detail names both), or a trusted proxy named an identity RISKGATE_SSO_OPERATORS does not list.',
   [ErrorCode.NOT_FOUND]:
     'On RISKGATE_PORT while RISKGATE_OPS_PORT is set: the operator routes are on the ops port.',
+};
+
+/** A change an operator makes: written to the audit trail first, refused when it cannot be. */
+const AUDITED_CHANGE: CodeNotes = {
+  [ErrorCode.AUDIT_UNAVAILABLE]:
+    'The audit trail (RISKGATE_DATABASE) cannot record the change: it is refused, and not made.',
 };
 
 /** Node's HTTP server answers it itself, without a body, and closes the connection. */
@@ -279,6 +287,9 @@ function documentComponents(): Record<string, unknown> {
         RuleStats: ruleStatsSchema,
         Actions: actionsSchema,
         OutboxEntry: outboxEntrySchema,
+        AuditPage: auditPageSchema,
+        AuditEntry: auditEntrySchema,
+        PolicyReload: policyReloadSchema,
         CallbackAck: callbackAckSchema,
         DecisionPage: decisionPageSchema,
         StoredDecision: storedDecisionSchema,
@@ -340,7 +351,7 @@ function callerPaths(): Record<string, unknown> {
           operationId: 'feedback',
           summary: 'Label a decision fraud or legit (for replay --labels)',
           description:
-            'With the caller key that asked for the decision, or an operator key (which labels any decision).',
+            'With the caller key that asked for the decision, or an operator key with the analyst role (which labels any decision, recorded in the audit trail first).',
           security: [{ callerKey: [] }, { opsKey: [] }],
           requestBody: {
             required: true,
@@ -358,6 +369,8 @@ function callerPaths(): Record<string, unknown> {
             [ErrorCode.INVALID_INPUT]:
               'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
             [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+            [ErrorCode.FORBIDDEN]: 'An operator whose role is below analyst (the detail names both roles).',
+            ...AUDITED_CHANGE,
             [ErrorCode.NOT_FOUND]:
               'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
             [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
@@ -440,6 +453,36 @@ function operatorPaths(): Record<string, unknown> {
         content: json(ref('Policies')),
       },
     ),
+    '/policies/reload': operatorRoute(
+      'post',
+      {
+        operationId: 'reloadPolicy',
+        summary: 'Load the policy files now (the admin role; audited)',
+        description:
+          'The watcher reloads on its own; this is for a change it cannot see. Recorded in the audit trail before the reload.',
+      },
+      {
+        description:
+          'The outcome: the new revision, or why the files were refused (the last good policy stays live).',
+        content: json(ref('PolicyReload')),
+      },
+      AUDITED_CHANGE,
+    ),
+    '/audit': operatorRoute(
+      'get',
+      {
+        operationId: 'listAudit',
+        summary: 'The audit trail: every change operators made, newest first',
+        description:
+          'Who (name, role, key id or `sso`), what, to what, when and from where; filtered by actor, action or target, paged with `cursor`.',
+        parameters: queryParameters(auditQuerySchema),
+      },
+      { description: 'A page of entries, newest first.', content: json(ref('AuditPage')) },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        [ErrorCode.AUDIT_UNAVAILABLE]: 'The audit trail’s database did not answer.',
+      },
+    ),
     '/policies/stats': operatorRoute(
       'get',
       { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
@@ -478,12 +521,12 @@ function operatorPaths(): Record<string, unknown> {
       'post',
       {
         operationId: 'retryAction',
-        summary: 'Deliver a dead (or dropped) action again, now',
+        summary: 'Deliver a dead (or dropped) action again, now (the admin role; audited)',
         description: NO_OUTBOX,
         parameters: [actionIdParameter],
       },
       { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
     ),
     '/decisions': operatorRoute(
       'get',
@@ -528,12 +571,12 @@ function operatorPaths(): Record<string, unknown> {
       'delete',
       {
         operationId: 'dropAction',
-        summary: 'Drop a pending or dead action: it is never delivered',
+        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
         description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
         parameters: [actionIdParameter],
       },
       { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
     ),
   };
 }

@@ -1,4 +1,5 @@
 import { admissionComponent } from '../admission/admission-component.ts';
+import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
@@ -42,6 +43,7 @@ export async function startServices(
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
+  const audit = await l.start(auditComponent({ database }));
   const decisions = await l.start(
     decisionStoreComponent({
       config,
@@ -126,5 +128,17 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, decisions, vendor, admission, policies, features, logs, outbox, recent };
+  return {
+    decisionLog,
+    database,
+    decisions,
+    audit,
+    vendor,
+    admission,
+    policies,
+    features,
+    logs,
+    outbox,
+    recent,
+  };
 }

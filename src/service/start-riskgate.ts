@@ -41,7 +41,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, decisions, vendor, admission, policies, features, logs, outbox, recent } =
+    const { decisionLog, decisions, audit, vendor, admission, policies, features, logs, outbox, recent } =
       await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
@@ -67,6 +67,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       tracing: options.tracing,
       log,
       ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
+      trustedProxy: config.trustedProxy,
+      audit,
       routes: l.routes(),
     };
     const surfaces = httpSurfaces({
