@@ -2,11 +2,11 @@ import { z } from 'zod';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
+import type { AuditAction, AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
-import type { AuditAction, AuditTrail } from './audit-trail.ts';
 import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
 
-/** Every action the audit trail records (src/audit/audit-trail.ts). */
+/** Every action the audit trail records (src/operators/audit-trail.ts). */
 export const AUDIT_ACTIONS = [
   'session.sign_in',
   'session.sign_out',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FeatureMigrations, RiskgateDatabase } from '../database/database.ts';
+import type { AuditAction, AuditEntry, AuditFilter, AuditTrail } from '../operators/audit-trail.ts';
 import type { OperatorRole } from '../operators/operator.ts';
-import type { AuditAction, AuditEntry, AuditFilter, AuditTrail } from './audit-trail.ts';
 
 /**
  * The audit trail in the database (src/database/): one row per change, the same queries on SQLite

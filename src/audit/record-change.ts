@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import type { Principal } from '../edge/caller-auth.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { AuditAction, AuditEntry, AuditTrail } from '../operators/audit-trail.ts';
 import { auditUnavailable } from './audit-routes.ts';
-import type { AuditAction, AuditEntry, AuditTrail } from './audit-trail.ts';
 
 /** A change an operator is about to make, as a route describes it. */
 export interface AuditedChange {

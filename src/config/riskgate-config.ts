@@ -601,44 +601,7 @@ export function loadConfig(
   if (!base.success) throw configError(firstIssue(base.error, resolved));
   const b = base.data;
 
-  let upstream: UpstreamConfig | undefined;
-  if (b.RISKGATE_SIGNALS_URL === undefined) {
-    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
-    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
-  } else {
-    const u = upstreamSchema.safeParse(resolved);
-    if (!u.success) throw configError(firstIssue(u.error, resolved, true));
-    if (b.RISKGATE_API_KEYS === undefined) {
-      throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
-    }
-    const d = u.data;
-    upstream = {
-      serviceId: d.RISKGATE_SERVICE_ID,
-      signalsUrl: d.RISKGATE_SIGNALS_URL,
-      authUrl: d.RISKGATE_AUTH_URL,
-      clientId: d.RISKGATE_CLIENT_ID,
-      clientSecret: d.RISKGATE_CLIENT_SECRET,
-      signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
-      signalsIdp: d.RISKGATE_SIGNALS_IDP,
-      adminUrl: d.RISKGATE_ADMIN_URL,
-      adminApiKey: d.RISKGATE_ADMIN_API_KEY,
-      logsUrl: d.RISKGATE_LOGS_URL,
-      logApiKey: d.RISKGATE_LOG_API_KEY,
-      callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
-    };
-    if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
-      throw configError(
-        'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
-      );
-    }
-    if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
-      throw configError(
-        upstream.logsUrl === undefined
-          ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
-          : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
-      );
-    }
-  }
+  const upstream = upstreamOf(b, resolved);
 
   if (
     b.RISKGATE_DECISION_LOG_REDACT.some((r) => r.mode === 'hash') &&
@@ -648,34 +611,7 @@ export function loadConfig(
       'RISKGATE_DECISION_LOG_HASH_KEY is required when RISKGATE_DECISION_LOG_REDACT hashes a field',
     );
   }
-  if (
-    b.RISKGATE_OPS_PORT !== undefined &&
-    b.RISKGATE_OPS_PORT !== 0 &&
-    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
-  ) {
-    throw configError(
-      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
-    );
-  }
-  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
-  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
-    throw configError(
-      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
-    );
-  }
-  const identityHeader = b.RISKGATE_TRUSTED_IDENTITY_HEADER;
-  if (identityHeader !== undefined && b.RISKGATE_TRUSTED_PROXIES === undefined) {
-    throw configError(
-      'RISKGATE_TRUSTED_PROXIES is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set: the identity header is believed only from those addresses (anyone else reaching the port could write any name into it)',
-    );
-  }
-  if ((identityHeader === undefined) !== (b.RISKGATE_SSO_OPERATORS === undefined)) {
-    throw configError(
-      identityHeader === undefined
-        ? 'RISKGATE_TRUSTED_IDENTITY_HEADER is required when RISKGATE_SSO_OPERATORS is set'
-        : 'RISKGATE_SSO_OPERATORS is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set (identity:role,...: who may operate, and as what)',
-    );
-  }
+  const opsHost = checkOperatorSurface(b);
   return {
     port: b.RISKGATE_PORT,
     host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
@@ -685,7 +621,11 @@ export function loadConfig(
     trustedProxy:
       b.RISKGATE_TRUSTED_PROXIES === undefined
         ? undefined
-        : { proxies: b.RISKGATE_TRUSTED_PROXIES, identityHeader, operators: b.RISKGATE_SSO_OPERATORS },
+        : {
+            proxies: b.RISKGATE_TRUSTED_PROXIES,
+            identityHeader: b.RISKGATE_TRUSTED_IDENTITY_HEADER,
+            operators: b.RISKGATE_SSO_OPERATORS,
+          },
     apiKeys: b.RISKGATE_API_KEYS,
     feedback: {
       ratePerSecond: b.RISKGATE_FEEDBACK_RATE,
@@ -730,6 +670,84 @@ export function loadConfig(
     headersTimeoutMs: Math.min(b.RISKGATE_HEADERS_TIMEOUT_MS, b.RISKGATE_REQUEST_TIMEOUT_MS),
     requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
   };
+}
+
+/** The vendor's settings (undefined in sandbox mode), checked together. */
+function upstreamOf(
+  b: z.output<typeof baseSchema>,
+  resolved: Readonly<Record<string, string | undefined>>,
+): UpstreamConfig | undefined {
+  if (b.RISKGATE_SIGNALS_URL === undefined) {
+    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
+    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
+    return undefined;
+  }
+  const u = upstreamSchema.safeParse(resolved);
+  if (!u.success) throw configError(firstIssue(u.error, resolved, true));
+  if (b.RISKGATE_API_KEYS === undefined) {
+    throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
+  }
+  const d = u.data;
+  const upstream: UpstreamConfig = {
+    serviceId: d.RISKGATE_SERVICE_ID,
+    signalsUrl: d.RISKGATE_SIGNALS_URL,
+    authUrl: d.RISKGATE_AUTH_URL,
+    clientId: d.RISKGATE_CLIENT_ID,
+    clientSecret: d.RISKGATE_CLIENT_SECRET,
+    signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
+    signalsIdp: d.RISKGATE_SIGNALS_IDP,
+    adminUrl: d.RISKGATE_ADMIN_URL,
+    adminApiKey: d.RISKGATE_ADMIN_API_KEY,
+    logsUrl: d.RISKGATE_LOGS_URL,
+    logApiKey: d.RISKGATE_LOG_API_KEY,
+    callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
+  };
+  if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
+    throw configError(
+      'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
+    );
+  }
+  if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
+    throw configError(
+      upstream.logsUrl === undefined
+        ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
+        : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
+    );
+  }
+  return upstream;
+}
+
+/** The operator surface's settings, checked together: the ops host. */
+function checkOperatorSurface(b: z.output<typeof baseSchema>): string {
+  if (
+    b.RISKGATE_OPS_PORT !== undefined &&
+    b.RISKGATE_OPS_PORT !== 0 &&
+    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
+  ) {
+    throw configError(
+      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
+    );
+  }
+  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
+  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
+    throw configError(
+      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
+    );
+  }
+  const identityHeader = b.RISKGATE_TRUSTED_IDENTITY_HEADER;
+  if (identityHeader !== undefined && b.RISKGATE_TRUSTED_PROXIES === undefined) {
+    throw configError(
+      'RISKGATE_TRUSTED_PROXIES is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set: the identity header is believed only from those addresses (anyone else reaching the port could write any name into it)',
+    );
+  }
+  if ((identityHeader === undefined) !== (b.RISKGATE_SSO_OPERATORS === undefined)) {
+    throw configError(
+      identityHeader === undefined
+        ? 'RISKGATE_TRUSTED_IDENTITY_HEADER is required when RISKGATE_SSO_OPERATORS is set'
+        : 'RISKGATE_SSO_OPERATORS is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set (identity:role,...: who may operate, and as what)',
+    );
+  }
+  return opsHost;
 }
 
 /** RISKGATE_FEATURE_STORE, defaulting to the outbox's Redis: replicas that share actions share counters. */

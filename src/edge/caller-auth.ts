@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { Cidr } from '../net/ip-cidr.ts';
 import { type Operator, type OperatorRole, roleAllows } from '../operators/operator.ts';
 import { parseOperatorKeyEntries } from '../operators/operator-keys.ts';
-import type { Cidr } from '../policy/ip-cidr.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
 import { fromTrustedProxy } from './client-address.ts';
 

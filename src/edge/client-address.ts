@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
-import { type Cidr, cidrContains, parseCidr, parseIp } from '../policy/ip-cidr.ts';
+import { type Cidr, cidrContains, parseCidr, parseIp } from '../net/ip-cidr.ts';
 
 /**
  * Where a request came from: the socket's remote address, or, when that socket is a trusted proxy

@@ -1,6 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
-import type { AuditAction, AuditEntry } from '../audit/audit-trail.ts';
+import type { AuditAction, AuditEntry } from '../operators/audit-trail.ts';
 import type { Operator, OperatorRole } from '../operators/operator.ts';
 
 /**
