@@ -178,6 +178,7 @@ describe('a riskgate whose start fails', () => {
       'tracing',
       'decision log',
       'database',
+      'audit trail',
       'decision store',
       'vendor clients',
       'admission',
