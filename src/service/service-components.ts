@@ -13,6 +13,7 @@ import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
@@ -77,11 +78,13 @@ export async function startServices(
     }),
   );
   const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
   const outbox = await l.start(
     outboxComponent({
       config,
       given: options.outboxStore,
       admin: vendor.admin,
+      webhooks: webhookDelivery,
       onOutcome,
       flushOutcomes: () => decisionLog.flush(),
       log,
@@ -89,6 +92,7 @@ export async function startServices(
       drainTimeoutMs: ctx.drainTimeoutMs,
     }),
   );
+  const events = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -108,5 +112,5 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, events, recent };
 }
