@@ -283,6 +283,28 @@ const keyList = z
       .min(1, 'lists no key'),
   );
 
+/** The event types a webhook may carry (src/events/riskgate-event.ts). */
+const WEBHOOK_EVENT_TYPES: readonly [RiskgateEventType, ...RiskgateEventType[]] = [
+  'lockout.created',
+  'lockout.ended',
+  'list.entry_added',
+  'list.entry_removed',
+  'decision.denied',
+  'decision.challenged',
+];
+
+/** A comma-separated list of `item`s, none empty. */
+const commaList = <T extends z.ZodType<unknown, string>>(item: T, none: string) =>
+  z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((k) => k.trim())
+        .filter((k) => k.length > 0),
+    )
+    .pipe(z.array(item).min(1, none));
+
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
   SANDBOX_PORT: port(4010),
@@ -606,28 +628,6 @@ export function loadConfig(
     requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
   };
 }
-
-/** The event types a webhook may carry (src/events/riskgate-event.ts). */
-const WEBHOOK_EVENT_TYPES: readonly [RiskgateEventType, ...RiskgateEventType[]] = [
-  'lockout.created',
-  'lockout.ended',
-  'list.entry_added',
-  'list.entry_removed',
-  'decision.denied',
-  'decision.challenged',
-];
-
-/** A comma-separated list of `item`s, none empty. */
-const commaList = <T extends z.ZodType<unknown, string>>(item: T, none: string) =>
-  z
-    .string()
-    .transform((s) =>
-      s
-        .split(',')
-        .map((k) => k.trim())
-        .filter((k) => k.length > 0),
-    )
-    .pipe(z.array(item).min(1, none));
 
 /**
  * RISKGATE_WEBHOOK_*: receivers, secrets, events, timeout. A URL's or a secret's value is never in
