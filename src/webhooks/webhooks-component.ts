@@ -24,7 +24,6 @@ export function webhookDeliveryComponent(
       return {
         handle: delivery,
         stop: () => delivery.close(),
-        health: () => ({ webhooks: { receivers: delivery.receivers } }),
       };
     },
   };
