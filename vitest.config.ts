@@ -44,6 +44,7 @@ export const SLOW = [
   'test/stress-verdicts.test.ts',
   'test/tracing-console-process.test.ts',
   'test/velocity-shared-store.test.ts',
+  'test/webhooks-receiver-outage.test.ts',
 ];
 
 export default defineConfig({

@@ -16,7 +16,7 @@ import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts
 export const actionSpecSchema = z.object({
   id: z.string().min(1),
   decisionId: z.string().min(1),
-  type: z.enum(['lock_out_user', 'restrict_factors', 'archive_device']),
+  type: z.enum(['lock_out_user', 'restrict_factors', 'archive_device', 'deliver_webhook']),
   target: z.string().min(1),
   orderingKey: z.string().min(1),
   call: z.discriminatedUnion('method', [
@@ -29,6 +29,15 @@ export const actionSpecSchema = z.object({
       }),
     }),
     z.object({ method: z.literal('deleteDevice'), deviceId: z.string().min(1) }),
+    // An event to a webhook receiver (src/webhooks/): `receiver` names the configured URL by its
+    // hash (the URL may carry credentials, so the outbox never holds it); `body` is the event JSON
+    // as signed, sent byte for byte by every attempt.
+    z.object({
+      method: z.literal('postWebhook'),
+      receiver: z.string().min(1),
+      webhookId: z.string().min(1),
+      body: z.string().min(1),
+    }),
   ]),
   traceparent: z.string().optional(),
   /**
@@ -56,6 +65,17 @@ export interface ActionJob {
   spec: ActionSpec;
 }
 
+/** The `postWebhook` call of an action: one event to one receiver. */
+export type WebhookCall = Extract<ActionSpec['call'], { method: 'postWebhook' }>;
+
+/** Who carries out a `postWebhook` attempt (src/webhooks/webhook-delivery.ts). */
+export interface WebhookPoster {
+  /** Timeout of one attempt, milliseconds (the outbox's lease outlasts it). */
+  readonly timeoutMs: number;
+  /** One signed POST of `call`: ok on a 2xx, else a typed failure the outbox retries or ends. */
+  post(call: WebhookCall, options: CallOptions): Promise<UpstreamResult<unknown>>;
+}
+
 /** The Admin API calls an action's attempts make. */
 export type ActionAdmin = Pick<
   AdminClient,
@@ -69,7 +89,9 @@ export type ActionAdmin = Pick<
  */
 export function parseStoredSpec(text: string): ActionSpec {
   const v = JSON.parse(text) as Partial<ActionSpec> | null;
-  const call = v?.call as { method?: unknown; userId?: unknown; deviceId?: unknown } | undefined;
+  const call = v?.call as
+    | { method?: unknown; userId?: unknown; deviceId?: unknown; receiver?: unknown; body?: unknown }
+    | undefined;
   const plausible =
     typeof v?.id === 'string' &&
     typeof v.decisionId === 'string' &&
@@ -78,15 +100,24 @@ export function parseStoredSpec(text: string): ActionSpec {
     (v.type === 'lock_out_user' || v.type === 'restrict_factors' || v.type === 'archive_device') &&
     ((call?.method === 'updateUser' && typeof call.userId === 'string') ||
       (call?.method === 'deleteDevice' && typeof call.deviceId === 'string'));
+  // A webhook delivery: the full schema (its body is the one field worth the check).
+  if (v?.type === 'deliver_webhook') return actionSpecSchema.parse(v);
   return plausible ? (v as ActionSpec) : actionSpecSchema.parse(v);
 }
 
-/** One attempt of `spec` against the Admin API (its subject verified first when it asks). */
+/**
+ * One attempt of `spec` against the Admin API (its subject verified first when it asks), or, for a
+ * `postWebhook` call, to its receiver through `webhooks` (none configured: it fails for good).
+ */
 export function attemptAction(
   spec: ActionSpec,
   admin: ActionAdmin,
+  webhooks?: WebhookPoster,
 ): (options: CallOptions) => Promise<UpstreamResult<unknown>> {
   const call = spec.call;
+  if (call.method === 'postWebhook') {
+    return (o) => (webhooks === undefined ? Promise.resolve(noWebhooks()) : webhooks.post(call, o));
+  }
   const act =
     call.method === 'updateUser'
       ? (o: CallOptions) => admin.updateUser(call.userId, call.update, o) as Promise<UpstreamResult<unknown>>
@@ -100,6 +131,20 @@ export function attemptAction(
           return checked.ok ? act(o) : checked;
         };
   return spec.traceparent === undefined ? run : (o) => run({ ...o, traceparent: spec.traceparent });
+}
+
+/**
+ * A webhook delivery left in the outbox by a riskgate configured with receivers, read by one
+ * without: dead-lettered (`RG_ERR_INVALID_CONFIG`), for an operator to drop or retry.
+ */
+function noWebhooks(): UpstreamResult<unknown> {
+  return {
+    ok: false,
+    error: new UpstreamError(ErrorCode.INVALID_CONFIG, 'no webhook receivers are configured', {
+      upstream: 'webhook',
+    }),
+    durationMs: 0,
+  };
 }
 
 /**

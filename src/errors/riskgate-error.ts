@@ -115,7 +115,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

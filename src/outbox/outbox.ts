@@ -13,6 +13,7 @@ import {
   type ActionJob,
   type ActionSpec,
   attemptAction,
+  type WebhookPoster,
 } from '../actions/admin-actions.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
@@ -43,6 +44,8 @@ import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
 export interface OutboxOptions {
   store: OutboxStore;
   admin: ActionAdmin;
+  /** Carries out the webhook deliveries (`postWebhook`); none: they are dead-lettered. */
+  webhooks?: WebhookPoster | undefined;
   /** Told each final outcome (a decision log line, metrics). Must not throw. */
   onOutcome: (outcome: ActionOutcome) => void;
   /** Told when the store fails (a write refused, a claim failed). */
@@ -101,8 +104,8 @@ function isAlive(pid: number): boolean {
 }
 
 export class Outbox implements ActionDispatcher {
-  readonly #o: Required<Omit<OutboxOptions, 'onError' | 'flushOutcomes'>> &
-    Pick<OutboxOptions, 'onError' | 'flushOutcomes'>;
+  readonly #o: Required<Omit<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks'>> &
+    Pick<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks'>;
   #toConfirm: string[] = [];
   /** Told and not yet confirmed logged: never told twice by this process. */
   readonly #told = new Set<string>();
@@ -439,7 +442,9 @@ export class Outbox implements ActionDispatcher {
     const free = this.#o.concurrency - this.#running.size;
     if (free <= 0) return 0;
     const now = this.#o.now();
-    const claimed = await this.#o.store.claim(this.#o.owner, free, now, this.#o.attemptTimeoutMs + 5000);
+    // The lease outlasts the longest attempt (a webhook's has its own timeout).
+    const longestMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0);
+    const claimed = await this.#o.store.claim(this.#o.owner, free, now, longestMs + 5000);
     for (const entry of claimed) void this.#attempt(entry);
     return claimed.length;
   }
@@ -471,6 +476,7 @@ export class Outbox implements ActionDispatcher {
       const result = await attemptAction(
         spec,
         this.#o.admin,
+        this.#o.webhooks,
       )({
         timeoutMs: this.#o.attemptTimeoutMs,
         signal: controller.signal,

@@ -16,6 +16,7 @@ import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
@@ -96,11 +97,13 @@ export async function startServices(
     }),
   );
   const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
   const outbox = await l.start(
     outboxComponent({
       config,
       given: options.outboxStore,
       admin: vendor.admin,
+      webhooks: webhookDelivery,
       onOutcome,
       flushOutcomes: () => decisionLog.flush(),
       log,
@@ -108,6 +111,7 @@ export async function startServices(
       drainTimeoutMs: ctx.drainTimeoutMs,
     }),
   );
+  const events = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -139,6 +143,7 @@ export async function startServices(
     features,
     logs,
     outbox,
+    events,
     recent,
   };
 }
