@@ -75,6 +75,10 @@ export const ErrorCode = {
    * they are the primary's, asked over IPC (HTTP 503; never a 404 for a decision that may exist).
    */
   FEEDBACK_UNAVAILABLE: 'RG_ERR_FEEDBACK_UNAVAILABLE',
+  /** The database (RISKGATE_DATABASE) did not answer: down, refused or too slow (HTTP 503). */
+  DATABASE_UNAVAILABLE: 'RG_ERR_DATABASE_UNAVAILABLE',
+  /** An operator's change could not be written to the audit trail, so it was not made (HTTP 503). */
+  AUDIT_UNAVAILABLE: 'RG_ERR_AUDIT_UNAVAILABLE',
   /**
    * An action waiting for its subject to be verified found the Admin user is not the account's
    * (or is gone): it is dropped, never carried out.

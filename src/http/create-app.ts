@@ -11,6 +11,7 @@ import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import type { RouteEdge, RouteMount, RouteSurface } from '../lifecycle/component.ts';
+import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
@@ -34,6 +35,8 @@ export interface AppDeps {
   /** The recent decisions: /decide remembers each one's caller key (`POST /feedback` reads them). */
   feedback?: { decisions?: DecisionMemory };
   actions: ActionDispatcher;
+  /** Where /decide tells the lock-outs it drove or withheld (src/lockouts/). Default: nowhere. */
+  lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   /**

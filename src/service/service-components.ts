@@ -3,14 +3,17 @@ import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import { lockoutsComponent } from '../lockouts/lockout-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
+import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
@@ -76,7 +79,21 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  let started: Outbox | undefined;
+  const lockouts = await l.start(
+    lockoutsComponent({
+      database,
+      audit: options.audit,
+      events: options.events ?? NO_EVENTS,
+      actions: () => started!,
+      log,
+    }),
+  );
+  const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const onOutcome: typeof writeOutcome = (outcome) => {
+    writeOutcome(outcome);
+    lockouts.recorder.outcome(outcome);
+  };
   const outbox = await l.start(
     outboxComponent({
       config,
@@ -85,10 +102,11 @@ export async function startServices(
       onOutcome,
       flushOutcomes: () => decisionLog.flush(),
       log,
-      tuning: { ...options.actionQueue, ...options.outbox },
+      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
       drainTimeoutMs: ctx.drainTimeoutMs,
     }),
   );
+  started = outbox;
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -108,5 +126,5 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, vendor, admission, policies, features, logs, lockouts, outbox, recent };
 }

@@ -41,10 +41,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, vendor, admission, policies, features, logs, outbox, recent } = await startServices(
-      l,
-      ctx,
-    );
+    const { decisionLog, vendor, admission, policies, features, logs, lockouts, outbox, recent } =
+      await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -61,6 +59,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       apiKeys: options.apiKeys,
       feedback: { decisions: recent },
       actions: outbox,
+      lockouts: lockouts.recorder,
       decisionLog,
       metrics,
       auditRequired:
