@@ -185,6 +185,7 @@ describe('a riskgate whose start fails', () => {
       'policies',
       'feature store',
       'log follower',
+      'lockouts',
       'webhook delivery',
       'outbox',
       'webhooks',

@@ -6,14 +6,17 @@ import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
 import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
+import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import { lockoutsComponent } from '../lockouts/lockout-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
+import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
@@ -44,7 +47,7 @@ export async function startServices(
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
-  const audit = await l.start(auditComponent({ database }));
+  const audit = await l.start(auditComponent({ database, given: options.audit }));
   const decisions = await l.start(
     decisionStoreComponent({
       config,
@@ -96,7 +99,22 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  let started: Outbox | undefined;
+  // The lock-outs emit into the webhooks, started after the outbox (the lock-outs stop after it).
+  let events: EventSink | undefined;
+  const lockouts = await l.start(
+    lockoutsComponent({
+      database,
+      events: { emit: (event) => (events ?? NO_EVENTS).emit(event) },
+      actions: () => started!,
+      log,
+    }),
+  );
+  const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const onOutcome: typeof writeOutcome = (outcome) => {
+    writeOutcome(outcome);
+    lockouts.recorder.outcome(outcome);
+  };
   const webhookDelivery = await l.start(webhookDeliveryComponent(config));
   const outbox = await l.start(
     outboxComponent({
@@ -107,11 +125,13 @@ export async function startServices(
       onOutcome,
       flushOutcomes: () => decisionLog.flush(),
       log,
-      tuning: { ...options.actionQueue, ...options.outbox },
+      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
       drainTimeoutMs: ctx.drainTimeoutMs,
     }),
   );
-  const events = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
+  started = outbox;
+  const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
+  events = options.events ?? webhooks;
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -142,6 +162,7 @@ export async function startServices(
     policies,
     features,
     logs,
+    lockouts,
     outbox,
     events,
     recent,

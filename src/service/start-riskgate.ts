@@ -50,6 +50,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       policies,
       features,
       logs,
+      lockouts,
       outbox,
       events,
       recent,
@@ -71,6 +72,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       feedback: { decisions: recent },
       actions: outbox,
       events,
+      lockouts: lockouts.recorder,
       decisionLog,
       metrics,
       auditRequired:
