@@ -13,7 +13,6 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
-import { memoryAuditTrail } from './support/memory-audit-trail.ts';
 import {
   type Answer,
   createAnswerValidator,
@@ -39,7 +38,7 @@ let violations: (answer: Answer) => string[];
 const checked: string[] = [];
 
 beforeAll(async () => {
-  h = await startHarness({ riskgate: { version: riskgateVersion(), audit: memoryAuditTrail() } });
+  h = await startHarness({ riskgate: { version: riskgateVersion() } });
   doc = await committed();
   violations = createAnswerValidator(doc);
 });

@@ -1,8 +1,11 @@
+import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
 import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
+import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
 import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
@@ -99,39 +102,7 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  let started: Outbox | undefined;
-  // The lock-outs emit into the webhooks, started after the outbox (the lock-outs stop after it).
-  let events: EventSink | undefined;
-  const lockouts = await l.start(
-    lockoutsComponent({
-      database,
-      events: { emit: (event) => (events ?? NO_EVENTS).emit(event) },
-      actions: () => started!,
-      log,
-    }),
-  );
-  const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
-  const onOutcome: typeof writeOutcome = (outcome) => {
-    writeOutcome(outcome);
-    lockouts.recorder.outcome(outcome);
-  };
-  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
-  const outbox = await l.start(
-    outboxComponent({
-      config,
-      given: options.outboxStore,
-      admin: vendor.admin,
-      webhooks: webhookDelivery,
-      onOutcome,
-      flushOutcomes: () => decisionLog.flush(),
-      log,
-      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
-      drainTimeoutMs: ctx.drainTimeoutMs,
-    }),
-  );
-  started = outbox;
-  const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
-  events = options.events ?? webhooks;
+  const { lockouts, outbox, events } = await startActionPath(l, ctx, { vendor, database, decisionLog });
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -167,4 +138,57 @@ export async function startServices(
     events,
     recent,
   };
+}
+
+/**
+ * The action path, in start order: the lock-out records (before the outbox, whose outcomes and
+ * unlock gate they serve, so they stop after it), the webhook receivers' connections, the outbox,
+ * and the event sink (signed webhooks) that the lock-outs and decisions emit into.
+ */
+async function startActionPath(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; log: ServiceLog; drainTimeoutMs: number; metrics: RiskgateMetrics },
+  deps: {
+    vendor: { admin: AdminClient };
+    database: RiskgateDatabase;
+    decisionLog: DecisionLog;
+  },
+) {
+  const { options, log, metrics: m } = ctx;
+  const { config } = options;
+  const { vendor, database, decisionLog } = deps;
+  let started: Outbox | undefined;
+  // The lock-outs emit into the webhooks, started after the outbox (the lock-outs stop after it).
+  let events: EventSink | undefined;
+  const lockouts = await l.start(
+    lockoutsComponent({
+      database,
+      events: { emit: (event) => (events ?? NO_EVENTS).emit(event) },
+      actions: () => started!,
+      log,
+    }),
+  );
+  const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const onOutcome: typeof writeOutcome = (outcome) => {
+    writeOutcome(outcome);
+    lockouts.recorder.outcome(outcome);
+  };
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
+  const outbox = await l.start(
+    outboxComponent({
+      config,
+      given: options.outboxStore,
+      admin: vendor.admin,
+      webhooks: webhookDelivery,
+      onOutcome,
+      flushOutcomes: () => decisionLog.flush(),
+      log,
+      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
+      drainTimeoutMs: ctx.drainTimeoutMs,
+    }),
+  );
+  started = outbox;
+  const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
+  events = options.events ?? webhooks;
+  return { lockouts, outbox, events: events as EventSink };
 }
