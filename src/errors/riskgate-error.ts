@@ -80,6 +80,12 @@ export const ErrorCode = {
    * (or is gone): it is dropped, never carried out.
    */
   SUBJECT_MISMATCH: 'RG_ERR_SUBJECT_MISMATCH',
+  /**
+   * The runtime lists cannot be read or changed: their database did not answer (HTTP 503 on the
+   * list endpoints), a change could not be written to the audit trail (refused, HTTP 503), or a
+   * decision's list snapshot is stale (the lists input is unavailable).
+   */
+  LISTS_UNAVAILABLE: 'RG_ERR_LISTS_UNAVAILABLE',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;
@@ -108,7 +114,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'lists';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

@@ -2,11 +2,13 @@ import type { Hono } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdminClient, AdminClientOptions } from '../admin/admin-client.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
+import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { ServiceLog } from '../http/create-app.ts';
@@ -37,6 +39,15 @@ export interface StartRiskgateOptions {
   decisionLog?: DecisionLog;
   /** An open database instead of `config.database` (tests share one); not closed on stop. */
   database?: RiskgateDatabase;
+  /**
+   * Where operator changes (list entries) are audited. Default: none, and every change is refused
+   * (503) for want of an audit trail.
+   */
+  audit?: AuditTrail;
+  /** Where events (list changes) go. Default: nowhere (`NO_EVENTS`). */
+  events?: EventSink;
+  /** Runtime list snapshot tuning (tests poll faster or go stale sooner). */
+  lists?: { pollMs?: number; staleAfterMs?: number };
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */

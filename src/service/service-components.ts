@@ -1,13 +1,16 @@
 import { admissionComponent } from '../admission/admission-component.ts';
+import type { AuditTrail } from '../audit/audit-trail.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import { listComponent } from '../lists/list-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
@@ -17,6 +20,12 @@ import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
+
+/** Until an audit trail is wired: every operator change is refused, none goes unaudited. */
+const NO_AUDIT_TRAIL: AuditTrail = {
+  record: () => Promise.reject(new Error('no audit trail is configured')),
+  list: async () => ({ entries: [] }),
+};
 
 /**
  * The components behind the HTTP surfaces, in start order (after the metrics): each one's
@@ -60,6 +69,16 @@ export async function startServices(
       historyConfigured: upstream.logsUrl !== undefined && upstream.logApiKey !== undefined,
       policyReadsHistory: () => policies.store.current().requirements.history,
       log,
+    }),
+  );
+  const lists = await l.start(
+    listComponent({
+      database,
+      declared: () => policies.store.current().lists ?? [],
+      audit: options.audit ?? NO_AUDIT_TRAIL,
+      events: options.events ?? NO_EVENTS,
+      log,
+      sync: options.lists,
     }),
   );
   const logs = await l.start(
@@ -108,5 +127,5 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, vendor, admission, policies, features, lists, logs, outbox, recent };
 }

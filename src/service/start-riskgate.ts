@@ -41,10 +41,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, vendor, admission, policies, features, logs, outbox, recent } = await startServices(
-      l,
-      ctx,
-    );
+    const { decisionLog, vendor, admission, policies, features, lists, logs, outbox, recent } =
+      await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -56,6 +54,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
         subjectBinding: config.subjectBinding,
         shadow: policies.shadow,
         features: features.reader,
+        lists,
       },
       ruleStats: policies.ruleStats,
       apiKeys: options.apiKeys,
