@@ -59,7 +59,13 @@ export const importQuerySchema = z.object({
 });
 
 export const pageQuerySchema = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(100).describe('Most entries (1-1000, default 100).'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(100)
+    .describe('Most entries (1-1000, default 100).'),
   cursor: z
     .string()
     .max(MAX_LIST_VALUE_LENGTH)

@@ -42,7 +42,9 @@ export function listComponent(o: {
         routes: [
           listRoutes({ store, sync, declared: o.declared, audit: o.audit, events: o.events, log: o.log }),
         ],
-        health: () => ({ lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok } }),
+        health: () => ({
+          lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok },
+        }),
         observe(registry) {
           registry.observeGauge(
             'riskgate_lists_snapshot_age_seconds',

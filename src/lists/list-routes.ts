@@ -148,8 +148,11 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
         await change.after('list.entry_added', [entry]);
         return c.json(entryView(entry), 201);
       });
-      app.delete('/lists/:name/entries/:value', edge.operatorAuth, edge.limitBody(MAX_ENTRY_BODY_BYTES), (c) =>
-        removeEntry(c, edge, declaredList(c.req.param('name')), deps, change),
+      app.delete(
+        '/lists/:name/entries/:value',
+        edge.operatorAuth,
+        edge.limitBody(MAX_ENTRY_BODY_BYTES),
+        (c) => removeEntry(c, edge, declaredList(c.req.param('name')), deps, change),
       );
       app.post('/lists/:name/import', edge.operatorAuth, edge.limitBody(MAX_IMPORT_BODY_BYTES), async (c) => {
         const list = declaredList(c.req.param('name'));
@@ -231,7 +234,12 @@ function changeSteps(deps: ListRoutesDeps, now: () => number) {
           });
         }
       } catch (error) {
-        deps.log({ level: 'error', msg: 'list change event not queued', type, error: (error as Error).message });
+        deps.log({
+          level: 'error',
+          msg: 'list change event not queued',
+          type,
+          error: (error as Error).message,
+        });
       }
     },
   };
@@ -245,10 +253,12 @@ async function removeEntry(
   change: ChangeSteps,
 ): Promise<Response> {
   const checked = normaliseListValue(list.key, c.req.param('value') ?? '');
-  if (!checked.ok) throw new InputError(`value ${checked.message}`, [{ field: 'value', message: checked.message }]);
+  if (!checked.ok)
+    throw new InputError(`value ${checked.message}`, [{ field: 'value', message: checked.message }]);
   const query = reasonQuerySchema.safeParse(c.req.query());
   if (!query.success) throw edge.inputError(query.error, 'The query');
-  const hasBody = (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
+  const hasBody =
+    (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
   const reason = hasBody ? (await edge.readJsonBody(c, removeBodySchema)).reason : query.data.reason;
   if (reason === undefined) {
     throw new InputError('reason is required (the `reason` query parameter or a JSON body)', [
@@ -258,12 +268,18 @@ async function removeEntry(
   const nowMs = (deps.now ?? Date.now)();
   const existing = await fromListStore(deps.store.get(list.name, checked.value, nowMs));
   if (existing === undefined) {
-    throw new RiskgateError(ErrorCode.NOT_FOUND, `No entry ${JSON.stringify(checked.value)} in list ${list.name}.`);
+    throw new RiskgateError(
+      ErrorCode.NOT_FOUND,
+      `No entry ${JSON.stringify(checked.value)} in list ${list.name}.`,
+    );
   }
   await change.audit(c, 'list.remove', `${list.name}:${checked.value}`, { reason });
   const removed = await fromListStore(deps.store.remove(list.name, checked.value));
   if (removed === undefined) {
-    throw new RiskgateError(ErrorCode.NOT_FOUND, `No entry ${JSON.stringify(checked.value)} in list ${list.name}.`);
+    throw new RiskgateError(
+      ErrorCode.NOT_FOUND,
+      `No entry ${JSON.stringify(checked.value)} in list ${list.name}.`,
+    );
   }
   await change.after('list.entry_removed', [removed]);
   return c.json(entryView(removed));
@@ -303,7 +319,12 @@ async function importEntries(
         { field: `${i}.reason`, message: 'is required' },
       ]);
     }
-    const entry = change.entryOf(c, list, { value: e.value, reason, ttlSeconds: e.ttlSeconds ?? query.data.ttlSeconds }, `${i}.value`);
+    const entry = change.entryOf(
+      c,
+      list,
+      { value: e.value, reason, ttlSeconds: e.ttlSeconds ?? query.data.ttlSeconds },
+      `${i}.value`,
+    );
     seen.set(entry.value, entry); // the last of a repeated value wins, as a later add would
   });
   if (seen.size > MAX_IMPORT_ENTRIES) throw new InputError(`at most ${MAX_IMPORT_ENTRIES} entries`);

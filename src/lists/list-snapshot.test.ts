@@ -4,7 +4,9 @@ import { normaliseListValue } from './list-values.ts';
 
 const ip = (value: string, expiresMs: number | null = null): SnapshotEntry => ({
   list: 'blocked',
-  value: normaliseListValue('ip', value).ok ? (normaliseListValue('ip', value) as { value: string }).value : value,
+  value: normaliseListValue('ip', value).ok
+    ? (normaliseListValue('ip', value) as { value: string }).value
+    : value,
   kind: 'ip',
   expiresMs,
 });
@@ -59,9 +61,12 @@ describe('a list value', () => {
     expect(normaliseListValue('ip', given)).toEqual({ ok: true, value: kept });
   });
 
-  it.each(['10.0.0.0/33', '300.1.1.1', 'example.com', '', '1.2.3.4/x'])('refuses %j for an ip list', (given) => {
-    expect(normaliseListValue('ip', given).ok).toBe(false);
-  });
+  it.each(['10.0.0.0/33', '300.1.1.1', 'example.com', '', '1.2.3.4/x'])(
+    'refuses %j for an ip list',
+    (given) => {
+      expect(normaliseListValue('ip', given).ok).toBe(false);
+    },
+  );
 
   it('takes any id of another kind but control characters', () => {
     expect(normaliseListValue('userId', 'u-1')).toEqual({ ok: true, value: 'u-1' });

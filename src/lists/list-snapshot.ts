@@ -35,7 +35,9 @@ class ListIndex {
       this.exact.set(e.value, Math.max(expiresMs, this.exact.get(e.value) ?? 0));
       return;
     }
-    const cidr = parseCidr(e.value.includes('/') ? e.value : `${e.value}/${e.value.includes(':') ? 128 : 32}`);
+    const cidr = parseCidr(
+      e.value.includes('/') ? e.value : `${e.value}/${e.value.includes(':') ? 128 : 32}`,
+    );
     if (cidr === null) return; // stored canonical: only a hand-edited row gets here
     let byNetwork = this.networks.get(cidr.bits);
     if (byNetwork === undefined) {

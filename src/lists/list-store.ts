@@ -46,7 +46,10 @@ export const listMigrations: FeatureMigrations = {
         .addColumn('id', 'integer', (c) => c.primaryKey())
         .addColumn('version', 'bigint', (c) => c.notNull())
         .execute();
-      await db.insertInto('list_version' as never).values({ id: 1, version: 0 } as never).execute();
+      await db
+        .insertInto('list_version' as never)
+        .values({ id: 1, version: 0 } as never)
+        .execute();
     },
   },
 };
@@ -86,7 +89,11 @@ export class ListStore {
   /** Every entry not expired at `nowMs`, and the version they are as of (read in one transaction). */
   async loadActive(nowMs: number): Promise<{ version: number; entries: SnapshotEntry[] }> {
     return this.#db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('list_version').select('version').where('id', '=', 1).executeTakeFirst();
+      const row = await trx
+        .selectFrom('list_version')
+        .select('version')
+        .where('id', '=', 1)
+        .executeTakeFirst();
       const rows = await trx
         .selectFrom('list_entry')
         .select(['list', 'value', 'kind', 'expires_ms'])
@@ -196,7 +203,10 @@ export class ListStore {
 
   /** Deletes entries that expired before `beforeMs` (no version bump: they match nothing already). */
   async purgeExpired(beforeMs: number): Promise<number> {
-    const result = await this.#db.deleteFrom('list_entry').where('expires_ms', '<', beforeMs).executeTakeFirst();
+    const result = await this.#db
+      .deleteFrom('list_entry')
+      .where('expires_ms', '<', beforeMs)
+      .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 }

@@ -78,7 +78,8 @@ export class ListSync implements ListReader {
    * during one waits for it. Rejects when the database fails; the snapshot is then unconfirmed.
    */
   refresh(force = false): Promise<void> {
-    if (this.#running !== undefined) return this.#running.then(() => (force ? this.refresh(true) : undefined));
+    if (this.#running !== undefined)
+      return this.#running.then(() => (force ? this.refresh(true) : undefined));
     this.#running = this.#refresh(force).finally(() => {
       this.#running = undefined;
     });
@@ -102,7 +103,11 @@ export class ListSync implements ListReader {
     } catch (error) {
       this.failures++;
       if (!this.#failing) {
-        this.#o.log?.({ level: 'warn', msg: 'list snapshot refresh failed', error: (error as Error).message });
+        this.#o.log?.({
+          level: 'warn',
+          msg: 'list snapshot refresh failed',
+          error: (error as Error).message,
+        });
       }
       this.#failing = true;
       throw error;

@@ -21,12 +21,16 @@ export function normaliseListValue(kind: DeclaredList['key'], raw: string): List
   if (text.length > MAX_LIST_VALUE_LENGTH)
     return { ok: false, message: `must be at most ${MAX_LIST_VALUE_LENGTH} characters` };
   if (kind !== 'ip') {
-    if (/[\u0000-\u001f\u007f]/.test(text)) return { ok: false, message: 'must not contain control characters' };
+    if (/[\u0000-\u001f\u007f]/.test(text))
+      return { ok: false, message: 'must not contain control characters' };
     return { ok: true, value: text };
   }
   const cidr = text.includes('/') ? parseCidr(text) : hostCidr(text);
   if (cidr === null) {
-    return { ok: false, message: 'must be an IPv4 or IPv6 address or CIDR, e.g. 203.0.113.7 or 203.0.113.0/24' };
+    return {
+      ok: false,
+      message: 'must be an IPv4 or IPv6 address or CIDR, e.g. 203.0.113.7 or 203.0.113.0/24',
+    };
   }
   return { ok: true, value: cidrText(cidr) };
 }

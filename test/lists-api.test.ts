@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
+import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { LIST_POLICY } from './support/list-policy.ts';
+import { MemoryAuditTrail } from './support/memory-audit-trail.ts';
+
+/**
+ * The runtime lists' operator endpoints on the embedded database (SQLite): entries added, shown,
+ * removed and imported, each change audited before the answer and told as an event; bad values
+ * refused naming the field; a login from a listed network denied at once.
+ */
+
+const audit = new MemoryAuditTrail();
+const events: RiskgateEvent[] = [];
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness({
+    policy: { yaml: LIST_POLICY },
+    riskgate: { audit, events: { emit: async (e) => void events.push(e) } },
+  });
+});
+afterAll(() => h?.stop());
+
+function ops(method: string, path: string, body?: unknown, contentType = 'application/json') {
+  return fetch(`${h.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${OPS_KEY}`,
+      ...(body !== undefined && { 'content-type': contentType }),
+    },
+    ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+}
+
+const login = (ip: string) => ({ ...demoRequest('alice', undefined), ip });
+
+describe('the runtime lists on SQLite', () => {
+  it('adds a CIDR, denies a login from inside it at once, and audits the change first', async () => {
+    expect((await h.decide(login('203.0.113.9'))).body.verdict).not.toBe('deny');
+    const res = await ops('POST', '/lists/blockedNetworks/entries', {
+      value: '203.0.113.77/24',
+      reason: 'credential stuffing',
+    });
+    expect(res.status).toBe(201);
+    const entry = await res.json();
+    expect(entry).toMatchObject({
+      list: 'blockedNetworks',
+      value: '203.0.113.0/24',
+      kind: 'ip',
+      reason: 'credential stuffing',
+    });
+    // The list's ttl (24h) applies when the entry sets none.
+    expect(Date.parse(entry.expiresAt) - Date.parse(entry.createdAt)).toBe(24 * 3600 * 1000);
+    expect(audit.entries.at(-1)).toMatchObject({
+      action: 'list.add',
+      target: 'blockedNetworks:203.0.113.0/24',
+    });
+    expect(events.at(-1)).toMatchObject({
+      type: 'list.entry_added',
+      data: { list: 'blockedNetworks', value: '203.0.113.0/24' },
+    });
+    const { body } = await h.decide(login('203.0.113.9'));
+    expect(body.verdict).toBe('deny');
+    expect((body.reasons as { id: string }[]).map((r) => r.id)).toContain('blocked-network');
+    expect((await h.decide(login('203.0.114.9'))).body.verdict).not.toBe('deny');
+  });
+
+  it('lists the declared lists with their counts, and one list by page', async () => {
+    await ops('POST', '/lists/blockedNetworks/entries', {
+      value: '198.51.100.1',
+      reason: 'r',
+      ttlSeconds: 60,
+    });
+    const all = await (await ops('GET', '/lists')).json();
+    expect(all.lists).toEqual([
+      {
+        name: 'blockedNetworks',
+        key: 'ip',
+        ttlSeconds: 86400,
+        description: 'Networks attacking us',
+        entries: 2,
+      },
+      { name: 'trustedAccounts', key: 'accountId', ttlSeconds: null, entries: 0 },
+    ]);
+    const first = await (await ops('GET', '/lists/blockedNetworks?limit=1')).json();
+    expect(first.items.map((e: { value: string }) => e.value)).toEqual(['198.51.100.1']);
+    const second = await (
+      await ops('GET', `/lists/blockedNetworks?limit=1&cursor=${first.nextCursor}`)
+    ).json();
+    expect(second.items.map((e: { value: string }) => e.value)).toEqual(['203.0.113.0/24']);
+    expect(second.nextCursor).toBeUndefined();
+  });
+
+  it.each([
+    [
+      'an ip list given a host name',
+      '/lists/blockedNetworks/entries',
+      { value: 'example.com', reason: 'r' },
+      'value',
+    ],
+    ['an entry without a reason', '/lists/blockedNetworks/entries', { value: '192.0.2.1' }, 'reason'],
+    [
+      'a ttl of zero',
+      '/lists/blockedNetworks/entries',
+      { value: '192.0.2.1', reason: 'r', ttlSeconds: 0 },
+      'ttlSeconds',
+    ],
+    [
+      'an import line with a bad CIDR',
+      '/lists/blockedNetworks/import',
+      [
+        { value: '192.0.2.0/24', reason: 'r' },
+        { value: '10.0.0.0/40', reason: 'r' },
+      ],
+      '1.value',
+    ],
+  ])('refuses %s with a 400 naming the field', async (_what, path, body, field) => {
+    const before = audit.entries.length;
+    const res = await ops('POST', path, body);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/problem\+json/);
+    expect(await res.json()).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field });
+    expect(audit.entries.length).toBe(before);
+  });
+
+  it('answers 404 for a list the policy does not declare', async () => {
+    const res = await ops('POST', '/lists/nope/entries', { value: 'x', reason: 'r' });
+    expect(res.status).toBe(404);
+    expect((await res.json()).code).toBe('RG_ERR_NOT_FOUND');
+  });
+
+  it('refuses a change the audit trail cannot take, and makes none', async () => {
+    audit.failing = true;
+    try {
+      const res = await ops('POST', '/lists/trustedAccounts/entries', { value: 'acct-9', reason: 'r' });
+      expect(res.status).toBe(503);
+      expect((await res.json()).code).toBe('RG_ERR_LISTS_UNAVAILABLE');
+    } finally {
+      audit.failing = false;
+    }
+    const page = await (await ops('GET', '/lists/trustedAccounts')).json();
+    expect(page.items).toEqual([]);
+  });
+
+  it('removes an entry with a reason, audited, and the login is no longer denied', async () => {
+    const res = await ops(
+      'DELETE',
+      `/lists/blockedNetworks/entries/${encodeURIComponent('203.0.113.0/24')}?reason=false%20positive`,
+    );
+    expect(res.status).toBe(200);
+    expect(audit.entries.at(-1)).toMatchObject({
+      action: 'list.remove',
+      target: 'blockedNetworks:203.0.113.0/24',
+      actor: expect.stringMatching(/^key-[0-9a-f]{12}$/),
+      detail: { reason: 'false positive' },
+    });
+    expect(events.at(-1)).toMatchObject({ type: 'list.entry_removed' });
+    expect((await h.decide(login('203.0.113.9'))).body.verdict).not.toBe('deny');
+    const again = await ops(
+      'DELETE',
+      `/lists/blockedNetworks/entries/${encodeURIComponent('203.0.113.0/24')}?reason=x`,
+    );
+    expect(again.status).toBe(404);
+    const noReason = await ops('DELETE', '/lists/blockedNetworks/entries/198.51.100.1');
+    expect(noReason.status).toBe(400);
+    expect((await noReason.json()).field).toBe('reason');
+  });
+
+  it('imports JSON lines with the reason from the query, one audit entry and an event per entry', async () => {
+    const before = audit.entries.length;
+    const lines = '{"value":"acct-1"}\n{"value":"acct-2","reason":"vouched by the help desk"}\n';
+    const res = await ops(
+      'POST',
+      '/lists/trustedAccounts/import?reason=migration',
+      lines,
+      'application/x-ndjson',
+    );
+    expect(res.status).toBe(201);
+    expect(await res.json()).toEqual({ list: 'trustedAccounts', added: 2 });
+    expect(audit.entries.length).toBe(before + 1);
+    expect(audit.entries.at(-1)).toMatchObject({
+      action: 'list.add',
+      target: 'trustedAccounts:import',
+      detail: { entries: 2 },
+    });
+    const page = await (await ops('GET', '/lists/trustedAccounts')).json();
+    expect(page.items.map((e: { value: string; reason: string }) => [e.value, e.reason])).toEqual([
+      ['acct-1', 'migration'],
+      ['acct-2', 'vouched by the help desk'],
+    ]);
+  });
+});
