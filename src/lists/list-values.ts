@@ -21,8 +21,7 @@ export function normaliseListValue(kind: DeclaredList['key'], raw: string): List
   if (text.length > MAX_LIST_VALUE_LENGTH)
     return { ok: false, message: `must be at most ${MAX_LIST_VALUE_LENGTH} characters` };
   if (kind !== 'ip') {
-    if (/[\u0000-\u001f\u007f]/.test(text))
-      return { ok: false, message: 'must not contain control characters' };
+    if (hasControlCharacter(text)) return { ok: false, message: 'must not contain control characters' };
     return { ok: true, value: text };
   }
   const cidr = text.includes('/') ? parseCidr(text) : hostCidr(text);
@@ -74,4 +73,12 @@ function cidrText(cidr: Cidr): string {
   // The URL parser writes an IPv6 address in its canonical (RFC 5952) form.
   const address = new URL(`http://[${hextets.join(':')}]`).hostname.slice(1, -1);
   return cidr.bits === 128 ? address : `${address}/${cidr.bits}`;
+}
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
 }

@@ -194,7 +194,7 @@ export class ListView {
 }
 
 function listContains(list: ListView, value: string): boolean {
-  return list.lookup !== undefined && list.lookup.contains(list.name, value, list.nowMs);
+  return list.lookup?.contains(list.name, value, list.nowMs) === true;
 }
 
 export const HISTORY_FIELDS: Record<string, string> = {
