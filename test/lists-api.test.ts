@@ -34,6 +34,18 @@ function ops(method: string, path: string, body?: unknown, contentType = 'applic
   });
 }
 
+/** An answer's JSON body, as the list endpoints answer it (docs/openapi.json). */
+type ListAnswer = {
+  code?: string;
+  field?: string;
+  createdAt: string;
+  expiresAt: string;
+  lists: unknown[];
+  items: { value: string; reason: string }[];
+  nextCursor?: string;
+};
+const read = async (res: Response): Promise<ListAnswer> => (await res.json()) as ListAnswer;
+
 const login = (ip: string) => ({ ...demoRequest('alice', undefined), ip });
 
 describe('the runtime lists on SQLite', () => {
@@ -44,7 +56,7 @@ describe('the runtime lists on SQLite', () => {
       reason: 'credential stuffing',
     });
     expect(res.status).toBe(201);
-    const entry = await res.json();
+    const entry = await read(res);
     expect(entry).toMatchObject({
       list: 'blockedNetworks',
       value: '203.0.113.0/24',
@@ -73,7 +85,7 @@ describe('the runtime lists on SQLite', () => {
       reason: 'r',
       ttlSeconds: 60,
     });
-    const all = await (await ops('GET', '/lists')).json();
+    const all = await read(await ops('GET', '/lists'));
     expect(all.lists).toEqual([
       {
         name: 'blockedNetworks',
@@ -84,12 +96,10 @@ describe('the runtime lists on SQLite', () => {
       },
       { name: 'trustedAccounts', key: 'accountId', ttlSeconds: null, entries: 0 },
     ]);
-    const first = await (await ops('GET', '/lists/blockedNetworks?limit=1')).json();
-    expect(first.items.map((e: { value: string }) => e.value)).toEqual(['198.51.100.1']);
-    const second = await (
-      await ops('GET', `/lists/blockedNetworks?limit=1&cursor=${first.nextCursor}`)
-    ).json();
-    expect(second.items.map((e: { value: string }) => e.value)).toEqual(['203.0.113.0/24']);
+    const first = await read(await ops('GET', '/lists/blockedNetworks?limit=1'));
+    expect(first.items.map((e) => e.value)).toEqual(['198.51.100.1']);
+    const second = await read(await ops('GET', `/lists/blockedNetworks?limit=1&cursor=${first.nextCursor}`));
+    expect(second.items.map((e) => e.value)).toEqual(['203.0.113.0/24']);
     expect(second.nextCursor).toBeUndefined();
   });
 
@@ -121,14 +131,14 @@ describe('the runtime lists on SQLite', () => {
     const res = await ops('POST', path, body);
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/problem\+json/);
-    expect(await res.json()).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field });
+    expect(await read(res)).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field });
     expect(audit.entries.length).toBe(before);
   });
 
   it('answers 404 for a list the policy does not declare', async () => {
     const res = await ops('POST', '/lists/nope/entries', { value: 'x', reason: 'r' });
     expect(res.status).toBe(404);
-    expect((await res.json()).code).toBe('RG_ERR_NOT_FOUND');
+    expect((await read(res)).code).toBe('RG_ERR_NOT_FOUND');
   });
 
   it('refuses a change the audit trail cannot take, and makes none', async () => {
@@ -136,11 +146,11 @@ describe('the runtime lists on SQLite', () => {
     try {
       const res = await ops('POST', '/lists/trustedAccounts/entries', { value: 'acct-9', reason: 'r' });
       expect(res.status).toBe(503);
-      expect((await res.json()).code).toBe('RG_ERR_LISTS_UNAVAILABLE');
+      expect((await read(res)).code).toBe('RG_ERR_LISTS_UNAVAILABLE');
     } finally {
       audit.failing = false;
     }
-    const page = await (await ops('GET', '/lists/trustedAccounts')).json();
+    const page = await read(await ops('GET', '/lists/trustedAccounts'));
     expect(page.items).toEqual([]);
   });
 
@@ -165,7 +175,7 @@ describe('the runtime lists on SQLite', () => {
     expect(again.status).toBe(404);
     const noReason = await ops('DELETE', '/lists/blockedNetworks/entries/198.51.100.1');
     expect(noReason.status).toBe(400);
-    expect((await noReason.json()).field).toBe('reason');
+    expect((await read(noReason)).field).toBe('reason');
   });
 
   it('imports JSON lines with the reason from the query, one audit entry and an event per entry', async () => {
@@ -178,15 +188,15 @@ describe('the runtime lists on SQLite', () => {
       'application/x-ndjson',
     );
     expect(res.status).toBe(201);
-    expect(await res.json()).toEqual({ list: 'trustedAccounts', added: 2 });
+    expect(await read(res)).toEqual({ list: 'trustedAccounts', added: 2 });
     expect(audit.entries.length).toBe(before + 1);
     expect(audit.entries.at(-1)).toMatchObject({
       action: 'list.add',
       target: 'trustedAccounts:import',
       detail: { entries: 2 },
     });
-    const page = await (await ops('GET', '/lists/trustedAccounts')).json();
-    expect(page.items.map((e: { value: string; reason: string }) => [e.value, e.reason])).toEqual([
+    const page = await read(await ops('GET', '/lists/trustedAccounts'));
+    expect(page.items.map((e) => [e.value, e.reason])).toEqual([
       ['acct-1', 'migration'],
       ['acct-2', 'vouched by the help desk'],
     ]);
