@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
+import type { AuditEntry } from '../src/operators/audit-trail.ts';
+import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { MemoryAuditTrail } from './support/memory-audit-trail.ts';
 
 /**
  * The runtime lists' operator endpoints on the embedded database (SQLite): entries added, shown,
@@ -11,23 +13,35 @@ import { MemoryAuditTrail } from './support/memory-audit-trail.ts';
  * refused naming the field; a login from a listed network denied at once.
  */
 
-const audit = new MemoryAuditTrail();
+const VIEWER_KEY = 'test-viewer-key-0123456789';
 const events: RiskgateEvent[] = [];
+let database: RiskgateDatabase;
 let h: Harness;
 
 beforeAll(async () => {
+  database = await openDatabase({ kind: 'memory' }, { migrations: ALL_MIGRATIONS });
   h = await startHarness({
     policy: { yaml: LIST_POLICY },
-    riskgate: { audit, events: { emit: async (e) => void events.push(e) } },
+    env: { RISKGATE_OPS_KEYS: `adam:admin:${OPS_KEY},vera:viewer:${VIEWER_KEY}` },
+    riskgate: { database, events: { emit: async (e) => void events.push(e) } },
   });
 });
-afterAll(() => h?.stop());
+afterAll(async () => {
+  await h?.stop();
+  await database?.close();
+});
 
-function ops(method: string, path: string, body?: unknown, contentType = 'application/json') {
+/** The audit trail, oldest first (GET /audit). */
+async function audited(): Promise<AuditEntry[]> {
+  const page = (await (await h.ops('/audit?limit=500')).json()) as { entries: AuditEntry[] };
+  return page.entries.reverse();
+}
+
+function ops(method: string, path: string, body?: unknown, contentType = 'application/json', key = OPS_KEY) {
   return fetch(`${h.url}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${OPS_KEY}`,
+      authorization: `Bearer ${key}`,
       ...(body !== undefined && { 'content-type': contentType }),
     },
     ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
@@ -65,7 +79,8 @@ describe('the runtime lists on SQLite', () => {
     });
     // The list's ttl (24h) applies when the entry sets none.
     expect(Date.parse(entry.expiresAt) - Date.parse(entry.createdAt)).toBe(24 * 3600 * 1000);
-    expect(audit.entries.at(-1)).toMatchObject({
+    expect((await audited()).at(-1)).toMatchObject({
+      actor: 'adam',
       action: 'list.add',
       target: 'blockedNetworks:203.0.113.0/24',
     });
@@ -127,12 +142,12 @@ describe('the runtime lists on SQLite', () => {
       '1.value',
     ],
   ])('refuses %s with a 400 naming the field', async (_what, path, body, field) => {
-    const before = audit.entries.length;
+    const before = (await audited()).length;
     const res = await ops('POST', path, body);
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/problem\+json/);
     expect(await read(res)).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field });
-    expect(audit.entries.length).toBe(before);
+    expect((await audited()).length).toBe(before);
   });
 
   it('answers 404 for a list the policy does not declare', async () => {
@@ -141,17 +156,16 @@ describe('the runtime lists on SQLite', () => {
     expect((await read(res)).code).toBe('RG_ERR_NOT_FOUND');
   });
 
-  it('refuses a change the audit trail cannot take, and makes none', async () => {
-    audit.failing = true;
-    try {
-      const res = await ops('POST', '/lists/trustedAccounts/entries', { value: 'acct-9', reason: 'r' });
-      expect(res.status).toBe(503);
-      expect((await read(res)).code).toBe('RG_ERR_LISTS_UNAVAILABLE');
-    } finally {
-      audit.failing = false;
-    }
-    const page = await read(await ops('GET', '/lists/trustedAccounts'));
-    expect(page.items).toEqual([]);
+  it('refuses a change to a viewer, who may still read the lists', async () => {
+    const res = await ops(
+      'POST',
+      '/lists/trustedAccounts/entries',
+      { value: 'acct-9', reason: 'r' },
+      undefined,
+      VIEWER_KEY,
+    );
+    expect(res.status).toBe(403);
+    expect((await ops('GET', '/lists', undefined, undefined, VIEWER_KEY)).status).toBe(200);
   });
 
   it('removes an entry with a reason, audited, and the login is no longer denied', async () => {
@@ -160,10 +174,11 @@ describe('the runtime lists on SQLite', () => {
       `/lists/blockedNetworks/entries/${encodeURIComponent('203.0.113.0/24')}?reason=false%20positive`,
     );
     expect(res.status).toBe(200);
-    expect(audit.entries.at(-1)).toMatchObject({
+    expect((await audited()).at(-1)).toMatchObject({
       action: 'list.remove',
       target: 'blockedNetworks:203.0.113.0/24',
-      actor: expect.stringMatching(/^key-[0-9a-f]{12}$/),
+      actor: 'adam',
+      role: 'admin',
       detail: { reason: 'false positive' },
     });
     expect(events.at(-1)).toMatchObject({ type: 'list.entry_removed' });
@@ -179,7 +194,7 @@ describe('the runtime lists on SQLite', () => {
   });
 
   it('imports JSON lines with the reason from the query, one audit entry and an event per entry', async () => {
-    const before = audit.entries.length;
+    const before = (await audited()).length;
     const lines = '{"value":"acct-1"}\n{"value":"acct-2","reason":"vouched by the help desk"}\n';
     const res = await ops(
       'POST',
@@ -189,8 +204,9 @@ describe('the runtime lists on SQLite', () => {
     );
     expect(res.status).toBe(201);
     expect(await read(res)).toEqual({ list: 'trustedAccounts', added: 2 });
-    expect(audit.entries.length).toBe(before + 1);
-    expect(audit.entries.at(-1)).toMatchObject({
+    const trail = await audited();
+    expect(trail.length).toBe(before + 1);
+    expect(trail.at(-1)).toMatchObject({
       action: 'list.add',
       target: 'trustedAccounts:import',
       detail: { entries: 2 },
@@ -200,5 +216,14 @@ describe('the runtime lists on SQLite', () => {
       ['acct-1', 'migration'],
       ['acct-2', 'vouched by the help desk'],
     ]);
+  });
+
+  it('refuses a change the audit trail cannot take, and makes none (last: the trail stays broken)', async () => {
+    await database.db.schema.dropTable('audit_entry').execute();
+    const res = await ops('POST', '/lists/trustedAccounts/entries', { value: 'acct-9', reason: 'r' });
+    expect(res.status).toBe(503);
+    expect((await read(res)).code).toBe('RG_ERR_AUDIT_UNAVAILABLE');
+    const page = await read(await ops('GET', '/lists/trustedAccounts'));
+    expect(page.items.map((e) => e.value)).not.toContain('acct-9');
   });
 });

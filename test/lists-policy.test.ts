@@ -17,7 +17,13 @@ const withRule = (when: string) =>
   LIST_POLICY.replace('lists.blockedNetworks.contains(request.ip)', when.replaceAll('"', '\\"'));
 
 function input(ip: string, lists: Partial<PolicyInput> = {}): PolicyInput {
-  return { signals: {}, devices: [], request: { accountId: 'a', ip, context: {} }, now: new Date(0), ...lists };
+  return {
+    signals: {},
+    devices: [],
+    request: { accountId: 'a', ip, context: {} },
+    now: new Date(0),
+    ...lists,
+  };
 }
 
 describe('a policy reading runtime lists', () => {

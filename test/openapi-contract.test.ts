@@ -14,7 +14,6 @@ import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { MemoryAuditTrail } from './support/memory-audit-trail.ts';
 import {
   type Answer,
   createAnswerValidator,
@@ -154,7 +153,7 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions|lists)/.test(path);
+      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit|lists)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -262,12 +261,7 @@ describe('real answers of every route conform to the document', () => {
   });
 
   it('the runtime lists: each change, its refusals, a list the policy does not declare', async () => {
-    const audit = new MemoryAuditTrail();
-    const lists = await startHarness({
-      policy: { yaml: LIST_POLICY },
-      sharedSandbox: h.sandbox,
-      riskgate: { audit },
-    });
+    const lists = await startHarness({ policy: { yaml: LIST_POLICY }, sharedSandbox: h.sandbox });
     try {
       const u = lists.url;
       const key = OPS_KEY;
@@ -288,9 +282,6 @@ describe('real answers of every route conform to the document', () => {
       expect(imported.status).toBe(201);
       const json = { key, body: JSON.stringify([{ value: 'acct-2', reason: 'vouched' }]) };
       expect((await call(u, 'POST', '/lists/trustedAccounts/import', json)).status).toBe(201);
-      audit.failing = true;
-      expect((await add({ value: '198.51.100.1', reason: 'attack' })).status).toBe(503);
-      audit.failing = false;
       const removed = await call(u, 'DELETE', `/lists/blockedNetworks/entries/${cidr}?reason=done`, { key });
       expect(removed.status).toBe(200);
       const again = await call(u, 'DELETE', `/lists/blockedNetworks/entries/${cidr}`, {
@@ -301,6 +292,25 @@ describe('real answers of every route conform to the document', () => {
     } finally {
       await lists.stop();
     }
+  });
+
+  it('the decision store: a page, a decision whole, and their refusals', async () => {
+    const { body } = await h.decide(demoRequest('bob', undefined));
+    const id = body.decisionId as string;
+    const found = await eventually(
+      async () => {
+        const page = await call(h.url, 'GET', `/decisions?accountId=bob&counts=true&limit=5`, {
+          key: OPS_KEY,
+        });
+        return page.text.includes(id) ? page : undefined;
+      },
+      { what: 'the decision in the store' },
+    );
+    expect(found.status).toBe(200);
+    expect((await call(h.url, 'GET', `/decisions/${id}`, { key: OPS_KEY })).status).toBe(200);
+    expect((await call(h.url, 'GET', '/decisions?limit=0', { key: OPS_KEY })).status).toBe(400);
+    expect((await call(h.url, 'GET', `/decisions/${randomUUID()}`, { key: OPS_KEY })).status).toBe(404);
+    expect((await call(h.url, 'GET', '/decisions', { key: CALLER_KEY })).status).toBe(401);
   });
 
   it('an action dropped and retried by an operator', async () => {
@@ -320,9 +330,25 @@ describe('real answers of every route conform to the document', () => {
       const retried = await call(h.url, 'POST', `/actions/${id}/retry`, { key: OPS_KEY });
       expect(retried.status).toBe(200);
       expect(retried.json()).toMatchObject({ status: 'pending' });
+      // Both changes are in the audit trail, newest first.
+      const audit = await call(h.url, 'GET', `/audit?target=${id}&limit=1`, { key: OPS_KEY });
+      expect(audit.json()).toMatchObject({
+        entries: [{ action: 'action.retry' }],
+        nextCursor: expect.any(String),
+      });
+      const older = await call(h.url, 'GET', `/audit?target=${id}&cursor=${audit.json().nextCursor}`, {
+        key: OPS_KEY,
+      });
+      expect(older.json()).toEqual({ entries: [expect.objectContaining({ action: 'action.drop' })] });
+      expect((await call(h.url, 'GET', '/audit?action=nope', { key: OPS_KEY })).status).toBe(400);
     } finally {
       await h.control('DELETE', '/sandbox/faults');
     }
+  });
+
+  it('a policy reload by an operator', async () => {
+    const reloaded = await call(h.url, 'POST', '/policies/reload', { key: OPS_KEY });
+    expect(reloaded.json()).toMatchObject({ ok: true, changed: false });
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {

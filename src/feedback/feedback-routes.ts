@@ -52,6 +52,8 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
       app.post(
         '/feedback',
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
+        // An operator labels with the analyst role; a caller key labels its own decisions, as before.
+        edge.requireRole('analyst', { orCaller: true }),
         feedbackRateLimited(limiter),
         edge.audited,
         edge.limitBody(MAX_FEEDBACK_BODY_BYTES),
@@ -66,6 +68,14 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
             );
           }
           const principal = c.get('principal');
+          // An operator's label is a change: audited before it is made (refused when it cannot be).
+          if (principal.role === 'operator') {
+            await edge.recordChange(c, {
+              action: 'decision.label',
+              target: feedback.decisionId,
+              detail: { label: feedback.label, ...(feedback.note !== undefined && { note: feedback.note }) },
+            });
+          }
           const recordedAt = new Date().toISOString();
           const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
           // A caller labels only what its own key was answered. An operator labels any decision,

@@ -1,4 +1,3 @@
-import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { Component, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
@@ -21,7 +20,6 @@ export function listComponent(o: {
   database: RiskgateDatabase;
   /** The lists the active policy declares. */
   declared: () => readonly DeclaredList[];
-  audit: AuditTrail;
   events: EventSink;
   log: LifecycleLog;
   /** Poll and staleness tuning (tests). */
@@ -39,9 +37,7 @@ export function listComponent(o: {
       purge.unref();
       return {
         handle: sync,
-        routes: [
-          listRoutes({ store, sync, declared: o.declared, audit: o.audit, events: o.events, log: o.log }),
-        ],
+        routes: [listRoutes({ store, sync, declared: o.declared, events: o.events, log: o.log })],
         health: () => ({
           lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok },
         }),

@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import type { AuditAction, AuditTrail } from '../audit/audit-trail.ts';
 import { ErrorCode, InputError, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { EventSink, RiskgateEventType } from '../events/riskgate-event.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
-import type { Operator } from '../operators/operator.ts';
+import type { AuditAction } from '../operators/audit-trail.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
 import {
   addEntrySchema,
@@ -27,9 +25,10 @@ import { normaliseListValue } from './list-values.ts';
 /**
  * The operator endpoints of the runtime lists: `GET /lists`, `GET /lists/{name}`,
  * `POST /lists/{name}/entries`, `DELETE /lists/{name}/entries/{value}`, `POST /lists/{name}/import`.
- * A change is written to the audit trail first (refused, 503, when it cannot be: nothing changed),
- * then to the database, then told as an event; every replica's snapshot has it within 2 s, this
- * one's before the answer.
+ * Reads take any operator; changes an admin. A change is written to the audit trail first
+ * (`edge.recordChange`: refused, 503, when it cannot be, and nothing changes), then to the
+ * database, then told as an event; every replica's snapshot has it within 2 s, this one's before
+ * the answer.
  */
 
 export interface ListRoutesDeps {
@@ -37,30 +36,16 @@ export interface ListRoutesDeps {
   sync: ListSync;
   /** The lists the active policy declares. */
   declared: () => readonly DeclaredList[];
-  audit: AuditTrail;
   events: EventSink;
   log: LifecycleLog;
   /** Epoch milliseconds. Default `Date.now`. */
   now?: () => number;
 }
 
-/**
- * Who is changing a list. Until operators have names (src/operators/operator.ts), an operator key
- * is its own name and every operator key may change lists: the one place to switch to
- * `c.get('principal').operator` and a role check.
- */
-export function operatorOf(c: Context): Operator {
-  const { keyId } = c.get('principal');
-  return { name: keyId, role: 'admin', keyId };
-}
-
-/** The request's client address for the audit trail (the socket's). */
-function clientAddress(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown'; // not over a socket (app.request in tests)
-  }
+/** The name of the operator changing a list (the entry's author). */
+function authorOf(c: Context): string {
+  const principal = c.get('principal');
+  return principal.operator?.name ?? principal.keyId;
 }
 
 /** A database failure as the endpoints' 503. */
@@ -108,11 +93,13 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
     ...(l.description !== undefined && { description: l.description }),
     entries,
   });
-  const change = changeSteps(deps, now);
   return {
     surface: 'operator',
     mount(app, edge) {
-      app.get('/lists', edge.operatorAuth, async (c) => {
+      const change = changeSteps(deps, edge, now);
+      const admin = edge.requireRole('admin');
+      const viewer = edge.requireRole('viewer');
+      app.get('/lists', edge.operatorAuth, viewer, async (c) => {
         const counts = await fromListStore(deps.store.counts(now()));
         const ageMs = deps.sync.ageMs();
         return c.json({
@@ -120,7 +107,7 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
           snapshot: { ageMs: Number.isFinite(ageMs) ? ageMs : -1, stale: !deps.sync.read(now()).ok },
         });
       });
-      app.get('/lists/:name', edge.operatorAuth, async (c) => {
+      app.get('/lists/:name', edge.operatorAuth, viewer, async (c) => {
         const list = declaredList(c.req.param('name'));
         const query = pageQuerySchema.safeParse(c.req.query());
         if (!query.success) throw edge.inputError(query.error, 'The query');
@@ -136,36 +123,48 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
           ...(page.length > limit && { nextCursor: items[items.length - 1]!.value }),
         });
       });
-      app.post('/lists/:name/entries', edge.operatorAuth, edge.limitBody(MAX_ENTRY_BODY_BYTES), async (c) => {
-        const list = declaredList(c.req.param('name'));
-        const body = await edge.readJsonBody(c, addEntrySchema);
-        const entry = change.entryOf(c, list, body, 'value');
-        await change.audit(c, 'list.add', `${list.name}:${entry.value}`, {
-          reason: entry.reason,
-          expiresAt: entryView(entry).expiresAt,
-        });
-        await fromListStore(deps.store.add([entry]));
-        await change.after('list.entry_added', [entry]);
-        return c.json(entryView(entry), 201);
-      });
+      app.post(
+        '/lists/:name/entries',
+        edge.operatorAuth,
+        admin,
+        edge.limitBody(MAX_ENTRY_BODY_BYTES),
+        async (c) => {
+          const list = declaredList(c.req.param('name'));
+          const body = await edge.readJsonBody(c, addEntrySchema);
+          const entry = change.entryOf(c, list, body, 'value');
+          await change.audit(c, 'list.add', `${list.name}:${entry.value}`, {
+            reason: entry.reason,
+            expiresAt: entryView(entry).expiresAt,
+          });
+          await fromListStore(deps.store.add([entry]));
+          await change.after('list.entry_added', [entry]);
+          return c.json(entryView(entry), 201);
+        },
+      );
       app.delete(
         '/lists/:name/entries/:value',
         edge.operatorAuth,
         edge.limitBody(MAX_ENTRY_BODY_BYTES),
         (c) => removeEntry(c, edge, declaredList(c.req.param('name')), deps, change),
       );
-      app.post('/lists/:name/import', edge.operatorAuth, edge.limitBody(MAX_IMPORT_BODY_BYTES), async (c) => {
-        const list = declaredList(c.req.param('name'));
-        const entries = await importEntries(c, edge, list, change);
-        await change.audit(c, 'list.add', `${list.name}:import`, {
-          entries: entries.length,
-          values: entries.slice(0, 50).map((e) => e.value),
-          reasons: [...new Set(entries.map((e) => e.reason))].slice(0, 10),
-        });
-        await fromListStore(deps.store.add(entries));
-        await change.after('list.entry_added', entries);
-        return c.json({ list: list.name, added: entries.length }, 201);
-      });
+      app.post(
+        '/lists/:name/import',
+        edge.operatorAuth,
+        admin,
+        edge.limitBody(MAX_IMPORT_BODY_BYTES),
+        async (c) => {
+          const list = declaredList(c.req.param('name'));
+          const entries = await importEntries(c, edge, list, change);
+          await change.audit(c, 'list.add', `${list.name}:import`, {
+            entries: entries.length,
+            values: entries.slice(0, 50).map((e) => e.value),
+            reasons: [...new Set(entries.map((e) => e.reason))].slice(0, 10),
+          });
+          await fromListStore(deps.store.add(entries));
+          await change.after('list.entry_added', entries);
+          return c.json({ list: list.name, added: entries.length }, 201);
+        },
+      );
     },
   };
 }
@@ -173,7 +172,7 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
 type ChangeSteps = ReturnType<typeof changeSteps>;
 
 /** The steps every change shares: the entry it makes, its audit entry, what follows the write. */
-function changeSteps(deps: ListRoutesDeps, now: () => number) {
+function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
   return {
     /** A checked entry of `list` from what an operator sent (`field`: where its value was). */
     entryOf(
@@ -192,32 +191,15 @@ function changeSteps(deps: ListRoutesDeps, now: () => number) {
         list: list.name,
         value: checked.value,
         kind: list.key,
-        author: operatorOf(c).name,
+        author: authorOf(c),
         reason: input.reason,
         createdMs,
         expiresMs: ttlMs === undefined ? null : createdMs + ttlMs,
       };
     },
-    /** Writes the change's audit entry; refuses the change (503) when the trail cannot take it. */
+    /** Writes the change's audit entry; it rejects (503) when the trail cannot take it. */
     async audit(c: Context, action: AuditAction, target: string, detail: Record<string, unknown>) {
-      const operator = operatorOf(c);
-      try {
-        await deps.audit.record({
-          actor: operator.name,
-          role: operator.role,
-          keyId: operator.keyId,
-          action,
-          target,
-          from: clientAddress(c),
-          detail,
-        });
-      } catch (error) {
-        throw new RiskgateError(
-          ErrorCode.LISTS_UNAVAILABLE,
-          'The change could not be written to the audit trail, so it was not made; try again shortly.',
-          { cause: error },
-        );
-      }
+      await edge.recordChange(c, { action, target, detail });
     },
     /** This replica's snapshot brought current, and each change told as an event. */
     async after(type: RiskgateEventType, entries: readonly ListEntry[]) {

@@ -1,4 +1,4 @@
-import { type IpWords, parseCidr, parseIp } from '../policy/ip-cidr.ts';
+import { type IpWords, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import type { ListLookup } from '../policy/policy-types.ts';
 import { networkOf } from './list-values.ts';
 

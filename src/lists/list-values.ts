@@ -1,4 +1,4 @@
-import { type Cidr, type IpWords, parseCidr, parseIp } from '../policy/ip-cidr.ts';
+import { type Cidr, type IpWords, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
 
 /**

@@ -2,11 +2,12 @@ import type { Hono } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdminClient, AdminClientOptions } from '../admin/admin-client.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
-import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import type { DecisionReader } from '../decision-store/decision-query.ts';
+import type { DecisionStoreWriterOptions } from '../decision-store/decision-store-writer.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
@@ -39,11 +40,8 @@ export interface StartRiskgateOptions {
   decisionLog?: DecisionLog;
   /** An open database instead of `config.database` (tests share one); not closed on stop. */
   database?: RiskgateDatabase;
-  /**
-   * Where operator changes (list entries) are audited. Default: none, and every change is refused
-   * (503) for want of an audit trail.
-   */
-  audit?: AuditTrail;
+  /** Decision store tuning (tests: a small buffer, a short write deadline). */
+  decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
   /** Where events (list changes) go. Default: nowhere (`NO_EVENTS`). */
   events?: EventSink;
   /** Runtime list snapshot tuning (tests poll faster or go stale sooner). */
@@ -106,6 +104,8 @@ export interface RunningRiskgate {
   /** The outbox (over the memory store with RISKGATE_OUTBOX=memory). */
   outbox: Outbox;
   decisionLog: DecisionLog;
+  /** The decision store's queries (GET /decisions, the console). */
+  decisions: DecisionReader;
   metrics: RiskgateMetrics;
   admission: AdmissionControl;
   /** Follows the Log API when it is configured. */

@@ -1,9 +1,11 @@
 import { admissionComponent } from '../admission/admission-component.ts';
-import type { AuditTrail } from '../audit/audit-trail.ts';
+import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
+import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
 import { NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
@@ -20,12 +22,6 @@ import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
-
-/** Until an audit trail is wired: every operator change is refused, none goes unaudited. */
-const NO_AUDIT_TRAIL: AuditTrail = {
-  record: () => Promise.reject(new Error('no audit trail is configured')),
-  list: async () => ({ entries: [] }),
-};
 
 /**
  * The components behind the HTTP surfaces, in start order (after the metrics): each one's
@@ -45,10 +41,26 @@ export async function startServices(
   const { config, upstream } = options;
   const version = options.version ?? '0.0.0';
   await l.start(tracingComponent(options.tracing));
-  const decisionLog = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
+  const loggedOnly = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
+  const audit = await l.start(auditComponent({ database }));
+  const decisions = await l.start(
+    decisionStoreComponent({
+      config,
+      database,
+      // The configured file (not a database the caller opened): written from a thread of its own.
+      sqlitePath:
+        options.database === undefined && config.database.kind === 'sqlite'
+          ? config.database.path
+          : undefined,
+      log,
+      tuning: options.decisionStore,
+    }),
+  );
+  // Every record of the decision log also reaches the store (batched off the request path).
+  const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
@@ -75,7 +87,6 @@ export async function startServices(
     listComponent({
       database,
       declared: () => policies.store.current().lists ?? [],
-      audit: options.audit ?? NO_AUDIT_TRAIL,
       events: options.events ?? NO_EVENTS,
       log,
       sync: options.lists,
@@ -113,7 +124,8 @@ export async function startServices(
       ...config.feedback,
       given: options.recentDecisions,
       operatorKeys: ctx.opsKeys,
-      decisionLog,
+      // With the log off, feedback is refused as before (it checks for the discarding log).
+      decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
   const callbackKey = upstream.callbackSignatureKey;
@@ -127,5 +139,18 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, lists, logs, outbox, recent };
+  return {
+    decisionLog,
+    database,
+    decisions,
+    audit,
+    vendor,
+    admission,
+    policies,
+    features,
+    lists,
+    logs,
+    outbox,
+    recent,
+  };
 }
