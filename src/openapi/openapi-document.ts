@@ -528,6 +528,14 @@ function operatorPaths(): Record<string, unknown> {
         content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
       },
     ),
+    ...actionPaths(),
+    ...decisionPaths(),
+  };
+}
+
+/** The outbox's operator endpoints. */
+function actionPaths(): Record<string, unknown> {
+  return {
     '/actions': operatorRoute(
       'get',
       {
@@ -557,6 +565,23 @@ function operatorPaths(): Record<string, unknown> {
       { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
       { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
     ),
+    '/actions/{id}': operatorRoute(
+      'delete',
+      {
+        operationId: 'dropAction',
+        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
+        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
+        parameters: [actionIdParameter],
+      },
+      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+    ),
+  };
+}
+
+/** The decision store's operator endpoints. */
+function decisionPaths(): Record<string, unknown> {
+  return {
     '/decisions': operatorRoute(
       'get',
       {
@@ -595,17 +620,6 @@ function operatorPaths(): Record<string, unknown> {
         ...DECISION_STORE_ROUTE,
         [ErrorCode.NOT_FOUND]: `No such decision in the store (never made, past retention, not written yet). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
       },
-    ),
-    '/actions/{id}': operatorRoute(
-      'delete',
-      {
-        operationId: 'dropAction',
-        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
-        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
-        parameters: [actionIdParameter],
-      },
-      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
     ),
   };
 }
