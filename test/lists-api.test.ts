@@ -1,4 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli/main.ts';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
@@ -216,6 +220,68 @@ describe('the runtime lists on SQLite', () => {
       ['acct-1', 'migration'],
       ['acct-2', 'vouched by the help desk'],
     ]);
+  });
+
+  it('round-trips through the CLI: add, show, import from a file, remove', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-lists-cli-'));
+    const keyFile = join(dir, 'key');
+    writeFileSync(keyFile, `${OPS_KEY}\n`);
+    const cli = async (...args: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli([...args, '--url', h.url, '--key-file', keyFile], {
+        out: (l) => out.push(l),
+        err: (l) => err.push(l),
+      });
+      return { code, out, err };
+    };
+    const added = await cli(
+      'lists',
+      'add',
+      'blockedNetworks',
+      '2001:DB8:0::/48',
+      '--reason',
+      'botnet',
+      '--ttl',
+      '2h',
+    );
+    expect(added).toMatchObject({
+      code: 0,
+      out: [expect.stringMatching(/^added 2001:db8::\/48 to blockedNetworks, expires 20/)],
+    });
+    const file = join(dir, 'entries.txt');
+    writeFileSync(file, '# vouched accounts\nacct-cli-1\n\n{"value":"acct-cli-2","reason":"ticket 42"}\n');
+    expect(await cli('lists', 'import', 'trustedAccounts', file, '--reason', 'help desk')).toMatchObject({
+      code: 0,
+      out: ['imported 2 entries'],
+    });
+    const shown = await cli('lists', 'show', 'trustedAccounts', '--json');
+    const entries = shown.out.map((l) => JSON.parse(l) as { value: string; reason: string; author: string });
+    expect(
+      entries.filter((e) => e.value.startsWith('acct-cli')).map((e) => [e.value, e.reason, e.author]),
+    ).toEqual([
+      ['acct-cli-1', 'help desk', 'adam'],
+      ['acct-cli-2', 'ticket 42', 'adam'],
+    ]);
+    const all = await cli('lists', 'show');
+    expect(all.out.find((l) => l.startsWith('blockedNetworks'))).toMatch(
+      /ip\s+\d+ entries {2}Networks attacking us$/,
+    );
+    expect(
+      await cli('lists', 'remove', 'blockedNetworks', '2001:db8::/48', '--reason', 'cleaned up'),
+    ).toMatchObject({
+      code: 0,
+      out: ['removed 2001:db8::/48 from blockedNetworks'],
+    });
+    expect((await audited()).at(-1)).toMatchObject({
+      actor: 'adam',
+      action: 'list.remove',
+      detail: { reason: 'cleaned up' },
+    });
+    const bad = await cli('lists', 'add', 'blockedNetworks', 'example.com', '--reason', 'r');
+    expect(bad.code).toBe(1);
+    expect(bad.err.join('\n')).toMatch(/400 RG_ERR_INVALID_INPUT: .* \(value\)/);
+    expect((await cli('lists', 'add', 'blockedNetworks', '192.0.2.1')).code).toBe(2);
   });
 
   it('refuses a change the audit trail cannot take, and makes none (last: the trail stays broken)', async () => {
