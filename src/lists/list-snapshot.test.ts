@@ -25,6 +25,18 @@ describe('the list snapshot', () => {
     expect(s.contains('other', '203.0.113.99', 0)).toBe(false);
   });
 
+  it('matches as inCidr does across families: ::/0 holds IPv4 too, 0.0.0.0/0 no IPv6', () => {
+    const everything = new ListSnapshot([ip('::/0')]);
+    expect(everything.contains('blocked', '203.0.113.1', 0)).toBe(true);
+    expect(everything.contains('blocked', '2001:db8::1', 0)).toBe(true);
+    const v4 = new ListSnapshot([ip('0.0.0.0/0')]);
+    expect(v4.contains('blocked', '203.0.113.1', 0)).toBe(true);
+    expect(v4.contains('blocked', '2001:db8::1', 0)).toBe(false);
+    const mapped = new ListSnapshot([ip('::ffff:0:0/96'), ip('2001:db8::/32')]);
+    expect(mapped.contains('blocked', '198.51.100.1', 0)).toBe(true);
+    expect(mapped.contains('blocked', '2001:db9::1', 0)).toBe(false);
+  });
+
   it('matches ids exactly', () => {
     const s = new ListSnapshot([{ list: 'vip', value: 'acct-1', kind: 'accountId', expiresMs: null }]);
     expect(s.contains('vip', 'acct-1', 0)).toBe(true);
