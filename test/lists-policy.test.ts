@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { ListSnapshot } from '../src/lists/list-snapshot.ts';
@@ -87,5 +89,34 @@ describe('a policy reading runtime lists', () => {
       { signal: 'lists', reason: 'RG_ERR_LISTS_UNAVAILABLE', treatment: 'ignore' },
     ]);
     expect(d.skippedRules?.map((r) => r.id)).toEqual(['blocked-network', 'trusted-account']);
+  });
+
+  it('is tested with the lists a case gives (`policy test`), or with them unavailable', async () => {
+    const policyPath = writePolicy(LIST_POLICY);
+    const suite = `apiVersion: riskgate/v1
+kind: PolicyTest
+policy: policy.yaml
+now: 2026-11-20T12:00:00Z
+defaults:
+  request: { accountId: alice, ip: 192.0.2.7 }
+cases:
+  - name: a login from a blocked network is denied
+    given: { lists: { blockedNetworks: [192.0.2.0/24] } }
+    expect: { verdict: deny, matchedRules: [blocked-network] }
+  - name: a login from elsewhere is allowed
+    given: { lists: { blockedNetworks: [198.51.100.0/24, 2001:db8::/32] } }
+    expect: { verdict: allow }
+  - name: unreadable lists hold it at challenge
+    given: { lists: { unavailable: RG_ERR_LISTS_UNAVAILABLE } }
+    expect: { verdict: challenge }
+`;
+    writeFileSync(join(dirname(policyPath), 'policy.test.yaml'), suite);
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(['policy', 'test', dirname(policyPath)], {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
+    expect({ code, err }).toEqual({ code: 0, err: [] });
   });
 });
