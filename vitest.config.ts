@@ -36,6 +36,7 @@ export const SLOW = [
   'test/bench-orphans.test.ts',
   'test/bench-smoke.test.ts',
   'test/feature-store-memory.test.ts',
+  'test/lockouts-process.test.ts',
   'test/metrics-prometheus.test.ts',
   'test/outbox-crash.test.ts',
   'test/service-process.test.ts',
@@ -44,6 +45,7 @@ export const SLOW = [
   'test/stress-verdicts.test.ts',
   'test/tracing-console-process.test.ts',
   'test/velocity-shared-store.test.ts',
+  'test/webhooks-receiver-outage.test.ts',
 ];
 
 export default defineConfig({

@@ -77,6 +77,8 @@ export const ErrorCode = {
   FEEDBACK_UNAVAILABLE: 'RG_ERR_FEEDBACK_UNAVAILABLE',
   /** The decision store (SQLite, PostgreSQL) did not answer a query: down, refused or too slow (HTTP 503). */
   DECISION_STORE_UNAVAILABLE: 'RG_ERR_DECISION_STORE_UNAVAILABLE',
+  /** The database (RISKGATE_DATABASE) did not answer: down, refused or too slow (HTTP 503). */
+  DATABASE_UNAVAILABLE: 'RG_ERR_DATABASE_UNAVAILABLE',
   /**
    * The audit trail (src/audit/) cannot write: an operator's change is refused, not made, rather
    * than made unaudited (HTTP 503).
@@ -88,8 +90,8 @@ export const ErrorCode = {
    */
   SUBJECT_MISMATCH: 'RG_ERR_SUBJECT_MISMATCH',
   /**
-   * The runtime lists cannot be read or changed: their database did not answer (HTTP 503 on the
-   * list endpoints), or a decision's list snapshot is stale (the lists input is unavailable).
+   * A decision's runtime list snapshot is stale: no poll of the database confirmed it for the
+   * bound (10 s), so the lists input is unavailable (src/lists/list-sync.ts).
    */
   LISTS_UNAVAILABLE: 'RG_ERR_LISTS_UNAVAILABLE',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
@@ -120,7 +122,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'lists';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook' | 'lists';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

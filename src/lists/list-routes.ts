@@ -55,7 +55,7 @@ async function fromListStore<T>(work: Promise<T>): Promise<T> {
   } catch (error) {
     if (isRiskgateError(error)) throw error;
     throw new RiskgateError(
-      ErrorCode.LISTS_UNAVAILABLE,
+      ErrorCode.DATABASE_UNAVAILABLE,
       'The lists database did not answer (down, refused or too slow); try again shortly.',
       { cause: error },
     );

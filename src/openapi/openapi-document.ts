@@ -25,6 +25,7 @@ import {
   reasonQuerySchema,
   removeBodySchema,
 } from '../lists/list-api.ts';
+import { lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
@@ -34,6 +35,8 @@ import {
   callbackAckSchema,
   decisionPageSchema,
   healthSchema,
+  lockoutSchema,
+  lockoutsSchema,
   outboxEntrySchema,
   policiesSchema,
   policyStatusSchema,
@@ -274,7 +277,14 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     servers: [SERVICE_SERVER],
     tags: Object.entries(SURFACES).map(([name, description]) => ({ name, description })),
     components: documentComponents(),
-    paths: { ...callerPaths(), ...probePaths(), ...operatorPaths(), ...listPaths(), ...vendorPaths() },
+    paths: {
+      ...callerPaths(),
+      ...probePaths(),
+      ...operatorPaths(),
+      ...listPaths(),
+      ...lockoutPaths(),
+      ...vendorPaths(),
+    },
   };
 }
 
@@ -300,6 +310,7 @@ function documentComponents(): Record<string, unknown> {
         AddListEntry: addEntrySchema,
         ListImport: importBodySchema,
         RemoveListEntry: removeBodySchema,
+        UnlockRequest: unlockRequestSchema,
       }),
       ...componentSchemas('output', {
         DecideResponse: decideResponseSchema,
@@ -315,6 +326,8 @@ function documentComponents(): Record<string, unknown> {
         AuditPage: auditPageSchema,
         AuditEntry: auditEntrySchema,
         PolicyReload: policyReloadSchema,
+        Lockouts: lockoutsSchema,
+        Lockout: lockoutSchema,
         CallbackAck: callbackAckSchema,
         DecisionPage: decisionPageSchema,
         StoredDecision: storedDecisionSchema,
@@ -626,7 +639,8 @@ function decisionPaths(): Record<string, unknown> {
 
 const LIST_ROUTE: CodeNotes = {
   [ErrorCode.NOT_FOUND]: `No list of this name in the active policy (its \`lists\`). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
-  [ErrorCode.LISTS_UNAVAILABLE]: 'The lists database did not answer (down, refused or too slow).',
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The lists database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
 };
 const LIST_CHANGE: CodeNotes = {
   ...LIST_ROUTE,
@@ -658,7 +672,7 @@ function listPaths(): Record<string, unknown> {
         description: 'Each list and its unexpired entries; how current this process’s snapshot is.',
         content: json(ref('Lists')),
       },
-      { [ErrorCode.LISTS_UNAVAILABLE]: LIST_ROUTE[ErrorCode.LISTS_UNAVAILABLE]! },
+      { [ErrorCode.DATABASE_UNAVAILABLE]: LIST_ROUTE[ErrorCode.DATABASE_UNAVAILABLE]! },
     ),
     '/lists/{name}': operatorRoute(
       'get',
@@ -732,6 +746,76 @@ function listPaths(): Record<string, unknown> {
       { description: 'How many entries were added.', content: json(ref('ListImportResult')) },
       { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_IMPORT_BODY_BYTES} bytes.` },
       '201',
+    ),
+  };
+}
+
+const DATABASE_ROUTE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+
+const lockoutIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The lock-out’s id (its decision’s).',
+  schema: { type: 'string' },
+};
+
+/** The operator surface's lock-out records and their undo (src/lockouts/). */
+function lockoutPaths(): Record<string, unknown> {
+  return {
+    '/lockouts': operatorRoute(
+      'get',
+      {
+        operationId: 'listLockouts',
+        summary: 'The lock-outs riskgate drove or withheld, newest first',
+        parameters: queryParameters(lockoutsQuerySchema),
+      },
+      { description: 'A page of lock-outs.', content: json(ref('Lockouts')) },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        ...DATABASE_ROUTE,
+      },
+    ),
+    '/lockouts/{id}': operatorRoute(
+      'get',
+      { operationId: 'getLockout', summary: 'One lock-out', parameters: [lockoutIdParameter] },
+      { description: 'The lock-out.', content: json(ref('Lockout')) },
+      {
+        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        ...DATABASE_ROUTE,
+      },
+    ),
+    '/lockouts/{id}/unlock': operatorRoute(
+      'post',
+      {
+        operationId: 'unlockLockout',
+        summary: 'Unlock the user of a lock-out (Admin API status enabled, through the outbox)',
+        description:
+          'Written to the audit trail first (refused when it cannot be), then queued in the outbox (durable, retried), then recorded: this lock-out and the user’s others still in force become `unlocked`. An unlocked lock-out is answered as it is.',
+        parameters: [lockoutIdParameter],
+        requestBody: {
+          required: true,
+          description: 'JSON, at most 4096 bytes.',
+          content: json(ref('UnlockRequest')),
+        },
+      },
+      {
+        description: 'The lock-out, unlocked (`unlockStatus` follows the outbox).',
+        content: json(ref('Lockout')),
+      },
+      {
+        [ErrorCode.INVALID_INPUT]: 'Invalid JSON or a missing or blank `reason`; `field` names it.',
+        [ErrorCode.PAYLOAD_TOO_LARGE]: 'A body over 4096 bytes.',
+        [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        [ErrorCode.AUDIT_UNAVAILABLE]:
+          'The audit trail did not take the unlock (or none is configured): nothing changed.',
+        ...OUTBOX_ROUTE,
+        ...DATABASE_ROUTE,
+      },
     ),
   };
 }

@@ -15,6 +15,7 @@ import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox, OutboxOptions } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import type { PolicyStore } from '../policy/policy-store.ts';
@@ -42,7 +43,9 @@ export interface StartRiskgateOptions {
   database?: RiskgateDatabase;
   /** Decision store tuning (tests: a small buffer, a short write deadline). */
   decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
-  /** Where events (list changes) go. Default: nowhere (`NO_EVENTS`). */
+  /** Where operator changes (an unlock) are written first; absent, those changes are refused. */
+  audit?: AuditTrail;
+  /** Where lock-out and list events go (signed webhooks). Default none. */
   events?: EventSink;
   /** Runtime list snapshot tuning (tests poll faster or go stale sooner). */
   lists?: { pollMs?: number; staleAfterMs?: number };

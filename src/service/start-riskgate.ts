@@ -51,7 +51,9 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       features,
       lists,
       logs,
+      lockouts,
       outbox,
+      events,
       recent,
     } = await startServices(l, ctx);
     const { admin, signals } = vendor;
@@ -71,6 +73,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       apiKeys: options.apiKeys,
       feedback: { decisions: recent },
       actions: outbox,
+      events,
+      lockouts: lockouts.recorder,
       decisionLog,
       metrics,
       auditRequired:
