@@ -108,6 +108,11 @@ describe.runIf(postgresAvailable())('runtime lists shared by two riskgates on Po
     expect(body.degraded).toBe(true);
     const explanation = body.explanation as { degraded: { inputs: unknown[] } };
     expect(explanation.degraded.inputs).toEqual([{ input: 'lists', reason: 'RG_ERR_LISTS_UNAVAILABLE' }]);
+    expect((body.signals as Record<string, unknown>).lists).toEqual({
+      status: 'unavailable',
+      reason: 'RG_ERR_LISTS_UNAVAILABLE',
+      treatment: 'ignore',
+    });
     expect(two.serviceLog).toContainEqual(expect.objectContaining({ msg: 'list snapshot refresh failed' }));
   }, 60_000);
 });
