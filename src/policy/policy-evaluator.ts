@@ -306,6 +306,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly warnings: readonly PolicyIssue[];
   readonly files: readonly string[];
   readonly ruleIds: readonly string[];
+  readonly ruleDescriptions: ReadonlyMap<string, string>;
   readonly overloadVerdict: Verdict | undefined;
   readonly thresholds: { challenge: number; deny: number };
   readonly velocityCounters: readonly CompiledCounter[];
@@ -324,6 +325,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.warnings = parts.warnings;
     this.files = parts.files;
     this.ruleIds = parts.rules.map((r) => r.id);
+    this.ruleDescriptions = new Map(parts.rules.map((r) => [r.id, r.matched.description]));
     this.overloadVerdict = parts.overloadVerdict;
     this.thresholds = parts.thresholds;
     this.velocityCounters = parts.velocityCounters;
