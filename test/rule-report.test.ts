@@ -129,7 +129,7 @@ const DECISIONS: SeededDecision[] = [
     atMs: NOW - 6 * HOUR - MIN,
     verdict: 'allow',
     revision: 'rev-a',
-    rules: ['vendor-outage'],
+    rules: ['$internal-error'],
     shadow: S('deny', ['strict'], 'rev-s-old'),
   },
 ];
@@ -165,8 +165,8 @@ function reportsOn(name: string, target: () => DatabaseTarget) {
     });
     // d1 d2 d8 | + d3 d4 d9 d12 | + d5 d6
     expect(a.decisions).toEqual({ h1: 3, h24: 7, d7: 9 });
-    expect(a.rules.map((r) => r.ruleId)).toEqual(['new-browser', 'travel', 'silent', 'vendor-outage']);
-    const [newBrowser, travel, silent, outage] = a.rules;
+    expect(a.rules.map((r) => r.ruleId)).toEqual(['new-browser', 'travel', 'silent', '$internal-error']);
+    const [newBrowser, travel, silent, internalError] = a.rules;
     expect(newBrowser).toEqual({
       ruleId: 'new-browser',
       description: 'A browser never seen',
@@ -201,9 +201,9 @@ function reportsOn(name: string, target: () => DatabaseTarget) {
       recall: 0,
       neverFired: true,
     });
-    // A rule the store names that the policy does not list (an outage rule): reported, no description.
-    expect(outage).toEqual({
-      ruleId: 'vendor-outage',
+    // The engine's own failure, a pseudo-rule no policy lists: reported once it fired, no description.
+    expect(internalError).toEqual({
+      ruleId: '$internal-error',
       fires: { h1: 0, h24: 1, d7: 1 },
       fireRate: { h1: 0, h24: 0.1429, d7: 0.1111 },
       hourly: hourly({ 17: 1 }),

@@ -1,5 +1,6 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { INTERNAL_ERROR } from '../policy/policy-evaluator.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 import type { Verdict } from './decision-query.ts';
 import type { DecisionTables } from './decision-tables.ts';
@@ -7,7 +8,8 @@ import type { FireCounts, RevisionReport, RuleQuality, RuleReport, RuleReportRea
 
 /**
  * The rule report (src/decision-store/rule-report.ts) computed from the decision store's tables with
- * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL.
+ * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL, each a range
+ * scan of an index of src/decision-store/rule-report-indexes.ts (its comment says why each).
  *
  * Definitions, as `GET /policies/stats` and `riskgate replay --labels` have them: a rule fires on
  * a decision when it matched (a `decision_rule` row); a decision labelled fraud is a positive. A
@@ -60,157 +62,163 @@ export function createRuleReport(o: RuleReportOptions): RuleReportReader {
   };
 }
 
-/** `1` when `condition` holds, else `0`: summed, a count under a condition in one pass. */
-const when = (condition: Expression<SqlBool>) => sql<number>`case when ${condition} then 1 else 0 end`;
-
 async function revisionReport(
   db: Db,
   policy: PolicyKind,
   ref: ReportedPolicy,
   nowMs: number,
 ): Promise<RevisionReport> {
-  const [decisions, fires, labelled] = await Promise.all([
-    decisionCounts(db, policy, ref.revision, nowMs),
-    fireCounts(db, policy, ref.revision, nowMs),
-    labelledFires(db, policy, ref.revision, nowMs),
-  ]);
-  // The policy's rules in file order (those that never fired too), then any rule the store names
-  // that this revision does not list (an outage rule), by id.
   const listed = ref.ruleIds ?? [];
-  const extra = [...new Set([...fires.keys(), ...labelled.keys()])]
+  // A revision is its content: its rows name its rules, or the engine's internal-error pseudo-rule.
+  const ruleIds = [...listed, INTERNAL_ERROR];
+  const scope: Scope = { db, policy, revision: ref.revision, nowMs };
+  const [decisions, fraud, week, hourly, labelled] = await Promise.all([
+    decisionCounts(scope),
+    labelledFraud(scope),
+    weekFires(scope, ruleIds),
+    hourlyFires(scope, ruleIds),
+    labelledFires(scope),
+  ]);
+  // The policy's rules in file order (those that never fired too), then the pseudo-rule if it fired.
+  const extra = [...new Set([...week.keys(), ...labelled.keys()])]
     .filter((id) => !listed.includes(id))
     .sort();
   const rules = [...listed, ...extra].map((ruleId): RuleQuality => {
-    const f = fires.get(ruleId) ?? {
-      counts: { h1: 0, h24: 0, d7: 0 },
-      hourly: new Array<number>(24).fill(0),
-    };
+    const hours = hourly.get(ruleId) ?? new Array<number>(24).fill(0);
+    // The last hour and the last 24 h are the hourly series' last bucket and its sum.
+    const f = { h1: hours[23]!, h24: hours.reduce((a, b) => a + b, 0), d7: week.get(ruleId) ?? 0 };
     const l = labelled.get(ruleId) ?? { fraud: 0, legit: 0 };
     const truePositives = l.fraud;
     const falsePositives = l.legit;
-    const falseNegatives = decisions.fraud - l.fraud;
     const description = ref.ruleDescriptions?.get(ruleId);
     return {
       ruleId,
       ...(description !== undefined && { description }),
-      fires: f.counts,
+      fires: f,
       fireRate: {
-        h1: rate(f.counts.h1, decisions.counts.h1),
-        h24: rate(f.counts.h24, decisions.counts.h24),
-        d7: rate(f.counts.d7, decisions.counts.d7),
+        h1: rate(f.h1, decisions.h1),
+        h24: rate(f.h24, decisions.h24),
+        d7: rate(f.d7, decisions.d7),
       },
-      hourly: f.hourly,
-      labelled: { truePositives, falsePositives, falseNegatives },
+      hourly: hours,
+      labelled: { truePositives, falsePositives, falseNegatives: fraud - truePositives },
       ...(truePositives + falsePositives > 0 && {
         precision: round(truePositives / (truePositives + falsePositives)),
       }),
-      ...(decisions.fraud > 0 && { recall: round(truePositives / decisions.fraud) }),
-      neverFired: f.counts.d7 === 0,
+      ...(fraud > 0 && { recall: round(truePositives / fraud) }),
+      neverFired: f.d7 === 0,
     };
   });
-  return { policy, name: ref.name, revision: ref.revision, decisions: decisions.counts, rules };
+  return { policy, name: ref.name, revision: ref.revision, decisions, rules };
 }
 
-/** The revision's decisions per window, and its labelled ones over 7 d: one pass. */
-async function decisionCounts(
-  db: Db,
-  policy: PolicyKind,
-  revision: string,
-  nowMs: number,
-): Promise<{ counts: FireCounts; fraud: number }> {
-  const row = await db
-    .selectFrom('decision')
-    .select((eb) => [
-      eb.fn.sum<number>(when(eb('at_ms', '>', nowMs - WINDOW_MS.h1))).as('h1'),
-      eb.fn.sum<number>(when(eb('at_ms', '>', nowMs - WINDOW_MS.h24))).as('h24'),
-      eb.fn.countAll<number>().as('d7'),
-      eb.fn.sum<number>(when(eb('label', '=', 'fraud'))).as('fraud'),
-    ])
-    .where(policy === 'active' ? 'policy_revision' : 'shadow_revision', '=', revision)
-    .where('at_ms', '>', nowMs - WINDOW_MS.d7)
-    .where('at_ms', '<=', nowMs)
-    .executeTakeFirst();
-  // sum() over no rows is NULL; PostgreSQL answers counts and sums as strings.
-  return {
-    counts: { h1: Number(row?.h1 ?? 0), h24: Number(row?.h24 ?? 0), d7: Number(row?.d7 ?? 0) },
-    fraud: Number(row?.fraud ?? 0),
+/** One revision of one policy at one `now`: what every query of its report filters by. */
+interface Scope {
+  db: Db;
+  policy: PolicyKind;
+  revision: string;
+  nowMs: number;
+}
+
+/** The `decision` column naming the scope's revision. */
+const revisionColumn = (s: Scope) => (s.policy === 'active' ? 'policy_revision' : 'shadow_revision');
+
+/**
+ * The revision's decisions per window: a count of one range of decision_revision_at (or its shadow
+ * twin) per window, cheaper than one pass testing every row against each window.
+ */
+async function decisionCounts(s: Scope): Promise<FireCounts> {
+  const count = async (windowMs: number) => {
+    const row = await s.db
+      .selectFrom('decision')
+      .select((eb) => eb.fn.countAll<number>().as('decisions'))
+      .where(revisionColumn(s), '=', s.revision)
+      .where('at_ms', '>', s.nowMs - windowMs)
+      .where('at_ms', '<=', s.nowMs)
+      .executeTakeFirst();
+    // PostgreSQL answers counts as strings.
+    return Number(row?.decisions ?? 0);
   };
+  const [h1, h24, d7] = await Promise.all([count(WINDOW_MS.h1), count(WINDOW_MS.h24), count(WINDOW_MS.d7)]);
+  return { h1, h24, d7 };
 }
 
-interface RuleFires {
-  counts: FireCounts;
-  /** Oldest first. */
-  hourly: number[];
+/** The revision's decisions of the last 7 d currently labelled fraud: the positives. */
+async function labelledFraud(s: Scope): Promise<number> {
+  const row = await s.db
+    .selectFrom('decision')
+    .select((eb) => eb.fn.countAll<number>().as('fraud'))
+    .where(revisionColumn(s), '=', s.revision)
+    .where('label', '=', 'fraud')
+    .where('at_ms', '>', s.nowMs - WINDOW_MS.d7)
+    .where('at_ms', '<=', s.nowMs)
+    .executeTakeFirst();
+  return Number(row?.fraud ?? 0);
 }
 
 /**
- * Each rule's fires per hour over 7 d, grouped by rule and hours-ago (0: the last hour), summed
- * into the windows here: one grouped query for every rule and window.
+ * Each rule's fires over 7 d: one range per rule of decision_rule_revision, grouped in index order
+ * (naming the rules lets both engines seek each rule's range instead of sorting every row).
  */
-async function fireCounts(
-  db: Db,
-  policy: PolicyKind,
-  revision: string,
-  nowMs: number,
-): Promise<Map<string, RuleFires>> {
-  const rows = await db
+async function weekFires(s: Scope, ruleIds: readonly string[]): Promise<Map<string, number>> {
+  const rows = await s.db
+    .selectFrom('decision_rule')
+    .select((eb) => ['rule_id', eb.fn.countAll<number>().as('fires')])
+    .where('policy_revision', '=', s.revision)
+    .where('policy', '=', s.policy)
+    .where('rule_id', 'in', ruleIds)
+    .where('at_ms', '>', s.nowMs - WINDOW_MS.d7)
+    .where('at_ms', '<=', s.nowMs)
+    .groupBy('rule_id')
+    .execute();
+  return new Map(rows.map((r) => [r.rule_id, Number(r.fires)]));
+}
+
+/** Each rule's fires per hour over the last 24 h, oldest first (hours ago 0: the last hour). */
+async function hourlyFires(s: Scope, ruleIds: readonly string[]): Promise<Map<string, number[]>> {
+  const rows = await s.db
     .selectFrom('decision_rule')
     .select((eb) => [
       'rule_id',
       // Integer division on both engines: node:sqlite binds every number as a double, so the cast.
-      sql<number>`(cast(${Math.trunc(nowMs)} as bigint) - ${eb.ref('at_ms')}) / ${sql.lit(HOUR_MS)}`.as(
+      sql<number>`(cast(${Math.trunc(s.nowMs)} as bigint) - ${eb.ref('at_ms')}) / ${sql.lit(HOUR_MS)}`.as(
         'hours_ago',
       ),
       eb.fn.countAll<number>().as('fires'),
     ])
-    .where('policy_revision', '=', revision)
-    .where('policy', '=', policy)
-    .where('at_ms', '>', nowMs - WINDOW_MS.d7)
-    .where('at_ms', '<=', nowMs)
+    .where('policy_revision', '=', s.revision)
+    .where('policy', '=', s.policy)
+    .where('rule_id', 'in', ruleIds)
+    .where('at_ms', '>', s.nowMs - WINDOW_MS.h24)
+    .where('at_ms', '<=', s.nowMs)
     .groupBy(['rule_id', 'hours_ago'])
     .execute();
-  const byRule = new Map<string, RuleFires>();
+  const byRule = new Map<string, number[]>();
   for (const row of rows) {
-    let r = byRule.get(row.rule_id);
-    if (r === undefined) {
-      r = { counts: { h1: 0, h24: 0, d7: 0 }, hourly: new Array<number>(24).fill(0) };
-      byRule.set(row.rule_id, r);
-    }
+    const hours = byRule.get(row.rule_id) ?? new Array<number>(24).fill(0);
     const hoursAgo = Math.trunc(Number(row.hours_ago));
-    const fires = Number(row.fires);
-    r.counts.d7 += fires;
-    if (hoursAgo < 24) {
-      r.counts.h24 += fires;
-      r.hourly[23 - hoursAgo]! += fires;
-    }
-    if (hoursAgo === 0) r.counts.h1 += fires;
+    if (hoursAgo >= 0 && hoursAgo < 24) hours[23 - hoursAgo]! += Number(row.fires);
+    byRule.set(row.rule_id, hours);
   }
   return byRule;
 }
 
 /**
  * Per rule, its fires on the revision's labelled decisions of the last 7 d, by label. Driven from
- * the labelled decisions (few) into their rule rows, never from every rule row into its decision.
+ * the labelled decisions (few; a partial index) into each one's rule rows by primary key: a cross
+ * join, which SQLite keeps in the written order, so it never walks every rule row instead.
  */
-async function labelledFires(
-  db: Db,
-  policy: PolicyKind,
-  revision: string,
-  nowMs: number,
-): Promise<Map<string, { fraud: number; legit: number }>> {
-  const rows = await db
+async function labelledFires(s: Scope): Promise<Map<string, { fraud: number; legit: number }>> {
+  const rows = await s.db
     .selectFrom('decision as d')
-    .innerJoin('decision_rule as r', (join) =>
-      join
-        .onRef('r.decision_id', '=', 'd.decision_id')
-        .on('r.policy', '=', policy)
-        .on('r.policy_revision', '=', revision),
-    )
+    .crossJoin('decision_rule as r')
     .select((eb) => ['r.rule_id', 'd.label', eb.fn.countAll<number>().as('decisions')])
-    .where(policy === 'active' ? 'd.policy_revision' : 'd.shadow_revision', '=', revision)
+    .whereRef('r.decision_id', '=', 'd.decision_id')
+    .where('r.policy', '=', s.policy)
+    .where(`d.${revisionColumn(s)}`, '=', s.revision)
     .where('d.label', 'in', ['fraud', 'legit'])
-    .where('d.at_ms', '>', nowMs - WINDOW_MS.d7)
-    .where('d.at_ms', '<=', nowMs)
+    .where('d.at_ms', '>', s.nowMs - WINDOW_MS.d7)
+    .where('d.at_ms', '<=', s.nowMs)
     .groupBy(['r.rule_id', 'd.label'])
     .execute();
   const byRule = new Map<string, { fraud: number; legit: number }>();
@@ -222,7 +230,10 @@ async function labelledFires(
   return byRule;
 }
 
-/** agreement[active][shadow] over the last 7 d's decisions of both revisions; every cell present. */
+/**
+ * agreement[active][shadow] over the last 7 d's decisions of both revisions, every cell present:
+ * nine ranges of decision_agreement, grouped in index order.
+ */
 async function agreementMatrix(
   db: Db,
   activeRevision: string,
@@ -234,6 +245,8 @@ async function agreementMatrix(
     .select((eb) => ['verdict', 'shadow_verdict', eb.fn.countAll<number>().as('decisions')])
     .where('policy_revision', '=', activeRevision)
     .where('shadow_revision', '=', shadowRevision)
+    .where('verdict', 'in', VERDICTS)
+    .where('shadow_verdict', 'in', VERDICTS)
     .where('at_ms', '>', nowMs - WINDOW_MS.d7)
     .where('at_ms', '<=', nowMs)
     .groupBy(['verdict', 'shadow_verdict'])
@@ -243,11 +256,7 @@ async function agreementMatrix(
     Verdict,
     Record<Verdict, number>
   >;
-  for (const r of rows) {
-    const cells = matrix[r.verdict as Verdict];
-    if (cells !== undefined && r.shadow_verdict !== null && r.shadow_verdict in cells)
-      cells[r.shadow_verdict as Verdict] += Number(r.decisions);
-  }
+  for (const r of rows) matrix[r.verdict as Verdict][r.shadow_verdict as Verdict] += Number(r.decisions);
   return matrix;
 }
 

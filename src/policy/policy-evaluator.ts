@@ -55,7 +55,7 @@ export const NOT_CONFIGURED = 'not_configured';
 const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
 const DENY = RANK.deny;
 /** Id of the pseudo-rule reported when the engine itself failed. */
-const INTERNAL_ERROR = '$internal-error';
+export const INTERNAL_ERROR = '$internal-error';
 const BY_RANK: readonly (Verdict | undefined)[] = [undefined, 'allow', 'challenge', 'deny'];
 
 export interface CompiledAction {
