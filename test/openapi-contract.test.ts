@@ -241,7 +241,14 @@ describe('real answers of every route conform to the document', () => {
 
   it('the operator routes, to the operator key and to others', async () => {
     await h.decide(demoRequest('alice', undefined)); // /policies/stats has a revision to show
-    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+    for (const path of [
+      '/metrics',
+      '/policies',
+      '/policies/stats',
+      '/rules/report',
+      '/openapi.json',
+      '/actions',
+    ]) {
       expect((await call(h.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(200);
       expect((await call(h.url, 'GET', path, { key: CALLER_KEY })).status, path).toBe(401);
     }
@@ -339,7 +346,14 @@ describe('refusals of a riskgate with an ops port but no operator keys, overload
 
   it('on the ops port: the operator routes refused 403 without operator keys, the probes answered; on the service port they are 404', async () => {
     const ops = b.riskgate.opsUrl!;
-    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+    for (const path of [
+      '/metrics',
+      '/policies',
+      '/policies/stats',
+      '/rules/report',
+      '/openapi.json',
+      '/actions',
+    ]) {
       expect((await call(ops, 'GET', path, { key: OPS_KEY })).status, path).toBe(403);
       expect((await call(b.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(404);
     }

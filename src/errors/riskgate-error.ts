@@ -80,6 +80,8 @@ export const ErrorCode = {
    * (or is gone): it is dropped, never carried out.
    */
   SUBJECT_MISMATCH: 'RG_ERR_SUBJECT_MISMATCH',
+  /** The decision store's database did not answer a read: down, refused or too slow (HTTP 503). */
+  DECISION_STORE_UNAVAILABLE: 'RG_ERR_DECISION_STORE_UNAVAILABLE',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;

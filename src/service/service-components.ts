@@ -3,6 +3,8 @@ import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { createRuleReport } from '../decision-store/rule-report-query.ts';
+import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import type { ServiceLog } from '../http/create-app.ts';
@@ -53,6 +55,8 @@ export async function startServices(
     }),
   );
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
+  // No lifecycle of its own: queries of the database, over the live policies' revisions.
+  const ruleReport = createRuleReport({ database, policies });
   const features = await l.start(
     featureComponent({
       config,
@@ -104,9 +108,10 @@ export async function startServices(
       readiness: () => l.readiness(),
       extra: [
         openApiRoute(version),
+        ruleReportRoutes(ruleReport),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return { decisionLog, database, vendor, admission, policies, ruleReport, features, logs, outbox, recent };
 }
