@@ -7,7 +7,9 @@
  * `createRuleReport(...).report()` for the active and the shadow revision, as `GET /rules/report`
  * runs it: one warm-up, then the median of `--runs`. `--keep <dir>` reuses (or leaves) the seeded
  * file there; `--plan` prints SQLite's plan of each query; `--analyze` runs ANALYZE first (riskgate
- * never does: by default the planner goes without statistics, as in production).
+ * never does: by default the planner goes without statistics, as in production);
+ * `--without-report-indexes` seeds and reports without the report's migration (the cost before it,
+ * and what its indexes cost the inserts).
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { type CompiledQuery, Kysely, SqliteDialect } from 'kysely';
 import { databasePath, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
+import { decisionMigrations } from '../src/decision-store/decision-tables.ts';
 import { createRuleReport, type ReportedPolicy } from '../src/decision-store/rule-report-query.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
@@ -28,6 +31,7 @@ const { values } = parseArgs({
     keep: { type: 'string' },
     plan: { type: 'boolean', default: false },
     analyze: { type: 'boolean', default: false },
+    'without-report-indexes': { type: 'boolean', default: false },
   },
 });
 const n = Number(values.decisions);
@@ -36,6 +40,8 @@ const root = resolve(import.meta.dirname, '..');
 const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'riskgate-rule-report-bench-'));
 const path = databasePath(dir);
 const DAY_MS = 86_400_000;
+// `--without-report-indexes`: the decision store's own tables and indexes only (the "before").
+const migrations = values['without-report-indexes'] ? decisionMigrations : ALL_MIGRATIONS;
 // A fixed `now` and seed: every run reports over the same rows.
 const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
 
@@ -75,7 +81,7 @@ function matched(next: () => number): string[] {
 }
 
 async function seed(): Promise<void> {
-  const opened = await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
+  const opened = await openDatabase({ kind: 'sqlite', path }, { migrations });
   await opened.close();
   const db = new DatabaseSync(path);
   db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF');
@@ -136,7 +142,7 @@ async function seed(): Promise<void> {
 
 if (!existsSync(path)) await seed();
 // The migrations (the report's indexes too, on a file seeded before them).
-await (await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS })).close();
+await (await openDatabase({ kind: 'sqlite', path }, { migrations })).close();
 // What SQLite's planner knows: nothing (riskgate never runs ANALYZE), or the tables' statistics.
 const raw = new DatabaseSync(path);
 raw.exec(values.analyze ? 'analyze' : 'drop table if exists sqlite_stat1; drop table if exists sqlite_stat4');
