@@ -153,9 +153,8 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit|lockouts|lists)/.test(
-        path,
-      );
+      const operator =
+        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -244,7 +243,14 @@ describe('real answers of every route conform to the document', () => {
 
   it('the operator routes, to the operator key and to others', async () => {
     await h.decide(demoRequest('alice', undefined)); // /policies/stats has a revision to show
-    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+    for (const path of [
+      '/metrics',
+      '/policies',
+      '/policies/stats',
+      '/rules/report',
+      '/openapi.json',
+      '/actions',
+    ]) {
       expect((await call(h.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(200);
       expect((await call(h.url, 'GET', path, { key: CALLER_KEY })).status, path).toBe(401);
     }
@@ -429,7 +435,14 @@ describe('refusals of a riskgate with an ops port but no operator keys, overload
 
   it('on the ops port: the operator routes refused 403 without operator keys, the probes answered; on the service port they are 404', async () => {
     const ops = b.riskgate.opsUrl!;
-    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+    for (const path of [
+      '/metrics',
+      '/policies',
+      '/policies/stats',
+      '/rules/report',
+      '/openapi.json',
+      '/actions',
+    ]) {
       expect((await call(ops, 'GET', path, { key: OPS_KEY })).status, path).toBe(403);
       expect((await call(b.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(404);
     }

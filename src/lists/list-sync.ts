@@ -63,7 +63,9 @@ export class ListSync implements ListReader {
 
   /** Loads the first snapshot (rejects when the database does not answer), then polls. */
   async start(): Promise<void> {
-    await this.refresh(true);
+    // A database that does not answer at start does not stop riskgate: until a poll loads the
+    // lists, rules reading them see them unavailable (their onUnavailable and the degraded floor).
+    await this.refresh(true).catch(() => {});
     this.#timer = setInterval(() => void this.refresh(false).catch(() => {}), this.#o.pollMs);
     this.#timer.unref();
   }

@@ -4,6 +4,7 @@ import { MAX_CALLBACK_BODY_BYTES } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
 import { decisionsQuerySchema } from '../decision-store/decision-routes.ts';
+import { ruleReportSchema } from '../decision-store/rule-report-routes.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   feedbackRequestSchema,
@@ -321,6 +322,7 @@ function documentComponents(): Record<string, unknown> {
         Policies: policiesSchema,
         PolicyStatus: policyStatusSchema,
         RuleStats: ruleStatsSchema,
+        RuleReport: ruleReportSchema,
         Actions: actionsSchema,
         OutboxEntry: outboxEntrySchema,
         AuditPage: auditPageSchema,
@@ -531,6 +533,20 @@ function operatorPaths(): Record<string, unknown> {
       {
         description: 'Since start, the last few revisions of the active and the shadow policy.',
         content: json(ref('RuleStats')),
+      },
+    ),
+    '/rules/report': operatorRoute(
+      'get',
+      {
+        operationId: 'ruleReport',
+        summary: 'Each rule’s quality on live traffic, from the decision store',
+        description:
+          'For the active and the shadow revision: decisions and each rule’s fires over 1 h, 24 h and 7 d, an hourly series, precision and recall against the current labels, the rules that never fired, and the active × shadow verdict agreement.',
+      },
+      { description: 'The report, its windows ending at `generatedAt`.', content: json(ref('RuleReport')) },
+      {
+        [ErrorCode.DECISION_STORE_UNAVAILABLE]:
+          'The decision store’s database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
       },
     ),
     '/openapi.json': operatorRoute(

@@ -56,7 +56,7 @@ export const NOT_CONFIGURED = 'not_configured';
 const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
 const DENY = RANK.deny;
 /** Id of the pseudo-rule reported when the engine itself failed. */
-const INTERNAL_ERROR = '$internal-error';
+export const INTERNAL_ERROR = '$internal-error';
 const BY_RANK: readonly (Verdict | undefined)[] = [undefined, 'allow', 'challenge', 'deny'];
 
 export interface CompiledAction {
@@ -310,6 +310,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly warnings: readonly PolicyIssue[];
   readonly files: readonly string[];
   readonly ruleIds: readonly string[];
+  readonly ruleDescriptions: ReadonlyMap<string, string>;
   readonly overloadVerdict: Verdict | undefined;
   readonly thresholds: { challenge: number; deny: number };
   readonly velocityCounters: readonly CompiledCounter[];
@@ -329,6 +330,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.warnings = parts.warnings;
     this.files = parts.files;
     this.ruleIds = parts.rules.map((r) => r.id);
+    this.ruleDescriptions = new Map(parts.rules.map((r) => [r.id, r.matched.description]));
     this.overloadVerdict = parts.overloadVerdict;
     this.thresholds = parts.thresholds;
     this.velocityCounters = parts.velocityCounters;

@@ -309,6 +309,8 @@ export interface CompiledPolicy {
   files?: readonly string[];
   /** Rule ids in file order. */
   ruleIds?: readonly string[];
+  /** Each rule's `description`, by id. */
+  ruleDescriptions?: ReadonlyMap<string, string>;
   /**
    * The verdict to answer, without any upstream call, when riskgate is overloaded (`overload` in
    * the policy); undefined: an overloaded riskgate answers 503 instead.

@@ -1,6 +1,7 @@
 import { auditMigrations } from '../audit/database-audit-trail.ts';
 import type { FeatureMigrations } from '../database/database.ts';
 import { decisionMigrations } from '../decision-store/decision-tables.ts';
+import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
 
@@ -10,4 +11,5 @@ export const ALL_MIGRATIONS: FeatureMigrations = {
   ...auditMigrations,
   ...listMigrations,
   ...lockoutMigrations,
+  ...ruleReportMigrations,
 };

@@ -9,6 +9,8 @@ import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
 import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
+import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
+import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
@@ -80,6 +82,8 @@ export async function startServices(
     }),
   );
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
+  // No lifecycle of its own: queries of the database, over the live policies' revisions.
+  const ruleReport = cachedRuleReport(createRuleReport({ database, policies }));
   const features = await l.start(
     featureComponent({
       config,
@@ -132,6 +136,7 @@ export async function startServices(
       readiness: () => l.readiness(),
       extra: [
         openApiRoute(version),
+        ruleReportRoutes(ruleReport),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -144,6 +149,7 @@ export async function startServices(
     vendor,
     admission,
     policies,
+    ruleReport,
     features,
     lists,
     logs,
