@@ -1,10 +1,13 @@
 import { admissionComponent } from '../admission/admission-component.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
+import { consoleComponent } from '../console/console-pages.tsx';
+import { keyOperators } from '../console/key-operators.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
+import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
@@ -95,6 +98,29 @@ export async function startServices(
       given: options.recentDecisions,
       operatorKeys: ctx.opsKeys,
       decisionLog,
+    }),
+  );
+  const given = options.console ?? {};
+  await l.start(
+    consoleComponent({
+      ...given,
+      outbox: {
+        store: outbox.store,
+        onDropped: (e) => outbox.reportFinal(e),
+        onRetried: () => outbox.nudge(),
+      },
+      health: {
+        health: () => l.health(),
+        readiness: () => l.readiness(),
+        metrics: options.renderMetrics ?? (() => m.render()),
+      },
+      labelDecision: ({ operator, ...label }) =>
+        recordLabel(
+          { decisions: recent, decisionLog },
+          { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
+        ),
+      resolveOperator: given.resolveOperator ?? keyOperators(ctx.opsKeys),
+      session: { ...config.console, operatorKeys: ctx.opsKeys },
     }),
   );
   const callbackKey = upstream.callbackSignatureKey;
