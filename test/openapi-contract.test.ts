@@ -152,7 +152,7 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions)/.test(path);
+      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -259,6 +259,25 @@ describe('real answers of every route conform to the document', () => {
     expect([notRetry.status, notRetry.headers.get('allow')]).toEqual([405, 'POST']);
   });
 
+  it('the decision store: a page, a decision whole, and their refusals', async () => {
+    const { body } = await h.decide(demoRequest('bob', undefined));
+    const id = body.decisionId as string;
+    const found = await eventually(
+      async () => {
+        const page = await call(h.url, 'GET', `/decisions?accountId=bob&counts=true&limit=5`, {
+          key: OPS_KEY,
+        });
+        return page.text.includes(id) ? page : undefined;
+      },
+      { what: 'the decision in the store' },
+    );
+    expect(found.status).toBe(200);
+    expect((await call(h.url, 'GET', `/decisions/${id}`, { key: OPS_KEY })).status).toBe(200);
+    expect((await call(h.url, 'GET', '/decisions?limit=0', { key: OPS_KEY })).status).toBe(400);
+    expect((await call(h.url, 'GET', `/decisions/${randomUUID()}`, { key: OPS_KEY })).status).toBe(404);
+    expect((await call(h.url, 'GET', '/decisions', { key: CALLER_KEY })).status).toBe(401);
+  });
+
   it('an action dropped and retried by an operator', async () => {
     const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
     await h.control('PUT', '/sandbox/faults', {
@@ -276,9 +295,25 @@ describe('real answers of every route conform to the document', () => {
       const retried = await call(h.url, 'POST', `/actions/${id}/retry`, { key: OPS_KEY });
       expect(retried.status).toBe(200);
       expect(retried.json()).toMatchObject({ status: 'pending' });
+      // Both changes are in the audit trail, newest first.
+      const audit = await call(h.url, 'GET', `/audit?target=${id}&limit=1`, { key: OPS_KEY });
+      expect(audit.json()).toMatchObject({
+        entries: [{ action: 'action.retry' }],
+        nextCursor: expect.any(String),
+      });
+      const older = await call(h.url, 'GET', `/audit?target=${id}&cursor=${audit.json().nextCursor}`, {
+        key: OPS_KEY,
+      });
+      expect(older.json()).toEqual({ entries: [expect.objectContaining({ action: 'action.drop' })] });
+      expect((await call(h.url, 'GET', '/audit?action=nope', { key: OPS_KEY })).status).toBe(400);
     } finally {
       await h.control('DELETE', '/sandbox/faults');
     }
+  });
+
+  it('a policy reload by an operator', async () => {
+    const reloaded = await call(h.url, 'POST', '/policies/reload', { key: OPS_KEY });
+    expect(reloaded.json()).toMatchObject({ ok: true, changed: false });
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {

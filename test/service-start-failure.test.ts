@@ -178,6 +178,8 @@ describe('a riskgate whose start fails', () => {
       'tracing',
       'decision log',
       'database',
+      'audit trail',
+      'decision store',
       'vendor clients',
       'admission',
       'policies',

@@ -3,7 +3,11 @@ import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { type DatabaseTarget, databasePath } from '../database/database.ts';
+import type { TrustedProxy } from '../edge/caller-auth.ts';
+import { parseTrustedProxies } from '../edge/client-address.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import { OPERATOR_ROLES, type OperatorRole } from '../operators/operator.ts';
+import { OPERATOR_NAME, parseOperatorKeyEntries } from '../operators/operator-keys.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
 import { DEFAULT_RAT_CACHE_TTL_MS } from '../signals/signals-client.ts';
@@ -64,6 +68,13 @@ export interface RiskgateConfig {
    */
   opsKeys: string[] | undefined;
   /**
+   * An authenticating proxy in front of riskgate (RISKGATE_TRUSTED_PROXIES): requests from its
+   * addresses are attributed to their X-Forwarded-For client, and, with
+   * RISKGATE_TRUSTED_IDENTITY_HEADER, to the operator that header names (RISKGATE_SSO_OPERATORS
+   * gives each a role). Undefined: no proxy is trusted; every identity header is ignored.
+   */
+  trustedProxy: TrustedProxy | undefined;
+  /**
    * `POST /feedback`: labels per second each key may send (token bucket, per process; default 10),
    * how many at once (default 50), and how many recent decisions this process remembers to know
    * their caller key (default 100,000, at most 24 h).
@@ -115,6 +126,14 @@ export interface RiskgateConfig {
    * (every replica writes to one store).
    */
   database: DatabaseTarget;
+  /**
+   * The decision store (src/decision-store/): every decision, its labels and its actions' outcomes
+   * in the database, for the console and `GET /decisions`. `enabled` (RISKGATE_DECISION_STORE, on
+   * by default); `bufferRecords` waiting before new ones are dropped (RISKGATE_DECISION_STORE_BUFFER,
+   * default 20 000); kept `retentionDays` (RISKGATE_DECISION_RETENTION_DAYS, default 30) and at
+   * most `maxBytes` of logged lines (RISKGATE_DECISION_STORE_MAX_MB, default 1024 MiB).
+   */
+  decisionStore: { enabled: boolean; bufferRecords: number; retentionDays: number; maxBytes: number };
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
@@ -268,6 +287,83 @@ const keyList = z
       .min(1, 'lists no key'),
   );
 
+/**
+ * RISKGATE_OPS_KEYS: comma-separated `name:role:key` entries or plain keys (an `admin` named by its
+ * key id; src/operators/operator-keys.ts). Kept as entries; every message names the operator, never the key.
+ */
+const opsKeyList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0),
+  )
+  .transform((entries, ctx) => {
+    if (entries.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'lists no key' });
+      return z.NEVER;
+    }
+    if (entries.some((k) => /[\s#]/.test(k))) {
+      ctx.addIssue({ code: 'custom', message: NO_COMMENT });
+      return z.NEVER;
+    }
+    const parsed = parseOperatorKeyEntries(entries);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return entries;
+  });
+
+const commaList = (s: string) =>
+  s
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k.length > 0);
+
+/** RISKGATE_SSO_OPERATORS: `identity:role,...` (an identity as the proxy sends it, an email). */
+const ssoOperators = z.string().transform((text, ctx) => {
+  const operators = new Map<string, OperatorRole>();
+  for (const entry of commaList(text)) {
+    const colon = entry.lastIndexOf(':');
+    const identity = entry.slice(0, Math.max(colon, 0)).toLowerCase();
+    const role = entry.slice(colon + 1);
+    if (colon < 0 || !(OPERATOR_ROLES as readonly string[]).includes(role)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `entries are identity:role with a role of ${OPERATOR_ROLES.join(', ')} (not ${JSON.stringify(entry.slice(0, 80))})`,
+      });
+      return z.NEVER;
+    }
+    if (!OPERATOR_NAME.test(identity) || operators.has(identity)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: operators.has(identity)
+          ? `names ${identity} twice`
+          : `names ${JSON.stringify(identity.slice(0, 80))}: an identity must be 1-64 letters, digits, ".", "_", "-" or "@"`,
+      });
+      return z.NEVER;
+    }
+    operators.set(identity, role as OperatorRole);
+  }
+  if (operators.size === 0) {
+    ctx.addIssue({ code: 'custom', message: 'lists no operator' });
+    return z.NEVER;
+  }
+  return operators;
+});
+
+/** Headers a proxy's identity must never be read from: riskgate or the proxy give them other meanings. */
+const RESERVED_HEADERS = [
+  'authorization',
+  'cookie',
+  'host',
+  'x-forwarded-for',
+  'content-type',
+  'content-length',
+];
+
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
   SANDBOX_PORT: port(4010),
@@ -282,7 +378,29 @@ const baseSchema = z.object({
       .pipe(z.number().max(65535, 'must be a whole number from 0 to 65535')),
   ),
   RISKGATE_OPS_HOST: optionalEmptyAsUndefined(nonEmpty),
-  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
+  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(opsKeyList),
+  RISKGATE_TRUSTED_PROXIES: optionalEmptyAsUndefined(
+    z.string().transform((text, ctx) => {
+      const proxies = parseTrustedProxies(commaList(text));
+      if (typeof proxies === 'string' || proxies.length === 0) {
+        ctx.addIssue({ code: 'custom', message: typeof proxies === 'string' ? proxies : 'lists no address' });
+        return z.NEVER;
+      }
+      return proxies;
+    }),
+  ),
+  RISKGATE_TRUSTED_IDENTITY_HEADER: optionalEmptyAsUndefined(
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(/^[a-z0-9-]{1,100}$/, 'must be a header name (letters, digits and -), e.g. X-Forwarded-Email')
+      .refine(
+        (h) => !RESERVED_HEADERS.includes(h),
+        'must not be a header riskgate or the proxy reads otherwise',
+      ),
+  ),
+  RISKGATE_SSO_OPERATORS: optionalEmptyAsUndefined(ssoOperators),
   RISKGATE_FEEDBACK_RATE: numberVariable({ min: 0.01, max: 100_000, fallback: 10, whole: false }),
   RISKGATE_FEEDBACK_BURST: numberVariable({ min: 1, max: 100_000, fallback: 50 }),
   RISKGATE_FEEDBACK_DECISIONS: numberVariable({ min: 1, max: 10_000_000, fallback: 100_000 }),
@@ -334,6 +452,10 @@ const baseSchema = z.object({
         message: 'must be memory or a redis:// URL',
       }),
   ),
+  RISKGATE_DECISION_STORE: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  RISKGATE_DECISION_STORE_BUFFER: numberVariable({ min: 100, max: 1_000_000, fallback: 20_000 }),
+  RISKGATE_DECISION_RETENTION_DAYS: numberVariable({ min: 1, max: 3650, fallback: 30 }),
+  RISKGATE_DECISION_STORE_MAX_MB: numberVariable({ min: 1, max: 1_048_576, fallback: 1024 }),
   RISKGATE_OUTBOX_SYNC: z.enum(['normal', 'full'], { error: 'must be normal or full' }).default('normal'),
   RISKGATE_OUTBOX_HORIZON_SECONDS: numberVariable({ min: 1, max: 30 * 24 * 3600, fallback: 24 * 3600 }),
   RISKGATE_DECISION_LOG_ON_FAILURE: z
@@ -378,6 +500,15 @@ const upstreamSchema = z.object({
   RISKGATE_LOG_API_KEY: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_CALLBACK_SIGNATURE_KEY: optionalEmptyAsUndefined(nonEmpty),
 });
+
+function decisionStoreOf(b: z.output<typeof baseSchema>): RiskgateConfig['decisionStore'] {
+  return {
+    enabled: b.RISKGATE_DECISION_STORE === 'on',
+    bufferRecords: b.RISKGATE_DECISION_STORE_BUFFER,
+    retentionDays: b.RISKGATE_DECISION_RETENTION_DAYS,
+    maxBytes: b.RISKGATE_DECISION_STORE_MAX_MB * 1024 * 1024,
+  };
+}
 
 /**
  * Every variable `loadConfig` reads (besides `<NAME>_FILE` for secrets). riskgate.env.example and
@@ -485,44 +616,7 @@ export function loadConfig(
   if (!base.success) throw configError(firstIssue(base.error, resolved));
   const b = base.data;
 
-  let upstream: UpstreamConfig | undefined;
-  if (b.RISKGATE_SIGNALS_URL === undefined) {
-    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
-    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
-  } else {
-    const u = upstreamSchema.safeParse(resolved);
-    if (!u.success) throw configError(firstIssue(u.error, resolved, true));
-    if (b.RISKGATE_API_KEYS === undefined) {
-      throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
-    }
-    const d = u.data;
-    upstream = {
-      serviceId: d.RISKGATE_SERVICE_ID,
-      signalsUrl: d.RISKGATE_SIGNALS_URL,
-      authUrl: d.RISKGATE_AUTH_URL,
-      clientId: d.RISKGATE_CLIENT_ID,
-      clientSecret: d.RISKGATE_CLIENT_SECRET,
-      signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
-      signalsIdp: d.RISKGATE_SIGNALS_IDP,
-      adminUrl: d.RISKGATE_ADMIN_URL,
-      adminApiKey: d.RISKGATE_ADMIN_API_KEY,
-      logsUrl: d.RISKGATE_LOGS_URL,
-      logApiKey: d.RISKGATE_LOG_API_KEY,
-      callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
-    };
-    if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
-      throw configError(
-        'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
-      );
-    }
-    if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
-      throw configError(
-        upstream.logsUrl === undefined
-          ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
-          : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
-      );
-    }
-  }
+  const upstream = upstreamOf(b, resolved);
 
   if (
     b.RISKGATE_DECISION_LOG_REDACT.some((r) => r.mode === 'hash') &&
@@ -532,27 +626,21 @@ export function loadConfig(
       'RISKGATE_DECISION_LOG_HASH_KEY is required when RISKGATE_DECISION_LOG_REDACT hashes a field',
     );
   }
-  if (
-    b.RISKGATE_OPS_PORT !== undefined &&
-    b.RISKGATE_OPS_PORT !== 0 &&
-    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
-  ) {
-    throw configError(
-      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
-    );
-  }
-  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
-  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
-    throw configError(
-      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
-    );
-  }
+  const opsHost = checkOperatorSurface(b);
   return {
     port: b.RISKGATE_PORT,
     host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
     opsPort: b.RISKGATE_OPS_PORT,
     opsHost,
     opsKeys: b.RISKGATE_OPS_KEYS,
+    trustedProxy:
+      b.RISKGATE_TRUSTED_PROXIES === undefined
+        ? undefined
+        : {
+            proxies: b.RISKGATE_TRUSTED_PROXIES,
+            identityHeader: b.RISKGATE_TRUSTED_IDENTITY_HEADER,
+            operators: b.RISKGATE_SSO_OPERATORS,
+          },
     apiKeys: b.RISKGATE_API_KEYS,
     feedback: {
       ratePerSecond: b.RISKGATE_FEEDBACK_RATE,
@@ -585,6 +673,7 @@ export function loadConfig(
         : b.RISKGATE_DATABASE === 'memory'
           ? { kind: 'memory' }
           : { kind: 'postgres', url: b.RISKGATE_DATABASE },
+    decisionStore: decisionStoreOf(b),
     upstream,
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,
@@ -601,6 +690,84 @@ export function loadConfig(
     headersTimeoutMs: Math.min(b.RISKGATE_HEADERS_TIMEOUT_MS, b.RISKGATE_REQUEST_TIMEOUT_MS),
     requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
   };
+}
+
+/** The vendor's settings (undefined in sandbox mode), checked together. */
+function upstreamOf(
+  b: z.output<typeof baseSchema>,
+  resolved: Readonly<Record<string, string | undefined>>,
+): UpstreamConfig | undefined {
+  if (b.RISKGATE_SIGNALS_URL === undefined) {
+    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
+    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
+    return undefined;
+  }
+  const u = upstreamSchema.safeParse(resolved);
+  if (!u.success) throw configError(firstIssue(u.error, resolved, true));
+  if (b.RISKGATE_API_KEYS === undefined) {
+    throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
+  }
+  const d = u.data;
+  const upstream: UpstreamConfig = {
+    serviceId: d.RISKGATE_SERVICE_ID,
+    signalsUrl: d.RISKGATE_SIGNALS_URL,
+    authUrl: d.RISKGATE_AUTH_URL,
+    clientId: d.RISKGATE_CLIENT_ID,
+    clientSecret: d.RISKGATE_CLIENT_SECRET,
+    signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
+    signalsIdp: d.RISKGATE_SIGNALS_IDP,
+    adminUrl: d.RISKGATE_ADMIN_URL,
+    adminApiKey: d.RISKGATE_ADMIN_API_KEY,
+    logsUrl: d.RISKGATE_LOGS_URL,
+    logApiKey: d.RISKGATE_LOG_API_KEY,
+    callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
+  };
+  if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
+    throw configError(
+      'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
+    );
+  }
+  if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
+    throw configError(
+      upstream.logsUrl === undefined
+        ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
+        : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
+    );
+  }
+  return upstream;
+}
+
+/** The operator surface's settings, checked together: the ops host. */
+function checkOperatorSurface(b: z.output<typeof baseSchema>): string {
+  if (
+    b.RISKGATE_OPS_PORT !== undefined &&
+    b.RISKGATE_OPS_PORT !== 0 &&
+    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
+  ) {
+    throw configError(
+      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
+    );
+  }
+  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
+  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
+    throw configError(
+      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
+    );
+  }
+  const identityHeader = b.RISKGATE_TRUSTED_IDENTITY_HEADER;
+  if (identityHeader !== undefined && b.RISKGATE_TRUSTED_PROXIES === undefined) {
+    throw configError(
+      'RISKGATE_TRUSTED_PROXIES is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set: the identity header is believed only from those addresses (anyone else reaching the port could write any name into it)',
+    );
+  }
+  if ((identityHeader === undefined) !== (b.RISKGATE_SSO_OPERATORS === undefined)) {
+    throw configError(
+      identityHeader === undefined
+        ? 'RISKGATE_TRUSTED_IDENTITY_HEADER is required when RISKGATE_SSO_OPERATORS is set'
+        : 'RISKGATE_SSO_OPERATORS is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set (identity:role,...: who may operate, and as what)',
+    );
+  }
+  return opsHost;
 }
 
 /** RISKGATE_FEATURE_STORE, defaulting to the outbox's Redis: replicas that share actions share counters. */

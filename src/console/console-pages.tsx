@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { StoredDecision } from '../decision-store/decision-query.ts';
 import type { Component } from '../lifecycle/component.ts';
 import { roleAllows } from '../operators/operator.ts';
-import { dropAction, retryAction } from '../outbox/actions-routes.ts';
+import { changeAction } from '../outbox/actions-routes.ts';
 import { type OutboxEntryView, outboxEntryView } from '../outbox/outbox-view.ts';
 import type { ConsoleDeps } from './console-deps.ts';
 import { Notice } from './console-layout.tsx';
@@ -113,14 +113,12 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       const form = labelFormSchema.safeParse(c.get('form'));
       if (!form.success) throw kit.edge.inputError(form.error, 'The label form');
       const { label, note } = form.data;
-      if (!(await kit.audit(c, 'decision.label', id.data, { label, ...(note !== undefined && { note }) }))) {
-        return kit.fail(
-          c,
-          503,
-          'Not labelled',
-          'The audit trail could not record the label, so it was not saved.',
-        );
-      }
+      // Audited before it is made (RG_ERR_AUDIT_UNAVAILABLE, the 503 page, when it cannot be).
+      await kit.edge.recordChange(c, {
+        action: 'decision.label',
+        target: id.data,
+        detail: { label, ...(note !== undefined && { note }) },
+      });
       await deps.labelDecision({ decisionId: id.data, label, note, operator: c.get('session').operator });
       return c.redirect(`/console/decisions/${id.data}?labelled=${label}`, 303);
     },
@@ -172,22 +170,15 @@ function mountActions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       async (c) => {
         const form = actionForm.safeParse(c.get('form'));
         if (!form.success) throw kit.edge.inputError(form.error, 'The form');
-        const entry = await deps.outbox.store.get(form.data.id);
-        if (entry === undefined)
-          return kit.fail(c, 404, 'No such action', 'The outbox has no action with this id.');
-        if (
-          !(await kit.audit(c, change === 'retry' ? 'action.retry' : 'action.drop', entry.spec.id, {
-            status: entry.status,
-          }))
-        ) {
-          return kit.fail(
-            c,
-            503,
-            'Not changed',
-            'The audit trail could not record the change, so it was not made.',
-          );
-        }
-        await (change === 'retry' ? retryAction : dropAction)(deps.outbox, entry.spec.id);
+        const action = change === 'retry' ? 'action.retry' : 'action.drop';
+        // Audited before it is made (RG_ERR_AUDIT_UNAVAILABLE, the 503 page, when it cannot be).
+        await changeAction(deps.outbox, change, form.data.id, (entry) =>
+          kit.edge.recordChange(c, {
+            action,
+            target: entry.spec.id,
+            detail: { type: entry.spec.type, status: entry.status },
+          }),
+        );
         return c.redirect(`/console/actions?done=${change}`, 303);
       },
     );

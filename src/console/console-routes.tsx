@@ -1,11 +1,9 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { Child } from 'hono/jsx';
 import { z } from 'zod';
-import type { AuditAction } from '../audit/audit-trail.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
-import { type Operator, type OperatorRole, roleAllows } from '../operators/operator.ts';
+import { type OperatorRole, roleAllows } from '../operators/operator.ts';
 import { toProblem } from '../problem/problem-details.ts';
 import { type ConsoleAssets, loadConsoleAssets } from './console-assets.ts';
 import type { ConsoleDeps } from './console-deps.ts';
@@ -59,27 +57,7 @@ export interface ConsoleKit {
   form: MiddlewareHandler<ConsoleEnv>;
   /** Middleware: the operator's role allows `role`'s changes (403 page otherwise). */
   role(role: OperatorRole, what: string): MiddlewareHandler<ConsoleEnv>;
-  /**
-   * Writes the change to the audit trail; false (with the 503 page to answer) when it cannot be
-   * written: a change that cannot be audited is not made.
-   */
-  audit(
-    c: ConsoleContext,
-    action: AuditAction,
-    target: string,
-    detail?: Record<string, unknown>,
-    as?: Operator,
-  ): Promise<boolean>;
   secure(c: ConsoleContext): boolean;
-}
-
-/** The request's client address (the socket's), for the audit trail. */
-function clientAddress(c: Context): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** A form posted from a page of this origin: Sec-Fetch-Site and Origin, when the browser sends them. */
@@ -143,6 +121,8 @@ function makeKit(deps: ConsoleDeps, edge: RouteEdge): ConsoleKit {
         return c.redirect(`/console/sign-in?next=${encodeURIComponent(back)}`, 303);
       }
       c.set('session', { ...signed, token, csrf: signer.csrfFor(token) });
+      // The operator as the rest of the edge knows one (the audit trail's `recordChange` reads it).
+      c.set('principal', { keyId: signed.operator.keyId, role: 'operator', operator: signed.operator });
       await next();
     },
     async form(c, next) {
@@ -162,24 +142,6 @@ function makeKit(deps: ConsoleDeps, edge: RouteEdge): ConsoleKit {
         }
         await next();
       };
-    },
-    async audit(c, action, target, detail, as) {
-      if (deps.audit === undefined) return true;
-      const operator = as ?? c.get('session').operator;
-      try {
-        await deps.audit.record({
-          actor: operator.name,
-          role: operator.role,
-          keyId: operator.keyId,
-          action,
-          target,
-          from: clientAddress(c),
-          ...(detail !== undefined && { detail }),
-        });
-        return true;
-      } catch {
-        return false;
-      }
     },
     secure(c) {
       return deps.session.secureCookie === true || new URL(c.req.url).protocol === 'https:';
@@ -254,18 +216,14 @@ function mountSignIn(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     async (c) => {
       const form = c.get('form');
       const key = form.key ?? '';
-      const operator = key.length > 0 && key.length <= 1024 ? deps.resolveOperator(key) : undefined;
+      const resolve = deps.resolveOperator ?? kit.edge.operatorOfKey;
+      const operator = key.length > 0 && key.length <= 1024 ? resolve(key) : undefined;
       if (operator === undefined) {
         return signInForm(c, getCookie(c, SIGN_IN_COOKIE)!, 401, 'That is not an operator key.');
       }
-      if (!(await kit.audit(c, 'session.sign_in', operator.name, undefined, operator))) {
-        return kit.fail(
-          c,
-          503,
-          'Not signed in',
-          'The audit trail could not record the sign-in; try again shortly.',
-        );
-      }
+      // Audited like a change (no session while the trail cannot record one).
+      c.set('principal', { keyId: operator.keyId, role: 'operator', operator });
+      await kit.edge.recordChange(c, { action: 'session.sign_in', target: operator.name });
       const secure = kit.secure(c);
       c.header(
         'set-cookie',
@@ -281,7 +239,7 @@ function mountSignIn(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     },
   );
   ui.post('/sign-out', kit.edge.limitBody(MAX_FORM_BYTES), kit.session, kit.form, async (c) => {
-    await kit.audit(c, 'session.sign_out', c.get('session').operator.name);
+    await kit.edge.recordChange(c, { action: 'session.sign_out', target: c.get('session').operator.name });
     c.header('set-cookie', consoleCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, secure: kit.secure(c) }));
     return c.redirect('/console/sign-in', 303);
   });

@@ -1,5 +1,5 @@
-import type { AuditEntry } from '../audit/audit-trail.ts';
 import type { DecisionStoreStatus } from '../decision-store/decision-query.ts';
+import type { AuditEntry } from '../operators/audit-trail.ts';
 import type { OutboxStats } from '../outbox/outbox-store.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
 import { CsrfField, Notice, Time } from './console-layout.tsx';

@@ -151,4 +151,24 @@ export const decisionMigrations: FeatureMigrations = {
         .execute();
     },
   },
+  // The writer retries a batch whose deadline passed (it may have landed after all): a label is
+  // then the same row again, kept once. Retention by size sums line_bytes from an index, not the
+  // table (whose rows carry whole lines). Listing by rule reads the rule's own index in page order.
+  'decisions-002-store-indexes': {
+    async up(db) {
+      await db.schema
+        .createIndex('decision_label_once')
+        .ifNotExists()
+        .unique()
+        .on('decision_label')
+        .columns(['decision_id', 'at_ms', 'labelled_by', 'label'])
+        .execute();
+      await db.schema
+        .createIndex('decision_at_bytes')
+        .ifNotExists()
+        .on('decision')
+        .columns(['at_ms', 'line_bytes'])
+        .execute();
+    },
+  },
 };

@@ -75,6 +75,13 @@ export const ErrorCode = {
    * they are the primary's, asked over IPC (HTTP 503; never a 404 for a decision that may exist).
    */
   FEEDBACK_UNAVAILABLE: 'RG_ERR_FEEDBACK_UNAVAILABLE',
+  /** The decision store (SQLite, PostgreSQL) did not answer a query: down, refused or too slow (HTTP 503). */
+  DECISION_STORE_UNAVAILABLE: 'RG_ERR_DECISION_STORE_UNAVAILABLE',
+  /**
+   * The audit trail (src/audit/) cannot write: an operator's change is refused, not made, rather
+   * than made unaudited (HTTP 503).
+   */
+  AUDIT_UNAVAILABLE: 'RG_ERR_AUDIT_UNAVAILABLE',
   /**
    * An action waiting for its subject to be verified found the Admin user is not the account's
    * (or is gone): it is dropped, never carried out.

@@ -7,7 +7,7 @@ import type { DecisionMemory } from './decision-memory.ts';
 import { FeedbackRateLimit } from './feedback-rate-limit.ts';
 import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from './feedback-request.ts';
 import { RecentDecisions } from './recent-decisions.ts';
-import { recordLabel } from './record-label.ts';
+import { assertLabelsKept, recordLabel } from './record-label.ts';
 
 export interface FeedbackRoutesOptions {
   /**
@@ -52,15 +52,26 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
       app.post(
         '/feedback',
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
+        // An operator labels with the analyst role; a caller key labels its own decisions, as before.
+        edge.requireRole('analyst', { orCaller: true }),
         feedbackRateLimited(limiter),
         edge.audited,
         edge.limitBody(MAX_FEEDBACK_BODY_BYTES),
         async (c) => {
           const feedback = await edge.readJsonBody(c, feedbackRequestSchema);
           const principal = c.get('principal');
+          // An operator's label is a change: audited before it is made (refused when it cannot be).
+          assertLabelsKept(o.decisionLog);
+          if (principal.role === 'operator') {
+            await edge.recordChange(c, {
+              action: 'decision.label',
+              target: feedback.decisionId,
+              detail: { label: feedback.label, ...(feedback.note !== undefined && { note: feedback.note }) },
+            });
+          }
           const recorded = await recordLabel(
             { decisions: recent, decisionLog: o.decisionLog },
-            { ...feedback, keyId: principal.keyId, as: principal.role },
+            { ...feedback, keyId: principal.keyId, as: principal.role, operatorName: principal.operator?.name },
           );
           return c.json(recorded, 202);
         },

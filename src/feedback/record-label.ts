@@ -32,6 +32,16 @@ export interface RecordedLabel {
   history: readonly LabelEvent[];
 }
 
+/** Refuses (`RG_ERR_DECISION_LOG_UNAVAILABLE`) while labels would be lost: the decision log is off. */
+export function assertLabelsKept(decisionLog: DecisionLog): void {
+  if (decisionLog === DISCARD_DECISION_LOG) {
+    throw new RiskgateError(
+      ErrorCode.DECISION_LOG_UNAVAILABLE,
+      'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
+    );
+  }
+}
+
 /**
  * Records `input` in `o.decisions` and the decision log. Rejects with `RG_ERR_DECISION_LOG_UNAVAILABLE`
  * when the decision log is off (the label would be lost) and `RG_ERR_NOT_FOUND` when a caller
@@ -41,12 +51,7 @@ export async function recordLabel(
   o: { decisions: DecisionMemory; decisionLog: DecisionLog },
   input: LabelInput,
 ): Promise<RecordedLabel> {
-  if (o.decisionLog === DISCARD_DECISION_LOG) {
-    throw new RiskgateError(
-      ErrorCode.DECISION_LOG_UNAVAILABLE,
-      'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
-    );
-  }
+  assertLabelsKept(o.decisionLog);
   const recordedAt = new Date().toISOString();
   const event = { label: input.label, labelledBy: input.keyId, at: recordedAt };
   // A caller labels only what its own key was answered. An operator labels any decision, also one

@@ -1,7 +1,9 @@
 import { z } from 'zod';
+import { auditEntrySchema, auditPageSchema, auditQuerySchema } from '../audit/audit-routes.ts';
 import { MAX_CALLBACK_BODY_BYTES } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
+import { decisionsQuerySchema } from '../decision-store/decision-routes.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   feedbackRequestSchema,
@@ -10,10 +12,12 @@ import {
 } from '../feedback/feedback-request.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
+import { policyReloadSchema } from '../policy/policy-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
   actionsSchema,
   callbackAckSchema,
+  decisionPageSchema,
   healthSchema,
   outboxEntrySchema,
   policiesSchema,
@@ -21,6 +25,7 @@ import {
   problemSchema,
   readinessSchema,
   ruleStatsSchema,
+  storedDecisionSchema,
   timestampSchema,
 } from './response-schemas.ts';
 
@@ -133,9 +138,15 @@ const EVERY_ROUTE: CodeNotes = {
 const OPERATOR_KEY: CodeNotes = {
   [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown operator key (a caller key never opens it).',
   [ErrorCode.FORBIDDEN]:
-    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one.',
+    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one. Or the operator’s role is below the route’s (the detail names both), or a trusted proxy named an identity RISKGATE_SSO_OPERATORS does not list.',
   [ErrorCode.NOT_FOUND]:
     'On RISKGATE_PORT while RISKGATE_OPS_PORT is set: the operator routes are on the ops port.',
+};
+
+/** A change an operator makes: written to the audit trail first, refused when it cannot be. */
+const AUDITED_CHANGE: CodeNotes = {
+  [ErrorCode.AUDIT_UNAVAILABLE]:
+    'The audit trail (RISKGATE_DATABASE) cannot record the change: it is refused, and not made.',
 };
 
 /** Node's HTTP server answers it itself, without a body, and closes the connection. */
@@ -220,6 +231,12 @@ const actionIdParameter = {
   schema: { type: 'string' },
 };
 
+const DECISION_STORE_ROUTE: CodeNotes = {
+  [ErrorCode.DECISION_STORE_UNAVAILABLE]:
+    'The decision store (SQLite, PostgreSQL) did not answer: down, refused or too slow. Decisions go on meanwhile.',
+};
+const STORE_OFF = 'With RISKGATE_DECISION_STORE=off there is no decision store: 404.';
+
 /** Builds the document; `version` is riskgate's package version. */
 export function buildOpenApiDocument(version: string): Record<string, unknown> {
   return {
@@ -270,7 +287,12 @@ function documentComponents(): Record<string, unknown> {
         RuleStats: ruleStatsSchema,
         Actions: actionsSchema,
         OutboxEntry: outboxEntrySchema,
+        AuditPage: auditPageSchema,
+        AuditEntry: auditEntrySchema,
+        PolicyReload: policyReloadSchema,
         CallbackAck: callbackAckSchema,
+        DecisionPage: decisionPageSchema,
+        StoredDecision: storedDecisionSchema,
         Timestamp: timestampSchema,
       }),
     },
@@ -329,7 +351,7 @@ function callerPaths(): Record<string, unknown> {
           operationId: 'feedback',
           summary: 'Label a decision fraud or legit (for replay --labels)',
           description:
-            'With the caller key that asked for the decision, or an operator key (which labels any decision).',
+            'With the caller key that asked for the decision, or an operator key with the analyst role (which labels any decision, recorded in the audit trail first).',
           security: [{ callerKey: [] }, { opsKey: [] }],
           requestBody: {
             required: true,
@@ -347,6 +369,8 @@ function callerPaths(): Record<string, unknown> {
             [ErrorCode.INVALID_INPUT]:
               'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
             [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+            [ErrorCode.FORBIDDEN]: 'An operator whose role is below analyst (the detail names both roles).',
+            ...AUDITED_CHANGE,
             [ErrorCode.NOT_FOUND]:
               'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
             [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
@@ -429,6 +453,36 @@ function operatorPaths(): Record<string, unknown> {
         content: json(ref('Policies')),
       },
     ),
+    '/policies/reload': operatorRoute(
+      'post',
+      {
+        operationId: 'reloadPolicy',
+        summary: 'Load the policy files now (the admin role; audited)',
+        description:
+          'The watcher reloads on its own; this is for a change it cannot see. Recorded in the audit trail before the reload.',
+      },
+      {
+        description:
+          'The outcome: the new revision, or why the files were refused (the last good policy stays live).',
+        content: json(ref('PolicyReload')),
+      },
+      AUDITED_CHANGE,
+    ),
+    '/audit': operatorRoute(
+      'get',
+      {
+        operationId: 'listAudit',
+        summary: 'The audit trail: every change operators made, newest first',
+        description:
+          'Who (name, role, key id or `sso`), what, to what, when and from where; filtered by actor, action or target, paged with `cursor`.',
+        parameters: queryParameters(auditQuerySchema),
+      },
+      { description: 'A page of entries, newest first.', content: json(ref('AuditPage')) },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        [ErrorCode.AUDIT_UNAVAILABLE]: 'The audit trail’s database did not answer.',
+      },
+    ),
     '/policies/stats': operatorRoute(
       'get',
       { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
@@ -467,23 +521,62 @@ function operatorPaths(): Record<string, unknown> {
       'post',
       {
         operationId: 'retryAction',
-        summary: 'Deliver a dead (or dropped) action again, now',
+        summary: 'Deliver a dead (or dropped) action again, now (the admin role; audited)',
         description: NO_OUTBOX,
         parameters: [actionIdParameter],
       },
       { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+    ),
+    '/decisions': operatorRoute(
+      'get',
+      {
+        operationId: 'listDecisions',
+        summary: 'Decisions from the decision store, filtered, newest first',
+        description: `Paged by cursor: each page's \`nextCursor\` gives the older ones. ${STORE_OFF}`,
+        parameters: queryParameters(decisionsQuerySchema),
+      },
+      {
+        description: 'A page of decisions (and counts by verdict with `counts=true`).',
+        content: json(ref('DecisionPage')),
+      },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule (or unknown); `field` names it.',
+        ...DECISION_STORE_ROUTE,
+        [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
+      },
+    ),
+    '/decisions/{decisionId}': operatorRoute(
+      'get',
+      {
+        operationId: 'getDecision',
+        summary: 'One decision whole: its logged line, labels and actions',
+        parameters: [
+          {
+            name: 'decisionId',
+            in: 'path',
+            required: true,
+            description: 'The decision’s id.',
+            schema: { type: 'string' },
+          },
+        ],
+      },
+      { description: 'The decision.', content: json(ref('StoredDecision')) },
+      {
+        ...DECISION_STORE_ROUTE,
+        [ErrorCode.NOT_FOUND]: `No such decision in the store (never made, past retention, not written yet). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
+      },
     ),
     '/actions/{id}': operatorRoute(
       'delete',
       {
         operationId: 'dropAction',
-        summary: 'Drop a pending or dead action: it is never delivered',
+        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
         description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
         parameters: [actionIdParameter],
       },
       { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
     ),
   };
 }

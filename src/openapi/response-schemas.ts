@@ -1,5 +1,11 @@
 import { z } from 'zod';
 import type { DecisionLogHealth } from '../decision-log/decision-log.ts';
+import type {
+  DecisionPage,
+  DecisionStoreStatus,
+  StoredDecision,
+  VerdictCounts,
+} from '../decision-store/decision-query.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
 import type { PolicyStoreStatus } from '../policy/policy-store.ts';
@@ -41,10 +47,27 @@ const decisionLogHealthSchema = z.object({
   dropped: count.describe('Records dropped under sustained backpressure, since start.'),
 });
 
+const decisionStoreStatusSchema = z.object({
+  engine: z.enum(['sqlite', 'postgres', 'off']),
+  writing: z.boolean().describe('False while writes fail (the store is down or behind its deadline).'),
+  pending: count.describe('Records waiting to be written.'),
+  dropped: count.describe('Records dropped because the buffer was full (RISKGATE_DECISION_STORE_BUFFER).'),
+  written: count.describe('Records written since start.'),
+  lagMs: z.number().min(0).describe('Age of the oldest record waiting, milliseconds (0 when none).'),
+  lastError: z.string().optional().describe('The last write failure while writes fail.'),
+});
+
 export const healthSchema = z
   .object({
     status: z.literal('ok'),
     decisionLog: decisionLogHealthSchema.optional(),
+    database: z
+      .object({ engine: z.enum(['sqlite', 'postgres']) })
+      .optional()
+      .describe('The database (RISKGATE_DATABASE).'),
+    decisionStore: decisionStoreStatusSchema
+      .optional()
+      .describe('The decision store (RISKGATE_DECISION_STORE): is it keeping up.'),
     vendor: z
       .object({
         token: z.object({
@@ -151,6 +174,58 @@ export const actionsSchema = z.object({
   actions: z.array(outboxEntrySchema).describe('Newest first, at most `limit`.'),
 });
 
+const verdict = z.enum(['allow', 'challenge', 'deny']);
+const label = z.enum(['fraud', 'legit']);
+
+export const decisionSummarySchema = z.object({
+  decisionId: z.string(),
+  at: timestamp.describe('When the request arrived.'),
+  verdict,
+  score: z.number(),
+  degraded: z.boolean(),
+  rules: z.array(z.string()).describe('The active policy’s matched rule ids.'),
+  accountId: z.string().optional(),
+  userId: z.string().optional(),
+  ip: z.string().optional(),
+  unitId: z.string().optional(),
+  policy: z.object({ name: z.string(), revision: z.string() }),
+  shadowVerdict: verdict.optional().describe('The shadow policy’s verdict, when one ran.'),
+  label: label.optional().describe('The current label.'),
+  totalMs: z.number().min(0),
+});
+
+const verdictCountsSchema = z.object({ allow: count, challenge: count, deny: count, total: count });
+
+export const decisionPageSchema = z.object({
+  decisions: z.array(decisionSummarySchema).describe('Newest first.'),
+  nextCursor: z.string().optional().describe('Present when older decisions match: pass it as `cursor`.'),
+  counts: verdictCountsSchema.optional().describe('With `counts=true`: by verdict over the whole filter.'),
+});
+
+export const storedDecisionSchema = decisionSummarySchema.extend({
+  line: z
+    .object({ kind: z.literal('decision'), decisionId: z.string() })
+    .catchall(z.unknown())
+    .describe(
+      'The decision’s line as the decision log has it (before redaction; one-time codes never kept).',
+    ),
+  labels: z
+    .array(z.object({ label, labelledBy: z.string(), at: timestamp, note: z.string().optional() }))
+    .describe('Every label given, oldest first.'),
+  actions: z
+    .array(
+      z.object({
+        actionId: z.string(),
+        type: z.string(),
+        target: z.string(),
+        status: z.string().describe('queued, deferred, done, failed or skipped: the latest known.'),
+        at: timestamp,
+        detail: z.record(z.string(), z.unknown()),
+      }),
+    )
+    .describe('Each action’s latest outcome: the outbox’s report, else what the answer said.'),
+});
+
 export const callbackAckSchema = z.object({ received: z.literal(true) });
 
 /** Compile-time: every value a producer builds fits its schema's output type. */
@@ -164,4 +239,7 @@ export type ProducersFitTheirSchemas = [
   Fits<Mutable<PolicyStoreStatus>, z.output<typeof policyStatusSchema>>,
   Fits<RevisionStats, z.output<typeof revisionStatsSchema>>,
   Fits<OutboxEntryView, z.output<typeof outboxEntrySchema>>,
+  Fits<DecisionStoreStatus, z.output<typeof decisionStoreStatusSchema>>,
+  Fits<DecisionPage & { counts?: VerdictCounts }, z.output<typeof decisionPageSchema>>,
+  Fits<Omit<StoredDecision, 'line'>, Omit<z.output<typeof storedDecisionSchema>, 'line'>>,
 ];

@@ -1,7 +1,7 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
+import { type Cidr, cidrContains, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import { checkEvaluationBudget } from './evaluation-budget.ts';
-import { type Cidr, cidrContains, parseCidr, parseIp } from './ip-cidr.ts';
 import type { PolicySignalName } from './policy-types.ts';
 import { RE2_MATCHES_NAME, re2Matches } from './re2-matches.ts';
 

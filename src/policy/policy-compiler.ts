@@ -8,6 +8,7 @@ import {
   compileCounter,
   parseWindow,
 } from '../features/velocity-counters.ts';
+import { parseCidr } from '../net/ip-cidr.ts';
 import { closestName } from '../text/name-suggestion.ts';
 import {
   DEVICE_FIELDS,
@@ -18,7 +19,6 @@ import {
   USER_FIELDS,
 } from './cel-environment.ts';
 import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
-import { parseCidr } from './ip-cidr.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
 import { DEVICES_BIT, HISTORY_BIT, SIGNAL_BIT, USER_BIT, VELOCITY_BIT } from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';

@@ -1,5 +1,6 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
+import { type Cidr, cidrContains, type IpWords, parseIp } from '../net/ip-cidr.ts';
 import { type Activation, createActivation } from './cel-environment.ts';
 import {
   budgetExceededMessage,
@@ -8,7 +9,6 @@ import {
   evaluationBudgetSpent,
   startEvaluationBudget,
 } from './evaluation-budget.ts';
-import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
 import { fillActivation, MISSING_REASON, SIGNAL_BIT } from './policy-activation.ts';
 import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';

@@ -7,6 +7,8 @@ import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../con
 import type { ConsoleDeps } from '../console/console-deps.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import type { DecisionReader } from '../decision-store/decision-query.ts';
+import type { DecisionStoreWriterOptions } from '../decision-store/decision-store-writer.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
@@ -38,6 +40,8 @@ export interface StartRiskgateOptions {
   decisionLog?: DecisionLog;
   /** An open database instead of `config.database` (tests share one); not closed on stop. */
   database?: RiskgateDatabase;
+  /** Decision store tuning (tests: a small buffer, a short write deadline). */
+  decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */
@@ -54,11 +58,8 @@ export interface StartRiskgateOptions {
    * default this process's own (`RISKGATE_FEEDBACK_DECISIONS`).
    */
   recentDecisions?: DecisionMemory;
-  /**
-   * What the console reads when the caller builds it (tests: in-memory decisions, rule report,
-   * audit trail, named operators); default the service's own.
-   */
-  console?: Partial<Pick<ConsoleDeps, 'decisions' | 'rules' | 'audit' | 'resolveOperator'>>;
+  /** What the console reads that the caller builds (tests: a rule report); default none. */
+  console?: Pick<ConsoleDeps, 'rules'>;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
@@ -101,6 +102,8 @@ export interface RunningRiskgate {
   /** The outbox (over the memory store with RISKGATE_OUTBOX=memory). */
   outbox: Outbox;
   decisionLog: DecisionLog;
+  /** The decision store's queries (GET /decisions, the console). */
+  decisions: DecisionReader;
   metrics: RiskgateMetrics;
   admission: AdmissionControl;
   /** Follows the Log API when it is configured. */

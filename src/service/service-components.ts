@@ -1,10 +1,12 @@
 import { admissionComponent } from '../admission/admission-component.ts';
+import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
-import { keyOperators } from '../console/key-operators.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
+import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
+import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import { recordLabel } from '../feedback/record-label.ts';
@@ -39,10 +41,26 @@ export async function startServices(
   const { config, upstream } = options;
   const version = options.version ?? '0.0.0';
   await l.start(tracingComponent(options.tracing));
-  const decisionLog = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
+  const loggedOnly = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
+  const audit = await l.start(auditComponent({ database }));
+  const decisions = await l.start(
+    decisionStoreComponent({
+      config,
+      database,
+      // The configured file (not a database the caller opened): written from a thread of its own.
+      sqlitePath:
+        options.database === undefined && config.database.kind === 'sqlite'
+          ? config.database.path
+          : undefined,
+      log,
+      tuning: options.decisionStore,
+    }),
+  );
+  // Every record of the decision log also reaches the store (batched off the request path).
+  const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
@@ -97,13 +115,15 @@ export async function startServices(
       ...config.feedback,
       given: options.recentDecisions,
       operatorKeys: ctx.opsKeys,
-      decisionLog,
+      // With the log off, feedback is refused as before (it checks for the discarding log).
+      decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  const given = options.console ?? {};
   await l.start(
     consoleComponent({
-      ...given,
+      decisions: decisions.enabled ? decisions : undefined,
+      rules: options.console?.rules,
+      audit,
       outbox: {
         store: outbox.store,
         onDropped: (e) => outbox.reportFinal(e),
@@ -116,10 +136,9 @@ export async function startServices(
       },
       labelDecision: ({ operator, ...label }) =>
         recordLabel(
-          { decisions: recent, decisionLog },
+          { decisions: recent, decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog },
           { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
         ),
-      resolveOperator: given.resolveOperator ?? keyOperators(ctx.opsKeys),
       session: { ...config.console, operatorKeys: ctx.opsKeys },
     }),
   );
@@ -134,5 +153,17 @@ export async function startServices(
       ],
     }),
   );
-  return { decisionLog, database, vendor, admission, policies, features, logs, outbox, recent };
+  return {
+    decisionLog,
+    database,
+    decisions,
+    audit,
+    vendor,
+    admission,
+    policies,
+    features,
+    logs,
+    outbox,
+    recent,
+  };
 }

@@ -41,10 +41,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, vendor, admission, policies, features, logs, outbox, recent } = await startServices(
-      l,
-      ctx,
-    );
+    const { decisionLog, decisions, audit, vendor, admission, policies, features, logs, outbox, recent } =
+      await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -69,6 +67,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       tracing: options.tracing,
       log,
       ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
+      trustedProxy: config.trustedProxy,
+      audit,
       routes: l.routes(),
     };
     const surfaces = httpSurfaces({
@@ -102,6 +102,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       actions: outbox,
       outbox,
       decisionLog,
+      decisions,
       metrics,
       admission,
       logs,

@@ -1,18 +1,11 @@
-import type { AuditEntry, AuditTrail } from '../../src/audit/audit-trail.ts';
 import type { DecisionLine } from '../../src/decide/decision-line.ts';
-import type {
-  DecisionFilter,
-  DecisionReader,
-  DecisionSummary,
-  StoredDecision,
-  Verdict,
-} from '../../src/decision-store/decision-query.ts';
+import type { StoredDecision, Verdict } from '../../src/decision-store/decision-query.ts';
 import type { RuleQuality, RuleReport, RuleReportReader } from '../../src/decision-store/rule-report.ts';
 
 /**
- * Small in-memory stand-ins for the decision store, the rule report and the audit trail, read
- * straight from the decision log lines a harness collects: the console's tests run against them
- * until the real ones (src/decision-store/, src/audit/) are built. Test code only.
+ * A small in-memory stand-in for the rule report, read straight from the decision log lines a
+ * harness collects: the console's tests run against it until the real one (src/decision-store/
+ * rule-report.ts) is built. Test code only.
  */
 
 type Line = Record<string, unknown>;
@@ -70,64 +63,6 @@ function stored(lines: readonly Line[]): StoredDecision[] {
   );
 }
 
-function matches(d: StoredDecision, f: DecisionFilter): boolean {
-  const ms = Date.parse(d.at);
-  return (
-    (f.fromMs === undefined || ms >= f.fromMs) &&
-    (f.toMs === undefined || ms < f.toMs) &&
-    (f.verdict === undefined || d.verdict === f.verdict) &&
-    (f.rule === undefined || d.rules.includes(f.rule)) &&
-    (f.accountId === undefined || d.accountId === f.accountId) &&
-    (f.userId === undefined || d.userId === f.userId) &&
-    (f.ip === undefined || d.ip === f.ip) &&
-    (f.unitId === undefined || d.unitId === f.unitId) &&
-    (f.degraded === undefined || d.degraded === f.degraded) &&
-    (f.label === undefined || (d.label ?? 'none') === f.label) &&
-    (f.shadowDisagrees === undefined ||
-      (d.shadowVerdict !== undefined && d.shadowVerdict !== d.verdict) === f.shadowDisagrees)
-  );
-}
-
-function summary(d: StoredDecision): DecisionSummary {
-  const { line: _l, labels: _b, actions: _a, ...row } = d;
-  return row;
-}
-
-/** A decision reader over the lines `logged` gives (read at each call: the decisions logged so far). */
-export function memoryDecisionReader(logged: () => readonly Line[]): DecisionReader {
-  const lines = {
-    get all() {
-      return logged();
-    },
-  };
-  return {
-    async list(f) {
-      const all = stored(lines.all).filter((d) => matches(d, f));
-      const start = f.cursor === undefined ? 0 : all.findIndex((d) => d.decisionId === f.cursor) + 1;
-      const limit = f.limit ?? 50;
-      const page = all.slice(start, start + limit);
-      const more = start + limit < all.length;
-      return { decisions: page.map(summary), ...(more && { nextCursor: page.at(-1)!.decisionId }) };
-    },
-    async get(id) {
-      return stored(lines.all).find((d) => d.decisionId === id);
-    },
-    async countByVerdict(f) {
-      const all = stored(lines.all).filter((d) => matches(d, { ...f, cursor: undefined }));
-      const n = (v: Verdict) => all.filter((d) => d.verdict === v).length;
-      return { allow: n('allow'), challenge: n('challenge'), deny: n('deny'), total: all.length };
-    },
-    status: () => ({
-      engine: 'sqlite',
-      writing: true,
-      pending: 0,
-      dropped: 0,
-      written: lines.all.length,
-      lagMs: 0,
-    }),
-  };
-}
-
 /** A rule report over the lines `logged` gives: the active policy's rules as the decisions matched them, with labels. */
 export function memoryRuleReport(
   logged: () => readonly Line[],
@@ -175,29 +110,4 @@ export function memoryRuleReport(
       return report;
     },
   };
-}
-
-/** An audit trail in memory (`entries`, oldest first); `failing` makes every record reject. */
-export function memoryAuditTrail(): AuditTrail & { entries: AuditEntry[]; failing: boolean } {
-  const trail = {
-    entries: [] as AuditEntry[],
-    failing: false,
-    async record(entry: Omit<AuditEntry, 'id' | 'at'>) {
-      if (trail.failing) throw new Error('audit store down');
-      const full = {
-        ...entry,
-        id: String(trail.entries.length + 1).padStart(8, '0'),
-        at: new Date().toISOString(),
-      };
-      trail.entries.push(full);
-      return full;
-    },
-    async list(f: { actor?: string; limit?: number }) {
-      const entries = [...trail.entries]
-        .reverse()
-        .filter((e) => f.actor === undefined || e.actor === f.actor);
-      return { entries: entries.slice(0, f.limit ?? 50) };
-    },
-  };
-  return trail;
 }

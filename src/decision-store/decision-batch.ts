@@ -1,0 +1,197 @@
+import type { Kysely } from 'kysely';
+import type { ActionRow, DecisionRow, LabelRow, RuleRow, StoreOp } from './decision-rows.ts';
+import type { DecisionTables } from './decision-tables.ts';
+
+/**
+ * The store's writes, in kysely's builder (one text for SQLite and PostgreSQL): a batch of records
+ * in one transaction, and retention. Every write is idempotent, so a batch whose deadline passed
+ * (it may have landed after all) can be written again: decisions and rules are kept once, an
+ * action keeps its newest outcome, a label is kept once (`decision_label_once`).
+ */
+
+export type DecisionDb = Kysely<DecisionTables>;
+
+/** Where the store writes: kysely in this thread, or a worker thread's connection (SQLite). */
+export interface DecisionSink {
+  /** Writes `ops` in one transaction. */
+  write(ops: StoreOp[]): Promise<void>;
+  /** One bounded step of retention: deletes at most `chunk` of the oldest decisions past either bound. */
+  prune(retention: Retention, nowMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** How long and how much the store keeps. */
+export interface Retention {
+  /** Decisions older than this go, milliseconds. */
+  maxAgeMs: number;
+  /** Past this many bytes of logged lines (sum of `line_bytes`), the oldest decisions go. */
+  maxBytes: number;
+  /** Most decisions deleted per step. */
+  chunk: number;
+}
+
+// Bound parameters per statement: SQLite allows 32 766, PostgreSQL 65 535.
+const DECISION_ROWS_PER_INSERT = 200;
+const SMALL_ROWS_PER_INSERT = 1000;
+
+function chunks<T>(rows: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+/** The last of each key: one statement must not upsert the same row twice (PostgreSQL refuses). */
+function lastByKey<T>(rows: T[], key: (row: T) => string): T[] {
+  return [...new Map(rows.map((r) => [key(r), r])).values()];
+}
+
+/** Writes `ops` into `db` in one transaction. */
+export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise<void> {
+  const decisions: DecisionRow[] = [];
+  const rules: RuleRow[] = [];
+  const labels: LabelRow[] = [];
+  const actions: ActionRow[] = [];
+  for (const op of ops) {
+    if (op.kind === 'decision') {
+      decisions.push(op.row);
+      rules.push(...op.rules);
+    } else if (op.kind === 'label') labels.push(op.row);
+    else actions.push(op.row);
+  }
+  await db.transaction().execute(async (tx) => {
+    for (const part of chunks(
+      lastByKey(decisions, (d) => d.decision_id),
+      DECISION_ROWS_PER_INSERT,
+    )) {
+      await tx
+        .insertInto('decision')
+        .values(part)
+        .onConflict((oc) => oc.column('decision_id').doNothing())
+        .execute();
+    }
+    const uniqueRules = lastByKey(rules, (r) => `${r.decision_id}\0${r.policy}\0${r.rule_id}`);
+    for (const part of chunks(uniqueRules, SMALL_ROWS_PER_INSERT)) {
+      await tx
+        .insertInto('decision_rule')
+        .values(part)
+        .onConflict((oc) => oc.columns(['decision_id', 'policy', 'rule_id']).doNothing())
+        .execute();
+    }
+    for (const part of chunks(
+      lastByKey(actions, (a) => a.action_id),
+      SMALL_ROWS_PER_INSERT,
+    )) {
+      await tx
+        .insertInto('decision_action')
+        .values(part)
+        .onConflict((oc) =>
+          oc
+            .column('action_id')
+            .doUpdateSet((eb) => ({
+              status: eb.ref('excluded.status'),
+              detail: eb.ref('excluded.detail'),
+              at_ms: eb.ref('excluded.at_ms'),
+            }))
+            // An older outcome arriving late (another worker's batch) never hides a newer one.
+            .where('decision_action.at_ms', '<=', (eb) => eb.ref('excluded.at_ms')),
+        )
+        .execute();
+    }
+    const uniqueLabels = lastByKey(
+      labels,
+      (l) => `${l.decision_id}\0${l.at_ms}\0${l.labelled_by}\0${l.label}`,
+    );
+    for (const part of chunks(uniqueLabels, SMALL_ROWS_PER_INSERT)) {
+      await tx
+        .insertInto('decision_label')
+        .values(part)
+        .onConflict((oc) => oc.columns(['decision_id', 'at_ms', 'labelled_by', 'label']).doNothing())
+        .execute();
+    }
+    // The current label is the newest: set for each labelled decision, and for a decision whose
+    // label arrived first (given on another worker, written in an earlier batch).
+    const ids = [...new Set([...labels.map((l) => l.decision_id), ...decisions.map((d) => d.decision_id)])];
+    for (const part of chunks(ids, SMALL_ROWS_PER_INSERT)) {
+      await tx
+        .updateTable('decision')
+        .set((eb) => ({
+          label: eb
+            .selectFrom('decision_label')
+            .select('decision_label.label')
+            .whereRef('decision_label.decision_id', '=', 'decision.decision_id')
+            .orderBy('decision_label.at_ms', 'desc')
+            .limit(1),
+        }))
+        .where('decision.decision_id', 'in', part)
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('decision_label')
+              .select('decision_label.decision_id')
+              .whereRef('decision_label.decision_id', '=', 'decision.decision_id'),
+          ),
+        )
+        .execute();
+    }
+  });
+}
+
+/**
+ * One bounded step of retention: the oldest decisions older than `maxAgeMs`, else (while the
+ * lines add up to more than `maxBytes`) the oldest ones past it, at most `chunk`, with their rules,
+ * labels and actions. Returns how many decisions went (0: nothing to do).
+ */
+export async function pruneStep(db: DecisionDb, retention: Retention, nowMs: number): Promise<number> {
+  let ids = (
+    await db
+      .selectFrom('decision')
+      .select('decision_id')
+      .where('at_ms', '<', nowMs - retention.maxAgeMs)
+      .orderBy('at_ms')
+      .limit(retention.chunk)
+      .execute()
+  ).map((r) => r.decision_id);
+  if (ids.length === 0) ids = await overSize(db, retention);
+  if (ids.length === 0) return 0;
+  await db.transaction().execute(async (tx) => {
+    for (const part of chunks(ids, SMALL_ROWS_PER_INSERT)) {
+      await tx.deleteFrom('decision_rule').where('decision_id', 'in', part).execute();
+      await tx.deleteFrom('decision_label').where('decision_id', 'in', part).execute();
+      await tx.deleteFrom('decision_action').where('decision_id', 'in', part).execute();
+      await tx.deleteFrom('decision').where('decision_id', 'in', part).execute();
+    }
+  });
+  return ids.length;
+}
+
+/** The oldest decisions whose lines take the store past `maxBytes` (at most `chunk`). */
+async function overSize(db: DecisionDb, retention: Retention): Promise<string[]> {
+  const total = await db
+    .selectFrom('decision')
+    .select((eb) => eb.fn.sum<number | string | null>('line_bytes').as('bytes'))
+    .executeTakeFirst();
+  let excess = Number(total?.bytes ?? 0) - retention.maxBytes;
+  if (excess <= 0) return [];
+  const oldest = await db
+    .selectFrom('decision')
+    .select(['decision_id', 'line_bytes'])
+    .orderBy('at_ms')
+    .limit(retention.chunk)
+    .execute();
+  const ids: string[] = [];
+  for (const row of oldest) {
+    if (excess <= 0) break;
+    ids.push(row.decision_id);
+    excess -= Number(row.line_bytes);
+  }
+  return ids;
+}
+
+/** A sink writing through `db` in this thread (PostgreSQL's client is asynchronous). */
+export function kyselySink(db: DecisionDb): DecisionSink {
+  return {
+    write: (ops) => writeOps(db, ops),
+    prune: (retention, nowMs) => pruneStep(db, retention, nowMs),
+    close: async () => {},
+  };
+}

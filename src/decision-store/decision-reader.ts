@@ -1,0 +1,238 @@
+import type { ExpressionBuilder, SelectQueryBuilder } from 'kysely';
+import type { DecisionLine } from '../decide/decision-line.ts';
+import type { DecisionDb } from './decision-batch.ts';
+import type {
+  DecisionFilter,
+  DecisionPage,
+  DecisionReader,
+  DecisionStoreStatus,
+  DecisionSummary,
+  Label,
+  StoredActionOutcome,
+  StoredDecision,
+  Verdict,
+  VerdictCounts,
+} from './decision-query.ts';
+import type { DecisionTables } from './decision-tables.ts';
+
+/**
+ * The decision store's queries, in kysely's builder: the same text on SQLite and PostgreSQL. Pages
+ * are newest first on (at_ms, decision_id), each filter served by an index ending in that order
+ * (src/decision-store/decision-tables.ts); the cursor is the last row's pair. PostgreSQL returns
+ * bigint columns and counts as strings: every number read goes through `Number()`.
+ */
+
+export const DEFAULT_PAGE_LIMIT = 50;
+export const MAX_PAGE_LIMIT = 200;
+
+/** A page's cursor: the last row's time and id, opaque to callers (base64url). */
+export function encodeCursor(atMs: number, decisionId: string): string {
+  return Buffer.from(`${atMs}:${decisionId}`).toString('base64url');
+}
+
+/** The cursor's time and id, or undefined when it is not one of ours. */
+export function decodeCursor(cursor: string): { atMs: number; decisionId: string } | undefined {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const m = /^(\d{1,16}):([\w-]{1,100})$/.exec(text);
+  return m === null ? undefined : { atMs: Number(m[1]), decisionId: m[2]! };
+}
+
+type DecisionQuery<O> = SelectQueryBuilder<DecisionTables, 'decision', O>;
+
+function filtered<O>(q: DecisionQuery<O>, f: DecisionFilter): DecisionQuery<O> {
+  if (f.fromMs !== undefined) q = q.where('decision.at_ms', '>=', f.fromMs);
+  if (f.toMs !== undefined) q = q.where('decision.at_ms', '<', f.toMs);
+  if (f.verdict !== undefined) q = q.where('decision.verdict', '=', f.verdict);
+  if (f.accountId !== undefined) q = q.where('decision.account_id', '=', f.accountId);
+  if (f.userId !== undefined) q = q.where('decision.user_id', '=', f.userId);
+  if (f.ip !== undefined) q = q.where('decision.ip', '=', f.ip);
+  if (f.unitId !== undefined) q = q.where('decision.unit_id', '=', f.unitId);
+  if (f.degraded !== undefined) q = q.where('decision.degraded', '=', f.degraded ? 1 : 0);
+  if (f.shadowDisagrees !== undefined) {
+    q = f.shadowDisagrees
+      ? q.where('decision.shadow_disagrees', '=', 1)
+      : q.where('decision.shadow_disagrees', '=', 0).where('decision.shadow_verdict', 'is not', null);
+  }
+  if (f.label === 'none') q = q.where('decision.label', 'is', null);
+  else if (f.label !== undefined) q = q.where('decision.label', '=', f.label);
+  const rule = f.rule;
+  if (rule !== undefined) {
+    q = q.where('decision.decision_id', 'in', (eb: ExpressionBuilder<DecisionTables, 'decision'>) =>
+      eb
+        .selectFrom('decision_rule')
+        .select('decision_rule.decision_id')
+        .where('decision_rule.rule_id', '=', rule)
+        .where('decision_rule.policy', '=', 'active'),
+    );
+  }
+  return q;
+}
+
+const SUMMARY_COLUMNS = [
+  'decision_id',
+  'at_ms',
+  'verdict',
+  'score',
+  'degraded',
+  'policy_name',
+  'policy_revision',
+  'account_id',
+  'user_id',
+  'ip',
+  'unit_id',
+  'shadow_verdict',
+  'label',
+  'total_ms',
+] as const;
+
+type SummaryRow = Pick<DecisionTables['decision'], (typeof SUMMARY_COLUMNS)[number]>;
+
+function summaryOf(row: SummaryRow, rules: string[]): DecisionSummary {
+  return {
+    decisionId: row.decision_id,
+    at: new Date(Number(row.at_ms)).toISOString(),
+    verdict: row.verdict as Verdict,
+    score: Number(row.score),
+    degraded: Number(row.degraded) === 1,
+    rules,
+    ...(row.account_id !== null && { accountId: row.account_id }),
+    ...(row.user_id !== null && { userId: row.user_id }),
+    ...(row.ip !== null && { ip: row.ip }),
+    ...(row.unit_id !== null && { unitId: row.unit_id }),
+    policy: { name: row.policy_name, revision: row.policy_revision },
+    ...(row.shadow_verdict !== null && { shadowVerdict: row.shadow_verdict as Verdict }),
+    ...(row.label !== null && { label: row.label as Label }),
+    totalMs: Number(row.total_ms),
+  };
+}
+
+/** The active policy's matched rules of `ids`, by decision. */
+async function activeRules(db: DecisionDb, ids: string[]): Promise<Map<string, string[]>> {
+  const byDecision = new Map<string, string[]>();
+  if (ids.length === 0) return byDecision;
+  const rows = await db
+    .selectFrom('decision_rule')
+    .select(['decision_id', 'rule_id'])
+    .where('decision_id', 'in', ids)
+    .where('policy', '=', 'active')
+    .execute();
+  for (const r of rows) byDecision.set(r.decision_id, [...(byDecision.get(r.decision_id) ?? []), r.rule_id]);
+  return byDecision;
+}
+
+/**
+ * The actions of a decision: each outcome the outbox reported, and for an action the decision
+ * answered that has none yet (queued, deferred, skipped, or done before the answer), what the
+ * decision line says of it.
+ */
+function actionsOf(line: DecisionLine, rows: DecisionTables['decision_action'][]): StoredActionOutcome[] {
+  const outcomes: StoredActionOutcome[] = rows.map((a) => ({
+    actionId: a.action_id,
+    type: a.type,
+    target: a.target,
+    status: a.status,
+    at: new Date(Number(a.at_ms)).toISOString(),
+    detail: JSON.parse(a.detail) as Record<string, unknown>,
+  }));
+  const reported = new Set(outcomes.map((o) => o.type));
+  for (const action of line.actions ?? []) {
+    if (reported.has(action.type)) continue;
+    const { type, status, oneTimeCode: _secret, ...detail } = action;
+    outcomes.push({ actionId: `${line.decisionId}:${type}`, type, target: '', status, at: line.at, detail });
+  }
+  return outcomes;
+}
+
+/** The reader over `db`; `status` is the writer's. */
+export function createDecisionReader(db: DecisionDb, status: () => DecisionStoreStatus): DecisionReader {
+  return {
+    status,
+    async list(filter) {
+      const limit = Math.min(filter.limit ?? DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT);
+      let q = filtered(db.selectFrom('decision').select(SUMMARY_COLUMNS), filter);
+      const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+      if (after !== undefined) {
+        q = q.where((eb) =>
+          eb.or([
+            eb('decision.at_ms', '<', after.atMs),
+            eb.and([
+              eb('decision.at_ms', '=', after.atMs),
+              eb('decision.decision_id', '<', after.decisionId),
+            ]),
+          ]),
+        );
+      }
+      const rows = await q
+        .orderBy('decision.at_ms', 'desc')
+        .orderBy('decision.decision_id', 'desc')
+        .limit(limit + 1)
+        .execute();
+      const page = rows.slice(0, limit);
+      const rules = await activeRules(
+        db,
+        page.map((r) => r.decision_id),
+      );
+      const last = page.at(-1);
+      const result: DecisionPage = {
+        decisions: page.map((r) => summaryOf(r, rules.get(r.decision_id) ?? [])),
+      };
+      if (rows.length > limit && last !== undefined)
+        result.nextCursor = encodeCursor(Number(last.at_ms), last.decision_id);
+      return result;
+    },
+    async get(decisionId) {
+      const row = await db
+        .selectFrom('decision')
+        .selectAll()
+        .where('decision_id', '=', decisionId)
+        .executeTakeFirst();
+      if (row === undefined) return undefined;
+      const [rules, labels, actions] = await Promise.all([
+        activeRules(db, [decisionId]),
+        db
+          .selectFrom('decision_label')
+          .selectAll()
+          .where('decision_id', '=', decisionId)
+          .orderBy('at_ms')
+          .execute(),
+        db
+          .selectFrom('decision_action')
+          .selectAll()
+          .where('decision_id', '=', decisionId)
+          .orderBy('at_ms')
+          .execute(),
+      ]);
+      const line = JSON.parse(row.line) as DecisionLine;
+      const whole: StoredDecision = {
+        ...summaryOf(row, rules.get(decisionId) ?? []),
+        line,
+        labels: labels.map((l) => ({
+          label: l.label as Label,
+          labelledBy: l.labelled_by,
+          at: new Date(Number(l.at_ms)).toISOString(),
+          ...(l.note !== null && { note: l.note }),
+        })),
+        actions: actionsOf(line, actions),
+      };
+      return whole;
+    },
+    async countByVerdict(filter) {
+      const rows = await filtered(
+        db
+          .selectFrom('decision')
+          .select((eb) => ['decision.verdict', eb.fn.countAll<number | string>().as('n')]),
+        filter,
+      )
+        .groupBy('decision.verdict')
+        .execute();
+      const counts: VerdictCounts = { allow: 0, challenge: 0, deny: 0, total: 0 };
+      for (const r of rows) {
+        const n = Number(r.n);
+        if (r.verdict === 'allow' || r.verdict === 'challenge' || r.verdict === 'deny')
+          counts[r.verdict] += n;
+        counts.total += n;
+      }
+      return counts;
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import { z } from 'zod';
+import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import type { RouteMount } from '../lifecycle/component.ts';
+import { parseRfc3339, rfc3339Schema } from '../timing/rfc3339.ts';
+import type { DecisionFilter, DecisionReader } from './decision-query.ts';
+import { DEFAULT_PAGE_LIMIT, decodeCursor, MAX_PAGE_LIMIT } from './decision-reader.ts';
+
+/**
+ * `GET /decisions` (filtered, newest first, paged by cursor; counts by verdict with `counts=true`)
+ * and `GET /decisions/{decisionId}` (one decision whole, with its labels and actions): operator
+ * endpoints over the decision store.
+ */
+
+const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
+const id = z.string().trim().min(1).max(200);
+
+/** The query of GET /decisions. */
+export const decisionsQuerySchema = z.strictObject({
+  from: rfc3339Schema.optional().describe('Decisions at or after (RFC 3339).'),
+  to: rfc3339Schema.optional().describe('Decisions before (RFC 3339).'),
+  verdict: z.enum(['allow', 'challenge', 'deny']).optional(),
+  rule: id.optional().describe('A rule id the active policy matched.'),
+  accountId: id.optional(),
+  userId: id.optional(),
+  ip: id.optional(),
+  unitId: id.optional(),
+  degraded: flag.optional(),
+  label: z.enum(['fraud', 'legit', 'none']).optional().describe('The current label; `none`: unlabelled.'),
+  shadowDisagrees: flag
+    .optional()
+    .describe(
+      'true: the shadow policy’s verdict differs from the active one; false: a shadow ran and agreed.',
+    ),
+  cursor: z
+    .string()
+    .max(300)
+    .refine((c) => decodeCursor(c) !== undefined, 'must be a nextCursor of an earlier page')
+    .optional()
+    .describe('A previous page’s `nextCursor`: the older decisions after it.'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGE_LIMIT)
+    .default(DEFAULT_PAGE_LIMIT)
+    .describe(`Most decisions in the page (default ${DEFAULT_PAGE_LIMIT}).`),
+  counts: flag.optional().describe('true: also `counts`, by verdict, over the whole filter (cursor aside).'),
+});
+
+/** The filter of a checked query. */
+export function filterOf(q: z.output<typeof decisionsQuerySchema>): DecisionFilter {
+  const { from, to, counts: _counts, ...rest } = q;
+  const filter: DecisionFilter = {};
+  for (const [key, value] of Object.entries(rest))
+    if (value !== undefined) Object.assign(filter, { [key]: value });
+  if (from !== undefined) filter.fromMs = parseRfc3339(from)!;
+  if (to !== undefined) filter.toMs = parseRfc3339(to)!;
+  return filter;
+}
+
+/** A store read that failed (down, refused, too slow): 503, never the store's own words (a URL). */
+async function fromStore<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (isRiskgateError(error)) throw error;
+    throw new RiskgateError(
+      ErrorCode.DECISION_STORE_UNAVAILABLE,
+      'The decision store did not answer (down, refused or too slow); try again shortly.',
+      { cause: error },
+    );
+  }
+}
+
+/** Answered on both routes while RISKGATE_DECISION_STORE=off. */
+const storeOff = () =>
+  new RiskgateError(
+    ErrorCode.NOT_FOUND,
+    'The decision store is off (RISKGATE_DECISION_STORE=off): no decisions are kept.',
+  );
+
+/** The routes over `reader`; `off`: the store is off, both answer 404 saying so. */
+export function decisionRoutes(reader: DecisionReader, options: { off?: boolean } = {}): RouteMount {
+  return {
+    surface: 'operator',
+    mount(app, edge) {
+      if (options.off) {
+        app.get('/decisions', edge.operatorAuth, () => {
+          throw storeOff();
+        });
+        app.get('/decisions/:decisionId', edge.operatorAuth, () => {
+          throw storeOff();
+        });
+        return;
+      }
+      app.get('/decisions', edge.operatorAuth, async (c) => {
+        const query = decisionsQuerySchema.safeParse(c.req.query());
+        if (!query.success) throw edge.inputError(query.error, 'The query');
+        const filter = filterOf(query.data);
+        const [page, counts] = await fromStore(
+          Promise.all([reader.list(filter), query.data.counts ? reader.countByVerdict(filter) : undefined]),
+        );
+        return c.json({ ...page, ...(counts !== undefined && { counts }) });
+      });
+      app.get('/decisions/:decisionId', edge.operatorAuth, async (c) => {
+        const decisionId = c.req.param('decisionId');
+        const decision = decisionId.length > 200 ? undefined : await fromStore(reader.get(decisionId));
+        if (decision === undefined) {
+          throw new RiskgateError(
+            ErrorCode.NOT_FOUND,
+            `No decision ${JSON.stringify(decisionId.slice(0, 200))} in the decision store.`,
+          );
+        }
+        return c.json(decision);
+      });
+    },
+  };
+}

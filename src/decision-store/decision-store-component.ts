@@ -1,0 +1,152 @@
+import type { RiskgateConfig } from '../config/riskgate-config.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
+import type { DecisionLog } from '../decision-log/decision-log.ts';
+import {
+  type Component,
+  type LifecycleLog,
+  type MetricsRegistry,
+  stopWaitMs,
+} from '../lifecycle/component.ts';
+import { type DecisionSink, kyselySink } from './decision-batch.ts';
+import type { DecisionReader, DecisionStoreStatus } from './decision-query.ts';
+import { createDecisionReader } from './decision-reader.ts';
+import { decisionRoutes } from './decision-routes.ts';
+import { DecisionStoreWriter, type DecisionStoreWriterOptions } from './decision-store-writer.ts';
+import type { DecisionTables } from './decision-tables.ts';
+import { sqliteThreadSink } from './sqlite-thread-sink.ts';
+
+/**
+ * The decision store: what the console and `GET /decisions` read (a `DecisionReader`), fed with
+ * every record the decision log is given (`ingest`, through `teeDecisionLog`).
+ */
+export interface DecisionStore extends DecisionReader {
+  /** Keeps a decision-log record for the store's next batch. Never blocks, never throws. */
+  ingest(record: object): void;
+  readonly enabled: boolean;
+}
+
+/** Longest wait on stop for what is buffered to be written, milliseconds. */
+export const DECISION_STORE_FLUSH_MS = 5000;
+
+const DAY_MS = 24 * 3600 * 1000;
+
+const OFF_STATUS: DecisionStoreStatus = {
+  engine: 'off',
+  writing: false,
+  pending: 0,
+  dropped: 0,
+  written: 0,
+  lagMs: 0,
+};
+
+/** RISKGATE_DECISION_STORE=off: nothing kept, every query empty. */
+export const DECISION_STORE_OFF: DecisionStore = {
+  enabled: false,
+  ingest() {},
+  list: async () => ({ decisions: [] }),
+  get: async () => undefined,
+  countByVerdict: async () => ({ allow: 0, challenge: 0, deny: 0, total: 0 }),
+  status: () => OFF_STATUS,
+};
+
+/**
+ * The decision log, and each record it is given also handed to `store`: the request path pays one
+ * array push more. Everything else is the log's own.
+ */
+export function teeDecisionLog(log: DecisionLog, store: DecisionStore): DecisionLog {
+  if (!store.enabled) return log;
+  return {
+    write(record) {
+      log.write(record);
+      store.ingest(record);
+    },
+    flush: () => log.flush(),
+    close: (timeoutMs) => log.close(timeoutMs),
+    get dropped() {
+      return log.dropped;
+    },
+    ...(log.reopen !== undefined && { reopen: () => log.reopen!() }),
+    ...(log.health !== undefined && { health: () => log.health!() }),
+  };
+}
+
+/**
+ * The decision store as a component, over the open `database`: a writer (batched, bounded, retried;
+ * on a SQLite file from a worker thread of its own) and the reader, `GET /decisions` on the operator
+ * surface, its state in `/healthz` and the metrics. Never a readiness check: decisions go on
+ * whatever the store does. On stop, what is buffered is written within the deadline.
+ */
+export function decisionStoreComponent(o: {
+  config: Pick<RiskgateConfig, 'decisionStore'>;
+  database: RiskgateDatabase;
+  /** The SQLite file `database` is open on: written from a worker thread. Undefined: in this thread. */
+  sqlitePath?: string | undefined;
+  log: LifecycleLog;
+  /** Tests: a small buffer, a short deadline. */
+  tuning?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
+}): Component<DecisionStore, MetricsRegistry> {
+  const settings = o.config.decisionStore;
+  return {
+    name: 'decision store',
+    start() {
+      if (!settings.enabled)
+        return { handle: DECISION_STORE_OFF, routes: [decisionRoutes(DECISION_STORE_OFF, { off: true })] };
+      const db = o.database.db.withTables<DecisionTables>();
+      const sink: DecisionSink = o.sqlitePath === undefined ? kyselySink(db) : sqliteThreadSink(o.sqlitePath);
+      const writer = new DecisionStoreWriter({
+        sink,
+        maxPending: settings.bufferRecords,
+        retention: { maxAgeMs: settings.retentionDays * DAY_MS, maxBytes: settings.maxBytes, chunk: 2000 },
+        onWritingChange: (error) =>
+          o.log(
+            error === undefined
+              ? { level: 'info', msg: 'decision store writing again' }
+              : { level: 'error', msg: 'decision store writes failing: decisions wait in memory', error },
+          ),
+        ...o.tuning,
+      });
+      const engine = o.database.engine;
+      const status = (): DecisionStoreStatus => ({ engine, ...writer.status() });
+      const store: DecisionStore = {
+        ...createDecisionReader(db, status),
+        enabled: true,
+        ingest: (record) => writer.push(record),
+      };
+      return {
+        handle: store,
+        routes: [decisionRoutes(store)],
+        health: () => ({ decisionStore: status() }),
+        stop: (deadlineAtMs) => writer.close(stopWaitMs(deadlineAtMs, DECISION_STORE_FLUSH_MS)),
+        observe: (metrics) => observeStore(metrics, status),
+      };
+    },
+  };
+}
+
+function observeStore(metrics: MetricsRegistry, status: () => DecisionStoreStatus): void {
+  metrics.observeGauge(
+    'riskgate_decision_store_pending',
+    'Decision records waiting to be written to the decision store',
+    () => status().pending,
+  );
+  metrics.observeCounter(
+    'riskgate_decision_store_dropped',
+    'Decision records dropped because the decision store buffer was full (RISKGATE_DECISION_STORE_BUFFER)',
+    () => status().dropped,
+  );
+  metrics.observeCounter(
+    'riskgate_decision_store_written',
+    'Decision records written to the decision store by this process',
+    () => status().written,
+  );
+  metrics.observeGauge(
+    'riskgate_decision_store_lag_seconds',
+    'Age of the oldest record waiting for the decision store (0 when none)',
+    () => status().lagMs / 1000,
+  );
+  metrics.observeGauge(
+    'riskgate_decision_store_writing',
+    '1 while decision store writes succeed, 0 while they fail (records wait in memory, then drop)',
+    () => (status().writing ? 1 : 0),
+  );
+}

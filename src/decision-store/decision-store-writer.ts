@@ -1,0 +1,232 @@
+import { backoffDelayMs } from '../timing/backoff.ts';
+import { sleep } from '../timing/sleep.ts';
+import { settlesWithin, withTimeout } from '../timing/with-timeout.ts';
+import type { DecisionSink, Retention } from './decision-batch.ts';
+import type { DecisionStoreStatus } from './decision-query.ts';
+import { type StoreOp, storeOpOf } from './decision-rows.ts';
+
+/**
+ * Carries decision-log records into the store off the request path: `push` only appends to a
+ * bounded buffer (never blocks, never throws); a timer writes them in batches, one transaction
+ * each, under a deadline. A slow or dead store keeps the buffer and is retried with bounded
+ * backoff; past `maxPending` records waiting, new ones are dropped and counted (exactly: every
+ * record pushed is, in the end, written, dropped, or still pending). Between batches, retention
+ * deletes the oldest decisions in bounded steps.
+ */
+
+export interface DecisionStoreWriterOptions {
+  sink: DecisionSink;
+  /** Records waiting (including a batch being written) before new ones are dropped. Default 20 000. */
+  maxPending?: number;
+  /** Most records per transaction. Default 500. */
+  batchSize?: number;
+  /** Longest a record waits for a batch to fill, milliseconds. Default 100. */
+  intervalMs?: number;
+  /** A batch write not done within this is a failure (and retried), milliseconds. Default 5000. */
+  writeTimeoutMs?: number;
+  /** Retry delays after failed writes, milliseconds. Default 100 doubling to 5000. */
+  backoff?: { initialMs: number; maxMs: number };
+  /** Retention; none when absent. */
+  retention?: Retention;
+  /** How often retention runs, milliseconds. Default 60 000. */
+  pruneEveryMs?: number;
+  /** Told when writes start failing (with the reason) and when they succeed again (undefined). */
+  onWritingChange?: (error: string | undefined) => void;
+}
+
+interface Entry {
+  record: object;
+  atMs: number;
+  op?: StoreOp | undefined;
+  mapped?: boolean;
+}
+
+export type WriterStatus = Omit<DecisionStoreStatus, 'engine'>;
+
+/** A failure's words for /healthz and the log: never a connection URL (it may hold a password). */
+export function safeErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>').slice(0, 300);
+}
+
+export class DecisionStoreWriter {
+  readonly #o: DecisionStoreWriterOptions;
+  readonly #maxPending: number;
+  readonly #batchSize: number;
+  #queue: Entry[] = [];
+  #dropped = 0;
+  #written = 0;
+  #writing = true;
+  #lastError: string | undefined;
+  #failures = 0;
+  #busy = false;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #pruneTimer: NodeJS.Timeout | undefined;
+  #pruneDue = false;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(options: DecisionStoreWriterOptions) {
+    this.#o = options;
+    this.#maxPending = options.maxPending ?? 20_000;
+    this.#batchSize = options.batchSize ?? 500;
+    if (options.retention !== undefined) {
+      this.#pruneTimer = setInterval(() => {
+        this.#pruneDue = true;
+        this.#schedule(0);
+      }, options.pruneEveryMs ?? 60_000);
+      this.#pruneTimer.unref();
+    }
+  }
+
+  /** Keeps `record` for the next batch, or counts it dropped when the buffer is full. */
+  push(record: object): void {
+    if (this.#closed || this.#queue.length >= this.#maxPending) {
+      this.#dropped++;
+      return;
+    }
+    this.#queue.push({ record, atMs: Date.now() });
+    if (this.#queue.length >= this.#batchSize) this.#schedule(0);
+    else this.#schedule(this.#o.intervalMs ?? 100);
+  }
+
+  status(): WriterStatus {
+    const oldest = this.#queue[0];
+    return {
+      writing: this.#writing,
+      pending: this.#queue.length,
+      dropped: this.#dropped,
+      written: this.#written,
+      lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest.atMs),
+      ...(!this.#writing && this.#lastError !== undefined && { lastError: this.#lastError }),
+    };
+  }
+
+  /** Resolves once every record pushed so far is written, or `timeoutMs` passed (false then). */
+  async flush(timeoutMs: number): Promise<boolean> {
+    if (this.#queue.length === 0 && !this.#busy) return true;
+    const idle = new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    this.#schedule(0);
+    return settlesWithin(idle, timeoutMs, { ref: false });
+  }
+
+  /**
+   * Writes what is waiting for at most `timeoutMs`, then stops: records still waiting are counted
+   * dropped. Closes the sink.
+   */
+  async close(timeoutMs: number): Promise<void> {
+    clearInterval(this.#pruneTimer);
+    this.#pruneDue = false;
+    await this.flush(timeoutMs);
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#dropped += this.#queue.length;
+    this.#queue = [];
+    await this.#o.sink.close();
+  }
+
+  /** Runs a batch after `delayMs`; an earlier run already due is kept, a later one brought forward. */
+  #schedule(delayMs: number): void {
+    if (this.#closed || this.#busy) return;
+    if (this.#timer !== undefined) {
+      if (delayMs > 0) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.#run();
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  async #run(): Promise<void> {
+    if (this.#busy || this.#closed) return;
+    this.#busy = true;
+    let retryInMs: number | undefined;
+    try {
+      if (this.#queue.length > 0) retryInMs = await this.#writeBatch();
+      if (retryInMs === undefined && this.#pruneDue) await this.#prune();
+    } finally {
+      this.#busy = false;
+    }
+    if (this.#queue.length === 0 && !this.#pruneDue) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const w of waiters) w();
+      return;
+    }
+    this.#schedule(
+      retryInMs ??
+        (this.#queue.length >= this.#batchSize || this.#pruneDue ? 0 : (this.#o.intervalMs ?? 100)),
+    );
+  }
+
+  /** Writes the oldest batch; on failure, waits out the backoff and returns 0 (retry at once after). */
+  async #writeBatch(): Promise<number | undefined> {
+    const batch = this.#queue.slice(0, this.#batchSize);
+    const ops: StoreOp[] = [];
+    for (const entry of batch) {
+      if (!entry.mapped) {
+        entry.op = storeOpOf(entry.record, entry.atMs);
+        entry.mapped = true;
+      }
+      if (entry.op !== undefined) ops.push(entry.op);
+    }
+    const attempt = ops.length === 0 ? Promise.resolve() : this.#o.sink.write(ops);
+    const timeoutMs = this.#o.writeTimeoutMs ?? 5000;
+    try {
+      await withTimeout(attempt, {
+        timeoutMs,
+        ref: false,
+        onTimeout: () => new Error(`a batch write took longer than ${timeoutMs} ms`),
+      });
+    } catch (error) {
+      this.#failures++;
+      const text = safeErrorText(error);
+      if (this.#writing) this.#o.onWritingChange?.(text);
+      this.#writing = false;
+      this.#lastError = text;
+      const backoff = this.#o.backoff ?? { initialMs: 100, maxMs: 5000 };
+      // The timed-out write may still be running (it may land: writes are idempotent): the next one
+      // waits for it, bounded by the backoff's longest wait, so a stalled store holds one at a time.
+      await Promise.all([
+        sleep(backoffDelayMs(backoff, this.#failures)),
+        settlesWithin(
+          attempt.catch(() => {}),
+          backoff.maxMs,
+          { ref: false },
+        ),
+      ]);
+      return 0;
+    }
+    // close() may have emptied the queue meanwhile (counting it dropped): take only what is left.
+    const done = Math.min(batch.length, this.#queue.length);
+    this.#queue.splice(0, done);
+    this.#written += done;
+    this.#failures = 0;
+    if (!this.#writing) this.#o.onWritingChange?.(undefined);
+    this.#writing = true;
+    this.#lastError = undefined;
+    return undefined;
+  }
+
+  /** One retention step per run, so writes go on between steps; due again while there is more. */
+  async #prune(): Promise<void> {
+    const retention = this.#o.retention;
+    if (retention === undefined) {
+      this.#pruneDue = false;
+      return;
+    }
+    try {
+      const deleted = await withTimeout(this.#o.sink.prune(retention, Date.now()), {
+        timeoutMs: this.#o.writeTimeoutMs ?? 5000,
+        ref: false,
+        onTimeout: () => new Error('retention step timed out'),
+      });
+      this.#pruneDue = deleted >= retention.chunk;
+    } catch {
+      // A failing store fails the writes too, which say so; retention tries again next period.
+      this.#pruneDue = false;
+    }
+  }
+}
