@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit-trail.ts';
 import { type DatabaseTarget, databasePath, openDatabase } from '../src/database/database.ts';
+import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**

@@ -71,7 +71,12 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
           }
           const recorded = await recordLabel(
             { decisions: recent, decisionLog: o.decisionLog },
-            { ...feedback, keyId: principal.keyId, as: principal.role, operatorName: principal.operator?.name },
+            {
+              ...feedback,
+              keyId: principal.keyId,
+              as: principal.role,
+              operatorName: principal.operator?.name,
+            },
           );
           return c.json(recorded, 202);
         },
