@@ -75,6 +75,8 @@ export function renderPage(o: {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="no-referrer" />
+        {/* No favicon request (a 404 in every browser console): an empty one, inline. */}
+        <link rel="icon" href="data:," />
         <title>{`${o.title} · riskgate console`}</title>
         <link rel="stylesheet" href={`/console/assets/${o.frame.assets.css.name}`} />
         <script type="module" src={`/console/assets/${o.frame.assets.js.name}`} />

@@ -60,12 +60,16 @@ export interface ConsoleKit {
   secure(c: ConsoleContext): boolean;
 }
 
-/** A form posted from a page of this origin: Sec-Fetch-Site and Origin, when the browser sends them. */
+/**
+ * A form posted from a page of this origin, as far as the browser says: Sec-Fetch-Site when sent
+ * (every current browser), else the Origin's host. `Origin: null` is what a browser sends under
+ * the console's `Referrer-Policy: no-referrer`, so it decides nothing: the CSRF token still does.
+ */
 function sameOrigin(c: Context): boolean {
   const site = c.req.header('sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin') return false;
+  if (site !== undefined) return site === 'same-origin';
   const origin = c.req.header('origin');
-  if (origin === undefined) return true;
+  if (origin === undefined || origin === 'null') return true;
   try {
     return new URL(origin).host === c.req.header('host');
   } catch {

@@ -4,10 +4,15 @@ import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
-import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
+import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
-import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
+import {
+  type DecisionStore,
+  decisionStoreComponent,
+  teeDecisionLog,
+} from '../decision-store/decision-store-component.ts';
 import { featureComponent } from '../features/feature-component.ts';
+import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
@@ -16,6 +21,8 @@ import type { Lifecycle } from '../lifecycle/lifecycle.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
+import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
@@ -119,29 +126,7 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  await l.start(
-    consoleComponent({
-      decisions: decisions.enabled ? decisions : undefined,
-      rules: options.console?.rules,
-      audit,
-      outbox: {
-        store: outbox.store,
-        onDropped: (e) => outbox.reportFinal(e),
-        onRetried: () => outbox.nudge(),
-      },
-      health: {
-        health: () => l.health(),
-        readiness: () => l.readiness(),
-        metrics: options.renderMetrics ?? (() => m.render()),
-      },
-      labelDecision: ({ operator, ...label }) =>
-        recordLabel(
-          { decisions: recent, decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog },
-          { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
-        ),
-      session: { ...config.console, operatorKeys: ctx.opsKeys },
-    }),
-  );
+  await l.start(consoleOf(l, ctx, { decisions, audit, outbox, recent, loggedOnly, decisionLog }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -166,4 +151,40 @@ export async function startServices(
     outbox,
     recent,
   };
+}
+
+/** The console (`/console`) over what the services built. */
+function consoleOf(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; opsKeys: readonly string[]; metrics: RiskgateMetrics },
+  s: {
+    decisions: DecisionStore;
+    audit: AuditTrail;
+    outbox: Outbox;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+  },
+) {
+  const { options } = ctx;
+  const { outbox } = s;
+  // With the log off, a label is refused as by POST /feedback (it checks for the discarding log).
+  const labels = s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog;
+  return consoleComponent({
+    decisions: s.decisions.enabled ? s.decisions : undefined,
+    rules: options.console?.rules,
+    audit: s.audit,
+    outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
+    health: {
+      health: () => l.health(),
+      readiness: () => l.readiness(),
+      metrics: options.renderMetrics ?? (() => ctx.metrics.render()),
+    },
+    labelDecision: ({ operator, ...label }) =>
+      recordLabel(
+        { decisions: s.recent, decisionLog: labels },
+        { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
+      ),
+    session: { ...options.config.console, operatorKeys: ctx.opsKeys },
+  });
 }
