@@ -152,7 +152,7 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit)/.test(path);
+      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit|lockouts)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -314,6 +314,24 @@ describe('real answers of every route conform to the document', () => {
   it('a policy reload by an operator', async () => {
     const reloaded = await call(h.url, 'POST', '/policies/reload', { key: OPS_KEY });
     expect(reloaded.json()).toMatchObject({ ok: true, changed: false });
+  });
+
+  it('lock-outs listed, one read and unlocked by an operator', async () => {
+    const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
+    const deny = await h.decide(demoRequest('mallory', mallory));
+    const id = deny.body.decisionId as string;
+    await eventually(
+      async () => (await call(h.url, 'GET', `/lockouts/${id}`, { key: OPS_KEY })).status === 200,
+    );
+    const page = await call(h.url, 'GET', `/lockouts?userId=${mallory}&limit=5`, { key: OPS_KEY });
+    expect((page.json() as { lockouts: unknown[] }).lockouts[0]).toMatchObject({ id, rule: 'rat-confirmed' });
+    expect((await call(h.url, 'GET', '/lockouts?status=gone', { key: OPS_KEY })).status).toBe(400);
+    expect((await call(h.url, 'GET', '/lockouts/nope', { key: OPS_KEY })).status).toBe(404);
+    const unlock = (body: string) => call(h.url, 'POST', `/lockouts/${id}/unlock`, { key: OPS_KEY, body });
+    expect((await unlock('{}')).status).toBe(400);
+    const unlocked = await unlock(JSON.stringify({ reason: 'vouched for by the help desk' }));
+    expect(unlocked.status).toBe(200);
+    expect(unlocked.json()).toMatchObject({ status: 'unlocked' });
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {

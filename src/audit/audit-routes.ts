@@ -93,11 +93,15 @@ export function auditRoutes(audit: AuditTrail): RouteMount {
  * The audit trail as a component, over the database (after it in the start order): its handle is
  * what the routes record changes in (src/audit/record-change.ts); mounts `GET /audit`.
  */
-export function auditComponent(o: { database: RiskgateDatabase }): Component<AuditTrail> {
+export function auditComponent(o: {
+  database: RiskgateDatabase;
+  /** An audit trail instead of the database's (tests). */
+  given?: AuditTrail | undefined;
+}): Component<AuditTrail> {
   return {
     name: 'audit trail',
     start() {
-      const audit = databaseAuditTrail(o.database);
+      const audit = o.given ?? databaseAuditTrail(o.database);
       return { handle: audit, routes: [auditRoutes(audit)] };
     },
   };

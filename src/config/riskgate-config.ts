@@ -6,6 +6,7 @@ import { type DatabaseTarget, databasePath } from '../database/database.ts';
 import type { TrustedProxy } from '../edge/caller-auth.ts';
 import { parseTrustedProxies } from '../edge/client-address.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { RiskgateEventType } from '../events/riskgate-event.ts';
 import { OPERATOR_ROLES, type OperatorRole } from '../operators/operator.ts';
 import { OPERATOR_NAME, parseOperatorKeyEntries } from '../operators/operator-keys.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
@@ -136,6 +137,8 @@ export interface RiskgateConfig {
   decisionStore: { enabled: boolean; bufferRecords: number; retentionDays: number; maxBytes: number };
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
+  /** Signed webhooks (docs/webhooks.md); undefined when RISKGATE_WEBHOOK_URLS is not set. */
+  webhooks: WebhookConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
   sandboxPort: number;
   /** Where riskgate keeps state across restarts (the Log API checkpoint). Default `.riskgate/`. */
@@ -191,6 +194,22 @@ export interface RiskgateConfig {
   requestTimeoutMs: number;
 }
 
+/** Where riskgate's events go and how they are signed (RISKGATE_WEBHOOK_*, docs/webhooks.md). */
+export interface WebhookConfig {
+  /** Receivers, each sent every event (may carry credentials: never logged). */
+  urls: string[];
+  /**
+   * Signing secrets, the first the newest: each delivery carries one `v1,` signature per secret
+   * (rotation). A `whsec_<base64>` secret's key is its decoded bytes (Standard Webhooks), any
+   * other secret's its UTF-8 bytes.
+   */
+  secrets: string[];
+  /** The event types sent. Default: lock-outs and list changes. */
+  events: RiskgateEventType[];
+  /** Timeout of one delivery attempt, milliseconds. Default 5000. */
+  timeoutMs: number;
+}
+
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
 export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
@@ -206,6 +225,9 @@ export const SECRET_VARIABLES = [
   'RISKGATE_ADMIN_API_KEY',
   'RISKGATE_LOG_API_KEY',
   'RISKGATE_CALLBACK_SIGNATURE_KEY',
+  // A receiver's URL may carry a password or a token.
+  'RISKGATE_WEBHOOK_URLS',
+  'RISKGATE_WEBHOOK_SECRET',
 ] as const;
 
 /** Upstream variables: any of them set without RISKGATE_SIGNALS_URL is a half-configured vendor. */
@@ -364,6 +386,28 @@ const RESERVED_HEADERS = [
   'content-length',
 ];
 
+/** The event types a webhook may carry (src/events/riskgate-event.ts). */
+const WEBHOOK_EVENT_TYPES: readonly [RiskgateEventType, ...RiskgateEventType[]] = [
+  'lockout.created',
+  'lockout.ended',
+  'list.entry_added',
+  'list.entry_removed',
+  'decision.denied',
+  'decision.challenged',
+];
+
+/** A comma-separated list of `item`s, none empty. */
+const commaListOf = <T extends z.ZodType<unknown, string>>(item: T, none: string) =>
+  z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((k) => k.trim())
+        .filter((k) => k.length > 0),
+    )
+    .pipe(z.array(item).min(1, none));
+
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
   SANDBOX_PORT: port(4010),
@@ -482,6 +526,7 @@ const baseSchema = z.object({
     .enum(['username', 'off'], { error: 'must be username or off' })
     .default('username'),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
+  ...webhookVariables(),
 });
 
 const upstreamSchema = z.object({
@@ -675,6 +720,7 @@ export function loadConfig(
           : { kind: 'postgres', url: b.RISKGATE_DATABASE },
     decisionStore: decisionStoreOf(b),
     upstream,
+    webhooks: webhookConfigOf(b),
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,
     signalsConnections: b.RISKGATE_SIGNALS_CONNECTIONS,
@@ -768,6 +814,63 @@ function checkOperatorSurface(b: z.output<typeof baseSchema>): string {
     );
   }
   return opsHost;
+}
+
+/**
+ * RISKGATE_WEBHOOK_*: receivers, secrets, events, timeout. A URL's or a secret's value is never in
+ * a message (both may be given as `_FILE`).
+ */
+function webhookVariables() {
+  return {
+    RISKGATE_WEBHOOK_URLS: optionalEmptyAsUndefined(
+      commaListOf(
+        z.string().refine((u) => !/[\s#]/.test(u) && /^https?:\/\/[^/]/.test(u) && URL.canParse(u), {
+          error: 'must list http(s) URLs (comma-separated, no spaces or #)',
+        }),
+        'lists no URL',
+      ),
+    ),
+    RISKGATE_WEBHOOK_SECRET: optionalEmptyAsUndefined(
+      commaListOf(
+        z
+          .string()
+          .min(32, 'each secret must be at least 32 characters')
+          .refine((k) => !/[\s#]/.test(k), NO_COMMENT)
+          .refine((k) => !k.startsWith('whsec_') || Buffer.from(k.slice(6), 'base64').length >= 24, {
+            error: 'a whsec_ secret must hold at least 24 bytes of base64',
+          }),
+        'lists no secret',
+      ),
+    ),
+    RISKGATE_WEBHOOK_EVENTS: commaListOf(
+      z.enum(WEBHOOK_EVENT_TYPES, { error: `must list event types of: ${WEBHOOK_EVENT_TYPES.join(', ')}` }),
+      'lists no event type',
+    ).default(['lockout.created', 'lockout.ended', 'list.entry_added', 'list.entry_removed']),
+    RISKGATE_WEBHOOK_TIMEOUT_MS: numberVariable({ min: 100, max: 30_000, fallback: 5000 }),
+  };
+}
+
+function webhookConfigOf(b: {
+  RISKGATE_WEBHOOK_URLS?: string[] | undefined;
+  RISKGATE_WEBHOOK_SECRET?: string[] | undefined;
+  RISKGATE_WEBHOOK_EVENTS: RiskgateEventType[];
+  RISKGATE_WEBHOOK_TIMEOUT_MS: number;
+}): WebhookConfig | undefined {
+  if (b.RISKGATE_WEBHOOK_URLS === undefined) {
+    if (b.RISKGATE_WEBHOOK_SECRET !== undefined) {
+      throw configError('RISKGATE_WEBHOOK_URLS is required when RISKGATE_WEBHOOK_SECRET is set');
+    }
+    return undefined;
+  }
+  if (b.RISKGATE_WEBHOOK_SECRET === undefined) {
+    throw configError('RISKGATE_WEBHOOK_SECRET is required when RISKGATE_WEBHOOK_URLS is set');
+  }
+  return {
+    urls: b.RISKGATE_WEBHOOK_URLS,
+    secrets: b.RISKGATE_WEBHOOK_SECRET,
+    events: [...new Set(b.RISKGATE_WEBHOOK_EVENTS)],
+    timeoutMs: b.RISKGATE_WEBHOOK_TIMEOUT_MS,
+  };
 }
 
 /** RISKGATE_FEATURE_STORE, defaulting to the outbox's Redis: replicas that share actions share counters. */

@@ -77,6 +77,8 @@ export const ErrorCode = {
   FEEDBACK_UNAVAILABLE: 'RG_ERR_FEEDBACK_UNAVAILABLE',
   /** The decision store (SQLite, PostgreSQL) did not answer a query: down, refused or too slow (HTTP 503). */
   DECISION_STORE_UNAVAILABLE: 'RG_ERR_DECISION_STORE_UNAVAILABLE',
+  /** The database (RISKGATE_DATABASE) did not answer: down, refused or too slow (HTTP 503). */
+  DATABASE_UNAVAILABLE: 'RG_ERR_DATABASE_UNAVAILABLE',
   /**
    * The audit trail (src/audit/) cannot write: an operator's change is refused, not made, rather
    * than made unaudited (HTTP 503).
@@ -115,7 +117,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

@@ -17,9 +17,11 @@ import {
 import { clientAddressOf } from '../edge/client-address.ts';
 import { clientAbortOf, inputErrorOf, limitBody, readJsonBody } from '../edge/json-body.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import type { RouteEdge, RouteMount, RouteSurface } from '../lifecycle/component.ts';
+import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
@@ -44,6 +46,10 @@ export interface AppDeps {
   /** The recent decisions: /decide remembers each one's caller key (`POST /feedback` reads them). */
   feedback?: { decisions?: DecisionMemory };
   actions: ActionDispatcher;
+  /** Where events go (signed webhooks): decisions emit `decision.denied`/`decision.challenged`. */
+  events?: EventSink | undefined;
+  /** Where /decide tells the lock-outs it drove or withheld (src/lockouts/). Default: nowhere. */
+  lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   /**

@@ -10,6 +10,7 @@ import {
   feedbackResponseSchema,
   MAX_FEEDBACK_BODY_BYTES,
 } from '../feedback/feedback-request.ts';
+import { lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
@@ -19,6 +20,8 @@ import {
   callbackAckSchema,
   decisionPageSchema,
   healthSchema,
+  lockoutSchema,
+  lockoutsSchema,
   outboxEntrySchema,
   policiesSchema,
   policyStatusSchema,
@@ -196,7 +199,13 @@ const BOTH_PORTS = [SERVICE_SERVER, OPS_SERVER];
  */
 function operatorRoute(
   method: 'get' | 'post' | 'delete',
-  op: { operationId: string; summary: string; description?: string; parameters?: object[] },
+  op: {
+    operationId: string;
+    summary: string;
+    description?: string;
+    parameters?: object[];
+    requestBody?: object;
+  },
   ok: object,
   extra: CodeNotes = {},
 ): object {
@@ -252,7 +261,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     servers: [SERVICE_SERVER],
     tags: Object.entries(SURFACES).map(([name, description]) => ({ name, description })),
     components: documentComponents(),
-    paths: { ...callerPaths(), ...probePaths(), ...operatorPaths(), ...vendorPaths() },
+    paths: { ...callerPaths(), ...probePaths(), ...operatorPaths(), ...lockoutPaths(), ...vendorPaths() },
   };
 }
 
@@ -275,6 +284,7 @@ function documentComponents(): Record<string, unknown> {
       ...componentSchemas('input', {
         DecideRequest: decideRequestSchema,
         FeedbackRequest: feedbackRequestSchema,
+        UnlockRequest: unlockRequestSchema,
       }),
       ...componentSchemas('output', {
         DecideResponse: decideResponseSchema,
@@ -290,6 +300,8 @@ function documentComponents(): Record<string, unknown> {
         AuditPage: auditPageSchema,
         AuditEntry: auditEntrySchema,
         PolicyReload: policyReloadSchema,
+        Lockouts: lockoutsSchema,
+        Lockout: lockoutSchema,
         CallbackAck: callbackAckSchema,
         DecisionPage: decisionPageSchema,
         StoredDecision: storedDecisionSchema,
@@ -499,6 +511,14 @@ function operatorPaths(): Record<string, unknown> {
         content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
       },
     ),
+    ...actionPaths(),
+    ...decisionPaths(),
+  };
+}
+
+/** The outbox's operator endpoints. */
+function actionPaths(): Record<string, unknown> {
+  return {
     '/actions': operatorRoute(
       'get',
       {
@@ -528,6 +548,23 @@ function operatorPaths(): Record<string, unknown> {
       { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
       { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
     ),
+    '/actions/{id}': operatorRoute(
+      'delete',
+      {
+        operationId: 'dropAction',
+        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
+        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
+        parameters: [actionIdParameter],
+      },
+      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+    ),
+  };
+}
+
+/** The decision store's operator endpoints. */
+function decisionPaths(): Record<string, unknown> {
+  return {
     '/decisions': operatorRoute(
       'get',
       {
@@ -567,16 +604,75 @@ function operatorPaths(): Record<string, unknown> {
         [ErrorCode.NOT_FOUND]: `No such decision in the store (never made, past retention, not written yet). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
       },
     ),
-    '/actions/{id}': operatorRoute(
-      'delete',
+  };
+}
+
+const DATABASE_ROUTE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+
+const lockoutIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The lock-out’s id (its decision’s).',
+  schema: { type: 'string' },
+};
+
+/** The operator surface's lock-out records and their undo (src/lockouts/). */
+function lockoutPaths(): Record<string, unknown> {
+  return {
+    '/lockouts': operatorRoute(
+      'get',
       {
-        operationId: 'dropAction',
-        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
-        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
-        parameters: [actionIdParameter],
+        operationId: 'listLockouts',
+        summary: 'The lock-outs riskgate drove or withheld, newest first',
+        parameters: queryParameters(lockoutsQuerySchema),
       },
-      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+      { description: 'A page of lock-outs.', content: json(ref('Lockouts')) },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        ...DATABASE_ROUTE,
+      },
+    ),
+    '/lockouts/{id}': operatorRoute(
+      'get',
+      { operationId: 'getLockout', summary: 'One lock-out', parameters: [lockoutIdParameter] },
+      { description: 'The lock-out.', content: json(ref('Lockout')) },
+      {
+        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        ...DATABASE_ROUTE,
+      },
+    ),
+    '/lockouts/{id}/unlock': operatorRoute(
+      'post',
+      {
+        operationId: 'unlockLockout',
+        summary: 'Unlock the user of a lock-out (Admin API status enabled, through the outbox)',
+        description:
+          'Written to the audit trail first (refused when it cannot be), then queued in the outbox (durable, retried), then recorded: this lock-out and the user’s others still in force become `unlocked`. An unlocked lock-out is answered as it is.',
+        parameters: [lockoutIdParameter],
+        requestBody: {
+          required: true,
+          description: 'JSON, at most 4096 bytes.',
+          content: json(ref('UnlockRequest')),
+        },
+      },
+      {
+        description: 'The lock-out, unlocked (`unlockStatus` follows the outbox).',
+        content: json(ref('Lockout')),
+      },
+      {
+        [ErrorCode.INVALID_INPUT]: 'Invalid JSON or a missing or blank `reason`; `field` names it.',
+        [ErrorCode.PAYLOAD_TOO_LARGE]: 'A body over 4096 bytes.',
+        [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        [ErrorCode.AUDIT_UNAVAILABLE]:
+          'The audit trail did not take the unlock (or none is configured): nothing changed.',
+        ...OUTBOX_ROUTE,
+        ...DATABASE_ROUTE,
+      },
     ),
   };
 }

@@ -257,6 +257,11 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     // A lock-out on an attempt that may not even have had the password is a weapon against the
     // account's owner (policies/README.md, "A lock-out is never a weapon").
     if (cfg.type === 'lock_out_user' && cfg.requireFirstFactor !== false) compiled.requireFirstFactor = true;
+    if (cfg.type === 'lock_out_user' && cfg.duration !== undefined) {
+      // Checked by the schema: both parse.
+      template.durationMs = parseWindow(cfg.duration)!;
+      if (cfg.escalateWithin !== undefined) template.escalateWithinMs = parseWindow(cfg.escalateWithin)!;
+    }
     if (cfg.type === 'archive_device' && cfg.select !== undefined) {
       const path = ['actions', name, 'select'];
       const fn = compileExpression(path, cfg.select, 'list<string>');

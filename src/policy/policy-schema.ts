@@ -113,6 +113,14 @@ export const ruleSchema = z
   .strict();
 export type PolicyRule = z.infer<typeof ruleSchema>;
 
+/** Longest temporary lock-out, and longest escalation window: 30 days. */
+export const MAX_LOCK_OUT_MS = 720 * 3600 * 1000;
+
+const lockOutDurationSchema = z.string().refine((d) => {
+  const ms = parseWindow(d);
+  return ms !== undefined && ms >= 10_000 && ms <= MAX_LOCK_OUT_MS;
+}, 'must be a duration like 30s, 30m or 24h, from 10s to 720h');
+
 export const actionSchema = z.discriminatedUnion('type', [
   z
     .object({
@@ -127,8 +135,24 @@ export const actionSchema = z.discriminatedUnion('type', [
             'Default true: whoever knows a username must not be able to lock its owner out. False only ' +
             'for a login backend that calls /decide after checking the password.',
         ),
+      duration: lockOutDurationSchema
+        .optional()
+        .describe(
+          'A temporary lock-out: riskgate unlocks the user when it ends (scheduled durably in the outbox), ' +
+            'unless an operator or a later lock-out extended it. `<n>s`, `<n>m` or `<n>h`, 10s to 720h. ' +
+            'Default: permanent, until someone unlocks the user.',
+        ),
+      escalateWithin: lockOutDurationSchema
+        .optional()
+        .describe(
+          'With `duration`: a lock-out within this long of the same user’s previous one is permanent.',
+        ),
     })
-    .strict(),
+    .strict()
+    .refine((a) => a.escalateWithin === undefined || a.duration !== undefined, {
+      message: 'escalateWithin needs a duration: a lock-out without one is permanent already',
+      path: ['escalateWithin'],
+    }),
   z
     .object({
       type: z.literal('archive_device'),

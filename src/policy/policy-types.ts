@@ -112,6 +112,13 @@ export interface PolicyAction {
   name?: string;
   /** For `archive_device`: the devices to archive (the request's device, or the policy's `select`). */
   deviceIds?: string[];
+  /** For `lock_out_user`: a temporary lock-out's length, milliseconds (`duration`); absent: permanent. */
+  durationMs?: number;
+  /**
+   * For a temporary `lock_out_user`: a lock-out within this many milliseconds of the user's
+   * previous one is permanent (`escalateWithin`).
+   */
+  escalateWithinMs?: number;
 }
 
 /** Per-signal settings the decision service needs before evaluating. */

@@ -10,11 +10,13 @@ import type { DecisionLog } from '../decision-log/decision-log.ts';
 import type { DecisionReader } from '../decision-store/decision-query.ts';
 import type { DecisionStoreWriterOptions } from '../decision-store/decision-store-writer.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox, OutboxOptions } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import type { PolicyStore } from '../policy/policy-store.ts';
@@ -42,6 +44,10 @@ export interface StartRiskgateOptions {
   database?: RiskgateDatabase;
   /** Decision store tuning (tests: a small buffer, a short write deadline). */
   decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
+  /** Where operator changes (an unlock) are written first; absent, those changes are refused. */
+  audit?: AuditTrail;
+  /** Where lock-out events go (signed webhooks). Default none. */
+  events?: EventSink;
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */

@@ -1,16 +1,20 @@
+import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
 import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
+import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
-import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
+import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
 import {
   type DecisionStore,
   decisionStoreComponent,
   teeDecisionLog,
 } from '../decision-store/decision-store-component.ts';
+import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
@@ -18,6 +22,7 @@ import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import { lockoutsComponent } from '../lockouts/lockout-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
@@ -25,6 +30,7 @@ import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
@@ -52,7 +58,7 @@ export async function startServices(
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
-  const audit = await l.start(auditComponent({ database }));
+  const audit = await l.start(auditComponent({ database, given: options.audit }));
   const decisions = await l.start(
     decisionStoreComponent({
       config,
@@ -104,19 +110,7 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
-  const outbox = await l.start(
-    outboxComponent({
-      config,
-      given: options.outboxStore,
-      admin: vendor.admin,
-      onOutcome,
-      flushOutcomes: () => decisionLog.flush(),
-      log,
-      tuning: { ...options.actionQueue, ...options.outbox },
-      drainTimeoutMs: ctx.drainTimeoutMs,
-    }),
-  );
+  const { lockouts, outbox, events } = await startActionPath(l, ctx, { vendor, database, decisionLog });
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -148,9 +142,64 @@ export async function startServices(
     policies,
     features,
     logs,
+    lockouts,
     outbox,
+    events,
     recent,
   };
+}
+
+/**
+ * The action path, in start order: the lock-out records (before the outbox, whose outcomes and
+ * unlock gate they serve, so they stop after it), the webhook receivers' connections, the outbox,
+ * and the event sink (signed webhooks) that the lock-outs and decisions emit into.
+ */
+async function startActionPath(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; log: ServiceLog; drainTimeoutMs: number; metrics: RiskgateMetrics },
+  deps: {
+    vendor: { admin: AdminClient };
+    database: RiskgateDatabase;
+    decisionLog: DecisionLog;
+  },
+) {
+  const { options, log, metrics: m } = ctx;
+  const { config } = options;
+  const { vendor, database, decisionLog } = deps;
+  let started: Outbox | undefined;
+  // The lock-outs emit into the webhooks, started after the outbox (the lock-outs stop after it).
+  let events: EventSink | undefined;
+  const lockouts = await l.start(
+    lockoutsComponent({
+      database,
+      events: { emit: (event) => (events ?? NO_EVENTS).emit(event) },
+      actions: () => started!,
+      log,
+    }),
+  );
+  const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const onOutcome: typeof writeOutcome = (outcome) => {
+    writeOutcome(outcome);
+    lockouts.recorder.outcome(outcome);
+  };
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
+  const outbox = await l.start(
+    outboxComponent({
+      config,
+      given: options.outboxStore,
+      admin: vendor.admin,
+      webhooks: webhookDelivery,
+      onOutcome,
+      flushOutcomes: () => decisionLog.flush(),
+      log,
+      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
+      drainTimeoutMs: ctx.drainTimeoutMs,
+    }),
+  );
+  started = outbox;
+  const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
+  events = options.events ?? webhooks;
+  return { lockouts, outbox, events: events as EventSink };
 }
 
 /** The console (`/console`) over what the services built. */

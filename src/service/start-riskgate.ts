@@ -41,8 +41,20 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, decisions, audit, vendor, admission, policies, features, logs, outbox, recent } =
-      await startServices(l, ctx);
+    const {
+      decisionLog,
+      decisions,
+      audit,
+      vendor,
+      admission,
+      policies,
+      features,
+      logs,
+      lockouts,
+      outbox,
+      events,
+      recent,
+    } = await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -59,6 +71,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       apiKeys: options.apiKeys,
       feedback: { decisions: recent },
       actions: outbox,
+      events,
+      lockouts: lockouts.recorder,
       decisionLog,
       metrics,
       auditRequired:

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +45,7 @@ export interface RunningPostgres {
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust auth: no password). */
   url: string;
   port: number;
-  /** Freezes the server and its backends (SIGSTOP): connections stay open and nothing answers. */
+  /** Freezes the server and all its backends (SIGSTOP): connections stay open and nothing answers. */
   pause(): void;
   /** Lets a paused server go on (SIGCONT). */
   resume(): void;
@@ -64,6 +64,47 @@ async function freePort(): Promise<number> {
 }
 
 const NOBODY = 65534;
+
+/** The pids of `root` and every process descended from it (Linux /proc). */
+function descendants(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parentOf.set(Number(entry), ppid);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const out = [root];
+  for (let i = 0; i < out.length; i++) {
+    for (const [pid, ppid] of parentOf) if (ppid === out[i]) out.push(pid);
+  }
+  return out;
+}
+
+/**
+ * Signals the postmaster and every backend. Not the process group: each backend makes itself a
+ * group leader (setsid in InitPostmasterChild), so a group signal would freeze the postmaster alone
+ * and open connections would go on answering.
+ */
+function signalServer(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  if (process.platform !== 'linux') {
+    signalTree(child, signal);
+    return;
+  }
+  for (const pid of descendants(child.pid)) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+}
 
 export async function startPostgres(): Promise<RunningPostgres> {
   const bin = postgresBin();
@@ -124,8 +165,8 @@ export async function startPostgres(): Promise<RunningPostgres> {
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
-    pause: () => signalTree(child, 'SIGSTOP'),
-    resume: () => signalTree(child, 'SIGCONT'),
+    pause: () => signalServer(child, 'SIGSTOP'),
+    resume: () => signalServer(child, 'SIGCONT'),
     // SIGINT is PostgreSQL's fast shutdown; SIGKILL past 5 s: a stop never hangs the hook.
     stop: async () => {
       signalTree(child, 'SIGCONT');
