@@ -22,7 +22,14 @@ export interface ConsoleAssets {
 }
 
 function load(file: string, contentType: string): ConsoleAsset {
-  const body = readFileSync(new URL(`./assets/${file}`, import.meta.url), 'utf8');
+  const url = new URL(`./assets/${file}`, import.meta.url);
+  let body: string;
+  try {
+    body = readFileSync(url, 'utf8');
+  } catch (error) {
+    // A build that left them out (they are files, not modules: `npm run build` copies them).
+    throw new Error(`the console's ${file} is missing from the package (${url.pathname})`, { cause: error });
+  }
   const hash = createHash('sha256').update(body).digest('hex').slice(0, 10);
   const dot = file.lastIndexOf('.');
   return { name: `${file.slice(0, dot)}.${hash}${file.slice(dot)}`, contentType, body };
