@@ -49,11 +49,11 @@ function cookieOf(res: Response, name: string): string | undefined {
 
 const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1];
 
-async function signInAnswer(key: string): Promise<Response> {
-  const form = await fetch(`${h.url}/console/sign-in`);
+async function signInAnswer(key: string, url = h.url): Promise<Response> {
+  const form = await fetch(`${url}/console/sign-in`);
   const nonce = cookieOf(form, 'riskgate_console_sign_in')!;
   const csrf = csrfIn(await form.text())!;
-  return fetch(`${h.url}/console/sign-in`, {
+  return fetch(`${url}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',
     headers: { ...FORM, cookie: nonce },
@@ -322,5 +322,42 @@ describe('the console changes', () => {
       const page = await (await get(s, `/console/decisions/${malloryId}`)).text();
       return page.includes('tag tag-good">done') ? page : undefined;
     });
+  });
+});
+
+describe('the console health page', () => {
+  it('reads the vendor calls and the shed decisions from the metrics', async () => {
+    const s = await signIn(OPS_KEY);
+    const page = await (await get(s, '/console/health')).text();
+    expect(page).toContain('Readiness: ready');
+    // alice's and mallory's: none shed.
+    expect(page).toMatch(/0 of 2 decisions shed since start/);
+    expect(page).toMatch(/<td>signals<\/td><td>new-browser<\/td><td class="num">2<\/td>/);
+  });
+});
+
+describe('a console with its own settings', () => {
+  let other: Harness;
+  beforeAll(async () => {
+    other = await startHarness({
+      sharedSandbox: h.sandbox,
+      env: {
+        RISKGATE_OPS_KEYS: OPS_ENTRIES.join(','),
+        RISKGATE_CONSOLE_SECURE_COOKIE: 'true',
+        RISKGATE_CONSOLE_SESSION_MINUTES: '5',
+        RISKGATE_DECISION_STORE: 'off',
+      },
+    });
+  });
+  afterAll(() => other?.stop());
+
+  it('marks the cookie Secure and its lifetime as configured; says when the store is off', async () => {
+    const res = await signInAnswer(OPS_KEY, other.url);
+    expect(res.status).toBe(303);
+    const set = res.headers.getSetCookie().find((c) => c.startsWith('riskgate_console='))!;
+    expect(set).toMatch(/; Max-Age=300; Secure$/);
+    const cookie = set.split(';')[0]!;
+    const page = await (await fetch(`${other.url}/console/decisions`, { headers: { cookie } })).text();
+    expect(page).toContain('The decision store is not running in this riskgate');
   });
 });

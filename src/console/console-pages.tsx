@@ -194,7 +194,7 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
         c,
         'Rules',
         'rules',
-        'The rule report needs the decision store, which is not running in this riskgate.',
+        'The rule report is not running in this riskgate.',
       );
     const report = await deps.rules.report();
     return kit.page(c, { title: 'Rules', current: 'rules', body: <RulesView report={report} /> });
