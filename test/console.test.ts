@@ -346,18 +346,27 @@ describe('a console with its own settings', () => {
         RISKGATE_CONSOLE_SECURE_COOKIE: 'true',
         RISKGATE_CONSOLE_SESSION_MINUTES: '5',
         RISKGATE_DECISION_STORE: 'off',
+        RISKGATE_OPS_PORT: '0',
       },
     });
   });
   afterAll(() => other?.stop());
 
+  it('is served on the ops port alone, when there is one', async () => {
+    const ops = other.riskgate.opsUrl!;
+    expect((await fetch(`${ops}/console/sign-in`)).status).toBe(200);
+    expect((await fetch(`${other.url}/console/sign-in`)).status).toBe(404);
+  });
+
   it('marks the cookie Secure and its lifetime as configured; says when the store is off', async () => {
-    const res = await signInAnswer(OPS_KEY, other.url);
+    const res = await signInAnswer(OPS_KEY, other.riskgate.opsUrl!);
     expect(res.status).toBe(303);
     const set = res.headers.getSetCookie().find((c) => c.startsWith('riskgate_console='))!;
     expect(set).toMatch(/; Max-Age=300; Secure$/);
     const cookie = set.split(';')[0]!;
-    const page = await (await fetch(`${other.url}/console/decisions`, { headers: { cookie } })).text();
+    const page = await (
+      await fetch(`${other.riskgate.opsUrl!}/console/decisions`, { headers: { cookie } })
+    ).text();
     expect(page).toContain('The decision store is not running in this riskgate');
   });
 });
