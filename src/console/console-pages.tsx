@@ -189,13 +189,7 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   const { deps } = kit;
   ui.get('/rules', async (c) => {
     if (deps.rules === undefined)
-      return missing(
-        kit,
-        c,
-        'Rules',
-        'rules',
-        'The rule report is not running in this riskgate.',
-      );
+      return missing(kit, c, 'Rules', 'rules', 'The rule report is not running in this riskgate.');
     const report = await deps.rules.report();
     return kit.page(c, { title: 'Rules', current: 'rules', body: <RulesView report={report} /> });
   });
