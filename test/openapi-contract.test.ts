@@ -13,6 +13,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { LIST_POLICY } from './support/list-policy.ts';
 import {
   type Answer,
   createAnswerValidator,
@@ -153,7 +154,9 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit|lockouts)/.test(path);
+      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions|audit|lockouts|lists)/.test(
+        path,
+      );
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -258,6 +261,40 @@ describe('real answers of every route conform to the document', () => {
     expect([notDelete.status, notDelete.headers.get('allow')]).toEqual([405, 'DELETE']);
     const notRetry = await call(h.url, 'GET', '/actions/nope/retry', { key: OPS_KEY });
     expect([notRetry.status, notRetry.headers.get('allow')]).toEqual([405, 'POST']);
+  });
+
+  it('the runtime lists: each change, its refusals, a list the policy does not declare', async () => {
+    const lists = await startHarness({ policy: { yaml: LIST_POLICY }, sharedSandbox: h.sandbox });
+    try {
+      const u = lists.url;
+      const key = OPS_KEY;
+      const cidr = encodeURIComponent('192.0.2.0/24');
+      const add = (body: unknown) =>
+        call(u, 'POST', '/lists/blockedNetworks/entries', { key, body: JSON.stringify(body) });
+      expect((await add({ value: '192.0.2.9/24', reason: 'attack' })).status).toBe(201);
+      expect((await add({ value: 'not-an-ip', reason: 'attack' })).status).toBe(400);
+      expect((await call(u, 'GET', '/lists', { key })).status).toBe(200);
+      expect((await call(u, 'GET', '/lists/blockedNetworks?limit=1', { key })).status).toBe(200);
+      expect((await call(u, 'GET', '/lists/nope', { key })).status).toBe(404);
+      const lines = '{"value":"acct-1","reason":"vouched"}\n';
+      const imported = await call(u, 'POST', '/lists/trustedAccounts/import', {
+        key,
+        body: lines,
+        contentType: 'application/x-ndjson',
+      });
+      expect(imported.status).toBe(201);
+      const json = { key, body: JSON.stringify([{ value: 'acct-2', reason: 'vouched' }]) };
+      expect((await call(u, 'POST', '/lists/trustedAccounts/import', json)).status).toBe(201);
+      const removed = await call(u, 'DELETE', `/lists/blockedNetworks/entries/${cidr}?reason=done`, { key });
+      expect(removed.status).toBe(200);
+      const again = await call(u, 'DELETE', `/lists/blockedNetworks/entries/${cidr}`, {
+        key,
+        body: JSON.stringify({ reason: 'done' }),
+      });
+      expect(again.status).toBe(404);
+    } finally {
+      await lists.stop();
+    }
   });
 
   it('the decision store: a page, a decision whole, and their refusals', async () => {

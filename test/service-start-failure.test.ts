@@ -184,6 +184,7 @@ describe('a riskgate whose start fails', () => {
       'admission',
       'policies',
       'feature store',
+      'lists',
       'log follower',
       'lockouts',
       'webhook delivery',

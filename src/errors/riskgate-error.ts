@@ -89,6 +89,11 @@ export const ErrorCode = {
    * (or is gone): it is dropped, never carried out.
    */
   SUBJECT_MISMATCH: 'RG_ERR_SUBJECT_MISMATCH',
+  /**
+   * A decision's runtime list snapshot is stale: no poll of the database confirmed it for the
+   * bound (10 s), so the lists input is unavailable (src/lists/list-sync.ts).
+   */
+  LISTS_UNAVAILABLE: 'RG_ERR_LISTS_UNAVAILABLE',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;
@@ -117,7 +122,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook' | 'lists';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

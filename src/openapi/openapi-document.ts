@@ -10,6 +10,21 @@ import {
   feedbackResponseSchema,
   MAX_FEEDBACK_BODY_BYTES,
 } from '../feedback/feedback-request.ts';
+import {
+  addEntrySchema,
+  importBodySchema,
+  importQuerySchema,
+  importResultSchema,
+  listEntrySchema,
+  listPageSchema,
+  listsSchema,
+  MAX_ENTRY_BODY_BYTES,
+  MAX_IMPORT_BODY_BYTES,
+  MAX_IMPORT_ENTRIES,
+  pageQuerySchema,
+  reasonQuerySchema,
+  removeBodySchema,
+} from '../lists/list-api.ts';
 import { lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
@@ -208,6 +223,7 @@ function operatorRoute(
   },
   ok: object,
   extra: CodeNotes = {},
+  okStatus: '200' | '201' = '200',
 ): object {
   return {
     servers: BOTH_PORTS,
@@ -215,7 +231,7 @@ function operatorRoute(
       'operator',
       { ...op, security: [{ opsKey: [] }] },
       {
-        '200': ok,
+        [okStatus]: ok,
         ...problems({ ...OPERATOR_KEY, ...extra, ...EVERY_ROUTE }),
       },
     ),
@@ -261,7 +277,14 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     servers: [SERVICE_SERVER],
     tags: Object.entries(SURFACES).map(([name, description]) => ({ name, description })),
     components: documentComponents(),
-    paths: { ...callerPaths(), ...probePaths(), ...operatorPaths(), ...lockoutPaths(), ...vendorPaths() },
+    paths: {
+      ...callerPaths(),
+      ...probePaths(),
+      ...operatorPaths(),
+      ...listPaths(),
+      ...lockoutPaths(),
+      ...vendorPaths(),
+    },
   };
 }
 
@@ -284,6 +307,9 @@ function documentComponents(): Record<string, unknown> {
       ...componentSchemas('input', {
         DecideRequest: decideRequestSchema,
         FeedbackRequest: feedbackRequestSchema,
+        AddListEntry: addEntrySchema,
+        ListImport: importBodySchema,
+        RemoveListEntry: removeBodySchema,
         UnlockRequest: unlockRequestSchema,
       }),
       ...componentSchemas('output', {
@@ -306,6 +332,10 @@ function documentComponents(): Record<string, unknown> {
         DecisionPage: decisionPageSchema,
         StoredDecision: storedDecisionSchema,
         Timestamp: timestampSchema,
+        Lists: listsSchema,
+        ListPage: listPageSchema,
+        ListEntry: listEntrySchema,
+        ListImportResult: importResultSchema,
       }),
     },
   };
@@ -603,6 +633,119 @@ function decisionPaths(): Record<string, unknown> {
         ...DECISION_STORE_ROUTE,
         [ErrorCode.NOT_FOUND]: `No such decision in the store (never made, past retention, not written yet). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
       },
+    ),
+  };
+}
+
+const LIST_ROUTE: CodeNotes = {
+  [ErrorCode.NOT_FOUND]: `No list of this name in the active policy (its \`lists\`). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The lists database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const LIST_CHANGE: CodeNotes = {
+  ...LIST_ROUTE,
+  ...AUDITED_CHANGE,
+  [ErrorCode.INVALID_INPUT]:
+    'A value not of the list’s kind (an `ip` list takes an address or CIDR), a missing reason, a ttl out of range; `field` names it.',
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+};
+const listNameParameter = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  description: 'A list the active policy declares (`lists.<name>`).',
+  schema: { type: 'string' },
+};
+const LIST_CHANGE_NOTE =
+  'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database, then told as an event; every replica’s decisions see it within 2 s.';
+
+/** The runtime lists (src/lists/list-routes.ts). */
+function listPaths(): Record<string, unknown> {
+  return {
+    '/lists': operatorRoute(
+      'get',
+      {
+        operationId: 'listLists',
+        summary: 'The runtime lists the active policy declares, with their counts',
+      },
+      {
+        description: 'Each list and its unexpired entries; how current this process’s snapshot is.',
+        content: json(ref('Lists')),
+      },
+      { [ErrorCode.DATABASE_UNAVAILABLE]: LIST_ROUTE[ErrorCode.DATABASE_UNAVAILABLE]! },
+    ),
+    '/lists/{name}': operatorRoute(
+      'get',
+      {
+        operationId: 'listEntries',
+        summary: 'One list’s unexpired entries, by value, a page at a time',
+        parameters: [listNameParameter, ...queryParameters(pageQuerySchema)],
+      },
+      { description: 'The list and a page of its entries.', content: json(ref('ListPage')) },
+      { ...LIST_ROUTE, [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.' },
+    ),
+    '/lists/{name}/entries': operatorRoute(
+      'post',
+      {
+        operationId: 'addListEntry',
+        summary: 'Add an entry (or replace one: its author, reason and expiry)',
+        description: LIST_CHANGE_NOTE,
+        parameters: [listNameParameter],
+        requestBody: {
+          required: true,
+          description: `JSON, at most ${MAX_ENTRY_BODY_BYTES} bytes.`,
+          content: json(ref('AddListEntry')),
+        },
+      },
+      { description: 'The entry as kept (an `ip` entry as its network).', content: json(ref('ListEntry')) },
+      { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ENTRY_BODY_BYTES} bytes.` },
+      '201',
+    ),
+    '/lists/{name}/entries/{value}': operatorRoute(
+      'delete',
+      {
+        operationId: 'removeListEntry',
+        summary: 'Remove an entry, with a reason',
+        description: `${LIST_CHANGE_NOTE} The reason comes as the \`reason\` query parameter or a JSON body.`,
+        parameters: [
+          listNameParameter,
+          {
+            name: 'value',
+            in: 'path',
+            required: true,
+            description: 'The entry (a CIDR’s `/` URL-encoded as `%2F`).',
+            schema: { type: 'string' },
+          },
+          ...queryParameters(reasonQuerySchema),
+        ],
+        requestBody: { required: false, content: json(ref('RemoveListEntry')) },
+      },
+      { description: 'The entry removed.', content: json(ref('ListEntry')) },
+      {
+        ...LIST_CHANGE,
+        [ErrorCode.NOT_FOUND]: `No such list, or no unexpired entry of this value in it. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ENTRY_BODY_BYTES} bytes.`,
+      },
+    ),
+    '/lists/{name}/import': operatorRoute(
+      'post',
+      {
+        operationId: 'importListEntries',
+        summary: 'Add many entries at once',
+        description: `${LIST_CHANGE_NOTE} One audit entry for the import, one event per entry. A JSON array, or JSON lines (\`application/x-ndjson\`), of at most ${MAX_IMPORT_ENTRIES} entries; an entry without a reason or ttl takes the query's.`,
+        parameters: [listNameParameter, ...queryParameters(importQuerySchema)],
+        requestBody: {
+          required: true,
+          description: `At most ${MAX_IMPORT_BODY_BYTES} bytes.`,
+          content: {
+            ...json(ref('ListImport')),
+            'application/x-ndjson': { schema: { type: 'string', description: 'One entry object per line.' } },
+          },
+        },
+      },
+      { description: 'How many entries were added.', content: json(ref('ListImportResult')) },
+      { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_IMPORT_BODY_BYTES} bytes.` },
+      '201',
     ),
   };
 }

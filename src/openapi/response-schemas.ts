@@ -88,6 +88,15 @@ export const healthSchema = z
           .describe('Vendor routes whose circuit breaker is not closed.'),
       })
       .optional(),
+    lists: z
+      .object({
+        snapshotAgeMs: z
+          .number()
+          .describe("How long ago this process's runtime list snapshot was confirmed current."),
+        stale: z.boolean().describe('Past the bound (10 s): rules reading lists see them unavailable.'),
+      })
+      .optional()
+      .describe('The runtime lists (src/lists/).'),
   })
   .describe('Details for people and dashboards; never a readiness check.');
 

@@ -1,7 +1,7 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
 import { type Cidr, cidrContains, type IpWords, parseIp } from '../net/ip-cidr.ts';
-import { type Activation, createActivation } from './cel-environment.ts';
+import { type Activation, createActivation, ListView } from './cel-environment.ts';
 import {
   budgetExceededMessage,
   endEvaluationBudget,
@@ -15,6 +15,7 @@ import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
   AdminReadSettings,
   CompiledPolicy,
+  DeclaredList,
   DegradedOutcome,
   MatchedRule,
   OutageOutcome,
@@ -148,6 +149,8 @@ export interface PolicyParts {
   raisingMask: number;
   velocityCounters: readonly CompiledCounter[];
   featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
+  /** The runtime lists the policy declares. */
+  lists: readonly DeclaredList[];
   warnings: readonly PolicyIssue[];
 }
 
@@ -219,6 +222,7 @@ function reasonOf(act: Activation, input: PolicyInput, signal: UnavailableSettin
   if (signal === 'adminDevices') return input.adminUnavailable?.devices ?? 'missing';
   if (signal === 'velocity') return input.featuresUnavailable?.velocity ?? 'missing';
   if (signal === 'history') return act.history.reason;
+  if (signal === 'lists') return input.listsUnavailable ?? MISSING_REASON;
   return act.signals[signal].reason;
 }
 
@@ -310,6 +314,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly thresholds: { challenge: number; deny: number };
   readonly velocityCounters: readonly CompiledCounter[];
   readonly featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
+  readonly lists: readonly DeclaredList[];
   readonly #p: PolicyParts;
   readonly #act: Activation = createActivation();
   readonly #policyRef: { name: string; revision: string };
@@ -328,6 +333,8 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.thresholds = parts.thresholds;
     this.velocityCounters = parts.velocityCounters;
     this.featureSettings = parts.featureSettings;
+    this.lists = parts.lists;
+    for (const l of parts.lists) this.#act.lists[l.name] = new ListView(l.name);
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
 
@@ -379,6 +386,7 @@ export class PolicyEvaluator implements CompiledPolicy {
       req.adminDevices,
       req.velocity,
       req.history,
+      req.lists === true,
     );
     const t = newTally();
     if (unavailableMask !== 0) this.#treatUnavailable(input, unavailableMask, t);

@@ -68,6 +68,7 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_DATABASE_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
   RG_ERR_AUDIT_UNAVAILABLE: { status: 503, title: 'Audit trail unavailable' },
   RG_ERR_SUBJECT_MISMATCH: { status: 400, title: 'Subject mismatch' },
+  RG_ERR_LISTS_UNAVAILABLE: { status: 503, title: 'Lists unavailable' },
   RG_ERR_INTERNAL: { status: 500, title: 'Internal error' },
 };
 

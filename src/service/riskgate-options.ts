@@ -46,8 +46,10 @@ export interface StartRiskgateOptions {
   decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
   /** Where operator changes (an unlock) are written first; absent, those changes are refused. */
   audit?: AuditTrail;
-  /** Where lock-out events go (signed webhooks). Default none. */
+  /** Where lock-out and list events go (signed webhooks). Default none. */
   events?: EventSink;
+  /** Runtime list snapshot tuning (tests poll faster or go stale sooner). */
+  lists?: { pollMs?: number; staleAfterMs?: number };
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */

@@ -22,6 +22,7 @@ import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import { listComponent } from '../lists/list-component.ts';
 import { lockoutsComponent } from '../lockouts/lockout-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
@@ -96,6 +97,17 @@ export async function startServices(
       log,
     }),
   );
+  // List changes are told through the webhooks, started with the action path below.
+  let listEvents: EventSink | undefined;
+  const lists = await l.start(
+    listComponent({
+      database,
+      declared: () => policies.store.current().lists ?? [],
+      events: { emit: (event) => (listEvents ?? NO_EVENTS).emit(event) },
+      log,
+      sync: options.lists,
+    }),
+  );
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
@@ -111,6 +123,7 @@ export async function startServices(
     }),
   );
   const { lockouts, outbox, events } = await startActionPath(l, ctx, { vendor, database, decisionLog });
+  listEvents = events;
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -141,6 +154,7 @@ export async function startServices(
     admission,
     policies,
     features,
+    lists,
     logs,
     lockouts,
     outbox,
