@@ -370,3 +370,51 @@ describe('a console with its own settings', () => {
     expect(page).toContain('The decision store is not running in this riskgate');
   });
 });
+
+describe('a console behind an authenticating proxy (single sign-on)', () => {
+  let sso: Harness;
+  const HEADER = 'x-forwarded-email';
+  beforeAll(async () => {
+    sso = await startHarness({
+      sharedSandbox: h.sandbox,
+      env: {
+        RISKGATE_OPS_KEYS: OPS_ENTRIES.join(','),
+        RISKGATE_TRUSTED_PROXIES: '127.0.0.1',
+        RISKGATE_TRUSTED_IDENTITY_HEADER: HEADER,
+        RISKGATE_SSO_OPERATORS: 'sam@example.com:analyst',
+      },
+    });
+  });
+  afterAll(() => sso?.stop());
+
+  it('signs in the operator the trusted proxy names, once, audited; an unlisted identity goes to sign-in', async () => {
+    const first = await fetch(`${sso.url}/console/decisions`, {
+      headers: { [HEADER]: 'sam@example.com' },
+      redirect: 'manual',
+    });
+    expect(first.status).toBe(200);
+    expect(await first.text()).toContain('sam@example.com <span class="tag">analyst</span>');
+    const cookie = cookieOf(first, 'riskgate_console')!;
+    expect(cookie).toBeDefined();
+    const trail = (await (await sso.ops('/audit')).json()) as { entries: AuditEntry[] };
+    expect(trail.entries[0]).toMatchObject({
+      actor: 'sam@example.com',
+      keyId: 'sso',
+      action: 'session.sign_in',
+      detail: { via: 'sso' },
+    });
+    // Its cookie holds the session: no new sign-in on the next page.
+    const next = await fetch(`${sso.url}/console/rules`, {
+      headers: { [HEADER]: 'sam@example.com', cookie },
+      redirect: 'manual',
+    });
+    expect(next.status).toBe(200);
+    expect(cookieOf(next, 'riskgate_console')).toBeUndefined();
+    const stranger = await fetch(`${sso.url}/console/decisions`, {
+      headers: { [HEADER]: 'eve@example.com' },
+      redirect: 'manual',
+    });
+    expect(stranger.status).toBe(303);
+    expect(stranger.headers.get('location')).toMatch(/^\/console\/sign-in/);
+  });
+});

@@ -110,7 +110,9 @@ function makeKit(deps: ConsoleDeps, edge: RouteEdge): ConsoleKit {
       });
     },
     async session(c, next) {
-      const token = getCookie(c, SESSION_COOKIE);
+      const cookie = getCookie(c, SESSION_COOKIE);
+      const fromProxy = await ssoSession(c, signer.verify(cookie), kit);
+      const token = fromProxy ?? cookie;
       const signed = signer.verify(token);
       if (signed === undefined || token === undefined) {
         if (c.req.path.endsWith('.json')) return c.json({ error: 'Sign in again.' }, 401);
@@ -152,6 +154,36 @@ function makeKit(deps: ConsoleDeps, edge: RouteEdge): ConsoleKit {
     },
   };
   return kit;
+}
+
+/**
+ * With single sign-on (RISKGATE_TRUSTED_IDENTITY_HEADER, believed only from RISKGATE_TRUSTED_PROXIES:
+ * the edge's `resolveOperator`), the operator the proxy names is signed in without a key: a fresh
+ * session token (set as the cookie, the sign-in audited) unless the cookie's session is already
+ * that operator's. Undefined without such an identity, or when the cookie's session is theirs.
+ */
+async function ssoSession(
+  c: ConsoleContext,
+  current: SignedSession | undefined,
+  kit: ConsoleKit,
+): Promise<string | undefined> {
+  const sso = kit.edge.resolveOperator(c);
+  if (sso === undefined || sso.keyId !== 'sso') return undefined;
+  const held = current?.operator;
+  if (held !== undefined && held.keyId === 'sso' && held.name === sso.name && held.role === sso.role) {
+    return undefined;
+  }
+  c.set('principal', { keyId: sso.keyId, role: 'operator', operator: sso });
+  await kit.edge.recordChange(c, { action: 'session.sign_in', target: sso.name, detail: { via: 'sso' } });
+  const token = kit.signer.sign(sso);
+  c.header(
+    'set-cookie',
+    consoleCookie(SESSION_COOKIE, token, {
+      maxAgeSeconds: kit.signer.sessionMs / 1000,
+      secure: kit.secure(c),
+    }),
+  );
+  return token;
 }
 
 /** A POST's form when it is same-origin and carries the CSRF token of `token`; the 403 page otherwise. */
