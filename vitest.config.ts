@@ -33,6 +33,7 @@ export const UNIT = [
 ];
 
 export const SLOW = [
+  'test/console-browser.test.ts',
   'test/bench-orphans.test.ts',
   'test/bench-smoke.test.ts',
   'test/feature-store-memory.test.ts',

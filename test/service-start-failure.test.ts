@@ -191,6 +191,7 @@ describe('a riskgate whose start fails', () => {
       'outbox',
       'webhooks',
       'feedback',
+      'console',
       'probes and routes',
       'caller listener',
       'ops listener',

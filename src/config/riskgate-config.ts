@@ -81,6 +81,12 @@ export interface RiskgateConfig {
    * their caller key (default 100,000, at most 24 h).
    */
   feedback: { ratePerSecond: number; burst: number; maxDecisions: number };
+  /**
+   * The console (`/console`): the key its session cookies are signed with (default: derived from
+   * the operator keys, the same on every replica), how long a session lasts (minutes, default 480)
+   * and whether the cookie is marked Secure over plain HTTP (TLS ended at a proxy; default false).
+   */
+  console: { sessionKey: string | undefined; sessionMinutes: number; secureCookie: boolean };
   /** Caller keys for `Authorization: Bearer`; undefined only in sandbox mode (a key is generated). */
   apiKeys: string[] | undefined;
   /** Policy file or directory. Default `policies/`. */
@@ -214,6 +220,7 @@ export const SECRET_VARIABLES = [
   'RISKGATE_DATABASE',
   'RISKGATE_DECISION_LOG_HASH_KEY',
   'RISKGATE_OPS_KEYS',
+  'RISKGATE_CONSOLE_SESSION_KEY',
   'RISKGATE_CLIENT_SECRET',
   'RISKGATE_ADMIN_API_KEY',
   'RISKGATE_LOG_API_KEY',
@@ -441,6 +448,14 @@ const baseSchema = z.object({
   RISKGATE_FEEDBACK_RATE: numberVariable({ min: 0.01, max: 100_000, fallback: 10, whole: false }),
   RISKGATE_FEEDBACK_BURST: numberVariable({ min: 1, max: 100_000, fallback: 50 }),
   RISKGATE_FEEDBACK_DECISIONS: numberVariable({ min: 1, max: 10_000_000, fallback: 100_000 }),
+  RISKGATE_CONSOLE_SESSION_KEY: optionalEmptyAsUndefined(
+    z.string().min(32, 'must be at least 32 characters'),
+  ),
+  RISKGATE_CONSOLE_SESSION_MINUTES: numberVariable({ min: 1, max: 10_080, fallback: 480 }),
+  RISKGATE_CONSOLE_SECURE_COOKIE: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_SHADOW_POLICY_PATH: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
@@ -676,6 +691,11 @@ export function loadConfig(
       ratePerSecond: b.RISKGATE_FEEDBACK_RATE,
       burst: b.RISKGATE_FEEDBACK_BURST,
       maxDecisions: b.RISKGATE_FEEDBACK_DECISIONS,
+    },
+    console: {
+      sessionKey: b.RISKGATE_CONSOLE_SESSION_KEY,
+      sessionMinutes: b.RISKGATE_CONSOLE_SESSION_MINUTES,
+      secureCookie: b.RISKGATE_CONSOLE_SECURE_COOKIE,
     },
     policyPath: b.RISKGATE_POLICY_PATH,
     shadowPolicyPath: b.RISKGATE_SHADOW_POLICY_PATH,

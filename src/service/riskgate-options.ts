@@ -4,6 +4,7 @@ import type { AdminClient, AdminClientOptions } from '../admin/admin-client.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
+import type { ConsoleDeps } from '../console/console-deps.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import type { DecisionReader } from '../decision-store/decision-query.ts';
@@ -65,6 +66,8 @@ export interface StartRiskgateOptions {
    * default this process's own (`RISKGATE_FEEDBACK_DECISIONS`).
    */
   recentDecisions?: DecisionMemory;
+  /** What the console reads that the caller builds (tests: a rule report); default none. */
+  console?: Pick<ConsoleDeps, 'rules'>;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */

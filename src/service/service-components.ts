@@ -2,18 +2,26 @@ import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
 import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
+import { consoleComponent } from '../console/console-pages.tsx';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
-import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
+import {
+  type DecisionStore,
+  decisionStoreComponent,
+  teeDecisionLog,
+} from '../decision-store/decision-store-component.ts';
+import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
+import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
+import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
@@ -22,6 +30,7 @@ import { lockoutsComponent } from '../lockouts/lockout-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
@@ -129,6 +138,7 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
+  await l.start(consoleOf(l, ctx, { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -211,4 +221,41 @@ async function startActionPath(
   const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   events = options.events ?? webhooks;
   return { lockouts, outbox, events: events as EventSink };
+}
+
+/** The console (`/console`) over what the services built. */
+function consoleOf(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; opsKeys: readonly string[]; metrics: RiskgateMetrics },
+  s: {
+    decisions: DecisionStore;
+    ruleReport: RuleReportReader;
+    audit: AuditTrail;
+    outbox: Outbox;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+  },
+) {
+  const { options } = ctx;
+  const { outbox } = s;
+  // With the log off, a label is refused as by POST /feedback (it checks for the discarding log).
+  const labels = s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog;
+  return consoleComponent({
+    decisions: s.decisions.enabled ? s.decisions : undefined,
+    rules: options.console?.rules ?? (s.decisions.enabled ? s.ruleReport : undefined),
+    audit: s.audit,
+    outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
+    health: {
+      health: () => l.health(),
+      readiness: () => l.readiness(),
+      metrics: options.renderMetrics ?? (() => ctx.metrics.render()),
+    },
+    labelDecision: ({ operator, ...label }) =>
+      recordLabel(
+        { decisions: s.recent, decisionLog: labels },
+        { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
+      ),
+    session: { ...options.config.console, operatorKeys: ctx.opsKeys },
+  });
 }
