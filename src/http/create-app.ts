@@ -142,7 +142,9 @@ export function createApp(deps: AppDeps): Hono {
   const edge: RouteEdge = {
     apiKeys: deps.apiKeys,
     operatorAuth: operatorAuth(opsKeys, trusted),
-    keyAuth: (keys) => keyAuth(keys, trusted),
+    // Keys only: a proxy's identity header is believed on the operator surface alone (a proxy
+    // trusted for X-Forwarded-For in front of the service port must not vouch for operators there).
+    keyAuth: (keys) => keyAuth(keys),
     requireRole,
     resolveOperator: operators.resolve,
     operatorOfKey: operators.ofKey,

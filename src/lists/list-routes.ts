@@ -144,6 +144,7 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
       app.delete(
         '/lists/:name/entries/:value',
         edge.operatorAuth,
+        admin,
         edge.limitBody(MAX_ENTRY_BODY_BYTES),
         (c) => removeEntry(c, edge, declaredList(c.req.param('name')), deps, change),
       );
