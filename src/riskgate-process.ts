@@ -320,16 +320,20 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
 }
 
 async function showDemo(port: number, vendor: Vendor, opsPort?: number): Promise<void> {
-  const { printDemo } = await import('./dev/demo-requests.ts');
+  const { printDemo, sendDemoLogins } = await import('./dev/demo-requests.ts');
+  const userIds = await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']);
+  const riskgateUrl = `http://localhost:${port}`;
+  const sent = await sendDemoLogins({ riskgateUrl, apiKey: vendor.apiKeys[0]!, userIds });
   printDemo({
-    riskgateUrl: `http://localhost:${port}`,
+    riskgateUrl,
     sandboxUrl: vendor.sandbox!.url,
     apiKey: vendor.apiKeys[0]!,
     keyFile: vendor.devKeyFile,
     opsKey: vendor.opsKeys?.[0],
     opsKeyFile: vendor.devOpsKeyFile,
     ...(opsPort !== undefined && opsPort !== 0 && { operatorUrl: `http://localhost:${opsPort}` }),
-    userIds: await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']),
+    userIds,
+    sent,
   });
 }
 

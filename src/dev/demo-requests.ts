@@ -53,6 +53,37 @@ export interface DemoBanner {
   userIds: Record<string, string | undefined>;
   /** Where the operator surface is (the ops port's URL when RISKGATE_OPS_PORT is set). Default `riskgateUrl`. */
   operatorUrl?: string | undefined;
+  /** The verdicts of the demo logins `sendDemoLogins` sent at start (by username), when it did. */
+  sent?: Record<string, string> | undefined;
+}
+
+/**
+ * Sends each demo login once (`npm start` on the embedded sandbox), so a newcomer opening the
+ * console finds decisions to read, mallory's deny and its lock-out among them. Each request has an
+ * explicit timeout (`timeoutMs`, default 5000); a failure is that login's `failed`, never a throw.
+ */
+export async function sendDemoLogins(o: {
+  riskgateUrl: string;
+  apiKey: string;
+  userIds: Record<string, string | undefined>;
+  timeoutMs?: number;
+}): Promise<Record<string, string>> {
+  const verdicts: Record<string, string> = {};
+  for (const { username } of DEMO_ACCOUNTS) {
+    try {
+      const res = await fetch(`${o.riskgateUrl}/decide`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${o.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(demoRequest(username, o.userIds[username])),
+        signal: AbortSignal.timeout(o.timeoutMs ?? 5000),
+      });
+      const body = (await res.json()) as { verdict?: unknown };
+      verdicts[username] = res.ok && typeof body.verdict === 'string' ? body.verdict : 'failed';
+    } catch {
+      verdicts[username] = 'failed';
+    }
+  }
+  return verdicts;
 }
 
 const WHAT_HAPPENS: Record<string, string> = {
@@ -84,7 +115,13 @@ export function printDemo(b: DemoBanner): void {
       ? `  curl -s -H 'authorization: Bearer ${b.opsKey}' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json, /actions)\n  Development operator key: kept in ${b.opsKeyFile} (set RISKGATE_OPS_KEYS to choose your own); caller keys never open these.`
       : `  curl -s -H 'authorization: Bearer <a RISKGATE_OPS_KEYS key>' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json, /actions)`,
     '',
-    `Console: ${b.operatorUrl ?? b.riskgateUrl}/console    (sign in with ${b.opsKey !== undefined ? 'the development operator key above' : 'a RISKGATE_OPS_KEYS key'}; after the three logins above it shows their decisions, and why mallory was denied and locked out)`,
+    `Console: ${b.operatorUrl ?? b.riskgateUrl}/console    (sign in with ${b.opsKey !== undefined ? 'the development operator key above' : 'a RISKGATE_OPS_KEYS key'}; ${
+      b.sent === undefined
+        ? 'after the three logins above it shows their decisions'
+        : `each demo login was sent once at start (${Object.entries(b.sent)
+            .map(([user, verdict]) => `${user}: ${verdict}`)
+            .join(', ')}), so it shows their decisions`
+    }, and why mallory was denied and locked out)`,
     '',
     'Decision log lines follow on stdout. Ctrl-C stops riskgate and the sandbox.',
     '',
