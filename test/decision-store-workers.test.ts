@@ -35,15 +35,15 @@ describe('the decision store with several writers on one SQLite file', () => {
         }),
     );
     for (let i = 0; i < EACH; i++) {
-      writers.forEach((w, k) =>
+      for (const [k, w] of writers.entries()) {
         w.push({
           kind: 'decision',
           decisionId: `w${k}-${i}`,
           at: new Date(1_700_000_000_000 + i).toISOString(),
           outcome: { verdict: 'allow', score: 0, matchedRules: [{ id: `rule-${k}` }] },
           inputs: { pad: 'x'.repeat(1000) },
-        }),
-      );
+        });
+      }
     }
     expect(await Promise.all(writers.map((w) => w.flush(30_000)))).toEqual(Array(WRITERS).fill(true));
     // Not one batch failed: each waited out the others' locks (the busy timeout), none was retried.
