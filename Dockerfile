@@ -17,7 +17,9 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # The sandbox and its dev launcher stay out of the image; then only runtime dependencies remain.
+# The console's stylesheet and script are files of the package, beside its compiled pages.
 RUN npx tsc -p tsconfig.build.json \
+ && cp -r src/console/assets dist/console/assets \
  && rm -rf dist/sandbox dist/dev \
  && npm prune --omit=dev --no-audit --no-fund
 

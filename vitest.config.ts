@@ -33,9 +33,11 @@ export const UNIT = [
 ];
 
 export const SLOW = [
+  'test/console-browser.test.ts',
   'test/bench-orphans.test.ts',
   'test/bench-smoke.test.ts',
   'test/feature-store-memory.test.ts',
+  'test/lockouts-process.test.ts',
   'test/metrics-prometheus.test.ts',
   'test/outbox-crash.test.ts',
   'test/service-process.test.ts',
@@ -44,6 +46,7 @@ export const SLOW = [
   'test/stress-verdicts.test.ts',
   'test/tracing-console-process.test.ts',
   'test/velocity-shared-store.test.ts',
+  'test/webhooks-receiver-outage.test.ts',
 ];
 
 export default defineConfig({

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Engine } from 'json-rules-engine';
 import { parse as parseYaml } from 'yaml';
-import { cidrContains, parseCidr, parseIp } from '../src/policy/ip-cidr.ts';
+import { cidrContains, parseCidr, parseIp } from '../src/net/ip-cidr.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { buildInput } from '../src/policy/policy-test-runner.ts';
 import { type PolicyTestFile, policyTestFileSchema } from '../src/policy/policy-test-schema.ts';

@@ -228,7 +228,7 @@ async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> 
     return;
   }
   await service.ready;
-  await showDemo(service.port, vendor);
+  await showDemo(service.port, vendor, service.opsPort);
 }
 
 /**
@@ -273,7 +273,7 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
         port,
         workers: config.workers,
       });
-      if (vendor.sandbox !== undefined) void showDemo(port, vendor);
+      if (vendor.sandbox !== undefined) void showDemo(port, vendor, config.opsPort);
     },
     onStopped: () => vendor.sandbox?.stop(),
   });
@@ -319,7 +319,7 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
   onReopen(service);
 }
 
-async function showDemo(port: number, vendor: Vendor): Promise<void> {
+async function showDemo(port: number, vendor: Vendor, opsPort?: number): Promise<void> {
   const { printDemo } = await import('./dev/demo-requests.ts');
   printDemo({
     riskgateUrl: `http://localhost:${port}`,
@@ -328,6 +328,7 @@ async function showDemo(port: number, vendor: Vendor): Promise<void> {
     keyFile: vendor.devKeyFile,
     opsKey: vendor.opsKeys?.[0],
     opsKeyFile: vendor.devOpsKeyFile,
+    ...(opsPort !== undefined && opsPort !== 0 && { operatorUrl: `http://localhost:${opsPort}` }),
     userIds: await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']),
   });
 }

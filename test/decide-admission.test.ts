@@ -88,7 +88,14 @@ describe('a burst past what riskgate admits', () => {
 
   // Last: its slow decisions time out, and the breaker of that route counts them.
   it('sheds /feedback too while admission is saturated, with the same 503 problem', async () => {
-    await h.control('PUT', '/sandbox/faults', SLOW_SIGNALS);
+    // Signals that hang (until the deadline) rather than are slow: on a busy machine the feedback
+    // must still find the four decisions in flight.
+    await h.control('PUT', '/sandbox/faults', {
+      rules: [
+        { route: 'GET /api/v1/signals/*', hang: true },
+        { route: 'POST /api/v1/signals/*', hang: true },
+      ],
+    });
     try {
       // Four slow decisions fill what this riskgate admits (RISKGATE_MAX_IN_FLIGHT=4).
       const decisions = burst(h, demoRequest('alice', alice), 4);

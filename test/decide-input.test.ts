@@ -256,7 +256,7 @@ describe('POST /decide input', () => {
   });
 
   it('answers an unknown route with a 404 problem', async () => {
-    const res = await fetch(`${h.url}/decisions`, { method: 'POST' });
+    const res = await fetch(`${h.url}/decisionz`, { method: 'POST' });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ code: 'RG_ERR_NOT_FOUND' });
   });

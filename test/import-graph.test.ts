@@ -17,7 +17,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const path = join(dir, e.name);
     if (e.isDirectory()) return sourceFiles(path);
-    return e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') ? [path] : [];
+    return /\.tsx?$/.test(e.name) && !e.name.endsWith('.test.ts') ? [path] : [];
   });
 }
 

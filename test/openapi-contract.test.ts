@@ -13,6 +13,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { LIST_POLICY } from './support/list-policy.ts';
 import {
   type Answer,
   createAnswerValidator,
@@ -82,7 +83,8 @@ describe('the OpenAPI document', () => {
   it('documents every route riskgate serves, and serves every route it documents', () => {
     const served = new Set(
       h.riskgate.app.routes
-        .filter((r) => r.method !== 'ALL')
+        // The console's pages are HTML for a browser (README, "Console"), not the API.
+        .filter((r) => r.method !== 'ALL' && r.path !== '/console' && !r.path.startsWith('/console/'))
         .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
     );
     expect(served.size).toBeGreaterThanOrEqual(12);
@@ -152,7 +154,8 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
-      const operator = /^\/(metrics|policies|openapi\.json|actions|decisions)/.test(path);
+      const operator =
+        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -241,7 +244,14 @@ describe('real answers of every route conform to the document', () => {
 
   it('the operator routes, to the operator key and to others', async () => {
     await h.decide(demoRequest('alice', undefined)); // /policies/stats has a revision to show
-    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+    for (const path of [
+      '/metrics',
+      '/policies',
+      '/policies/stats',
+      '/rules/report',
+      '/openapi.json',
+      '/actions',
+    ]) {
       expect((await call(h.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(200);
       expect((await call(h.url, 'GET', path, { key: CALLER_KEY })).status, path).toBe(401);
     }
@@ -257,6 +267,40 @@ describe('real answers of every route conform to the document', () => {
     expect([notDelete.status, notDelete.headers.get('allow')]).toEqual([405, 'DELETE']);
     const notRetry = await call(h.url, 'GET', '/actions/nope/retry', { key: OPS_KEY });
     expect([notRetry.status, notRetry.headers.get('allow')]).toEqual([405, 'POST']);
+  });
+
+  it('the runtime lists: each change, its refusals, a list the policy does not declare', async () => {
+    const lists = await startHarness({ policy: { yaml: LIST_POLICY }, sharedSandbox: h.sandbox });
+    try {
+      const u = lists.url;
+      const key = OPS_KEY;
+      const cidr = encodeURIComponent('192.0.2.0/24');
+      const add = (body: unknown) =>
+        call(u, 'POST', '/lists/blockedNetworks/entries', { key, body: JSON.stringify(body) });
+      expect((await add({ value: '192.0.2.9/24', reason: 'attack' })).status).toBe(201);
+      expect((await add({ value: 'not-an-ip', reason: 'attack' })).status).toBe(400);
+      expect((await call(u, 'GET', '/lists', { key })).status).toBe(200);
+      expect((await call(u, 'GET', '/lists/blockedNetworks?limit=1', { key })).status).toBe(200);
+      expect((await call(u, 'GET', '/lists/nope', { key })).status).toBe(404);
+      const lines = '{"value":"acct-1","reason":"vouched"}\n';
+      const imported = await call(u, 'POST', '/lists/trustedAccounts/import', {
+        key,
+        body: lines,
+        contentType: 'application/x-ndjson',
+      });
+      expect(imported.status).toBe(201);
+      const json = { key, body: JSON.stringify([{ value: 'acct-2', reason: 'vouched' }]) };
+      expect((await call(u, 'POST', '/lists/trustedAccounts/import', json)).status).toBe(201);
+      const removed = await call(u, 'DELETE', `/lists/blockedNetworks/entries/${cidr}?reason=done`, { key });
+      expect(removed.status).toBe(200);
+      const again = await call(u, 'DELETE', `/lists/blockedNetworks/entries/${cidr}`, {
+        key,
+        body: JSON.stringify({ reason: 'done' }),
+      });
+      expect(again.status).toBe(404);
+    } finally {
+      await lists.stop();
+    }
   });
 
   it('the decision store: a page, a decision whole, and their refusals', async () => {
@@ -295,9 +339,43 @@ describe('real answers of every route conform to the document', () => {
       const retried = await call(h.url, 'POST', `/actions/${id}/retry`, { key: OPS_KEY });
       expect(retried.status).toBe(200);
       expect(retried.json()).toMatchObject({ status: 'pending' });
+      // Both changes are in the audit trail, newest first.
+      const audit = await call(h.url, 'GET', `/audit?target=${id}&limit=1`, { key: OPS_KEY });
+      expect(audit.json()).toMatchObject({
+        entries: [{ action: 'action.retry' }],
+        nextCursor: expect.any(String),
+      });
+      const older = await call(h.url, 'GET', `/audit?target=${id}&cursor=${audit.json().nextCursor}`, {
+        key: OPS_KEY,
+      });
+      expect(older.json()).toEqual({ entries: [expect.objectContaining({ action: 'action.drop' })] });
+      expect((await call(h.url, 'GET', '/audit?action=nope', { key: OPS_KEY })).status).toBe(400);
     } finally {
       await h.control('DELETE', '/sandbox/faults');
     }
+  });
+
+  it('a policy reload by an operator', async () => {
+    const reloaded = await call(h.url, 'POST', '/policies/reload', { key: OPS_KEY });
+    expect(reloaded.json()).toMatchObject({ ok: true, changed: false });
+  });
+
+  it('lock-outs listed, one read and unlocked by an operator', async () => {
+    const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
+    const deny = await h.decide(demoRequest('mallory', mallory));
+    const id = deny.body.decisionId as string;
+    await eventually(
+      async () => (await call(h.url, 'GET', `/lockouts/${id}`, { key: OPS_KEY })).status === 200,
+    );
+    const page = await call(h.url, 'GET', `/lockouts?userId=${mallory}&limit=5`, { key: OPS_KEY });
+    expect((page.json() as { lockouts: unknown[] }).lockouts[0]).toMatchObject({ id, rule: 'rat-confirmed' });
+    expect((await call(h.url, 'GET', '/lockouts?status=gone', { key: OPS_KEY })).status).toBe(400);
+    expect((await call(h.url, 'GET', '/lockouts/nope', { key: OPS_KEY })).status).toBe(404);
+    const unlock = (body: string) => call(h.url, 'POST', `/lockouts/${id}/unlock`, { key: OPS_KEY, body });
+    expect((await unlock('{}')).status).toBe(400);
+    const unlocked = await unlock(JSON.stringify({ reason: 'vouched for by the help desk' }));
+    expect(unlocked.status).toBe(200);
+    expect(unlocked.json()).toMatchObject({ status: 'unlocked' });
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {
@@ -358,7 +436,14 @@ describe('refusals of a riskgate with an ops port but no operator keys, overload
 
   it('on the ops port: the operator routes refused 403 without operator keys, the probes answered; on the service port they are 404', async () => {
     const ops = b.riskgate.opsUrl!;
-    for (const path of ['/metrics', '/policies', '/policies/stats', '/openapi.json', '/actions']) {
+    for (const path of [
+      '/metrics',
+      '/policies',
+      '/policies/stats',
+      '/rules/report',
+      '/openapi.json',
+      '/actions',
+    ]) {
       expect((await call(ops, 'GET', path, { key: OPS_KEY })).status, path).toBe(403);
       expect((await call(b.url, 'GET', path, { key: OPS_KEY })).status, path).toBe(404);
     }

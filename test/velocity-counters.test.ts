@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -97,8 +98,16 @@ describe.runIf(redisAvailable())('velocity counters on a Redis that hangs', () =
   });
 
   it('marks the counters unavailable within their timeout and still answers, never a 5xx', async () => {
-    const ok = await h.decide({ ...demoRequest('alice', alice), ip: '198.51.100.1' });
-    expect((ok.body.signals as Reports).velocity).toMatchObject({ status: 'ok' });
+    // Counted while Redis answers (a busy machine may miss one call's timeout: asked again).
+    let okVerdict: unknown;
+    await eventually(
+      async () => {
+        const ok = await h.decide({ ...demoRequest('alice', alice), ip: '198.51.100.1' });
+        okVerdict = ok.body.verdict;
+        return (ok.body.signals as Reports).velocity?.status === 'ok';
+      },
+      { what: 'the counters read while Redis answers' },
+    );
 
     redis.pause();
     try {
@@ -113,7 +122,7 @@ describe.runIf(redisAvailable())('velocity counters on a Redis that hangs', () =
       expect(r.body.degraded).toBe(true);
       // The velocity rules raise risk and riskgate could not read their counters: a degraded
       // decision, held at the policy's degraded verdict (alice was allowed a moment ago).
-      expect(ok.body.verdict).toBe('allow');
+      expect(okVerdict).toBe('allow');
       expect(r.body.verdict).toBe('challenge');
       expect(r.body.explanation).toMatchObject({
         decidedBy: 'degraded',

@@ -55,7 +55,10 @@ export interface ActionOutcome {
   target: string;
   status: 'done' | 'failed';
   attempts: number;
-  /** Why it failed: the last error code, `horizon_exhausted:<code>`, `shutdown`, `process_crash`. */
+  /**
+   * Why it failed: the last error code, `horizon_exhausted:<code>`, `shutdown`, `process_crash`.
+   * On a `done` action, why no call was made: a scheduled unlock skipped (src/lockouts/).
+   */
   reason?: string;
   /** From enqueue to outcome, milliseconds. */
   elapsedMs: number;

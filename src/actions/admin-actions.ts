@@ -16,7 +16,7 @@ import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts
 export const actionSpecSchema = z.object({
   id: z.string().min(1),
   decisionId: z.string().min(1),
-  type: z.enum(['lock_out_user', 'restrict_factors', 'archive_device']),
+  type: z.enum(['lock_out_user', 'restrict_factors', 'archive_device', 'deliver_webhook', 'unlock_user']),
   target: z.string().min(1),
   orderingKey: z.string().min(1),
   call: z.discriminatedUnion('method', [
@@ -24,13 +24,35 @@ export const actionSpecSchema = z.object({
       method: z.literal('updateUser'),
       userId: z.string().min(1),
       update: z.object({
-        status: z.literal('locked_out').optional(),
+        status: z.enum(['locked_out', 'enabled']).optional(),
         allowed_factors: z.array(z.string()).optional(),
       }),
     }),
     z.object({ method: z.literal('deleteDevice'), deviceId: z.string().min(1) }),
+    // An event to a webhook receiver (src/webhooks/): `receiver` names the configured URL by its
+    // hash (the URL may carry credentials, so the outbox never holds it); `body` is the event JSON
+    // as signed, sent byte for byte by every attempt.
+    z.object({
+      method: z.literal('postWebhook'),
+      receiver: z.string().min(1),
+      webhookId: z.string().min(1),
+      body: z.string().min(1),
+    }),
   ]),
   traceparent: z.string().optional(),
+  /** Not due before this wall-clock time, milliseconds (a temporary lock-out's end). Default: at once. */
+  notBeforeMs: z.number().int().optional(),
+  /**
+   * Set on the unlock that ends a temporary lock-out: before it runs, the outbox asks the lock-out
+   * records whether it still should (src/lockouts/unlock-gate.ts): not when an operator or a later
+   * lock-out extended it, or when `escalateWithinMs` makes it permanent.
+   */
+  scheduledUnlock: z
+    .object({
+      lockedAtMs: z.number().int(),
+      escalateWithinMs: z.number().int().positive().optional(),
+    })
+    .optional(),
   /**
    * Set when the decision could not read the Admin user (an Admin outage): each attempt first
    * checks the user is the account's (subject binding, `username` mode) and, for a device, that
@@ -56,6 +78,17 @@ export interface ActionJob {
   spec: ActionSpec;
 }
 
+/** The `postWebhook` call of an action: one event to one receiver. */
+export type WebhookCall = Extract<ActionSpec['call'], { method: 'postWebhook' }>;
+
+/** Who carries out a `postWebhook` attempt (src/webhooks/webhook-delivery.ts). */
+export interface WebhookPoster {
+  /** Timeout of one attempt, milliseconds (the outbox's lease outlasts it). */
+  readonly timeoutMs: number;
+  /** One signed POST of `call`: ok on a 2xx, else a typed failure the outbox retries or ends. */
+  post(call: WebhookCall, options: CallOptions): Promise<UpstreamResult<unknown>>;
+}
+
 /** The Admin API calls an action's attempts make. */
 export type ActionAdmin = Pick<
   AdminClient,
@@ -69,24 +102,38 @@ export type ActionAdmin = Pick<
  */
 export function parseStoredSpec(text: string): ActionSpec {
   const v = JSON.parse(text) as Partial<ActionSpec> | null;
-  const call = v?.call as { method?: unknown; userId?: unknown; deviceId?: unknown } | undefined;
+  const call = v?.call as
+    | { method?: unknown; userId?: unknown; deviceId?: unknown; receiver?: unknown; body?: unknown }
+    | undefined;
   const plausible =
     typeof v?.id === 'string' &&
     typeof v.decisionId === 'string' &&
     typeof v.target === 'string' &&
     typeof v.orderingKey === 'string' &&
-    (v.type === 'lock_out_user' || v.type === 'restrict_factors' || v.type === 'archive_device') &&
+    (v.type === 'lock_out_user' ||
+      v.type === 'restrict_factors' ||
+      v.type === 'archive_device' ||
+      v.type === 'unlock_user') &&
     ((call?.method === 'updateUser' && typeof call.userId === 'string') ||
       (call?.method === 'deleteDevice' && typeof call.deviceId === 'string'));
+  // A webhook delivery: the full schema (its body is the one field worth the check).
+  if (v?.type === 'deliver_webhook') return actionSpecSchema.parse(v);
   return plausible ? (v as ActionSpec) : actionSpecSchema.parse(v);
 }
 
-/** One attempt of `spec` against the Admin API (its subject verified first when it asks). */
+/**
+ * One attempt of `spec` against the Admin API (its subject verified first when it asks), or, for a
+ * `postWebhook` call, to its receiver through `webhooks` (none configured: it fails for good).
+ */
 export function attemptAction(
   spec: ActionSpec,
   admin: ActionAdmin,
+  webhooks?: WebhookPoster,
 ): (options: CallOptions) => Promise<UpstreamResult<unknown>> {
   const call = spec.call;
+  if (call.method === 'postWebhook') {
+    return (o) => (webhooks === undefined ? Promise.resolve(noWebhooks()) : webhooks.post(call, o));
+  }
   const act =
     call.method === 'updateUser'
       ? (o: CallOptions) => admin.updateUser(call.userId, call.update, o) as Promise<UpstreamResult<unknown>>
@@ -100,6 +147,20 @@ export function attemptAction(
           return checked.ok ? act(o) : checked;
         };
   return spec.traceparent === undefined ? run : (o) => run({ ...o, traceparent: spec.traceparent });
+}
+
+/**
+ * A webhook delivery left in the outbox by a riskgate configured with receivers, read by one
+ * without: dead-lettered (`RG_ERR_INVALID_CONFIG`), for an operator to drop or retry.
+ */
+function noWebhooks(): UpstreamResult<unknown> {
+  return {
+    ok: false,
+    error: new UpstreamError(ErrorCode.INVALID_CONFIG, 'no webhook receivers are configured', {
+      upstream: 'webhook',
+    }),
+    durationMs: 0,
+  };
 }
 
 /**
@@ -158,6 +219,8 @@ export interface ActionTargets {
    * subject is that account's (`ActionSpec.verifySubject`).
    */
   verifyAccountId?: string | undefined;
+  /** Wall clock of the decision, milliseconds: when a temporary lock-out starts. Default `Date.now()`. */
+  nowMs?: number | undefined;
 }
 
 /** Plans the after-answer actions of a decision (the one-time code is fetched before answering). */
@@ -171,16 +234,7 @@ export function planActions(actions: readonly PolicyAction[], t: ActionTargets):
         plans.push(
           t.userId === undefined
             ? { action, jobs: [], skipped: 'no_user_id' }
-            : {
-                action,
-                jobs: [
-                  job(t, action, t.userId, t.userId, {
-                    method: 'updateUser',
-                    userId: t.userId,
-                    update: { status: 'locked_out' },
-                  }),
-                ],
-              },
+            : { action, jobs: lockOutJobs(t, action, t.userId) },
         );
         break;
       case 'restrict_factors': {
@@ -221,15 +275,56 @@ export function planActions(actions: readonly PolicyAction[], t: ActionTargets):
   return plans;
 }
 
+/** An action's id: `<decisionId>:<type>:<target>` (its idempotency key). */
+export function actionId(decisionId: string, type: string, target: string): string {
+  return `${decisionId}:${type}:${target}`;
+}
+
+/** The user's ordering key of the unlocks that end temporary lock-outs. */
+export function scheduledUnlockOrderingKey(userId: string): string {
+  return `${userId}:scheduled-unlock`;
+}
+
+/**
+ * A lock-out, and for a temporary one (`durationMs`) its end: an unlock due then, appended with it
+ * so it is as durable as the lock-out. The unlock is ordered apart from the user's other actions
+ * (else it would hold them until it is due); its gate waits while the lock-out is still pending.
+ */
+function lockOutJobs(t: ActionTargets, action: PolicyAction, userId: string): ActionJob[] {
+  const lock = job(t, action, userId, userId, {
+    method: 'updateUser',
+    userId,
+    update: { status: 'locked_out' },
+  });
+  if (action.durationMs === undefined) return [lock];
+  const lockedAtMs = t.nowMs ?? Date.now();
+  const { verifySubject: _checkedByTheLockOut, ...unlock } = job(
+    t,
+    { ...action, type: 'unlock_user' },
+    userId,
+    scheduledUnlockOrderingKey(userId),
+    { method: 'updateUser', userId, update: { status: 'enabled' } },
+  ).spec;
+  const spec: ActionSpec = {
+    ...unlock,
+    notBeforeMs: lockedAtMs + action.durationMs,
+    scheduledUnlock: {
+      lockedAtMs,
+      ...(action.escalateWithinMs !== undefined && { escalateWithinMs: action.escalateWithinMs }),
+    },
+  };
+  return [lock, { key: spec.id, decisionId: t.decisionId, type: spec.type, target: userId, spec }];
+}
+
 function job(
   t: ActionTargets,
-  action: PolicyAction,
+  action: Pick<PolicyAction, 'type'> | { type: 'unlock_user' },
   target: string,
   orderingKey: string,
   call: ActionSpec['call'],
 ): ActionJob {
   const spec: ActionSpec = {
-    id: `${t.decisionId}:${action.type}:${target}`,
+    id: actionId(t.decisionId, action.type, target),
     decisionId: t.decisionId,
     type: action.type as ActionSpec['type'],
     target,

@@ -1,11 +1,13 @@
 import { parseArgs } from 'node:util';
 import { riskgateVersion } from '../build-info/riskgate-version.ts';
 import { actionsCommand } from './actions-commands.ts';
+import { listsCommand } from './lists-commands.ts';
 import { type CliIo, EXIT, policyCheck, policySchema, policyTest } from './policy-commands.ts';
 import { replayCommand } from './replay-command.ts';
 
 const USAGE = `usage: riskgate policy <command> [path] [options]
        riskgate actions <command> [id] [options]
+       riskgate lists <command> [name] [value|file] [options]
        riskgate replay --policy <dir|file> <decision-log>... [options]
        riskgate --version
 
@@ -28,11 +30,24 @@ actions (the outbox in RISKGATE_OUTBOX / RISKGATE_STATE_DIR, as the service read
   drop <id>       a pending or dead action given up (never delivered)
                   exit 0 ok, 1 when the store cannot be read or the action is not found
 
+ lists (a running riskgate's runtime lists, through its operator endpoints: --url, else
+  127.0.0.1 on RISKGATE_OPS_PORT or RISKGATE_PORT; as the operator of --key-file, else of the first
+  RISKGATE_OPS_KEYS entry)
+  show [name]             the declared lists and their counts, or one list's entries
+  add <name> <value>      an entry (an address or CIDR for an ip list), with --reason [--ttl]
+  remove <name> <value>   an entry removed, with --reason
+  import <name> <file>    one entry a line (a value, or a JSON object), with --reason [--ttl]
+                  exit 0 ok, 1 when riskgate refused (its problem printed) or did not answer
+
 options:
   --json                 machine-readable output (check, test)
   --require-coverage     test: also fail (exit 4) on a coverage gap
   --status <status>      actions list: pending, delivered, dead or dropped
   --limit <n>            actions list: at most n actions (default 100)
+  --reason <text>        lists add, remove, import: why (the audit trail keeps it)
+  --ttl <duration>       lists add, import: seconds, or 90s, 30m, 24h, 7d (default: the list's)
+  --url <url>            lists: riskgate's operator endpoints
+  --key-file <file>      lists: the operator key to act with
   --policy <path>        replay: the candidate policy (file, or directory with one policy)
   --max-changed <n>      replay: verdict changes allowed before exit 4 (default 0)
   --stats                replay: rule hit counts and rates over the log
@@ -112,6 +127,21 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io,
     );
   }
+  if (group === 'lists' && command !== undefined) {
+    return listsCommand(
+      command,
+      positionals.slice(2),
+      {
+        env: process.env,
+        url: values.url,
+        keyFile: values['key-file'],
+        reason: values.reason,
+        ttl: values.ttl,
+        json: values.json ?? false,
+      },
+      io,
+    );
+  }
   if (group !== 'policy' || command === undefined || extra !== undefined) {
     io.err(USAGE);
     return EXIT.USAGE;
@@ -147,6 +177,10 @@ function parse(argv: string[]) {
       stats: { type: 'boolean' },
       labels: { type: 'string', multiple: true },
       limit: { type: 'string' },
+      reason: { type: 'string' },
+      ttl: { type: 'string' },
+      url: { type: 'string' },
+      'key-file': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },

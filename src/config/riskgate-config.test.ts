@@ -69,6 +69,82 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads named operator keys (name:role:key) beside plain ones, and names a bad entry without its key', () => {
+    const keys = 'alice:viewer:alice-key-0123456789,bob:admin:bob-key-0123456789ab,plain-key-0123456789';
+    expect(loadConfig({ RISKGATE_OPS_KEYS: keys }).opsKeys).toEqual(keys.split(','));
+    const cases: [string, RegExp][] = [
+      [
+        'alice:viewer:short-key',
+        /^RISKGATE_OPS_KEYS each key must be at least 16 characters \(the key of operator alice\)$/,
+      ],
+      ['al ice:viewer:alice-key-0123456789', /^RISKGATE_OPS_KEYS must not contain spaces/],
+      ['al!ce:viewer:alice-key-0123456789', /^RISKGATE_OPS_KEYS an operator name must be 1-64 letters/],
+      [
+        'a:viewer:a-key-0123456789abcdef,a:admin:b-key-0123456789abcdef',
+        /^RISKGATE_OPS_KEYS names operator a twice/,
+      ],
+      [
+        'a:viewer:a-key-0123456789abcdef,b:admin:a-key-0123456789abcdef',
+        /^RISKGATE_OPS_KEYS gives one key twice/,
+      ],
+    ];
+    for (const [value, message] of cases) {
+      const error = errorOf(() => loadConfig({ RISKGATE_OPS_KEYS: value }));
+      expect(error.message, value).toMatch(message);
+      expect(error.message).not.toMatch(/key-0123456789|short-key/);
+    }
+  });
+
+  it('reads a trusted proxy and its identity header, and refuses a header believed from anywhere', () => {
+    expect(loadConfig({}).trustedProxy).toBeUndefined();
+    const sso = loadConfig({
+      RISKGATE_TRUSTED_PROXIES: '10.0.0.0/8, 192.168.1.5',
+      RISKGATE_TRUSTED_IDENTITY_HEADER: 'X-Forwarded-Email',
+      RISKGATE_SSO_OPERATORS: 'Alice@example.com:analyst,bob@example.com:admin',
+    }).trustedProxy!;
+    expect(sso.proxies.map((p) => p.text)).toEqual(['10.0.0.0/8', '192.168.1.5/32']);
+    expect(sso.identityHeader).toBe('x-forwarded-email');
+    expect([...sso.operators!]).toEqual([
+      ['alice@example.com', 'analyst'],
+      ['bob@example.com', 'admin'],
+    ]);
+    const refused: [Record<string, string>, RegExp][] = [
+      [
+        { RISKGATE_TRUSTED_IDENTITY_HEADER: 'X-Email', RISKGATE_SSO_OPERATORS: 'a@b.c:viewer' },
+        /^RISKGATE_TRUSTED_PROXIES is required/,
+      ],
+      [
+        { RISKGATE_TRUSTED_PROXIES: '10.0.0.1', RISKGATE_TRUSTED_IDENTITY_HEADER: 'X-Email' },
+        /^RISKGATE_SSO_OPERATORS is required/,
+      ],
+      [
+        { RISKGATE_TRUSTED_PROXIES: '10.0.0.1', RISKGATE_SSO_OPERATORS: 'a@b.c:viewer' },
+        /^RISKGATE_TRUSTED_IDENTITY_HEADER is required/,
+      ],
+      [
+        { RISKGATE_TRUSTED_PROXIES: '10.0.0.300' },
+        /^RISKGATE_TRUSTED_PROXIES lists "10.0.0.300", which is neither/,
+      ],
+      [
+        {
+          RISKGATE_TRUSTED_PROXIES: '10.0.0.1',
+          RISKGATE_TRUSTED_IDENTITY_HEADER: 'Authorization',
+          RISKGATE_SSO_OPERATORS: 'a@b.c:viewer',
+        },
+        /^RISKGATE_TRUSTED_IDENTITY_HEADER must not be/,
+      ],
+      [
+        {
+          RISKGATE_TRUSTED_PROXIES: '10.0.0.1',
+          RISKGATE_TRUSTED_IDENTITY_HEADER: 'X-Email',
+          RISKGATE_SSO_OPERATORS: 'a@b.c:root',
+        },
+        /^RISKGATE_SSO_OPERATORS entries are identity:role/,
+      ],
+    ];
+    for (const [env, message] of refused) expect(errorOf(() => loadConfig(env)).message).toMatch(message);
+  });
+
   it('keeps the ops port on loopback unless RISKGATE_OPS_HOST says, and refuses a network ops port without ops keys', () => {
     expect(loadConfig({ ...UPSTREAM, RISKGATE_OPS_PORT: '9090' })).toMatchObject({
       host: '0.0.0.0',

@@ -3,7 +3,12 @@ import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { type DatabaseTarget, databasePath } from '../database/database.ts';
+import type { TrustedProxy } from '../edge/caller-auth.ts';
+import { parseTrustedProxies } from '../edge/client-address.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { RiskgateEventType } from '../events/riskgate-event.ts';
+import { OPERATOR_ROLES, type OperatorRole } from '../operators/operator.ts';
+import { OPERATOR_NAME, parseOperatorKeyEntries } from '../operators/operator-keys.ts';
 import { serviceIdSchema } from '../signals/identifiers.ts';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../signals/rat-batcher.ts';
 import { DEFAULT_RAT_CACHE_TTL_MS } from '../signals/signals-client.ts';
@@ -64,11 +69,24 @@ export interface RiskgateConfig {
    */
   opsKeys: string[] | undefined;
   /**
+   * An authenticating proxy in front of riskgate (RISKGATE_TRUSTED_PROXIES): requests from its
+   * addresses are attributed to their X-Forwarded-For client, and, with
+   * RISKGATE_TRUSTED_IDENTITY_HEADER, to the operator that header names (RISKGATE_SSO_OPERATORS
+   * gives each a role). Undefined: no proxy is trusted; every identity header is ignored.
+   */
+  trustedProxy: TrustedProxy | undefined;
+  /**
    * `POST /feedback`: labels per second each key may send (token bucket, per process; default 10),
    * how many at once (default 50), and how many recent decisions this process remembers to know
    * their caller key (default 100,000, at most 24 h).
    */
   feedback: { ratePerSecond: number; burst: number; maxDecisions: number };
+  /**
+   * The console (`/console`): the key its session cookies are signed with (default: derived from
+   * the operator keys, the same on every replica), how long a session lasts (minutes, default 480)
+   * and whether the cookie is marked Secure over plain HTTP (TLS ended at a proxy; default false).
+   */
+  console: { sessionKey: string | undefined; sessionMinutes: number; secureCookie: boolean };
   /** Caller keys for `Authorization: Bearer`; undefined only in sandbox mode (a key is generated). */
   apiKeys: string[] | undefined;
   /** Policy file or directory. Default `policies/`. */
@@ -119,6 +137,8 @@ export interface RiskgateConfig {
   decisionStore: { enabled: boolean; bufferRecords: number; retentionDays: number; maxBytes: number };
   /** The vendor's APIs; undefined means sandbox mode (no upstream configured). */
   upstream: UpstreamConfig | undefined;
+  /** Signed webhooks (docs/webhooks.md); undefined when RISKGATE_WEBHOOK_URLS is not set. */
+  webhooks: WebhookConfig | undefined;
   /** Port of the embedded sandbox in sandbox mode. Default 4010. */
   sandboxPort: number;
   /** Where riskgate keeps state across restarts (the Log API checkpoint). Default `.riskgate/`. */
@@ -174,6 +194,22 @@ export interface RiskgateConfig {
   requestTimeoutMs: number;
 }
 
+/** Where riskgate's events go and how they are signed (RISKGATE_WEBHOOK_*, docs/webhooks.md). */
+export interface WebhookConfig {
+  /** Receivers, each sent every event (may carry credentials: never logged). */
+  urls: string[];
+  /**
+   * Signing secrets, the first the newest: each delivery carries one `v1,` signature per secret
+   * (rotation). A `whsec_<base64>` secret's key is its decoded bytes (Standard Webhooks), any
+   * other secret's its UTF-8 bytes.
+   */
+  secrets: string[];
+  /** The event types sent. Default: lock-outs and list changes. */
+  events: RiskgateEventType[];
+  /** Timeout of one delivery attempt, milliseconds. Default 5000. */
+  timeoutMs: number;
+}
+
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
 export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
@@ -184,10 +220,14 @@ export const SECRET_VARIABLES = [
   'RISKGATE_DATABASE',
   'RISKGATE_DECISION_LOG_HASH_KEY',
   'RISKGATE_OPS_KEYS',
+  'RISKGATE_CONSOLE_SESSION_KEY',
   'RISKGATE_CLIENT_SECRET',
   'RISKGATE_ADMIN_API_KEY',
   'RISKGATE_LOG_API_KEY',
   'RISKGATE_CALLBACK_SIGNATURE_KEY',
+  // A receiver's URL may carry a password or a token.
+  'RISKGATE_WEBHOOK_URLS',
+  'RISKGATE_WEBHOOK_SECRET',
 ] as const;
 
 /** Upstream variables: any of them set without RISKGATE_SIGNALS_URL is a half-configured vendor. */
@@ -269,6 +309,105 @@ const keyList = z
       .min(1, 'lists no key'),
   );
 
+/**
+ * RISKGATE_OPS_KEYS: comma-separated `name:role:key` entries or plain keys (an `admin` named by its
+ * key id; src/operators/operator-keys.ts). Kept as entries; every message names the operator, never the key.
+ */
+const opsKeyList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0),
+  )
+  .transform((entries, ctx) => {
+    if (entries.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'lists no key' });
+      return z.NEVER;
+    }
+    if (entries.some((k) => /[\s#]/.test(k))) {
+      ctx.addIssue({ code: 'custom', message: NO_COMMENT });
+      return z.NEVER;
+    }
+    const parsed = parseOperatorKeyEntries(entries);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return entries;
+  });
+
+const commaList = (s: string) =>
+  s
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k.length > 0);
+
+/** RISKGATE_SSO_OPERATORS: `identity:role,...` (an identity as the proxy sends it, an email). */
+const ssoOperators = z.string().transform((text, ctx) => {
+  const operators = new Map<string, OperatorRole>();
+  for (const entry of commaList(text)) {
+    const colon = entry.lastIndexOf(':');
+    const identity = entry.slice(0, Math.max(colon, 0)).toLowerCase();
+    const role = entry.slice(colon + 1);
+    if (colon < 0 || !(OPERATOR_ROLES as readonly string[]).includes(role)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `entries are identity:role with a role of ${OPERATOR_ROLES.join(', ')} (not ${JSON.stringify(entry.slice(0, 80))})`,
+      });
+      return z.NEVER;
+    }
+    if (!OPERATOR_NAME.test(identity) || operators.has(identity)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: operators.has(identity)
+          ? `names ${identity} twice`
+          : `names ${JSON.stringify(identity.slice(0, 80))}: an identity must be 1-64 letters, digits, ".", "_", "-" or "@"`,
+      });
+      return z.NEVER;
+    }
+    operators.set(identity, role as OperatorRole);
+  }
+  if (operators.size === 0) {
+    ctx.addIssue({ code: 'custom', message: 'lists no operator' });
+    return z.NEVER;
+  }
+  return operators;
+});
+
+/** Headers a proxy's identity must never be read from: riskgate or the proxy give them other meanings. */
+const RESERVED_HEADERS = [
+  'authorization',
+  'cookie',
+  'host',
+  'x-forwarded-for',
+  'content-type',
+  'content-length',
+];
+
+/** The event types a webhook may carry (src/events/riskgate-event.ts). */
+const WEBHOOK_EVENT_TYPES: readonly [RiskgateEventType, ...RiskgateEventType[]] = [
+  'lockout.created',
+  'lockout.ended',
+  'list.entry_added',
+  'list.entry_removed',
+  'decision.denied',
+  'decision.challenged',
+];
+
+/** A comma-separated list of `item`s, none empty. */
+const commaListOf = <T extends z.ZodType<unknown, string>>(item: T, none: string) =>
+  z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((k) => k.trim())
+        .filter((k) => k.length > 0),
+    )
+    .pipe(z.array(item).min(1, none));
+
 const baseSchema = z.object({
   RISKGATE_PORT: port(8080),
   SANDBOX_PORT: port(4010),
@@ -283,10 +422,40 @@ const baseSchema = z.object({
       .pipe(z.number().max(65535, 'must be a whole number from 0 to 65535')),
   ),
   RISKGATE_OPS_HOST: optionalEmptyAsUndefined(nonEmpty),
-  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(keyList),
+  RISKGATE_OPS_KEYS: optionalEmptyAsUndefined(opsKeyList),
+  RISKGATE_TRUSTED_PROXIES: optionalEmptyAsUndefined(
+    z.string().transform((text, ctx) => {
+      const proxies = parseTrustedProxies(commaList(text));
+      if (typeof proxies === 'string' || proxies.length === 0) {
+        ctx.addIssue({ code: 'custom', message: typeof proxies === 'string' ? proxies : 'lists no address' });
+        return z.NEVER;
+      }
+      return proxies;
+    }),
+  ),
+  RISKGATE_TRUSTED_IDENTITY_HEADER: optionalEmptyAsUndefined(
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(/^[a-z0-9-]{1,100}$/, 'must be a header name (letters, digits and -), e.g. X-Forwarded-Email')
+      .refine(
+        (h) => !RESERVED_HEADERS.includes(h),
+        'must not be a header riskgate or the proxy reads otherwise',
+      ),
+  ),
+  RISKGATE_SSO_OPERATORS: optionalEmptyAsUndefined(ssoOperators),
   RISKGATE_FEEDBACK_RATE: numberVariable({ min: 0.01, max: 100_000, fallback: 10, whole: false }),
   RISKGATE_FEEDBACK_BURST: numberVariable({ min: 1, max: 100_000, fallback: 50 }),
   RISKGATE_FEEDBACK_DECISIONS: numberVariable({ min: 1, max: 10_000_000, fallback: 100_000 }),
+  RISKGATE_CONSOLE_SESSION_KEY: optionalEmptyAsUndefined(
+    z.string().min(32, 'must be at least 32 characters'),
+  ),
+  RISKGATE_CONSOLE_SESSION_MINUTES: numberVariable({ min: 1, max: 10_080, fallback: 480 }),
+  RISKGATE_CONSOLE_SECURE_COOKIE: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_SHADOW_POLICY_PATH: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
@@ -357,6 +526,7 @@ const baseSchema = z.object({
     .enum(['username', 'off'], { error: 'must be username or off' })
     .default('username'),
   RISKGATE_SIGNALS_URL: optionalEmptyAsUndefined(httpUrl),
+  ...webhookVariables(),
 });
 
 const upstreamSchema = z.object({
@@ -491,44 +661,7 @@ export function loadConfig(
   if (!base.success) throw configError(firstIssue(base.error, resolved));
   const b = base.data;
 
-  let upstream: UpstreamConfig | undefined;
-  if (b.RISKGATE_SIGNALS_URL === undefined) {
-    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
-    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
-  } else {
-    const u = upstreamSchema.safeParse(resolved);
-    if (!u.success) throw configError(firstIssue(u.error, resolved, true));
-    if (b.RISKGATE_API_KEYS === undefined) {
-      throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
-    }
-    const d = u.data;
-    upstream = {
-      serviceId: d.RISKGATE_SERVICE_ID,
-      signalsUrl: d.RISKGATE_SIGNALS_URL,
-      authUrl: d.RISKGATE_AUTH_URL,
-      clientId: d.RISKGATE_CLIENT_ID,
-      clientSecret: d.RISKGATE_CLIENT_SECRET,
-      signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
-      signalsIdp: d.RISKGATE_SIGNALS_IDP,
-      adminUrl: d.RISKGATE_ADMIN_URL,
-      adminApiKey: d.RISKGATE_ADMIN_API_KEY,
-      logsUrl: d.RISKGATE_LOGS_URL,
-      logApiKey: d.RISKGATE_LOG_API_KEY,
-      callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
-    };
-    if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
-      throw configError(
-        'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
-      );
-    }
-    if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
-      throw configError(
-        upstream.logsUrl === undefined
-          ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
-          : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
-      );
-    }
-  }
+  const upstream = upstreamOf(b, resolved);
 
   if (
     b.RISKGATE_DECISION_LOG_REDACT.some((r) => r.mode === 'hash') &&
@@ -538,32 +671,31 @@ export function loadConfig(
       'RISKGATE_DECISION_LOG_HASH_KEY is required when RISKGATE_DECISION_LOG_REDACT hashes a field',
     );
   }
-  if (
-    b.RISKGATE_OPS_PORT !== undefined &&
-    b.RISKGATE_OPS_PORT !== 0 &&
-    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
-  ) {
-    throw configError(
-      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
-    );
-  }
-  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
-  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
-    throw configError(
-      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
-    );
-  }
+  const opsHost = checkOperatorSurface(b);
   return {
     port: b.RISKGATE_PORT,
     host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
     opsPort: b.RISKGATE_OPS_PORT,
     opsHost,
     opsKeys: b.RISKGATE_OPS_KEYS,
+    trustedProxy:
+      b.RISKGATE_TRUSTED_PROXIES === undefined
+        ? undefined
+        : {
+            proxies: b.RISKGATE_TRUSTED_PROXIES,
+            identityHeader: b.RISKGATE_TRUSTED_IDENTITY_HEADER,
+            operators: b.RISKGATE_SSO_OPERATORS,
+          },
     apiKeys: b.RISKGATE_API_KEYS,
     feedback: {
       ratePerSecond: b.RISKGATE_FEEDBACK_RATE,
       burst: b.RISKGATE_FEEDBACK_BURST,
       maxDecisions: b.RISKGATE_FEEDBACK_DECISIONS,
+    },
+    console: {
+      sessionKey: b.RISKGATE_CONSOLE_SESSION_KEY,
+      sessionMinutes: b.RISKGATE_CONSOLE_SESSION_MINUTES,
+      secureCookie: b.RISKGATE_CONSOLE_SECURE_COOKIE,
     },
     policyPath: b.RISKGATE_POLICY_PATH,
     shadowPolicyPath: b.RISKGATE_SHADOW_POLICY_PATH,
@@ -588,6 +720,7 @@ export function loadConfig(
           : { kind: 'postgres', url: b.RISKGATE_DATABASE },
     decisionStore: decisionStoreOf(b),
     upstream,
+    webhooks: webhookConfigOf(b),
     sandboxPort: b.SANDBOX_PORT,
     stateDir: b.RISKGATE_STATE_DIR,
     signalsConnections: b.RISKGATE_SIGNALS_CONNECTIONS,
@@ -602,6 +735,141 @@ export function loadConfig(
     acceptSockets: b.RISKGATE_ACCEPT_SOCKETS,
     headersTimeoutMs: Math.min(b.RISKGATE_HEADERS_TIMEOUT_MS, b.RISKGATE_REQUEST_TIMEOUT_MS),
     requestTimeoutMs: b.RISKGATE_REQUEST_TIMEOUT_MS,
+  };
+}
+
+/** The vendor's settings (undefined in sandbox mode), checked together. */
+function upstreamOf(
+  b: z.output<typeof baseSchema>,
+  resolved: Readonly<Record<string, string | undefined>>,
+): UpstreamConfig | undefined {
+  if (b.RISKGATE_SIGNALS_URL === undefined) {
+    const stray = UPSTREAM_VARIABLES.find((name) => resolved[name] !== undefined && resolved[name] !== '');
+    if (stray) throw configError(`RISKGATE_SIGNALS_URL is required when ${stray} is set`);
+    return undefined;
+  }
+  const u = upstreamSchema.safeParse(resolved);
+  if (!u.success) throw configError(firstIssue(u.error, resolved, true));
+  if (b.RISKGATE_API_KEYS === undefined) {
+    throw configError('RISKGATE_API_KEYS is required when an upstream is configured');
+  }
+  const d = u.data;
+  const upstream: UpstreamConfig = {
+    serviceId: d.RISKGATE_SERVICE_ID,
+    signalsUrl: d.RISKGATE_SIGNALS_URL,
+    authUrl: d.RISKGATE_AUTH_URL,
+    clientId: d.RISKGATE_CLIENT_ID,
+    clientSecret: d.RISKGATE_CLIENT_SECRET,
+    signalsAudience: d.RISKGATE_SIGNALS_AUDIENCE,
+    signalsIdp: d.RISKGATE_SIGNALS_IDP,
+    adminUrl: d.RISKGATE_ADMIN_URL,
+    adminApiKey: d.RISKGATE_ADMIN_API_KEY,
+    logsUrl: d.RISKGATE_LOGS_URL,
+    logApiKey: d.RISKGATE_LOG_API_KEY,
+    callbackSignatureKey: d.RISKGATE_CALLBACK_SIGNATURE_KEY,
+  };
+  if (!upstream.signalsAudience.startsWith('urn:') && upstream.signalsIdp === undefined) {
+    throw configError(
+      'RISKGATE_SIGNALS_IDP is required unless RISKGATE_SIGNALS_AUDIENCE is the whole scope URN (urn:<idp>:iam:org:project:id:<audience>:aud)',
+    );
+  }
+  if ((upstream.logsUrl === undefined) !== (upstream.logApiKey === undefined)) {
+    throw configError(
+      upstream.logsUrl === undefined
+        ? 'RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set'
+        : 'RISKGATE_LOG_API_KEY is required when RISKGATE_LOGS_URL is set',
+    );
+  }
+  return upstream;
+}
+
+/** The operator surface's settings, checked together: the ops host. */
+function checkOperatorSurface(b: z.output<typeof baseSchema>): string {
+  if (
+    b.RISKGATE_OPS_PORT !== undefined &&
+    b.RISKGATE_OPS_PORT !== 0 &&
+    b.RISKGATE_OPS_PORT === b.RISKGATE_PORT
+  ) {
+    throw configError(
+      'RISKGATE_OPS_PORT must differ from RISKGATE_PORT (unset it to serve both on one port)',
+    );
+  }
+  const opsHost = b.RISKGATE_OPS_HOST ?? '127.0.0.1';
+  if (b.RISKGATE_OPS_PORT !== undefined && b.RISKGATE_OPS_KEYS === undefined && !isLoopbackHost(opsHost)) {
+    throw configError(
+      `RISKGATE_OPS_KEYS is required when the ops port listens beyond this machine (RISKGATE_OPS_HOST=${opsHost}): set RISKGATE_OPS_KEYS, or unset RISKGATE_OPS_HOST to listen on 127.0.0.1`,
+    );
+  }
+  const identityHeader = b.RISKGATE_TRUSTED_IDENTITY_HEADER;
+  if (identityHeader !== undefined && b.RISKGATE_TRUSTED_PROXIES === undefined) {
+    throw configError(
+      'RISKGATE_TRUSTED_PROXIES is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set: the identity header is believed only from those addresses (anyone else reaching the port could write any name into it)',
+    );
+  }
+  if ((identityHeader === undefined) !== (b.RISKGATE_SSO_OPERATORS === undefined)) {
+    throw configError(
+      identityHeader === undefined
+        ? 'RISKGATE_TRUSTED_IDENTITY_HEADER is required when RISKGATE_SSO_OPERATORS is set'
+        : 'RISKGATE_SSO_OPERATORS is required when RISKGATE_TRUSTED_IDENTITY_HEADER is set (identity:role,...: who may operate, and as what)',
+    );
+  }
+  return opsHost;
+}
+
+/**
+ * RISKGATE_WEBHOOK_*: receivers, secrets, events, timeout. A URL's or a secret's value is never in
+ * a message (both may be given as `_FILE`).
+ */
+function webhookVariables() {
+  return {
+    RISKGATE_WEBHOOK_URLS: optionalEmptyAsUndefined(
+      commaListOf(
+        z.string().refine((u) => !/[\s#]/.test(u) && /^https?:\/\/[^/]/.test(u) && URL.canParse(u), {
+          error: 'must list http(s) URLs (comma-separated, no spaces or #)',
+        }),
+        'lists no URL',
+      ),
+    ),
+    RISKGATE_WEBHOOK_SECRET: optionalEmptyAsUndefined(
+      commaListOf(
+        z
+          .string()
+          .min(32, 'each secret must be at least 32 characters')
+          .refine((k) => !/[\s#]/.test(k), NO_COMMENT)
+          .refine((k) => !k.startsWith('whsec_') || Buffer.from(k.slice(6), 'base64').length >= 24, {
+            error: 'a whsec_ secret must hold at least 24 bytes of base64',
+          }),
+        'lists no secret',
+      ),
+    ),
+    RISKGATE_WEBHOOK_EVENTS: commaListOf(
+      z.enum(WEBHOOK_EVENT_TYPES, { error: `must list event types of: ${WEBHOOK_EVENT_TYPES.join(', ')}` }),
+      'lists no event type',
+    ).default(['lockout.created', 'lockout.ended', 'list.entry_added', 'list.entry_removed']),
+    RISKGATE_WEBHOOK_TIMEOUT_MS: numberVariable({ min: 100, max: 30_000, fallback: 5000 }),
+  };
+}
+
+function webhookConfigOf(b: {
+  RISKGATE_WEBHOOK_URLS?: string[] | undefined;
+  RISKGATE_WEBHOOK_SECRET?: string[] | undefined;
+  RISKGATE_WEBHOOK_EVENTS: RiskgateEventType[];
+  RISKGATE_WEBHOOK_TIMEOUT_MS: number;
+}): WebhookConfig | undefined {
+  if (b.RISKGATE_WEBHOOK_URLS === undefined) {
+    if (b.RISKGATE_WEBHOOK_SECRET !== undefined) {
+      throw configError('RISKGATE_WEBHOOK_URLS is required when RISKGATE_WEBHOOK_SECRET is set');
+    }
+    return undefined;
+  }
+  if (b.RISKGATE_WEBHOOK_SECRET === undefined) {
+    throw configError('RISKGATE_WEBHOOK_SECRET is required when RISKGATE_WEBHOOK_URLS is set');
+  }
+  return {
+    urls: b.RISKGATE_WEBHOOK_URLS,
+    secrets: b.RISKGATE_WEBHOOK_SECRET,
+    events: [...new Set(b.RISKGATE_WEBHOOK_EVENTS)],
+    timeoutMs: b.RISKGATE_WEBHOOK_TIMEOUT_MS,
   };
 }
 

@@ -1,13 +1,15 @@
 import type { DecisionSpan } from '../observability/tracing.ts';
 import type { DecideDeps } from './decide-deps.ts';
 import type { DecideResponse } from './decide-response.ts';
+import { emitDecisionEvent } from './decision-events.ts';
 import { decisionLine, type ShadowOutcome } from './decision-line.ts';
 import type { DecisionRun } from './run-decision.ts';
 
 /**
  * A decision's work after its answer (run on the next turn, `setImmediate`): action and
  * feature-read metrics, velocity counts, rule hits and statistics, the shadow policy on the same
- * inputs, the decision log line, decision metrics, the span's end.
+ * inputs, the decision log line, the deny or challenge event (webhooks), decision metrics, the
+ * span's end.
  */
 export function afterDecision(
   deps: DecideDeps,
@@ -52,6 +54,7 @@ export function afterDecision(
     };
   }
   deps.decisionLog.write(decisionLine(run, response, totalMs, shadow));
+  if (deps.events !== undefined) emitDecisionEvent(deps.events, run, response);
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
   span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
 }

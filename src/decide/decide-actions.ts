@@ -1,5 +1,6 @@
 import { ACTION_SUBMIT_MIN_BUDGET_MS } from '../actions/action-dispatcher.ts';
 import { type ActionJob, type ActionPlan, planActions } from '../actions/admin-actions.ts';
+import type { PlannedLockout } from '../lockouts/lockout-record.ts';
 import type { PolicyDecision } from '../policy/policy-types.ts';
 import type { DecideDeps } from './decide-deps.ts';
 import { type ActionReport, actionReport, oneTimeCodeReport } from './decide-response.ts';
@@ -12,7 +13,20 @@ import type { DecisionRun } from './run-decision.ts';
  * the caller sees it was warranted and not taken.
  */
 export async function startActions(
-  deps: Pick<DecideDeps, 'actions'> & { decide: Pick<DecideDeps['decide'], 'admin'> },
+  deps: Pick<DecideDeps, 'actions' | 'lockouts'> & { decide: Pick<DecideDeps['decide'], 'admin'> },
+  run: DecisionRun,
+  traceparent: string | undefined,
+): Promise<ActionReport[]> {
+  const reports = await submitActions(deps, run, traceparent);
+  if (deps.lockouts !== undefined) {
+    const lockouts = plannedLockouts(run, reports);
+    if (lockouts.length > 0) deps.lockouts.planned(lockouts);
+  }
+  return reports;
+}
+
+async function submitActions(
+  deps: Pick<DecideDeps, 'actions'>,
   run: DecisionRun,
   traceparent: string | undefined,
 ): Promise<ActionReport[]> {
@@ -29,6 +43,7 @@ export async function startActions(
     userId: run.request.userId,
     deviceId: run.request.deviceId,
     traceparent,
+    nowMs: run.receivedAt.getTime(),
     ...(unverified && { verifyAccountId: run.request.accountId }),
   };
   // Reports keep the plans' order: a submitted plan's slot is filled once the submit is answered.
@@ -59,6 +74,34 @@ export async function startActions(
       reports[slot] = actionReport(plan.action, 'deferred', 'outbox_timeout');
   }
   return reports;
+}
+
+/**
+ * The lock-outs of a decision's reports, for their records: queued (or deferred: promised),
+ * failed, or withheld (skipped for want of a passed first factor). A lock-out without a user id
+ * has nobody to record.
+ */
+function plannedLockouts(run: DecisionRun, reports: readonly ActionReport[]): PlannedLockout[] {
+  const userId = run.request.userId;
+  if (userId === undefined) return [];
+  const out: PlannedLockout[] = [];
+  for (const r of reports) {
+    if (r.type !== 'lock_out_user') continue;
+    const status = r.status === 'skipped' ? 'withheld' : r.status === 'failed' ? 'failed' : 'queued';
+    const action = run.decision.actions.find((a) => a.type === 'lock_out_user' && a.name === r.name);
+    out.push({
+      decisionId: run.decisionId,
+      userId,
+      accountId: run.request.accountId,
+      rule: r.source,
+      createdMs: run.receivedAt.getTime(),
+      status,
+      reason: status === 'queued' ? undefined : r.reason,
+      durationMs: action?.durationMs,
+      escalateWithinMs: action?.escalateWithinMs,
+    });
+  }
+  return out;
 }
 
 /** The lock-outs withheld for want of a passed first factor, as `skipped` reports. */

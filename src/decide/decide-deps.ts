@@ -1,6 +1,8 @@
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
+import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
@@ -24,6 +26,10 @@ export interface DecideDeps {
   /** Sheds decisions under overload (src/admission/); without it every decision is started. */
   admission?: AdmissionControl | undefined;
   actions: ActionDispatcher;
+  /** Where a deny or a challenge is told (signed webhooks, when configured); off the answer's path. */
+  events?: EventSink | undefined;
+  /** Told the lock-outs each decision drove or withheld, after its answer (never waited for). */
+  lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   /** Rule hit counts for `GET /policies/stats` (active and shadow). */

@@ -97,7 +97,7 @@ export const decideResponseSchema = z.object({
   signals: z
     .record(z.string(), signalReportSchema)
     .describe(
-      'Per input the policy uses: signals by name, adminUser / adminDevices, and velocity (counter values) / history (event-history features).',
+      'Per input the policy uses: signals by name, adminUser / adminDevices, velocity (counter values) / history (event-history features), and lists (the runtime lists: ok, or unavailable while their snapshot is stale).',
     ),
   actions: z.array(actionReportSchema),
   degraded: z
@@ -377,6 +377,12 @@ export function buildDecideResponse(run: DecisionRun, actions: ActionReport[]): 
       input.history !== undefined
         ? { status: 'ok', result: { ...input.history } }
         : unavailableReport(features?.history ?? 'missing', treatmentOf(decision.unavailable, 'history'));
+  }
+  if (policy.requirements.lists === true) {
+    signals.lists =
+      input.lists !== undefined
+        ? { status: 'ok' }
+        : unavailableReport(input.listsUnavailable ?? 'missing', treatmentOf(decision.unavailable, 'lists'));
   }
 
   const reasons: DecideResponse['reasons'] = [];

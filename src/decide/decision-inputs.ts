@@ -2,8 +2,10 @@ import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import type { FeatureReader } from '../features/feature-reader.ts';
 import { DEFAULT_HISTORY_MAX_LAG_SECONDS, type HistoryFeatures } from '../features/history-features.ts';
 import type { CounterPlan } from '../features/velocity-counters.ts';
+import type { ListReader } from '../lists/list-sync.ts';
 import {
   type CompiledPolicy,
+  type ListLookup,
   POLICY_SIGNAL_NAMES,
   type PolicyInput,
   type PolicySignalName,
@@ -41,6 +43,11 @@ export interface InputPorts {
    * them unavailable (`not_configured`) and nothing is counted.
    */
   features?: FeatureReader | undefined;
+  /**
+   * The runtime lists' in-memory snapshot (src/lists/). Without it, a policy that reads lists
+   * sees them unavailable (`not_configured`).
+   */
+  lists?: ListReader | undefined;
 }
 
 /** What the rows of one decision read. */
@@ -71,6 +78,8 @@ export interface InputDraft {
   velocity: Record<string, number> | undefined;
   history: HistoryFeatures | undefined;
   featuresUnavailable: { velocity?: string; history?: string };
+  lists: ListLookup | undefined;
+  listsUnavailable: string | undefined;
 }
 
 /** One input of a decision. */
@@ -194,8 +203,24 @@ const HISTORY = row<HistoryFeatures>({
   },
 });
 
+/**
+ * The runtime lists: this process's in-memory snapshot, so no call and no wait (its fetch resolves
+ * at once); unavailable when the snapshot is stale (src/lists/list-sync.ts).
+ */
+const LISTS = row<ListLookup>({
+  name: 'lists',
+  needed: (ctx) => ctx.policy.requirements.lists === true || ctx.shadow?.requirements.lists === true,
+  applies: (ctx) => (ctx.ports.lists === undefined ? FEATURES_NOT_CONFIGURED : 'ok'),
+  timeoutMs: (ctx) => ctx.budgetMs,
+  fetch: (ctx) => Promise.resolve(ctx.ports.lists!.read(ctx.nowMs)),
+  land: (draft, outcome) => {
+    if (outcome.status === 'ok') draft.lists = outcome.value;
+    else draft.listsUnavailable = outcome.reason;
+  },
+});
+
 /** The inputs beside the signals, in the order they start. */
-const FIXED_ROWS: readonly InputRow[] = [ADMIN_USER, ADMIN_DEVICES, VELOCITY, HISTORY];
+const FIXED_ROWS: readonly InputRow[] = [ADMIN_USER, ADMIN_DEVICES, VELOCITY, HISTORY, LISTS];
 
 /** Signals only the shadow policy reads: fetched beside the others, kept out of the active decision. */
 export function shadowOnlySignals(policy: CompiledPolicy, shadow: CompiledPolicy | undefined) {
@@ -230,6 +255,8 @@ export async function gatherInputs(
     velocity: undefined,
     history: undefined,
     featuresUnavailable: {},
+    lists: undefined,
+    listsUnavailable: undefined,
   };
   const fetched: InputRow[] = [];
   const sources: InputSource[] = [];
@@ -270,5 +297,7 @@ export function policyInputOf(draft: InputDraft, request: PolicyInput['request']
   if (featuresUnavailable.velocity !== undefined || featuresUnavailable.history !== undefined) {
     input.featuresUnavailable = featuresUnavailable;
   }
+  if (draft.lists !== undefined) input.lists = draft.lists;
+  if (draft.listsUnavailable !== undefined) input.listsUnavailable = draft.listsUnavailable;
   return input;
 }

@@ -53,7 +53,8 @@ export function storeOpOf(record: object, nowMs: number): StoreOp | undefined {
         row: {
           decision_id: decisionId,
           label,
-          labelled_by: text(r.labelledBy) ?? 'unknown',
+          // The operator's name when a named operator gave it (the console, an operator's key).
+          labelled_by: text(r.operator) ?? text(r.labelledBy) ?? 'unknown',
           note: text(r.note),
           at_ms: timeOf(r.at, nowMs),
         },

@@ -51,6 +51,8 @@ export interface DemoBanner {
   /** Where the development operator key is kept. */
   opsKeyFile?: string | undefined;
   userIds: Record<string, string | undefined>;
+  /** Where the operator surface is (the ops port's URL when RISKGATE_OPS_PORT is set). Default `riskgateUrl`. */
+  operatorUrl?: string | undefined;
 }
 
 const WHAT_HAPPENS: Record<string, string> = {
@@ -81,6 +83,9 @@ export function printDemo(b: DemoBanner): void {
     b.opsKey !== undefined
       ? `  curl -s -H 'authorization: Bearer ${b.opsKey}' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json, /actions)\n  Development operator key: kept in ${b.opsKeyFile} (set RISKGATE_OPS_KEYS to choose your own); caller keys never open these.`
       : `  curl -s -H 'authorization: Bearer <a RISKGATE_OPS_KEYS key>' ${b.riskgateUrl}/policies    (and /metrics, /openapi.json, /actions)`,
+    '',
+    `Console: ${b.operatorUrl ?? b.riskgateUrl}/console    (sign in with ${b.opsKey !== undefined ? 'the development operator key above' : 'a RISKGATE_OPS_KEYS key'}; after the three logins above it shows their decisions, and why mallory was denied and locked out)`,
+    '',
     'Decision log lines follow on stdout. Ctrl-C stops riskgate and the sandbox.',
     '',
   );

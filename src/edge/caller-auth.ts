@@ -1,7 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
-import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { Context, MiddlewareHandler } from 'hono';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { Cidr } from '../net/ip-cidr.ts';
+import { type Operator, type OperatorRole, roleAllows } from '../operators/operator.ts';
+import { parseOperatorKeyEntries } from '../operators/operator-keys.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
+import { fromTrustedProxy } from './client-address.ts';
 
 /**
  * Caller authentication: `Authorization: Bearer <key>` against the configured keys.
@@ -17,6 +21,8 @@ import { problemOf, problemResponse } from '../problem/problem-details.ts';
 export interface Principal {
   keyId: string;
   role: 'caller' | 'operator';
+  /** An operator's request: who (name, role). Absent for a caller. */
+  operator?: Operator;
 }
 
 declare module 'hono' {
@@ -49,6 +55,60 @@ export function createKeyring(keys: readonly string[]): (presented: string) => s
   };
 }
 
+/**
+ * Identifies a presented operator key among RISKGATE_OPS_KEYS entries (`name:role:key` or a plain
+ * key: an `admin` named by its key id, src/operators/operator-keys.ts) in constant time, as
+ * `createKeyring`: the operator, or undefined. Throws RG_ERR_INVALID_CONFIG on a malformed entry
+ * (loadConfig refuses them first; the message never holds a key).
+ */
+export function createOperatorKeyring(
+  entries: readonly string[],
+): (presented: string) => Operator | undefined {
+  const parsed = parseOperatorKeyEntries(entries);
+  if (typeof parsed === 'string')
+    throw new RiskgateError(ErrorCode.INVALID_CONFIG, `RISKGATE_OPS_KEYS ${parsed}`);
+  const identify = createKeyring(parsed.map((k) => k.key));
+  const byId = new Map<string, Operator>();
+  for (const k of parsed) {
+    const keyId = keyIdOf(k.key);
+    byId.set(keyId, { name: k.name ?? keyId, role: k.role, keyId });
+  }
+  return (presented) => {
+    const keyId = identify(presented);
+    return keyId === undefined ? undefined : byId.get(keyId);
+  };
+}
+
+/**
+ * An authenticating proxy in front of the operator surface (oauth2-proxy and the like): requests
+ * whose socket is one of `proxies` may name their operator in `header` (RISKGATE_TRUSTED_PROXIES,
+ * RISKGATE_TRUSTED_IDENTITY_HEADER, RISKGATE_SSO_OPERATORS). Anyone else's header is ignored: a
+ * client reaching the port directly could write any identity into it.
+ */
+export interface TrustedProxy {
+  proxies: readonly Cidr[];
+  /** The identity header (lower case); none: the proxies only vouch for X-Forwarded-For. */
+  identityHeader?: string | undefined;
+  /** Identity (lower case) to role. */
+  operators?: ReadonlyMap<string, OperatorRole> | undefined;
+}
+
+/**
+ * The identity a trusted proxy vouches for: the operator (key id `sso`), `{ unknown }` for an
+ * identity with no role, undefined when there is none (no header, or not from a trusted proxy).
+ */
+export function trustedIdentityOf(
+  c: Context,
+  trusted: TrustedProxy | undefined,
+): { operator: Operator } | { unknown: string } | undefined {
+  if (trusted?.identityHeader === undefined || !fromTrustedProxy(c, trusted.proxies)) return undefined;
+  const claimed = c.req.header(trusted.identityHeader)?.trim();
+  if (claimed === undefined || claimed === '') return undefined;
+  const name = claimed.toLowerCase();
+  const role = trusted.operators?.get(name);
+  return role === undefined ? { unknown: claimed.slice(0, 64) } : { operator: { name, role, keyId: 'sso' } };
+}
+
 export function createKeyVerifier(keys: readonly string[]): (presented: string) => boolean {
   const identify = createKeyring(keys);
   return (presented) => identify(presented) !== undefined;
@@ -71,16 +131,28 @@ function unauthenticated(header: string | undefined, which: string): Response {
   );
 }
 
+/** 403: a trusted proxy vouched for someone RISKGATE_SSO_OPERATORS does not list. */
+function unknownIdentity(identity: string): Response {
+  return problemResponse(
+    problemOf(
+      ErrorCode.FORBIDDEN,
+      `The identity ${JSON.stringify(identity)} from the trusted proxy has no operator role: RISKGATE_SSO_OPERATORS lists who may operate.`,
+    ),
+  );
+}
+
 /**
  * Hono middleware answering 401 problem+json unless the request carries one of `caller` or
- * `operator` keys; sets `principal` (the key's id and role) for the handler.
+ * `operator` keys (operator entries as RISKGATE_OPS_KEYS has them); sets `principal` (the key's id
+ * and role, and the operator) for the handler. With `trusted`, a request without a key from a
+ * trusted proxy is the operator its identity header names (403 for an identity with no role).
  */
-export function keyAuth(keys: {
-  caller?: readonly string[];
-  operator?: readonly string[];
-}): MiddlewareHandler {
+export function keyAuth(
+  keys: { caller?: readonly string[]; operator?: readonly string[] },
+  trusted?: TrustedProxy,
+): MiddlewareHandler {
   const caller = createKeyring(keys.caller ?? []);
-  const operator = createKeyring(keys.operator ?? []);
+  const operator = createOperatorKeyring(keys.operator ?? []);
   const which = keys.caller === undefined ? 'operator' : 'caller';
   return async (c, next) => {
     const header = c.req.header('authorization');
@@ -88,13 +160,17 @@ export function keyAuth(keys: {
     // Both rings are searched, so the time taken does not say which kind of key was sent.
     const asCaller = key === undefined ? undefined : caller(key);
     const asOperator = key === undefined ? undefined : operator(key);
-    if (asCaller === undefined && asOperator === undefined) return unauthenticated(header, which);
-    c.set(
-      'principal',
-      asOperator !== undefined
-        ? { keyId: asOperator, role: 'operator' }
-        : { keyId: asCaller!, role: 'caller' },
-    );
+    if (asOperator !== undefined) {
+      c.set('principal', { keyId: asOperator.keyId, role: 'operator', operator: asOperator });
+    } else if (asCaller !== undefined) {
+      c.set('principal', { keyId: asCaller, role: 'caller' });
+    } else {
+      // A key that does not match is refused even from the proxy: never a fallback to the header.
+      const vouched = key === undefined ? trustedIdentityOf(c, trusted) : undefined;
+      if (vouched === undefined) return unauthenticated(header, which);
+      if ('unknown' in vouched) return unknownIdentity(vouched.unknown);
+      c.set('principal', { keyId: vouched.operator.keyId, role: 'operator', operator: vouched.operator });
+    }
     await next();
   };
 }
@@ -110,8 +186,8 @@ export function callerAuth(keys: readonly string[]): MiddlewareHandler {
  * the outbox (where a pending lock-out can be dropped), metrics and policies are never served to
  * whoever holds a caller key or reaches the port.
  */
-export function operatorAuth(keys: readonly string[]): MiddlewareHandler {
-  if (keys.length === 0) {
+export function operatorAuth(keys: readonly string[], trusted?: TrustedProxy): MiddlewareHandler {
+  if (keys.length === 0 && trusted?.identityHeader === undefined) {
     return async () =>
       problemResponse(
         problemOf(
@@ -120,5 +196,54 @@ export function operatorAuth(keys: readonly string[]): MiddlewareHandler {
         ),
       );
   }
-  return keyAuth({ operator: keys });
+  return keyAuth({ operator: keys }, trusted);
+}
+
+/**
+ * Hono middleware, after the key middleware: 403 problem+json unless the operator's role allows
+ * `role` (src/operators/operator.ts), naming both roles (never a key). `orCaller`: a caller key
+ * passes (an endpoint callers use too, where the role binds operators only). Default false.
+ */
+export function requireRole(role: OperatorRole, options: { orCaller?: boolean } = {}): MiddlewareHandler {
+  return async (c, next) => {
+    const principal = c.get('principal') as Principal | undefined;
+    const operator = principal?.operator;
+    if (principal?.role === 'caller' && options.orCaller === true) return next();
+    if (operator === undefined || !roleAllows(operator.role, role)) {
+      return problemResponse(
+        problemOf(
+          ErrorCode.FORBIDDEN,
+          operator === undefined
+            ? `This needs an operator with the ${role} role.`
+            : `This needs the ${role} role; operator ${operator.name} has the ${operator.role} role.`,
+        ),
+      );
+    }
+    await next();
+  };
+}
+
+/** Who an operator request is from, outside the middlewares (the console's sign-in and pages). */
+export interface OperatorResolver {
+  /** The operator a presented key belongs to (constant time), or undefined. */
+  ofKey(key: string): Operator | undefined;
+  /**
+   * The operator of a request: its `Authorization: Bearer` operator key, else the identity a
+   * trusted proxy vouches for (undefined also for an identity with no role).
+   */
+  resolve(c: Context): Operator | undefined;
+}
+
+/** An `OperatorResolver` over RISKGATE_OPS_KEYS entries and the trusted proxy, if any. */
+export function createOperatorResolver(entries: readonly string[], trusted?: TrustedProxy): OperatorResolver {
+  const ofKey = createOperatorKeyring(entries);
+  return {
+    ofKey,
+    resolve(c) {
+      const key = presentedKey(c.req.header('authorization'));
+      if (key !== undefined) return ofKey(key);
+      const vouched = trustedIdentityOf(c, trusted);
+      return vouched !== undefined && 'operator' in vouched ? vouched.operator : undefined;
+    },
+  };
 }

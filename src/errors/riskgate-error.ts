@@ -77,11 +77,23 @@ export const ErrorCode = {
   FEEDBACK_UNAVAILABLE: 'RG_ERR_FEEDBACK_UNAVAILABLE',
   /** The decision store (SQLite, PostgreSQL) did not answer a query: down, refused or too slow (HTTP 503). */
   DECISION_STORE_UNAVAILABLE: 'RG_ERR_DECISION_STORE_UNAVAILABLE',
+  /** The database (RISKGATE_DATABASE) did not answer: down, refused or too slow (HTTP 503). */
+  DATABASE_UNAVAILABLE: 'RG_ERR_DATABASE_UNAVAILABLE',
+  /**
+   * The audit trail (src/audit/) cannot write: an operator's change is refused, not made, rather
+   * than made unaudited (HTTP 503).
+   */
+  AUDIT_UNAVAILABLE: 'RG_ERR_AUDIT_UNAVAILABLE',
   /**
    * An action waiting for its subject to be verified found the Admin user is not the account's
    * (or is gone): it is dropped, never carried out.
    */
   SUBJECT_MISMATCH: 'RG_ERR_SUBJECT_MISMATCH',
+  /**
+   * A decision's runtime list snapshot is stale: no poll of the database confirmed it for the
+   * bound (10 s), so the lists input is unavailable (src/lists/list-sync.ts).
+   */
+  LISTS_UNAVAILABLE: 'RG_ERR_LISTS_UNAVAILABLE',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;
@@ -110,7 +122,7 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features';
+export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook' | 'lists';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

@@ -1,13 +1,13 @@
 import type { MiddlewareHandler } from 'hono';
-import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
-import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
-import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
 import type { DecisionMemory } from './decision-memory.ts';
 import { FeedbackRateLimit } from './feedback-rate-limit.ts';
 import { feedbackRequestSchema, MAX_FEEDBACK_BODY_BYTES } from './feedback-request.ts';
 import { RecentDecisions } from './recent-decisions.ts';
+import { assertLabelsKept, recordLabel } from './record-label.ts';
 
 export interface FeedbackRoutesOptions {
   /**
@@ -52,54 +52,33 @@ export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
       app.post(
         '/feedback',
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
+        // An operator labels with the analyst role; a caller key labels its own decisions, as before.
+        edge.requireRole('analyst', { orCaller: true }),
         feedbackRateLimited(limiter),
         edge.audited,
         edge.limitBody(MAX_FEEDBACK_BODY_BYTES),
         async (c) => {
           const feedback = await edge.readJsonBody(c, feedbackRequestSchema);
-          if (o.decisionLog === DISCARD_DECISION_LOG) {
-            return problemResponse(
-              problemOf(
-                ErrorCode.DECISION_LOG_UNAVAILABLE,
-                'Feedback is kept in the decision log, and RISKGATE_DECISION_LOG is off: it would be lost.',
-              ),
-            );
-          }
           const principal = c.get('principal');
-          const recordedAt = new Date().toISOString();
-          const event = { label: feedback.label, labelledBy: principal.keyId, at: recordedAt };
-          // A caller labels only what its own key was answered. An operator labels any decision,
-          // also one riskgate does not know (older than its memory, another replica's).
-          const outcome = await recent.label(feedback.decisionId, event, principal.role === 'operator');
-          if (!outcome.labelled) {
-            throw new RiskgateError(
-              ErrorCode.NOT_FOUND,
-              `No recent decision ${feedback.decisionId} made with this key (feedback takes the key that asked for the decision, or an operator key).`,
-            );
+          // An operator's label is a change: audited before it is made (refused when it cannot be).
+          assertLabelsKept(o.decisionLog);
+          if (principal.role === 'operator') {
+            await edge.recordChange(c, {
+              action: 'decision.label',
+              target: feedback.decisionId,
+              detail: { label: feedback.label, ...(feedback.note !== undefined && { note: feedback.note }) },
+            });
           }
-          const { previous, history } = outcome;
-          o.decisionLog.write({
-            kind: 'feedback',
-            schemaVersion: DECISION_LOG_SCHEMA_VERSION,
-            at: recordedAt,
-            decisionId: feedback.decisionId,
-            label: feedback.label,
-            labelledBy: principal.keyId,
-            labelledAs: principal.role,
-            ...(previous !== undefined && { previousLabel: previous.label }),
-            ...(!outcome.known && { decisionKnown: false }),
-            ...(feedback.note !== undefined && { note: feedback.note }),
-          });
-          return c.json(
+          const recorded = await recordLabel(
+            { decisions: recent, decisionLog: o.decisionLog },
             {
-              decisionId: feedback.decisionId,
-              label: feedback.label,
-              recordedAt,
-              labelledBy: principal.keyId,
-              history,
+              ...feedback,
+              keyId: principal.keyId,
+              as: principal.role,
+              operatorName: principal.operator?.name,
             },
-            202,
           );
+          return c.json(recorded, 202);
         },
       );
     },

@@ -99,7 +99,11 @@ function build(options: { vendor?: Vendor; deps?: Partial<AppDeps> } = {}) {
     abandon: async () => {},
   };
   const metrics = createMetrics({ runtime: false });
-  const policies = { current: () => policy, status: () => ({ active: { revision: policy.revision } }) };
+  const policies = {
+    current: () => policy,
+    status: () => ({ name: policy.name, active: { revision: policy.revision } }),
+    reload: async () => ({ ok: true as const, changed: false, revision: policy.revision }),
+  };
   const draining = options.deps?.isDraining;
   // The routes the components bring in a running riskgate (src/service/service-components.ts).
   const routes = [
@@ -259,6 +263,7 @@ describe('createApp in process: routing', () => {
       expect((await as(undefined, path)).status, path).toBe(401);
     }
     expect(await (await as(OPERATOR, '/policies')).json()).toEqual({
+      name: expect.any(String),
       active: { revision: expect.any(String) },
     });
   });

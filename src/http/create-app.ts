@@ -1,18 +1,30 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import { admit } from '../admission/admit.ts';
+import { changeRecorder } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
 import { decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
-import { callerAuth, keyAuth, operatorAuth } from '../edge/caller-auth.ts';
+import {
+  callerAuth,
+  createOperatorResolver,
+  keyAuth,
+  operatorAuth,
+  requireRole,
+  type TrustedProxy,
+} from '../edge/caller-auth.ts';
+import { clientAddressOf } from '../edge/client-address.ts';
 import { clientAbortOf, inputErrorOf, limitBody, readJsonBody } from '../edge/json-body.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { RecentDecisions } from '../feedback/recent-decisions.ts';
 import type { RouteEdge, RouteMount, RouteSurface } from '../lifecycle/component.ts';
+import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { refusalClosesConnection } from '../problem/early-refusal.ts';
 import { problemCodeOf, problemOf, problemResponse, toProblem } from '../problem/problem-details.ts';
@@ -34,6 +46,10 @@ export interface AppDeps {
   /** The recent decisions: /decide remembers each one's caller key (`POST /feedback` reads them). */
   feedback?: { decisions?: DecisionMemory };
   actions: ActionDispatcher;
+  /** Where events go (signed webhooks): decisions emit `decision.denied`/`decision.challenged`. */
+  events?: EventSink | undefined;
+  /** Where /decide tells the lock-outs it drove or withheld (src/lockouts/). Default: nowhere. */
+  lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   /**
@@ -54,6 +70,13 @@ export interface AppDeps {
    * open on each surface.
    */
   ops?: { access: 'keys'; keys: readonly string[] } | { access: 'elsewhere' };
+  /**
+   * An authenticating proxy (RISKGATE_TRUSTED_PROXIES, RISKGATE_TRUSTED_IDENTITY_HEADER): its
+   * X-Forwarded-For is the client's address, its identity header an operator. Default none.
+   */
+  trustedProxy?: TrustedProxy | undefined;
+  /** Where operators' changes are recorded before they are made; without it every change is refused (503). */
+  audit?: AuditTrail | undefined;
   /** Rule hit counts (active and shadow), recorded after each answer. */
   ruleStats?: RuleStats | undefined;
   /** What the components mount (src/lifecycle/component.ts): each on the surfaces it names. */
@@ -112,10 +135,21 @@ export function createApp(deps: AppDeps): Hono {
   if (service) app.route('/', decideRoutes(deps, { guards: [auth, audited(deps)], recent }));
 
   const ops = deps.ops ?? { access: 'keys', keys: [] };
+  const opsKeys = ops.access === 'keys' ? ops.keys : [];
+  const trusted = deps.trustedProxy;
+  const operators = createOperatorResolver(opsKeys, trusted);
+  const clientAddress = (c: Context) => clientAddressOf(c, trusted?.proxies ?? []);
   const edge: RouteEdge = {
     apiKeys: deps.apiKeys,
-    operatorAuth: operatorAuth(ops.access === 'keys' ? ops.keys : []),
-    keyAuth,
+    operatorAuth: operatorAuth(opsKeys, trusted),
+    // Keys only: a proxy's identity header is believed on the operator surface alone (a proxy
+    // trusted for X-Forwarded-For in front of the service port must not vouch for operators there).
+    keyAuth: (keys) => keyAuth(keys),
+    requireRole,
+    resolveOperator: operators.resolve,
+    operatorOfKey: operators.ofKey,
+    clientAddress,
+    recordChange: changeRecorder({ audit: deps.audit, clientAddress, log: deps.log }),
     // A route's admission (the /decide room answers its own shed with the overload verdict).
     admit: () => admit({ admission: deps.admission, metrics: deps.metrics }),
     audited: audited(deps),

@@ -1,12 +1,15 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
+import type { AuditAction, AuditEntry } from '../operators/audit-trail.ts';
+import type { Operator, OperatorRole } from '../operators/operator.ts';
 
 /**
  * The component contract: one piece of riskgate (a store, a client, a background loop, a listener)
  * with a name, a start that hands back what it built, and a stop within a deadline. Modelled on
  * OPA's plugin manager (start in order, stop with a context) and fastify's plugins (each one brings
  * its own routes and its own close hook, run in reverse order). This module imports nothing of
- * riskgate: every room may depend on it, it depends on none.
+ * riskgate but types that import nothing themselves (the operator, the audit trail): every room may
+ * depend on it.
  */
 
 /** One structured service-log line. Never a secret. */
@@ -67,8 +70,37 @@ export interface RouteEdge {
   apiKeys: readonly string[];
   /** Guards an operator endpoint (the operator keys, never the caller keys). */
   operatorAuth: MiddlewareHandler;
-  /** Takes a caller or an operator key; `c.get('principal').role` says which. */
+  /**
+   * Takes a caller or an operator key; `c.get('principal').role` says which (`.operator` names an
+   * operator). Operator entries as RISKGATE_OPS_KEYS has them (`name:role:key` or a plain key).
+   */
   keyAuth(keys: { caller: readonly string[]; operator: readonly string[] }): MiddlewareHandler;
+  /**
+   * After `operatorAuth` (or `keyAuth`): 403 problem+json unless the operator's role allows `role`
+   * (viewer < analyst < admin). `orCaller`: a caller key passes too. Default false.
+   */
+  requireRole(role: OperatorRole, options?: { orCaller?: boolean }): MiddlewareHandler;
+  /**
+   * The operator of a request outside the middlewares: its bearer operator key, else the identity
+   * a trusted proxy vouches for (RISKGATE_TRUSTED_IDENTITY_HEADER); undefined otherwise.
+   */
+  resolveOperator(c: Context): Operator | undefined;
+  /** The operator a key belongs to (constant time): a sign-in form's key. */
+  operatorOfKey(key: string): Operator | undefined;
+  /**
+   * The client's address: the socket's, or behind a trusted proxy (RISKGATE_TRUSTED_PROXIES) the
+   * X-Forwarded-For hop it saw. The audit trail's `from`.
+   */
+  clientAddress(c: Context): string;
+  /**
+   * Writes an operator's change to the audit trail (who: the request's operator; when; from
+   * `clientAddress`) before the route makes it. Rejects with RG_ERR_AUDIT_UNAVAILABLE (503) when
+   * the trail cannot write: the route lets it propagate, and the change is not made.
+   */
+  recordChange(
+    c: Context,
+    change: { action: AuditAction; target: string; detail?: Record<string, unknown> },
+  ): Promise<AuditEntry>;
   /**
    * Admission (shed under overload with a 503, counted in flight). A route's own: /decide, whose
    * shed may be answered with the policy's overload verdict, builds its own in src/decide/.

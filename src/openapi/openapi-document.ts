@@ -1,22 +1,43 @@
 import { z } from 'zod';
+import { auditEntrySchema, auditPageSchema, auditQuerySchema } from '../audit/audit-routes.ts';
 import { MAX_CALLBACK_BODY_BYTES } from '../callbacks/jws-signature.ts';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../decide/decide-request.ts';
 import { decideResponseSchema } from '../decide/decide-response.ts';
 import { decisionsQuerySchema } from '../decision-store/decision-routes.ts';
+import { ruleReportSchema } from '../decision-store/rule-report-routes.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import {
   feedbackRequestSchema,
   feedbackResponseSchema,
   MAX_FEEDBACK_BODY_BYTES,
 } from '../feedback/feedback-request.ts';
+import {
+  addEntrySchema,
+  importBodySchema,
+  importQuerySchema,
+  importResultSchema,
+  listEntrySchema,
+  listPageSchema,
+  listsSchema,
+  MAX_ENTRY_BODY_BYTES,
+  MAX_IMPORT_BODY_BYTES,
+  MAX_IMPORT_ENTRIES,
+  pageQuerySchema,
+  reasonQuerySchema,
+  removeBodySchema,
+} from '../lists/list-api.ts';
+import { lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
+import { policyReloadSchema } from '../policy/policy-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
   actionsSchema,
   callbackAckSchema,
   decisionPageSchema,
   healthSchema,
+  lockoutSchema,
+  lockoutsSchema,
   outboxEntrySchema,
   policiesSchema,
   policyStatusSchema,
@@ -136,9 +157,15 @@ const EVERY_ROUTE: CodeNotes = {
 const OPERATOR_KEY: CodeNotes = {
   [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown operator key (a caller key never opens it).',
   [ErrorCode.FORBIDDEN]:
-    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one.',
+    'No operator key is configured (RISKGATE_OPS_KEYS): every request is refused, and the detail says how to configure one. Or the operator’s role is below the route’s (the detail names both), or a trusted proxy named an identity RISKGATE_SSO_OPERATORS does not list.',
   [ErrorCode.NOT_FOUND]:
     'On RISKGATE_PORT while RISKGATE_OPS_PORT is set: the operator routes are on the ops port.',
+};
+
+/** A change an operator makes: written to the audit trail first, refused when it cannot be. */
+const AUDITED_CHANGE: CodeNotes = {
+  [ErrorCode.AUDIT_UNAVAILABLE]:
+    'The audit trail (RISKGATE_DATABASE) cannot record the change: it is refused, and not made.',
 };
 
 /** Node's HTTP server answers it itself, without a body, and closes the connection. */
@@ -188,9 +215,16 @@ const BOTH_PORTS = [SERVICE_SERVER, OPS_SERVER];
  */
 function operatorRoute(
   method: 'get' | 'post' | 'delete',
-  op: { operationId: string; summary: string; description?: string; parameters?: object[] },
+  op: {
+    operationId: string;
+    summary: string;
+    description?: string;
+    parameters?: object[];
+    requestBody?: object;
+  },
   ok: object,
   extra: CodeNotes = {},
+  okStatus: '200' | '201' = '200',
 ): object {
   return {
     servers: BOTH_PORTS,
@@ -198,7 +232,7 @@ function operatorRoute(
       'operator',
       { ...op, security: [{ opsKey: [] }] },
       {
-        '200': ok,
+        [okStatus]: ok,
         ...problems({ ...OPERATOR_KEY, ...extra, ...EVERY_ROUTE }),
       },
     ),
@@ -244,7 +278,14 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     servers: [SERVICE_SERVER],
     tags: Object.entries(SURFACES).map(([name, description]) => ({ name, description })),
     components: documentComponents(),
-    paths: { ...callerPaths(), ...probePaths(), ...operatorPaths(), ...vendorPaths() },
+    paths: {
+      ...callerPaths(),
+      ...probePaths(),
+      ...operatorPaths(),
+      ...listPaths(),
+      ...lockoutPaths(),
+      ...vendorPaths(),
+    },
   };
 }
 
@@ -267,6 +308,10 @@ function documentComponents(): Record<string, unknown> {
       ...componentSchemas('input', {
         DecideRequest: decideRequestSchema,
         FeedbackRequest: feedbackRequestSchema,
+        AddListEntry: addEntrySchema,
+        ListImport: importBodySchema,
+        RemoveListEntry: removeBodySchema,
+        UnlockRequest: unlockRequestSchema,
       }),
       ...componentSchemas('output', {
         DecideResponse: decideResponseSchema,
@@ -277,12 +322,22 @@ function documentComponents(): Record<string, unknown> {
         Policies: policiesSchema,
         PolicyStatus: policyStatusSchema,
         RuleStats: ruleStatsSchema,
+        RuleReport: ruleReportSchema,
         Actions: actionsSchema,
         OutboxEntry: outboxEntrySchema,
+        AuditPage: auditPageSchema,
+        AuditEntry: auditEntrySchema,
+        PolicyReload: policyReloadSchema,
+        Lockouts: lockoutsSchema,
+        Lockout: lockoutSchema,
         CallbackAck: callbackAckSchema,
         DecisionPage: decisionPageSchema,
         StoredDecision: storedDecisionSchema,
         Timestamp: timestampSchema,
+        Lists: listsSchema,
+        ListPage: listPageSchema,
+        ListEntry: listEntrySchema,
+        ListImportResult: importResultSchema,
       }),
     },
   };
@@ -340,7 +395,7 @@ function callerPaths(): Record<string, unknown> {
           operationId: 'feedback',
           summary: 'Label a decision fraud or legit (for replay --labels)',
           description:
-            'With the caller key that asked for the decision, or an operator key (which labels any decision).',
+            'With the caller key that asked for the decision, or an operator key with the analyst role (which labels any decision, recorded in the audit trail first).',
           security: [{ callerKey: [] }, { opsKey: [] }],
           requestBody: {
             required: true,
@@ -358,6 +413,8 @@ function callerPaths(): Record<string, unknown> {
             [ErrorCode.INVALID_INPUT]:
               'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
             [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+            [ErrorCode.FORBIDDEN]: 'An operator whose role is below analyst (the detail names both roles).',
+            ...AUDITED_CHANGE,
             [ErrorCode.NOT_FOUND]:
               'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
             [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
@@ -440,12 +497,56 @@ function operatorPaths(): Record<string, unknown> {
         content: json(ref('Policies')),
       },
     ),
+    '/policies/reload': operatorRoute(
+      'post',
+      {
+        operationId: 'reloadPolicy',
+        summary: 'Load the policy files now (the admin role; audited)',
+        description:
+          'The watcher reloads on its own; this is for a change it cannot see. Recorded in the audit trail before the reload.',
+      },
+      {
+        description:
+          'The outcome: the new revision, or why the files were refused (the last good policy stays live).',
+        content: json(ref('PolicyReload')),
+      },
+      AUDITED_CHANGE,
+    ),
+    '/audit': operatorRoute(
+      'get',
+      {
+        operationId: 'listAudit',
+        summary: 'The audit trail: every change operators made, newest first',
+        description:
+          'Who (name, role, key id or `sso`), what, to what, when and from where; filtered by actor, action or target, paged with `cursor`.',
+        parameters: queryParameters(auditQuerySchema),
+      },
+      { description: 'A page of entries, newest first.', content: json(ref('AuditPage')) },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        [ErrorCode.AUDIT_UNAVAILABLE]: 'The audit trail’s database did not answer.',
+      },
+    ),
     '/policies/stats': operatorRoute(
       'get',
       { operationId: 'policyStats', summary: 'Rule hit counts on live traffic, per revision' },
       {
         description: 'Since start, the last few revisions of the active and the shadow policy.',
         content: json(ref('RuleStats')),
+      },
+    ),
+    '/rules/report': operatorRoute(
+      'get',
+      {
+        operationId: 'ruleReport',
+        summary: 'Each rule’s quality on live traffic, from the decision store',
+        description:
+          'For the active and the shadow revision: decisions and each rule’s fires over 1 h, 24 h and 7 d, an hourly series, precision and recall against the current labels, the rules that never fired, and the active × shadow verdict agreement.',
+      },
+      { description: 'The report, its windows ending at `generatedAt`.', content: json(ref('RuleReport')) },
+      {
+        [ErrorCode.DECISION_STORE_UNAVAILABLE]:
+          'The decision store’s database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
       },
     ),
     '/openapi.json': operatorRoute(
@@ -456,6 +557,14 @@ function operatorPaths(): Record<string, unknown> {
         content: json({ type: 'object', required: ['openapi', 'info', 'paths'] }),
       },
     ),
+    ...actionPaths(),
+    ...decisionPaths(),
+  };
+}
+
+/** The outbox's operator endpoints. */
+function actionPaths(): Record<string, unknown> {
+  return {
     '/actions': operatorRoute(
       'get',
       {
@@ -478,13 +587,30 @@ function operatorPaths(): Record<string, unknown> {
       'post',
       {
         operationId: 'retryAction',
-        summary: 'Deliver a dead (or dropped) action again, now',
+        summary: 'Deliver a dead (or dropped) action again, now (the admin role; audited)',
         description: NO_OUTBOX,
         parameters: [actionIdParameter],
       },
       { description: 'The action, pending again.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('dead or dropped') },
     ),
+    '/actions/{id}': operatorRoute(
+      'delete',
+      {
+        operationId: 'dropAction',
+        summary: 'Drop a pending or dead action: it is never delivered (the admin role; audited)',
+        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
+        parameters: [actionIdParameter],
+      },
+      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
+      { ...OUTBOX_ROUTE, ...AUDITED_CHANGE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+    ),
+  };
+}
+
+/** The decision store's operator endpoints. */
+function decisionPaths(): Record<string, unknown> {
+  return {
     '/decisions': operatorRoute(
       'get',
       {
@@ -524,16 +650,188 @@ function operatorPaths(): Record<string, unknown> {
         [ErrorCode.NOT_FOUND]: `No such decision in the store (never made, past retention, not written yet). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
       },
     ),
-    '/actions/{id}': operatorRoute(
+  };
+}
+
+const LIST_ROUTE: CodeNotes = {
+  [ErrorCode.NOT_FOUND]: `No list of this name in the active policy (its \`lists\`). ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The lists database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const LIST_CHANGE: CodeNotes = {
+  ...LIST_ROUTE,
+  ...AUDITED_CHANGE,
+  [ErrorCode.INVALID_INPUT]:
+    'A value not of the list’s kind (an `ip` list takes an address or CIDR), a missing reason, a ttl out of range; `field` names it.',
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+};
+const listNameParameter = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  description: 'A list the active policy declares (`lists.<name>`).',
+  schema: { type: 'string' },
+};
+const LIST_CHANGE_NOTE =
+  'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database, then told as an event; every replica’s decisions see it within 2 s.';
+
+/** The runtime lists (src/lists/list-routes.ts). */
+function listPaths(): Record<string, unknown> {
+  return {
+    '/lists': operatorRoute(
+      'get',
+      {
+        operationId: 'listLists',
+        summary: 'The runtime lists the active policy declares, with their counts',
+      },
+      {
+        description: 'Each list and its unexpired entries; how current this process’s snapshot is.',
+        content: json(ref('Lists')),
+      },
+      { [ErrorCode.DATABASE_UNAVAILABLE]: LIST_ROUTE[ErrorCode.DATABASE_UNAVAILABLE]! },
+    ),
+    '/lists/{name}': operatorRoute(
+      'get',
+      {
+        operationId: 'listEntries',
+        summary: 'One list’s unexpired entries, by value, a page at a time',
+        parameters: [listNameParameter, ...queryParameters(pageQuerySchema)],
+      },
+      { description: 'The list and a page of its entries.', content: json(ref('ListPage')) },
+      { ...LIST_ROUTE, [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.' },
+    ),
+    '/lists/{name}/entries': operatorRoute(
+      'post',
+      {
+        operationId: 'addListEntry',
+        summary: 'Add an entry (or replace one: its author, reason and expiry)',
+        description: LIST_CHANGE_NOTE,
+        parameters: [listNameParameter],
+        requestBody: {
+          required: true,
+          description: `JSON, at most ${MAX_ENTRY_BODY_BYTES} bytes.`,
+          content: json(ref('AddListEntry')),
+        },
+      },
+      { description: 'The entry as kept (an `ip` entry as its network).', content: json(ref('ListEntry')) },
+      { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ENTRY_BODY_BYTES} bytes.` },
+      '201',
+    ),
+    '/lists/{name}/entries/{value}': operatorRoute(
       'delete',
       {
-        operationId: 'dropAction',
-        summary: 'Drop a pending or dead action: it is never delivered',
-        description: `Its final \`action\` line goes to the decision log. ${NO_OUTBOX}`,
-        parameters: [actionIdParameter],
+        operationId: 'removeListEntry',
+        summary: 'Remove an entry, with a reason',
+        description: `${LIST_CHANGE_NOTE} The reason comes as the \`reason\` query parameter or a JSON body.`,
+        parameters: [
+          listNameParameter,
+          {
+            name: 'value',
+            in: 'path',
+            required: true,
+            description: 'The entry (a CIDR’s `/` URL-encoded as `%2F`).',
+            schema: { type: 'string' },
+          },
+          ...queryParameters(reasonQuerySchema),
+        ],
+        requestBody: { required: false, content: json(ref('RemoveListEntry')) },
       },
-      { description: 'The action, dropped.', content: json(ref('OutboxEntry')) },
-      { ...OUTBOX_ROUTE, [ErrorCode.NOT_FOUND]: unknownAction('pending or dead') },
+      { description: 'The entry removed.', content: json(ref('ListEntry')) },
+      {
+        ...LIST_CHANGE,
+        [ErrorCode.NOT_FOUND]: `No such list, or no unexpired entry of this value in it. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ENTRY_BODY_BYTES} bytes.`,
+      },
+    ),
+    '/lists/{name}/import': operatorRoute(
+      'post',
+      {
+        operationId: 'importListEntries',
+        summary: 'Add many entries at once',
+        description: `${LIST_CHANGE_NOTE} One audit entry for the import, one event per entry. A JSON array, or JSON lines (\`application/x-ndjson\`), of at most ${MAX_IMPORT_ENTRIES} entries; an entry without a reason or ttl takes the query's.`,
+        parameters: [listNameParameter, ...queryParameters(importQuerySchema)],
+        requestBody: {
+          required: true,
+          description: `At most ${MAX_IMPORT_BODY_BYTES} bytes.`,
+          content: {
+            ...json(ref('ListImport')),
+            'application/x-ndjson': { schema: { type: 'string', description: 'One entry object per line.' } },
+          },
+        },
+      },
+      { description: 'How many entries were added.', content: json(ref('ListImportResult')) },
+      { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_IMPORT_BODY_BYTES} bytes.` },
+      '201',
+    ),
+  };
+}
+
+const DATABASE_ROUTE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+
+const lockoutIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The lock-out’s id (its decision’s).',
+  schema: { type: 'string' },
+};
+
+/** The operator surface's lock-out records and their undo (src/lockouts/). */
+function lockoutPaths(): Record<string, unknown> {
+  return {
+    '/lockouts': operatorRoute(
+      'get',
+      {
+        operationId: 'listLockouts',
+        summary: 'The lock-outs riskgate drove or withheld, newest first',
+        parameters: queryParameters(lockoutsQuerySchema),
+      },
+      { description: 'A page of lock-outs.', content: json(ref('Lockouts')) },
+      {
+        [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        ...DATABASE_ROUTE,
+      },
+    ),
+    '/lockouts/{id}': operatorRoute(
+      'get',
+      { operationId: 'getLockout', summary: 'One lock-out', parameters: [lockoutIdParameter] },
+      { description: 'The lock-out.', content: json(ref('Lockout')) },
+      {
+        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        ...DATABASE_ROUTE,
+      },
+    ),
+    '/lockouts/{id}/unlock': operatorRoute(
+      'post',
+      {
+        operationId: 'unlockLockout',
+        summary: 'Unlock the user of a lock-out (Admin API status enabled, through the outbox)',
+        description:
+          'Written to the audit trail first (refused when it cannot be), then queued in the outbox (durable, retried), then recorded: this lock-out and the user’s others still in force become `unlocked`. An unlocked lock-out is answered as it is.',
+        parameters: [lockoutIdParameter],
+        requestBody: {
+          required: true,
+          description: 'JSON, at most 4096 bytes.',
+          content: json(ref('UnlockRequest')),
+        },
+      },
+      {
+        description: 'The lock-out, unlocked (`unlockStatus` follows the outbox).',
+        content: json(ref('Lockout')),
+      },
+      {
+        [ErrorCode.INVALID_INPUT]: 'Invalid JSON or a missing or blank `reason`; `field` names it.',
+        [ErrorCode.PAYLOAD_TOO_LARGE]: 'A body over 4096 bytes.',
+        [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        [ErrorCode.AUDIT_UNAVAILABLE]:
+          'The audit trail did not take the unlock (or none is configured): nothing changed.',
+        ...OUTBOX_ROUTE,
+        ...DATABASE_ROUTE,
+      },
     ),
   };
 }

@@ -7,6 +7,7 @@ import type {
   VerdictCounts,
 } from '../decision-store/decision-query.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { LOCKOUT_STATUSES, type LockoutView } from '../lockouts/lockout-record.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
 import type { PolicyStoreStatus } from '../policy/policy-store.ts';
 import type { RevisionStats } from '../policy/rule-stats.ts';
@@ -87,6 +88,15 @@ export const healthSchema = z
           .describe('Vendor routes whose circuit breaker is not closed.'),
       })
       .optional(),
+    lists: z
+      .object({
+        snapshotAgeMs: z
+          .number()
+          .describe("How long ago this process's runtime list snapshot was confirmed current."),
+        stale: z.boolean().describe('Past the bound (10 s): rules reading lists see them unavailable.'),
+      })
+      .optional()
+      .describe('The runtime lists (src/lists/).'),
   })
   .describe('Details for people and dashboards; never a readiness check.');
 
@@ -228,6 +238,40 @@ export const storedDecisionSchema = decisionSummarySchema.extend({
 
 export const callbackAckSchema = z.object({ received: z.literal(true) });
 
+export const lockoutSchema = z.object({
+  id: z.string().describe('The lock-out’s id: its decision’s (a decision locks one user out at most).'),
+  userId: z.string(),
+  accountId: z.string().optional(),
+  decisionId: z.string(),
+  rule: z.string().optional().describe('The rule (or `verdict:<verdict>` binding) that asked for it.'),
+  createdAt: timestamp,
+  status: z
+    .enum(LOCKOUT_STATUSES)
+    .describe(
+      '`queued` (promised), `locked` (applied), `failed` (never applied), `withheld` (the first factor had not passed), `unlocked` (by an operator), `expired` (a temporary one ended).',
+    ),
+  until: timestamp.optional().describe('A temporary lock-out’s end; absent when permanent.'),
+  escalated: z.boolean().describe('Escalation (`escalateWithin`) made a temporary lock-out permanent.'),
+  endedAt: timestamp.optional(),
+  endedBy: z.string().optional().describe('`schedule`, or the operator who unlocked it.'),
+  reason: z
+    .string()
+    .optional()
+    .describe('Why it failed or was withheld, an unlock’s reason, a skipped unlock’s.'),
+  unlockStatus: z
+    .enum(['queued', 'done', 'failed'])
+    .optional()
+    .describe('An operator’s unlock through the outbox.'),
+});
+
+export const lockoutsSchema = z.object({
+  lockouts: z.array(lockoutSchema).describe('Newest first, at most `limit`.'),
+  nextCursor: z
+    .string()
+    .optional()
+    .describe('Pass as `cursor` for the next (older) page; absent on the last.'),
+});
+
 /** Compile-time: every value a producer builds fits its schema's output type. */
 type Fits<Produced extends Schema, Schema> = Produced;
 type Mutable<T> = T extends readonly (infer U)[] ? Mutable<U>[] : { -readonly [K in keyof T]: Mutable<T[K]> };
@@ -242,4 +286,5 @@ export type ProducersFitTheirSchemas = [
   Fits<DecisionStoreStatus, z.output<typeof decisionStoreStatusSchema>>,
   Fits<DecisionPage & { counts?: VerdictCounts }, z.output<typeof decisionPageSchema>>,
   Fits<Omit<StoredDecision, 'line'>, Omit<z.output<typeof storedDecisionSchema>, 'line'>>,
+  Fits<LockoutView, z.output<typeof lockoutSchema>>,
 ];

@@ -1,10 +1,11 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
-import type {
-  OutboxEntry,
-  OutboxListFilter,
-  OutboxStats,
-  OutboxStatus,
-  OutboxStore,
+import {
+  dueAtMs,
+  type OutboxEntry,
+  type OutboxListFilter,
+  type OutboxStats,
+  type OutboxStatus,
+  type OutboxStore,
 } from './outbox-store.ts';
 
 /**
@@ -150,14 +151,15 @@ export class MemoryOutboxStore implements OutboxStore {
     if (this.#pending.size + fresh.size > this.#maxPending) throw new OutboxFullError(this.#maxPending);
     return specs.map((spec) => {
       if (this.#slots.has(spec.id)) return false;
+      const atMs = dueAtMs(spec, nowMs);
       const slot: Slot = {
         seq: ++this.#seq,
         spec,
         status: 'pending',
         attempts: 0,
-        createdAtMs: nowMs,
-        horizonStartMs: nowMs,
-        nextAttemptAtMs: nowMs,
+        createdAtMs: atMs,
+        horizonStartMs: atMs,
+        nextAttemptAtMs: atMs,
         updatedAtMs: nowMs,
         lastError: undefined,
         reason: undefined,

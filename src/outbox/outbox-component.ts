@@ -21,6 +21,8 @@ export function outboxComponent(o: {
   config: RiskgateConfig;
   given?: OutboxStore | undefined;
   admin: OutboxOptions['admin'];
+  /** Carries out webhook deliveries (src/webhooks/); none when no receiver is configured. */
+  webhooks?: OutboxOptions['webhooks'];
   onOutcome: (outcome: ActionOutcome) => void;
   flushOutcomes: () => Promise<void>;
   log: LifecycleLog;
@@ -43,6 +45,7 @@ export function outboxComponent(o: {
       const outbox = new Outbox({
         store,
         admin: o.admin,
+        webhooks: o.webhooks,
         onOutcome: o.onOutcome,
         onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
         horizonMs: o.config.outboxHorizonMs,

@@ -52,7 +52,9 @@ export interface OutboxStore {
   readonly durable: boolean;
   /**
    * Records `specs` durably (resolves once they are). An id already present is not added again:
-   * false at its index.
+   * false at its index. A spec with `notBeforeMs` (a scheduled unlock) is due then, and counts as
+   * created then (`dueAtMs`): its wait is neither the pending age an Admin outage shows in nor
+   * part of its retry horizon.
    */
   append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]>;
   /**
@@ -100,4 +102,9 @@ export interface OutboxStore {
   /** What an operator should know about the store's durability (logged at start). */
   warnings?(): Promise<string[]>;
   close(): Promise<void>;
+}
+
+/** When an appended `spec` is first due (and counts as created): `notBeforeMs`, never before `nowMs`. */
+export function dueAtMs(spec: Pick<ActionSpec, 'notBeforeMs'>, nowMs: number): number {
+  return spec.notBeforeMs === undefined ? nowMs : Math.max(nowMs, spec.notBeforeMs);
 }

@@ -13,6 +13,7 @@ import {
   type ActionJob,
   type ActionSpec,
   attemptAction,
+  type WebhookPoster,
 } from '../actions/admin-actions.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
@@ -43,6 +44,8 @@ import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
 export interface OutboxOptions {
   store: OutboxStore;
   admin: ActionAdmin;
+  /** Carries out the webhook deliveries (`postWebhook`); none: they are dead-lettered. */
+  webhooks?: WebhookPoster | undefined;
   /** Told each final outcome (a decision log line, metrics). Must not throw. */
   onOutcome: (outcome: ActionOutcome) => void;
   /** Told when the store fails (a write refused, a claim failed). */
@@ -78,7 +81,17 @@ export interface OutboxOptions {
   maxDeferred?: number;
   /** Timeout of a submit that names none, and of each write of the deferred actions, ms. Default 2000. */
   submitTimeoutMs?: number;
+  /**
+   * Asked before each attempt of an entry whose spec is `scheduledUnlock` (a temporary lock-out's
+   * end, src/lockouts/): run it, skip it (ended done with the reason, no call made), or wait
+   * (given back, due in `waitMs`, the attempt not counted). A rejection is retried as a failed
+   * attempt. Default: every attempt runs.
+   */
+  beforeAttempt?: (spec: ActionSpec, store: Pick<OutboxStore, 'get'>) => Promise<AttemptGate>;
 }
+
+/** What `OutboxOptions.beforeAttempt` says of an attempt. */
+export type AttemptGate = { run: true } | { skip: string } | { waitMs: number };
 
 /** Deferred actions written to the store per write. */
 const DEFERRED_BATCH = 100;
@@ -101,8 +114,8 @@ function isAlive(pid: number): boolean {
 }
 
 export class Outbox implements ActionDispatcher {
-  readonly #o: Required<Omit<OutboxOptions, 'onError' | 'flushOutcomes'>> &
-    Pick<OutboxOptions, 'onError' | 'flushOutcomes'>;
+  readonly #o: Required<Omit<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt'>> &
+    Pick<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt'>;
   #toConfirm: string[] = [];
   /** Told and not yet confirmed logged: never told twice by this process. */
   readonly #told = new Set<string>();
@@ -439,7 +452,9 @@ export class Outbox implements ActionDispatcher {
     const free = this.#o.concurrency - this.#running.size;
     if (free <= 0) return 0;
     const now = this.#o.now();
-    const claimed = await this.#o.store.claim(this.#o.owner, free, now, this.#o.attemptTimeoutMs + 5000);
+    // The lease outlasts the longest attempt (a webhook's has its own timeout).
+    const longestMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0);
+    const claimed = await this.#o.store.claim(this.#o.owner, free, now, longestMs + 5000);
     for (const entry of claimed) void this.#attempt(entry);
     return claimed.length;
   }
@@ -467,20 +482,29 @@ export class Outbox implements ActionDispatcher {
     this.#running.set(spec.id, controller);
     this.#attemptsStarted++;
     let failure: { code: string; retryAfterMs?: number | undefined } | undefined;
+    let gate: AttemptGate = { run: true };
     try {
-      const result = await attemptAction(
-        spec,
-        this.#o.admin,
-      )({
-        timeoutMs: this.#o.attemptTimeoutMs,
-        signal: controller.signal,
-      });
-      if (!result.ok) failure = { code: result.error.code, retryAfterMs: result.error.retryAfterMs };
+      if (spec.scheduledUnlock !== undefined && this.#o.beforeAttempt !== undefined)
+        gate = await this.#o.beforeAttempt(spec, this.#o.store);
+      const result =
+        'run' in gate
+          ? await attemptAction(
+              spec,
+              this.#o.admin,
+              this.#o.webhooks,
+            )({
+              timeoutMs: this.#o.attemptTimeoutMs,
+              signal: controller.signal,
+            })
+          : undefined;
+      if (result?.ok === false)
+        failure = { code: result.error.code, retryAfterMs: result.error.retryAfterMs };
     } catch {
       failure = { code: ErrorCode.INTERNAL };
     }
     try {
-      await this.#settle(entry, failure, controller.signal.aborted);
+      if (failure === undefined && !('run' in gate)) await this.#settleGated(entry, gate);
+      else await this.#settle(entry, failure, controller.signal.aborted);
     } catch (error) {
       // The store failed: the lease runs out and the entry is tried again; nothing is lost.
       this.#o.onError?.(error);
@@ -549,6 +573,17 @@ export class Outbox implements ActionDispatcher {
       return;
     }
     await store.retryLater(spec.id, owner, now + delay, failure.code, true, now);
+  }
+
+  /** An attempt its gate skipped (done, no call made) or put off (not counted). */
+  async #settleGated(entry: OutboxEntry, gate: { skip: string } | { waitMs: number }): Promise<void> {
+    const { store, owner } = this.#o;
+    const now = this.#o.now();
+    if ('skip' in gate) {
+      if (await store.complete(entry.spec.id, owner, now)) this.#outcome(entry, 'done', now, gate.skip);
+      return;
+    }
+    await store.retryLater(entry.spec.id, owner, now + gate.waitMs, entry.lastError, false, now);
   }
 
   async #deadLetter(entry: OutboxEntry, reason: string, now: number): Promise<void> {

@@ -2,12 +2,13 @@ import type { RedisClientType } from 'redis';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import { connectRedis, RedisScripts } from '../redis/redis-client.ts';
 import { withDeadline } from '../store/store-deadline.ts';
-import type {
-  OutboxEntry,
-  OutboxListFilter,
-  OutboxStats,
-  OutboxStatus,
-  OutboxStore,
+import {
+  dueAtMs,
+  type OutboxEntry,
+  type OutboxListFilter,
+  type OutboxStats,
+  type OutboxStatus,
+  type OutboxStore,
 } from './outbox-store.ts';
 
 /**
@@ -56,19 +57,19 @@ local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local out = {}
 for i = 0, n - 1 do
-  local id, ok, spec = ARGV[3 + i * 3], ARGV[4 + i * 3], ARGV[5 + i * 3]
+  local id, ok, spec, at = ARGV[3 + i * 4], ARGV[4 + i * 4], ARGV[5 + i * 4], tonumber(ARGV[6 + i * 4])
   local k = P .. 'e:' .. id
   if redis.call('EXISTS', k) == 1 then
     out[#out + 1] = 0
   else
     local seq = redis.call('INCR', P .. 'seq')
-    redis.call('HSET', k, 'spec', spec, 'ok', ok, 'status', 'pending', 'attempts', 0, 'created', now,
-      'horizon', now, 'next', now, 'updated', now, 'seq', seq, 'owner', '', 'lease', 0)
+    redis.call('HSET', k, 'spec', spec, 'ok', ok, 'status', 'pending', 'attempts', 0, 'created', at,
+      'horizon', at, 'next', at, 'updated', now, 'seq', seq, 'owner', '', 'lease', 0)
     redis.call('ZADD', P .. 'all', seq, id)
-    redis.call('ZADD', P .. 'pend', now, id)
+    redis.call('ZADD', P .. 'pend', at, id)
     local u = P .. 'u:' .. ok
     redis.call('RPUSH', u, id)
-    if redis.call('LLEN', u) == 1 then redis.call('ZADD', P .. 'due', now, id) end
+    if redis.call('LLEN', u) == 1 then redis.call('ZADD', P .. 'due', at, id) end
     out[#out + 1] = 1
   end
 end
@@ -249,7 +250,7 @@ export class RedisOutboxStore implements OutboxStore {
 
   async append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]> {
     const args: (string | number)[] = [nowMs, specs.length];
-    for (const s of specs) args.push(s.id, s.orderingKey, JSON.stringify(s));
+    for (const s of specs) args.push(s.id, s.orderingKey, JSON.stringify(s), dueAtMs(s, nowMs));
     const r = (await this.#run('append', APPEND, args)) as number[];
     return r.map((x) => x === 1);
   }

@@ -2,12 +2,13 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
-import type {
-  OutboxEntry,
-  OutboxListFilter,
-  OutboxStats,
-  OutboxStatus,
-  OutboxStore,
+import {
+  dueAtMs,
+  type OutboxEntry,
+  type OutboxListFilter,
+  type OutboxStats,
+  type OutboxStatus,
+  type OutboxStore,
 } from './outbox-store.ts';
 
 /**
@@ -181,13 +182,11 @@ export class SqliteOutboxStore implements OutboxStore {
       try {
         for (const { specs, nowMs } of batch) {
           results.push(
-            specs.map(
-              (s) =>
-                Number(
-                  this.#s.insert!.run(s.id, s.orderingKey, JSON.stringify(s), nowMs, nowMs, nowMs, nowMs)
-                    .changes,
-                ) > 0,
-            ),
+            specs.map((s) => {
+              const at = dueAtMs(s, nowMs);
+              const added = this.#s.insert!.run(s.id, s.orderingKey, JSON.stringify(s), at, at, at, nowMs);
+              return Number(added.changes) > 0;
+            }),
           );
         }
         this.#db.exec('COMMIT');

@@ -1,8 +1,8 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
+import { type Cidr, cidrContains, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import { checkEvaluationBudget } from './evaluation-budget.ts';
-import { type Cidr, cidrContains, parseCidr, parseIp } from './ip-cidr.ts';
-import type { PolicySignalName } from './policy-types.ts';
+import type { ListLookup, PolicySignalName } from './policy-types.ts';
 import { RE2_MATCHES_NAME, re2Matches } from './re2-matches.ts';
 
 /**
@@ -180,6 +180,23 @@ export class HistoryView {
   statusChanges24h = 0;
 }
 
+/**
+ * `lists.<name>`: one runtime list, read through `contains` (no fields). The evaluator points it at
+ * the decision's list snapshot and clock before each evaluation.
+ */
+export class ListView {
+  readonly name: string;
+  lookup: ListLookup | undefined = undefined;
+  nowMs = 0;
+  constructor(name: string) {
+    this.name = name;
+  }
+}
+
+function listContains(list: ListView, value: string): boolean {
+  return list.lookup?.contains(list.name, value, list.nowMs) === true;
+}
+
 export const HISTORY_FIELDS: Record<string, string> = {
   available: 'bool',
   reason: 'string',
@@ -199,6 +216,8 @@ export interface Activation {
   /** `velocity.<name>`: the counters' values (every declared name present while available). */
   velocity: Record<string, number>;
   history: HistoryView;
+  /** `lists.<name>`: a view per list the policy declares. */
+  lists: Record<string, ListView>;
 }
 
 export function createActivation(): Activation {
@@ -212,6 +231,7 @@ export function createActivation(): Activation {
     devicePool: [],
     velocity: {},
     history: new HistoryView(),
+    lists: {},
   };
 }
 
@@ -372,6 +392,7 @@ export function policyEnvironment(): Environment {
     .registerType('Device', { ctor: DeviceView, fields: DEVICE_FIELDS })
     .registerType('Request', { ctor: RequestView, fields: REQUEST_FIELDS })
     .registerType('History', { ctor: HistoryView, fields: HISTORY_FIELDS })
+    .registerType('RuntimeList', { ctor: ListView, fields: {} })
     .registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' })
     .registerVariable('user', 'User', { description: 'The Admin API user.' })
     .registerVariable('devices', 'list<Device>', { description: "The user's Admin API devices." })
@@ -382,6 +403,13 @@ export function policyEnvironment(): Environment {
       description: "The policy's velocity counters by name (`velocity.accountsPerIp`).",
     })
     .registerVariable('history', 'History', { description: "The user's event history from the Log API." })
+    .registerVariable('lists', 'map<string, RuntimeList>', {
+      description: "The policy's runtime lists by name (`lists.blockedNetworks.contains(request.ip)`).",
+    })
+    .registerFunction('RuntimeList.contains(string): bool', listContains, {
+      description:
+        'Whether the value is an unexpired entry of the list: inside one of its CIDRs for an `ip` list, equal to an entry otherwise.',
+    })
     .registerFunction('string.inCidr(string): bool', ipInCidr, {
       description: 'Whether the IP address lies in the IPv4/IPv6 CIDR; false for a non-IP string.',
     })

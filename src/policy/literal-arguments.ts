@@ -1,6 +1,6 @@
 import type { ASTNode, Environment } from '@marcbachmann/cel-js';
+import { parseCidr } from '../net/ip-cidr.ts';
 import { closestName } from '../text/name-suggestion.ts';
-import { parseCidr } from './ip-cidr.ts';
 import { compileRe2 } from './re2-matches.ts';
 
 /**

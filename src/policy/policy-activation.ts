@@ -196,6 +196,7 @@ export const USER_BIT = 1 << 7;
 export const DEVICES_BIT = 1 << 8;
 export const VELOCITY_BIT = 1 << 9;
 export const HISTORY_BIT = 1 << 10;
+export const LISTS_BIT = 1 << 11;
 
 const NO_COUNTERS: Record<string, number> = Object.freeze({});
 
@@ -211,6 +212,7 @@ export function fillActivation(
   needsDevices: boolean,
   needsVelocity = false,
   needsHistory = false,
+  needsLists = false,
 ): number {
   let unavailable = 0;
   const s = act.signals;
@@ -256,6 +258,7 @@ export function fillActivation(
     if (input.velocity === undefined) unavailable |= VELOCITY_BIT;
   }
   if (needsHistory && !fillHistory(act, input)) unavailable |= HISTORY_BIT;
+  if (needsLists && !fillLists(act, input)) unavailable |= LISTS_BIT;
 
   const r = act.request;
   const q = input.request;
@@ -362,4 +365,15 @@ function fillHistory(act: Activation, input: PolicyInput): boolean {
   v.reason = h === undefined ? (input.featuresUnavailable?.history ?? MISSING_REASON) : '';
   for (const name of HISTORY_FEATURE_NAMES) v[name] = h?.[name] ?? 0;
   return h !== undefined;
+}
+
+/** Points every list view at the decision's snapshot and clock; false when the lists are unavailable. */
+function fillLists(act: Activation, input: PolicyInput): boolean {
+  const nowMs = input.now.getTime();
+  for (const name in act.lists) {
+    const v = act.lists[name]!;
+    v.lookup = input.lists;
+    v.nowMs = nowMs;
+  }
+  return input.lists !== undefined;
 }

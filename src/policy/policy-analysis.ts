@@ -20,6 +20,9 @@ export interface ExpressionRefs {
   /** Reads `history`; `historyAware` when it reads `history.available`. */
   history: boolean;
   historyAware: boolean;
+  /** Reads `lists`; `listNames` are the lists it names (`lists.<name>`). */
+  lists: boolean;
+  listNames: Set<string>;
 }
 
 const SIGNAL_NAME_SET: ReadonlySet<string> = new Set(POLICY_SIGNAL_NAMES);
@@ -58,6 +61,8 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
     velocityNames: new Set(),
     history: false,
     historyAware: false,
+    lists: false,
+    listNames: new Set(),
   };
   const visit = (x: unknown): void => {
     if (Array.isArray(x)) {
@@ -78,18 +83,22 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
       if (isNode(obj) && isId(obj, 'user') && field === 'available') refs.userAware = true;
       if (isNode(obj) && isId(obj, 'history') && field === 'available') refs.historyAware = true;
       if (isNode(obj) && isId(obj, 'velocity') && typeof field === 'string') refs.velocityNames.add(field);
+      if (isNode(obj) && isId(obj, 'lists') && typeof field === 'string') refs.listNames.add(field);
       visit(obj);
       return;
     }
-    if ((n.op === '[]' || n.op === '[?]') && isNode(n.args[0]) && isId(n.args[0], 'velocity')) {
+    if ((n.op === '[]' || n.op === '[?]') && isNode(n.args[0])) {
       const idx = n.args[1];
-      if (isNode(idx) && idx.op === 'value' && typeof idx.args === 'string') refs.velocityNames.add(idx.args);
+      const named = isNode(idx) && idx.op === 'value' && typeof idx.args === 'string' ? idx.args : undefined;
+      if (named !== undefined && isId(n.args[0], 'velocity')) refs.velocityNames.add(named);
+      if (named !== undefined && isId(n.args[0], 'lists')) refs.listNames.add(named);
     }
     if (n.op === 'id') {
       if (n.args === 'user') refs.user = true;
       else if (n.args === 'devices') refs.devices = true;
       else if (n.args === 'velocity') refs.velocity = true;
       else if (n.args === 'history') refs.history = true;
+      else if (n.args === 'lists') refs.lists = true;
       // `signals` as a whole value: every signal may be read.
       else if (n.args === 'signals') for (const s of POLICY_SIGNAL_NAMES) refs.signals.add(s);
       return;

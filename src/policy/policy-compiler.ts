@@ -8,6 +8,7 @@ import {
   compileCounter,
   parseWindow,
 } from '../features/velocity-counters.ts';
+import { parseCidr } from '../net/ip-cidr.ts';
 import { closestName } from '../text/name-suggestion.ts';
 import {
   DEVICE_FIELDS,
@@ -18,9 +19,15 @@ import {
   USER_FIELDS,
 } from './cel-environment.ts';
 import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
-import { parseCidr } from './ip-cidr.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
-import { DEVICES_BIT, HISTORY_BIT, SIGNAL_BIT, USER_BIT, VELOCITY_BIT } from './policy-activation.ts';
+import {
+  DEVICES_BIT,
+  HISTORY_BIT,
+  LISTS_BIT,
+  SIGNAL_BIT,
+  USER_BIT,
+  VELOCITY_BIT,
+} from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {
   type CompiledAction,
@@ -32,9 +39,16 @@ import {
   type UnavailableSetting,
   VERDICT_RANK,
 } from './policy-evaluator.ts';
-import { crossCheckPolicy, type OnUnavailable, type PolicyFile, policyFileSchema } from './policy-schema.ts';
+import {
+  crossCheckPolicy,
+  type OnUnavailable,
+  type PolicyFile,
+  parseTtl,
+  policyFileSchema,
+} from './policy-schema.ts';
 import {
   type AdminReadSettings,
+  type DeclaredList,
   POLICY_SIGNAL_NAMES,
   type PolicyAction,
   type PolicyIssue,
@@ -129,6 +143,7 @@ const KNOWN_VARIABLES: readonly string[] = [
   'nowSeconds',
   'velocity',
   'history',
+  'lists',
   'true',
   'false',
   'null',
@@ -144,7 +159,7 @@ function celMessage(summary: string): string {
   const variable = /^Unknown variable: (\w+)/.exec(summary)?.[1];
   if (variable) {
     const best = closestName(variable, KNOWN_VARIABLES);
-    const known = 'signals, user, devices, request, velocity, history, now, nowSeconds';
+    const known = 'signals, user, devices, request, velocity, history, lists, now, nowSeconds';
     return best
       ? `unknown name "${variable}" (did you mean "${best}"?)`
       : `unknown name "${variable}"; the inputs are ${known}`;
@@ -257,6 +272,11 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     // A lock-out on an attempt that may not even have had the password is a weapon against the
     // account's owner (policies/README.md, "A lock-out is never a weapon").
     if (cfg.type === 'lock_out_user' && cfg.requireFirstFactor !== false) compiled.requireFirstFactor = true;
+    if (cfg.type === 'lock_out_user' && cfg.duration !== undefined) {
+      // Checked by the schema: both parse.
+      template.durationMs = parseWindow(cfg.duration)!;
+      if (cfg.escalateWithin !== undefined) template.escalateWithinMs = parseWindow(cfg.escalateWithin)!;
+    }
     if (cfg.type === 'archive_device' && cfg.select !== undefined) {
       const path = ['actions', name, 'select'];
       const fn = compileExpression(path, cfg.select, 'list<string>');
@@ -300,6 +320,25 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     }
     return ok;
   };
+  const declaredLists = declaredListsOf(p);
+  const listNames = declaredLists.map((l) => l.name);
+  let needsLists = false;
+  /** List names an expression reads must be declared: reading an undeclared list is a load error. */
+  const checkListNames = (path: YamlPath, names: ReadonlySet<string>): boolean => {
+    let ok = true;
+    for (const name of names) {
+      if (listNames.includes(name)) continue;
+      ok = false;
+      const best = closestName(name, listNames);
+      error(
+        path,
+        listNames.length === 0
+          ? `lists.${name}: the policy declares no lists (lists)`
+          : `unknown list "${name}"${best ? ` (did you mean "${best}"?)` : ''}; declared: ${listNames.join(', ')}`,
+      );
+    }
+    return ok;
+  };
   const required = new Set<PolicySignalName>(actionRefs.signals);
   let needsUser = actionRefs.user;
   let needsDevices = actionRefs.devices;
@@ -311,9 +350,15 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     if (!fn) return;
     const refs = analyzeExpression(fn.ast);
     if (!checkVelocityNames(['rules', i, 'when'], refs.velocityNames)) return;
+    if (!checkListNames(['rules', i, 'when'], refs.listNames)) return;
     let skipMask = 0;
     // Every input the rule reads, availability-aware or not: the degraded floor's inputs.
     let readMask = 0;
+    if (refs.lists) {
+      needsLists = true;
+      skipMask |= LISTS_BIT;
+      readMask |= LISTS_BIT;
+    }
     if (refs.velocity) {
       needsVelocity = true;
       skipMask |= VELOCITY_BIT;
@@ -446,6 +491,9 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       onUnavailable: p.history?.onUnavailable ?? defaultOnUnavailable,
     });
   } else if (p.history !== undefined) warn(['history'], 'settings for history, but no rule reads `history`');
+  if (needsLists) {
+    unavailableSettings.push({ signal: 'lists', bit: LISTS_BIT, onUnavailable: defaultOnUnavailable });
+  }
 
   const outage = compileOutage(p, unavailableSettings, warn);
 
@@ -461,8 +509,10 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       adminDevices: needsDevices,
       velocity: needsVelocity,
       history: needsHistory,
+      lists: needsLists,
     },
     velocityCounters,
+    lists: declaredLists,
     featureSettings,
     signalOrder,
     signalSettings,
@@ -483,6 +533,16 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };
+}
+
+/** The `lists` section as the evaluator and the list store read it. */
+function declaredListsOf(p: PolicyFile): DeclaredList[] {
+  return Object.entries(p.lists ?? {}).map(([name, l]) => ({
+    name,
+    key: l.key,
+    ttlMs: l.ttl === undefined ? undefined : parseTtl(l.ttl),
+    description: l.description,
+  }));
 }
 
 /**

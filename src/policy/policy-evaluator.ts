@@ -1,6 +1,7 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
-import { type Activation, createActivation } from './cel-environment.ts';
+import { type Cidr, cidrContains, type IpWords, parseIp } from '../net/ip-cidr.ts';
+import { type Activation, createActivation, ListView } from './cel-environment.ts';
 import {
   budgetExceededMessage,
   endEvaluationBudget,
@@ -8,13 +9,13 @@ import {
   evaluationBudgetSpent,
   startEvaluationBudget,
 } from './evaluation-budget.ts';
-import { type Cidr, cidrContains, type IpWords, parseIp } from './ip-cidr.ts';
 import { fillActivation, MISSING_REASON, SIGNAL_BIT } from './policy-activation.ts';
 import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
   AdminReadSettings,
   CompiledPolicy,
+  DeclaredList,
   DegradedOutcome,
   MatchedRule,
   OutageOutcome,
@@ -55,7 +56,7 @@ export const NOT_CONFIGURED = 'not_configured';
 const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
 const DENY = RANK.deny;
 /** Id of the pseudo-rule reported when the engine itself failed. */
-const INTERNAL_ERROR = '$internal-error';
+export const INTERNAL_ERROR = '$internal-error';
 const BY_RANK: readonly (Verdict | undefined)[] = [undefined, 'allow', 'challenge', 'deny'];
 
 export interface CompiledAction {
@@ -148,6 +149,8 @@ export interface PolicyParts {
   raisingMask: number;
   velocityCounters: readonly CompiledCounter[];
   featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
+  /** The runtime lists the policy declares. */
+  lists: readonly DeclaredList[];
   warnings: readonly PolicyIssue[];
 }
 
@@ -219,6 +222,7 @@ function reasonOf(act: Activation, input: PolicyInput, signal: UnavailableSettin
   if (signal === 'adminDevices') return input.adminUnavailable?.devices ?? 'missing';
   if (signal === 'velocity') return input.featuresUnavailable?.velocity ?? 'missing';
   if (signal === 'history') return act.history.reason;
+  if (signal === 'lists') return input.listsUnavailable ?? MISSING_REASON;
   return act.signals[signal].reason;
 }
 
@@ -306,10 +310,12 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly warnings: readonly PolicyIssue[];
   readonly files: readonly string[];
   readonly ruleIds: readonly string[];
+  readonly ruleDescriptions: ReadonlyMap<string, string>;
   readonly overloadVerdict: Verdict | undefined;
   readonly thresholds: { challenge: number; deny: number };
   readonly velocityCounters: readonly CompiledCounter[];
   readonly featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
+  readonly lists: readonly DeclaredList[];
   readonly #p: PolicyParts;
   readonly #act: Activation = createActivation();
   readonly #policyRef: { name: string; revision: string };
@@ -324,10 +330,13 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.warnings = parts.warnings;
     this.files = parts.files;
     this.ruleIds = parts.rules.map((r) => r.id);
+    this.ruleDescriptions = new Map(parts.rules.map((r) => [r.id, r.matched.description]));
     this.overloadVerdict = parts.overloadVerdict;
     this.thresholds = parts.thresholds;
     this.velocityCounters = parts.velocityCounters;
     this.featureSettings = parts.featureSettings;
+    this.lists = parts.lists;
+    for (const l of parts.lists) this.#act.lists[l.name] = new ListView(l.name);
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
 
@@ -379,6 +388,7 @@ export class PolicyEvaluator implements CompiledPolicy {
       req.adminDevices,
       req.velocity,
       req.history,
+      req.lists === true,
     );
     const t = newTally();
     if (unavailableMask !== 0) this.#treatUnavailable(input, unavailableMask, t);

@@ -113,6 +113,14 @@ export const ruleSchema = z
   .strict();
 export type PolicyRule = z.infer<typeof ruleSchema>;
 
+/** Longest temporary lock-out, and longest escalation window: 30 days. */
+export const MAX_LOCK_OUT_MS = 720 * 3600 * 1000;
+
+const lockOutDurationSchema = z.string().refine((d) => {
+  const ms = parseWindow(d);
+  return ms !== undefined && ms >= 10_000 && ms <= MAX_LOCK_OUT_MS;
+}, 'must be a duration like 30s, 30m or 24h, from 10s to 720h');
+
 export const actionSchema = z.discriminatedUnion('type', [
   z
     .object({
@@ -127,8 +135,24 @@ export const actionSchema = z.discriminatedUnion('type', [
             'Default true: whoever knows a username must not be able to lock its owner out. False only ' +
             'for a login backend that calls /decide after checking the password.',
         ),
+      duration: lockOutDurationSchema
+        .optional()
+        .describe(
+          'A temporary lock-out: riskgate unlocks the user when it ends (scheduled durably in the outbox), ' +
+            'unless an operator or a later lock-out extended it. `<n>s`, `<n>m` or `<n>h`, 10s to 720h. ' +
+            'Default: permanent, until someone unlocks the user.',
+        ),
+      escalateWithin: lockOutDurationSchema
+        .optional()
+        .describe(
+          'With `duration`: a lock-out within this long of the same user’s previous one is permanent.',
+        ),
     })
-    .strict(),
+    .strict()
+    .refine((a) => a.escalateWithin === undefined || a.duration !== undefined, {
+      message: 'escalateWithin needs a duration: a lock-out without one is permanent already',
+      path: ['escalateWithin'],
+    }),
   z
     .object({
       type: z.literal('archive_device'),
@@ -183,7 +207,14 @@ export const overrideEntrySchema = z
 export type OverrideEntry = z.infer<typeof overrideEntrySchema>;
 
 /** The inputs an outage rule can name: the signals, the two Admin reads and the two feature reads. */
-const OUTAGE_INPUTS = [...POLICY_SIGNAL_NAMES, 'adminUser', 'adminDevices', 'velocity', 'history'] as const;
+const OUTAGE_INPUTS = [
+  ...POLICY_SIGNAL_NAMES,
+  'adminUser',
+  'adminDevices',
+  'velocity',
+  'history',
+  'lists',
+] as const;
 
 const counterFieldSchema = z
   .union([
@@ -262,6 +293,51 @@ const historySchema = z
   })
   .strict()
   .describe("Settings of the user's event history from the Log API (`history.<feature>` in CEL).");
+
+/** What a runtime list's entries are matched against (`lists.<name>.contains(...)`). */
+export const LIST_KEY_KINDS = ['ip', 'accountId', 'userId', 'unitId'] as const;
+export type ListKeyKind = (typeof LIST_KEY_KINDS)[number];
+
+/** A list entry's time-to-live: `<n>s`, `<n>m`, `<n>h` or `<n>d`; undefined when not one. */
+export function parseTtl(text: string): number | undefined {
+  const m = /^(\d{1,6})(s|m|h|d)$/.exec(text);
+  if (!m) return undefined;
+  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  return Number(m[1]) * unit;
+}
+
+/** Longest time-to-live of a list entry: about ten years. */
+export const MAX_LIST_TTL_MS = 3650 * 86_400_000;
+
+const listSchema = z
+  .object({
+    key: z
+      .enum(LIST_KEY_KINDS)
+      .describe(
+        'What an entry is: `ip` (an IPv4/IPv6 address or CIDR, matched against request.ip by prefix), `accountId`, `userId` or `unitId` (matched exactly).',
+      ),
+    ttl: z
+      .string()
+      .refine((t) => {
+        const ms = parseTtl(t);
+        return ms !== undefined && ms >= 1000 && ms <= MAX_LIST_TTL_MS;
+      }, 'must be a duration like 30s, 10m, 24h or 7d, from 1s to 3650d')
+      .optional()
+      .describe('Default time-to-live of an entry added without one; unset: entries never expire.'),
+    description: z.string().optional(),
+  })
+  .strict();
+export type ListDeclaration = z.infer<typeof listSchema>;
+
+const listsSchema = z
+  .record(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'list names must be identifiers (A-Z, a-z, 0-9, _)'),
+    listSchema,
+  )
+  .refine((o) => Object.keys(o).length <= 64, 'at most 64 lists')
+  .describe(
+    'Runtime lists: entries added and removed by operators at runtime (operator API, `riskgate lists`), kept in the database (RISKGATE_DATABASE) and shared by every replica within 2 s. Read in CEL as `lists.<name>.contains(value)`; unavailable (the snapshot is stale: the database has not answered for 10 s) per `defaults.onUnavailable`.',
+  );
 
 const outageRuleSchema = z
   .object({
@@ -363,6 +439,7 @@ export const policyFileSchema = z
       .optional(),
     velocity: velocitySchema.optional(),
     history: historySchema.optional(),
+    lists: listsSchema.optional(),
     rules: z.array(ruleSchema).min(1),
     actions: z.record(idSchema, actionSchema).optional(),
     verdictActions: z

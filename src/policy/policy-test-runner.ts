@@ -7,6 +7,7 @@ import {
   adminUserSchema,
 } from '../admin/admin-schemas.ts';
 import { quietHistory } from '../features/history-features.ts';
+import { type Cidr, cidrContains, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import { SIGNAL_TYPES } from '../signals/signal-schemas.ts';
 import { pathText } from './policy-compiler.ts';
 import { compilePolicyFile } from './policy-loader.ts';
@@ -19,6 +20,7 @@ import {
 } from './policy-test-schema.ts';
 import {
   type CompiledPolicy,
+  type ListLookup,
   POLICY_SIGNAL_NAMES,
   type PolicyDecision,
   type PolicyInput,
@@ -161,7 +163,31 @@ export function buildInput(
   else input.history = history.value;
   if (featuresUnavailable.velocity !== undefined || featuresUnavailable.history !== undefined)
     input.featuresUnavailable = featuresUnavailable;
+  const lists = given.lists ?? defaults?.lists ?? {};
+  if ('unavailable' in lists) input.listsUnavailable = String(lists.unavailable);
+  else input.lists = givenLists(lists as Record<string, string[]>);
   return input;
+}
+
+/**
+ * The runtime lists as a case gives them, matched as riskgate matches them (src/lists/): an entry
+ * equal to the value, or a CIDR (an address is its own /32 or /128) holding it.
+ */
+function givenLists(lists: Record<string, string[]>): ListLookup {
+  const networks = new Map<string, Cidr[]>();
+  for (const [name, entries] of Object.entries(lists)) {
+    networks.set(
+      name,
+      entries.flatMap((e) => parseCidr(e.includes('/') ? e : `${e}/${e.includes(':') ? 128 : 32}`) ?? []),
+    );
+  }
+  return {
+    contains(name, value) {
+      if (lists[name]?.includes(value)) return true;
+      const words = parseIp(value);
+      return words !== null && (networks.get(name) ?? []).some((c) => cidrContains(c, words));
+    },
+  };
 }
 
 /**

@@ -93,6 +93,12 @@ const givenSchema = z
       ])
       .optional()
       .describe('History features (`history.<feature>`); those not given read 0 (lagSeconds 120).'),
+    lists: z
+      .union([unavailableSchema, z.record(z.string(), z.array(z.string()))])
+      .optional()
+      .describe(
+        "The runtime lists' entries by name (`lists.<name>`): addresses and CIDRs of an `ip` list, ids of the others; lists not given are empty.",
+      ),
   })
   .strict();
 export type GivenInput = z.infer<typeof givenSchema>;

@@ -74,9 +74,31 @@ export interface PolicyInput {
   history?: HistoryFeatures | undefined;
   /** Feature reads that were required but failed (store down, follower behind), with the reason. */
   featuresUnavailable?: { velocity?: string; history?: string };
+  /** The runtime lists (`lists.<name>` in CEL), when the policy reads them and their snapshot is fresh. */
+  lists?: ListLookup | undefined;
+  /** Why the runtime lists are unavailable (a stale snapshot: `RG_ERR_LISTS_UNAVAILABLE`). */
+  listsUnavailable?: string | undefined;
   request: PolicyRequest;
   /** Evaluation time. */
   now: Date;
+}
+
+/** The runtime lists as a decision reads them (src/lists/ keeps them). */
+export interface ListLookup {
+  /**
+   * Whether `value` is an entry of list `name` that has not expired at `nowMs` (epoch ms): a
+   * prefix match for an IP list's CIDRs, an exact match otherwise.
+   */
+  contains(name: string, value: string, nowMs: number): boolean;
+}
+
+/** A runtime list the policy declares (`lists.<name>`). */
+export interface DeclaredList {
+  name: string;
+  key: 'ip' | 'accountId' | 'userId' | 'unitId';
+  /** Default time-to-live of an entry, milliseconds; undefined: entries never expire. */
+  ttlMs?: number | undefined;
+  description?: string | undefined;
 }
 
 /** What a policy needs fetched; derived by static analysis of its expressions. */
@@ -88,6 +110,8 @@ export interface PolicyRequirements {
   velocity: boolean;
   /** Reads `history` (keyed by the request's userId). */
   history: boolean;
+  /** Reads `lists` (the runtime lists' in-memory snapshot). */
+  lists?: boolean;
 }
 
 /** Settings of the feature reads (`velocity`, `history` in the policy). */
@@ -112,6 +136,13 @@ export interface PolicyAction {
   name?: string;
   /** For `archive_device`: the devices to archive (the request's device, or the policy's `select`). */
   deviceIds?: string[];
+  /** For `lock_out_user`: a temporary lock-out's length, milliseconds (`duration`); absent: permanent. */
+  durationMs?: number;
+  /**
+   * For a temporary `lock_out_user`: a lock-out within this many milliseconds of the user's
+   * previous one is permanent (`escalateWithin`).
+   */
+  escalateWithinMs?: number;
 }
 
 /** Per-signal settings the decision service needs before evaluating. */
@@ -178,7 +209,7 @@ export interface PolicyIssue {
 }
 
 export interface UnavailableTreatment {
-  signal: PolicySignalName | 'adminUser' | 'adminDevices' | 'velocity' | 'history';
+  signal: PolicySignalName | 'adminUser' | 'adminDevices' | 'velocity' | 'history' | 'lists';
   reason: string;
   /** What the policy did about it: `ignore`, `score:<n>`, or `verdict:<v>`. */
   treatment: string;
@@ -278,6 +309,8 @@ export interface CompiledPolicy {
   files?: readonly string[];
   /** Rule ids in file order. */
   ruleIds?: readonly string[];
+  /** Each rule's `description`, by id. */
+  ruleDescriptions?: ReadonlyMap<string, string>;
   /**
    * The verdict to answer, without any upstream call, when riskgate is overloaded (`overload` in
    * the policy); undefined: an overloaded riskgate answers 503 instead.
@@ -285,6 +318,8 @@ export interface CompiledPolicy {
   overloadVerdict?: Verdict | undefined;
   /** The velocity counters the policy declares (read and counted even when no rule reads one). */
   velocityCounters?: readonly CompiledCounter[];
+  /** The runtime lists the policy declares (`lists`), whether or not a rule reads them. */
+  lists?: readonly DeclaredList[];
   /** Feature read settings; `history.maxLagMs` marks history unavailable past that follower lag. */
   featureSettings?: {
     velocity?: FeatureReadSettings;

@@ -65,7 +65,10 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_OUTBOX_UNAVAILABLE: { status: 503, title: 'Outbox unavailable' },
   RG_ERR_FEEDBACK_UNAVAILABLE: { status: 503, title: 'Recent decisions unavailable' },
   RG_ERR_DECISION_STORE_UNAVAILABLE: { status: 503, title: 'Decision store unavailable' },
+  RG_ERR_DATABASE_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
+  RG_ERR_AUDIT_UNAVAILABLE: { status: 503, title: 'Audit trail unavailable' },
   RG_ERR_SUBJECT_MISMATCH: { status: 400, title: 'Subject mismatch' },
+  RG_ERR_LISTS_UNAVAILABLE: { status: 503, title: 'Lists unavailable' },
   RG_ERR_INTERNAL: { status: 500, title: 'Internal error' },
 };
 

@@ -100,6 +100,8 @@ function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undef
   ) {
     missing.push('history');
   }
+  // The decision log keeps no list snapshot: list rules replay as if the lists were unavailable.
+  if (policy.requirements.lists === true) missing.push('lists');
   return missing.length === 0 ? undefined : missing;
 }
 

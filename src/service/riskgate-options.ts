@@ -4,16 +4,19 @@ import type { AdminClient, AdminClientOptions } from '../admin/admin-client.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { isLoopbackHost, type RiskgateConfig, type UpstreamConfig } from '../config/riskgate-config.ts';
+import type { ConsoleDeps } from '../console/console-deps.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import type { DecisionReader } from '../decision-store/decision-query.ts';
 import type { DecisionStoreWriterOptions } from '../decision-store/decision-store-writer.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
 import type { FeatureStore } from '../features/feature-store.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox, OutboxOptions } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import type { PolicyStore } from '../policy/policy-store.ts';
@@ -41,6 +44,12 @@ export interface StartRiskgateOptions {
   database?: RiskgateDatabase;
   /** Decision store tuning (tests: a small buffer, a short write deadline). */
   decisionStore?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
+  /** Where operator changes (an unlock) are written first; absent, those changes are refused. */
+  audit?: AuditTrail;
+  /** Where lock-out and list events go (signed webhooks). Default none. */
+  events?: EventSink;
+  /** Runtime list snapshot tuning (tests poll faster or go stale sooner). */
+  lists?: { pollMs?: number; staleAfterMs?: number };
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */
   actionQueue?: Pick<OutboxOptions, 'baseDelayMs' | 'maxDelayMs'>;
   /** Outbox tuning (tests poll faster). */
@@ -57,6 +66,8 @@ export interface StartRiskgateOptions {
    * default this process's own (`RISKGATE_FEEDBACK_DECISIONS`).
    */
   recentDecisions?: DecisionMemory;
+  /** What the console reads that the caller builds (tests: a rule report); default none. */
+  console?: Pick<ConsoleDeps, 'rules'>;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */

@@ -1,20 +1,40 @@
+import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
+import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
+import { consoleComponent } from '../console/console-pages.tsx';
+import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
+import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { decisionLogComponent } from '../decision-log/decision-log-component.ts';
-import { decisionStoreComponent, teeDecisionLog } from '../decision-store/decision-store-component.ts';
+import {
+  type DecisionStore,
+  decisionStoreComponent,
+  teeDecisionLog,
+} from '../decision-store/decision-store-component.ts';
+import type { RuleReportReader } from '../decision-store/rule-report.ts';
+import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
+import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
+import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
+import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
+import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
+import { listComponent } from '../lists/list-component.ts';
+import { lockoutsComponent } from '../lockouts/lockout-component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
+import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
@@ -42,6 +62,7 @@ export async function startServices(
   const database = await l.start(
     databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
   );
+  const audit = await l.start(auditComponent({ database, given: options.audit }));
   const decisions = await l.start(
     decisionStoreComponent({
       config,
@@ -70,6 +91,8 @@ export async function startServices(
     }),
   );
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
+  // No lifecycle of its own: queries of the database, over the live policies' revisions.
+  const ruleReport = cachedRuleReport(createRuleReport({ database, policies }));
   const features = await l.start(
     featureComponent({
       config,
@@ -77,6 +100,17 @@ export async function startServices(
       historyConfigured: upstream.logsUrl !== undefined && upstream.logApiKey !== undefined,
       policyReadsHistory: () => policies.store.current().requirements.history,
       log,
+    }),
+  );
+  // List changes are told through the webhooks, started with the action path below.
+  let listEvents: EventSink | undefined;
+  const lists = await l.start(
+    listComponent({
+      database,
+      declared: () => policies.store.current().lists ?? [],
+      events: { emit: (event) => (listEvents ?? NO_EVENTS).emit(event) },
+      log,
+      sync: options.lists,
     }),
   );
   const logs = await l.start(
@@ -93,19 +127,8 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const onOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
-  const outbox = await l.start(
-    outboxComponent({
-      config,
-      given: options.outboxStore,
-      admin: vendor.admin,
-      onOutcome,
-      flushOutcomes: () => decisionLog.flush(),
-      log,
-      tuning: { ...options.actionQueue, ...options.outbox },
-      drainTimeoutMs: ctx.drainTimeoutMs,
-    }),
-  );
+  const { lockouts, outbox, events } = await startActionPath(l, ctx, { vendor, database, decisionLog });
+  listEvents = events;
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -115,6 +138,7 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
+  await l.start(consoleOf(l, ctx, { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -122,9 +146,116 @@ export async function startServices(
       readiness: () => l.readiness(),
       extra: [
         openApiRoute(version),
+        ruleReportRoutes(ruleReport),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
   );
-  return { decisionLog, database, decisions, vendor, admission, policies, features, logs, outbox, recent };
+  return {
+    decisionLog,
+    database,
+    decisions,
+    audit,
+    vendor,
+    admission,
+    policies,
+    ruleReport,
+    features,
+    lists,
+    logs,
+    lockouts,
+    outbox,
+    events,
+    recent,
+  };
+}
+
+/**
+ * The action path, in start order: the lock-out records (before the outbox, whose outcomes and
+ * unlock gate they serve, so they stop after it), the webhook receivers' connections, the outbox,
+ * and the event sink (signed webhooks) that the lock-outs and decisions emit into.
+ */
+async function startActionPath(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; log: ServiceLog; drainTimeoutMs: number; metrics: RiskgateMetrics },
+  deps: {
+    vendor: { admin: AdminClient };
+    database: RiskgateDatabase;
+    decisionLog: DecisionLog;
+  },
+) {
+  const { options, log, metrics: m } = ctx;
+  const { config } = options;
+  const { vendor, database, decisionLog } = deps;
+  let started: Outbox | undefined;
+  // The lock-outs emit into the webhooks, started after the outbox (the lock-outs stop after it).
+  let events: EventSink | undefined;
+  const lockouts = await l.start(
+    lockoutsComponent({
+      database,
+      events: { emit: (event) => (events ?? NO_EVENTS).emit(event) },
+      actions: () => started!,
+      log,
+    }),
+  );
+  const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
+  const onOutcome: typeof writeOutcome = (outcome) => {
+    writeOutcome(outcome);
+    lockouts.recorder.outcome(outcome);
+  };
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
+  const outbox = await l.start(
+    outboxComponent({
+      config,
+      given: options.outboxStore,
+      admin: vendor.admin,
+      webhooks: webhookDelivery,
+      onOutcome,
+      flushOutcomes: () => decisionLog.flush(),
+      log,
+      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
+      drainTimeoutMs: ctx.drainTimeoutMs,
+    }),
+  );
+  started = outbox;
+  const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
+  events = options.events ?? webhooks;
+  return { lockouts, outbox, events: events as EventSink };
+}
+
+/** The console (`/console`) over what the services built. */
+function consoleOf(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; opsKeys: readonly string[]; metrics: RiskgateMetrics },
+  s: {
+    decisions: DecisionStore;
+    ruleReport: RuleReportReader;
+    audit: AuditTrail;
+    outbox: Outbox;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+  },
+) {
+  const { options } = ctx;
+  const { outbox } = s;
+  // With the log off, a label is refused as by POST /feedback (it checks for the discarding log).
+  const labels = s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog;
+  return consoleComponent({
+    decisions: s.decisions.enabled ? s.decisions : undefined,
+    rules: options.console?.rules ?? (s.decisions.enabled ? s.ruleReport : undefined),
+    audit: s.audit,
+    outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
+    health: {
+      health: () => l.health(),
+      readiness: () => l.readiness(),
+      metrics: options.renderMetrics ?? (() => ctx.metrics.render()),
+    },
+    labelDecision: ({ operator, ...label }) =>
+      recordLabel(
+        { decisions: s.recent, decisionLog: labels },
+        { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
+      ),
+    session: { ...options.config.console, operatorKeys: ctx.opsKeys },
+  });
 }

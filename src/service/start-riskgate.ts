@@ -41,8 +41,21 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
     metrics = await l.start(metricsComponent(options.renderMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
-    const { decisionLog, decisions, vendor, admission, policies, features, logs, outbox, recent } =
-      await startServices(l, ctx);
+    const {
+      decisionLog,
+      decisions,
+      audit,
+      vendor,
+      admission,
+      policies,
+      features,
+      lists,
+      logs,
+      lockouts,
+      outbox,
+      events,
+      recent,
+    } = await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
       admission,
@@ -54,11 +67,14 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
         subjectBinding: config.subjectBinding,
         shadow: policies.shadow,
         features: features.reader,
+        lists,
       },
       ruleStats: policies.ruleStats,
       apiKeys: options.apiKeys,
       feedback: { decisions: recent },
       actions: outbox,
+      events,
+      lockouts: lockouts.recorder,
       decisionLog,
       metrics,
       auditRequired:
@@ -67,6 +83,8 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       tracing: options.tracing,
       log,
       ops: config.opsPort !== undefined ? { access: 'elsewhere' } : { access: 'keys', keys: opsKeys },
+      trustedProxy: config.trustedProxy,
+      audit,
       routes: l.routes(),
     };
     const surfaces = httpSurfaces({

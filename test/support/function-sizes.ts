@@ -38,7 +38,8 @@ function nameOf(node: ts.FunctionLikeDeclaration, source: ts.SourceFile): string
 
 /** Every function of `text`, with the lines it has of its own. */
 export function functionSizes(file: string, text: string): FunctionSize[] {
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const kind = file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, kind);
   const lineOf = (pos: number) => source.getLineAndCharacterOfPosition(pos).line;
   const span = (node: ts.Node) => lineOf(node.getEnd()) - lineOf(node.getStart(source)) + 1;
   const sizes: FunctionSize[] = [];

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sandboxUpstream } from '../../src/dev/embedded-sandbox.ts';
@@ -31,6 +31,8 @@ export function buildDist(tag: string): { dir: string; main: string; remove: () 
     [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', dir],
     { cwd: ROOT, stdio: 'pipe' },
   );
+  // As the Dockerfile and `npm run build` do: the console's stylesheet and script beside its pages.
+  cpSync(join(ROOT, 'src/console/assets'), join(dir, 'console/assets'), { recursive: true });
   return { dir, main: join(dir, 'main.js'), remove: () => rmSync(app, { recursive: true, force: true }) };
 }
 

@@ -1,4 +1,4 @@
-import type { OperatorRole } from '../operators/operator.ts';
+import type { OperatorRole } from './operator.ts';
 
 /**
  * The audit trail: every change an operator makes (a label, a retried or dropped action, a policy

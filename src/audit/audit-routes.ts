@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import type { RiskgateDatabase } from '../database/database.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { Component, RouteMount } from '../lifecycle/component.ts';
+import type { AuditAction, AuditTrail } from '../operators/audit-trail.ts';
+import { OPERATOR_ROLES } from '../operators/operator.ts';
+import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
+
+/** Every action the audit trail records (src/operators/audit-trail.ts). */
+export const AUDIT_ACTIONS = [
+  'session.sign_in',
+  'session.sign_out',
+  'decision.label',
+  'action.retry',
+  'action.drop',
+  'policy.reload',
+  'list.add',
+  'list.remove',
+  'lockout.unlock',
+  'lockout.extend',
+] as const satisfies readonly AuditAction[];
+
+/** `GET /audit`'s query. */
+export const auditQuerySchema = z.object({
+  actor: z.string().min(1).max(200).optional().describe('Only this operator’s entries (their name).'),
+  action: z.enum(AUDIT_ACTIONS).optional().describe('Only this kind of change.'),
+  target: z
+    .string()
+    .min(1)
+    .max(500)
+    .optional()
+    .describe('Only changes to this (a decisionId, an action id, ...).'),
+  cursor: z
+    .string()
+    .regex(AUDIT_ID, 'must be a nextCursor from a previous page')
+    .optional()
+    .describe('The previous page’s `nextCursor`: the entries before it.'),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(AUDIT_PAGE_MAX)
+    .default(AUDIT_PAGE_DEFAULT)
+    .describe(`Most entries (default ${AUDIT_PAGE_DEFAULT}, at most ${AUDIT_PAGE_MAX}).`),
+});
+
+export const auditEntrySchema = z.object({
+  id: z.string().describe('Unique; sorts by time.'),
+  at: z.iso.datetime().describe('When, RFC 3339 with milliseconds.'),
+  actor: z.string().describe('The operator’s name.'),
+  role: z.enum(OPERATOR_ROLES),
+  keyId: z.string().describe('The operator key’s id, or `sso` (a trusted proxy’s identity): never a key.'),
+  action: z.enum(AUDIT_ACTIONS),
+  target: z.string().describe('What it was done to: a decisionId, an action id, a policy name.'),
+  from: z.string().describe('The client’s address (behind a trusted proxy, the one it saw).'),
+  detail: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('A label and note, a reason: never a secret.'),
+});
+
+export const auditPageSchema = z.object({
+  entries: z.array(auditEntrySchema).describe('Newest first.'),
+  nextCursor: z
+    .string()
+    .optional()
+    .describe('Pass as `cursor` for the next (older) page; absent on the last.'),
+});
+
+/** A failure of the audit trail's database, as the 503 it is answered with. */
+export function auditUnavailable(message: string, cause?: unknown): RiskgateError {
+  return new RiskgateError(ErrorCode.AUDIT_UNAVAILABLE, message, { cause });
+}
+
+/** `GET /audit`: the audit trail, newest first, filtered and paged (operator surface, any role). */
+export function auditRoutes(audit: AuditTrail): RouteMount {
+  return {
+    surface: 'operator',
+    mount(app, edge) {
+      app.get('/audit', edge.operatorAuth, edge.requireRole('viewer'), async (c) => {
+        const query = auditQuerySchema.safeParse(c.req.query());
+        if (!query.success) throw edge.inputError(query.error, 'The query');
+        const page = await audit.list(query.data).catch((error: unknown) => {
+          throw auditUnavailable('The audit trail’s database did not answer.', error);
+        });
+        return c.json(page);
+      });
+    },
+  };
+}
+
+/**
+ * The audit trail as a component, over the database (after it in the start order): its handle is
+ * what the routes record changes in (src/audit/record-change.ts); mounts `GET /audit`.
+ */
+export function auditComponent(o: {
+  database: RiskgateDatabase;
+  /** An audit trail instead of the database's (tests). */
+  given?: AuditTrail | undefined;
+}): Component<AuditTrail> {
+  return {
+    name: 'audit trail',
+    start() {
+      const audit = o.given ?? databaseAuditTrail(o.database);
+      return { handle: audit, routes: [auditRoutes(audit)] };
+    },
+  };
+}

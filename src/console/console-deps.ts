@@ -1,0 +1,45 @@
+import type { DecisionReader, Label } from '../decision-store/decision-query.ts';
+import type { RuleReportReader } from '../decision-store/rule-report.ts';
+import type { AuditTrail } from '../operators/audit-trail.ts';
+import type { Operator } from '../operators/operator.ts';
+import type { OutboxControls } from '../outbox/actions-routes.ts';
+import type { SessionOptions } from './console-session.ts';
+
+/**
+ * What the console reads and changes, as interfaces: the decision store, the rule report and the
+ * audit trail (each optional: without one the page says what is missing; changes are recorded
+ * through the edge's `recordChange`, the same as the API's), the outbox, the
+ * process's health, how a label is recorded and who an operator key belongs to.
+ */
+
+export interface ConsoleHealth {
+  /** What `GET /healthz` shows beside `status` (each component's details). */
+  health(): Record<string, unknown>;
+  /** What `GET /readyz` answers. */
+  readiness(): { ready: boolean; checks: Record<string, boolean> };
+  /** The Prometheus text of `GET /metrics` (vendor call latencies and errors, shed decisions). */
+  metrics?(): Promise<string>;
+}
+
+export interface ConsoleLabel {
+  decisionId: string;
+  label: Label;
+  note?: string | undefined;
+  operator: Operator;
+}
+
+export interface ConsoleDeps {
+  decisions?: DecisionReader | undefined;
+  rules?: RuleReportReader | undefined;
+  audit?: AuditTrail | undefined;
+  outbox: OutboxControls;
+  health: ConsoleHealth;
+  /** Records a label (the decision log's `feedback` line, src/feedback/record-label.ts). */
+  labelDecision(label: ConsoleLabel): Promise<unknown>;
+  /** The operator of an operator key, or undefined when it is none. Default the edge's (`operatorOfKey`). */
+  resolveOperator?: ((key: string) => Operator | undefined) | undefined;
+  session: SessionOptions & {
+    /** Mark the cookie Secure even over plain HTTP (TLS ends at a proxy). Default false. */
+    secureCookie?: boolean | undefined;
+  };
+}

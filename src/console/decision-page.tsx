@@ -1,0 +1,410 @@
+import type { StoredDecision } from '../decision-store/decision-query.ts';
+import type { OutboxEntryView } from '../outbox/outbox-view.ts';
+import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
+
+/**
+ * One decision, whole: the verdict and why (every matched, failing, skipped and shadow rule with
+ * its contribution), each input as the policy saw it, the shadow's verdict, the timings, the
+ * actions with their outbox state, and its labels with a form to add one.
+ */
+
+type Line = StoredDecision['line'];
+
+/** A value as short text: scalars as they are, anything else as compact JSON. */
+function show(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  const json = JSON.stringify(value);
+  return json.length > 300 ? `${json.slice(0, 300)}…` : json;
+}
+
+/** The leaves of a vendor envelope as `path: value` pairs (at most `max`). */
+function leaves(value: unknown, prefix = '', max = 14): [string, string][] {
+  const out: [string, string][] = [];
+  const walk = (v: unknown, path: string, depth: number) => {
+    if (out.length >= max) return;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && depth < 4) {
+      for (const [k, inner] of Object.entries(v)) walk(inner, path === '' ? k : `${path}.${k}`, depth + 1);
+      return;
+    }
+    out.push([path, show(v)]);
+  };
+  walk(value, prefix, 0);
+  return out;
+}
+
+function Facts(props: { rows: [string, string | undefined][] }) {
+  const rows = props.rows.filter(([, v]) => v !== undefined && v !== '');
+  return (
+    <dl class="facts">
+      {rows.map(([k, v]) => (
+        <>
+          <dt>{k}</dt>
+          <dd class="mono">{v}</dd>
+        </>
+      ))}
+    </dl>
+  );
+}
+
+function contribution(r: { score?: number | undefined; verdict?: string | undefined }): string {
+  const parts = [];
+  if (r.score !== undefined) parts.push(`${r.score >= 0 ? '+' : ''}${r.score}`);
+  if (r.verdict !== undefined) parts.push(`verdict ${r.verdict}`);
+  return parts.join(', ') || '—';
+}
+
+function Rules(props: { line: Line }) {
+  const o = props.line.outcome;
+  const rows: { id: string; state: string; description: string; effect: string; cls: string }[] = [
+    ...o.matchedRules.map((r) => ({
+      id: r.id,
+      state: r.error !== undefined ? 'failed (counted)' : 'matched',
+      description: r.error !== undefined ? `${r.description} (error: ${r.error})` : r.description,
+      effect: contribution(r),
+      cls: r.error !== undefined ? 'tag tag-bad' : 'tag tag-warn',
+    })),
+    ...(o.skippedRules ?? []).map((r) => ({
+      id: r.id,
+      state: 'skipped',
+      description: r.reason,
+      effect: 'not counted',
+      cls: 'tag',
+    })),
+    ...(o.shadowMatches ?? []).map((r) => ({
+      id: r.id,
+      state: 'shadow rule matched',
+      description: r.description,
+      effect: `${contribution(r)} (not counted)`,
+      cls: 'tag',
+    })),
+  ];
+  return (
+    <section class="card" aria-labelledby="h-rules">
+      <h2 id="h-rules">Rules</h2>
+      {rows.length === 0 ? (
+        <p class="muted">No rule matched; the score is the policy's base.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Rule</th>
+              <th scope="col">State</th>
+              <th scope="col">Description or reason</th>
+              <th scope="col">Contribution</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr>
+                <td>
+                  <a href={`/console/decisions?rule=${encodeURIComponent(r.id)}`}>{r.id}</a>
+                </td>
+                <td>
+                  <span class={r.cls}>{r.state}</span>
+                </td>
+                <td>{r.description}</td>
+                <td>{r.effect}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {(o.suppressedActions ?? []).length > 0 && (
+        <p>
+          Actions withheld:{' '}
+          {(o.suppressedActions ?? []).map((s) => (
+            <span class="tag">
+              {s.name} ({s.reason}
+              {s.by !== undefined ? ` by ${s.by}` : ''})
+            </span>
+          ))}
+        </p>
+      )}
+    </section>
+  );
+}
+
+function Signals(props: { line: Line }) {
+  const { inputs, outcome } = props.line;
+  const treatment = (name: string) => outcome.unavailable.find((u) => u.signal === name)?.treatment;
+  const names = Object.keys(inputs.signals) as (keyof typeof inputs.signals)[];
+  return (
+    <section class="card" aria-labelledby="h-signals">
+      <h2 id="h-signals">Signals and inputs</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Input</th>
+            <th scope="col">Value, or why unavailable</th>
+            <th scope="col">Treatment</th>
+          </tr>
+        </thead>
+        <tbody>
+          {names.map((name) => {
+            const s = inputs.signals[name]!;
+            return (
+              <tr>
+                <td>{name}</td>
+                <td>
+                  {s.status === 'ok' ? (
+                    <Facts rows={leaves(s.response)} />
+                  ) : (
+                    <span class="tag tag-warn">unavailable: {s.reason}</span>
+                  )}
+                </td>
+                <td>{treatment(name) ?? (s.status === 'ok' ? 'read by the rules' : '—')}</td>
+              </tr>
+            );
+          })}
+          <tr>
+            <td>Admin user</td>
+            <td>
+              {inputs.user !== undefined ? (
+                <Facts
+                  rows={[
+                    ['status', show(inputs.user.status)],
+                    ['username', show(inputs.user.username)],
+                  ]}
+                />
+              ) : (
+                <span class="muted">{inputs.adminUnavailable?.user ?? 'not read'}</span>
+              )}
+            </td>
+            <td>{treatment('adminUser') ?? '—'}</td>
+          </tr>
+          <tr>
+            <td>Admin devices</td>
+            <td>{inputs.adminUnavailable?.devices ?? `${inputs.devices.length} device(s)`}</td>
+            <td>{treatment('adminDevices') ?? '—'}</td>
+          </tr>
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Features(props: { line: Line }) {
+  const { velocity, history, featuresUnavailable } = props.line.inputs;
+  if (velocity === undefined && history === undefined && featuresUnavailable === undefined) return null;
+  return (
+    <section class="card" aria-labelledby="h-features">
+      <h2 id="h-features">Velocity and history</h2>
+      <Facts
+        rows={[
+          ...Object.entries(velocity ?? {}).map(([k, v]): [string, string] => [`velocity.${k}`, show(v)]),
+          ...leaves(history ?? {}, 'history'),
+          ...Object.entries(featuresUnavailable ?? {}).map(([k, v]): [string, string] => [
+            `${k} unavailable`,
+            show(v),
+          ]),
+        ]}
+      />
+    </section>
+  );
+}
+
+/** The calls of the decision as horizontal bars (inline SVG: attributes, no style). */
+function Timings(props: { line: Line }) {
+  const { calls, totalMs, evaluationMs } = props.line.timings;
+  const bars = [...calls, { name: 'evaluation', durationMs: evaluationMs, outcome: 'ok' }];
+  const scale = Math.max(totalMs, ...bars.map((b) => b.durationMs), 1);
+  const width = 420;
+  const rowH = 20;
+  return (
+    <section class="card" aria-labelledby="h-timings">
+      <h2 id="h-timings">Timings</h2>
+      <p>
+        Answered in <strong>{totalMs.toFixed(1)} ms</strong>.
+      </p>
+      <svg
+        class="bars"
+        role="img"
+        aria-label="Time of each call, milliseconds"
+        width={width + 260}
+        height={bars.length * rowH + 4}
+        viewBox={`0 0 ${width + 260} ${bars.length * rowH + 4}`}
+      >
+        {bars.map((b, i) => (
+          <g>
+            <text x="0" y={i * rowH + 14}>
+              {b.name}
+            </text>
+            <rect
+              class={b.outcome === 'ok' ? 'ok' : 'fail'}
+              x="150"
+              y={i * rowH + 4}
+              height="12"
+              width={Math.max(1, (b.durationMs / scale) * width)}
+            />
+            <text x={155 + Math.max(1, (b.durationMs / scale) * width)} y={i * rowH + 14}>
+              {`${b.durationMs.toFixed(1)} ms${b.outcome === 'ok' ? '' : ` (${b.outcome})`}`}
+            </text>
+          </g>
+        ))}
+      </svg>
+    </section>
+  );
+}
+
+function Actions(props: { d: StoredDecision; outbox: readonly OutboxEntryView[] }) {
+  const { d } = props;
+  return (
+    <section class="card" aria-labelledby="h-actions">
+      <h2 id="h-actions">Actions</h2>
+      {d.line.actions.length === 0 ? (
+        <p class="muted">The policy asked for no action.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Action</th>
+              <th scope="col">In the answer</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Outbox</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.line.actions.map((a) => {
+              const outcomes = d.actions.filter((o) => o.type === a.type);
+              const entries = props.outbox.filter((e) => e.type === a.type);
+              return (
+                <tr>
+                  <td>
+                    {a.type}
+                    <div class="muted">from {a.source}</div>
+                  </td>
+                  <td>
+                    {a.status}
+                    {a.reason !== undefined ? ` (${a.reason})` : ''}
+                  </td>
+                  <td>
+                    {outcomes.length === 0
+                      ? '—'
+                      : outcomes.map((o) => (
+                          <div>
+                            <span class={o.status === 'done' ? 'tag tag-good' : 'tag'}>{o.status}</span>{' '}
+                            <Time at={o.at} />
+                          </div>
+                        ))}
+                  </td>
+                  <td>
+                    {entries.length === 0
+                      ? '—'
+                      : entries.map((e) => (
+                          <div>
+                            <a href={`/console/actions?status=${e.status}`}>{e.status}</a>, {e.attempts}{' '}
+                            attempt(s)
+                            {e.lastError !== undefined ? `, last error ${e.lastError}` : ''}
+                          </div>
+                        ))}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function Labels(props: { d: StoredDecision; csrf: string; canLabel: boolean }) {
+  const { d } = props;
+  return (
+    <section class="card" aria-labelledby="h-labels">
+      <h2 id="h-labels">Label</h2>
+      {d.labels.length === 0 ? (
+        <p class="muted">Not labelled yet.</p>
+      ) : (
+        <ul>
+          {d.labels.map((l) => (
+            <li>
+              <strong>{l.label}</strong> by {l.labelledBy}, <Time at={l.at} />
+              {l.note !== undefined ? `: ${l.note}` : ''}
+            </li>
+          ))}
+        </ul>
+      )}
+      {props.canLabel ? (
+        <form method="post" action={`/console/decisions/${encodeURIComponent(d.decisionId)}/label`}>
+          <CsrfField token={props.csrf} />
+          <fieldset>
+            <legend>What was this login?</legend>
+            <label>
+              <input type="radio" name="label" value="fraud" required /> fraud
+            </label>
+            <label>
+              <input type="radio" name="label" value="legit" /> legit
+            </label>
+          </fieldset>
+          <label for="label-note">Note (optional)</label>
+          <textarea id="label-note" name="note" rows={2} maxlength={1000} />
+          <p>
+            <button type="submit">Save label</button>
+          </p>
+        </form>
+      ) : (
+        <p class="muted">Labelling takes the analyst role.</p>
+      )}
+    </section>
+  );
+}
+
+export function DecisionView(props: {
+  d: StoredDecision;
+  outbox: readonly OutboxEntryView[];
+  csrf: string;
+  canLabel: boolean;
+  notice?: string | undefined;
+}) {
+  const { d } = props;
+  const o = d.line.outcome;
+  const r = d.line.request as Record<string, unknown>;
+  return (
+    <>
+      <h1>
+        Decision <VerdictBadge verdict={d.verdict} /> <span class="mono muted">{d.decisionId}</span>
+      </h1>
+      {props.notice !== undefined && <Notice kind="ok">{props.notice}</Notice>}
+      <div class="grid-2">
+        <section class="card" aria-labelledby="h-outcome">
+          <h2 id="h-outcome">Outcome</h2>
+          <Facts
+            rows={[
+              ['verdict', d.verdict],
+              ['score', `${o.score} (challenge at ${o.thresholds.challenge}, deny at ${o.thresholds.deny})`],
+              ['decided by', o.decidedBy],
+              ['degraded', d.degraded ? 'yes' : 'no'],
+              ['policy', `${d.policy.name} ${d.policy.revision}`],
+              ['at', d.at],
+              ['override', o.override !== undefined ? `${o.override.list}: ${o.override.reason}` : undefined],
+            ]}
+          />
+        </section>
+        <section class="card" aria-labelledby="h-request">
+          <h2 id="h-request">Request</h2>
+          <Facts rows={Object.entries(r).map(([k, v]): [string, string] => [k, show(v)])} />
+        </section>
+      </div>
+      {d.line.shadow !== undefined && (
+        <section class="card" aria-labelledby="h-shadow">
+          <h2 id="h-shadow">Shadow policy</h2>
+          <p>
+            <VerdictBadge verdict={d.line.shadow.verdict} /> score {d.line.shadow.score}, rules{' '}
+            {d.line.shadow.rules.join(', ') || 'none'} ({d.line.shadow.policy.name}{' '}
+            {d.line.shadow.policy.revision})
+            {d.line.shadow.verdict !== d.verdict ? ' : disagrees with the active policy.' : ': agrees.'}
+          </p>
+        </section>
+      )}
+      <Rules line={d.line} />
+      <Signals line={d.line} />
+      <Features line={d.line} />
+      <Timings line={d.line} />
+      <Actions d={d} outbox={props.outbox} />
+      <Labels d={d} csrf={props.csrf} canLabel={props.canLabel} />
+    </>
+  );
+}

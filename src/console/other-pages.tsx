@@ -1,0 +1,367 @@
+import type { DecisionStoreStatus } from '../decision-store/decision-query.ts';
+import type { AuditEntry } from '../operators/audit-trail.ts';
+import type { OutboxStats } from '../outbox/outbox-store.ts';
+import type { OutboxEntryView } from '../outbox/outbox-view.ts';
+import { CsrfField, Notice, Time } from './console-layout.tsx';
+import type { MetricsSummary } from './console-metrics.ts';
+
+/** The Actions, Health, Audit and sign-in pages (small ones, side by side). */
+
+export const ACTION_TABS = ['pending', 'dead', 'delivered', 'dropped'] as const;
+
+function ActionButtons(props: { e: OutboxEntryView; csrf: string }) {
+  const { e, csrf } = props;
+  const canRetry = e.status === 'dead' || e.status === 'dropped';
+  const canDrop = e.status === 'pending' || e.status === 'dead';
+  return (
+    <>
+      {canRetry && (
+        <form method="post" action="/console/actions/retry" class="inline-form">
+          <CsrfField token={csrf} />
+          <input type="hidden" name="id" value={e.id} />
+          <button type="submit" aria-label={`Retry ${e.id}`}>
+            Retry
+          </button>
+        </form>
+      )}{' '}
+      {canDrop && (
+        <form method="post" action="/console/actions/drop" class="inline-form">
+          <CsrfField token={csrf} />
+          <input type="hidden" name="id" value={e.id} />
+          <button type="submit" class="danger" aria-label={`Drop ${e.id}`}>
+            Drop
+          </button>
+        </form>
+      )}
+    </>
+  );
+}
+
+export function ActionsView(props: {
+  status: (typeof ACTION_TABS)[number] | undefined;
+  entries: readonly OutboxEntryView[];
+  stats: OutboxStats;
+  csrf: string;
+  canChange: boolean;
+  notice?: string | undefined;
+}) {
+  const { stats } = props;
+  return (
+    <>
+      <h1>Actions</h1>
+      {props.notice !== undefined && <Notice kind="ok">{props.notice}</Notice>}
+      <section class="counts" aria-label="The outbox">
+        <div class="count">
+          <strong>{stats.pending}</strong>pending
+        </div>
+        <div class="count">
+          <strong>{stats.dead}</strong>dead-lettered
+        </div>
+        <div class="count">
+          <strong>{(stats.oldestPendingAgeMs / 1000).toFixed(0)} s</strong>oldest pending
+        </div>
+      </section>
+      <nav aria-label="By state">
+        <ul class="counts">
+          <li>
+            <a href="/console/actions" aria-current={props.status === undefined ? 'page' : undefined}>
+              All
+            </a>
+          </li>
+          {ACTION_TABS.map((s) => (
+            <li>
+              <a href={`/console/actions?status=${s}`} aria-current={props.status === s ? 'page' : undefined}>
+                {s}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      {!props.canChange && <p class="muted">Retrying and dropping take the admin role.</p>}
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Action</th>
+            <th scope="col">Decision</th>
+            <th scope="col">State</th>
+            <th scope="col" class="num">
+              Attempts
+            </th>
+            <th scope="col">Created</th>
+            <th scope="col">Last error or reason</th>
+            {props.canChange && <th scope="col">Change</th>}
+          </tr>
+        </thead>
+        <tbody>
+          {props.entries.map((e) => (
+            <tr>
+              <td>
+                {e.type} <span class="mono muted">{e.target}</span>
+              </td>
+              <td>
+                <a class="mono" href={`/console/decisions/${encodeURIComponent(e.decisionId)}`}>
+                  {e.decisionId.slice(0, 8)}
+                </a>
+              </td>
+              <td>
+                <span
+                  class={
+                    e.status === 'dead' ? 'tag tag-bad' : e.status === 'delivered' ? 'tag tag-good' : 'tag'
+                  }
+                >
+                  {e.status === 'pending' && e.attempts > 0 ? 'retrying' : e.status}
+                </span>
+                {e.nextAttemptAt !== undefined && (
+                  <div class="muted">
+                    next <Time at={e.nextAttemptAt} />
+                  </div>
+                )}
+              </td>
+              <td class="num">{e.attempts}</td>
+              <td>
+                <Time at={e.createdAt} />
+              </td>
+              <td>{[e.lastError, e.reason].filter((x) => x !== undefined).join('; ')}</td>
+              {props.canChange && (
+                <td>
+                  <ActionButtons e={e} csrf={props.csrf} />
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {props.entries.length === 0 && <p class="muted">No action in this state.</p>}
+    </>
+  );
+}
+
+function Json(props: { value: unknown }) {
+  return <pre class="mono">{JSON.stringify(props.value, null, 2)}</pre>;
+}
+
+export function HealthView(props: {
+  readiness: { ready: boolean; checks: Record<string, boolean> };
+  health: Record<string, unknown>;
+  store: DecisionStoreStatus | undefined;
+  metrics: MetricsSummary | undefined;
+}) {
+  const { readiness, health, store, metrics } = props;
+  const vendor = (health.vendor ?? {}) as { token?: unknown; circuits?: unknown[] };
+  const { vendor: _v, ...rest } = health;
+  const total = metrics === undefined ? 0 : metrics.decisions + metrics.shed;
+  return (
+    <>
+      <h1>Health</h1>
+      <div class="grid-2">
+        <section class="card" aria-labelledby="h-ready">
+          <h2 id="h-ready">Readiness: {readiness.ready ? 'ready' : 'not ready'}</h2>
+          <ul>
+            {Object.entries(readiness.checks).map(([k, ok]) => (
+              <li>
+                <span class={ok ? 'tag tag-good' : 'tag tag-bad'}>{ok ? 'ok' : 'failing'}</span> {k}
+              </li>
+            ))}
+          </ul>
+        </section>
+        <section class="card" aria-labelledby="h-store">
+          <h2 id="h-store">Decision store</h2>
+          {store === undefined ? (
+            <p class="muted">Not running in this riskgate.</p>
+          ) : (
+            <>
+              {!store.writing && <Notice kind="error">The store is behind: writes are failing.</Notice>}
+              <dl class="facts">
+                <dt>engine</dt>
+                <dd>{store.engine}</dd>
+                <dt>writing</dt>
+                <dd>{store.writing ? 'yes' : 'no'}</dd>
+                <dt>lag</dt>
+                <dd>{store.lagMs} ms</dd>
+                <dt>pending</dt>
+                <dd>{store.pending}</dd>
+                <dt>written</dt>
+                <dd>{store.written}</dd>
+                <dt>dropped</dt>
+                <dd>{store.dropped}</dd>
+                {store.lastError !== undefined && (
+                  <>
+                    <dt>last error</dt>
+                    <dd>{store.lastError}</dd>
+                  </>
+                )}
+              </dl>
+            </>
+          )}
+        </section>
+      </div>
+      <section class="card" aria-labelledby="h-vendor">
+        <h2 id="h-vendor">Vendor</h2>
+        <p>
+          Circuit breakers not closed:{' '}
+          {(vendor.circuits ?? []).length === 0 ? (
+            'none (every route closed)'
+          ) : (
+            <Json value={vendor.circuits} />
+          )}
+        </p>
+        <h3>Token</h3>
+        <Json value={vendor.token ?? 'not configured'} />
+        {metrics !== undefined && (
+          <table>
+            <caption class="muted">Calls since this process started</caption>
+            <thead>
+              <tr>
+                <th scope="col">Upstream</th>
+                <th scope="col">Operation</th>
+                <th scope="col" class="num">
+                  Calls
+                </th>
+                <th scope="col" class="num">
+                  Mean latency
+                </th>
+                <th scope="col" class="num">
+                  Errors
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {metrics.vendor.map((r) => (
+                <tr>
+                  <td>{r.upstream}</td>
+                  <td>{r.operation}</td>
+                  <td class="num">{r.calls}</td>
+                  <td class="num">{r.meanMs.toFixed(1)} ms</td>
+                  <td class="num">
+                    {r.errors} ({r.calls === 0 ? '0' : ((r.errors / r.calls) * 100).toFixed(1)}%)
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      {metrics !== undefined && (
+        <section class="card" aria-labelledby="h-shed">
+          <h2 id="h-shed">Overload</h2>
+          <p>
+            {metrics.shed} of {total} decisions shed since start (
+            {total === 0 ? '0' : ((metrics.shed / total) * 100).toFixed(2)}%).
+          </p>
+        </section>
+      )}
+      <section class="card" aria-labelledby="h-components">
+        <h2 id="h-components">Components</h2>
+        <Json value={rest} />
+      </section>
+    </>
+  );
+}
+
+export function AuditView(props: {
+  entries: readonly AuditEntry[];
+  nextCursor?: string | undefined;
+  actor?: string;
+}) {
+  return (
+    <>
+      <h1>Audit trail</h1>
+      <form method="get" action="/console/audit" class="filters card" aria-label="Filter the audit trail">
+        <div>
+          <label for="a-actor">Operator</label>
+          <input type="text" id="a-actor" name="actor" value={props.actor ?? ''} />
+        </div>
+        <div class="actions">
+          <button type="submit">Filter</button>
+        </div>
+      </form>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">When (UTC)</th>
+            <th scope="col">Who</th>
+            <th scope="col">What</th>
+            <th scope="col">Target</th>
+            <th scope="col">From</th>
+            <th scope="col">Details</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.entries.map((e) => (
+            <tr>
+              <td>
+                <Time at={e.at} />
+              </td>
+              <td>
+                {e.actor} <span class="tag">{e.role}</span>
+              </td>
+              <td>{e.action}</td>
+              <td class="mono">{e.target}</td>
+              <td class="mono">{e.from}</td>
+              <td class="mono">{e.detail === undefined ? '' : JSON.stringify(e.detail)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {props.entries.length === 0 && <p class="muted">Nothing recorded yet.</p>}
+      {props.nextCursor !== undefined && (
+        <nav class="pager" aria-label="Pages">
+          <a
+            href={`/console/audit?${new URLSearchParams({ ...(props.actor ? { actor: props.actor } : {}), cursor: props.nextCursor })}`}
+          >
+            Older entries
+          </a>
+        </nav>
+      )}
+    </>
+  );
+}
+
+export function SignInView(props: {
+  csrf: string;
+  next: string;
+  error?: string | undefined;
+  noKeys: boolean;
+}) {
+  return (
+    <section class="sign-in card" aria-labelledby="h-sign-in">
+      <h1 id="h-sign-in">Sign in</h1>
+      {props.noKeys && (
+        <Notice kind="error">No operator key is configured: set RISKGATE_OPS_KEYS to use the console.</Notice>
+      )}
+      {props.error !== undefined && <Notice kind="error">{props.error}</Notice>}
+      <form method="post" action="/console/sign-in">
+        <CsrfField token={props.csrf} />
+        <input type="hidden" name="next" value={props.next} />
+        <label for="operator-key">Operator key</label>
+        <input
+          type="password"
+          id="operator-key"
+          name="key"
+          autocomplete="current-password"
+          required
+          autofocus
+          aria-describedby="key-hint"
+        />
+        <p id="key-hint" class="muted">
+          One of RISKGATE_OPS_KEYS (with <code>npm start</code>: the development operator key the banner
+          prints). It is checked once; the session cookie never holds it.
+        </p>
+        <button type="submit">Sign in</button>
+      </form>
+    </section>
+  );
+}
+
+export function ErrorView(props: { title: string; detail: string; status: number }) {
+  return (
+    <>
+      <h1>{props.title}</h1>
+      <Notice kind="error">{props.detail}</Notice>
+      <p class="muted">HTTP {props.status}.</p>
+      <p>
+        <a href="/console/decisions">Back to the decisions</a>
+      </p>
+    </>
+  );
+}

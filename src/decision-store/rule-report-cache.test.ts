@@ -1,0 +1,38 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { RuleReport } from './rule-report.ts';
+import { cachedRuleReport } from './rule-report-query.ts';
+
+const report = (n: number) => ({ generatedAt: String(n) }) as unknown as RuleReport;
+
+describe('the cached rule report', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('runs the queries once per period for every caller, again after it, never for an explicit now', async () => {
+    vi.useFakeTimers();
+    let calls = 0;
+    const cached = cachedRuleReport({ report: async () => report(++calls) }, 30_000);
+    const [a, b] = await Promise.all([cached.report(), cached.report()]);
+    expect(a).toBe(b);
+    expect(calls).toBe(1);
+    vi.advanceTimersByTime(29_999);
+    await cached.report();
+    expect(calls).toBe(1);
+    vi.advanceTimersByTime(1);
+    expect((await cached.report()).generatedAt).toBe('2');
+    await cached.report(123);
+    expect(calls).toBe(3);
+  });
+
+  it('does not keep a failed report', async () => {
+    let fail = true;
+    const cached = cachedRuleReport({
+      report: async () => {
+        if (fail) throw new Error('database down');
+        return report(1);
+      },
+    });
+    await expect(cached.report()).rejects.toThrow('database down');
+    fail = false;
+    expect((await cached.report()).generatedAt).toBe('1');
+  });
+});

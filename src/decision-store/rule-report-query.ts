@@ -1,0 +1,290 @@
+import { type Kysely, sql } from 'kysely';
+import type { RiskgateDatabase } from '../database/database.ts';
+import { INTERNAL_ERROR } from '../policy/policy-evaluator.ts';
+import type { CompiledPolicy } from '../policy/policy-types.ts';
+import type { Verdict } from './decision-query.ts';
+import type { DecisionTables } from './decision-tables.ts';
+import type { FireCounts, RevisionReport, RuleQuality, RuleReport, RuleReportReader } from './rule-report.ts';
+
+/**
+ * The rule report (src/decision-store/rule-report.ts) computed from the decision store's tables with
+ * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL, each a range
+ * scan of an index of src/decision-store/rule-report-indexes.ts (its comment says why each).
+ *
+ * Definitions, as `GET /policies/stats` and `riskgate replay --labels` have them: a rule fires on
+ * a decision when it matched (a `decision_rule` row); a decision labelled fraud is a positive. A
+ * window of W ends at `now` and includes it: `now - W < at_ms <= now`. The 24 hourly buckets are
+ * the last 24 h in one-hour steps ending at `now` (so they add up to `fires.h24`). Precision and
+ * recall count the decisions of the last 7 d with a current label. A revision's decisions are the
+ * rows naming it: `policy_revision` for the active policy, `shadow_revision` for the shadow. The
+ * agreement matrix counts the last 7 d's decisions of the active revision that the current shadow
+ * revision also decided (a matrix over an earlier candidate would mislead about this one).
+ */
+
+const HOUR_MS = 3_600_000;
+const WINDOW_MS = { h1: HOUR_MS, h24: 24 * HOUR_MS, d7: 7 * 24 * HOUR_MS } as const;
+const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
+
+/** What the report needs of a loaded policy. */
+export type ReportedPolicy = Pick<CompiledPolicy, 'name' | 'revision' | 'ruleIds' | 'ruleDescriptions'>;
+
+export interface RuleReportOptions {
+  database: RiskgateDatabase;
+  /** The live policies (the policy component's handle): the revisions reported are the current ones. */
+  policies: {
+    store: { current(): ReportedPolicy };
+    shadow?: { current(): ReportedPolicy | undefined } | undefined;
+  };
+}
+
+type Db = Kysely<DecisionTables>;
+type PolicyKind = 'active' | 'shadow';
+
+/** The report over the decision store; `report(nowMs)` is deterministic for a given `nowMs` and tables. */
+export function createRuleReport(o: RuleReportOptions): RuleReportReader {
+  const db = o.database.db.withTables<DecisionTables>();
+  return {
+    async report(nowMs = Date.now()) {
+      const active = o.policies.store.current();
+      const shadow = o.policies.shadow?.current();
+      const [activeReport, shadowReport, agreement] = await Promise.all([
+        revisionReport(db, 'active', active, nowMs),
+        shadow === undefined ? undefined : revisionReport(db, 'shadow', shadow, nowMs),
+        shadow === undefined ? undefined : agreementMatrix(db, active.revision, shadow.revision, nowMs),
+      ]);
+      return {
+        generatedAt: new Date(nowMs).toISOString(),
+        active: activeReport,
+        ...(shadowReport !== undefined && { shadow: shadowReport }),
+        ...(agreement !== undefined && { agreement }),
+      } satisfies RuleReport;
+    },
+  };
+}
+
+async function revisionReport(
+  db: Db,
+  policy: PolicyKind,
+  ref: ReportedPolicy,
+  nowMs: number,
+): Promise<RevisionReport> {
+  const listed = ref.ruleIds ?? [];
+  // A revision is its content: its rows name its rules, or the engine's internal-error pseudo-rule.
+  const ruleIds = [...listed, INTERNAL_ERROR];
+  const scope: Scope = { db, policy, revision: ref.revision, nowMs };
+  const [decisions, fraud, week, hourly, labelled] = await Promise.all([
+    decisionCounts(scope),
+    labelledFraud(scope),
+    weekFires(scope, ruleIds),
+    hourlyFires(scope, ruleIds),
+    labelledFires(scope),
+  ]);
+  // The policy's rules in file order (those that never fired too), then the pseudo-rule if it fired.
+  const extra = [...new Set([...week.keys(), ...labelled.keys()])]
+    .filter((id) => !listed.includes(id))
+    .sort();
+  const rules = [...listed, ...extra].map((ruleId): RuleQuality => {
+    const hours = hourly.get(ruleId) ?? new Array<number>(24).fill(0);
+    // The last hour and the last 24 h are the hourly series' last bucket and its sum.
+    const f = { h1: hours[23]!, h24: hours.reduce((a, b) => a + b, 0), d7: week.get(ruleId) ?? 0 };
+    const l = labelled.get(ruleId) ?? { fraud: 0, legit: 0 };
+    const truePositives = l.fraud;
+    const falsePositives = l.legit;
+    const description = ref.ruleDescriptions?.get(ruleId);
+    return {
+      ruleId,
+      ...(description !== undefined && { description }),
+      fires: f,
+      fireRate: {
+        h1: rate(f.h1, decisions.h1),
+        h24: rate(f.h24, decisions.h24),
+        d7: rate(f.d7, decisions.d7),
+      },
+      hourly: hours,
+      labelled: { truePositives, falsePositives, falseNegatives: fraud - truePositives },
+      ...(truePositives + falsePositives > 0 && {
+        precision: round(truePositives / (truePositives + falsePositives)),
+      }),
+      ...(fraud > 0 && { recall: round(truePositives / fraud) }),
+      neverFired: f.d7 === 0,
+    };
+  });
+  return { policy, name: ref.name, revision: ref.revision, decisions, rules };
+}
+
+/** One revision of one policy at one `now`: what every query of its report filters by. */
+interface Scope {
+  db: Db;
+  policy: PolicyKind;
+  revision: string;
+  nowMs: number;
+}
+
+/** The `decision` column naming the scope's revision. */
+const revisionColumn = (s: Scope) => (s.policy === 'active' ? 'policy_revision' : 'shadow_revision');
+
+/**
+ * The revision's decisions per window: a count of one range of decision_revision_at (or its shadow
+ * twin) per window, cheaper than one pass testing every row against each window.
+ */
+async function decisionCounts(s: Scope): Promise<FireCounts> {
+  const count = async (windowMs: number) => {
+    const row = await s.db
+      .selectFrom('decision')
+      .select((eb) => eb.fn.countAll<number>().as('decisions'))
+      .where(revisionColumn(s), '=', s.revision)
+      .where('at_ms', '>', s.nowMs - windowMs)
+      .where('at_ms', '<=', s.nowMs)
+      .executeTakeFirst();
+    // PostgreSQL answers counts as strings.
+    return Number(row?.decisions ?? 0);
+  };
+  const [h1, h24, d7] = await Promise.all([count(WINDOW_MS.h1), count(WINDOW_MS.h24), count(WINDOW_MS.d7)]);
+  return { h1, h24, d7 };
+}
+
+/** The revision's decisions of the last 7 d currently labelled fraud: the positives. */
+async function labelledFraud(s: Scope): Promise<number> {
+  const row = await s.db
+    .selectFrom('decision')
+    .select((eb) => eb.fn.countAll<number>().as('fraud'))
+    .where(revisionColumn(s), '=', s.revision)
+    .where('label', '=', 'fraud')
+    .where('at_ms', '>', s.nowMs - WINDOW_MS.d7)
+    .where('at_ms', '<=', s.nowMs)
+    .executeTakeFirst();
+  return Number(row?.fraud ?? 0);
+}
+
+/**
+ * Each rule's fires over 7 d: one range per rule of decision_rule_revision, grouped in index order
+ * (naming the rules lets both engines seek each rule's range instead of sorting every row).
+ */
+async function weekFires(s: Scope, ruleIds: readonly string[]): Promise<Map<string, number>> {
+  const rows = await s.db
+    .selectFrom('decision_rule')
+    .select((eb) => ['rule_id', eb.fn.countAll<number>().as('fires')])
+    .where('policy_revision', '=', s.revision)
+    .where('policy', '=', s.policy)
+    .where('rule_id', 'in', ruleIds)
+    .where('at_ms', '>', s.nowMs - WINDOW_MS.d7)
+    .where('at_ms', '<=', s.nowMs)
+    .groupBy('rule_id')
+    .execute();
+  return new Map(rows.map((r) => [r.rule_id, Number(r.fires)]));
+}
+
+/** Each rule's fires per hour over the last 24 h, oldest first (hours ago 0: the last hour). */
+async function hourlyFires(s: Scope, ruleIds: readonly string[]): Promise<Map<string, number[]>> {
+  const rows = await s.db
+    .selectFrom('decision_rule')
+    .select((eb) => [
+      'rule_id',
+      // Integer division on both engines: node:sqlite binds every number as a double, so the cast.
+      sql<number>`(cast(${Math.trunc(s.nowMs)} as bigint) - ${eb.ref('at_ms')}) / ${sql.lit(HOUR_MS)}`.as(
+        'hours_ago',
+      ),
+      eb.fn.countAll<number>().as('fires'),
+    ])
+    .where('policy_revision', '=', s.revision)
+    .where('policy', '=', s.policy)
+    .where('rule_id', 'in', ruleIds)
+    .where('at_ms', '>', s.nowMs - WINDOW_MS.h24)
+    .where('at_ms', '<=', s.nowMs)
+    .groupBy(['rule_id', 'hours_ago'])
+    .execute();
+  const byRule = new Map<string, number[]>();
+  for (const row of rows) {
+    const hours = byRule.get(row.rule_id) ?? new Array<number>(24).fill(0);
+    const hoursAgo = Math.trunc(Number(row.hours_ago));
+    if (hoursAgo >= 0 && hoursAgo < 24) hours[23 - hoursAgo]! += Number(row.fires);
+    byRule.set(row.rule_id, hours);
+  }
+  return byRule;
+}
+
+/**
+ * Per rule, its fires on the revision's labelled decisions of the last 7 d, by label. Driven from
+ * the labelled decisions (few; a partial index) into each one's rule rows by primary key: a cross
+ * join, which SQLite keeps in the written order, so it never walks every rule row instead.
+ */
+async function labelledFires(s: Scope): Promise<Map<string, { fraud: number; legit: number }>> {
+  const rows = await s.db
+    .selectFrom('decision as d')
+    .crossJoin('decision_rule as r')
+    .select((eb) => ['r.rule_id', 'd.label', eb.fn.countAll<number>().as('decisions')])
+    .whereRef('r.decision_id', '=', 'd.decision_id')
+    .where('r.policy', '=', s.policy)
+    .where(`d.${revisionColumn(s)}`, '=', s.revision)
+    .where('d.label', 'in', ['fraud', 'legit'])
+    .where('d.at_ms', '>', s.nowMs - WINDOW_MS.d7)
+    .where('d.at_ms', '<=', s.nowMs)
+    .groupBy(['r.rule_id', 'd.label'])
+    .execute();
+  const byRule = new Map<string, { fraud: number; legit: number }>();
+  for (const row of rows) {
+    const r = byRule.get(row.rule_id) ?? { fraud: 0, legit: 0 };
+    r[row.label as 'fraud' | 'legit'] += Number(row.decisions);
+    byRule.set(row.rule_id, r);
+  }
+  return byRule;
+}
+
+/**
+ * agreement[active][shadow] over the last 7 d's decisions of both revisions, every cell present:
+ * nine ranges of decision_agreement, grouped in index order.
+ */
+async function agreementMatrix(
+  db: Db,
+  activeRevision: string,
+  shadowRevision: string,
+  nowMs: number,
+): Promise<Record<Verdict, Record<Verdict, number>>> {
+  const rows = await db
+    .selectFrom('decision')
+    .select((eb) => ['verdict', 'shadow_verdict', eb.fn.countAll<number>().as('decisions')])
+    .where('policy_revision', '=', activeRevision)
+    .where('shadow_revision', '=', shadowRevision)
+    .where('verdict', 'in', VERDICTS)
+    .where('shadow_verdict', 'in', VERDICTS)
+    .where('at_ms', '>', nowMs - WINDOW_MS.d7)
+    .where('at_ms', '<=', nowMs)
+    .groupBy(['verdict', 'shadow_verdict'])
+    .execute();
+  const row = () => Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
+  const matrix = Object.fromEntries(VERDICTS.map((v) => [v, row()])) as Record<
+    Verdict,
+    Record<Verdict, number>
+  >;
+  for (const r of rows) matrix[r.verdict as Verdict][r.shadow_verdict as Verdict] += Number(r.decisions);
+  return matrix;
+}
+
+const rate = (part: number, whole: number) => (whole === 0 ? 0 : round(part / whole));
+const round = (x: number) => Math.round(x * 10_000) / 10_000;
+
+/**
+ * `reader` with its report kept for `maxAgeMs` (default 30 000) and shared by concurrent callers:
+ * on SQLite the report's queries run on the event loop (~80 ms of CPU over 1,000,000 decisions,
+ * bench/RESULTS.md "Issue 25: rule report"), so operators refreshing the Rules page must not run
+ * them once each while the process is deciding logins. A report for an explicit `nowMs` (tests,
+ * replays of a moment) is never cached. A revision change is seen at the next refresh.
+ */
+export function cachedRuleReport(reader: RuleReportReader, maxAgeMs = 30_000): RuleReportReader {
+  let cached: { atMs: number; report: Promise<RuleReport> } | undefined;
+  return {
+    report(nowMs?: number) {
+      if (nowMs !== undefined) return reader.report(nowMs);
+      const now = Date.now();
+      if (cached === undefined || now - cached.atMs >= maxAgeMs) {
+        const report = reader.report(now);
+        cached = { atMs: now, report };
+        // A failed report is not kept: the next caller asks again.
+        report.catch(() => {
+          if (cached?.report === report) cached = undefined;
+        });
+      }
+      return cached.report;
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import type { RiskgateDatabase } from '../database/database.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
+import type { Component, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
+import type { DeclaredList } from '../policy/policy-types.ts';
+import { listRoutes } from './list-routes.ts';
+import { ListStore } from './list-store.ts';
+import { ListSync, type ListSyncOptions } from './list-sync.ts';
+
+/** How often expired entries are deleted from the database, milliseconds. */
+const PURGE_EVERY_MS = 10 * 60_000;
+/** Expired entries are kept this long (visible to nobody, but in the database for a look), ms. */
+const PURGE_AFTER_MS = 24 * 3_600_000;
+
+/**
+ * The runtime lists as a component: the first snapshot loaded at start (a database that does not
+ * answer fails the start, as the database component does), then kept current by polling; the
+ * operator endpoints; expired entries purged now and then. Its handle is what decisions read.
+ */
+export function listComponent(o: {
+  database: RiskgateDatabase;
+  /** The lists the active policy declares. */
+  declared: () => readonly DeclaredList[];
+  events: EventSink;
+  log: LifecycleLog;
+  /** Poll and staleness tuning (tests). */
+  sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs'>;
+}): Component<ListSync, MetricsRegistry> {
+  return {
+    name: 'lists',
+    async start() {
+      const store = new ListStore(o.database);
+      const sync = new ListSync({ store, log: o.log, ...o.sync });
+      await sync.start();
+      const purge = setInterval(() => {
+        store.purgeExpired(Date.now() - PURGE_AFTER_MS).catch(() => {});
+      }, PURGE_EVERY_MS);
+      purge.unref();
+      return {
+        handle: sync,
+        routes: [listRoutes({ store, sync, declared: o.declared, events: o.events, log: o.log })],
+        health: () => ({
+          lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok },
+        }),
+        observe(registry) {
+          registry.observeGauge(
+            'riskgate_lists_snapshot_age_seconds',
+            "How long ago this process's runtime list snapshot was last confirmed current (stale past 10 s: rules reading lists see them unavailable)",
+            () => sync.ageMs() / 1000,
+          );
+          registry.observeCounter(
+            'riskgate_lists_refresh_failures_total',
+            'Refreshes of the runtime list snapshot that failed (the database did not answer)',
+            () => sync.failures,
+          );
+        },
+        stop: async () => {
+          clearInterval(purge);
+          await sync.stop();
+        },
+      };
+    },
+  };
+}

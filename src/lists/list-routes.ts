@@ -1,0 +1,315 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'hono';
+import type { z } from 'zod';
+import { ErrorCode, InputError, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import type { EventSink, RiskgateEventType } from '../events/riskgate-event.ts';
+import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
+import type { AuditAction } from '../operators/audit-trail.ts';
+import type { DeclaredList } from '../policy/policy-types.ts';
+import {
+  addEntrySchema,
+  importBodySchema,
+  importQuerySchema,
+  type ListEntryView,
+  MAX_ENTRY_BODY_BYTES,
+  MAX_IMPORT_BODY_BYTES,
+  MAX_IMPORT_ENTRIES,
+  pageQuerySchema,
+  reasonQuerySchema,
+  removeBodySchema,
+} from './list-api.ts';
+import type { ListEntry, ListStore } from './list-store.ts';
+import type { ListSync } from './list-sync.ts';
+import { normaliseListValue } from './list-values.ts';
+
+/**
+ * The operator endpoints of the runtime lists: `GET /lists`, `GET /lists/{name}`,
+ * `POST /lists/{name}/entries`, `DELETE /lists/{name}/entries/{value}`, `POST /lists/{name}/import`.
+ * Reads take any operator; changes an admin. A change is written to the audit trail first
+ * (`edge.recordChange`: refused, 503, when it cannot be, and nothing changes), then to the
+ * database, then told as an event; every replica's snapshot has it within 2 s, this one's before
+ * the answer.
+ */
+
+export interface ListRoutesDeps {
+  store: ListStore;
+  sync: ListSync;
+  /** The lists the active policy declares. */
+  declared: () => readonly DeclaredList[];
+  events: EventSink;
+  log: LifecycleLog;
+  /** Epoch milliseconds. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The name of the operator changing a list (the entry's author). */
+function authorOf(c: Context): string {
+  const principal = c.get('principal');
+  return principal.operator?.name ?? principal.keyId;
+}
+
+/** A database failure as the endpoints' 503. */
+async function fromListStore<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (isRiskgateError(error)) throw error;
+    throw new RiskgateError(
+      ErrorCode.DATABASE_UNAVAILABLE,
+      'The lists database did not answer (down, refused or too slow); try again shortly.',
+      { cause: error },
+    );
+  }
+}
+
+export function entryView(e: ListEntry): ListEntryView {
+  return {
+    list: e.list,
+    value: e.value,
+    kind: e.kind as ListEntryView['kind'],
+    author: e.author,
+    reason: e.reason,
+    createdAt: new Date(e.createdMs).toISOString(),
+    expiresAt: e.expiresMs === null ? null : new Date(e.expiresMs).toISOString(),
+  };
+}
+
+export function listRoutes(deps: ListRoutesDeps): RouteMount {
+  const now = deps.now ?? Date.now;
+  const declaredList = (name: string): DeclaredList => {
+    const list = deps.declared().find((l) => l.name === name);
+    if (list === undefined) {
+      throw new RiskgateError(
+        ErrorCode.NOT_FOUND,
+        `No list named ${JSON.stringify(name.slice(0, 64))} in the active policy (its \`lists\`).`,
+      );
+    }
+    return list;
+  };
+  const summary = (l: DeclaredList, entries: number) => ({
+    name: l.name,
+    key: l.key,
+    ttlSeconds: l.ttlMs === undefined ? null : Math.round(l.ttlMs / 1000),
+    ...(l.description !== undefined && { description: l.description }),
+    entries,
+  });
+  return {
+    surface: 'operator',
+    mount(app, edge) {
+      const change = changeSteps(deps, edge, now);
+      const admin = edge.requireRole('admin');
+      const viewer = edge.requireRole('viewer');
+      app.get('/lists', edge.operatorAuth, viewer, async (c) => {
+        const counts = await fromListStore(deps.store.counts(now()));
+        const ageMs = deps.sync.ageMs();
+        return c.json({
+          lists: deps.declared().map((l) => summary(l, counts.get(l.name) ?? 0)),
+          snapshot: { ageMs: Number.isFinite(ageMs) ? ageMs : -1, stale: !deps.sync.read(now()).ok },
+        });
+      });
+      app.get('/lists/:name', edge.operatorAuth, viewer, async (c) => {
+        const list = declaredList(c.req.param('name'));
+        const query = pageQuerySchema.safeParse(c.req.query());
+        if (!query.success) throw edge.inputError(query.error, 'The query');
+        const { limit, cursor } = query.data;
+        const nowMs = now();
+        const [page, counts] = await fromListStore(
+          Promise.all([deps.store.page(list.name, nowMs, limit + 1, cursor), deps.store.counts(nowMs)]),
+        );
+        const items = page.slice(0, limit).map(entryView);
+        return c.json({
+          ...summary(list, counts.get(list.name) ?? 0),
+          items,
+          ...(page.length > limit && { nextCursor: items[items.length - 1]!.value }),
+        });
+      });
+      app.post(
+        '/lists/:name/entries',
+        edge.operatorAuth,
+        admin,
+        edge.limitBody(MAX_ENTRY_BODY_BYTES),
+        async (c) => {
+          const list = declaredList(c.req.param('name'));
+          const body = await edge.readJsonBody(c, addEntrySchema);
+          const entry = change.entryOf(c, list, body, 'value');
+          await change.audit(c, 'list.add', `${list.name}:${entry.value}`, {
+            reason: entry.reason,
+            expiresAt: entryView(entry).expiresAt,
+          });
+          await fromListStore(deps.store.add([entry]));
+          await change.after('list.entry_added', [entry]);
+          return c.json(entryView(entry), 201);
+        },
+      );
+      app.delete(
+        '/lists/:name/entries/:value',
+        edge.operatorAuth,
+        admin,
+        edge.limitBody(MAX_ENTRY_BODY_BYTES),
+        (c) => removeEntry(c, edge, declaredList(c.req.param('name')), deps, change),
+      );
+      app.post(
+        '/lists/:name/import',
+        edge.operatorAuth,
+        admin,
+        edge.limitBody(MAX_IMPORT_BODY_BYTES),
+        async (c) => {
+          const list = declaredList(c.req.param('name'));
+          const entries = await importEntries(c, edge, list, change);
+          await change.audit(c, 'list.add', `${list.name}:import`, {
+            entries: entries.length,
+            values: entries.slice(0, 50).map((e) => e.value),
+            reasons: [...new Set(entries.map((e) => e.reason))].slice(0, 10),
+          });
+          await fromListStore(deps.store.add(entries));
+          await change.after('list.entry_added', entries);
+          return c.json({ list: list.name, added: entries.length }, 201);
+        },
+      );
+    },
+  };
+}
+
+type ChangeSteps = ReturnType<typeof changeSteps>;
+
+/** The steps every change shares: the entry it makes, its audit entry, what follows the write. */
+function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
+  return {
+    /** A checked entry of `list` from what an operator sent (`field`: where its value was). */
+    entryOf(
+      c: Context,
+      list: DeclaredList,
+      input: { value: string; reason: string; ttlSeconds?: number | undefined },
+      field: string,
+    ): ListEntry {
+      const checked = normaliseListValue(list.key, input.value);
+      if (!checked.ok) {
+        throw new InputError(`${field} ${checked.message}`, [{ field, message: checked.message }]);
+      }
+      const createdMs = now();
+      const ttlMs = input.ttlSeconds === undefined ? list.ttlMs : input.ttlSeconds * 1000;
+      return {
+        list: list.name,
+        value: checked.value,
+        kind: list.key,
+        author: authorOf(c),
+        reason: input.reason,
+        createdMs,
+        expiresMs: ttlMs === undefined ? null : createdMs + ttlMs,
+      };
+    },
+    /** Writes the change's audit entry; it rejects (503) when the trail cannot take it. */
+    async audit(c: Context, action: AuditAction, target: string, detail: Record<string, unknown>) {
+      await edge.recordChange(c, { action, target, detail });
+    },
+    /** This replica's snapshot brought current, and each change told as an event. */
+    async after(type: RiskgateEventType, entries: readonly ListEntry[]) {
+      await deps.sync.refresh().catch(() => {}); // the poll catches up; the change is committed
+      const at = new Date(now()).toISOString();
+      try {
+        for (const e of entries) {
+          const view = entryView(e);
+          await deps.events.emit({
+            id: randomUUID(),
+            type,
+            at,
+            data: { list: e.list, value: e.value, kind: e.kind, author: e.author, expiresAt: view.expiresAt },
+          });
+        }
+      } catch (error) {
+        deps.log({
+          level: 'error',
+          msg: 'list change event not queued',
+          type,
+          error: (error as Error).message,
+        });
+      }
+    },
+  };
+}
+
+async function removeEntry(
+  c: Context,
+  edge: RouteEdge,
+  list: DeclaredList,
+  deps: ListRoutesDeps,
+  change: ChangeSteps,
+): Promise<Response> {
+  const checked = normaliseListValue(list.key, c.req.param('value') ?? '');
+  if (!checked.ok)
+    throw new InputError(`value ${checked.message}`, [{ field: 'value', message: checked.message }]);
+  const query = reasonQuerySchema.safeParse(c.req.query());
+  if (!query.success) throw edge.inputError(query.error, 'The query');
+  const hasBody =
+    (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
+  const reason = hasBody ? (await edge.readJsonBody(c, removeBodySchema)).reason : query.data.reason;
+  if (reason === undefined) {
+    throw new InputError('reason is required (the `reason` query parameter or a JSON body)', [
+      { field: 'reason', message: 'is required' },
+    ]);
+  }
+  const nowMs = (deps.now ?? Date.now)();
+  const existing = await fromListStore(deps.store.get(list.name, checked.value, nowMs));
+  if (existing === undefined) {
+    throw new RiskgateError(
+      ErrorCode.NOT_FOUND,
+      `No entry ${JSON.stringify(checked.value)} in list ${list.name}.`,
+    );
+  }
+  await change.audit(c, 'list.remove', `${list.name}:${checked.value}`, { reason });
+  const removed = await fromListStore(deps.store.remove(list.name, checked.value));
+  if (removed === undefined) {
+    throw new RiskgateError(
+      ErrorCode.NOT_FOUND,
+      `No entry ${JSON.stringify(checked.value)} in list ${list.name}.`,
+    );
+  }
+  await change.after('list.entry_removed', [removed]);
+  return c.json(entryView(removed));
+}
+
+/** An import's entries: a JSON array, or JSON lines (`application/x-ndjson`), each checked. */
+async function importEntries(
+  c: Context,
+  edge: RouteEdge,
+  list: DeclaredList,
+  change: ChangeSteps,
+): Promise<ListEntry[]> {
+  const query = importQuerySchema.safeParse(c.req.query());
+  if (!query.success) throw edge.inputError(query.error, 'The query');
+  let given: z.output<typeof importBodySchema>;
+  if (/^application\/x-ndjson\b/i.test(c.req.header('content-type') ?? '')) {
+    const lines = (await c.req.text()).split('\n').filter((l) => l.trim() !== '');
+    const raw = lines.map((line, i) => {
+      try {
+        return JSON.parse(line) as unknown;
+      } catch {
+        throw new InputError(`line ${i + 1} is not JSON`, [{ field: String(i), message: 'is not JSON' }]);
+      }
+    });
+    const parsed = importBodySchema.safeParse(raw);
+    if (!parsed.success) throw edge.inputError(parsed.error, 'The entries');
+    given = parsed.data;
+  } else given = await edge.readJsonBody(c, importBodySchema);
+  if (given.length === 0) {
+    throw new InputError('there are no entries to import', [{ field: '', message: 'is empty' }]);
+  }
+  const seen = new Map<string, ListEntry>();
+  given.forEach((e, i) => {
+    const reason = e.reason ?? query.data.reason;
+    if (reason === undefined) {
+      throw new InputError(`${i}.reason is required (on the entry or as the \`reason\` query parameter)`, [
+        { field: `${i}.reason`, message: 'is required' },
+      ]);
+    }
+    const entry = change.entryOf(
+      c,
+      list,
+      { value: e.value, reason, ttlSeconds: e.ttlSeconds ?? query.data.ttlSeconds },
+      `${i}.value`,
+    );
+    seen.set(entry.value, entry); // the last of a repeated value wins, as a later add would
+  });
+  if (seen.size > MAX_IMPORT_ENTRIES) throw new InputError(`at most ${MAX_IMPORT_ENTRIES} entries`);
+  return [...seen.values()];
+}

@@ -1,0 +1,141 @@
+import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import type { ListLookup } from '../policy/policy-types.ts';
+import type { UpstreamResult } from '../upstream/upstream-result.ts';
+import { ListSnapshot } from './list-snapshot.ts';
+import type { ListStore } from './list-store.ts';
+
+/**
+ * Keeps this process's list snapshot current: every `pollMs` it reads the change marker (one
+ * tiny row), and reloads the entries only when another replica (or this one) changed them, so a
+ * change anywhere is seen everywhere within a poll and a load. A decision reads the snapshot in
+ * memory and never waits on the database.
+ *
+ * A snapshot nobody could confirm for `staleAfterMs` is unavailable to decisions, never used as
+ * if current: a deny list that cannot be read must not turn permissive silently. Rules reading it
+ * are then skipped with the lists' onUnavailable, and the degraded floor (policies/README.md,
+ * "Degraded decisions") holds the verdict at challenge at least when a risk-raising rule reads it.
+ */
+
+/** How often the change marker is read, milliseconds. */
+export const DEFAULT_LIST_POLL_MS = 500;
+/** How long an unconfirmed snapshot is still used, milliseconds. */
+export const DEFAULT_LIST_STALE_AFTER_MS = 10_000;
+
+export interface ListSyncOptions {
+  store: ListStore;
+  /** Default `DEFAULT_LIST_POLL_MS` (500). */
+  pollMs?: number;
+  /** Default `DEFAULT_LIST_STALE_AFTER_MS` (10 000). */
+  staleAfterMs?: number;
+  /** Epoch milliseconds. Default `Date.now`. */
+  now?: () => number;
+  /** Told of a failed refresh (once per failure streak) and of the recovery. */
+  log?: (line: Record<string, unknown>) => void;
+}
+
+/** What a decision reads: the snapshot, or why it cannot be used. */
+export interface ListReader {
+  read(nowMs: number): UpstreamResult<ListLookup>;
+}
+
+export class ListSync implements ListReader {
+  readonly #o: Required<Omit<ListSyncOptions, 'log'>> & Pick<ListSyncOptions, 'log'>;
+  #snapshot: ListSnapshot | undefined;
+  #version = -1;
+  /** When the snapshot was last confirmed current (epoch ms). */
+  #confirmedMs = Number.NEGATIVE_INFINITY;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #failing = false;
+  /** Refreshes that failed, since start. */
+  failures = 0;
+  /** Reloads of the entries (the marker changed), since start. */
+  reloads = 0;
+
+  constructor(options: ListSyncOptions) {
+    this.#o = {
+      pollMs: DEFAULT_LIST_POLL_MS,
+      staleAfterMs: DEFAULT_LIST_STALE_AFTER_MS,
+      now: Date.now,
+      ...options,
+    };
+  }
+
+  /** Loads the first snapshot (rejects when the database does not answer), then polls. */
+  async start(): Promise<void> {
+    // A database that does not answer at start does not stop riskgate: until a poll loads the
+    // lists, rules reading them see them unavailable (their onUnavailable and the degraded floor).
+    await this.refresh(true).catch(() => {});
+    this.#timer = setInterval(() => void this.refresh(false).catch(() => {}), this.#o.pollMs);
+    this.#timer.unref();
+  }
+
+  stop(): Promise<void> {
+    clearInterval(this.#timer);
+    return this.#running ?? Promise.resolve();
+  }
+
+  /**
+   * Reads the marker and reloads when it moved (or when `force`). One refresh at a time: a call
+   * during one waits for it. Rejects when the database fails; the snapshot is then unconfirmed.
+   */
+  refresh(force = false): Promise<void> {
+    if (this.#running !== undefined)
+      return this.#running.then(() => (force ? this.refresh(true) : undefined));
+    this.#running = this.#refresh(force).finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  async #refresh(force: boolean): Promise<void> {
+    const startedMs = this.#o.now();
+    try {
+      const version = await this.#o.store.version();
+      if (force || version !== this.#version || this.#snapshot === undefined) {
+        const loaded = await this.#o.store.loadActive(startedMs);
+        this.#snapshot = new ListSnapshot(loaded.entries);
+        this.#version = loaded.version;
+        this.reloads++;
+      }
+      // Confirmed as of when the read started: a slow read does not make it look fresher.
+      this.#confirmedMs = startedMs;
+      if (this.#failing) this.#o.log?.({ level: 'info', msg: 'list snapshot current again' });
+      this.#failing = false;
+    } catch (error) {
+      this.failures++;
+      if (!this.#failing) {
+        this.#o.log?.({
+          level: 'warn',
+          msg: 'list snapshot refresh failed',
+          error: (error as Error).message,
+        });
+      }
+      this.#failing = true;
+      throw error;
+    }
+  }
+
+  /** How old the snapshot's confirmation is, milliseconds (Infinity before the first). */
+  ageMs(nowMs = this.#o.now()): number {
+    return nowMs - this.#confirmedMs;
+  }
+
+  /** The snapshot itself (counts for the API); undefined before the first load. */
+  snapshot(): ListSnapshot | undefined {
+    return this.#snapshot;
+  }
+
+  read(nowMs: number): UpstreamResult<ListLookup> {
+    const snapshot = this.#snapshot;
+    if (snapshot !== undefined && nowMs - this.#confirmedMs <= this.#o.staleAfterMs) {
+      return { ok: true, value: snapshot, durationMs: 0 };
+    }
+    const error = new UpstreamError(
+      ErrorCode.LISTS_UNAVAILABLE,
+      `the list snapshot was last confirmed ${Math.round(this.ageMs(nowMs))} ms ago (bound ${this.#o.staleAfterMs} ms)`,
+      { upstream: 'lists' },
+    );
+    return { ok: false, error, durationMs: 0 };
+  }
+}

@@ -1,0 +1,50 @@
+import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
+import type { ActionSpec } from '../actions/admin-actions.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
+import { type Component, type LifecycleLog, stopWaitMs } from '../lifecycle/component.ts';
+import type { AttemptGate } from '../outbox/outbox.ts';
+import type { OutboxStore } from '../outbox/outbox-store.ts';
+import { LockoutRecorder } from './lockout-recorder.ts';
+import { lockoutRoutes } from './lockout-routes.ts';
+import { LockoutStore } from './lockout-store.ts';
+import { lockoutMigrations } from './lockout-tables.ts';
+import { unlockGate } from './unlock-gate.ts';
+
+export { lockoutMigrations };
+
+/** What the lock-outs give the rest of riskgate. */
+export interface Lockouts {
+  /** Where decisions tell their lock-outs and the outbox its outcomes. */
+  recorder: LockoutRecorder;
+  /** The outbox's `beforeAttempt`: whether a temporary lock-out's unlock still should run. */
+  gate: (spec: ActionSpec, outbox: Pick<OutboxStore, 'get'>) => Promise<AttemptGate>;
+}
+
+/**
+ * The lock-out records (src/lockouts/) as a component, started before the outbox (whose outcomes
+ * and unlock gate it serves) so it stops after it: the outcomes of the outbox's drain are written
+ * before the database closes. Mounts `/lockouts` on the operator surface.
+ */
+export function lockoutsComponent(o: {
+  database: RiskgateDatabase;
+  events: EventSink;
+  /** The outbox, once started: an operator's unlock goes out through it. */
+  actions: () => Pick<ActionDispatcher, 'submit'>;
+  log: LifecycleLog;
+  /** Longest wait for the records still queued on stop, milliseconds. Default 2000. */
+  flushTimeoutMs?: number;
+}): Component<Lockouts> {
+  return {
+    name: 'lockouts',
+    async start() {
+      const store = new LockoutStore(o.database);
+      const recorder = new LockoutRecorder({ store, events: o.events, log: o.log });
+      return {
+        handle: { recorder, gate: unlockGate(store) },
+        stop: (deadlineAtMs) => recorder.flush(stopWaitMs(deadlineAtMs, o.flushTimeoutMs ?? 2000)),
+        routes: [lockoutRoutes({ store, events: o.events, actions: o.actions, log: o.log })],
+      };
+    },
+  };
+}

@@ -1,0 +1,164 @@
+import type { ActionOutcome } from '../actions/action-dispatcher.ts';
+import type { EventSink, RiskgateEvent } from '../events/riskgate-event.ts';
+import { sleep } from '../timing/sleep.ts';
+import { type LockoutSink, OPERATOR_UNLOCK_SUFFIX, type PlannedLockout } from './lockout-record.ts';
+import type { LockoutStore } from './lockout-store.ts';
+
+type Item = { kind: 'planned'; lockout: PlannedLockout } | { kind: 'outcome'; outcome: ActionOutcome };
+
+export interface LockoutRecorderOptions {
+  store: LockoutStore;
+  /** Told `lockout.created` (a lock-out queued) and `lockout.ended` (a temporary one ran out). */
+  events: EventSink;
+  log: (line: Record<string, unknown>) => void;
+  /** Writes waiting at once; past it a write is dropped (counted, logged). Default 10 000. */
+  maxQueued?: number;
+  /** Tries of one write before it is dropped (logged). Default 5. */
+  maxTries?: number;
+  /** First wait after a failed write, milliseconds; doubles each try. Default 200. */
+  retryDelayMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Writes the lock-out records off the hot path: a decision tells its lock-outs (`planned`) and the
+ * outbox each final outcome (`outcome`) without waiting, and one writer applies them in order (a
+ * record before its outcome) from a bounded queue, each write tried a bounded number of times. A
+ * slow or failing database never holds /decide; what it drops is logged. The records are what
+ * operators read: the unlocks that end temporary lock-outs are in the outbox, durable, and their
+ * gate (src/lockouts/unlock-gate.ts) asks the outbox, not the records, whether the lock-out was
+ * applied.
+ */
+export class LockoutRecorder implements LockoutSink {
+  readonly #o: Required<LockoutRecorderOptions>;
+  #queue: Item[] = [];
+  #writing: Promise<void> | undefined;
+  #dropped = 0;
+
+  constructor(options: LockoutRecorderOptions) {
+    this.#o = { maxQueued: 10_000, maxTries: 5, retryDelayMs: 200, now: Date.now, ...options };
+  }
+
+  /** Writes dropped: the queue was full, or a write failed every try. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  planned(lockouts: readonly PlannedLockout[]): void {
+    for (const lockout of lockouts) this.#push({ kind: 'planned', lockout });
+  }
+
+  /** An action's final outcome (the outbox's `onOutcome`); only lock-outs and unlocks are kept. */
+  outcome(outcome: ActionOutcome): void {
+    if (outcome.type === 'lock_out_user' || outcome.type === 'unlock_user')
+      this.#push({ kind: 'outcome', outcome });
+  }
+
+  /** Resolves once what was told so far is written (or dropped), or after `timeoutMs`. */
+  async flush(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.#writing !== undefined && performance.now() < deadline) {
+      await Promise.race([this.#writing, sleep(Math.max(1, deadline - performance.now()))]);
+    }
+  }
+
+  #push(item: Item): void {
+    if (this.#queue.length >= this.#o.maxQueued) {
+      this.#dropped++;
+      this.#o.log({
+        level: 'warn',
+        msg: 'lock-out record dropped: the write queue is full',
+        ...describe(item),
+      });
+      return;
+    }
+    this.#queue.push(item);
+    this.#kick();
+  }
+
+  #kick(): void {
+    this.#writing ??= this.#drain().finally(() => {
+      this.#writing = undefined;
+      // Told between the last write and now.
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    // A turn later: the decision's answer goes out first.
+    await new Promise((r) => setImmediate(r));
+    for (let item = this.#queue.shift(); item !== undefined; item = this.#queue.shift()) {
+      await this.#write(item);
+    }
+  }
+
+  async #write(item: Item): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.#apply(item);
+        return;
+      } catch (error) {
+        if (tries >= this.#o.maxTries) {
+          this.#dropped++;
+          this.#o.log({
+            level: 'error',
+            msg: 'lock-out record not written',
+            error: String(error),
+            ...describe(item),
+          });
+          return;
+        }
+        await sleep(this.#o.retryDelayMs * 2 ** (tries - 1));
+      }
+    }
+  }
+
+  async #apply(item: Item): Promise<void> {
+    const { store, events } = this.#o;
+    const now = this.#o.now();
+    if (item.kind === 'planned') {
+      const l = item.lockout;
+      await store.add(l, now);
+      if (l.status === 'queued')
+        await events.emit(lockoutEvent('lockout.created', l.decisionId, l.userId, l.rule));
+      return;
+    }
+    const o = item.outcome;
+    await store.applyOutcome(o, now);
+    const scheduledEnd =
+      o.type === 'unlock_user' &&
+      o.status === 'done' &&
+      o.reason === undefined &&
+      !o.key.endsWith(OPERATOR_UNLOCK_SUFFIX);
+    if (scheduledEnd)
+      await events.emit(lockoutEvent('lockout.ended', o.decisionId, o.target, undefined, 'schedule'));
+  }
+}
+
+/** A lock-out event; its id is the record's and the type's, so a retried emit is one event. */
+export function lockoutEvent(
+  type: 'lockout.created' | 'lockout.ended',
+  id: string,
+  userId: string,
+  rule?: string,
+  endedBy?: string,
+): RiskgateEvent {
+  return {
+    id: `${type}:${id}`,
+    type,
+    at: new Date().toISOString(),
+    data: {
+      lockoutId: id,
+      decisionId: id,
+      userId,
+      ...(rule !== undefined && { rule }),
+      ...(endedBy !== undefined && { endedBy }),
+    },
+  };
+}
+
+function describe(item: Item): Record<string, unknown> {
+  return item.kind === 'planned'
+    ? { lockoutId: item.lockout.decisionId, userId: item.lockout.userId }
+    : { actionId: item.outcome.key, status: item.outcome.status };
+}

@@ -1,0 +1,141 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { z } from 'zod';
+import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
+import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
+import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
+import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
+import { LOCKOUT_STATUSES, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
+import { lockoutEvent } from './lockout-recorder.ts';
+import { decodeCursor, type LockoutStore, lockoutView } from './lockout-store.ts';
+
+/** The query of `GET /lockouts`. */
+export const lockoutsQuerySchema = z.strictObject({
+  userId: z.string().min(1).max(256).optional().describe('Only this Admin user’s lock-outs.'),
+  status: z.enum(LOCKOUT_STATUSES).optional().describe('Only lock-outs in this status.'),
+  cursor: z
+    .string()
+    .max(512)
+    .refine((c) => decodeCursor(c) !== undefined, 'must be a nextCursor of an earlier page')
+    .optional()
+    .describe('A previous page’s `nextCursor`: the older lock-outs after it.'),
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Most lock-outs in a page.'),
+});
+
+/** The body of `POST /lockouts/{id}/unlock`. */
+export const unlockRequestSchema = z.strictObject({
+  reason: z
+    .string()
+    .trim()
+    .min(1)
+    .max(500)
+    .describe(
+      'Why the user is unlocked (the help desk vouched for them): kept on the record and in the audit trail.',
+    ),
+});
+
+export interface LockoutRoutesOptions {
+  store: LockoutStore;
+  events: EventSink;
+  /** The outbox: an unlock goes out through it (durable, retried). Read when an unlock is asked. */
+  actions: () => Pick<ActionDispatcher, 'submit'>;
+  log: (line: Record<string, unknown>) => void;
+}
+
+/**
+ * `GET /lockouts`, `GET /lockouts/{id}` (operators) and `POST /lockouts/{id}/unlock` (an admin):
+ * an unlock is written to the audit trail first (refused 503 when it cannot be), then queued in
+ * the outbox as an Admin API `status: enabled` (durable, retried, never lost), then recorded, and
+ * `lockout.ended` is emitted before the answer.
+ */
+export function lockoutRoutes(o: LockoutRoutesOptions): RouteMount {
+  return {
+    surface: 'operator',
+    mount(app, edge) {
+      const viewer: MiddlewareHandler = edge.operatorAuth;
+      app.get('/lockouts', viewer, async (c) => {
+        const query = lockoutsQuerySchema.safeParse(c.req.query());
+        if (!query.success) throw edge.inputError(query.error, 'The query');
+        return c.json(await fromDatabase(o.store.list(query.data)));
+      });
+      app.get('/lockouts/:id', viewer, async (c) => {
+        const id = c.req.param('id');
+        const row = await fromDatabase(o.store.get(id));
+        if (row === undefined) throw lockoutNotFound(id);
+        return c.json(lockoutView(row));
+      });
+      app.post(
+        '/lockouts/:id/unlock',
+        edge.operatorAuth,
+        edge.requireRole('admin'),
+        edge.limitBody(4096),
+        (c) => unlock(c, edge, o),
+      );
+    },
+  };
+}
+
+async function unlock(c: Context, edge: RouteEdge, o: LockoutRoutesOptions): Promise<Response> {
+  const id = c.req.param('id')!;
+  const { reason } = await edge.readJsonBody(c, unlockRequestSchema);
+  const row = await fromDatabase(o.store.get(id));
+  if (row === undefined) throw lockoutNotFound(id);
+  // Unlocked already: the same answer, nothing done twice.
+  if (row.status === 'unlocked') return c.json(lockoutView(row));
+  // Written to the audit trail first: refused (503) and not made when it cannot be.
+  const entry = await edge.recordChange(c, {
+    action: 'lockout.unlock',
+    target: id,
+    detail: { userId: row.user_id, reason },
+  });
+  const operator = { name: entry.actor };
+  const spec = operatorUnlockSpec(id, row.user_id);
+  const [queued] = await o
+    .actions()
+    .submit([{ key: spec.id, decisionId: id, type: spec.type, target: row.user_id, spec }]);
+  if (queued === 'refused')
+    throw new RiskgateError(
+      ErrorCode.OUTBOX_UNAVAILABLE,
+      'The outbox did not take the unlock; try again shortly.',
+    );
+  await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()));
+  try {
+    await o.events.emit(lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name));
+  } catch (error) {
+    o.log({ level: 'error', msg: 'lockout.ended not queued', lockoutId: id, error: String(error) });
+  }
+  return c.json(lockoutView((await fromDatabase(o.store.get(id)))!));
+}
+
+/**
+ * An operator's unlock: `status: enabled`, ordered with the user's other actions (after the
+ * lock-out it undoes, when that is still pending). One per lock-out (its id).
+ */
+function operatorUnlockSpec(lockoutId: string, userId: string): ActionSpec {
+  return {
+    id: `${actionId(lockoutId, 'unlock_user', userId)}${OPERATOR_UNLOCK_SUFFIX}`,
+    decisionId: lockoutId,
+    type: 'unlock_user',
+    target: userId,
+    orderingKey: userId,
+    call: { method: 'updateUser', userId, update: { status: 'enabled' } },
+  };
+}
+
+function lockoutNotFound(id: string): RiskgateError {
+  return new RiskgateError(ErrorCode.NOT_FOUND, `No lock-out with id ${JSON.stringify(id.slice(0, 200))}.`);
+}
+
+/** `work` against the database, its failure `RG_ERR_DATABASE_UNAVAILABLE` (503, naming no server). */
+async function fromDatabase<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (isRiskgateError(error)) throw error;
+    throw new RiskgateError(
+      ErrorCode.DATABASE_UNAVAILABLE,
+      'The database did not answer (down, refused or too slow); try again shortly.',
+      { cause: error },
+    );
+  }
+}

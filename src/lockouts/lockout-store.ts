@@ -1,0 +1,298 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { ActionOutcome } from '../actions/action-dispatcher.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
+import {
+  ACTIVE_STATUSES,
+  APPLIED_STATUSES,
+  type LockoutStatus,
+  type LockoutView,
+  OPERATOR_UNLOCK_SUFFIX,
+  type PlannedLockout,
+} from './lockout-record.ts';
+import type { LockoutTables } from './lockout-tables.ts';
+
+type Row = Selectable<LockoutTables['lockout']>;
+
+export interface LockoutFilter {
+  userId?: string | undefined;
+  status?: LockoutStatus | undefined;
+  /** From a previous page's `nextCursor`: the lock-outs after it (older). */
+  cursor?: string | undefined;
+  /** Most lock-outs in a page. Default 50, at most 200. */
+  limit?: number | undefined;
+}
+
+/** A page's position, opaque to callers: the last row's (created_ms, id). */
+function encodeCursor(row: Pick<Row, 'created_ms' | 'id'>): string {
+  return Buffer.from(JSON.stringify([Number(row.created_ms), row.id])).toString('base64url');
+}
+
+/** The (created_ms, id) of a cursor; undefined when it is not one of ours. */
+export function decodeCursor(cursor: string): [number, string] | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    return Array.isArray(v) && Number.isSafeInteger(v[0]) && typeof v[1] === 'string'
+      ? [v[0] as number, v[1] as string]
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const iso = (ms: number | null): string | undefined =>
+  ms === null ? undefined : new Date(Number(ms)).toISOString();
+
+export function lockoutView(r: Row): LockoutView {
+  const view: LockoutView = {
+    id: r.id,
+    userId: r.user_id,
+    decisionId: r.decision_id,
+    createdAt: new Date(Number(r.created_ms)).toISOString(),
+    status: r.status as LockoutStatus,
+    escalated: r.escalated === 1,
+  };
+  const optional: Partial<LockoutView> = {
+    accountId: r.account_id ?? undefined,
+    rule: r.rule ?? undefined,
+    until: iso(r.until_ms),
+    endedAt: iso(r.ended_ms),
+    endedBy: r.ended_by ?? undefined,
+    reason: r.reason ?? undefined,
+    unlockStatus: (r.unlock_status ?? undefined) as LockoutView['unlockStatus'],
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) Object.assign(view, { [k]: v });
+  return view;
+}
+
+/**
+ * The lock-out records in the database (src/lockouts/lockout-tables.ts), in kysely's builder: the
+ * same queries on SQLite and PostgreSQL. Writes are idempotent (an outcome told twice, a record
+ * whose decision's write was lost), so the recorder may retry them.
+ */
+export class LockoutStore {
+  readonly #db: Kysely<LockoutTables>;
+
+  constructor(database: RiskgateDatabase) {
+    this.#db = database.db.withTables<LockoutTables>();
+  }
+
+  /**
+   * Records a decision's lock-out (once: a repeat is ignored). With `escalateWithinMs`, a lock-out
+   * within that long of the user's previous applied one is made permanent now, so the list shows
+   * it so; the scheduled unlock checks again (src/lockouts/unlock-gate.ts).
+   */
+  async add(p: PlannedLockout, nowMs: number): Promise<void> {
+    let untilMs = p.durationMs === undefined ? null : p.createdMs + p.durationMs;
+    let escalated = 0;
+    if (untilMs !== null && p.status === 'queued' && p.escalateWithinMs !== undefined) {
+      if (
+        (await this.previousWithin(p.userId, p.decisionId, p.createdMs, p.escalateWithinMs)) !== undefined
+      ) {
+        untilMs = null;
+        escalated = 1;
+      }
+    }
+    await this.#db
+      .insertInto('lockout')
+      .values({
+        id: p.decisionId,
+        user_id: p.userId,
+        account_id: p.accountId ?? null,
+        decision_id: p.decisionId,
+        rule: p.rule,
+        created_ms: p.createdMs,
+        status: p.status,
+        until_ms: p.status === 'queued' ? untilMs : null,
+        escalated,
+        ended_ms: null,
+        ended_by: null,
+        reason: p.reason ?? null,
+        unlock_status: null,
+        updated_ms: nowMs,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+
+  /** The user's applied lock-out before `createdMs` and within `windowMs` of it, other than `id`. */
+  async previousWithin(
+    userId: string,
+    id: string,
+    createdMs: number,
+    windowMs: number,
+  ): Promise<string | undefined> {
+    const row = await this.#db
+      .selectFrom('lockout')
+      .select('id')
+      .where('user_id', '=', userId)
+      .where('id', '!=', id)
+      .where('status', 'in', APPLIED_STATUSES)
+      .where('created_ms', '>=', createdMs - windowMs)
+      .where('created_ms', '<=', createdMs)
+      .orderBy('created_ms', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.id;
+  }
+
+  /**
+   * A lock-out of the user, other than `id`, that keeps the user locked past `id`'s end: a later
+   * one still in force, or a permanent one still in force. Undefined when none does.
+   */
+  async extendedBy(
+    userId: string,
+    id: string,
+    createdMs: number,
+  ): Promise<{ id: string; why: string } | undefined> {
+    const rows = await this.#db
+      .selectFrom('lockout')
+      .select(['id', 'created_ms', 'until_ms'])
+      .where('user_id', '=', userId)
+      .where('id', '!=', id)
+      .where('status', 'in', ACTIVE_STATUSES)
+      .where((eb) => eb.or([eb('created_ms', '>=', createdMs), eb('until_ms', 'is', null)]))
+      .orderBy('created_ms', 'desc')
+      .limit(1)
+      .execute();
+    const row = rows[0];
+    if (row === undefined) return undefined;
+    return { id: row.id, why: row.until_ms === null ? 'permanent_lockout_in_force' : 'later_lockout' };
+  }
+
+  async get(id: string): Promise<Row | undefined> {
+    return this.#db.selectFrom('lockout').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Newest first. */
+  async list(filter: LockoutFilter): Promise<{ lockouts: LockoutView[]; nextCursor?: string }> {
+    const limit = Math.min(200, Math.max(1, filter.limit ?? 50));
+    let q = this.#db.selectFrom('lockout').selectAll();
+    if (filter.userId !== undefined) q = q.where('user_id', '=', filter.userId);
+    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
+    if (after !== undefined) {
+      const [createdMs, id] = after;
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_ms', '<', createdMs),
+          eb.and([eb('created_ms', '=', createdMs), eb('id', '<', id)]),
+        ]),
+      );
+    }
+    const rows = await q
+      .orderBy('created_ms', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit + 1)
+      .execute();
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      lockouts: page.map(lockoutView),
+      ...(rows.length > limit && last !== undefined && { nextCursor: encodeCursor(last) }),
+    };
+  }
+
+  /** Makes a temporary lock-out permanent (escalation found late, at its unlock). */
+  async makePermanent(id: string, nowMs: number): Promise<void> {
+    await this.#db
+      .updateTable('lockout')
+      .set({ until_ms: null, escalated: 1, updated_ms: nowMs })
+      .where('id', '=', id)
+      .execute();
+  }
+
+  /**
+   * An operator's unlock of `id`: it and every other lock-out of the user still in force are
+   * `unlocked` (the Admin user is enabled, whichever of them locked it), the unlock `queued`.
+   */
+  async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<void> {
+    await this.#db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable('lockout')
+        .set({ status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs })
+        .where('user_id', '=', row.user_id)
+        .where((eb) => eb.or([eb('id', '=', row.id), eb('status', 'in', ACTIVE_STATUSES)]))
+        .execute();
+      await tx.updateTable('lockout').set({ unlock_status: 'queued' }).where('id', '=', row.id).execute();
+    });
+  }
+
+  /** Applies an action's final outcome to the records it concerns (told at least once). */
+  async applyOutcome(o: ActionOutcome, nowMs: number): Promise<void> {
+    if (o.type === 'lock_out_user') await this.#lockOutcome(o, nowMs);
+    else if (o.type === 'unlock_user' && o.key.endsWith(OPERATOR_UNLOCK_SUFFIX))
+      await this.#operatorUnlockOutcome(o, nowMs);
+    else if (o.type === 'unlock_user') await this.#scheduledUnlockOutcome(o, nowMs);
+  }
+
+  async #lockOutcome(o: ActionOutcome, nowMs: number): Promise<void> {
+    const status = o.status === 'done' ? 'locked' : 'failed';
+    const updated = await this.#db
+      .updateTable('lockout')
+      .set({
+        status,
+        updated_ms: nowMs,
+        ...(o.status === 'failed' && { reason: o.reason ?? null, until_ms: null }),
+      })
+      .where('id', '=', o.decisionId)
+      .where('status', '=', 'queued')
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) > 0) return;
+    // The decision's own write was lost (a full queue, a crash): the outcome records what it knows.
+    await this.add(
+      {
+        decisionId: o.decisionId,
+        userId: o.target,
+        rule: 'unknown',
+        createdMs: nowMs - o.elapsedMs,
+        status: 'queued',
+      },
+      nowMs,
+    );
+    await this.#db
+      .updateTable('lockout')
+      .set({ status, updated_ms: nowMs, ...(o.reason !== undefined && { reason: o.reason }) })
+      .where('id', '=', o.decisionId)
+      .where('status', '=', 'queued')
+      .execute();
+  }
+
+  async #operatorUnlockOutcome(o: ActionOutcome, nowMs: number): Promise<void> {
+    await this.#db
+      .updateTable('lockout')
+      .set({
+        unlock_status: o.status,
+        updated_ms: nowMs,
+        ...(o.status === 'failed' && { reason: `unlock_failed:${o.reason ?? 'unknown'}` }),
+      })
+      .where('id', '=', o.decisionId)
+      .execute();
+  }
+
+  /**
+   * A temporary lock-out's end: done, the user is enabled, so it and the user's older lock-outs
+   * still recorded in force are `expired`; skipped, the reason is noted and it stays in force.
+   */
+  async #scheduledUnlockOutcome(o: ActionOutcome, nowMs: number): Promise<void> {
+    const row = await this.get(o.decisionId);
+    if (o.status === 'done' && o.reason === undefined) {
+      if (row === undefined) return;
+      await this.#db
+        .updateTable('lockout')
+        .set({ status: 'expired', ended_ms: nowMs, ended_by: 'schedule', updated_ms: nowMs })
+        .where('user_id', '=', row.user_id)
+        .where('status', 'in', ACTIVE_STATUSES)
+        .where('created_ms', '<=', Number(row.created_ms))
+        .execute();
+      return;
+    }
+    const note =
+      o.status === 'done' ? `unlock_skipped:${o.reason}` : `unlock_failed:${o.reason ?? 'unknown'}`;
+    await this.#db
+      .updateTable('lockout')
+      .set({ reason: note, updated_ms: nowMs })
+      .where('id', '=', o.decisionId)
+      .where('status', 'in', ACTIVE_STATUSES)
+      .execute();
+  }
+}

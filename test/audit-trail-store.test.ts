@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit-trail.ts';
+import { type DatabaseTarget, databasePath, openDatabase } from '../src/database/database.ts';
+import type { AuditEntry } from '../src/operators/audit-trail.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+
+/**
+ * The audit trail's store (issue 25): the same entries, order, filters and pages on SQLite and on
+ * PostgreSQL; ids sort by time, also within one millisecond.
+ */
+
+const change = (actor: string, action: AuditEntry['action'], target: string) =>
+  ({
+    actor,
+    role: 'admin',
+    keyId: 'key-0123456789ab',
+    action,
+    target,
+    from: '192.0.2.1',
+  }) as const;
+
+async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
+  const database = await openDatabase(target, { migrations: auditMigrations });
+  try {
+    // Three entries in one millisecond, then one in the next: the order they were written.
+    let nowMs = Date.parse('2026-05-01T10:00:00.000Z');
+    const audit = databaseAuditTrail(database, { now: () => nowMs });
+    const first = await audit.record({
+      ...change('ana', 'decision.label', 'd-1'),
+      detail: { label: 'fraud', note: 'é ✓' },
+    });
+    await audit.record(change('adam', 'action.drop', 'a-1'));
+    await audit.record(change('ana', 'decision.label', 'd-2'));
+    nowMs += 1;
+    const last = await audit.record(change('adam', 'action.retry', 'a-1'));
+
+    expect(first).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      at: '2026-05-01T10:00:00.000Z',
+      ...change('ana', 'decision.label', 'd-1'),
+      detail: { label: 'fraud', note: 'é ✓' },
+    });
+    expect(last.at).toBe('2026-05-01T10:00:00.001Z');
+
+    const all = await audit.list({});
+    expect(all.entries.map((e) => `${e.actor} ${e.action} ${e.target}`)).toEqual([
+      'adam action.retry a-1',
+      'ana decision.label d-2',
+      'adam action.drop a-1',
+      'ana decision.label d-1',
+    ]);
+    expect(all.nextCursor).toBeUndefined();
+    expect(all.entries[3]).toEqual(first);
+    expect(all.entries[0]).not.toHaveProperty('detail');
+
+    expect((await audit.list({ actor: 'ana' })).entries.map((e) => e.target)).toEqual(['d-2', 'd-1']);
+    expect((await audit.list({ action: 'action.drop' })).entries.map((e) => e.actor)).toEqual(['adam']);
+    expect((await audit.list({ target: 'a-1' })).entries.map((e) => e.action)).toEqual([
+      'action.retry',
+      'action.drop',
+    ]);
+
+    // Pages of two, newest first, each cursor continuing where the last page ended.
+    const page1 = await audit.list({ limit: 2 });
+    const page2 = await audit.list({ limit: 2, cursor: page1.nextCursor! });
+    expect([...page1.entries, ...page2.entries]).toEqual(all.entries);
+    expect(page1.nextCursor).toBe(page1.entries[1]!.id);
+    expect(page2.nextCursor).toBeUndefined(); // the last page
+    expect(await audit.list({ limit: 2, cursor: page2.entries[1]!.id })).toEqual({ entries: [] });
+  } finally {
+    await database.close();
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'riskgate-audit-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('the audit trail store', () => {
+  it('keeps, orders, filters and pages entries on SQLite', async () => {
+    await behavesAsAnAuditTrail({ kind: 'sqlite', path: databasePath(join(dir, 'state')) });
+  });
+
+  it('rejects a record once its database is closed (the change is then refused)', async () => {
+    const database = await openDatabase({ kind: 'memory' }, { migrations: auditMigrations });
+    const audit = databaseAuditTrail(database);
+    await database.close();
+    await expect(audit.record(change('ana', 'decision.label', 'd-1'))).rejects.toThrow();
+  });
+
+  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
+    let pg: RunningPostgres;
+    beforeAll(async () => {
+      pg = await startPostgres();
+    }, 60_000);
+    afterAll(async () => pg?.stop());
+
+    it('keeps, orders, filters and pages entries the same', async () => {
+      await behavesAsAnAuditTrail({ kind: 'postgres', url: pg.url });
+    });
+  });
+});

@@ -1,0 +1,203 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { memoryRuleReport } from './support/console-memory.ts';
+import { eventually } from './support/eventually.ts';
+
+/**
+ * The console in a real browser: Debian's chromium driven by playwright-core (no browser
+ * download), against a real riskgate and sandbox. An operator signs in, filters the decisions,
+ * follows the live tail, opens mallory's deny, labels it, sees the label in the rules page,
+ * retries its dead lock-out on the actions page and sees it done; the keyboard reaches the
+ * content; no console error and no CSP violation on the way. A screenshot of each page goes to
+ * test-results/console/ (docs/console/ holds the README's copies).
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = join(import.meta.dirname, '..', 'test-results', 'console');
+const ADMIN = `ada:admin:${OPS_KEY}`;
+
+let h: Harness;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+let malloryId: string;
+let lockOutId: string;
+const problems: string[] = [];
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
+
+beforeAll(async () => {
+  h = await startHarness({
+    env: { RISKGATE_OPS_KEYS: ADMIN, RISKGATE_OUTBOX_HORIZON_SECONDS: '1' },
+    riskgate: {
+      breakers: { openMs: { initialMs: 200, maxMs: 500 } },
+      console: {
+        rules: memoryRuleReport(
+          () => h.lines,
+          () => h.riskgate.policies.current().ruleIds ?? [],
+        ),
+      },
+    },
+  });
+  const userIds = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory']);
+  // The Admin API refuses mallory's lock-out until its horizon (1 s) passes: dead, for a retry.
+  await h.control('PUT', '/sandbox/faults', {
+    rules: [{ route: `PUT /srv/admin/v1/users/${userIds.mallory}`, errorRate: 1, errorStatus: 503 }],
+  });
+  for (const name of ['alice', 'bob']) await h.decide(demoRequest(name, userIds[name]));
+  const mallory = await h.decide(demoRequest('mallory', userIds.mallory));
+  malloryId = mallory.body.decisionId as string;
+  lockOutId = `${malloryId}:lock_out_user:${userIds.mallory}`;
+  await eventually(
+    async () => ((await h.riskgate.outbox.store.get(lockOutId))?.status === 'dead' ? true : undefined),
+    { timeoutMs: 30_000, what: "mallory's lock-out dead-lettered" },
+  );
+  await h.control('DELETE', '/sandbox/faults');
+
+  mkdirSync(SHOTS, { recursive: true });
+  profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 860 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  // Added through the DevTools protocol, so the page's CSP does not apply to it.
+  // (A string: the tests compile without the DOM's types.)
+  await context.addInitScript({
+    content:
+      "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning')
+      problems.push(`${m.type()}: ${m.text()} (${m.location().url})`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+}, 90_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await h?.stop();
+});
+
+describe('the console in a browser', () => {
+  it('signs in, filters, follows, opens, labels, reports, retries: no console error, no CSP violation', async () => {
+    // Signed out: the sign-in page, the key field focused.
+    await page.goto(`${h.url}/console`);
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    await shot('sign-in');
+    await page.getByLabel('Operator key').fill('not-the-key-0123456789');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.textContent('main')).toContain('not an operator key');
+    // A wrong key answers 401, which the browser reports as a failed load: the one error expected.
+    const wrongKey = /status of 401 .*\/console\/sign-in\)$/;
+    await expect.poll(() => problems.some((p) => wrongKey.test(p))).toBe(true);
+    await page.getByLabel('Operator key').fill(OPS_KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/console/decisions');
+
+    // The keyboard: the first Tab reaches the skip link, which leads into the content.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('main');
+
+    // Every demo decision, once the store has them; then the live tail brings a new one.
+    await eventually(async () => {
+      await page.reload();
+      return (await page.locator('#decisions tbody tr').count()) >= 3 ? true : undefined;
+    });
+    await page.getByRole('button', { name: 'Follow new decisions' }).click();
+    const before = await page.locator('#decisions tbody tr').count();
+    await h.decide(demoRequest('alice', undefined));
+    await expect
+      .poll(() => page.locator('#decisions tbody tr').count(), { timeout: 20_000 })
+      .toBe(before + 1);
+    await page.getByRole('button', { name: 'Stop following' }).click();
+    await shot('decisions');
+
+    // Filtered to denies: mallory's alone.
+    await page.getByLabel('Verdict', { exact: true }).selectOption('deny');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/verdict=deny/);
+    const rows = page.locator('#decisions tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain('mallory');
+
+    // Mallory's deny, why, and its lock-out (dead for now).
+    await rows.first().getByRole('link').click();
+    await page.waitForURL(`**/console/decisions/${malloryId}`);
+    const main = page.locator('main');
+    await expect.poll(() => main.textContent()).toContain('rat-confirmed');
+    expect(await main.textContent()).toContain('lock_out_user');
+
+    // Labelled fraud, with a note.
+    await page.getByLabel('fraud', { exact: true }).check();
+    await page.getByLabel('Note (optional)').fill('remote-controlled session, confirmed');
+    await page.getByRole('button', { name: 'Save label' }).click();
+    await page.waitForURL(/labelled=fraud/);
+    expect(await main.textContent()).toContain('Labelled fraud.');
+
+    // The rules page counts it: rat-confirmed fired on a fraud.
+    await page.getByRole('link', { name: 'Rules', exact: true }).click();
+    await eventually(async () => {
+      await page.reload();
+      const row = page.locator('tr', { has: page.getByRole('link', { name: 'rat-confirmed', exact: true }) });
+      return (await row.textContent())?.includes('1 / 0 / 0') ? true : undefined;
+    });
+    await shot('rules');
+
+    // The dead lock-out retried from the actions page, then delivered.
+    await page.getByRole('link', { name: 'Actions', exact: true }).click();
+    await page.getByRole('link', { name: 'dead', exact: true }).click();
+    await page.getByRole('button', { name: `Retry ${lockOutId}` }).click();
+    await page.waitForURL(/done=retry/);
+    expect(await main.textContent()).toContain('Retried');
+    await eventually(
+      async () => ((await h.riskgate.outbox.store.get(lockOutId))?.status === 'delivered' ? true : undefined),
+      { timeoutMs: 20_000, what: 'the retried lock-out delivered' },
+    );
+    await page.goto(`${h.url}/console/actions`);
+    await shot('actions');
+
+    // The decision now shows the lock-out done.
+    await page.goto(`${h.url}/console/decisions/${malloryId}`);
+    await eventually(async () => {
+      await page.reload();
+      return (await page.locator('#h-actions + table').textContent())?.includes('done') ? true : undefined;
+    });
+    await shot('decision');
+    await page.locator('#h-actions').scrollIntoViewIfNeeded();
+    await shot('decision-actions');
+
+    await page.getByRole('link', { name: 'Health', exact: true }).click();
+    expect(await main.textContent()).toContain('Readiness: ready');
+    await shot('health');
+    await page.getByRole('link', { name: 'Audit', exact: true }).click();
+    const trail = await main.textContent();
+    for (const action of ['session.sign_in', 'decision.label', 'action.retry'])
+      expect(trail).toContain(action);
+    await shot('audit');
+
+    expect(problems.filter((p) => !wrongKey.test(p))).toEqual([]);
+  }, 150_000);
+});
