@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, SelectQueryBuilder } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { DecisionLine } from '../decide/decision-line.ts';
 import type { DecisionDb } from './decision-batch.ts';
 import type {
@@ -39,6 +39,22 @@ export function decodeCursor(cursor: string): { atMs: number; decisionId: string
 
 type DecisionQuery<O> = SelectQueryBuilder<DecisionTables, 'decision', O>;
 
+/**
+ * The decisions of `filter`, from `decision`; with a rule, from that rule's rows joined to their
+ * decisions, so that a page walks the rule's index in page order (an `in (subquery)` read every
+ * match first). The page order's table is `decision_rule` then (same times, same ids).
+ */
+function source(db: DecisionDb, rule: string | undefined): { q: DecisionQuery<object>; order: string } {
+  if (rule === undefined) return { q: db.selectFrom('decision'), order: 'decision' };
+  const joined = db
+    .selectFrom('decision_rule')
+    .innerJoin('decision', 'decision.decision_id', 'decision_rule.decision_id')
+    .where('decision_rule.rule_id', '=', rule)
+    .where('decision_rule.policy', '=', 'active');
+  // Every filter names its column with its table: the join's wider scope changes nothing else.
+  return { q: joined as unknown as DecisionQuery<object>, order: 'decision_rule' };
+}
+
 function filtered<O>(q: DecisionQuery<O>, f: DecisionFilter): DecisionQuery<O> {
   if (f.fromMs !== undefined) q = q.where('decision.at_ms', '>=', f.fromMs);
   if (f.toMs !== undefined) q = q.where('decision.at_ms', '<', f.toMs);
@@ -47,24 +63,17 @@ function filtered<O>(q: DecisionQuery<O>, f: DecisionFilter): DecisionQuery<O> {
   if (f.userId !== undefined) q = q.where('decision.user_id', '=', f.userId);
   if (f.ip !== undefined) q = q.where('decision.ip', '=', f.ip);
   if (f.unitId !== undefined) q = q.where('decision.unit_id', '=', f.unitId);
-  if (f.degraded !== undefined) q = q.where('decision.degraded', '=', f.degraded ? 1 : 0);
+  // Literals, not parameters: SQLite uses a partial index only for a condition it sees.
+  if (f.degraded !== undefined) q = q.where('decision.degraded', '=', sql.lit(f.degraded ? 1 : 0));
   if (f.shadowDisagrees !== undefined) {
     q = f.shadowDisagrees
-      ? q.where('decision.shadow_disagrees', '=', 1)
-      : q.where('decision.shadow_disagrees', '=', 0).where('decision.shadow_verdict', 'is not', null);
+      ? q.where('decision.shadow_disagrees', '=', sql.lit(1))
+      : q
+          .where('decision.shadow_disagrees', '=', sql.lit(0))
+          .where('decision.shadow_verdict', 'is not', null);
   }
   if (f.label === 'none') q = q.where('decision.label', 'is', null);
   else if (f.label !== undefined) q = q.where('decision.label', '=', f.label);
-  const rule = f.rule;
-  if (rule !== undefined) {
-    q = q.where('decision.decision_id', 'in', (eb: ExpressionBuilder<DecisionTables, 'decision'>) =>
-      eb
-        .selectFrom('decision_rule')
-        .select('decision_rule.decision_id')
-        .where('decision_rule.rule_id', '=', rule)
-        .where('decision_rule.policy', '=', 'active'),
-    );
-  }
   return q;
 }
 
@@ -149,22 +158,19 @@ export function createDecisionReader(db: DecisionDb, status: () => DecisionStore
     status,
     async list(filter) {
       const limit = Math.min(filter.limit ?? DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT);
-      let q = filtered(db.selectFrom('decision').select(SUMMARY_COLUMNS), filter);
+      const { q: from, order } = source(db, filter.rule);
+      let q = filtered(from.select(SUMMARY_COLUMNS.map((c) => `decision.${c}` as const)), filter);
+      const at = sql.ref<number>(`${order}.at_ms`);
+      const id = sql.ref<string>(`${order}.decision_id`);
       const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
       if (after !== undefined) {
         q = q.where((eb) =>
-          eb.or([
-            eb('decision.at_ms', '<', after.atMs),
-            eb.and([
-              eb('decision.at_ms', '=', after.atMs),
-              eb('decision.decision_id', '<', after.decisionId),
-            ]),
-          ]),
+          eb.or([eb(at, '<', after.atMs), eb.and([eb(at, '=', after.atMs), eb(id, '<', after.decisionId)])]),
         );
       }
       const rows = await q
-        .orderBy('decision.at_ms', 'desc')
-        .orderBy('decision.decision_id', 'desc')
+        .orderBy(at, 'desc')
+        .orderBy(id, 'desc')
         .limit(limit + 1)
         .execute();
       const page = rows.slice(0, limit);
@@ -218,9 +224,10 @@ export function createDecisionReader(db: DecisionDb, status: () => DecisionStore
     },
     async countByVerdict(filter) {
       const rows = await filtered(
-        db
-          .selectFrom('decision')
-          .select((eb) => ['decision.verdict', eb.fn.countAll<number | string>().as('n')]),
+        source(db, filter.rule).q.select((eb) => [
+          'decision.verdict',
+          eb.fn.countAll<number | string>().as('n'),
+        ]),
         filter,
       )
         .groupBy('decision.verdict')

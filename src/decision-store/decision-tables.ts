@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { FeatureMigrations } from '../database/database.ts';
 
 /**
@@ -168,6 +169,41 @@ export const decisionMigrations: FeatureMigrations = {
         .ifNotExists()
         .on('decision')
         .columns(['at_ms', 'line_bytes'])
+        .execute();
+    },
+  },
+  // Measured over 1,000,000 decisions (bench/RESULTS.md, issue 25): a rule filter read every match
+  // of the rule before paging (1.2 s for a common rule); the rule's page now walks this index in
+  // page order. The rare flags (labelled, degraded, shadow disagreeing) get partial indexes, which
+  // cost an insert nothing unless the flag is set.
+  'decisions-003-filter-indexes': {
+    async up(db) {
+      await db.schema
+        .createIndex('decision_rule_policy_rule_at')
+        .ifNotExists()
+        .on('decision_rule')
+        .columns(['rule_id', 'policy', 'at_ms', 'decision_id'])
+        .execute();
+      await db.schema
+        .createIndex('decision_label_at')
+        .ifNotExists()
+        .on('decision')
+        .columns(['label', 'at_ms', 'decision_id'])
+        .where(sql.ref('label'), 'is not', null)
+        .execute();
+      await db.schema
+        .createIndex('decision_degraded_at')
+        .ifNotExists()
+        .on('decision')
+        .columns(['at_ms', 'decision_id'])
+        .where(sql.ref('degraded'), '=', sql.lit(1))
+        .execute();
+      await db.schema
+        .createIndex('decision_shadow_disagrees_at')
+        .ifNotExists()
+        .on('decision')
+        .columns(['at_ms', 'decision_id'])
+        .where(sql.ref('shadow_disagrees'), '=', sql.lit(1))
         .execute();
     },
   },

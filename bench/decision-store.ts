@@ -1,0 +1,309 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
+import { type DecisionSink, kyselySink, writeOps } from '../src/decision-store/decision-batch.ts';
+import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
+import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
+import { storeOpOf } from '../src/decision-store/decision-rows.ts';
+import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
+import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
+import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
+import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { startPostgres } from '../test/support/postgres-server.ts';
+
+/**
+ * The decision store (issue 25): how fast it takes decisions, and how fast it answers the console.
+ *
+ * 1. Sustained insert rate, SQLite and PostgreSQL: `--records` decision lines (of `--line-bytes`,
+ *    the size of a shipped-policy line) pushed into the real writer as fast as it takes them
+ *    (SQLite from its worker thread, PostgreSQL through the pool), timed until all are written;
+ *    with the main thread's event-loop delay meanwhile (what the writes cost the decisions).
+ * 2. A filtered `GET /decisions` page over `--seed` stored decisions on SQLite: the store seeded in
+ *    bulk (30 days, 50,000 accounts, 20,000 IPs, the shipped policy's rules), then each filter the
+ *    console offers queried `--queries` times with random values through the reader the route
+ *    calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter.
+ *
+ *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
+ */
+
+const RULES = [
+  'rat',
+  'new-browser',
+  'geovelocity',
+  'active-call',
+  'proximity-far',
+  'account-locked',
+  'tor-exit',
+];
+const DAY_MS = 86_400_000;
+
+function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A decision line shaped as riskgate writes them, `padBytes` of inputs. */
+function line(rnd: () => number, atMs: number, padBytes: number): Record<string, unknown> {
+  const account = Math.floor(rnd() * 50_000);
+  const v = rnd();
+  const verdict = v < 0.8 ? 'allow' : v < 0.95 ? 'challenge' : 'deny';
+  const rules = RULES.filter((_, i) => rnd() < (verdict === 'allow' ? 0.05 : 0.3) / (i + 1));
+  const shadow = rnd() < 0.5;
+  return {
+    kind: 'decision',
+    schemaVersion: 1,
+    decisionId: randomUUID(),
+    at: new Date(atMs).toISOString(),
+    request: {
+      accountId: `account-${account}`,
+      userId: `user-${account}`,
+      ip: `10.${Math.floor(rnd() * 80)}.${Math.floor(rnd() * 250)}.1`,
+      unitId: `unit-${account}`,
+      platform: 'browser',
+    },
+    policy: { name: 'login', revision: 'sha256:abc' },
+    inputs: { signals: { pad: 'x'.repeat(padBytes) } },
+    outcome: {
+      verdict,
+      score: Math.floor(rnd() * 100),
+      matchedRules: rules.map((id) => ({ id, description: id })),
+    },
+    actions: [],
+    degraded: rnd() < 0.03,
+    ...(shadow && {
+      shadow: {
+        policy: { name: 'login', revision: 'sha256:def' },
+        verdict: rnd() < 0.04 ? 'deny' : verdict,
+        score: 0,
+        rules,
+      },
+    }),
+    timings: { totalMs: 20 + rnd() * 50, evaluationMs: 0.3, calls: [] },
+  };
+}
+
+const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+function percentile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+interface InsertFigures {
+  engine: string;
+  recordsPerSecond: number;
+  /** Main-thread event-loop delay while writing, milliseconds. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+}
+
+/** Pushes `records` lines through the writer as fast as it takes them; records/s until written. */
+async function insertRate(
+  engine: string,
+  sink: DecisionSink,
+  records: number,
+  lineBytes: number,
+): Promise<InsertFigures> {
+  const writer = new DecisionStoreWriter({ sink, maxPending: 5000, intervalMs: 5, batchSize: 500 });
+  const rnd = mulberry32(1);
+  // Built first: the event loop measured is the store's cost, not the bench building lines.
+  const lines = Array.from({ length: records }, () => line(rnd, Date.now(), lineBytes));
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const startedAt = performance.now();
+  let pushed = 0;
+  while (writer.status().written < records) {
+    // A few hundred per turn, as decisions arrive, never past the buffer: what is measured is the
+    // store, not the drop count.
+    for (let i = 0; i < 250 && pushed < records && writer.status().pending < 4000; i++)
+      writer.push(lines[pushed++]!);
+    await new Promise((r) => setImmediate(r));
+  }
+  const seconds = (performance.now() - startedAt) / 1000;
+  loop.disable();
+  await writer.close(5000);
+  if (writer.status().dropped > 0) throw new Error('records dropped in the insert bench');
+  return {
+    engine,
+    recordsPerSecond: Math.round(records / seconds),
+    loopDelayP99Ms: round(loop.percentile(99) / 1e6),
+    loopDelayMaxMs: round(loop.max / 1e6),
+  };
+}
+
+/** Seeds `count` decisions over the last 30 days (bulk, in this thread: no decision is waiting). */
+async function seed(target: DatabaseTarget, count: number, lineBytes: number): Promise<void> {
+  const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
+  const db = database.db.withTables<DecisionTables>();
+  const rnd = mulberry32(2);
+  const now = Date.now();
+  const batch = 2000;
+  for (let i = 0; i < count; i += batch) {
+    const ops = [];
+    for (let j = i; j < Math.min(count, i + batch); j++) {
+      const atMs = now - 30 * DAY_MS + Math.floor((j / count) * 30 * DAY_MS);
+      const record = line(rnd, atMs, lineBytes);
+      ops.push(storeOpOf(record, atMs)!);
+      if (rnd() < 0.01) {
+        ops.push(
+          storeOpOf(
+            {
+              kind: 'feedback',
+              decisionId: record.decisionId,
+              label: rnd() < 0.5 ? 'fraud' : 'legit',
+              labelledBy: 'key-bench',
+              at: new Date(atMs + 1000).toISOString(),
+            },
+            atMs,
+          )!,
+        );
+      }
+    }
+    await writeOps(db, ops);
+    if (i % 100_000 === 0) process.stderr.write(`[decision-store] seeded ${i}\n`);
+  }
+  await database.close();
+}
+
+/** Each console filter, with random values drawn per query. */
+const FILTERS: Record<string, (rnd: () => number, now: number) => DecisionFilter> = {
+  'newest (no filter)': () => ({}),
+  'verdict=deny': () => ({ verdict: 'deny' }),
+  accountId: (rnd) => ({ accountId: `account-${Math.floor(rnd() * 50_000)}` }),
+  userId: (rnd) => ({ userId: `user-${Math.floor(rnd() * 50_000)}` }),
+  ip: (rnd) => ({ ip: `10.${Math.floor(rnd() * 80)}.${Math.floor(rnd() * 250)}.1` }),
+  unitId: (rnd) => ({ unitId: `unit-${Math.floor(rnd() * 50_000)}` }),
+  'rule (common)': () => ({ rule: 'rat' }),
+  'rule (rare)': () => ({ rule: 'tor-exit' }),
+  'rule + verdict=challenge': () => ({ rule: 'new-browser', verdict: 'challenge' }),
+  'last hour': (_r, now) => ({ fromMs: now - 3_600_000 }),
+  'a day a week ago': (_r, now) => ({ fromMs: now - 8 * DAY_MS, toMs: now - 7 * DAY_MS }),
+  'verdict=deny, a day a week ago': (_r, now) => ({
+    verdict: 'deny',
+    fromMs: now - 8 * DAY_MS,
+    toMs: now - 7 * DAY_MS,
+  }),
+  'label=fraud': () => ({ label: 'fraud' }),
+  'degraded=true': () => ({ degraded: true }),
+  'shadowDisagrees=true': () => ({ shadowDisagrees: true }),
+  'second page of verdict=deny': () => ({ verdict: 'deny' }),
+};
+
+async function queryTimes(
+  target: DatabaseTarget,
+  queries: number,
+): Promise<Record<string, { p50: number; p95: number }>> {
+  const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
+  const reader = createDecisionReader(database.db.withTables<DecisionTables>(), () => {
+    throw new Error('unused');
+  });
+  const rnd = mulberry32(3);
+  const out: Record<string, { p50: number; p95: number }> = {};
+  const all: number[] = [];
+  for (const [name, make] of Object.entries(FILTERS)) {
+    const times: number[] = [];
+    for (let i = 0; i < queries + 3; i++) {
+      let filter = { ...make(rnd, Date.now()), limit: 50 };
+      if (name.startsWith('second page')) {
+        const first = await reader.list(filter);
+        filter = { ...filter, ...(first.nextCursor !== undefined && { cursor: first.nextCursor }) };
+      }
+      const t0 = performance.now();
+      await reader.list(filter);
+      if (i >= 3) times.push(performance.now() - t0);
+    }
+    all.push(...times);
+    out[name] = { p50: round(percentile(times, 0.5), 2), p95: round(percentile(times, 0.95), 2) };
+  }
+  out['every filter'] = { p50: round(percentile(all, 0.5), 2), p95: round(percentile(all, 0.95), 2) };
+  const t0 = performance.now();
+  const counts = await reader.countByVerdict({ fromMs: Date.now() - DAY_MS });
+  out['counts by verdict, last day'] = { p50: round(performance.now() - t0, 2), p95: Number.NaN };
+  process.stderr.write(`[decision-store] last day: ${JSON.stringify(counts)}\n`);
+  await database.close();
+  return out;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      records: { type: 'string', default: '20000' },
+      seed: { type: 'string', default: '1000000' },
+      queries: { type: 'string', default: '40' },
+      runs: { type: 'string', default: '3' },
+      'line-bytes': { type: 'string', default: '2500' },
+      'skip-inserts': { type: 'boolean', default: false },
+    },
+  });
+  const records = Number(values.records);
+  const runs = Number(values.runs);
+  const lineBytes = Number(values['line-bytes']);
+  const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-bench-'));
+  try {
+    if (!values['skip-inserts']) {
+      const pg = await startPostgres();
+      try {
+        for (const engine of ['sqlite', 'postgres'] as const) {
+          const perRun: InsertFigures[] = [];
+          for (let r = 0; r < runs; r++) {
+            const target: DatabaseTarget =
+              engine === 'sqlite'
+                ? { kind: 'sqlite', path: join(dir, `insert-${r}.sqlite`) }
+                : { kind: 'postgres', url: pg.url };
+            const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
+            const sink =
+              engine === 'sqlite'
+                ? sqliteThreadSink(join(dir, `insert-${r}.sqlite`))
+                : kyselySink(database.db.withTables<DecisionTables>());
+            perRun.push(await insertRate(engine, sink, records, lineBytes));
+            await database.close();
+          }
+          console.log(
+            `insert ${engine}: ${median(perRun.map((f) => f.recordsPerSecond))} records/s (runs: ${perRun.map((f) => f.recordsPerSecond).join(', ')}); ` +
+              `main event-loop delay p99 ${median(perRun.map((f) => f.loopDelayP99Ms))} ms, max ${median(perRun.map((f) => f.loopDelayMaxMs))} ms`,
+          );
+        }
+      } finally {
+        await pg.stop();
+      }
+    }
+    const seeded = Number(values.seed);
+    if (seeded > 0) {
+      const target: DatabaseTarget = { kind: 'sqlite', path: join(dir, 'seeded.sqlite') };
+      const t0 = performance.now();
+      await seed(target, seeded, lineBytes);
+      const mb = statSync(join(dir, 'seeded.sqlite')).size / 1e6;
+      console.log(
+        `seeded ${seeded} decisions in ${round((performance.now() - t0) / 1000)} s (${round(mb)} MB)`,
+      );
+      const perRun: Record<string, { p50: number; p95: number }>[] = [];
+      for (let r = 0; r < runs; r++) perRun.push(await queryTimes(target, Number(values.queries)));
+      console.log(
+        `\n| filter (page of 50, over ${seeded} decisions, SQLite) | p50 ms | p95 ms |\n|---|---:|---:|`,
+      );
+      for (const name of Object.keys(perRun[0]!)) {
+        console.log(
+          `| ${name} | ${median(perRun.map((p) => p[name]!.p50))} | ${median(perRun.map((p) => p[name]!.p95))} |`,
+        );
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
