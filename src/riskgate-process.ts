@@ -323,7 +323,14 @@ async function showDemo(port: number, vendor: Vendor, opsPort?: number): Promise
   const { printDemo, sendDemoLogins } = await import('./dev/demo-requests.ts');
   const userIds = await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']);
   const riskgateUrl = `http://localhost:${port}`;
-  const sent = await sendDemoLogins({ riskgateUrl, apiKey: vendor.apiKeys[0]!, userIds });
+  const opsKey = vendor.opsKeys?.[0];
+  const operatorUrl = opsPort !== undefined && opsPort !== 0 ? `http://localhost:${opsPort}` : riskgateUrl;
+  const sent = await sendDemoLogins({
+    riskgateUrl,
+    apiKey: vendor.apiKeys[0]!,
+    userIds,
+    ...(opsKey !== undefined && { metrics: { url: operatorUrl, opsKey } }),
+  });
   printDemo({
     riskgateUrl,
     sandboxUrl: vendor.sandbox!.url,

@@ -1,4 +1,5 @@
 import type { DecideRequest } from '../decide/decide-request.ts';
+import { DEFAULT_HISTORY_MAX_LAG_SECONDS } from '../features/history-features.ts';
 
 /**
  * The demo logins `npm start` prints as curl commands, one per expected verdict on the sandbox's
@@ -67,7 +68,14 @@ export async function sendDemoLogins(o: {
   apiKey: string;
   userIds: Record<string, string | undefined>;
   timeoutMs?: number;
+  /**
+   * Where to read the Log API follower's lag first (the operator surface and its key): the logins
+   * wait (at most `waitMs`, default 20 000) until the event history is read, so they are decided
+   * on every input as any later login is, not degraded by a follower still starting.
+   */
+  metrics?: { url: string; opsKey: string; waitMs?: number };
 }): Promise<Record<string, string>> {
+  if (o.metrics !== undefined) await historyCaughtUp(o.metrics);
   const verdicts: Record<string, string> = {};
   for (const { username } of DEMO_ACCOUNTS) {
     try {
@@ -127,4 +135,23 @@ export function printDemo(b: DemoBanner): void {
     '',
   );
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** Waits until the follower's lag gauge reads a window behind now (history readable), or gives up. */
+async function historyCaughtUp(m: { url: string; opsKey: string; waitMs?: number }): Promise<void> {
+  const until = Date.now() + (m.waitMs ?? 20_000);
+  while (Date.now() < until) {
+    try {
+      const res = await fetch(`${m.url}/metrics`, {
+        headers: { authorization: `Bearer ${m.opsKey}` },
+        signal: AbortSignal.timeout(2000),
+      });
+      const lag = /^riskgate_log_follower_lag_seconds (\S+)$/m.exec(await res.text())?.[1];
+      // 0 until the follower has a cursor; then seconds behind now (the vendor's ingestion delay).
+      if (lag !== undefined && Number(lag) > 0 && Number(lag) < DEFAULT_HISTORY_MAX_LAG_SECONDS / 2) return;
+    } catch {
+      // Not answering yet: asked again.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
