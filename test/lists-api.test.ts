@@ -169,6 +169,14 @@ describe('the runtime lists on SQLite', () => {
       VIEWER_KEY,
     );
     expect(res.status).toBe(403);
+    const remove = await ops(
+      'DELETE',
+      `/lists/blockedNetworks/entries/${encodeURIComponent('203.0.113.0/24')}?reason=mine`,
+      undefined,
+      undefined,
+      VIEWER_KEY,
+    );
+    expect(remove.status).toBe(403);
     expect((await ops('GET', '/lists', undefined, undefined, VIEWER_KEY)).status).toBe(200);
   });
 
