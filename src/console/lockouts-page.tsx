@@ -32,7 +32,7 @@ function StatusTag(props: { l: LockoutView }) {
 /** Who ended a lock-out, when and why: empty while it holds. */
 function Ended(props: { l: LockoutView }) {
   const { l } = props;
-  if (l.endedAt === undefined && l.endedBy === undefined) return <>{l.reason ?? ''}</>;
+  if (l.endedAt === undefined && l.endedBy === undefined) return <>{l.reason ?? '—'}</>;
   return (
     <>
       {l.endedBy === 'schedule' ? 'ran out' : `by ${l.endedBy ?? '?'}`}
@@ -199,21 +199,19 @@ export function LockoutRecordView(props: {
         </dl>
       </section>
       {active && props.canUnlock && (
-        <form
-          method="post"
-          action={`/console/lockouts/${encodeURIComponent(l.id)}/unlock`}
-          class="card"
-          aria-label={`Unlock ${l.userId}`}
-        >
-          <CsrfField token={props.csrf} />
-          <label for="u-reason">Why unlock (kept on the record and in the audit trail)</label>
-          <input type="text" id="u-reason" name="reason" required maxlength={500} />
-          <p>
-            <button type="submit" class="danger">
-              Unlock
-            </button>
-          </p>
-        </form>
+        <section class="card" aria-labelledby="h-unlock">
+          <h2 id="h-unlock">Unlock</h2>
+          <form method="post" action={`/console/lockouts/${encodeURIComponent(l.id)}/unlock`}>
+            <CsrfField token={props.csrf} />
+            <label for="u-reason">Why unlock (kept on the record and in the audit trail)</label>
+            <input type="text" id="u-reason" name="reason" required maxlength={500} />
+            <p>
+              <button type="submit" class="danger">
+                Unlock {l.userId}
+              </button>
+            </p>
+          </form>
+        </section>
       )}
       {active && !props.canUnlock && <p class="muted">Unlocking takes the admin role.</p>}
     </>

@@ -140,19 +140,9 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  await l.start(
-    consoleOf(l, ctx, {
-      decisions,
-      ruleReport,
-      audit,
-      outbox,
-      recent,
-      loggedOnly,
-      decisionLog,
-      lists: lists.operations,
-      lockouts: lockouts.operations,
-    }),
-  );
+  const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
+  const operations = { lists: lists.operations, lockouts: lockouts.operations };
+  await l.start(consoleOf(l, ctx, { ...shown, ...operations }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
