@@ -6,15 +6,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { adminUserStatus } from './support/admin-user-status.ts';
 import { memoryRuleReport } from './support/console-memory.ts';
 import { eventually } from './support/eventually.ts';
+import { shippedPolicyWithLists } from './support/list-policy.ts';
 
 /**
  * The console in a real browser: Debian's chromium driven by playwright-core (no browser
  * download), against a real riskgate and sandbox. An operator signs in, filters the decisions,
  * follows the live tail, opens mallory's deny, labels it, sees the label in the rules page,
  * retries its dead lock-out on the actions page and sees it done; the keyboard reaches the
- * content; no console error and no CSP violation on the way. A screenshot of each page goes to
+ * content; then blocks a network on the Lists page and unlocks mallory on the Lock-outs page (the
+ * sandbox's user enabled, the unlock in the audit trail); no console error and no CSP violation
+ * on the way. A screenshot of each page goes to
  * test-results/console/ (docs/console/ holds the README's copies).
  */
 
@@ -27,15 +31,23 @@ let context: BrowserContext;
 let page: Page;
 let profile: string;
 let malloryId: string;
+let malloryUserId: string;
 let lockOutId: string;
 const problems: string[] = [];
 
-async function shot(name: string): Promise<void> {
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+/** A screenshot of the page; `fit`: only as tall as its content (the README's small copies). */
+async function shot(name: string, fit = false): Promise<void> {
+  const box = fit ? await page.locator('main').boundingBox() : null;
+  const height = box === null ? undefined : Math.min(860, Math.ceil(box.y + box.height + 24));
+  await page.screenshot({
+    path: join(SHOTS, `${name}.png`),
+    ...(height !== undefined && { clip: { x: 0, y: 0, width: 1280, height } }),
+  });
 }
 
 beforeAll(async () => {
   h = await startHarness({
+    policy: { yaml: shippedPolicyWithLists() },
     env: { RISKGATE_OPS_KEYS: ADMIN, RISKGATE_OUTBOX_HORIZON_SECONDS: '1' },
     riskgate: {
       breakers: { openMs: { initialMs: 200, maxMs: 500 } },
@@ -55,6 +67,7 @@ beforeAll(async () => {
   for (const name of ['alice', 'bob']) await h.decide(demoRequest(name, userIds[name]));
   const mallory = await h.decide(demoRequest('mallory', userIds.mallory));
   malloryId = mallory.body.decisionId as string;
+  malloryUserId = userIds.mallory!;
   lockOutId = `${malloryId}:lock_out_user:${userIds.mallory}`;
   await eventually(
     async () => ((await h.riskgate.outbox.store.get(lockOutId))?.status === 'dead' ? true : undefined),
@@ -200,4 +213,67 @@ describe('the console in a browser', () => {
 
     expect(problems.filter((p) => !wrongKey.test(p))).toEqual([]);
   }, 150_000);
+
+  it('blocks a network on the Lists page and unlocks mallory on the Lock-outs page, audited', async () => {
+    const main = page.locator('main');
+    const seen = problems.length;
+    // A network blocked: a bad CIDR first, told on the page, then the right one.
+    await page.getByRole('link', { name: 'Lists', exact: true }).click();
+    await page.getByRole('link', { name: 'blockedNetworks', exact: true }).click();
+    await page.getByLabel('Value (address or CIDR)').fill('198.51.100.0/33');
+    await page.getByLabel('Reason', { exact: true }).fill('credential stuffing from this range');
+    await page.getByRole('button', { name: 'Add entry' }).click();
+    expect(await page.getByRole('alert').textContent()).toContain('must be an IPv4 or IPv6 address or CIDR');
+    await page.getByLabel('Value (address or CIDR)').fill('198.51.100.0/24');
+    await page.getByLabel('TTL (default 24h)').fill('2h');
+    await page.getByRole('button', { name: 'Add entry' }).click();
+    await page.waitForURL(/added=/);
+    expect(await main.textContent()).toContain('Added 198.51.100.0/24.');
+    expect(await page.locator('#entries tbody').textContent()).toContain(
+      'credential stuffing from this range',
+    );
+    await shot('lists', true);
+
+    // Mallory's lock-out (landed by the retry above), found by the filters, unlocked.
+    await page.getByRole('link', { name: 'Lock-outs', exact: true }).click();
+    await page.getByLabel('Status').selectOption('locked');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/status=locked/);
+    await eventually(async () => {
+      await page.reload();
+      return (await page.locator('#lockouts tbody tr').count()) === 1 ? true : undefined;
+    });
+    expect(await page.locator('#lockouts tbody').textContent()).toContain('rat-confirmed');
+    await shot('lockouts', true);
+    expect(await adminUserStatus(h.sandbox, malloryUserId)).toBe('locked_out');
+    await page.getByRole('link', { name: `Lock-out of ${malloryUserId}` }).click();
+    await page.waitForURL(`**/console/lockouts/${malloryId}`);
+    await shot('lockout', true);
+    await page.getByLabel(/Why unlock/).fill('help desk verified her by phone');
+    await page.getByRole('button', { name: `Unlock ${malloryUserId}` }).click();
+    await page.waitForURL(/unlocked=1/);
+    expect(await page.locator('h1 .tag').textContent()).toBe('unlocked');
+    expect(await main.textContent()).toContain('by ada');
+    await eventually(
+      async () => ((await adminUserStatus(h.sandbox, malloryUserId)) === 'enabled' ? true : undefined),
+      {
+        timeoutMs: 20_000,
+        what: 'mallory enabled in the sandbox',
+      },
+    );
+    await page.reload();
+    await shot('lockout-unlocked', true);
+    // The record links back to its decision, whose lock-out links to the record.
+    await page.getByRole('link', { name: malloryId }).click();
+    await page.waitForURL(`**/console/decisions/${malloryId}`);
+    expect(await page.getByRole('link', { name: 'lock-out record' }).getAttribute('href')).toBe(
+      `/console/lockouts/${malloryId}`,
+    );
+
+    await page.getByRole('link', { name: 'Audit', exact: true }).click();
+    const trail = await main.textContent();
+    for (const action of ['list.add', 'lockout.unlock']) expect(trail).toContain(action);
+    expect(trail).toContain('help desk verified her by phone');
+    expect(problems.slice(seen).filter((p) => !/status of 400 .*\/console\/lists\//.test(p))).toEqual([]);
+  }, 120_000);
 });

@@ -7,8 +7,10 @@ import { keyIdOf } from '../src/edge/caller-auth.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import type { Operator } from '../src/operators/operator.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { adminUserStatus } from './support/admin-user-status.ts';
 import { memoryRuleReport } from './support/console-memory.ts';
 import { eventually } from './support/eventually.ts';
+import { shippedPolicyWithLists } from './support/list-policy.ts';
 
 /**
  * The console over real HTTP against a real riskgate and sandbox (the decision store, rule report
@@ -91,6 +93,7 @@ async function audited(): Promise<AuditEntry[]> {
 
 beforeAll(async () => {
   h = await startHarness({
+    policy: { yaml: shippedPolicyWithLists() },
     env: { RISKGATE_OPS_KEYS: OPS_ENTRIES.join(','), RISKGATE_OUTBOX_HORIZON_SECONDS: '1' },
     riskgate: {
       breakers: { openMs: { initialMs: 200, maxMs: 500 } },
@@ -195,7 +198,18 @@ describe('the console answers', () => {
 
   it('carry no secret: no operator, caller or vendor key on any page', async () => {
     const s = await signIn(OPS_KEY);
-    const pages = ['decisions', `decisions/${malloryId}`, 'rules', 'actions', 'health', 'audit'];
+    const pages = [
+      'decisions',
+      `decisions/${malloryId}`,
+      'rules',
+      'lists',
+      'lists/blockedNetworks',
+      'lockouts',
+      `lockouts/${malloryId}`,
+      'actions',
+      'health',
+      'audit',
+    ];
     const u = sandboxUpstream(h.sandbox);
     const secrets = [
       ...ALL_KEYS,
@@ -325,6 +339,106 @@ describe('the console changes', () => {
   });
 });
 
+describe('the console Lists page', () => {
+  const list = '/console/lists/blockedNetworks';
+
+  it('shows the declared lists; a viewer sees no form, and a change by a viewer or analyst is refused 403', async () => {
+    const viewer = await signIn(VIEWER_KEY);
+    const analyst = await signIn(ANALYST_KEY);
+    const overview = await (await get(viewer, '/console/lists')).text();
+    expect(overview).toContain('href="/console/lists/blockedNetworks"');
+    expect(overview).toMatch(/<td>ip<\/td><td>24h<\/td><td>Networks attacking us<\/td>/);
+    expect(overview).toMatch(/<td>accountId<\/td><td>none<\/td>/);
+    const page = await (await get(viewer, list)).text();
+    expect(page).not.toContain('<form method="post" action="/console/lists');
+    expect(page).toContain('takes the admin role');
+    const auditedBefore = (await audited()).length;
+    for (const s of [viewer, analyst]) {
+      const add = await post(s, `${list}/entries`, { value: '198.51.100.0/24', reason: 'r', csrf: s.csrf });
+      expect(add.status).toBe(403);
+      const remove = await post(s, `${list}/remove`, { value: '198.51.100.0/24', reason: 'r', csrf: s.csrf });
+      expect(remove.status).toBe(403);
+    }
+    expect((await audited()).length).toBe(auditedBefore);
+    const api = (await (await h.ops('/lists/blockedNetworks')).json()) as { items: unknown[] };
+    expect(api.items).toEqual([]);
+  });
+
+  it('lets an admin add a CIDR and remove it, each audited with the operator’s name', async () => {
+    const s = await signIn(OPS_KEY);
+    const form = await (await get(s, list)).text();
+    expect(form).toContain(`action="${list}/entries"`);
+    const add = await post(s, `${list}/entries`, {
+      value: '198.51.100.7/24',
+      reason: 'credential stuffing',
+      ttl: '2h',
+      csrf: s.csrf,
+    });
+    expect(add.status).toBe(303);
+    expect(add.headers.get('location')).toBe(`${list}?added=198.51.100.0%2F24`);
+    expect((await audited())[0]).toMatchObject({
+      actor: 'ada',
+      action: 'list.add',
+      target: 'blockedNetworks:198.51.100.0/24',
+      detail: { reason: 'credential stuffing' },
+    });
+    const shown = await (await get(s, add.headers.get('location')!)).text();
+    expect(shown).toContain('Added 198.51.100.0/24.');
+    expect(shown).toMatch(
+      /<td class="mono">198\.51\.100\.0\/24<\/td><td>ada<\/td><td>credential stuffing<\/td>/,
+    );
+    const api = (await (await h.ops('/lists/blockedNetworks')).json()) as {
+      items: { value: string; createdAt: string; expiresAt: string }[];
+    };
+    const [entry] = api.items;
+    expect(entry!.value).toBe('198.51.100.0/24');
+    expect(Date.parse(entry!.expiresAt) - Date.parse(entry!.createdAt)).toBe(2 * 3_600_000);
+
+    const remove = await post(s, `${list}/remove`, {
+      value: '198.51.100.0/24',
+      reason: 'false positive',
+      csrf: s.csrf,
+    });
+    expect(remove.status).toBe(303);
+    expect((await audited())[0]).toMatchObject({
+      actor: 'ada',
+      action: 'list.remove',
+      target: 'blockedNetworks:198.51.100.0/24',
+      detail: { reason: 'false positive' },
+    });
+    expect(await (await get(s, remove.headers.get('location')!)).text()).toContain(
+      'Removed 198.51.100.0/24.',
+    );
+    expect(((await (await h.ops('/lists/blockedNetworks')).json()) as { items: unknown[] }).items).toEqual(
+      [],
+    );
+  });
+
+  it('shows a bad CIDR, a missing reason or a bad TTL on the page (400, the form kept), never a 500', async () => {
+    const s = await signIn(OPS_KEY);
+    const auditedBefore = (await audited()).length;
+    const cases = [
+      [{ value: '198.51.100.0/33', reason: 'r' }, 'value must be an IPv4 or IPv6 address or CIDR'],
+      [{ value: 'example.com', reason: 'r' }, 'value must be an IPv4 or IPv6 address or CIDR'],
+      [{ value: '198.51.100.1', reason: ' ' }, 'reason is required'],
+      [{ value: '198.51.100.1', reason: 'r', ttl: 'forever' }, 'ttl must be a duration like 30m'],
+    ] as const;
+    for (const [form, message] of cases) {
+      const res = await post(s, `${list}/entries`, { ...form, csrf: s.csrf });
+      expect(res.status, form.value).toBe(400);
+      const page = await res.text();
+      expect(page).toContain(message);
+      expect(page).toContain('role="alert"');
+      expect(page).toContain(`value="${form.value}"`);
+    }
+    const gone = await post(s, `${list}/remove`, { value: '192.0.2.1', reason: 'r', csrf: s.csrf });
+    expect(gone.status).toBe(404);
+    expect(await gone.text()).toContain('No entry &quot;192.0.2.1&quot; in list blockedNetworks.');
+    expect((await get(s, '/console/lists/nowhere')).status).toBe(404);
+    expect((await audited()).length).toBe(auditedBefore);
+  });
+});
+
 describe('the console health page', () => {
   it('reads the vendor calls and the shed decisions from the metrics', async () => {
     const s = await signIn(OPS_KEY);
@@ -333,6 +447,71 @@ describe('the console health page', () => {
     // alice's and mallory's: none shed.
     expect(page).toMatch(/0 of 2 decisions shed since start/);
     expect(page).toMatch(/<td>signals<\/td><td>new-browser<\/td><td class="num">2<\/td>/);
+  });
+});
+
+describe('the console Lock-outs page', () => {
+  it('lists mallory’s lock-out with its rule and decision, filtered by status and user; the decision links to it', async () => {
+    const s = await signIn(VIEWER_KEY);
+    const page = await (await get(s, `/console/lockouts?status=&userId=${userIds.mallory}`)).text();
+    expect(page).toContain(`href="/console/lockouts/${malloryId}"`);
+    expect(page).toContain(`href="/console/decisions/${malloryId}"`);
+    expect(page).toContain('rat-confirmed');
+    const none = await (await get(s, '/console/lockouts?status=expired')).text();
+    expect(none).toContain('No lock-out matches.');
+    expect((await get(s, '/console/lockouts?status=gone')).status).toBe(400);
+    const decision = await (await get(s, `/console/decisions/${malloryId}`)).text();
+    expect(decision).toContain(`href="/console/lockouts/${malloryId}"`);
+    const record = await (await get(s, `/console/lockouts/${malloryId}`)).text();
+    expect(record).toContain(`href="/console/decisions/${malloryId}"`);
+    // A viewer sees no Unlock form, and a POST is refused.
+    expect(record).not.toContain('/unlock"');
+    const refused = await post(s, `/console/lockouts/${malloryId}/unlock`, { reason: 'r', csrf: s.csrf });
+    expect(refused.status).toBe(403);
+  });
+
+  it('lets an admin unlock a user: audited, the sandbox user enabled, the record unlocked', async () => {
+    // Mallory's lock-out (her deny in beforeAll), delivered by the retry above.
+    const id = malloryId;
+    await eventually(
+      async () => {
+        const res = await h.ops(`/lockouts/${id}`);
+        return res.status === 200 && ((await res.json()) as { status: string }).status === 'locked'
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 20_000, what: 'mallory locked out' },
+    );
+    expect(await adminUserStatus(h.sandbox, userIds.mallory!)).toBe('locked_out');
+    const s = await signIn(OPS_KEY);
+    const record = await (await get(s, `/console/lockouts/${id}`)).text();
+    expect(record).toContain(`action="/console/lockouts/${id}/unlock"`);
+    const empty = await post(s, `/console/lockouts/${id}/unlock`, { reason: ' ', csrf: s.csrf });
+    expect(empty.status).toBe(400);
+    expect(await empty.text()).toContain('reason');
+    const res = await post(s, `/console/lockouts/${id}/unlock`, {
+      reason: 'help desk verified her by phone',
+      csrf: s.csrf,
+    });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe(`/console/lockouts/${id}?unlocked=1`);
+    expect((await audited())[0]).toMatchObject({
+      actor: 'ada',
+      action: 'lockout.unlock',
+      target: id,
+      detail: { userId: userIds.mallory, reason: 'help desk verified her by phone' },
+    });
+    await eventually(
+      async () => ((await adminUserStatus(h.sandbox, userIds.mallory!)) === 'enabled' ? true : undefined),
+      {
+        timeoutMs: 20_000,
+        what: 'mallory enabled',
+      },
+    );
+    const after = await (await get(s, `/console/lockouts/${id}`)).text();
+    expect(after).toContain('by ada');
+    expect(after).toContain('help desk verified her by phone');
+    expect(after).not.toContain('/unlock"');
   });
 });
 

@@ -1,5 +1,7 @@
 import type { DecisionReader, Label } from '../decision-store/decision-query.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
+import type { ListOperations } from '../lists/list-routes.ts';
+import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { OutboxControls } from '../outbox/actions-routes.ts';
@@ -32,6 +34,10 @@ export interface ConsoleDeps {
   decisions?: DecisionReader | undefined;
   rules?: RuleReportReader | undefined;
   audit?: AuditTrail | undefined;
+  /** The runtime lists' reads and changes (the Lists page), the same as `/lists`'s. */
+  lists?: ListOperations | undefined;
+  /** The lock-out records and the unlock (the Lock-outs page), the same as `/lockouts`'s. */
+  lockouts?: LockoutOperations | undefined;
   outbox: OutboxControls;
   health: ConsoleHealth;
   /** Records a label (the decision log's `feedback` line, src/feedback/record-label.ts). */

@@ -12,6 +12,8 @@ import { CSRF_FIELD } from './console-session.ts';
 export const NAV = [
   { key: 'decisions', href: '/console/decisions', label: 'Decisions' },
   { key: 'rules', href: '/console/rules', label: 'Rules' },
+  { key: 'lists', href: '/console/lists', label: 'Lists' },
+  { key: 'lockouts', href: '/console/lockouts', label: 'Lock-outs' },
   { key: 'actions', href: '/console/actions', label: 'Actions' },
   { key: 'health', href: '/console/health', label: 'Health' },
   { key: 'audit', href: '/console/audit', label: 'Audit' },

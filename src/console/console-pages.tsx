@@ -17,6 +17,8 @@ import {
 } from './console-routes.tsx';
 import { DecisionView } from './decision-page.tsx';
 import { DecisionsView, decisionFilterOf, decisionsQuerySchema } from './decisions-page.tsx';
+import { mountLists } from './lists-page.tsx';
+import { mountLockouts } from './lockouts-page.tsx';
 import { ACTION_TABS, ActionsView, AuditView, HealthView } from './other-pages.tsx';
 import { RulesView } from './rules-page.tsx';
 
@@ -235,6 +237,8 @@ export function consoleComponent(deps: ConsoleDeps): Component<void> {
         consoleRoutesWith(deps, (ui, kit) => {
           mountDecisions(ui, kit);
           mountActions(ui, kit);
+          mountLists(ui, kit);
+          mountLockouts(ui, kit);
           mountViews(ui, kit);
         }),
       ],

@@ -274,6 +274,11 @@ function Actions(props: { d: StoredDecision; outbox: readonly OutboxEntryView[] 
                   <td>
                     {a.type}
                     <div class="muted">from {a.source}</div>
+                    {a.type === 'lock_out_user' && (
+                      <div>
+                        <a href={`/console/lockouts/${encodeURIComponent(d.decisionId)}`}>lock-out record</a>
+                      </div>
+                    )}
                   </td>
                   <td>
                     {a.status}

@@ -2,7 +2,7 @@ import type { RiskgateDatabase } from '../database/database.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { Component, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
-import { listRoutes } from './list-routes.ts';
+import { type ListOperations, listOperations, listRoutes } from './list-routes.ts';
 import { ListStore } from './list-store.ts';
 import { ListSync, type ListSyncOptions } from './list-sync.ts';
 
@@ -11,10 +11,18 @@ const PURGE_EVERY_MS = 10 * 60_000;
 /** Expired entries are kept this long (visible to nobody, but in the database for a look), ms. */
 const PURGE_AFTER_MS = 24 * 3_600_000;
 
+/** What the runtime lists give the rest of riskgate. */
+export interface RuntimeLists {
+  /** The snapshot decisions read. */
+  sync: ListSync;
+  /** The lists' reads and changes (the console's Lists page). */
+  operations: ListOperations;
+}
+
 /**
  * The runtime lists as a component: the first snapshot loaded at start (a database that does not
  * answer fails the start, as the database component does), then kept current by polling; the
- * operator endpoints; expired entries purged now and then. Its handle is what decisions read.
+ * operator endpoints; expired entries purged now and then.
  */
 export function listComponent(o: {
   database: RiskgateDatabase;
@@ -24,7 +32,7 @@ export function listComponent(o: {
   log: LifecycleLog;
   /** Poll and staleness tuning (tests). */
   sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs'>;
-}): Component<ListSync, MetricsRegistry> {
+}): Component<RuntimeLists, MetricsRegistry> {
   return {
     name: 'lists',
     async start() {
@@ -35,9 +43,11 @@ export function listComponent(o: {
         store.purgeExpired(Date.now() - PURGE_AFTER_MS).catch(() => {});
       }, PURGE_EVERY_MS);
       purge.unref();
+      const routeDeps = { store, sync, declared: o.declared, events: o.events, log: o.log };
+      const operations = listOperations(routeDeps);
       return {
-        handle: sync,
-        routes: [listRoutes({ store, sync, declared: o.declared, events: o.events, log: o.log })],
+        handle: { sync, operations },
+        routes: [listRoutes(routeDeps, operations)],
         health: () => ({
           lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok },
         }),

@@ -7,10 +7,13 @@ import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component
 import type { AuditAction } from '../operators/audit-trail.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
 import {
+  type AddEntry,
   addEntrySchema,
   importBodySchema,
   importQuerySchema,
   type ListEntryView,
+  type listPageSchema,
+  type listsSchema,
   MAX_ENTRY_BODY_BYTES,
   MAX_IMPORT_BODY_BYTES,
   MAX_IMPORT_ENTRIES,
@@ -74,7 +77,25 @@ export function entryView(e: ListEntry): ListEntryView {
   };
 }
 
-export function listRoutes(deps: ListRoutesDeps): RouteMount {
+/** The lists and their changes, as the endpoints and the console's Lists page share them. */
+export interface ListOperations {
+  /** The active policy's list `name` (404 problem when it declares none). */
+  list(name: string): DeclaredList;
+  /** The declared lists with their unexpired entry counts, and this process's snapshot's age. */
+  overview(): Promise<z.output<typeof listsSchema>>;
+  /** One declared list and a page of its entries, by value (404 when the policy declares none). */
+  page(name: string, query: z.output<typeof pageQuerySchema>): Promise<z.output<typeof listPageSchema>>;
+  /**
+   * Adds (or replaces) an entry of `name` as the operator of `c`: checked (400 naming `value`),
+   * audited first (503, nothing changed, when the trail cannot take it), written, told.
+   */
+  add(c: Context, edge: RouteEdge, name: string, input: AddEntry): Promise<ListEntryView>;
+  /** Removes an entry of `name` as the operator of `c`, audited first; 404 when there is none. */
+  remove(c: Context, edge: RouteEdge, name: string, value: string, reason: string): Promise<ListEntryView>;
+}
+
+/** The lists' reads and changes over `deps` (the endpoints below and the console use these). */
+export function listOperations(deps: ListRoutesDeps): ListOperations {
   const now = deps.now ?? Date.now;
   const declaredList = (name: string): DeclaredList => {
     const list = deps.declared().find((l) => l.name === name);
@@ -94,34 +115,60 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
     entries,
   });
   return {
+    list: declaredList,
+    async overview() {
+      const counts = await fromListStore(deps.store.counts(now()));
+      const ageMs = deps.sync.ageMs();
+      return {
+        lists: deps.declared().map((l) => summary(l, counts.get(l.name) ?? 0)),
+        snapshot: { ageMs: Number.isFinite(ageMs) ? ageMs : -1, stale: !deps.sync.read(now()).ok },
+      };
+    },
+    async page(name, { limit, cursor }) {
+      const list = declaredList(name);
+      const nowMs = now();
+      const [page, counts] = await fromListStore(
+        Promise.all([deps.store.page(list.name, nowMs, limit + 1, cursor), deps.store.counts(nowMs)]),
+      );
+      const items = page.slice(0, limit).map(entryView);
+      return {
+        ...summary(list, counts.get(list.name) ?? 0),
+        items,
+        ...(page.length > limit && { nextCursor: items[items.length - 1]!.value }),
+      };
+    },
+    async add(c, edge, name, input) {
+      const list = declaredList(name);
+      const change = changeSteps(deps, edge, now);
+      const entry = change.entryOf(c, list, input, 'value');
+      await change.audit(c, 'list.add', `${list.name}:${entry.value}`, {
+        reason: entry.reason,
+        expiresAt: entryView(entry).expiresAt,
+      });
+      await fromListStore(deps.store.add([entry]));
+      await change.after('list.entry_added', [entry]);
+      return entryView(entry);
+    },
+    remove(c, edge, name, value, reason) {
+      return removeEntry(c, declaredList(name), value, reason, deps, changeSteps(deps, edge, now));
+    },
+  };
+}
+
+export function listRoutes(deps: ListRoutesDeps, operations = listOperations(deps)): RouteMount {
+  const now = deps.now ?? Date.now;
+  return {
     surface: 'operator',
     mount(app, edge) {
       const change = changeSteps(deps, edge, now);
       const admin = edge.requireRole('admin');
       const viewer = edge.requireRole('viewer');
-      app.get('/lists', edge.operatorAuth, viewer, async (c) => {
-        const counts = await fromListStore(deps.store.counts(now()));
-        const ageMs = deps.sync.ageMs();
-        return c.json({
-          lists: deps.declared().map((l) => summary(l, counts.get(l.name) ?? 0)),
-          snapshot: { ageMs: Number.isFinite(ageMs) ? ageMs : -1, stale: !deps.sync.read(now()).ok },
-        });
-      });
+      app.get('/lists', edge.operatorAuth, viewer, async (c) => c.json(await operations.overview()));
       app.get('/lists/:name', edge.operatorAuth, viewer, async (c) => {
-        const list = declaredList(c.req.param('name'));
+        const list = operations.list(c.req.param('name'));
         const query = pageQuerySchema.safeParse(c.req.query());
         if (!query.success) throw edge.inputError(query.error, 'The query');
-        const { limit, cursor } = query.data;
-        const nowMs = now();
-        const [page, counts] = await fromListStore(
-          Promise.all([deps.store.page(list.name, nowMs, limit + 1, cursor), deps.store.counts(nowMs)]),
-        );
-        const items = page.slice(0, limit).map(entryView);
-        return c.json({
-          ...summary(list, counts.get(list.name) ?? 0),
-          items,
-          ...(page.length > limit && { nextCursor: items[items.length - 1]!.value }),
-        });
+        return c.json(await operations.page(list.name, query.data));
       });
       app.post(
         '/lists/:name/entries',
@@ -129,16 +176,9 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
         admin,
         edge.limitBody(MAX_ENTRY_BODY_BYTES),
         async (c) => {
-          const list = declaredList(c.req.param('name'));
+          const list = operations.list(c.req.param('name'));
           const body = await edge.readJsonBody(c, addEntrySchema);
-          const entry = change.entryOf(c, list, body, 'value');
-          await change.audit(c, 'list.add', `${list.name}:${entry.value}`, {
-            reason: entry.reason,
-            expiresAt: entryView(entry).expiresAt,
-          });
-          await fromListStore(deps.store.add([entry]));
-          await change.after('list.entry_added', [entry]);
-          return c.json(entryView(entry), 201);
+          return c.json(await operations.add(c, edge, list.name, body), 201);
         },
       );
       app.delete(
@@ -146,7 +186,11 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
         edge.operatorAuth,
         admin,
         edge.limitBody(MAX_ENTRY_BODY_BYTES),
-        (c) => removeEntry(c, edge, declaredList(c.req.param('name')), deps, change),
+        async (c) => {
+          const list = operations.list(c.req.param('name'));
+          const reason = await removeReason(c, edge);
+          return c.json(await operations.remove(c, edge, list.name, c.req.param('value') ?? '', reason));
+        },
       );
       app.post(
         '/lists/:name/import',
@@ -154,7 +198,7 @@ export function listRoutes(deps: ListRoutesDeps): RouteMount {
         admin,
         edge.limitBody(MAX_IMPORT_BODY_BYTES),
         async (c) => {
-          const list = declaredList(c.req.param('name'));
+          const list = operations.list(c.req.param('name'));
           const entries = await importEntries(c, edge, list, change);
           await change.audit(c, 'list.add', `${list.name}:import`, {
             entries: entries.length,
@@ -228,16 +272,8 @@ function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
   };
 }
 
-async function removeEntry(
-  c: Context,
-  edge: RouteEdge,
-  list: DeclaredList,
-  deps: ListRoutesDeps,
-  change: ChangeSteps,
-): Promise<Response> {
-  const checked = normaliseListValue(list.key, c.req.param('value') ?? '');
-  if (!checked.ok)
-    throw new InputError(`value ${checked.message}`, [{ field: 'value', message: checked.message }]);
+/** A removal's reason: the `reason` query parameter or a JSON body's (400 when neither has one). */
+async function removeReason(c: Context, edge: RouteEdge): Promise<string> {
   const query = reasonQuerySchema.safeParse(c.req.query());
   if (!query.success) throw edge.inputError(query.error, 'The query');
   const hasBody =
@@ -248,6 +284,20 @@ async function removeEntry(
       { field: 'reason', message: 'is required' },
     ]);
   }
+  return reason;
+}
+
+async function removeEntry(
+  c: Context,
+  list: DeclaredList,
+  value: string,
+  reason: string,
+  deps: ListRoutesDeps,
+  change: ChangeSteps,
+): Promise<ListEntryView> {
+  const checked = normaliseListValue(list.key, value);
+  if (!checked.ok)
+    throw new InputError(`value ${checked.message}`, [{ field: 'value', message: checked.message }]);
   const nowMs = (deps.now ?? Date.now)();
   const existing = await fromListStore(deps.store.get(list.name, checked.value, nowMs));
   if (existing === undefined) {
@@ -265,7 +315,7 @@ async function removeEntry(
     );
   }
   await change.after('list.entry_removed', [removed]);
-  return c.json(entryView(removed));
+  return entryView(removed);
 }
 
 /** An import's entries: a JSON array, or JSON lines (`application/x-ndjson`), each checked. */

@@ -6,7 +6,7 @@ import { type Component, type LifecycleLog, stopWaitMs } from '../lifecycle/comp
 import type { AttemptGate } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { LockoutRecorder } from './lockout-recorder.ts';
-import { lockoutRoutes } from './lockout-routes.ts';
+import { type LockoutOperations, lockoutOperations, lockoutRoutes } from './lockout-routes.ts';
 import { LockoutStore } from './lockout-store.ts';
 import { lockoutMigrations } from './lockout-tables.ts';
 import { unlockGate } from './unlock-gate.ts';
@@ -19,6 +19,8 @@ export interface Lockouts {
   recorder: LockoutRecorder;
   /** The outbox's `beforeAttempt`: whether a temporary lock-out's unlock still should run. */
   gate: (spec: ActionSpec, outbox: Pick<OutboxStore, 'get'>) => Promise<AttemptGate>;
+  /** The records' reads and the operator's unlock (the console's Lock-outs page). */
+  operations: LockoutOperations;
 }
 
 /**
@@ -40,10 +42,12 @@ export function lockoutsComponent(o: {
     async start() {
       const store = new LockoutStore(o.database);
       const recorder = new LockoutRecorder({ store, events: o.events, log: o.log });
+      const routeOptions = { store, events: o.events, actions: o.actions, log: o.log };
+      const operations = lockoutOperations(routeOptions);
       return {
-        handle: { recorder, gate: unlockGate(store) },
+        handle: { recorder, gate: unlockGate(store), operations },
         stop: (deadlineAtMs) => recorder.flush(stopWaitMs(deadlineAtMs, o.flushTimeoutMs ?? 2000)),
-        routes: [lockoutRoutes({ store, events: o.events, actions: o.actions, log: o.log })],
+        routes: [lockoutRoutes(routeOptions, operations)],
       };
     },
   };

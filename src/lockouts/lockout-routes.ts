@@ -5,7 +5,7 @@ import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
 import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
-import { LOCKOUT_STATUSES, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
+import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
 import { lockoutEvent } from './lockout-recorder.ts';
 import { decodeCursor, type LockoutStore, lockoutView } from './lockout-store.ts';
 
@@ -42,13 +42,42 @@ export interface LockoutRoutesOptions {
   log: (line: Record<string, unknown>) => void;
 }
 
+/** The lock-out records and their unlock, as the endpoints and the console's Lock-outs page share them. */
+export interface LockoutOperations {
+  /** A page of lock-outs, newest first. */
+  list(
+    query: z.output<typeof lockoutsQuerySchema>,
+  ): Promise<{ lockouts: LockoutView[]; nextCursor?: string }>;
+  /** One lock-out (404 problem when there is none). */
+  get(id: string): Promise<LockoutView>;
+  /**
+   * Unlocks lock-out `id` as the operator of `c`: audited first (503, nothing done, when the trail
+   * cannot take it), queued in the outbox as an Admin API `status: enabled` (durable, retried),
+   * recorded, `lockout.ended` emitted. One already unlocked is answered as it is, nothing done twice.
+   */
+  unlock(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
+}
+
+/** The lock-outs' reads and the unlock over `o` (the endpoints below and the console use these). */
+export function lockoutOperations(o: LockoutRoutesOptions): LockoutOperations {
+  return {
+    list: (query) => fromDatabase(o.store.list(query)),
+    async get(id) {
+      const row = await fromDatabase(o.store.get(id));
+      if (row === undefined) throw lockoutNotFound(id);
+      return lockoutView(row);
+    },
+    unlock: (c, edge, id, reason) => unlock(c, edge, o, id, reason),
+  };
+}
+
 /**
  * `GET /lockouts`, `GET /lockouts/{id}` (operators) and `POST /lockouts/{id}/unlock` (an admin):
  * an unlock is written to the audit trail first (refused 503 when it cannot be), then queued in
  * the outbox as an Admin API `status: enabled` (durable, retried, never lost), then recorded, and
  * `lockout.ended` is emitted before the answer.
  */
-export function lockoutRoutes(o: LockoutRoutesOptions): RouteMount {
+export function lockoutRoutes(o: LockoutRoutesOptions, operations = lockoutOperations(o)): RouteMount {
   return {
     surface: 'operator',
     mount(app, edge) {
@@ -56,32 +85,34 @@ export function lockoutRoutes(o: LockoutRoutesOptions): RouteMount {
       app.get('/lockouts', viewer, async (c) => {
         const query = lockoutsQuerySchema.safeParse(c.req.query());
         if (!query.success) throw edge.inputError(query.error, 'The query');
-        return c.json(await fromDatabase(o.store.list(query.data)));
+        return c.json(await operations.list(query.data));
       });
-      app.get('/lockouts/:id', viewer, async (c) => {
-        const id = c.req.param('id');
-        const row = await fromDatabase(o.store.get(id));
-        if (row === undefined) throw lockoutNotFound(id);
-        return c.json(lockoutView(row));
-      });
+      app.get('/lockouts/:id', viewer, async (c) => c.json(await operations.get(c.req.param('id'))));
       app.post(
         '/lockouts/:id/unlock',
         edge.operatorAuth,
         edge.requireRole('admin'),
         edge.limitBody(4096),
-        (c) => unlock(c, edge, o),
+        async (c) => {
+          const { reason } = await edge.readJsonBody(c, unlockRequestSchema);
+          return c.json(await operations.unlock(c, edge, c.req.param('id'), reason));
+        },
       );
     },
   };
 }
 
-async function unlock(c: Context, edge: RouteEdge, o: LockoutRoutesOptions): Promise<Response> {
-  const id = c.req.param('id')!;
-  const { reason } = await edge.readJsonBody(c, unlockRequestSchema);
+async function unlock(
+  c: Context,
+  edge: RouteEdge,
+  o: LockoutRoutesOptions,
+  id: string,
+  reason: string,
+): Promise<LockoutView> {
   const row = await fromDatabase(o.store.get(id));
   if (row === undefined) throw lockoutNotFound(id);
   // Unlocked already: the same answer, nothing done twice.
-  if (row.status === 'unlocked') return c.json(lockoutView(row));
+  if (row.status === 'unlocked') return lockoutView(row);
   // Written to the audit trail first: refused (503) and not made when it cannot be.
   const entry = await edge.recordChange(c, {
     action: 'lockout.unlock',
@@ -104,7 +135,7 @@ async function unlock(c: Context, edge: RouteEdge, o: LockoutRoutesOptions): Pro
   } catch (error) {
     o.log({ level: 'error', msg: 'lockout.ended not queued', lockoutId: id, error: String(error) });
   }
-  return c.json(lockoutView((await fromDatabase(o.store.get(id)))!));
+  return lockoutView((await fromDatabase(o.store.get(id)))!);
 }
 
 /**

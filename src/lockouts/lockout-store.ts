@@ -233,9 +233,11 @@ export class LockoutStore {
         status,
         updated_ms: nowMs,
         ...(o.status === 'failed' && { reason: o.reason ?? null, until_ms: null }),
+        ...(o.status === 'done' && { reason: null }),
       })
       .where('id', '=', o.decisionId)
-      .where('status', '=', 'queued')
+      // A dead-lettered lock-out (failed) an operator retried and the Admin API then took: locked.
+      .where('status', 'in', o.status === 'done' ? ['queued', 'failed'] : ['queued'])
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) > 0) return;
     // The decision's own write was lost (a full queue, a crash): the outcome records what it knows.

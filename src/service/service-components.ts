@@ -26,7 +26,9 @@ import type { ServiceLog } from '../http/create-app.ts';
 import { probesComponent } from '../lifecycle/health-routes.ts';
 import type { Lifecycle } from '../lifecycle/lifecycle.ts';
 import { listComponent } from '../lists/list-component.ts';
+import type { ListOperations } from '../lists/list-routes.ts';
 import { lockoutsComponent } from '../lockouts/lockout-component.ts';
+import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { tracingComponent } from '../observability/metrics-component.ts';
 import { openApiRoute } from '../openapi/openapi-route.ts';
@@ -138,7 +140,9 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  await l.start(consoleOf(l, ctx, { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog }));
+  const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
+  const operations = { lists: lists.operations, lockouts: lockouts.operations };
+  await l.start(consoleOf(l, ctx, { ...shown, ...operations }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -161,7 +165,7 @@ export async function startServices(
     policies,
     ruleReport,
     features,
-    lists,
+    lists: lists.sync,
     logs,
     lockouts,
     outbox,
@@ -235,6 +239,8 @@ function consoleOf(
     recent: DecisionMemory;
     loggedOnly: DecisionLog;
     decisionLog: DecisionLog;
+    lists: ListOperations;
+    lockouts: LockoutOperations;
   },
 ) {
   const { options } = ctx;
@@ -245,6 +251,8 @@ function consoleOf(
     decisions: s.decisions.enabled ? s.decisions : undefined,
     rules: options.console?.rules ?? (s.decisions.enabled ? s.ruleReport : undefined),
     audit: s.audit,
+    lists: s.lists,
+    lockouts: s.lockouts,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {
       health: () => l.health(),

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** A policy with a deny list of networks and an allow-ish list of accounts, for the list tests. */
 export const LIST_POLICY = `
 apiVersion: riskgate/v1
@@ -17,3 +20,16 @@ rules:
     when: lists.trustedAccounts.contains(request.accountId)
     score: -10
 `;
+
+/**
+ * The shipped policy (policies/login.yaml: mallory's remote-controlled login is denied and locked
+ * out) with the list tests' lists declared, for the console's tests of its Lists page.
+ */
+export function shippedPolicyWithLists(): string {
+  const shipped = readFileSync(join(import.meta.dirname, '..', '..', 'policies', 'login.yaml'), 'utf8');
+  return `${shipped}
+lists:
+  blockedNetworks: { key: ip, ttl: 24h, description: Networks attacking us }
+  trustedAccounts: { key: accountId }
+`;
+}
