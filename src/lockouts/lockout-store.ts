@@ -13,6 +13,9 @@ import type { LockoutTables } from './lockout-tables.ts';
 
 type Row = Selectable<LockoutTables['lockout']>;
 
+/** The rule of a row made from a lock's outcome before (or without) the decision's record. */
+const UNKNOWN_RULE = 'unknown';
+
 export interface LockoutFilter {
   userId?: string | undefined;
   status?: LockoutStatus | undefined;
@@ -110,7 +113,28 @@ export class LockoutStore {
         unlock_status: null,
         updated_ms: nowMs,
       })
-      .onConflict((oc) => oc.column('id').doNothing())
+      // A row made from the lock's outcome first (its record came late: another replica, a full
+      // queue) knows only the user: the record fills in the rest. Any other repeat is ignored.
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => ({
+            account_id: eb.ref('excluded.account_id'),
+            rule: eb.ref('excluded.rule'),
+            created_ms: eb.ref('excluded.created_ms'),
+            // A lock that failed has no end (as `#lockOutcome` records it).
+            until_ms: eb
+              .case()
+              .when('lockout.status', '=', 'failed')
+              .then(null)
+              .else(eb.ref('excluded.until_ms'))
+              .end(),
+            escalated: eb.ref('excluded.escalated'),
+            updated_ms: eb.ref('excluded.updated_ms'),
+          }))
+          .where('lockout.rule', '=', UNKNOWN_RULE)
+          .where('excluded.rule', '!=', UNKNOWN_RULE),
+      )
       .execute();
   }
 
@@ -243,7 +267,7 @@ export class LockoutStore {
       {
         decisionId: o.decisionId,
         userId: o.target,
-        rule: 'unknown',
+        rule: UNKNOWN_RULE,
         createdMs: nowMs - o.elapsedMs,
         status: 'queued',
       },
