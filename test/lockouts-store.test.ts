@@ -138,6 +138,27 @@ async function keepsAnEscalatedLockout(target: DatabaseTarget): Promise<void> {
   });
 }
 
+async function recordsOneOfTwoRacingUnlocks(target: DatabaseTarget): Promise<void> {
+  await withStore(target, async (store) => {
+    await store.add(planned('d-race', 'u-race', T0, { durationMs: undefined }), T0);
+    await store.applyOutcome(lockDone('d-race', 'u-race'), T0 + 50);
+    const row = (await store.get('d-race'))!;
+    // Two admins (or replicas) read it locked and unlock it at once: one unlock is recorded.
+    const won = await Promise.all([
+      store.beginUnlock(row, 'ana', 'help desk vouched', T0 + 1000),
+      store.beginUnlock(row, 'adam', 'called in', T0 + 1001),
+    ]);
+    expect(won.toSorted()).toEqual([false, true]);
+    const winner = won[0] ? 'ana' : 'adam';
+    expect(lockoutView((await store.get('d-race'))!)).toMatchObject({
+      status: 'unlocked',
+      endedBy: winner,
+      reason: winner === 'ana' ? 'help desk vouched' : 'called in',
+      unlockStatus: 'queued',
+    });
+  });
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockouts-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -153,6 +174,10 @@ describe('the lock-out records', () => {
     await keepsAnEscalatedLockout({ kind: 'sqlite', path: databasePath(join(dir, 'b')) });
   });
 
+  it('record one of two unlocks racing for the same lock-out, on SQLite', async () => {
+    await recordsOneOfTwoRacingUnlocks({ kind: 'sqlite', path: databasePath(join(dir, 'c')) });
+  });
+
   describe.runIf(postgresAvailable())('on PostgreSQL', () => {
     let pg: RunningPostgres;
     beforeAll(async () => {
@@ -166,6 +191,10 @@ describe('the lock-out records', () => {
 
     it('keep an escalated lock-out whose record came after its outcome', async () => {
       await keepsAnEscalatedLockout({ kind: 'postgres', url: pg.url });
+    });
+
+    it('record one of two unlocks racing for the same lock-out', async () => {
+      await recordsOneOfTwoRacingUnlocks({ kind: 'postgres', url: pg.url });
     });
   });
 });

@@ -98,7 +98,10 @@ async function unlock(c: Context, edge: RouteEdge, o: LockoutRoutesOptions): Pro
       ErrorCode.OUTBOX_UNAVAILABLE,
       'The outbox did not take the unlock; try again shortly.',
     );
-  await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()));
+  // Another admin's unlock won the race: its record stands, told once (the outbox took one unlock:
+  // both submitted the same action id).
+  if (!(await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()))))
+    return c.json(lockoutView((await fromDatabase(o.store.get(id)))!));
   try {
     await o.events.emit(lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name));
   } catch (error) {

@@ -228,16 +228,26 @@ export class LockoutStore {
   /**
    * An operator's unlock of `id`: it and every other lock-out of the user still in force are
    * `unlocked` (the Admin user is enabled, whichever of them locked it), the unlock `queued`.
+   * Conditional: false, nothing changed, when `id` was unlocked meanwhile (another admin, another
+   * replica), so two unlocks racing record one.
    */
-  async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<void> {
-    await this.#db.transaction().execute(async (tx) => {
+  async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<boolean> {
+    return this.#db.transaction().execute(async (tx) => {
+      const ended = { status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs };
+      const mine = await tx
+        .updateTable('lockout')
+        .set({ ...ended, unlock_status: 'queued' })
+        .where('id', '=', row.id)
+        .where('status', '!=', 'unlocked')
+        .executeTakeFirst();
+      if (Number(mine.numUpdatedRows) === 0) return false;
       await tx
         .updateTable('lockout')
-        .set({ status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs })
+        .set(ended)
         .where('user_id', '=', row.user_id)
-        .where((eb) => eb.or([eb('id', '=', row.id), eb('status', 'in', ACTIVE_STATUSES)]))
+        .where('status', 'in', ACTIVE_STATUSES)
         .execute();
-      await tx.updateTable('lockout').set({ unlock_status: 'queued' }).where('id', '=', row.id).execute();
+      return true;
     });
   }
 
