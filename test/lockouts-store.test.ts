@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, databasePath, openDatabase } from '../src/database/database.ts';
+import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
+import { emitCommitted, lockoutEvent } from '../src/lockouts/lockout-recorder.ts';
 import { LockoutStore, lockoutView } from '../src/lockouts/lockout-store.ts';
 import { lockoutMigrations } from '../src/lockouts/lockout-tables.ts';
 import { unlockGate } from '../src/lockouts/unlock-gate.ts';
@@ -161,6 +163,26 @@ async function recordsOneOfTwoRacingUnlocks(target: DatabaseTarget): Promise<voi
 
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockouts-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('a committed unlock’s event', () => {
+  it('is emitted again after a failed emit, with the same id, and reported lost after its tries', async () => {
+    const seen: RiskgateEvent[] = [];
+    let failuresLeft = 2;
+    const flaky = {
+      emit: async (e: RiskgateEvent) => {
+        seen.push(e);
+        if (failuresLeft-- > 0) throw new Error('outbox refused');
+      },
+    };
+    const event = lockoutEvent('lockout.ended', 'd-1', 'u-1', undefined, 'ana');
+    expect(await emitCommitted(flaky, event, { initialMs: 1 })).toBe(true);
+    expect(seen.map((e) => e.id)).toEqual(['lockout.ended:d-1', 'lockout.ended:d-1', 'lockout.ended:d-1']);
+    failuresLeft = 10;
+    seen.length = 0;
+    expect(await emitCommitted(flaky, event, { initialMs: 1, tries: 3 })).toBe(false);
+    expect(seen).toHaveLength(3);
+  });
+});
 
 describe('the lock-out records', () => {
   it('end a temporary lock-out on time whichever of its record and its outcome comes first, on SQLite', async () => {

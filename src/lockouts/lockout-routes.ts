@@ -6,7 +6,7 @@ import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-er
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import { LOCKOUT_STATUSES, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
-import { lockoutEvent } from './lockout-recorder.ts';
+import { emitCommitted, lockoutEvent } from './lockout-recorder.ts';
 import { decodeCursor, type LockoutStore, lockoutView } from './lockout-store.ts';
 
 /** The query of `GET /lockouts`. */
@@ -40,6 +40,8 @@ export interface LockoutRoutesOptions {
   /** The outbox: an unlock goes out through it (durable, retried). Read when an unlock is asked. */
   actions: () => Pick<ActionDispatcher, 'submit'>;
   log: (line: Record<string, unknown>) => void;
+  /** Told each event lost (every emit try failed after its change committed): a metric. */
+  onEventLost?: () => void;
 }
 
 /**
@@ -102,10 +104,11 @@ async function unlock(c: Context, edge: RouteEdge, o: LockoutRoutesOptions): Pro
   // both submitted the same action id).
   if (!(await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()))))
     return c.json(lockoutView((await fromDatabase(o.store.get(id)))!));
-  try {
-    await o.events.emit(lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name));
-  } catch (error) {
-    o.log({ level: 'error', msg: 'lockout.ended not queued', lockoutId: id, error: String(error) });
+  // The unlock committed: its event (id `lockout.ended:<id>`, stable) is retried, then counted lost.
+  const ended = lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name);
+  if (!(await emitCommitted(o.events, ended))) {
+    o.onEventLost?.();
+    o.log({ level: 'error', msg: 'lockout.ended lost: not queued after retries', lockoutId: id });
   }
   return c.json(lockoutView((await fromDatabase(o.store.get(id)))!));
 }
