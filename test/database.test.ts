@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -62,6 +63,30 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('the database serves the same kysely queries on both engines', () => {
   it('keeps rows and migrations in the embedded SQLite file', async () => {
     await roundTrip({ kind: 'sqlite', path: databasePath(join(dir, 'state')) });
+  });
+
+  it('gives up a write soon while another connection holds the SQLite write lock (it would hold the event loop)', async () => {
+    const path = databasePath(join(dir, 'locked'));
+    const database = await openDatabase({ kind: 'sqlite', path }, { migrations });
+    // The decision store's writer thread, mid-transaction.
+    const writer = new DatabaseSync(path);
+    writer.exec('BEGIN IMMEDIATE');
+    try {
+      const startedAt = performance.now();
+      await expect(
+        database.db
+          .withTables<NoteTables>()
+          .insertInto('note')
+          .values({ id: 'n', at_ms: 1, flagged: 0, body: 'b' })
+          .execute(),
+      ).rejects.toThrow(/locked|busy/i);
+      // Waited about 100 ms, not the connection's default 5 s (generous: a busy machine).
+      expect(performance.now() - startedAt).toBeLessThan(2500);
+    } finally {
+      writer.exec('ROLLBACK');
+      writer.close();
+      await database.close();
+    }
   });
 
   it('runs on a process-private in-memory SQLite', async () => {

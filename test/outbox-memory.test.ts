@@ -5,6 +5,7 @@ import { ErrorCode, UpstreamError } from '../src/errors/riskgate-error.ts';
 import { MemoryOutboxStore } from '../src/outbox/memory-outbox-store.ts';
 import { Outbox, type OutboxOptions } from '../src/outbox/outbox.ts';
 import type { CallOptions, UpstreamResult } from '../src/upstream/upstream-result.ts';
+import { webhookJobs } from '../src/webhooks/webhook-sink.ts';
 
 /**
  * The outbox over the memory store (RISKGATE_OUTBOX=memory), on fake timers: the one action
@@ -83,6 +84,33 @@ describe('the outbox over the memory store', () => {
   afterEach(async () => {
     await outbox?.abandon('test_over');
     vi.useRealTimers();
+  });
+
+  it('delivers a lock-out at once while a burst of webhooks hangs on a slow receiver', async () => {
+    const { admin, calls } = scriptedAdmin({});
+    let posted = 0;
+    const webhooks = {
+      timeoutMs: 30_000,
+      post: () => {
+        posted++;
+        return new Promise<never>(() => {}); // the receiver never answers
+      },
+    };
+    const o = start(admin, { concurrency: 4, webhooks });
+    // Ten users' events (ten ordering keys), all due before the lock-out.
+    const events = Array.from({ length: 10 }, (_, i) => ({
+      id: `evt-${i}`,
+      type: 'lockout.created' as const,
+      at: new Date(T0).toISOString(),
+      data: { userId: `w${i}` },
+    }));
+    await o.submit(events.flatMap((e) => webhookJobs(e, ['slow'])));
+    await vi.advanceTimersByTimeAsync(100);
+    await o.submit([lockOut('u1')]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(calls.u1).toHaveLength(1);
+    // All slots but one went to the receiver.
+    expect(posted).toBe(3);
   });
 
   it('delivers a queued action after the submit answered, and reports it done', async () => {

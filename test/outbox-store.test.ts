@@ -35,6 +35,21 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
     });
     afterAll(() => store?.close());
 
+    it('passes over webhook deliveries when asked, and leaves them due', async () => {
+      const hook: ActionSpec = {
+        ...spec('u-hook', 'deliver_webhook'),
+        call: { method: 'postWebhook', receiver: 'r', webhookId: 'e', body: '{"type":"lockout.created"}' },
+      };
+      const lock = spec('u-after-hook');
+      await store.append([hook, lock], T0 - 1);
+      const ids = async (options?: { skipWebhooks: boolean }) =>
+        (await store.claim('w', 100, T0, LEASE, options))
+          .map((e) => e.spec.id)
+          .filter((id) => id === hook.id || id === lock.id);
+      expect(await ids({ skipWebhooks: true })).toEqual([lock.id]);
+      expect(await ids()).toEqual([hook.id]);
+    });
+
     it('appends once per id: a second append of the same action is a duplicate', async () => {
       const a = spec('u-dup');
       expect(await store.append([a], T0)).toEqual([true]);

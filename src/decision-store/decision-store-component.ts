@@ -96,7 +96,7 @@ export function decisionStoreComponent(o: {
       const writer = new DecisionStoreWriter({
         sink,
         maxPending: settings.bufferRecords,
-        retention: { maxAgeMs: settings.retentionDays * DAY_MS, maxBytes: settings.maxBytes, chunk: 2000 },
+        retention: { maxAgeMs: settings.retentionDays * DAY_MS, maxBytes: settings.maxBytes, chunk: 500 },
         onWritingChange: (error) =>
           o.log(
             error === undefined

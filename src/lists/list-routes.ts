@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { ErrorCode, InputError, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink, RiskgateEventType } from '../events/riskgate-event.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
@@ -250,23 +250,23 @@ function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
     async after(type: RiskgateEventType, entries: readonly ListEntry[]) {
       await deps.sync.refresh().catch(() => {}); // the poll catches up; the change is committed
       const at = new Date(now()).toISOString();
-      try {
-        for (const e of entries) {
-          const view = entryView(e);
-          await deps.events.emit({
-            id: randomUUID(),
+      for (const e of entries) {
+        const view = entryView(e);
+        // Its id names the entry (one add and one removal each): a retried emit is one event.
+        const event = {
+          id: `${type}:${e.list}:${e.value}:${e.createdMs}`,
+          type,
+          at,
+          data: { list: e.list, value: e.value, kind: e.kind, author: e.author, expiresAt: view.expiresAt },
+        };
+        if (!(await emitCommitted(deps.events, event))) {
+          deps.log({
+            level: 'error',
+            msg: 'list change event lost: not queued after retries',
             type,
-            at,
-            data: { list: e.list, value: e.value, kind: e.kind, author: e.author, expiresAt: view.expiresAt },
+            list: e.list,
           });
         }
-      } catch (error) {
-        deps.log({
-          level: 'error',
-          msg: 'list change event not queued',
-          type,
-          error: (error as Error).message,
-        });
       }
     },
   };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
 import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
@@ -40,6 +41,8 @@ export interface LockoutRoutesOptions {
   /** The outbox: an unlock goes out through it (durable, retried). Read when an unlock is asked. */
   actions: () => Pick<ActionDispatcher, 'submit'>;
   log: (line: Record<string, unknown>) => void;
+  /** Told each event lost (every emit try failed after its change committed): a metric. */
+  onEventLost?: () => void;
 }
 
 /** The lock-out records and their unlock, as the endpoints and the console's Lock-outs page share them. */
@@ -129,11 +132,15 @@ async function unlock(
       ErrorCode.OUTBOX_UNAVAILABLE,
       'The outbox did not take the unlock; try again shortly.',
     );
-  await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()));
-  try {
-    await o.events.emit(lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name));
-  } catch (error) {
-    o.log({ level: 'error', msg: 'lockout.ended not queued', lockoutId: id, error: String(error) });
+  // Another admin's unlock won the race: its record stands, told once (the outbox took one unlock:
+  // both submitted the same action id).
+  if (!(await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()))))
+    return lockoutView((await fromDatabase(o.store.get(id)))!);
+  // The unlock committed: its event (id `lockout.ended:<id>`, stable) is retried, then counted lost.
+  const ended = lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name);
+  if (!(await emitCommitted(o.events, ended))) {
+    o.onEventLost?.();
+    o.log({ level: 'error', msg: 'lockout.ended lost: not queued after retries', lockoutId: id });
   }
   return lockoutView((await fromDatabase(o.store.get(id)))!);
 }

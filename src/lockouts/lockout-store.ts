@@ -13,6 +13,9 @@ import type { LockoutTables } from './lockout-tables.ts';
 
 type Row = Selectable<LockoutTables['lockout']>;
 
+/** The rule of a row made from a lock's outcome before (or without) the decision's record. */
+const UNKNOWN_RULE = 'unknown';
+
 export interface LockoutFilter {
   userId?: string | undefined;
   status?: LockoutStatus | undefined;
@@ -110,7 +113,28 @@ export class LockoutStore {
         unlock_status: null,
         updated_ms: nowMs,
       })
-      .onConflict((oc) => oc.column('id').doNothing())
+      // A row made from the lock's outcome first (its record came late: another replica, a full
+      // queue) knows only the user: the record fills in the rest. Any other repeat is ignored.
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet((eb) => ({
+            account_id: eb.ref('excluded.account_id'),
+            rule: eb.ref('excluded.rule'),
+            created_ms: eb.ref('excluded.created_ms'),
+            // A lock that failed has no end (as `#lockOutcome` records it).
+            until_ms: eb
+              .case()
+              .when('lockout.status', '=', 'failed')
+              .then(null)
+              .else(eb.ref('excluded.until_ms'))
+              .end(),
+            escalated: eb.ref('excluded.escalated'),
+            updated_ms: eb.ref('excluded.updated_ms'),
+          }))
+          .where('lockout.rule', '=', UNKNOWN_RULE)
+          .where('excluded.rule', '!=', UNKNOWN_RULE),
+      )
       .execute();
   }
 
@@ -204,16 +228,26 @@ export class LockoutStore {
   /**
    * An operator's unlock of `id`: it and every other lock-out of the user still in force are
    * `unlocked` (the Admin user is enabled, whichever of them locked it), the unlock `queued`.
+   * Conditional: false, nothing changed, when `id` was unlocked meanwhile (another admin, another
+   * replica), so two unlocks racing record one.
    */
-  async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<void> {
-    await this.#db.transaction().execute(async (tx) => {
+  async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<boolean> {
+    return this.#db.transaction().execute(async (tx) => {
+      const ended = { status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs };
+      const mine = await tx
+        .updateTable('lockout')
+        .set({ ...ended, unlock_status: 'queued' })
+        .where('id', '=', row.id)
+        .where('status', '!=', 'unlocked')
+        .executeTakeFirst();
+      if (Number(mine.numUpdatedRows) === 0) return false;
       await tx
         .updateTable('lockout')
-        .set({ status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs })
+        .set(ended)
         .where('user_id', '=', row.user_id)
-        .where((eb) => eb.or([eb('id', '=', row.id), eb('status', 'in', ACTIVE_STATUSES)]))
+        .where('status', 'in', ACTIVE_STATUSES)
         .execute();
-      await tx.updateTable('lockout').set({ unlock_status: 'queued' }).where('id', '=', row.id).execute();
+      return true;
     });
   }
 
@@ -245,7 +279,7 @@ export class LockoutStore {
       {
         decisionId: o.decisionId,
         userId: o.target,
-        rule: 'unknown',
+        rule: UNKNOWN_RULE,
         createdMs: nowMs - o.elapsedMs,
         status: 'queued',
       },

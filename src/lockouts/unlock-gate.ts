@@ -11,7 +11,7 @@ import type { LockoutStore } from './lockout-store.ts';
  *   overtakes it (they are ordered apart: the unlock would otherwise hold the user's other actions);
  * - the lock-out never applied (dead, dropped, failed, withheld), or already ended (an operator
  *   unlocked it): skip;
- * - made permanent (escalation recorded at its start), or extended: a later lock-out of the same
+ * - made permanent (escalated: at its start or at an earlier attempt), or extended: a later lock-out of the same
  *   user in force, or a permanent one in force: skip, the user stays locked;
  * - escalation found now (`escalateWithin`: the user's previous lock-out is within the window):
  *   made permanent, skip.
@@ -40,7 +40,9 @@ export function unlockGate(
     const row = await store.get(id);
     if (row?.status === 'failed' || row?.status === 'withheld') return { skip: 'lockout_not_applied' };
     if (row?.status === 'unlocked' || row?.status === 'expired') return { skip: 'lockout_already_ended' };
-    if (row !== undefined && row.until_ms === null) return { skip: 'lockout_made_permanent' };
+    // Escalated, not merely `until_ms` null: a row made from the lock's outcome before its record
+    // has no end either, and this unlock's own schedule proves the lock-out was temporary.
+    if (row?.escalated === 1) return { skip: 'lockout_made_permanent' };
     const extended = await store.extendedBy(userId, id, schedule.lockedAtMs);
     if (extended !== undefined) return { skip: `extended_by_${extended.why}:${extended.id}` };
     if (schedule.escalateWithinMs !== undefined) {

@@ -1,11 +1,13 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import {
+  type ClaimOptions,
   dueAtMs,
   type OutboxEntry,
   type OutboxListFilter,
   type OutboxStats,
   type OutboxStatus,
   type OutboxStore,
+  WEBHOOK_ACTION_TYPE,
 } from './outbox-store.ts';
 
 /**
@@ -177,13 +179,24 @@ export class MemoryOutboxStore implements OutboxStore {
     });
   }
 
-  async claim(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<OutboxEntry[]> {
+  async claim(
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseMs: number,
+    options: ClaimOptions = {},
+  ): Promise<OutboxEntry[]> {
     const out: OutboxEntry[] = [];
+    const passedOver: DueItem[] = [];
     for (let top = this.#due.peek(); top !== undefined && top.atMs <= nowMs; top = this.#due.peek()) {
       if (out.length >= limit) break;
       this.#due.pop();
       const { slot } = top;
       if (top.version !== slot.version || !this.#isHead(slot)) continue; // stale
+      if (options.skipWebhooks === true && slot.spec.type === WEBHOOK_ACTION_TYPE) {
+        passedOver.push(top);
+        continue;
+      }
       slot.owner = owner;
       slot.leaseUntilMs = nowMs + leaseMs;
       slot.attempts++;
@@ -192,6 +205,7 @@ export class MemoryOutboxStore implements OutboxStore {
       this.#reschedule(slot);
       out.push(entryOf(slot));
     }
+    for (const item of passedOver) this.#due.push(item);
     return out;
   }
 

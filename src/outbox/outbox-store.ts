@@ -43,6 +43,15 @@ export interface OutboxListFilter {
   limit?: number | undefined;
 }
 
+/** How a claim picks. */
+export interface ClaimOptions {
+  /** Pass over webhook deliveries (`deliver_webhook`): only Admin actions. Default false. */
+  skipWebhooks?: boolean;
+}
+
+/** The action type a claim with `skipWebhooks` passes over. */
+export const WEBHOOK_ACTION_TYPE = 'deliver_webhook';
+
 export interface OutboxStore {
   /**
    * Whether the entries outlive this process (SQLite, Redis). False for the memory store: at
@@ -61,8 +70,15 @@ export interface OutboxStore {
    * Leases up to `limit` pending entries due at `nowMs` to `owner` for `leaseMs`, counting an
    * attempt for each, oldest first, never an entry while an earlier one of its `orderingKey` is
    * pending (one user's actions stay in order). An expired lease (its owner died) is taken over.
+   * With `skipWebhooks`, webhook deliveries are passed over (the outbox's webhook lane is full).
    */
-  claim(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<OutboxEntry[]>;
+  claim(
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseMs: number,
+    options?: ClaimOptions,
+  ): Promise<OutboxEntry[]>;
   /** Marks a leased entry delivered; false when `owner` no longer holds it. */
   complete(id: string, owner: string, nowMs: number): Promise<boolean>;
   /**

@@ -20,7 +20,7 @@ import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
 import { sleep } from '../timing/sleep.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
-import type { OutboxEntry, OutboxStats, OutboxStore } from './outbox-store.ts';
+import { type OutboxEntry, type OutboxStats, type OutboxStore, WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
 
 /**
  * The outbox, riskgate's one action engine: every Admin action a decision promises is written to
@@ -56,7 +56,10 @@ export interface OutboxOptions {
    * start (at least once; a consumer dedupes by `key`). Default: at once.
    */
   flushOutcomes?: () => Promise<void>;
-  /** Attempts in flight at once in this process. Default 4. */
+  /**
+   * Attempts in flight at once in this process. Default 4. Webhook deliveries take at most all
+   * but one (at least one), so a slow receiver never holds an Admin action back.
+   */
   concurrency?: number;
   /** Timeout of one attempt, milliseconds. Default 5000. */
   attemptTimeoutMs?: number;
@@ -121,6 +124,8 @@ export class Outbox implements ActionDispatcher {
   readonly #told = new Set<string>();
   #confirming: Promise<void> | undefined;
   readonly #running = new Map<string, AbortController>();
+  /** Of `#running`, the webhook deliveries. */
+  #runningWebhooks = 0;
   #stats: OutboxStats = { pending: 0, dead: 0, oldestPendingAgeMs: 0 };
   #attemptsStarted = 0;
   #closing = false;
@@ -453,8 +458,18 @@ export class Outbox implements ActionDispatcher {
     if (free <= 0) return 0;
     const now = this.#o.now();
     // The lease outlasts the longest attempt (a webhook's has its own timeout).
-    const longestMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0);
-    const claimed = await this.#o.store.claim(this.#o.owner, free, now, longestMs + 5000);
+    const leaseMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0) + 5000;
+    // Webhooks (up to all slots but one) and Admin actions, oldest first; then, the webhook lane
+    // full, the Admin actions alone: a burst of deliveries to a slow receiver never holds them.
+    const webhookRoom = Math.max(1, this.#o.concurrency - 1) - this.#runningWebhooks;
+    const mixedLimit = Math.max(0, Math.min(free, webhookRoom));
+    const claimed = mixedLimit > 0 ? await this.#o.store.claim(this.#o.owner, mixedLimit, now, leaseMs) : [];
+    if (claimed.length === mixedLimit && free > mixedLimit)
+      claimed.push(
+        ...(await this.#o.store.claim(this.#o.owner, free - mixedLimit, now, leaseMs, {
+          skipWebhooks: true,
+        })),
+      );
     for (const entry of claimed) void this.#attempt(entry);
     return claimed.length;
   }
@@ -480,6 +495,8 @@ export class Outbox implements ActionDispatcher {
     const { spec } = entry;
     const controller = new AbortController();
     this.#running.set(spec.id, controller);
+    const webhook = spec.type === WEBHOOK_ACTION_TYPE;
+    if (webhook) this.#runningWebhooks++;
     this.#attemptsStarted++;
     let failure: { code: string; retryAfterMs?: number | undefined } | undefined;
     let gate: AttemptGate = { run: true };
@@ -510,6 +527,7 @@ export class Outbox implements ActionDispatcher {
       this.#o.onError?.(error);
     } finally {
       this.#running.delete(spec.id);
+      if (webhook) this.#runningWebhooks--;
       if (this.#running.size === 0) {
         const waiters = this.#idleWaiters;
         this.#idleWaiters = [];

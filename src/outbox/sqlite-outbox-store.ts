@@ -3,12 +3,14 @@ import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import {
+  type ClaimOptions,
   dueAtMs,
   type OutboxEntry,
   type OutboxListFilter,
   type OutboxStats,
   type OutboxStatus,
   type OutboxStore,
+  WEBHOOK_ACTION_TYPE,
 } from './outbox-store.ts';
 
 /**
@@ -27,6 +29,18 @@ export interface SqliteOutboxStoreOptions {
   path: string;
   /** `normal` (default): survives a process crash; `full`: also a power loss (an fsync per commit). */
   sync?: 'normal' | 'full';
+}
+
+/** The claim's statement; `filter` narrows the entries it may take (`skipWebhooks`). */
+function claimSql(filter: string): string {
+  return `UPDATE outbox SET lease_owner = :owner, lease_until = :until, attempts = attempts + 1, updated_at = :now
+        WHERE seq IN (
+          SELECT o.seq FROM outbox o
+          WHERE o.status = 'pending' AND o.next_attempt_at <= :now AND o.lease_until <= :now ${filter}
+            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.ordering_key = o.ordering_key
+                            AND e.status = 'pending' AND e.seq < o.seq)
+          ORDER BY o.seq LIMIT :limit)
+        RETURNING *`;
 }
 
 const SCHEMA = `
@@ -117,15 +131,8 @@ export class SqliteOutboxStore implements OutboxStore {
       insert:
         p(`INSERT OR IGNORE INTO outbox (id, ordering_key, spec, created_at, horizon_start, next_attempt_at, updated_at)
         VALUES (?, ?, ?, ?, ?, ?, ?)`),
-      claim:
-        p(`UPDATE outbox SET lease_owner = :owner, lease_until = :until, attempts = attempts + 1, updated_at = :now
-        WHERE seq IN (
-          SELECT o.seq FROM outbox o
-          WHERE o.status = 'pending' AND o.next_attempt_at <= :now AND o.lease_until <= :now
-            AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.ordering_key = o.ordering_key
-                            AND e.status = 'pending' AND e.seq < o.seq)
-          ORDER BY o.seq LIMIT :limit)
-        RETURNING *`),
+      claim: p(claimSql('')),
+      claimActions: p(claimSql(`AND json_extract(o.spec, '$.type') <> '${WEBHOOK_ACTION_TYPE}'`)),
       complete: p(`UPDATE outbox SET status = 'delivered', lease_until = 0, logged = 0, updated_at = ?
         WHERE id = ? AND lease_owner = ? AND status = 'pending'`),
       retryLater:
@@ -201,8 +208,15 @@ export class SqliteOutboxStore implements OutboxStore {
     for (const [i, b] of batch.entries()) b.resolve(results[i]!);
   }
 
-  async claim(owner: string, limit: number, nowMs: number, leaseMs: number): Promise<OutboxEntry[]> {
-    const rows = this.#s.claim!.all({ owner, until: nowMs + leaseMs, now: nowMs, limit }) as unknown as Row[];
+  async claim(
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseMs: number,
+    options: ClaimOptions = {},
+  ): Promise<OutboxEntry[]> {
+    const claim = options.skipWebhooks === true ? this.#s.claimActions! : this.#s.claim!;
+    const rows = claim.all({ owner, until: nowMs + leaseMs, now: nowMs, limit }) as unknown as Row[];
     return rows.sort((a, b) => a.seq - b.seq).map(entryOf);
   }
 

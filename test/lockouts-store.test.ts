@@ -1,0 +1,223 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
+import { type ActionSpec, actionId } from '../src/actions/admin-actions.ts';
+import { type DatabaseTarget, databasePath, openDatabase } from '../src/database/database.ts';
+import { emitCommitted } from '../src/events/emit-committed.ts';
+import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
+import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
+import { lockoutEvent } from '../src/lockouts/lockout-recorder.ts';
+import { LockoutStore, lockoutView } from '../src/lockouts/lockout-store.ts';
+import { lockoutMigrations } from '../src/lockouts/lockout-tables.ts';
+import { unlockGate } from '../src/lockouts/unlock-gate.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+
+/**
+ * The lock-out records' store and the gate of the unlock that ends a temporary lock-out (issue 26),
+ * the same on SQLite and on PostgreSQL: whichever of a decision's record and its lock's outcome is
+ * written first (two replicas, a full recorder queue, a crash after the answer), a temporary
+ * lock-out ends on time; one that escalation made permanent does not.
+ */
+
+const T0 = Date.parse('2026-05-01T10:00:00.000Z');
+const TEN_MINUTES_MS = 600_000;
+const DAY_MS = 86_400_000;
+// The lock's outbox entry was pruned: the gate goes by the records.
+const outbox = { get: async () => undefined };
+
+const planned = (id: string, userId: string, createdMs: number, extra: Partial<PlannedLockout> = {}) =>
+  ({
+    decisionId: id,
+    userId,
+    accountId: `acct-${userId}`,
+    rule: 'short-lockout',
+    createdMs,
+    status: 'queued',
+    durationMs: TEN_MINUTES_MS,
+    ...extra,
+  }) satisfies PlannedLockout;
+
+const lockDone = (id: string, userId: string): ActionOutcome => ({
+  key: actionId(id, 'lock_out_user', userId),
+  decisionId: id,
+  type: 'lock_out_user',
+  target: userId,
+  status: 'done',
+  attempts: 1,
+  elapsedMs: 40,
+});
+
+const scheduledUnlock = (id: string, userId: string, lockedAtMs: number, escalateWithinMs?: number) =>
+  ({
+    id: actionId(id, 'unlock_user', userId),
+    decisionId: id,
+    type: 'unlock_user',
+    target: userId,
+    orderingKey: `${userId}:scheduled-unlock`,
+    call: { method: 'updateUser', userId, update: { status: 'enabled' } },
+    notBeforeMs: lockedAtMs + TEN_MINUTES_MS,
+    scheduledUnlock: { lockedAtMs, ...(escalateWithinMs !== undefined && { escalateWithinMs }) },
+  }) satisfies ActionSpec;
+
+async function withStore(
+  target: DatabaseTarget,
+  work: (store: LockoutStore) => Promise<void>,
+): Promise<void> {
+  const database = await openDatabase(target, { migrations: lockoutMigrations });
+  try {
+    await work(new LockoutStore(database));
+  } finally {
+    await database.close();
+  }
+}
+
+async function endsATemporaryLockoutWhicheverIsWrittenFirst(target: DatabaseTarget): Promise<void> {
+  await withStore(target, async (store) => {
+    const gate = unlockGate(store, { now: () => T0 + TEN_MINUTES_MS });
+    const end = new Date(T0 + TEN_MINUTES_MS).toISOString();
+    // The outcome first: the record, arriving late, fills in what the outcome did not know.
+    await store.applyOutcome(lockDone('d-late', 'u-late'), T0 + 50);
+    await store.add(planned('d-late', 'u-late', T0), T0 + 60);
+    // The record first (the usual order).
+    await store.add(planned('d-usual', 'u-usual', T0), T0 + 10);
+    await store.applyOutcome(lockDone('d-usual', 'u-usual'), T0 + 50);
+    for (const [id, userId] of [
+      ['d-late', 'u-late'],
+      ['d-usual', 'u-usual'],
+    ] as const) {
+      expect(lockoutView((await store.get(id))!)).toMatchObject({
+        userId,
+        accountId: `acct-${userId}`,
+        rule: 'short-lockout',
+        createdAt: new Date(T0).toISOString(),
+        status: 'locked',
+        until: end,
+        escalated: false,
+      });
+      expect(await gate(scheduledUnlock(id, userId, T0), outbox)).toEqual({ run: true });
+    }
+    // A repeat of a known record changes nothing.
+    await store.add(planned('d-usual', 'u-usual', T0 + 5, { rule: 'other', durationMs: 1 }), T0 + 70);
+    expect((await store.get('d-usual'))?.rule).toBe('short-lockout');
+
+    // Its record never written (a crash after the answer): the schedule proves it was temporary.
+    await store.applyOutcome(lockDone('d-lost', 'u-lost'), T0 + 50);
+    expect(lockoutView((await store.get('d-lost'))!)).toMatchObject({ rule: 'unknown', status: 'locked' });
+    expect(await gate(scheduledUnlock('d-lost', 'u-lost', T0), outbox)).toEqual({ run: true });
+
+    // The unlock done: the lock-out expired (its time read back as a number on either engine).
+    await store.applyOutcome(
+      {
+        ...lockDone('d-late', 'u-late'),
+        key: actionId('d-late', 'unlock_user', 'u-late'),
+        type: 'unlock_user',
+      },
+      T0 + TEN_MINUTES_MS,
+    );
+    expect(lockoutView((await store.get('d-late'))!)).toMatchObject({
+      status: 'expired',
+      endedBy: 'schedule',
+    });
+  });
+}
+
+async function keepsAnEscalatedLockout(target: DatabaseTarget): Promise<void> {
+  await withStore(target, async (store) => {
+    const gate = unlockGate(store, { now: () => T0 + DAY_MS });
+    // The user's first lock-out, then a second within the window, its record after its outcome.
+    await store.add(planned('d-1', 'u-esc', T0 - DAY_MS / 2), T0 - DAY_MS / 2);
+    await store.applyOutcome(lockDone('d-1', 'u-esc'), T0 - DAY_MS / 2 + 50);
+    await store.applyOutcome(lockDone('d-2', 'u-esc'), T0 + 50);
+    await store.add(planned('d-2', 'u-esc', T0, { escalateWithinMs: DAY_MS }), T0 + 60);
+    const row = (await store.get('d-2'))!;
+    expect(row.escalated).toBe(1);
+    expect(lockoutView(row)).toMatchObject({ rule: 'short-lockout', status: 'locked', escalated: true });
+    expect(lockoutView(row).until).toBeUndefined();
+    expect(await gate(scheduledUnlock('d-2', 'u-esc', T0, DAY_MS), outbox)).toEqual({
+      skip: 'lockout_made_permanent',
+    });
+  });
+}
+
+async function recordsOneOfTwoRacingUnlocks(target: DatabaseTarget): Promise<void> {
+  await withStore(target, async (store) => {
+    await store.add(planned('d-race', 'u-race', T0, { durationMs: undefined }), T0);
+    await store.applyOutcome(lockDone('d-race', 'u-race'), T0 + 50);
+    const row = (await store.get('d-race'))!;
+    // Two admins (or replicas) read it locked and unlock it at once: one unlock is recorded.
+    const won = await Promise.all([
+      store.beginUnlock(row, 'ana', 'help desk vouched', T0 + 1000),
+      store.beginUnlock(row, 'adam', 'called in', T0 + 1001),
+    ]);
+    expect(won.toSorted()).toEqual([false, true]);
+    const winner = won[0] ? 'ana' : 'adam';
+    expect(lockoutView((await store.get('d-race'))!)).toMatchObject({
+      status: 'unlocked',
+      endedBy: winner,
+      reason: winner === 'ana' ? 'help desk vouched' : 'called in',
+      unlockStatus: 'queued',
+    });
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockouts-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('a committed unlock’s event', () => {
+  it('is emitted again after a failed emit, with the same id, and reported lost after its tries', async () => {
+    const seen: RiskgateEvent[] = [];
+    let failuresLeft = 2;
+    const flaky = {
+      emit: async (e: RiskgateEvent) => {
+        seen.push(e);
+        if (failuresLeft-- > 0) throw new Error('outbox refused');
+      },
+    };
+    const event = lockoutEvent('lockout.ended', 'd-1', 'u-1', undefined, 'ana');
+    expect(await emitCommitted(flaky, event, { initialMs: 1 })).toBe(true);
+    expect(seen.map((e) => e.id)).toEqual(['lockout.ended:d-1', 'lockout.ended:d-1', 'lockout.ended:d-1']);
+    failuresLeft = 10;
+    seen.length = 0;
+    expect(await emitCommitted(flaky, event, { initialMs: 1, tries: 3 })).toBe(false);
+    expect(seen).toHaveLength(3);
+  });
+});
+
+describe('the lock-out records', () => {
+  it('end a temporary lock-out on time whichever of its record and its outcome comes first, on SQLite', async () => {
+    await endsATemporaryLockoutWhicheverIsWrittenFirst({
+      kind: 'sqlite',
+      path: databasePath(join(dir, 'a')),
+    });
+  });
+
+  it('keep an escalated lock-out whose record came after its outcome, on SQLite', async () => {
+    await keepsAnEscalatedLockout({ kind: 'sqlite', path: databasePath(join(dir, 'b')) });
+  });
+
+  it('record one of two unlocks racing for the same lock-out, on SQLite', async () => {
+    await recordsOneOfTwoRacingUnlocks({ kind: 'sqlite', path: databasePath(join(dir, 'c')) });
+  });
+
+  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
+    let pg: RunningPostgres;
+    beforeAll(async () => {
+      pg = await startPostgres();
+    }, 60_000);
+    afterAll(async () => pg?.stop());
+
+    it('end a temporary lock-out on time whichever of its record and its outcome comes first', async () => {
+      await endsATemporaryLockoutWhicheverIsWrittenFirst({ kind: 'postgres', url: pg.url });
+    });
+
+    it('keep an escalated lock-out whose record came after its outcome', async () => {
+      await keepsAnEscalatedLockout({ kind: 'postgres', url: pg.url });
+    });
+
+    it('record one of two unlocks racing for the same lock-out', async () => {
+      await recordsOneOfTwoRacingUnlocks({ kind: 'postgres', url: pg.url });
+    });
+  });
+});
