@@ -15,7 +15,7 @@ import {
 } from 'kysely';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
-import { withTimeout } from '../timing/with-timeout.ts';
+import { settlesWithin, withTimeout } from '../timing/with-timeout.ts';
 
 /**
  * kysely's SQLite dialect with the connection on a worker thread. node:sqlite is synchronous: on
@@ -57,6 +57,8 @@ export interface SqliteThreadOptions {
   timeoutMs?: number;
   /** Where the thread's death is reported. Default: not reported (the queries it fails still are). */
   log?: LifecycleLog;
+  /** Called with each thread started (tests end it to see what its death does). Default: none. */
+  onThreadStart?: (worker: Worker) => void;
 }
 
 // Built to dist/ as .js beside this file; run from src/ (tsx, vitest) as .ts, by Node's own type stripping.
@@ -92,16 +94,26 @@ class QueryThread {
     });
   }
 
-  /** Closes the connection and ends the thread (ended outright if it does not answer in 2 s). */
+  /**
+   * Closes the connection and ends the thread: ended outright if it does not answer in 2 s (a
+   * query still running), and given up on 2 s later (a native SQLite call cannot be interrupted;
+   * the thread no longer holds the process open and ends with it).
+   */
   async close(): Promise<void> {
     const w = this.#worker;
     if (w === undefined) return;
     const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
-    const closed = this.#ask({ type: 'close' }).catch(() => {});
-    await withTimeout(closed, { timeoutMs: 2000, onTimeout: () => new Error('close'), ref: false }).catch(
-      () => w.terminate(),
-    );
-    await exited;
+    if (
+      !(await settlesWithin(
+        this.#ask({ type: 'close' }).catch(() => {}),
+        2000,
+        { ref: false },
+      ))
+    ) {
+      void w.terminate();
+    }
+    w.unref();
+    await settlesWithin(exited, 2000, { ref: false });
   }
 
   #ask(
@@ -134,6 +146,7 @@ class QueryThread {
     w.on('message', (reply: QueryReply) => this.#settle(reply));
     w.on('error', (error) => this.#died(w, `the SQLite thread failed: ${error.message}`));
     w.on('exit', (code) => this.#died(w, `the SQLite thread exited (code ${code})`));
+    this.#options.onThreadStart?.(w);
     return w;
   }
 
@@ -252,6 +265,17 @@ class SqliteThreadDriver implements Driver {
   }
 }
 
+/**
+ * SQLite's adapter, but telling kysely not to serialize connections itself: its own lock (for
+ * adapters of one connection) waits without end; the driver's `FifoMutex` does the same lending,
+ * and gives up after `timeoutMs`. The flag means nothing else to kysely.
+ */
+class LendingSqliteAdapter extends SqliteAdapter {
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
+}
+
 /** kysely's SQLite dialect (adapter, compiler, introspector) over a connection on a worker thread. */
 export class SqliteThreadDialect implements Dialect {
   readonly #options: SqliteThreadOptions;
@@ -269,7 +293,7 @@ export class SqliteThreadDialect implements Dialect {
   }
 
   createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
+    return new LendingSqliteAdapter();
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: kysely's Dialect interface takes any schema.
