@@ -112,8 +112,10 @@ class QueryThread {
     ) {
       void w.terminate();
     }
-    w.unref();
+    // Held until it exits (a script awaiting close must not end first), for at most 2 s.
+    w.ref();
     await settlesWithin(exited, 2000, { ref: false });
+    w.unref();
   }
 
   #ask(
