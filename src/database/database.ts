@@ -14,6 +14,10 @@ import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
  * declares its tables as migrations (`FeatureMigrations`), which run at start, in name order, under
  * kysely's migration lock (so replicas starting together migrate once).
  *
+ * The SQLite file's queries run on a worker thread that owns the connection (node:sqlite is
+ * synchronous: sqlite-thread-dialect.ts), so no query holds the event loop; `memory` (a
+ * process-private database: tests) stays on the main thread, its queries a test's few rows.
+ *
  * Engine differences a feature must respect (kysely does not paper over them): booleans are stored
  * as integers 0/1 (SQLite has no boolean; node:sqlite binds none), timestamps as epoch
  * milliseconds in `bigint`-free integer columns (`integer` on SQLite, `bigint` on PostgreSQL: the pg
