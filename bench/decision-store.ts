@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { Kysely, SqliteDialect, sql } from 'kysely';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
+import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
 import { type DecisionSink, kyselySink, writeOps } from '../src/decision-store/decision-batch.ts';
 import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
 import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
@@ -27,7 +29,14 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *    console offers queried `--queries` times with random values through the reader the route
  *    calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter.
  *
+ * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
+ *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
+ *    route makes) runs back to back for `--loop-seconds`, on kysely's own SQLite dialect (queries on
+ *    the event loop, as before issue 25's follow-up) and on riskgate's (queries on a worker thread);
+ *    and the cost of the thread hop: a trivial `select 1`, µs per query, one after another.
+ *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
+ *     [--loop-delay --loop-seconds 5]
  */
 
 const RULES = [
@@ -238,6 +247,73 @@ async function queryTimes(
   return out;
 }
 
+// biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+type AnyDb = Kysely<{}>;
+
+interface LoopFigures {
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+  countsRequests: number;
+  selectOneUs: number;
+}
+
+/** Event-loop delay while the counts query runs back to back on `db`, then the `select 1` cost. */
+async function loopDelay(db: AnyDb, seconds: number): Promise<LoopFigures> {
+  const reader = createDecisionReader(db.withTables<DecisionTables>(), () => {
+    throw new Error('unused');
+  });
+  await Promise.all([reader.list({ limit: 50 }), reader.countByVerdict({})]);
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  const endAt = performance.now() + seconds * 1000;
+  let countsRequests = 0;
+  while (performance.now() < endAt) {
+    await Promise.all([reader.list({ limit: 50 }), reader.countByVerdict({})]);
+    countsRequests++;
+    // Requests arrive as I/O, between turns of the loop: without this turn, the main thread's
+    // queries (promises, never a timer) would never let the delay monitor sample at all.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  loop.disable();
+  const n = 2000;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await sql`select 1`.execute(db);
+  return {
+    loopDelayP99Ms: round(loop.percentile(99) / 1e6),
+    loopDelayMaxMs: round(loop.max / 1e6),
+    countsRequests,
+    selectOneUs: round(((performance.now() - t0) * 1000) / n),
+  };
+}
+
+/** `loopDelay` on each dialect, `runs` times, printed as medians. */
+async function loopDelayRuns(path: string, seconds: number, runs: number): Promise<void> {
+  const dialects: Record<string, () => Promise<{ db: AnyDb; close: () => Promise<void> }>> = {
+    'main thread (kysely SqliteDialect)': async () => {
+      const db: AnyDb = new Kysely({ dialect: new SqliteDialect({ database: openNodeSqlite(path) }) });
+      return { db, close: () => db.destroy() };
+    },
+    'worker thread (SqliteThreadDialect)': () =>
+      openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS }),
+  };
+  console.log(
+    '\n| queries on | loop delay p99 ms | max ms | counts requests/s | select 1 µs |\n|---|---:|---:|---:|---:|',
+  );
+  for (const [name, open] of Object.entries(dialects)) {
+    const perRun: LoopFigures[] = [];
+    for (let r = 0; r < runs; r++) {
+      const database = await open();
+      perRun.push(await loopDelay(database.db, seconds));
+      await database.close();
+    }
+    const m = (f: (x: LoopFigures) => number) => median(perRun.map(f));
+    process.stderr.write(`[decision-store] ${name}: ${JSON.stringify(perRun)}\n`);
+    console.log(
+      `| ${name} | ${m((f) => f.loopDelayP99Ms)} | ${m((f) => f.loopDelayMaxMs)} | ${round(m((f) => f.countsRequests) / seconds)} | ${m((f) => f.selectOneUs)} |`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -247,6 +323,8 @@ async function main(): Promise<void> {
       runs: { type: 'string', default: '3' },
       'line-bytes': { type: 'string', default: '2500' },
       'skip-inserts': { type: 'boolean', default: false },
+      'loop-delay': { type: 'boolean', default: false },
+      'loop-seconds': { type: 'string', default: '5' },
     },
   });
   const records = Number(values.records);
@@ -290,6 +368,10 @@ async function main(): Promise<void> {
       console.log(
         `seeded ${seeded} decisions in ${round((performance.now() - t0) / 1000)} s (${round(mb)} MB)`,
       );
+      if (values['loop-delay']) {
+        await loopDelayRuns(target.path, Number(values['loop-seconds']), runs);
+        return;
+      }
       const perRun: Record<string, { p50: number; p95: number }>[] = [];
       for (let r = 0; r < runs; r++) perRun.push(await queryTimes(target, Number(values.queries)));
       console.log(

@@ -23,7 +23,7 @@ export function databaseComponent(o: {
     name: 'database',
     async start() {
       if (o.given !== undefined) return { handle: o.given };
-      const database = await openDatabase(o.target, { migrations: o.migrations });
+      const database = await openDatabase(o.target, { migrations: o.migrations, log: o.log });
       o.log({ level: 'info', msg: 'database open', engine: database.engine });
       return {
         handle: database,

@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { LifecycleLog } from '../lifecycle/component.ts';
 import { openNodeSqlite } from './node-sqlite-database.ts';
+import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
 
 /**
  * The database behind what people query (decisions, audit trail, lists, lock-outs): embedded SQLite
@@ -11,6 +13,10 @@ import { openNodeSqlite } from './node-sqlite-database.ts';
  * layer, kysely, serves both engines: a feature writes its queries once, in kysely's builder, and
  * declares its tables as migrations (`FeatureMigrations`), which run at start, in name order, under
  * kysely's migration lock (so replicas starting together migrate once).
+ *
+ * The SQLite file's queries run on a worker thread that owns the connection (node:sqlite is
+ * synchronous: sqlite-thread-dialect.ts), so no query holds the event loop; `memory` (a
+ * process-private database: tests) stays on the main thread, its queries a test's few rows.
  *
  * Engine differences a feature must respect (kysely does not paper over them): booleans are stored
  * as integers 0/1 (SQLite has no boolean; node:sqlite binds none), timestamps as epoch
@@ -48,6 +54,10 @@ export interface OpenDatabaseOptions {
   statementTimeoutMs?: number;
   /** PostgreSQL: connecting gives up after this long, milliseconds. Default 5000. */
   connectTimeoutMs?: number;
+  /** SQLite file: a query (or a wait for the connection) gives up after this long, ms. Default 30000. */
+  sqliteTimeoutMs?: number;
+  /** Where the SQLite thread's death is reported. Default: not reported. */
+  log?: LifecycleLog;
 }
 
 /** The embedded database's file under the state dir. */
@@ -86,11 +96,23 @@ export async function openDatabase(
 export const MAIN_THREAD_BUSY_TIMEOUT_MS = 100;
 
 async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions): Promise<RiskgateDatabase> {
-  if (target.kind !== 'postgres') {
-    const path = target.kind === 'memory' ? ':memory:' : target.path;
-    if (target.kind === 'sqlite') mkdirSync(join(target.path, '..'), { recursive: true });
+  if (target.kind === 'memory') {
+    // A process-private database (tests) stays on the main thread: nothing else shares its lock,
+    // and its queries are a test's few rows, so a thread would only add a start-up to every test.
     // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
-    const db = new Kysely<{}>({ dialect: new SqliteDialect({ database: openNodeSqlite(path) }) });
+    const db = new Kysely<{}>({ dialect: new SqliteDialect({ database: openNodeSqlite(':memory:') }) });
+    return { db, engine: 'sqlite', close: () => db.destroy() };
+  }
+  if (target.kind === 'sqlite') {
+    mkdirSync(join(target.path, '..'), { recursive: true });
+    // The file's queries run on a thread of their own (sqlite-thread-dialect.ts): never on the event loop.
+    const dialect = new SqliteThreadDialect({
+      path: target.path,
+      timeoutMs: options.sqliteTimeoutMs,
+      log: options.log,
+    });
+    // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+    const db = new Kysely<{}>({ dialect });
     return { db, engine: 'sqlite', close: () => db.destroy() };
   }
   // Loaded only when configured: the embedded default never loads the PostgreSQL client.

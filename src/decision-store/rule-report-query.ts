@@ -265,9 +265,10 @@ const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /**
  * `reader` with its report kept for `maxAgeMs` (default 30 000) and shared by concurrent callers:
- * on SQLite the report's queries run on the event loop (~80 ms of CPU over 1,000,000 decisions,
- * bench/RESULTS.md "Issue 25: rule report"), so operators refreshing the Rules page must not run
- * them once each while the process is deciding logins. A report for an explicit `nowMs` (tests,
+ * on SQLite the report's queries take ~80 ms of CPU over 1,000,000 decisions (bench/RESULTS.md
+ * "Issue 25: rule report"; on the database's thread, off the event loop, but holding the one
+ * connection the other features query), so operators refreshing the Rules page must not run them
+ * once each while the process is deciding logins. A report for an explicit `nowMs` (tests,
  * replays of a moment) is never cached. A revision change is seen at the next refresh.
  */
 export function cachedRuleReport(reader: RuleReportReader, maxAgeMs = 30_000): RuleReportReader {
