@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
@@ -83,17 +83,8 @@ export async function openDatabase(
       `RISKGATE_DATABASE: migrating the ${opened.engine} database failed: ${(error as Error).message}`,
     );
   }
-  // Migrated (another process may have held the lock meanwhile), the main thread waits briefly for
-  // SQLite's write lock: node:sqlite waits on the event loop, so a wait for the decision store's
-  // writer thread would hold every /decide. A write that gives up fails; its caller retries
-  // (the lock-out recorder) or answers 503 (the audit trail, the lists).
-  if (opened.engine === 'sqlite')
-    await sql.raw(`PRAGMA busy_timeout = ${MAIN_THREAD_BUSY_TIMEOUT_MS}`).execute(opened.db);
   return opened;
 }
-
-/** How long a main-thread SQLite statement waits for another connection's write lock, ms. */
-export const MAIN_THREAD_BUSY_TIMEOUT_MS = 100;
 
 async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions): Promise<RiskgateDatabase> {
   if (target.kind === 'memory') {
