@@ -115,6 +115,7 @@ function toFacts(input: PolicyInput): Record<string, unknown> {
     ratConf: rat?.result?.anomalyConfidence ?? 0,
     nbWhy: why(s.newBrowser),
     nbSuccess: nb?.success ?? false,
+    nbReason: nb?.reason ?? '',
     nbKnown: nb?.result?.known ?? false,
     nbMismatched: nb?.mismatchedFields ?? [],
     lpWhy: why(s.latestProximity),
@@ -201,6 +202,13 @@ function jreRules(): { name: string; all: Cond[]; score?: number; verdict?: Verd
       ],
       score: 10,
     },
+    // no-telemetry: the browser never observed and the remote-access detector with nothing either
+    // (unavailable, or no result): json-rules-engine's `all` takes the `or` as two rules.
+    ...[{ fact: 'ratWhy', operator: 'notEqual', value: '' }, is('ratSuccess', false)].map((rat, i) => ({
+      name: `no-telemetry-${i}`,
+      all: [avail('nb'), is('nbSuccess', false), is('nbReason', 'insufficient_observations'), rat],
+      verdict: 'challenge' as const,
+    })),
     { name: 'new-browser', all: [avail('nb'), is('nbSuccess', true), is('nbKnown', false)], score: 40 },
     {
       name: 'new-browser-os-changed',
@@ -363,10 +371,12 @@ export async function runPolicyEvalBench(
   const runCount = opts.runs ?? 3;
   const policy = await loadPolicy(POLICY);
   // The json-rules-engine rules do not model the policy's outage section (a cap and a rule over
-  // how many inputs are down): the inputs it decides are left out of both engines' figures.
-  const inputs = (await suiteInputs((policy.velocityCounters ?? []).map((c) => c.name))).filter(
-    (input) => policy.evaluate(input).outage === undefined,
-  );
+  // how many inputs are down) nor its degraded rule (a floor when a risk-raising input is
+  // unavailable): the inputs either decides are left out of both engines' figures.
+  const inputs = (await suiteInputs((policy.velocityCounters ?? []).map((c) => c.name))).filter((input) => {
+    const d = policy.evaluate(input);
+    return d.outage === undefined && d.degraded === undefined;
+  });
   const engine = jreEngine();
 
   for (const input of inputs) {
@@ -374,7 +384,7 @@ export async function runPolicyEvalBench(
     const b = await jreEvaluate(engine, input);
     if (a.verdict !== b.verdict || (a.decidedBy === 'score' && a.score !== b.score)) {
       throw new Error(
-        `engines disagree on ${input.request.accountId}: riskgate ${a.verdict}/${a.score}, json-rules-engine ${b.verdict}/${b.score}`,
+        `engines disagree on ${input.request.accountId}: riskgate ${a.verdict}/${a.score} (${a.decidedBy}: ${a.matchedRules.map((r) => r.id).join(',')}), json-rules-engine ${b.verdict}/${b.score}`,
       );
     }
   }
