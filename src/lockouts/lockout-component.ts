@@ -2,7 +2,12 @@ import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
-import { type Component, type LifecycleLog, stopWaitMs } from '../lifecycle/component.ts';
+import {
+  type Component,
+  type LifecycleLog,
+  type MetricsRegistry,
+  stopWaitMs,
+} from '../lifecycle/component.ts';
 import type { AttemptGate } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
 import { LockoutRecorder } from './lockout-recorder.ts';
@@ -36,18 +41,37 @@ export function lockoutsComponent(o: {
   log: LifecycleLog;
   /** Longest wait for the records still queued on stop, milliseconds. Default 2000. */
   flushTimeoutMs?: number;
-}): Component<Lockouts> {
+}): Component<Lockouts, MetricsRegistry> {
   return {
     name: 'lockouts',
     async start() {
       const store = new LockoutStore(o.database);
       const recorder = new LockoutRecorder({ store, events: o.events, log: o.log });
-      const routeOptions = { store, events: o.events, actions: o.actions, log: o.log };
+      let eventsLost = 0;
+      const routeOptions = {
+        store,
+        events: o.events,
+        actions: o.actions,
+        log: o.log,
+        onEventLost: () => eventsLost++,
+      };
       const operations = lockoutOperations(routeOptions);
       return {
         handle: { recorder, gate: unlockGate(store), operations },
         stop: (deadlineAtMs) => recorder.flush(stopWaitMs(deadlineAtMs, o.flushTimeoutMs ?? 2000)),
         routes: [lockoutRoutes(routeOptions, operations)],
+        observe(metrics) {
+          metrics.observeCounter(
+            'riskgate_lockout_records_dropped',
+            'Lock-out record writes dropped (the queue was full, or the database failed every try): a lock-out the console and GET /lockouts do not show',
+            () => recorder.dropped,
+          );
+          metrics.observeCounter(
+            'riskgate_lockout_events_lost',
+            'lockout.ended events not queued for the webhooks after every try (the unlock itself was made)',
+            () => eventsLost,
+          );
+        },
       };
     },
   };
