@@ -566,7 +566,7 @@ describe('a console behind an authenticating proxy (single sign-on)', () => {
   });
   afterAll(() => sso?.stop());
 
-  it('signs in the operator the trusted proxy names, once, audited; an unlisted identity goes to sign-in', async () => {
+  it('signs in the operator the trusted proxy names, once, audited; an unlisted identity is refused, also with a listed one’s cookie', async () => {
     const first = await fetch(`${sso.url}/console/decisions`, {
       headers: { [HEADER]: 'sam@example.com' },
       redirect: 'manual',
@@ -593,7 +593,14 @@ describe('a console behind an authenticating proxy (single sign-on)', () => {
       headers: { [HEADER]: 'eve@example.com' },
       redirect: 'manual',
     });
-    expect(stranger.status).toBe(303);
-    expect(stranger.headers.get('location')).toMatch(/^\/console\/sign-in/);
+    expect(stranger.status).toBe(403);
+    // The proxy says eve is at this browser now: sam's cookie left in it does not make her sam.
+    const borrowed = await fetch(`${sso.url}/console/decisions`, {
+      headers: { [HEADER]: 'eve@example.com', cookie },
+      redirect: 'manual',
+    });
+    expect(borrowed.status).toBe(403);
+    expect(await borrowed.text()).not.toContain('sam@example.com');
+    expect(cookieOf(borrowed, 'riskgate_console')).toBe('riskgate_console=');
   });
 });

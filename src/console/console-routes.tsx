@@ -111,9 +111,28 @@ function makeKit(deps: ConsoleDeps, edge: RouteEdge): ConsoleKit {
     },
     async session(c, next) {
       const cookie = getCookie(c, SESSION_COOKIE);
+      const vouched = edge.vouchedIdentity(c);
+      if (vouched !== undefined && 'unknown' in vouched) {
+        // The proxy says who is at the keyboard now, and they may not operate: a cookie left by
+        // someone else in this browser does not stand in for them.
+        if (cookie !== undefined) {
+          c.header(
+            'set-cookie',
+            consoleCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, secure: kit.secure(c) }),
+          );
+        }
+        return kit.fail(
+          c,
+          403,
+          'Not an operator',
+          'The identity your sign-in proxy gives has no operator role: RISKGATE_SSO_OPERATORS lists who may operate.',
+        );
+      }
       const fromProxy = await ssoSession(c, signer.verify(cookie), kit);
       const token = fromProxy ?? cookie;
-      const signed = signer.verify(token);
+      const verified = signer.verify(token);
+      // A session outlives no change of its operator: a key removed or a role changed ends it.
+      const signed = verified !== undefined && edge.stillOperates(verified.operator) ? verified : undefined;
       if (signed === undefined || token === undefined) {
         if (c.req.path.endsWith('.json')) return c.json({ error: 'Sign in again.' }, 401);
         const url = new URL(c.req.url);

@@ -48,12 +48,16 @@ export class SessionSigner {
   constructor(o: SessionOptions) {
     // Derived through a hash of every key, sorted: each replica with the same keys agrees, and the
     // session key says nothing about any operator key.
+    // With neither (single sign-on alone), a random key: derived from nothing it would be a
+    // constant anyone could sign sessions with; sessions then last one process.
     this.#key =
       o.sessionKey !== undefined
         ? createHash('sha256').update(`riskgate console session\0${o.sessionKey}`).digest()
-        : createHash('sha256')
-            .update(`riskgate console session (derived)\0${[...o.operatorKeys].sort().join('\0')}`)
-            .digest();
+        : o.operatorKeys.length === 0
+          ? randomBytes(32)
+          : createHash('sha256')
+              .update(`riskgate console session (derived)\0${[...o.operatorKeys].sort().join('\0')}`)
+              .digest();
     this.sessionMs = (o.sessionMinutes ?? 480) * 60_000;
   }
 

@@ -64,6 +64,15 @@ export function createKeyring(keys: readonly string[]): (presented: string) => s
 export function createOperatorKeyring(
   entries: readonly string[],
 ): (presented: string) => Operator | undefined {
+  const { identify, byId } = operatorKeys(entries);
+  return (presented) => {
+    const keyId = identify(presented);
+    return keyId === undefined ? undefined : byId.get(keyId);
+  };
+}
+
+/** The keyring of RISKGATE_OPS_KEYS entries and each key's operator by key id. */
+function operatorKeys(entries: readonly string[]) {
   const parsed = parseOperatorKeyEntries(entries);
   if (typeof parsed === 'string')
     throw new RiskgateError(ErrorCode.INVALID_CONFIG, `RISKGATE_OPS_KEYS ${parsed}`);
@@ -73,10 +82,7 @@ export function createOperatorKeyring(
     const keyId = keyIdOf(k.key);
     byId.set(keyId, { name: k.name ?? keyId, role: k.role, keyId });
   }
-  return (presented) => {
-    const keyId = identify(presented);
-    return keyId === undefined ? undefined : byId.get(keyId);
-  };
+  return { identify, byId };
 }
 
 /**
@@ -232,13 +238,35 @@ export interface OperatorResolver {
    * trusted proxy vouches for (undefined also for an identity with no role).
    */
   resolve(c: Context): Operator | undefined;
+  /**
+   * Whether `operator` (from a session signed earlier) is still configured as it was: its key (by
+   * id) or its single-sign-on identity still there, with the same name and role. A key removed or
+   * a role changed ends the sessions made with them.
+   */
+  stillOperates(operator: Operator): boolean;
+  /** What a trusted proxy vouches for on this request (`trustedIdentityOf`). */
+  vouched(c: Context): ReturnType<typeof trustedIdentityOf>;
 }
 
 /** An `OperatorResolver` over RISKGATE_OPS_KEYS entries and the trusted proxy, if any. */
 export function createOperatorResolver(entries: readonly string[], trusted?: TrustedProxy): OperatorResolver {
-  const ofKey = createOperatorKeyring(entries);
+  const { identify, byId } = operatorKeys(entries);
+  const ofKey = (presented: string) => {
+    const keyId = identify(presented);
+    return keyId === undefined ? undefined : byId.get(keyId);
+  };
   return {
     ofKey,
+    stillOperates(operator) {
+      const now =
+        operator.keyId === 'sso'
+          ? trusted?.operators?.get(operator.name)
+          : byId.get(operator.keyId)?.name === operator.name
+            ? byId.get(operator.keyId)?.role
+            : undefined;
+      return now === operator.role;
+    },
+    vouched: (c) => trustedIdentityOf(c, trusted),
     resolve(c) {
       const key = presentedKey(c.req.header('authorization'));
       if (key !== undefined) return ofKey(key);

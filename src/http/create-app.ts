@@ -148,6 +148,8 @@ export function createApp(deps: AppDeps): Hono {
     requireRole,
     resolveOperator: operators.resolve,
     operatorOfKey: operators.ofKey,
+    stillOperates: operators.stillOperates,
+    vouchedIdentity: operators.vouched,
     clientAddress,
     recordChange: changeRecorder({ audit: deps.audit, clientAddress, log: deps.log }),
     // A route's admission (the /decide room answers its own shed with the overload verdict).

@@ -87,6 +87,13 @@ export interface RouteEdge {
   resolveOperator(c: Context): Operator | undefined;
   /** The operator a key belongs to (constant time): a sign-in form's key. */
   operatorOfKey(key: string): Operator | undefined;
+  /** Whether an operator signed in earlier is still configured with that name and role. */
+  stillOperates(operator: Operator): boolean;
+  /**
+   * What a trusted proxy vouches for on this request: an operator, `{ unknown }` for an identity
+   * with no role, undefined when none (no header, or not from a trusted proxy).
+   */
+  vouchedIdentity(c: Context): { operator: Operator } | { unknown: string } | undefined;
   /**
    * The client's address: the socket's, or behind a trusted proxy (RISKGATE_TRUSTED_PROXIES) the
    * X-Forwarded-For hop it saw. The audit trail's `from`.
