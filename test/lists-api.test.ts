@@ -293,6 +293,19 @@ describe('the runtime lists on SQLite', () => {
     expect((await cli('lists', 'add', 'blockedNetworks', '192.0.2.1')).code).toBe(2);
   });
 
+  it('audits every value of an import, not a sample', async () => {
+    const values = Array.from({ length: 120 }, (_, i) => `acct-bulk-${i}`);
+    const res = await ops(
+      'POST',
+      '/lists/trustedAccounts/import?reason=bulk%20vouch',
+      values.map((value) => ({ value })),
+    );
+    expect(res.status).toBe(201);
+    const entry = (await audited()).at(-1)!;
+    expect(entry).toMatchObject({ action: 'list.add', target: 'trustedAccounts:import' });
+    expect((entry.detail as { values: string[] }).values).toEqual(values);
+  });
+
   it('refuses a change the audit trail cannot take, and makes none (last: the trail stays broken)', async () => {
     await database.db.schema.dropTable('audit_entry').execute();
     const res = await ops('POST', '/lists/trustedAccounts/entries', { value: 'acct-9', reason: 'r' });

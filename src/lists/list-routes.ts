@@ -202,7 +202,8 @@ export function listRoutes(deps: ListRoutesDeps, operations = listOperations(dep
           const entries = await importEntries(c, edge, list, change);
           await change.audit(c, 'list.add', `${list.name}:import`, {
             entries: entries.length,
-            values: entries.slice(0, 50).map((e) => e.value),
+            // Every value (an import is at most MAX_IMPORT_ENTRIES): the trail says what was added.
+            values: entries.map((e) => e.value),
             reasons: [...new Set(entries.map((e) => e.reason))].slice(0, 10),
           });
           await fromListStore(deps.store.add(entries));
