@@ -10,9 +10,10 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 
 /**
  * The event loop's delay while the decision store's worker thread writes heavily to the embedded
- * database and the main thread writes lock-out records to the same file (SQLite lets one writer at
- * a time: a main-thread write waits for the worker's lock on the event loop, up to its busy
- * timeout). Usage: npx tsx bench/sqlite-lock-wait.ts [seconds=5]
+ * database and lock-out records are written to the same file (SQLite lets one writer at a time).
+ * The database's queries run on a thread of their own (src/database/sqlite-thread-dialect.ts), so
+ * a write waiting for the store's lock waits there: the delay should stay near the monitor's floor.
+ * Usage: npx tsx bench/sqlite-lock-wait.ts [seconds=5]
  */
 
 const seconds = Number(process.argv[2] ?? 5);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
+import { collectingEventSink, type RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
@@ -27,7 +27,7 @@ beforeAll(async () => {
   h = await startHarness({
     policy: { yaml: LIST_POLICY },
     env: { RISKGATE_OPS_KEYS: `adam:admin:${OPS_KEY},vera:viewer:${VIEWER_KEY}` },
-    riskgate: { database, events: { emit: async (e) => void events.push(e) } },
+    riskgate: { database, events: collectingEventSink(events) },
   });
 });
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
+import { collectingEventSink, type RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { LockoutView } from '../src/lockouts/lockout-record.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
@@ -45,7 +45,7 @@ beforeAll(async () => {
     deadlineMs: 3000,
     riskgate: {
       audit,
-      events: { emit: async (e) => void events.push(e) },
+      events: collectingEventSink(events),
       outbox: { pollMs: 50, now: () => Date.now() + offsetMs },
     },
   });
@@ -201,7 +201,9 @@ describe('a temporary lock-out', () => {
   it('is extended by a later lock-out of the same user: the earlier end is skipped', async () => {
     const first = await lockOut('bob');
     const earlier = await lockoutWhen(first, (l) => l.status === 'locked', 'bob locked');
-    await eventually(() => Date.now() > Date.parse(earlier.createdAt) + 1000);
+    // The two ends 3 s apart: a machine that stalls for a second between moving the outbox's
+    // clock and its next claim still reaches only the first.
+    await eventually(() => Date.now() > Date.parse(earlier.createdAt) + 3000);
     const second = await lockOut('bob');
     const later = await lockoutWhen(second, (l) => l.status === 'locked', 'bob locked again');
     // The outbox reaches the first lock-out's end (only that one, unless this machine stalls).

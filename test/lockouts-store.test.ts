@@ -174,6 +174,7 @@ describe('a committed unlock’s event', () => {
         seen.push(e);
         if (failuresLeft-- > 0) throw new Error('outbox refused');
       },
+      wants: () => true,
     };
     const event = lockoutEvent('lockout.ended', 'd-1', 'u-1', undefined, 'ana');
     expect(await emitCommitted(flaky, event, { initialMs: 1 })).toBe(true);

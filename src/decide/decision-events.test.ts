@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventSink, RiskgateEvent } from '../events/riskgate-event.ts';
+import { collectingEventSink, type EventSink, type RiskgateEvent } from '../events/riskgate-event.ts';
 import type { DecideResponse } from './decide-response.ts';
 import { emitDecisionEvent } from './decision-events.ts';
 import type { DecisionRun } from './run-decision.ts';
@@ -22,7 +22,7 @@ const answer = (verdict: 'allow' | 'challenge' | 'deny') =>
 describe('decision events', () => {
   it('emits a deny and a challenge with ids and rules, and nothing for an allow', () => {
     const emitted: RiskgateEvent[] = [];
-    const sink: EventSink = { emit: async (e) => void emitted.push(e) };
+    const sink = collectingEventSink(emitted);
     for (const verdict of ['deny', 'challenge', 'allow'] as const)
       emitDecisionEvent(sink, run, answer(verdict));
     expect(emitted).toEqual([
@@ -51,9 +51,26 @@ describe('decision events', () => {
         calls++;
         throw new Error('outbox down');
       },
+      wants: () => true,
     };
     expect(() => emitDecisionEvent(sink, run, answer('deny'))).not.toThrow();
     await new Promise((r) => setImmediate(r));
     expect(calls).toBe(1);
+  });
+
+  it('builds none for a type no receiver asked for', () => {
+    const asked: string[] = [];
+    let emitted = 0;
+    const sink: EventSink = {
+      emit: async () => void emitted++,
+      wants: (type) => {
+        asked.push(type);
+        return false;
+      },
+    };
+    emitDecisionEvent(sink, run, answer('deny'));
+    emitDecisionEvent(sink, run, answer('allow'));
+    expect(asked).toEqual(['decision.denied']);
+    expect(emitted).toBe(0);
   });
 });

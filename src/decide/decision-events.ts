@@ -9,14 +9,19 @@ import type { DecisionRun } from './run-decision.ts';
  * never an error of the decision.
  */
 export function emitDecisionEvent(events: EventSink, run: DecisionRun, response: DecideResponse): void {
+  // Built only for a receiver that asked for it: a flood of denies allocates nothing for none.
+  if (response.verdict === 'allow' || !events.wants(eventTypeOf(response.verdict))) return;
   const event = decisionEvent(run, response);
   if (event !== undefined) events.emit(event).catch(() => {});
 }
 
+const eventTypeOf = (verdict: 'challenge' | 'deny') =>
+  verdict === 'deny' ? ('decision.denied' as const) : ('decision.challenged' as const);
+
 /** The event of a deny or a challenge (ids and rules only: no IP, no signal values); none for an allow. */
 export function decisionEvent(run: DecisionRun, response: DecideResponse): RiskgateEvent | undefined {
   if (response.verdict === 'allow') return undefined;
-  const type = response.verdict === 'deny' ? 'decision.denied' : 'decision.challenged';
+  const type = eventTypeOf(response.verdict);
   const { request } = run;
   return {
     id: `${response.decisionId}:${type}`,

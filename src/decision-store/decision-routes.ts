@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
 import { parseRfc3339, rfc3339Schema } from '../timing/rfc3339.ts';
 import type { DecisionFilter, DecisionReader } from './decision-query.ts';
 import { DEFAULT_PAGE_LIMIT, decodeCursor, MAX_PAGE_LIMIT } from './decision-reader.ts';
@@ -58,19 +59,9 @@ export function filterOf(q: z.output<typeof decisionsQuerySchema>): DecisionFilt
   return filter;
 }
 
-/** A store read that failed (down, refused, too slow): 503, never the store's own words (a URL). */
-async function fromStore<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (isRiskgateError(error)) throw error;
-    throw new RiskgateError(
-      ErrorCode.DECISION_STORE_UNAVAILABLE,
-      'The decision store did not answer (down, refused or too slow); try again shortly.',
-      { cause: error },
-    );
-  }
-}
+/** `work`, its failure the 503 `RG_ERR_DECISION_STORE_UNAVAILABLE` (src/store/store-unavailable.ts). */
+const fromStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DECISION_STORE_UNAVAILABLE, 'The decision store');
 
 /** Answered on both routes while RISKGATE_DECISION_STORE=off. */
 const storeOff = () =>

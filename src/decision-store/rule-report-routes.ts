@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
 import type { RuleReport, RuleReportReader } from './rule-report.ts';
 
 /**
@@ -18,23 +19,9 @@ export function ruleReportRoutes(reader: RuleReportReader): RouteMount {
   };
 }
 
-/**
- * A read of the decision store whose failure is `RG_ERR_DECISION_STORE_UNAVAILABLE` (503): a
- * database that is down or stalled is not a bug of riskgate's. Its own error may name its server
- * (a PostgreSQL URL), so it stays out of the answer.
- */
-async function fromDecisionStore<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (isRiskgateError(error)) throw error;
-    throw new RiskgateError(
-      ErrorCode.DECISION_STORE_UNAVAILABLE,
-      'The decision store did not answer (down, refused or too slow); try again shortly.',
-      { cause: error },
-    );
-  }
-}
+/** `work`, its failure the 503 `RG_ERR_DECISION_STORE_UNAVAILABLE` (src/store/store-unavailable.ts). */
+const fromDecisionStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DECISION_STORE_UNAVAILABLE, 'The decision store');
 
 const count = z.number().int().min(0);
 const share = z.number().min(0).max(1);

@@ -1,11 +1,12 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { ErrorCode, InputError, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink, RiskgateEventType } from '../events/riskgate-event.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
 import {
   type AddEntry,
   addEntrySchema,
@@ -51,19 +52,9 @@ function authorOf(c: Context): string {
   return principal.operator?.name ?? principal.keyId;
 }
 
-/** A database failure as the endpoints' 503. */
-async function fromListStore<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (isRiskgateError(error)) throw error;
-    throw new RiskgateError(
-      ErrorCode.DATABASE_UNAVAILABLE,
-      'The lists database did not answer (down, refused or too slow); try again shortly.',
-      { cause: error },
-    );
-  }
-}
+/** `work`, its failure the 503 `RG_ERR_DATABASE_UNAVAILABLE` (src/store/store-unavailable.ts). */
+const fromListStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The lists database');
 
 export function entryView(e: ListEntry): ListEntryView {
   return {

@@ -2,10 +2,11 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
-import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
 import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
 import { lockoutEvent } from './lockout-recorder.ts';
 import { decodeCursor, type LockoutStore, lockoutView } from './lockout-store.ts';
@@ -164,16 +165,6 @@ function lockoutNotFound(id: string): RiskgateError {
   return new RiskgateError(ErrorCode.NOT_FOUND, `No lock-out with id ${JSON.stringify(id.slice(0, 200))}.`);
 }
 
-/** `work` against the database, its failure `RG_ERR_DATABASE_UNAVAILABLE` (503, naming no server). */
-async function fromDatabase<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (isRiskgateError(error)) throw error;
-    throw new RiskgateError(
-      ErrorCode.DATABASE_UNAVAILABLE,
-      'The database did not answer (down, refused or too slow); try again shortly.',
-      { cause: error },
-    );
-  }
-}
+/** `work`, its failure the 503 `RG_ERR_DATABASE_UNAVAILABLE` (src/store/store-unavailable.ts). */
+const fromDatabase = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The database');

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ErrorCode, isRiskgateError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
 import type { OutboxEntry, OutboxStatus } from './outbox-store.ts';
 
 /** An outbox entry as operators see it (GET /actions, `riskgate actions list`). */
@@ -39,20 +40,6 @@ export const actionsQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
 
-/**
- * `work` (a store call of an operator endpoint), its failure made `RG_ERR_OUTBOX_UNAVAILABLE`
- * (503): a store that is down or stalled is not a bug of riskgate's. The store's own error may
- * name its server, so it stays out of the answer.
- */
-export async function fromOutboxStore<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (isRiskgateError(error)) throw error;
-    throw new RiskgateError(
-      ErrorCode.OUTBOX_UNAVAILABLE,
-      'The outbox store did not answer (down, refused or too slow); try again shortly.',
-      { cause: error },
-    );
-  }
-}
+/** `work`, its failure the 503 `RG_ERR_OUTBOX_UNAVAILABLE` (src/store/store-unavailable.ts). */
+export const fromOutboxStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.OUTBOX_UNAVAILABLE, 'The outbox store');

@@ -17,7 +17,7 @@ import {
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
-import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
+import { laterEventSink } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
@@ -104,13 +104,13 @@ export async function startServices(
       log,
     }),
   );
-  // List changes are told through the webhooks, started with the action path below.
-  let listEvents: EventSink | undefined;
+  // List changes and lock-outs are told through the webhooks, started after the outbox below.
+  const events = laterEventSink();
   const lists = await l.start(
     listComponent({
       database,
       declared: () => policies.store.current().lists ?? [],
-      events: { emit: (event) => (listEvents ?? NO_EVENTS).emit(event) },
+      events,
       log,
       sync: options.lists,
     }),
@@ -129,8 +129,7 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const { lockouts, outbox, events } = await startActionPath(l, ctx, { vendor, database, decisionLog });
-  listEvents = events;
+  const { lockouts, outbox } = await startActionPath(l, ctx, { vendor, database, decisionLog, events });
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -186,18 +185,18 @@ async function startActionPath(
     vendor: { admin: AdminClient };
     database: RiskgateDatabase;
     decisionLog: DecisionLog;
+    /** The sink the lock-outs (and lists) emit into; the webhooks attached to it once started. */
+    events: ReturnType<typeof laterEventSink>;
   },
 ) {
   const { options, log, metrics: m } = ctx;
   const { config } = options;
   const { vendor, database, decisionLog } = deps;
   let started: Outbox | undefined;
-  // The lock-outs emit into the webhooks, started after the outbox (the lock-outs stop after it).
-  let events: EventSink | undefined;
   const lockouts = await l.start(
     lockoutsComponent({
       database,
-      events: { emit: (event) => (events ?? NO_EVENTS).emit(event) },
+      events: deps.events,
       actions: () => started!,
       log,
     }),
@@ -223,8 +222,8 @@ async function startActionPath(
   );
   started = outbox;
   const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
-  events = options.events ?? webhooks;
-  return { lockouts, outbox, events: events as EventSink };
+  deps.events.attach(options.events ?? webhooks);
+  return { lockouts, outbox };
 }
 
 /** The console (`/console`) over what the services built. */

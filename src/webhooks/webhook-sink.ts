@@ -34,6 +34,7 @@ export function webhookSink(o: WebhookSinkOptions): WebhookSink {
     get failures() {
       return failures;
     },
+    wants: (type) => wanted.has(type),
     async emit(event) {
       if (!wanted.has(event.type)) return;
       const jobs = webhookJobs(event, o.receivers);

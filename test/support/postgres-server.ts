@@ -1,8 +1,8 @@
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-port.ts';
 import { signalTree, spawnTree, stopTree } from './process-tree.ts';
 
 /**
@@ -50,17 +50,6 @@ export interface RunningPostgres {
   /** Lets a paused server go on (SIGCONT). */
   resume(): void;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const NOBODY = 65534;

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-port.ts';
 import { signalTree, spawnTree, stopTree } from './process-tree.ts';
 
 /**
@@ -38,17 +38,6 @@ export interface RunningRedis {
   /** Lets a paused server go on (SIGCONT). */
   resume(): void;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startRedis(): Promise<RunningRedis> {
