@@ -5,11 +5,22 @@ import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
 
-/** Every feature's tables: run at start by the database component. A feature adds its own here. */
-export const ALL_MIGRATIONS: FeatureMigrations = {
-  ...decisionMigrations,
+/**
+ * Control state: the system of record (lists, lock-outs, the outbox, the audit trail). Transactional,
+ * never lost in silence; unreadable means unavailable (docs/architecture.md, "Two kinds of state").
+ * A feature that keeps control state adds its migrations here.
+ */
+export const CONTROL_MIGRATIONS: FeatureMigrations = {
   ...auditMigrations,
   ...listMigrations,
   ...lockoutMigrations,
+};
+
+/** Observations: the decision store (best effort, bounded, may drop with an exact count). */
+export const DECISION_MIGRATIONS: FeatureMigrations = {
+  ...decisionMigrations,
   ...ruleReportMigrations,
 };
+
+/** Every feature's tables: run at start by the database component (one database until they split). */
+export const ALL_MIGRATIONS: FeatureMigrations = { ...DECISION_MIGRATIONS, ...CONTROL_MIGRATIONS };
