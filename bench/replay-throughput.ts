@@ -1,5 +1,6 @@
 /**
- * Replay throughput (issue 16): `npx tsx bench/replay-throughput.ts [--decisions 1000000]`.
+ * Replay throughput (issues 16, 32): `npx tsx bench/replay-throughput.ts [--decisions 1000000]
+ * [--action-lines 1] [--threads N]` (threads default: the cores there are).
  * Writes a decision log of N lines made from real ones (bench/fixtures/decision-lines.jsonl: lines a
  * running riskgate wrote for the sandbox's demo accounts with the shipped policy; each copy gets its
  * own decisionId), then times `replayDecisions` over it with the shipped policy, as
@@ -10,10 +11,17 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from '
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { actionLine } from '../src/decision-log/decision-record.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';
 
-const { values } = parseArgs({ options: { decisions: { type: 'string', default: '1000000' } } });
+const { values } = parseArgs({
+  options: {
+    decisions: { type: 'string', default: '1000000' },
+    threads: { type: 'string' },
+    'action-lines': { type: 'string', default: '1' },
+  },
+});
 const n = Number(values.decisions);
 const root = resolve(import.meta.dirname, '..');
 const templates = readFileSync(join(root, 'bench/fixtures/decision-lines.jsonl'), 'utf8').trim().split('\n');
@@ -22,17 +30,31 @@ const log = join(dir, 'decisions.jsonl');
 
 const writeStartedAt = performance.now();
 const out = createWriteStream(log, { highWaterMark: 1 << 20 });
+// A real log holds action outcomes and labels between the decisions: `--action-lines` of them per
+// decision (default 1), each an outcome line as riskgate writes it (src/decision-log/decision-record.ts).
+const actionLines = Number(values['action-lines']);
 for (let i = 0; i < n; i++) {
-  const line = templates[i % templates.length]!.replace(
-    /"decisionId":"[^"]+"/,
-    `"decisionId":"${randomUUID()}"`,
-  );
-  if (!out.write(`${line}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+  const decisionId = randomUUID();
+  let chunk = `${templates[i % templates.length]!.replace(/"decisionId":"[^"]+"/, `"decisionId":"${decisionId}"`)}\n`;
+  for (let a = 0; a < actionLines; a++) {
+    chunk += `${JSON.stringify(
+      actionLine({
+        key: `${decisionId}:lock_out_user:${a}`,
+        decisionId,
+        type: 'lock_out_user',
+        target: 'DU0000000000000000',
+        status: 'done',
+        attempts: 1,
+        elapsedMs: 42,
+      }),
+    )}\n`;
+  }
+  if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
 }
 await new Promise<void>((r) => out.end(r));
 const bytes = statSync(log).size;
 console.log(
-  `wrote ${n} decisions, ${(bytes / 1e9).toFixed(2)} GB, in ${((performance.now() - writeStartedAt) / 1000).toFixed(1)} s`,
+  `wrote ${n} decisions and ${n * actionLines} action lines, ${(bytes / 1e9).toFixed(2)} GB, in ${((performance.now() - writeStartedAt) / 1000).toFixed(1)} s`,
 );
 
 let peakRss = 0;
@@ -41,7 +63,10 @@ const sampler = setInterval(() => {
 }, 200);
 const policy = await loadPolicy(join(root, 'policies'));
 const startedAt = performance.now();
-const report = await replayDecisions(policy, [log]);
+const report = await replayDecisions(policy, [log], {
+  policyPath: join(root, 'policies'),
+  ...(values.threads !== undefined && { threads: Number(values.threads) }),
+});
 const elapsedS = (performance.now() - startedAt) / 1000;
 clearInterval(sampler);
 console.log(

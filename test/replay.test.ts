@@ -156,3 +156,63 @@ describe('replay of a line that recorded fewer counters than the candidate reads
     expect(report.matrix.allow.allow).toBe(1);
   });
 });
+
+describe('replay of a log cut across worker threads', () => {
+  /** The real log three times over, with action lines, a bad line and an empty one among them. */
+  function mixedLog(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-replay-threads-'));
+    const file = join(dir, 'mixed.jsonl');
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    const out: string[] = [];
+    for (let copy = 0; copy < 3; copy++) {
+      for (const [i, line] of lines.entries()) {
+        out.push(line.replace(/"decisionId":"([^"]+)"/, `"decisionId":"$1-${copy}"`));
+        if (i % 4 === 0)
+          out.push('{"kind":"action","schemaVersion":1,"decisionId":"x","type":"lock_out_user"}');
+        if (copy === 1 && i === 5) out.push('{not json');
+        if (copy === 2 && i === 2) out.push('');
+      }
+    }
+    writeFileSync(file, `${out.join('\n')}\n`);
+    return file;
+  }
+
+  it('reports exactly what one pass reports: counts, changes in log order, unreadable lines by their number', async () => {
+    const file = mixedLog();
+    // A candidate that changes verdicts, so the changes' order across the stretches is tested.
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-candidate-'));
+    writeFileSync(
+      join(dir, 'login.yaml'),
+      readFileSync('policies/login.yaml', 'utf8').replace(/challenge: 40\b/, 'challenge: 79'),
+    );
+    const policy = await loadPolicy(dir);
+    const ids = [...answered.keys()];
+    const labels = new Map<string, 'fraud' | 'legit'>([
+      [`${ids[0]}-0`, 'fraud'],
+      [`${ids[1]}-2`, 'legit'],
+    ]);
+    const options = { changedLimit: 7, labels, policyPath: dir };
+    const single = await replayDecisions(policy, [file], { ...options, threads: 1 });
+    const threaded = await replayDecisions(policy, [file], { ...options, threads: 3, minBytesPerThread: 1 });
+    expect(single.changed).toBeGreaterThan(7);
+    expect(single.bad.count).toBe(1);
+    expect(single.skipped).toBeGreaterThan(0);
+    expect({ ...threaded, elapsedMs: 0 }).toEqual({ ...single, elapsedMs: 0 });
+  });
+
+  it('names a line too long by its number in the whole file', async () => {
+    const file = mixedLog();
+    const lines = readFileSync(file, 'utf8').split('\n');
+    const total = lines.length - 1;
+    const limit = Math.max(...lines.map((l) => Buffer.byteLength(l))) + 10;
+    writeFileSync(file, `${readFileSync(file, 'utf8')}{"decisionId":"${'x'.repeat(limit)}"}\n`);
+    const policy = await loadPolicy('policies/');
+    const run = replayDecisions(policy, [file], {
+      policyPath: 'policies/',
+      threads: 3,
+      minBytesPerThread: 1,
+      maxLineBytes: limit,
+    });
+    await expect(run).rejects.toThrow(`${file}: line ${total + 1} is longer than ${limit} bytes`);
+  });
+});

@@ -72,7 +72,11 @@ export async function replayCommand(
     report = await replayDecisions(
       policy,
       files.map((f) => (f === '-' ? { name: 'stdin', stream: o.stdin } : f)),
-      { changedLimit: o.json ? Number.POSITIVE_INFINITY : 20, ...(labels !== undefined && { labels }) },
+      {
+        changedLimit: o.json ? Number.POSITIVE_INFINITY : 20,
+        policyPath: o.policy,
+        ...(labels !== undefined && { labels }),
+      },
     );
   } catch (e) {
     // A line past MAX_REPLAY_LINE_BYTES, or a log that fails while read (a directory, EIO).

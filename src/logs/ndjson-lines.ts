@@ -12,8 +12,13 @@ export class NdjsonLines {
   /** Lines ended so far (by `\n`), empty ones included: the next line's number is this plus 1. */
   linesEnded = 0;
 
+  private readonly maxLineBytes: number;
+
   /** @param maxLineBytes a longer line is refused (`push` returns false). */
-  constructor(private readonly maxLineBytes: number) {}
+  constructor(maxLineBytes: number) {
+    // Not a parameter property: replay's worker threads load this file by Node's type stripping.
+    this.maxLineBytes = maxLineBytes;
+  }
 
   /**
    * Feeds a chunk; `onLine` gets each complete non-empty line (without `\n` / `\r\n`) and its number

@@ -21,6 +21,9 @@ export type ReadLine =
   | { kind: 'other' }
   | { kind: 'bad'; why: string };
 
+const KIND_PREFIX = '{"kind":"';
+const DECISION_PREFIX = '{"kind":"decision"';
+
 const VERDICTS: ReadonlySet<string> = new Set(['allow', 'challenge', 'deny']);
 
 interface DecisionLineShape {
@@ -45,6 +48,9 @@ interface DecisionLineShape {
 
 /** One line of a decision log. */
 export function readDecisionLine(text: string): ReadLine {
+  // riskgate writes `kind` first: an action, label or feedback line is passed over unparsed (a log
+  // holds about one of them per decision, and parsing them was half of a replay's time).
+  if (text.startsWith(KIND_PREFIX) && !text.startsWith(DECISION_PREFIX)) return { kind: 'other' };
   let v: DecisionLineShape;
   try {
     v = JSON.parse(text) as DecisionLineShape;

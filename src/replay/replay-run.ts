@@ -1,7 +1,11 @@
 import { createReadStream } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { numberedLines } from '../logs/ndjson-lines.ts';
-import type { CompiledPolicy, PolicySignalName, Verdict } from '../policy/policy-types.ts';
+import type { CompiledPolicy, Verdict } from '../policy/policy-types.ts';
 import {
   formatLabelReport,
   type Label,
@@ -9,23 +13,24 @@ import {
   LabelTally,
   MAX_REPLAY_LINE_BYTES,
 } from './replay-labels.ts';
-import { type LoggedDecision, readDecisionLine } from './replay-record.ts';
+import {
+  BAD_LINES_LISTED,
+  emptyMatrix,
+  type ReplayChange,
+  type ReplayPartial,
+  ReplayTally,
+} from './replay-tally.ts';
+import type { ReplayThreadReply, ReplayThreadTask } from './replay-thread.ts';
+
+export type { ReplayChange } from './replay-tally.ts';
 
 /**
  * Replays logged decisions with a candidate policy: each decision's recorded inputs evaluated again
  * (no vendor call), compared with what was decided. Streams: a line is read, evaluated and
- * forgotten, so a log of any size runs in constant memory.
+ * forgotten, so a log of any size runs in constant memory. A large log file is cut at line ends
+ * into one stretch per core, each replayed on a worker thread; the stretches' tallies are merged
+ * in log order, so the report is the one a single pass would give.
  */
-
-export interface ReplayChange {
-  decisionId: string;
-  from: Verdict;
-  to: Verdict;
-  scoreFrom: number;
-  scoreTo: number;
-  /** Inputs the candidate reads that the line does not hold (its result is uncertain). */
-  missing?: string[];
-}
 
 export interface ReplayReport {
   candidate: { name: string; revision: string };
@@ -59,50 +64,28 @@ export interface ReplayOptions {
   labels?: ReadonlyMap<string, Label>;
   /** Longest line read, bytes. Default MAX_REPLAY_LINE_BYTES (16 MiB). */
   maxLineBytes?: number;
+  /**
+   * Where `policy` was loaded from: worker threads load it again from there. Without it the log
+   * is replayed on this thread alone.
+   */
+  policyPath?: string;
+  /** Worker threads for a log file. Default: the cores there are (`os.availableParallelism()`). */
+  threads?: number;
+  /**
+   * Bytes a thread gets at the least: a smaller file runs on fewer threads (a thread's start, the
+   * policy compiled again, costs about what 10,000 lines do). Default 32 MiB.
+   */
+  minBytesPerThread?: number;
 }
 
 const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
 
-function emptyMatrix(): ReplayReport['matrix'] {
-  return {
-    allow: { allow: 0, challenge: 0, deny: 0 },
-    challenge: { allow: 0, challenge: 0, deny: 0 },
-    deny: { allow: 0, challenge: 0, deny: 0 },
-  };
-}
-
-/** What the candidate reads that `d` did not record: signals never fetched, Admin reads not made. */
-function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undefined {
-  const missing: string[] = [];
-  for (const s of policy.requirements.signals) {
-    if (d.input.signals[s as PolicySignalName] === undefined) missing.push(`signals.${s}`);
-  }
-  if (
-    policy.requirements.adminUser &&
-    d.input.user === undefined &&
-    d.input.adminUnavailable?.user === undefined
-  ) {
-    missing.push('user');
-  }
-  if (policy.requirements.velocity && d.input.featuresUnavailable?.velocity === undefined) {
-    // A counter the line did not record (new in the candidate) reads 0: it had counted nothing then.
-    const recorded = d.input.velocity;
-    for (const c of policy.velocityCounters ?? []) {
-      if (recorded?.[c.name] !== undefined) continue;
-      missing.push(`velocity.${c.name}`);
-      d.input.velocity = { ...d.input.velocity, [c.name]: 0 };
-    }
-  }
-  if (
-    policy.requirements.history &&
-    d.input.history === undefined &&
-    d.input.featuresUnavailable?.history === undefined
-  ) {
-    missing.push('history');
-  }
-  // The decision log keeps no list snapshot: list rules replay as if the lists were unavailable.
-  if (policy.requirements.lists === true) missing.push('lists');
-  return missing.length === 0 ? undefined : missing;
+/** A replayed stretch of one source: its tally and where its lines start in the source. */
+interface Stretch {
+  source: string;
+  partial: ReplayPartial;
+  /** Lines (empty ones too) of the source before the stretch. */
+  lineOffset: number;
 }
 
 /**
@@ -117,6 +100,144 @@ export async function replayDecisions(
 ): Promise<ReplayReport> {
   const startedAt = performance.now();
   const changedLimit = options.changedLimit ?? 20;
+  const maxLineBytes = options.maxLineBytes ?? MAX_REPLAY_LINE_BYTES;
+  const labelIds = options.labels === undefined ? undefined : new Set(options.labels.keys());
+  const stretches: Stretch[] = [];
+  for (const source of sources) {
+    if (typeof source === 'string' && options.policyPath !== undefined) {
+      const ranges = await lineRanges(
+        source,
+        options.threads ?? availableParallelism(),
+        options.minBytesPerThread ?? 32 * 1024 * 1024,
+      );
+      if (ranges.length > 1) {
+        const task = {
+          policyPath: options.policyPath,
+          revision: policy.revision,
+          file: source,
+          changedLimit,
+        };
+        stretches.push(...(await replayOnThreads(task, ranges, labelIds, maxLineBytes)));
+        continue;
+      }
+    }
+    const name = typeof source === 'string' ? source : source.name;
+    const stream =
+      typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source.stream;
+    const tally = new ReplayTally(policy, changedLimit, labelIds);
+    for await (const { text, lineNo } of numberedLines(stream, name, maxLineBytes)) tally.add(text, lineNo);
+    stretches.push({ source: name, partial: tally.partial, lineOffset: 0 });
+  }
+  const report = mergeStretches(policy, stretches, changedLimit);
+  if (options.labels !== undefined) {
+    const tally = new LabelTally(options.labels, policy.ruleIds ?? []);
+    for (const s of stretches) {
+      for (const [id, verdict, matched] of s.partial.labelled)
+        tally.add(
+          id,
+          verdict,
+          matched.map((m) => ({ id: m })),
+        );
+    }
+    report.labels = tally.finish();
+  }
+  report.elapsedMs = Math.round(performance.now() - startedAt);
+  return report;
+}
+
+/**
+ * `file` cut into at most `threads` byte ranges of at least `minBytes`, each starting at a line's
+ * first byte (just after a `\n`).
+ */
+async function lineRanges(file: string, threads: number, minBytes: number): Promise<[number, number][]> {
+  const size = (await stat(file)).size;
+  const count = Math.max(1, Math.min(threads, Math.floor(size / Math.max(1, minBytes))));
+  if (count === 1) return [[0, size]];
+  const cuts = [0];
+  const handle = await open(file, 'r');
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    for (let k = 1; k < count; k++) {
+      let at = Math.max(Math.floor((size * k) / count), cuts[cuts.length - 1]!);
+      let cut = size;
+      while (at < size) {
+        const { bytesRead } = await handle.read(buf, 0, buf.length, at);
+        if (bytesRead === 0) break;
+        const nl = buf.subarray(0, bytesRead).indexOf(10);
+        if (nl !== -1) {
+          cut = at + nl + 1;
+          break;
+        }
+        at += bytesRead;
+      }
+      if (cut >= size) break;
+      if (cut > cuts[cuts.length - 1]!) cuts.push(cut);
+    }
+  } finally {
+    await handle.close();
+  }
+  return cuts.map((start, i) => [start, cuts[i + 1] ?? size]);
+}
+
+// Built to dist/ as .js beside this file; run from src/ (tsx, vitest) as .ts, by Node's own type stripping.
+const THREAD_FILE = new URL(
+  import.meta.url.endsWith('.ts') ? './replay-thread.ts' : './replay-thread.js',
+  import.meta.url,
+);
+
+/** Each range of one file replayed on a thread of its own; every thread is waited for. */
+async function replayOnThreads(
+  task: Pick<ReplayThreadTask, 'policyPath' | 'revision' | 'file' | 'changedLimit'>,
+  ranges: readonly [number, number][],
+  labelIds: ReadonlySet<string> | undefined,
+  maxLineBytes: number,
+): Promise<Stretch[]> {
+  const replies = await Promise.all(
+    ranges.map(
+      ([start, end]) =>
+        new Promise<ReplayThreadReply>((resolve) => {
+          const workerData: ReplayThreadTask = {
+            ...task,
+            start,
+            end,
+            maxLineBytes,
+            labelIds: labelIds === undefined ? [] : [...labelIds],
+          };
+          const w = new Worker(THREAD_FILE, { workerData });
+          w.once('message', (reply: ReplayThreadReply) => resolve(reply));
+          w.once('error', (e) => resolve({ ok: false, error: { message: e.message } }));
+          w.once('exit', (code) =>
+            resolve({ ok: false, error: { message: `the replay thread exited (code ${code})` } }),
+          );
+        }),
+    ),
+  );
+  const stretches: Stretch[] = [];
+  let lineOffset = 0;
+  // The first failure in log order is the one a single pass would have met.
+  for (const reply of replies) {
+    if (reply.ok) {
+      stretches.push({ source: task.file, partial: reply.partial, lineOffset });
+      lineOffset += reply.linesEnded;
+      continue;
+    }
+    if ('tooLong' in reply) {
+      throw new RiskgateError(
+        ErrorCode.INVALID_INPUT,
+        `${task.file}: line ${lineOffset + reply.tooLong} is longer than ${maxLineBytes} bytes`,
+      );
+    }
+    throw Object.assign(new Error(reply.error.message), reply.error);
+  }
+  return stretches;
+}
+
+/** The stretches' tallies as one report, in log order. */
+function mergeStretches(
+  policy: CompiledPolicy,
+  stretches: readonly Stretch[],
+  changedLimit: number,
+): ReplayReport {
   const report: ReplayReport = {
     candidate: { name: policy.name, revision: policy.revision },
     lines: 0,
@@ -132,74 +253,37 @@ export async function replayDecisions(
     revisions: {},
     elapsedMs: 0,
   };
-  const rule = (id: string) => {
-    let r = report.rules[id];
-    if (r === undefined) {
-      r = { before: 0, after: 0 };
-      report.rules[id] = r;
-    }
-    return r;
-  };
-  for (const id of policy.ruleIds ?? []) rule(id);
+  for (const id of policy.ruleIds ?? []) report.rules[id] = { before: 0, after: 0 };
   let shiftSum = 0;
-  const tally =
-    options.labels === undefined ? undefined : new LabelTally(options.labels, policy.ruleIds ?? []);
-
-  for (const source of sources) {
-    const name = typeof source === 'string' ? source : source.name;
-    const stream =
-      typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source.stream;
-    for await (const { text, lineNo } of numberedLines(
-      stream,
-      name,
-      options.maxLineBytes ?? MAX_REPLAY_LINE_BYTES,
-    )) {
-      report.lines++;
-      const read = readDecisionLine(text);
-      if (read.kind === 'other') {
-        report.skipped++;
-        continue;
-      }
-      if (read.kind === 'bad') {
-        report.bad.count++;
-        if (report.bad.first.length < 5) report.bad.first.push({ line: lineNo, source: name, why: read.why });
-        continue;
-      }
-      const d = read.decision;
-      report.decisions++;
-      report.revisions[d.recorded.revision] = (report.revisions[d.recorded.revision] ?? 0) + 1;
-      // Before evaluating: it fills the counters a line did not record (they read 0).
-      const missing = missingFor(policy, d);
-      const outcome = policy.evaluate(d.input);
-      report.matrix[d.recorded.verdict][outcome.verdict]++;
-      for (const id of d.recorded.rules) rule(id).before++;
-      for (const m of outcome.matchedRules) rule(m.id).after++;
-      tally?.add(d.decisionId, outcome.verdict, outcome.matchedRules);
-      const shift = outcome.score - d.recorded.score;
-      shiftSum += shift;
-      if (shift > 0) report.score.up++;
-      else if (shift < 0) report.score.down++;
-      if (missing !== undefined)
-        for (const m of missing) report.missingInputs[m] = (report.missingInputs[m] ?? 0) + 1;
-      if (outcome.verdict !== d.recorded.verdict) {
-        report.changed++;
-        if (report.changes.length < changedLimit) {
-          report.changes.push({
-            decisionId: d.decisionId,
-            from: d.recorded.verdict,
-            to: outcome.verdict,
-            scoreFrom: d.recorded.score,
-            scoreTo: outcome.score,
-            ...(missing !== undefined && { missing }),
-          });
-        }
-      }
+  const add = (into: Record<string, number>, from: Record<string, number>) => {
+    for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + n;
+  };
+  for (const { source, partial: p, lineOffset } of stretches) {
+    report.lines += p.lines;
+    report.decisions += p.decisions;
+    report.skipped += p.skipped;
+    report.bad.count += p.badCount;
+    for (const b of p.badFirst) {
+      if (report.bad.first.length < BAD_LINES_LISTED)
+        report.bad.first.push({ line: lineOffset + b.line, source, why: b.why });
     }
+    for (const from of VERDICTS) for (const to of VERDICTS) report.matrix[from][to] += p.matrix[from][to];
+    report.changed += p.changed;
+    for (const c of p.changes) if (report.changes.length < changedLimit) report.changes.push(c);
+    shiftSum += p.shiftSum;
+    report.score.up += p.up;
+    report.score.down += p.down;
+    for (const [id, r] of Object.entries(p.rules)) {
+      const into = report.rules[id] ?? { before: 0, after: 0 };
+      into.before += r.before;
+      into.after += r.after;
+      report.rules[id] = into;
+    }
+    add(report.missingInputs, p.missingInputs);
+    add(report.revisions, p.revisions);
   }
   report.score.meanShift =
     report.decisions === 0 ? 0 : Math.round((shiftSum / report.decisions) * 1000) / 1000;
-  if (tally !== undefined) report.labels = tally.finish();
-  report.elapsedMs = Math.round(performance.now() - startedAt);
   return report;
 }
 
