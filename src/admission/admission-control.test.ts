@@ -80,4 +80,27 @@ describe('AdmissionControl', () => {
     expect(admission.check()).toBeUndefined();
     admission.stop();
   });
+
+  it('pauses sampling after a second with nothing in flight, and the next admitted request resumes it', () => {
+    const { admission, stall, idle } = controlled({ maxEventLoopDelayMs: 50 });
+    idle(990);
+    expect(vi.getTimerCount()).toBe(1);
+    idle(20);
+    // Idle: no timer of its own wakes the process.
+    expect(vi.getTimerCount()).toBe(0);
+    expect(admission.eventLoopDelayMs()).toBe(0);
+    // A burst: the first admitted request starts sampling again, and a stuck loop is seen at once.
+    for (let i = 0; i < 8; i++) admission.enter();
+    expect(vi.getTimerCount()).toBe(1);
+    stall(80);
+    expect(admission.eventLoopDelayMs()).toBe(70);
+    expect(admission.check()).toBe('event_loop_delay');
+    // Busy, it keeps sampling however long the requests take.
+    idle(2000);
+    expect(vi.getTimerCount()).toBe(1);
+    for (let i = 0; i < 8; i++) admission.leave();
+    idle(1010);
+    expect(vi.getTimerCount()).toBe(0);
+    admission.stop();
+  });
 });

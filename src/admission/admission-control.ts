@@ -31,6 +31,11 @@ export type ShedReason = 'event_loop_delay' | 'in_flight';
 const MIN_LIMIT = 8;
 /** The limit is adjusted every this many samples (100 ms at the default 10 ms interval). */
 const ADJUST_EVERY_SAMPLES = 10;
+/**
+ * Samples with nothing in flight and nothing admitted after which sampling pauses until the next
+ * request (1 s at the default interval): an idle riskgate wakes for no timer of its own.
+ */
+const PAUSE_AFTER_QUIET_SAMPLES = 100;
 
 export interface AdmissionOptions {
   /** Most decisions in flight at once in this process. Default 1000. */
@@ -75,6 +80,12 @@ export class AdmissionControl {
   #lastDelayMs = 0;
   #dueAt = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Started and not stopped: sampling, or paused while idle (`#timer` undefined). */
+  #running = false;
+  /** Samples in a row with nothing in flight and nothing admitted. */
+  #quietSamples = 0;
+  /** A request was admitted since the last sample. */
+  #entered = false;
   /** The concurrency limit in force: `maxInFlight` unless the loop is saturated (see above). */
   limit: number;
   readonly #targetS: number;
@@ -98,6 +109,8 @@ export class AdmissionControl {
   /** An admitted decision starts. */
   enter(): void {
     this.inFlight++;
+    this.#entered = true;
+    if (this.#running && this.#timer === undefined) this.#resume();
   }
 
   /** An admitted decision was answered. */
@@ -124,22 +137,42 @@ export class AdmissionControl {
 
   /** Starts sampling the event loop (an unref'd timer: it never keeps the process alive). */
   start(): void {
-    if (this.#timer !== undefined) return;
-    this.#dueAt = this.#now() + this.#intervalMs;
-    this.#windowStart = this.#now();
-    this.#timer = setTimeout(this.#sample, this.#intervalMs);
-    this.#timer.unref();
+    if (this.#running) return;
+    this.#running = true;
+    this.#resume();
   }
 
   stop(): void {
+    this.#running = false;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** Sampling (re)starts: a new throughput window, nothing overdue. */
+  #resume(): void {
+    const at = this.#now();
+    this.#dueAt = at + this.#intervalMs;
+    this.#lastDelayMs = 0;
+    this.#quietSamples = 0;
+    this.#windowStart = at;
+    this.#completed = 0;
+    this.#utilization = performance.eventLoopUtilization();
+    this.#timer = setTimeout(this.#sample, this.#intervalMs);
+    this.#timer.unref();
   }
 
   readonly #sample = (): void => {
     const at = this.#now();
     this.#lastDelayMs = Math.max(0, at - this.#dueAt);
     if (++this.#samples % ADJUST_EVERY_SAMPLES === 0) this.#adjustLimit(at);
+    const quiet = this.inFlight === 0 && !this.#entered;
+    this.#entered = false;
+    this.#quietSamples = quiet ? this.#quietSamples + 1 : 0;
+    if (this.#quietSamples >= PAUSE_AFTER_QUIET_SAMPLES) {
+      // Nothing to protect: the next admitted request resumes sampling (`enter`).
+      this.#timer = undefined;
+      return;
+    }
     this.#dueAt = at + this.#intervalMs;
     this.#timer = setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
