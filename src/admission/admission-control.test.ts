@@ -103,4 +103,24 @@ describe('AdmissionControl', () => {
     expect(vi.getTimerCount()).toBe(0);
     admission.stop();
   });
+
+  it('never lets a saturated loop raise the limit past maxInFlight, even one below the floor of 8', () => {
+    const busy = { idle: 0, active: 1, utilization: 1 };
+    const spy = vi.spyOn(performance, 'eventLoopUtilization').mockReturnValue(busy);
+    try {
+      const { admission, idle } = controlled({ maxInFlight: 4 });
+      for (let i = 0; i < 4; i++) admission.enter();
+      // Saturated and finishing decisions: each 100 ms window sees throughput.
+      for (let window = 0; window < 3; window++) {
+        admission.leave();
+        admission.enter();
+        idle(100);
+        expect(admission.limit).toBe(4);
+      }
+      expect(admission.check()).toBe('in_flight');
+      admission.stop();
+    } finally {
+      spy.mockRestore();
+    }
+  });
 });

@@ -129,7 +129,8 @@ export class AdmissionControl {
     this.#completed = 0;
     this.#windowStart = at;
     if (busy >= 0.9 && throughput > 0) {
-      this.limit = Math.max(MIN_LIMIT, Math.min(this.maxInFlight, Math.round(throughput * this.#targetS)));
+      // Never past maxInFlight, even when that is below MIN_LIMIT (RISKGATE_MAX_IN_FLIGHT=4).
+      this.limit = Math.min(this.maxInFlight, Math.max(MIN_LIMIT, Math.round(throughput * this.#targetS)));
     } else {
       this.limit = Math.min(this.maxInFlight, Math.max(this.limit + MIN_LIMIT, Math.round(this.limit * 1.1)));
     }
