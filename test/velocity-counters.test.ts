@@ -3,6 +3,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -82,20 +83,22 @@ describe('velocity counters in memory (one riskgate)', () => {
   });
 });
 
-describe.runIf(redisAvailable())('velocity counters on a Redis that hangs', () => {
+describe.runIf(redisAvailable() && postgresAvailable())('velocity counters on a Redis that hangs', () => {
   let redis: RunningRedis;
+  let pg: RunningPostgres;
   let h: Harness;
   let alice: string;
   beforeAll(async () => {
-    redis = await startRedis();
-    h = await startHarness({ env: { RISKGATE_FEATURE_STORE: redis.url } });
+    [redis, pg] = await Promise.all([startRedis(), startPostgres()]);
+    // Counters on a shared Redis want the shared database too (riskgate refuses half of each).
+    h = await startHarness({ env: { RISKGATE_FEATURE_STORE: redis.url, RISKGATE_DATABASE: pg.url } });
     alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
   });
   afterAll(async () => {
     redis?.resume();
     await h?.stop();
-    await redis?.stop();
-  });
+    await Promise.all([redis?.stop(), pg?.stop()]);
+  }, 60_000);
 
   it('marks the counters unavailable within their timeout and still answers, never a 5xx', async () => {
     // Counted while Redis answers (a busy machine may miss one call's timeout: asked again).
