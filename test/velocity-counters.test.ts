@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { parseServerTiming } from '../bench/server-timing.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
@@ -10,7 +11,8 @@ import { type RunningRedis, redisAvailable, startRedis } from './support/redis-s
  * Velocity counters over real HTTP with the shipped policy: a credential-stuffing burst from one IP
  * address across 50 accounts turns the next login from it, which alone would be allowed, into a
  * challenge; the same login from elsewhere is not touched. On Redis, a hung store leaves the
- * counters unavailable within their own timeout and the decision is answered, never a 5xx.
+ * counters unavailable within their own timeout and the decision is answered, never a 5xx; at 100
+ * decisions a second with the server stopped (SIGSTOP) for 3 s, every answer within the deadline.
  */
 
 const STUFFER_IP = '203.0.113.7';
@@ -152,5 +154,58 @@ describe.runIf(redisAvailable() && postgresAvailable())('velocity counters on a 
         return (r.body.signals as Reports).velocity?.status;
       })
       .toBe('ok');
+  });
+
+  it('answers every decision within the deadline at 100 a second while Redis is stopped for 3 s', async () => {
+    const DEADLINE_MS = 300; // the harness's RISKGATE_DEADLINE_MS
+    /** An answer the stopped server held: it comes after SIGCONT, far past any deadline. */
+    const HELD_MS = 2500;
+    const answers: { status: number; clientMs: number; serverMs: number | undefined; degraded: unknown }[] =
+      [];
+    const decideTimed = async (i: number) => {
+      const startedAt = performance.now();
+      const r = await h.decide({ accountId: `stall-${i}`, ip: `198.51.100.${(i % 200) + 20}` });
+      const timing = parseServerTiming(r.headers.get('server-timing') ?? undefined);
+      answers.push({
+        status: r.status,
+        clientMs: performance.now() - startedAt,
+        serverMs: timing?.totalMs,
+        degraded: r.body.degraded,
+      });
+    };
+    redis.pause();
+    try {
+      // 100 a second, open loop (each fired on its tick whether or not the others have answered),
+      // for 3 s: the counting after each answer piles up on the stopped server meanwhile.
+      const sent: Promise<void>[] = [];
+      await new Promise<void>((done) => {
+        const ticker = setInterval(() => {
+          sent.push(decideTimed(sent.length));
+          if (sent.length === 300) {
+            clearInterval(ticker);
+            done();
+          }
+        }, 10);
+      });
+      // Every answer while the server is still stopped: one it held would come only after SIGCONT.
+      let timer: NodeJS.Timeout | undefined;
+      const held = new Promise<'held'>((resolve) => {
+        timer = setTimeout(() => resolve('held'), HELD_MS);
+      });
+      const outcome = await Promise.race([Promise.all(sent).then(() => 'answered' as const), held]);
+      clearTimeout(timer);
+      expect(outcome, `answers held by the stopped Redis: ${300 - answers.length}`).toBe('answered');
+    } finally {
+      redis.resume();
+    }
+    expect(answers).toHaveLength(300);
+    // Answered (200, or 503 when admission control shed a stall of this machine), never a 5xx else.
+    expect(answers.filter((a) => a.status !== 200 && a.status !== 503)).toEqual([]);
+    const decided = answers.filter((a) => a.status === 200);
+    expect(decided.length).toBeGreaterThan(0);
+    // riskgate's own measure of each decision, from its handler to its answer, within the deadline.
+    expect(decided.filter((a) => a.serverMs === undefined || a.serverMs > DEADLINE_MS)).toEqual([]);
+    // The counters unavailable, so degraded: each decision was made without them, not after them.
+    expect(decided.every((a) => a.degraded === true)).toBe(true);
   });
 });
