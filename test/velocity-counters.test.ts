@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseServerTiming } from '../bench/server-timing.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
-import { parseServerTiming } from '../bench/server-timing.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
