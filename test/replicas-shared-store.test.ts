@@ -80,6 +80,8 @@ describe.runIf(postgresAvailable() && redisAvailable())(
       for (const h of [one, two]) {
         const health = (await (await fetch(`${h.url}/healthz`)).json()) as Record<string, unknown>;
         expect(health.database).toEqual({ engine: 'postgres' });
+        // Nothing it keeps tried the unwritable state dir.
+        expect(h.serviceLog.filter((l) => l.level === 'error')).toEqual([]);
       }
       const check = new pgClient.Client({ connectionString: pg.url.replace(/\/postgres$/, '/riskgate') });
       await check.connect();
