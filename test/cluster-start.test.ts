@@ -95,13 +95,14 @@ describe('2 workers on a fresh state dir', () => {
         }),
       );
       try {
+        // The primary says it listens once both workers do, each having opened and migrated the
+        // database first: what follows is not this test's (SIGKILL spares the drain, ~1 s a start).
         await p.port();
-        p.kill('SIGTERM');
-        expect(await p.exited, p.stderr()).toBe(0);
         expect(p.stderr(), `start ${start}`).not.toMatch(/migrating|UNIQUE constraint|worker exited/);
       } finally {
         p.kill();
+        await p.exited;
       }
     }
-  }, 120_000);
+  }, 240_000);
 });
