@@ -27,7 +27,9 @@ FROM node:24-slim
 # One process per container: the orchestrator scales pods (docs/operations.md, "Workers").
 ENV NODE_ENV=production RISKGATE_PORT=8080 RISKGATE_POLICY_PATH=/app/policies \
     RISKGATE_STATE_DIR=/var/lib/riskgate RISKGATE_WORKERS=1 RISKGATE_HOST=0.0.0.0
-# The Log API follower's checkpoint; mount a volume here to keep it across restarts.
+# RISKGATE_STATE_DIR: one container's embedded database and outbox and the Log API follower's
+# checkpoint: mount a volume here to keep them. Replicas keep none of it here: they share PostgreSQL
+# and Redis (docs/operations.md, "Replicated means shared"; deploy/ mounts nothing writable).
 RUN mkdir -p /var/lib/riskgate && chown node:node /var/lib/riskgate
 WORKDIR /app
 COPY --from=build /app/package.json ./

@@ -36,6 +36,7 @@ export const SLOW = [
   'test/console-browser.test.ts',
   'test/bench-orphans.test.ts',
   'test/bench-smoke.test.ts',
+  'test/cluster-start.test.ts',
   'test/feature-store-memory.test.ts',
   'test/lockouts-process.test.ts',
   'test/metrics-prometheus.test.ts',

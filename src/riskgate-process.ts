@@ -238,7 +238,7 @@ async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> 
  */
 async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void> {
   // Development only (the image has no src/dev/): the sandbox's settings for the workers.
-  const env =
+  const sandboxEnv =
     vendor.sandbox === undefined
       ? {}
       : (await import('./dev/sandbox-env-file.ts')).riskgateEnvRecord(
@@ -246,6 +246,9 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
           vendor.apiKeys[0]!,
           vendor.opsKeys?.[0],
         );
+  // The host as the primary resolved it: a worker given the sandbox's settings is configured for a
+  // vendor, whose default host is 0.0.0.0, and listened on every interface while this said 127.0.0.1.
+  const env = { ...sandboxEnv, RISKGATE_HOST: config.host };
   // The workers bind the port themselves (SO_REUSEPORT): whether anyone else holds it is checked here, once.
   try {
     await assertPortFree(config.port, config.host);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
+import pgClient from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type DatabaseTarget,
@@ -57,6 +58,35 @@ async function roundTrip(target: DatabaseTarget): Promise<void> {
   }
 }
 
+/**
+ * Several processes starting on one fresh database at once (the workers of one host, replicas):
+ * each opens it on a connection of its own and migrates. Every open succeeds and each migration is
+ * applied once. Many small migrations widen the window a race needs.
+ */
+async function openTogether(target: () => DatabaseTarget, count: number): Promise<void> {
+  const many: FeatureMigrations = { ...migrations };
+  for (let i = 2; i <= 12; i++) {
+    many[`test-${String(i).padStart(3, '0')}-index`] = {
+      async up(db) {
+        await db.schema.createIndex(`note_at_${i}`).on('note').column('at_ms').execute();
+      },
+    };
+  }
+  const opened = await Promise.allSettled(
+    Array.from({ length: count }, () => openDatabase(target(), { migrations: many })),
+  );
+  try {
+    expect(opened.filter((o) => o.status === 'rejected').map((o) => String(o.reason))).toEqual([]);
+    const first = (opened[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof openDatabase>>>).value;
+    const applied = await sql<{ name: string }>`select name from riskgate_migration order by name`.execute(
+      first.db,
+    );
+    expect(applied.rows.map((r) => r.name)).toEqual(Object.keys(many).sort());
+  } finally {
+    for (const o of opened) if (o.status === 'fulfilled') await o.value.close();
+  }
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-db-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -94,6 +124,13 @@ describe('the database serves the same kysely queries on both engines', () => {
     }
   });
 
+  it('migrates once when several connections open one fresh file at the same time', async () => {
+    // Each open has its own thread and connection, as each worker process has.
+    for (let round = 0; round < 5; round++) {
+      await openTogether(() => ({ kind: 'sqlite', path: databasePath(join(dir, `together-${round}`)) }), 4);
+    }
+  });
+
   it('runs on a process-private in-memory SQLite', async () => {
     await roundTrip({ kind: 'memory' });
   });
@@ -107,6 +144,17 @@ describe('the database serves the same kysely queries on both engines', () => {
 
     it('keeps rows and migrations in PostgreSQL', async () => {
       await roundTrip({ kind: 'postgres', url: pg.url });
+    });
+
+    it('migrates once when several replicas open one fresh database at the same time', async () => {
+      const admin = new pgClient.Client({ connectionString: pg.url });
+      await admin.connect();
+      try {
+        await admin.query('create database together');
+      } finally {
+        await admin.end();
+      }
+      await openTogether(() => ({ kind: 'postgres', url: pg.url.replace(/\/postgres$/, '/together') }), 4);
     });
 
     it('refuses an unreachable server naming the failure, never the URL', async () => {

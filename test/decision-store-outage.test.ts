@@ -70,7 +70,7 @@ describe.runIf(postgresAvailable())('the decision store on PostgreSQL through an
   const harness = (maxPending: number) =>
     startHarness({
       deadlineMs: DEADLINE_MS,
-      env: { RISKGATE_DATABASE: pg.url },
+      env: { RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' },
       riskgate: {
         decisionStore: { maxPending, writeTimeoutMs: 500, backoff: { initialMs: 50, maxMs: 500 } },
       },

@@ -40,11 +40,28 @@ const deploymentOf = (docs: K8sObject[]) => byKind(docs, 'Deployment')[0]!;
 const deployment = deploymentOf(base);
 const pod = deployment.spec.template;
 const container = pod.spec.containers.find((c: K8sObject) => c.name === 'riskgate');
-const env = Object.fromEntries(container.env.map((e: K8sObject) => [e.name, e.value])) as Record<
-  string,
-  string
->;
 const secret = parse(readFileSync(join(ROOT, 'deploy/riskgate-secrets.example.yaml'), 'utf8')) as K8sObject;
+const databaseSecret = parse(
+  readFileSync(join(ROOT, 'deploy/database-secret.example.yaml'), 'utf8'),
+) as K8sObject;
+/** The example Secrets by name, as the operator creates them (neither is in the render). */
+const exampleSecrets: Record<string, K8sObject> = Object.fromEntries(
+  [secret, databaseSecret].map((s) => [s.metadata.name, s]),
+);
+
+/** A container's variables as the kubelet sets them: each value, or the Secret key it names. */
+function envOf(c: K8sObject): Record<string, string> {
+  return Object.fromEntries(
+    (c.env ?? []).map((e: K8sObject) => {
+      const ref = e.valueFrom?.secretKeyRef;
+      if (ref === undefined) return [e.name, e.value];
+      const value = exampleSecrets[ref.name]?.stringData?.[ref.key];
+      expect(value, `${e.name}: Secret ${ref.name} key ${ref.key} in an example`).toBeDefined();
+      return [e.name, value];
+    }),
+  );
+}
+const env = envOf(container);
 
 /** The files a container sees at `path`: a ConfigMap mounted there as the kubelet lays it out, or the image's. */
 function materialize(docs: K8sObject[], c: K8sObject, path: string, into: string): string {
@@ -189,8 +206,10 @@ describe('deploy/ manifests', () => {
     // The image's own settings plus these load without error, as the pod would start.
     const config = loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate', ...secret.stringData, ...env });
     expect(config).toMatchObject({ workers: 1, port: 8080, opsPort: 9090, host: '0.0.0.0' });
-    // Replaced pods lose their local disk: the outbox is the shared one.
+    // Replaced pods lose their local disk: every kind of state is the shared one.
     expect(config.outbox.kind).toBe('redis');
+    expect(config.featureStore.kind).toBe('redis');
+    expect(config.database.kind).toBe('postgres');
   });
 
   it('probe the routes riskgate keeps open, on the ports it listens on', () => {
@@ -211,9 +230,28 @@ describe('deploy/ manifests', () => {
       expect(c.resources.requests.cpu, c.name).toBeDefined();
       expect(c.resources.limits.memory, c.name).toBeDefined();
     }
-    // A read-only root needs the state dir (the image's RISKGATE_STATE_DIR) mounted writable.
-    const state = container.volumeMounts.find((m: K8sObject) => m.mountPath === '/var/lib/riskgate');
-    expect(state?.readOnly).not.toBe(true);
+  });
+
+  it('keep no state on the pod: nothing writable is mounted, and each kind of state is the shared one', () => {
+    // A read-only root and no writable volume: an emptyDir state dir kept lists, lock-outs and the
+    // audit trail per pod, lost with it. Only read-only mounts (a policy ConfigMap) may be added.
+    for (const [name, docs] of Object.entries(rendered)) {
+      for (const c of podContainers(deploymentOf(docs))) {
+        for (const m of c.volumeMounts ?? [])
+          expect(m.readOnly, `${name}: ${c.name} ${m.mountPath}`).toBe(true);
+      }
+      for (const v of deploymentOf(docs).spec.template.spec.volumes ?? []) {
+        expect(
+          v.emptyDir ?? v.persistentVolumeClaim ?? v.ephemeral,
+          `${name}: volume ${v.name}`,
+        ).toBeUndefined();
+      }
+    }
+    const config = loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate', ...secret.stringData, ...env });
+    expect(config.decisionLog.kind).not.toBe('file');
+    expect(config.outbox.kind).not.toBe('sqlite');
+    expect(config.database.kind).toBe('postgres');
+    expect(config.featureStore.kind).toBe('redis');
   });
 
   it('select the pods from the PDB, the HPA, the Services and the NetworkPolicy', () => {
@@ -230,5 +268,68 @@ describe('deploy/ manifests', () => {
     const hpa = byKind(base, 'HorizontalPodAutoscaler')[0]!;
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: deployment.metadata.name });
     expect(hpa.spec.minReplicas).toBeGreaterThan(byKind(base, 'PodDisruptionBudget')[0]!.spec.minAvailable);
+  });
+});
+
+describe.each(Object.keys(variants) as Variant[])('deploy/ with %s: replicated means shared', (variant) => {
+  const docs = rendered[variant]!;
+  const workloads = docs.filter((d) => d.spec?.template?.spec !== undefined);
+  const services = workloads.flatMap((w) =>
+    w.spec.template.spec.containers.filter((c: K8sObject) => c.name === 'riskgate'),
+  );
+
+  it('gives every riskgate pod the same RISKGATE_DATABASE, a PostgreSQL, from one Secret it must have', () => {
+    expect(services.length).toBeGreaterThan(0);
+    const refs = services.map((c: K8sObject) => {
+      const entry = (c.env ?? []).find((e: K8sObject) => e.name === 'RISKGATE_DATABASE');
+      expect(entry?.value, 'never a literal (a credential in a manifest)').toBeUndefined();
+      return entry?.valueFrom?.secretKeyRef;
+    });
+    for (const ref of refs) {
+      expect(ref).toEqual(refs[0]);
+      // Not optional: a pod without the Secret does not start (rather than keep a database of its own).
+      expect(ref.optional).not.toBe(true);
+    }
+    expect(refs[0]).toEqual({ name: databaseSecret.metadata.name, key: 'url' });
+    // The env entry is the one source: no Secret or ConfigMap the pods read sets it too.
+    expect(Object.keys(secret.stringData)).not.toContain('RISKGATE_DATABASE');
+    const url = new URL(databaseSecret.stringData.url);
+    expect(url.protocol).toBe('postgres:');
+    // A placeholder: the example names the password to replace, never one.
+    expect(url.password).toMatch(/^replace/);
+  });
+
+  it('lets every riskgate pod reach that PostgreSQL, its Redis and DNS through the NetworkPolicy', () => {
+    const labels = deploymentOf(docs).spec.template.metadata.labels;
+    const policies = byKind(docs, 'NetworkPolicy').filter(
+      (np) =>
+        np.spec.policyTypes?.includes('Egress') &&
+        Object.entries(np.spec.podSelector.matchLabels ?? {}).every(([k, v]) => labels[k] === v),
+    );
+    expect(policies.length).toBeGreaterThan(0);
+    /** Whether some egress rule of every policy selecting the pods allows TCP to `port` (to anywhere or to `peer`). */
+    const allows = (port: number, protocol: string, peer?: Record<string, string>) =>
+      policies.every((np) =>
+        (np.spec.egress ?? []).some(
+          (rule: K8sObject) =>
+            (rule.ports ?? []).some(
+              (p: K8sObject) => p.port === port && (p.protocol ?? 'TCP') === protocol,
+            ) &&
+            (rule.to === undefined ||
+              (peer !== undefined &&
+                rule.to.some((t: K8sObject) =>
+                  Object.entries(t.podSelector?.matchLabels ?? {}).every(([k, v]) => peer[k] === v),
+                ))),
+        ),
+      );
+    const database = new URL(databaseSecret.stringData.url);
+    expect(allows(Number(database.port || 5432), 'TCP'), `egress to PostgreSQL port ${database.port}`).toBe(
+      true,
+    );
+    const redis = new URL(secret.stringData.RISKGATE_FEATURE_STORE);
+    expect(allows(Number(redis.port || 6379), 'TCP', { 'app.kubernetes.io/name': redis.hostname })).toBe(
+      true,
+    );
+    expect(allows(53, 'UDP') && allows(53, 'TCP'), 'DNS, to find them').toBe(true);
   });
 });

@@ -55,10 +55,14 @@ describe('deploy/ against the Kubernetes API schemas', () => {
     for (const doc of docs) expect(schemaErrors(doc), `${doc.kind} ${doc.metadata?.name}`).toBeUndefined();
   });
 
-  it('the example Secret is valid', () => {
-    const secret = parse(readFileSync(join(ROOT, 'deploy/riskgate-secrets.example.yaml'), 'utf8'));
-    expect(schemaErrors(secret)).toBeUndefined();
-  });
+  it.each(['riskgate-secrets.example.yaml', 'database-secret.example.yaml'])(
+    'the example Secret %s is valid',
+    (file) => {
+      const secret = parse(readFileSync(join(ROOT, 'deploy', file), 'utf8'));
+      expect(secret.kind).toBe('Secret');
+      expect(schemaErrors(secret)).toBeUndefined();
+    },
+  );
 
   it('a mistyped manifest is refused (the validator validates)', () => {
     const docs = renderKustomization(join(ROOT, 'deploy'));

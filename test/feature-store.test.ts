@@ -7,6 +7,7 @@ import {
 } from '../src/features/feature-store.ts';
 import { ENTRY_BYTES, historyListBytes, MemoryFeatureStore } from '../src/features/memory-feature-store.ts';
 import { RedisFeatureStore } from '../src/features/redis-feature-store.ts';
+import { StoreTimeoutError } from '../src/store/store-deadline.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -136,6 +137,62 @@ if (redisAvailable()) {
     },
   );
 }
+
+describe.runIf(redisAvailable())('the Redis feature store on a stopped server (SIGSTOP)', () => {
+  /** The store's deadline here; an answer the stopped server held would come only after SIGCONT. */
+  const DEADLINE_MS = 200;
+  const HELD_MS = 3000;
+  let stalled: RunningRedis;
+  let store: RedisFeatureStore;
+  beforeAll(async () => {
+    stalled = await startRedis();
+    store = await RedisFeatureStore.connect({ url: stalled.url, commandTimeoutMs: DEADLINE_MS });
+  });
+  afterAll(async () => {
+    stalled?.resume();
+    await stalled?.stop();
+  });
+
+  /** How `work` ended while the server is stopped: its error, `done`, or `held` past HELD_MS. */
+  async function outcome(work: () => Promise<unknown>): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    const held = new Promise((resolve) => {
+      timer = setTimeout(() => resolve('held'), HELD_MS);
+    });
+    try {
+      return await Promise.race([
+        work().then(
+          () => 'done',
+          (error: unknown) => error,
+        ),
+        held,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it('ends every call at its deadline, the plain commands as the scripts, and closes anyway', async () => {
+    await store.recordCounters([{ key: 'stall', windowMs: TEN_MINUTES }], T0);
+    stalled.pause();
+    try {
+      const checkpoint = { version: 1 as const, cursorMs: T0, seen: [] };
+      for (const [what, call] of [
+        ['readCounters', () => store.readCounters([{ key: 'stall', windowMs: TEN_MINUTES }], T0)],
+        ['holdFollowerLease', () => store.holdFollowerLease('me', 10_000)],
+        ['followerCursor', () => store.followerCursor()],
+        ['checkpoint load', () => store.followerCheckpoint.load()],
+        ['checkpoint save', () => store.followerCheckpoint.save(checkpoint)],
+      ] as const) {
+        expect(await outcome(call), what).toBeInstanceOf(StoreTimeoutError);
+      }
+      // QUIT is never answered: the socket is dropped at the deadline instead.
+      expect(await outcome(() => store.close())).toBe('done');
+    } finally {
+      stalled.resume();
+    }
+  });
+});
 
 describe('the memory feature store under a flood of new keys', () => {
   it('stays within its bound, forgetting the least recently used counters first', async () => {

@@ -3,6 +3,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -16,13 +17,17 @@ type Reports = Record<string, { status: string; result?: Record<string, number> 
 let offsetMs = 0;
 const now = () => Date.now() + offsetMs;
 
-describe.runIf(redisAvailable())('one Log API follower for two riskgates on a shared store', () => {
+/** Replicas share the database as they share the store: riskgate refuses half of each. */
+const sharedStores = redisAvailable() && postgresAvailable();
+
+describe.runIf(sharedStores)('one Log API follower for two riskgates on a shared store', () => {
   let redis: RunningRedis;
+  let pg: RunningPostgres;
   let a: Harness;
   let b: Harness;
   beforeAll(async () => {
-    redis = await startRedis();
-    const env = { RISKGATE_FEATURE_STORE: redis.url };
+    [redis, pg] = await Promise.all([startRedis(), startPostgres()]);
+    const env = { RISKGATE_FEATURE_STORE: redis.url, RISKGATE_DATABASE: pg.url };
     a = await startHarness({ env, riskgate: { logs: { now, pollIntervalMs: 50 } } });
     b = await startHarness({
       env,
@@ -33,7 +38,7 @@ describe.runIf(redisAvailable())('one Log API follower for two riskgates on a sh
   afterAll(async () => {
     await b?.stop();
     await a?.stop();
-    await redis?.stop();
+    await Promise.all([redis?.stop(), pg?.stop()]);
   });
 
   it('follows once between them, and both read the history it feeds', async () => {

@@ -22,7 +22,12 @@ describe.runIf(postgresAvailable())('runtime lists shared by two riskgates on Po
 
   beforeAll(async () => {
     pg = await startPostgres();
-    const env = { RISKGATE_DATABASE: pg.url, RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}` };
+    // Counters in each process, said so (the lists are what is shared here).
+    const env = {
+      RISKGATE_DATABASE: pg.url,
+      RISKGATE_FEATURE_STORE: 'memory',
+      RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}`,
+    };
     one = await startHarness({ policy: { yaml: LIST_POLICY }, env });
     two = await startHarness({
       policy: { yaml: LIST_POLICY },

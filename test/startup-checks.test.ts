@@ -142,4 +142,19 @@ describe('the environment at start', () => {
     expect(lines).toContain('riskgate: RISKGATE_AUTH_URL is required');
     expect(r.code).toBe(1);
   });
+
+  it('refuses to start with counters on a shared Redis and the embedded database, naming both variables', async () => {
+    // Nothing listens on port 9: the refusal comes before any connection is tried.
+    const r = await run(process.execPath, [TSX, 'src/main.ts'], {
+      ...VENDOR,
+      RISKGATE_AUTH_URL: 'http://127.0.0.1:9',
+      RISKGATE_FEATURE_STORE: 'redis://:redis-secret@127.0.0.1:9',
+      RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-mixed-state-')),
+    });
+    expect(r.stderr).toMatch(
+      /^riskgate: RISKGATE_FEATURE_STORE keeps velocity counters and the Log API follower's lease on Redis, shared by replicas, but RISKGATE_DATABASE \(sqlite\)/m,
+    );
+    expect(r.stderr).not.toContain('redis-secret');
+    expect(r.code).toBe(1);
+  });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
   buildDist,
@@ -18,15 +19,19 @@ import { startTestSandbox } from './support/test-sandbox.ts';
  * land on either process is counted once, in one place, and both read the same counts, so the
  * rule fires on whichever process the next login reaches.
  */
-describe.runIf(redisAvailable())('velocity counters shared by two riskgate processes', () => {
+/** Replicas share the database as they share the store: riskgate refuses half of each. */
+const sharedStores = redisAvailable() && postgresAvailable();
+
+describe.runIf(sharedStores)('velocity counters shared by two riskgate processes', () => {
   let build: ReturnType<typeof buildDist>;
   let sandbox: RunningSandbox;
   let redis: RunningRedis;
+  let pg: RunningPostgres;
   let work: string;
   const started: RiskgateProcess[] = [];
   beforeAll(async () => {
     build = buildDist('velocity');
-    [sandbox, redis] = await Promise.all([startTestSandbox(), startRedis()]);
+    [sandbox, redis, pg] = await Promise.all([startTestSandbox(), startRedis(), startPostgres()]);
     work = mkdtempSync(join(tmpdir(), 'riskgate-velocity-'));
   }, 120_000);
   afterAll(async () => {
@@ -34,7 +39,7 @@ describe.runIf(redisAvailable())('velocity counters shared by two riskgate proce
       p.kill('SIGTERM');
       await p.exited;
     }
-    await Promise.all([sandbox?.stop(), redis?.stop()]);
+    await Promise.all([sandbox?.stop(), redis?.stop(), pg?.stop()]);
     build?.remove();
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
@@ -62,6 +67,7 @@ describe.runIf(redisAvailable())('velocity counters shared by two riskgate proce
             RISKGATE_DECISION_LOG: 'off',
             RISKGATE_OUTBOX: 'memory',
             RISKGATE_FEATURE_STORE: redis.url,
+            RISKGATE_DATABASE: pg.url,
           }),
         ),
       );

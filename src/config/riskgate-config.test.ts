@@ -294,6 +294,62 @@ describe('loadConfig', () => {
     const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_LOG_API_KEY: 'log-key' }));
     expect(error.message).toBe('RISKGATE_LOGS_URL is required when RISKGATE_LOG_API_KEY is set');
   });
+
+  describe('refuses state shared in part, naming both variables and neither value', () => {
+    const REDIS = 'redis://:redis-password@redis.example.com:6379';
+    const POSTGRES = 'postgres://riskgate:pg-password@db.example.com:5432/riskgate';
+
+    it('counters and the follower lease on Redis with the embedded database (the file or memory)', () => {
+      for (const database of [{}, { RISKGATE_DATABASE: 'sqlite' }, { RISKGATE_DATABASE: 'memory' }]) {
+        const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_FEATURE_STORE: REDIS, ...database }));
+        expect(error.code).toBe('RG_ERR_INVALID_CONFIG');
+        expect(error.message).toMatch(
+          /^RISKGATE_FEATURE_STORE keeps velocity counters and the Log API follower's lease on Redis/,
+        );
+        expect(error.message).toContain('RISKGATE_DATABASE');
+        expect(error.message).not.toContain('redis-password');
+      }
+    });
+
+    it("counters on the outbox's Redis (RISKGATE_FEATURE_STORE unset) with the embedded database", () => {
+      const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_OUTBOX: REDIS }));
+      expect(error.message).toMatch(
+        /^RISKGATE_OUTBOX keeps velocity counters .* RISKGATE_DATABASE \(sqlite\)/,
+      );
+      expect(error.message).not.toContain('redis-password');
+    });
+
+    it('a shared PostgreSQL with counters left in memory by default', () => {
+      const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_DATABASE: POSTGRES }));
+      expect(error.code).toBe('RG_ERR_INVALID_CONFIG');
+      expect(error.message).toMatch(
+        /^RISKGATE_DATABASE is PostgreSQL, shared by replicas, but RISKGATE_FEATURE_STORE is unset/,
+      );
+      expect(error.message).not.toContain('pg-password');
+    });
+
+    it('accepts all shared, all its own, and one riskgate on PostgreSQL with counters in memory said so', () => {
+      const shared = loadConfig({ ...UPSTREAM, RISKGATE_DATABASE: POSTGRES, RISKGATE_FEATURE_STORE: REDIS });
+      expect(shared).toMatchObject({ database: { kind: 'postgres' }, featureStore: { kind: 'redis' } });
+      expect(loadConfig(UPSTREAM)).toMatchObject({
+        database: { kind: 'sqlite' },
+        featureStore: { kind: 'memory' },
+      });
+      const alone = loadConfig({
+        ...UPSTREAM,
+        RISKGATE_DATABASE: POSTGRES,
+        RISKGATE_FEATURE_STORE: 'memory',
+      });
+      expect(alone).toMatchObject({ database: { kind: 'postgres' }, featureStore: { kind: 'memory' } });
+      // The outbox's Redis alone, counters in memory said so: one process (the outbox is no counter).
+      const outboxOnly = loadConfig({
+        ...UPSTREAM,
+        RISKGATE_OUTBOX: REDIS,
+        RISKGATE_FEATURE_STORE: 'memory',
+      });
+      expect(outboxOnly.featureStore).toEqual({ kind: 'memory' });
+    });
+  });
 });
 
 describe('unknownVariables', () => {

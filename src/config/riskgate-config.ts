@@ -672,6 +672,14 @@ export function loadConfig(
     );
   }
   const opsHost = checkOperatorSurface(b);
+  const featureStore = featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX);
+  const database: DatabaseTarget =
+    b.RISKGATE_DATABASE === 'sqlite'
+      ? { kind: 'sqlite', path: databasePath(b.RISKGATE_STATE_DIR) }
+      : b.RISKGATE_DATABASE === 'memory'
+        ? { kind: 'memory' }
+        : { kind: 'postgres', url: b.RISKGATE_DATABASE };
+  checkStateSharing(b, featureStore, database);
   return {
     port: b.RISKGATE_PORT,
     host: b.RISKGATE_HOST ?? (upstream === undefined ? '127.0.0.1' : '0.0.0.0'),
@@ -711,13 +719,8 @@ export function loadConfig(
           ? { kind: 'memory' }
           : { kind: 'redis', url: b.RISKGATE_OUTBOX },
     outboxHorizonMs: b.RISKGATE_OUTBOX_HORIZON_SECONDS * 1000,
-    featureStore: featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX),
-    database:
-      b.RISKGATE_DATABASE === 'sqlite'
-        ? { kind: 'sqlite', path: databasePath(b.RISKGATE_STATE_DIR) }
-        : b.RISKGATE_DATABASE === 'memory'
-          ? { kind: 'memory' }
-          : { kind: 'postgres', url: b.RISKGATE_DATABASE },
+    featureStore,
+    database,
     decisionStore: decisionStoreOf(b),
     upstream,
     webhooks: webhookConfigOf(b),
@@ -871,6 +874,39 @@ function webhookConfigOf(b: {
     events: [...new Set(b.RISKGATE_WEBHOOK_EVENTS)],
     timeoutMs: b.RISKGATE_WEBHOOK_TIMEOUT_MS,
   };
+}
+
+/**
+ * Replicated means shared: state is either every replica's (PostgreSQL and Redis) or this process's
+ * own (SQLite under the state dir, memory), never some of each. Counters and the Log API follower's
+ * lease on a shared Redis with an embedded database made replicas that count one burst together
+ * while each denies from lists, lock-outs and an audit trail of its own (a list entry added on one
+ * replica allowed on the next); a shared database with counters in memory made each replica count
+ * its share of a burst, never the whole. A single riskgate on PostgreSQL with counters in memory is
+ * legitimate, so it is allowed when said: RISKGATE_FEATURE_STORE=memory. Both variables are named;
+ * neither value is (a URL may carry a password).
+ */
+function checkStateSharing(
+  b: z.output<typeof baseSchema>,
+  featureStore: RiskgateConfig['featureStore'],
+  database: DatabaseTarget,
+): void {
+  // The counters' Redis is RISKGATE_FEATURE_STORE's, or the outbox's when that is unset.
+  const counters = b.RISKGATE_FEATURE_STORE !== undefined ? 'RISKGATE_FEATURE_STORE' : 'RISKGATE_OUTBOX';
+  if (featureStore.kind === 'redis' && database.kind !== 'postgres') {
+    throw configError(
+      `${counters} keeps velocity counters and the Log API follower's lease on Redis, shared by replicas, but RISKGATE_DATABASE (${database.kind}) keeps lists, lock-outs and the audit trail in this process alone: set RISKGATE_DATABASE to the postgres:// URL every replica uses, or RISKGATE_FEATURE_STORE=memory for one riskgate on its own`,
+    );
+  }
+  if (
+    database.kind === 'postgres' &&
+    featureStore.kind === 'memory' &&
+    b.RISKGATE_FEATURE_STORE === undefined
+  ) {
+    throw configError(
+      'RISKGATE_DATABASE is PostgreSQL, shared by replicas, but RISKGATE_FEATURE_STORE is unset, which keeps velocity counters and the Log API history in this process alone (each replica would count its share of a burst): set RISKGATE_FEATURE_STORE to the redis:// URL every replica uses, or RISKGATE_FEATURE_STORE=memory for one riskgate on its own',
+    );
+  }
 }
 
 /** RISKGATE_FEATURE_STORE, defaulting to the outbox's Redis: replicas that share actions share counters. */

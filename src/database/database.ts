@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
@@ -11,8 +11,8 @@ import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
  * The database behind what people query (decisions, audit trail, lists, lock-outs): embedded SQLite
  * under RISKGATE_STATE_DIR (one host), or PostgreSQL (every replica writes to one store). One query
  * layer, kysely, serves both engines: a feature writes its queries once, in kysely's builder, and
- * declares its tables as migrations (`FeatureMigrations`), which run at start, in name order, under
- * kysely's migration lock (so replicas starting together migrate once).
+ * declares its tables as migrations (`FeatureMigrations`), which run at start, in name order, once
+ * however many processes start together (`migrate`).
  *
  * The SQLite file's queries run on a worker thread that owns the connection (node:sqlite is
  * synchronous: sqlite-thread-dialect.ts), so no query holds the event loop; `memory` (a
@@ -133,8 +133,58 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
   return { db, engine: 'postgres', close: () => db.destroy() };
 }
 
+/** How long a start waits for another process's migrations on the same SQLite file, ms. */
+const SQLITE_MIGRATION_WAIT_MS = 60_000;
+
+/**
+ * Runs every pending migration, once however many processes start together. On PostgreSQL kysely's
+ * migration lock is an advisory lock: replicas wait for each other. On SQLite kysely's lock is a
+ * no-op (it assumes one connection), but each worker of a host has a connection of its own to the
+ * file, and two of them applied the same migration at once ("UNIQUE constraint failed:
+ * riskgate_migration.name", a worker lost in one start of five): here the whole run, kysely's
+ * bookkeeping tables included, is one `BEGIN IMMEDIATE` transaction, which holds the file's write
+ * lock from its first statement. The second process waits for it, then finds every migration
+ * applied; a run that fails rolls back whole (SQLite's DDL is transactional).
+ */
 // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
 async function migrate(db: Kysely<{}>, migrations: FeatureMigrations): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof SqliteAdapter)) return migrateToLatest(db, migrations);
+  await db.connection().execute(async (connection) => {
+    await beginImmediate(connection);
+    try {
+      await migrateToLatest(connection, migrations);
+      await sql`commit`.execute(connection);
+    } catch (error) {
+      await sql`rollback`.execute(connection).catch(() => {});
+      throw error;
+    }
+  });
+}
+
+/**
+ * Takes SQLite's write lock. Each attempt waits the connection's busy timeout (5 s) and fails
+ * with SQLITE_BUSY while another process holds the lock; a long migration (an index over a month
+ * of decisions) is waited for up to `SQLITE_MIGRATION_WAIT_MS`.
+ */
+// biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+async function beginImmediate(connection: Kysely<{}>): Promise<void> {
+  const until = performance.now() + SQLITE_MIGRATION_WAIT_MS;
+  for (;;) {
+    try {
+      await sql`begin immediate`.execute(connection);
+      return;
+    } catch (error) {
+      if (
+        !/database is locked|SQLITE_BUSY/i.test(String((error as Error).message)) ||
+        performance.now() > until
+      )
+        throw error;
+    }
+  }
+}
+
+// biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
+async function migrateToLatest(db: Kysely<{}>, migrations: FeatureMigrations): Promise<void> {
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
     db,

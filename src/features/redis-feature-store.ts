@@ -1,6 +1,7 @@
 import type { RedisClientType } from 'redis';
 import { type CheckpointStore, type LogCheckpoint, logCheckpointSchema } from '../logs/log-checkpoint.ts';
 import { connectRedis, RedisScripts } from '../redis/redis-client.ts';
+import { withDeadline } from '../store/store-deadline.ts';
 import {
   bucketWidthMs,
   COUNTER_BUCKETS,
@@ -159,22 +160,33 @@ export class RedisFeatureStore implements FeatureStore {
   readonly #client: RedisClientType;
   readonly #prefix: string;
   readonly #scripts: RedisScripts;
+  readonly #commandTimeoutMs: number;
 
   private constructor(client: RedisClientType, prefix: string, commandTimeoutMs: number) {
     this.#client = client;
     this.#prefix = prefix;
+    this.#commandTimeoutMs = commandTimeoutMs;
     this.#scripts = new RedisScripts(client, commandTimeoutMs);
     const key = `${prefix}checkpoint`;
     this.followerCheckpoint = {
       load: async () => {
-        const text = await client.get(key);
+        const text = await this.#bounded(client.get(key), 'checkpoint load');
         if (text === null) return undefined;
         return logCheckpointSchema.parse(JSON.parse(text)) satisfies LogCheckpoint;
       },
       save: async (checkpoint) => {
-        await client.set(key, JSON.stringify(checkpoint));
+        await this.#bounded(client.set(key, JSON.stringify(checkpoint)), 'checkpoint save');
       },
     };
+  }
+
+  /**
+   * A plain command under the store's deadline, as the scripts are: node-redis's own timeout ends
+   * once the command is written, so a stopped server held the Log API follower's cursor read (and
+   * with it the follower) until it came back.
+   */
+  #bounded<T>(work: Promise<T>, what: string): Promise<T> {
+    return withDeadline(work, this.#commandTimeoutMs, `redis ${what}`);
   }
 
   /** Connects (bounded by `timeoutMs`); rejects with the reason when the server cannot be reached. */
@@ -247,11 +259,12 @@ export class RedisFeatureStore implements FeatureStore {
   }
 
   async followerCursor(): Promise<number | undefined> {
-    const cursor = await this.#client.get(`${this.#prefix}cursor`);
+    const cursor = await this.#bounded(this.#client.get(`${this.#prefix}cursor`), 'cursor read');
     return cursor === null ? undefined : Number(cursor);
   }
 
+  /** Closes within the command deadline: a stopped server never answers QUIT, so then the socket is dropped. */
   async close(): Promise<void> {
-    await this.#client.close().catch(() => this.#client.destroy());
+    await this.#bounded(this.#client.close(), 'close').catch(() => this.#client.destroy());
   }
 }
