@@ -8,7 +8,11 @@ import { ListSync } from './list-sync.ts';
 /** A store whose every read answers or fails as `state.failWith` says. */
 function store(state: { failWith?: string }): ListStore {
   const answer = <T>(value: T) =>
-    state.failWith === undefined ? Promise.resolve(value) : Promise.reject(new Error(state.failWith));
+    state.failWith === undefined
+      ? Promise.resolve(value)
+      : Promise.reject(
+          Object.assign(new Error(`${state.failWith} at 10.0.0.5:5432`), { code: state.failWith }),
+        );
   return {
     version: () => answer(1),
     loadActive: () => answer({ version: 1, entries: [] }),
@@ -39,14 +43,15 @@ describe("the lists' warmth", () => {
 
   it('is unavailable while the database fails (the degraded verdict covers it), warm again after', async () => {
     let nowMs = 1_000_000;
-    const state: { failWith?: string } = { failWith: 'database is locked' };
+    const state: { failWith?: string } = { failWith: 'SQLITE_BUSY' };
     const sync = new ListSync({ store: store(state), staleAfterMs: 10_000, now: () => nowMs });
-    await expect(sync.refresh(true)).rejects.toThrow('database is locked');
+    await expect(sync.refresh(true)).rejects.toThrow('SQLITE_BUSY');
     expect(listWarmth(sync, 10_000, nowMs)).toEqual({
       state: 'unavailable',
       everWarm: false,
       sinceMs: undefined,
-      reason: 'the list database fails: database is locked',
+      // The code only: /readyz is open to anyone, and the message may name a host.
+      reason: 'the list database fails: SQLITE_BUSY',
     });
     delete state.failWith;
     nowMs += 500;

@@ -114,7 +114,9 @@ export class ListSync implements ListReader {
         });
       }
       this.#failing = true;
-      this.#lastError = (error as Error).message;
+      // Its code, not its message (which may name a host): it is shown on /readyz.
+      const code = (error as { code?: unknown }).code;
+      this.#lastError = typeof code === 'string' ? code : (error as Error).name;
       throw error;
     }
   }
@@ -125,8 +127,8 @@ export class ListSync implements ListReader {
   }
 
   /**
-   * Why the last refresh failed (the database's error), while refreshes fail; undefined once one
-   * succeeds (and before the first).
+   * Why the last refresh failed (the database error's code, else its name), while refreshes fail;
+   * undefined once one succeeds (and before the first).
    */
   lastError(): string | undefined {
     return this.#lastError;

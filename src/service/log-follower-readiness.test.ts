@@ -35,11 +35,11 @@ describe('the event history, read by this process', () => {
       ...base,
       everWarm: true,
       following: true,
-      failing: '503',
+      failing: 'RG_ERR_UPSTREAM_SERVER_ERROR',
       cursorMs: nowMs - 700_000,
     });
     expect(w).toMatchObject({ state: 'unavailable', everWarm: true, sinceMs: nowMs - 100_000 });
-    expect(w.reason).toMatch(/^the Log API is failing: 503; history 700 s behind/);
+    expect(w.reason).toMatch(/^the Log API is failing: RG_ERR_UPSTREAM_SERVER_ERROR; history 700 s behind/);
   });
 
   it('is behind again once the Log API answers and the follower reads back what it missed', () => {

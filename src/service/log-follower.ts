@@ -67,8 +67,8 @@ export interface LogFollower {
   /** Whether this process reads the Log API (on a shared store, one replica holds the lease). */
   isFollowing(): boolean;
   /**
-   * Why reading the Log API last failed (a window, the history store, the checkpoint), until a
-   * window is delivered again; undefined while it reads.
+   * Why reading the Log API last failed, as an error code (a window, the history store, the
+   * checkpoint), until a window is delivered again; undefined while it reads.
    */
   failing(): string | undefined;
 }
@@ -129,7 +129,8 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       failing = undefined;
     },
     onError: (error, window) => {
-      failing = error.message;
+      // Its code, not its message: /readyz is open to anyone, the message is for the service log.
+      failing = errorCodeOf(error);
       opts.metrics.recordLogPollError();
       opts.log({
         level: 'warn',
@@ -145,7 +146,7 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       try {
         await poller.start();
       } catch (error) {
-        failing = `the follower's checkpoint is unreadable: ${error instanceof Error ? error.message : String(error)}`;
+        failing = `its checkpoint is unreadable (${errorCodeOf(error)})`;
         opts.log({
           level: 'error',
           msg: 'log api follower not started: its checkpoint is unreadable',
@@ -161,6 +162,13 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     isFollowing: following,
     failing: () => failing,
   };
+}
+
+/** An error's stable code (RG_ERR_*, a Node error code), else its name: never its message. */
+export function errorCodeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : 'error';
 }
 
 /**
