@@ -41,6 +41,7 @@ export const SLOW = [
   'test/lockouts-process.test.ts',
   'test/metrics-prometheus.test.ts',
   'test/outbox-crash.test.ts',
+  'test/readiness-warm-inputs.test.ts',
   'test/service-process.test.ts',
   'test/service-shutdown.test.ts',
   'test/startup-checks.test.ts',

@@ -228,7 +228,7 @@ async function runSingle(config: RiskgateConfig, vendor: Vendor): Promise<void> 
     return;
   }
   await service.ready;
-  await showDemo(service.port, vendor, service.opsPort);
+  await showDemo(service.port, vendor, 1, service.opsPort);
 }
 
 /**
@@ -276,7 +276,7 @@ async function runCluster(config: RiskgateConfig, vendor: Vendor): Promise<void>
         port,
         workers: config.workers,
       });
-      if (vendor.sandbox !== undefined) void showDemo(port, vendor, config.opsPort);
+      if (vendor.sandbox !== undefined) void showDemo(port, vendor, config.workers, config.opsPort);
     },
     onStopped: () => vendor.sandbox?.stop(),
   });
@@ -322,17 +322,16 @@ async function runWorker(config: RiskgateConfig): Promise<void> {
   onReopen(service);
 }
 
-async function showDemo(port: number, vendor: Vendor, opsPort?: number): Promise<void> {
+async function showDemo(port: number, vendor: Vendor, workers: number, opsPort?: number): Promise<void> {
   const { printDemo, sendDemoLogins } = await import('./dev/demo-requests.ts');
   const userIds = await vendor.sandbox!.userIds(['alice', 'bob', 'mallory']);
   const riskgateUrl = `http://localhost:${port}`;
-  const opsKey = vendor.opsKeys?.[0];
-  const operatorUrl = opsPort !== undefined && opsPort !== 0 ? `http://localhost:${opsPort}` : riskgateUrl;
   const sent = await sendDemoLogins({
     riskgateUrl,
     apiKey: vendor.apiKeys[0]!,
     userIds,
-    ...(opsKey !== undefined && { metrics: { url: operatorUrl, opsKey } }),
+    // Every worker answers on the port: a run of ready answers on fresh connections asks each.
+    readiness: { url: riskgateUrl, inARow: workers > 1 ? 8 : 1 },
   });
   printDemo({
     riskgateUrl,

@@ -73,19 +73,15 @@ export interface HarnessOptions {
 }
 
 /**
- * Waits (at most 20 s) until the Log API follower has read the last day: until then the history
- * is unavailable (RG_ERR_HISTORY_BEHIND) and every decision of a policy that reads it is degraded.
+ * Waits (at most 20 s) until riskgate is ready: `/readyz` answers 200 once the inputs the policy
+ * reads are warm (the token held, the Log API history read back a day), so no decision of a test
+ * is degraded by a start still warming up.
  */
-async function historyCaughtUp(riskgate: RunningRiskgate, now: () => number): Promise<void> {
-  const logs = riskgate.logs;
-  if (logs === undefined) return;
-  await eventually(
-    () => {
-      const cursor = logs.cursor();
-      return cursor !== undefined && now() - cursor < 300_000;
-    },
-    { timeoutMs: 20_000, what: 'the Log API follower catching up' },
-  );
+async function untilReady(url: string): Promise<void> {
+  await eventually(async () => (await fetch(`${url}/readyz`)).status === 200, {
+    timeoutMs: 20_000,
+    what: 'riskgate ready (/readyz)',
+  });
 }
 
 /** Writes a policy file into a fresh temp dir and returns its path. */
@@ -142,8 +138,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       actionQueue: { baseDelayMs: 20, maxDelayMs: 200 },
       ...options.riskgate,
     });
-    await riskgate.ready;
-    await historyCaughtUp(riskgate, options.riskgate?.logs?.now ?? Date.now);
+    await untilReady(riskgate.url);
   } catch (error) {
     if (options.sharedSandbox === undefined) await sandbox.stop();
     throw error;

@@ -120,6 +120,9 @@ describe('a failing decision log destination', () => {
     expect(refused.body).toMatchObject({ code: 'RG_ERR_DECISION_LOG_UNAVAILABLE' });
     const ready = await fetch(`${harness.url}/readyz`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toEqual({ ready: false, checks: { policy: true, decisionLog: false } });
+    expect(await ready.json()).toMatchObject({
+      ready: false,
+      checks: { policy: true, token: true, history: true, decisionLog: false },
+    });
   });
 });

@@ -498,7 +498,10 @@ describe('refusals of a riskgate with an ops port but no operator keys, overload
       expect((await call(b.url, 'POST', '/decide', { key: CALLER_KEY, body })).status).toBe(503);
       const readiness = await call(b.url, 'GET', '/readyz');
       expect(readiness.status).toBe(503);
-      expect(readiness.json()).toEqual({ ready: false, checks: { policy: true, decisionLog: false } });
+      expect(readiness.json()).toMatchObject({
+        ready: false,
+        checks: { policy: true, token: true, history: true, decisionLog: false },
+      });
       const feedback = JSON.stringify({ decisionId: randomUUID(), label: 'legit' });
       expect((await call(b.url, 'POST', '/feedback', { key: CALLER_KEY, body: feedback })).status).toBe(503);
       // The burst of one is spent: the next label waits.

@@ -27,10 +27,15 @@ describe('service endpoints', () => {
     });
   });
 
-  it('GET /readyz is ready once the policy is loaded: the vendor token is not a check', async () => {
+  it('GET /readyz is ready once the policy is loaded and the inputs it reads are warm', async () => {
     const res = await get('/readyz');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ready: true, checks: { policy: true } });
+    // The shipped policy reads signals (the token) and the event history, not the lists.
+    expect(await res.json()).toEqual({
+      ready: true,
+      checks: { policy: true, token: true, history: true },
+      inputs: { token: { state: 'warm' }, history: { state: 'warm' } },
+    });
   });
 
   it('GET /policies names the active policy, its revision and when it was loaded', async () => {

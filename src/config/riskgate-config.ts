@@ -95,6 +95,11 @@ export interface RiskgateConfig {
   shadowPolicyPath: string | undefined;
   /** Per-decision deadline, milliseconds. Default 300. */
   deadlineMs: number;
+  /**
+   * How long an input the active policy reads (the token, the event history, the lists) may fall
+   * behind, once warm, before `/readyz` answers 503, milliseconds. Default 10 000.
+   */
+  readyGraceMs: number;
   decisionLog: DecisionLogTarget;
   /** Fields of decision log lines dropped, hashed or truncated. Default: display names dropped. */
   decisionLogRedaction: RedactionRule[];
@@ -459,6 +464,7 @@ const baseSchema = z.object({
   RISKGATE_POLICY_PATH: nonEmpty.default('policies/'),
   RISKGATE_SHADOW_POLICY_PATH: optionalEmptyAsUndefined(nonEmpty),
   RISKGATE_DEADLINE_MS: numberVariable({ min: 10, max: 60_000, fallback: 300 }),
+  RISKGATE_READY_GRACE_MS: numberVariable({ min: 0, max: 3_600_000, fallback: 10_000 }),
   RISKGATE_DECISION_LOG: nonEmpty.default('stdout'),
   RISKGATE_DECISION_LOG_REDACT: z
     .string()
@@ -708,6 +714,7 @@ export function loadConfig(
     policyPath: b.RISKGATE_POLICY_PATH,
     shadowPolicyPath: b.RISKGATE_SHADOW_POLICY_PATH,
     deadlineMs: b.RISKGATE_DEADLINE_MS,
+    readyGraceMs: b.RISKGATE_READY_GRACE_MS,
     decisionLog: parseDecisionLog(b.RISKGATE_DECISION_LOG),
     decisionLogRedaction: b.RISKGATE_DECISION_LOG_REDACT,
     decisionLogHashKey: b.RISKGATE_DECISION_LOG_HASH_KEY,

@@ -1,5 +1,6 @@
+import { get } from 'node:http';
 import type { DecideRequest } from '../decide/decide-request.ts';
-import { DEFAULT_HISTORY_MAX_LAG_SECONDS } from '../features/history-features.ts';
+import { sleep } from '../timing/sleep.ts';
 
 /**
  * The demo logins `npm start` prints as curl commands, one per expected verdict on the sandbox's
@@ -69,13 +70,13 @@ export async function sendDemoLogins(o: {
   userIds: Record<string, string | undefined>;
   timeoutMs?: number;
   /**
-   * Where to read the Log API follower's lag first (the operator surface and its key): the logins
-   * wait (at most `waitMs`, default 20 000) until the event history is read, so they are decided
-   * on every input as any later login is, not degraded by a follower still starting.
+   * Where to wait for readiness first: the logins wait (see `untilReady`) until `/readyz` answers
+   * 200, so they are decided on every input the policy reads (the token held, the event history
+   * read) as any later login is, not degraded by a start still warming up.
    */
-  metrics?: { url: string; opsKey: string; waitMs?: number };
+  readiness?: ReadinessWait;
 }): Promise<Record<string, string>> {
-  if (o.metrics !== undefined) await historyCaughtUp(o.metrics);
+  if (o.readiness !== undefined) await untilReady(o.readiness);
   const verdicts: Record<string, string> = {};
   for (const { username } of DEMO_ACCOUNTS) {
     try {
@@ -137,21 +138,49 @@ export function printDemo(b: DemoBanner): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/** Waits until the follower's lag gauge reads a window behind now (history readable), or gives up. */
-async function historyCaughtUp(m: { url: string; opsKey: string; waitMs?: number }): Promise<void> {
-  const until = Date.now() + (m.waitMs ?? 20_000);
-  while (Date.now() < until) {
-    try {
-      const res = await fetch(`${m.url}/metrics`, {
-        headers: { authorization: `Bearer ${m.opsKey}` },
-        signal: AbortSignal.timeout(2000),
-      });
-      const lag = /^riskgate_log_follower_lag_seconds (\S+)$/m.exec(await res.text())?.[1];
-      // 0 until the follower has a cursor; then seconds behind now (the vendor's ingestion delay).
-      if (lag !== undefined && Number(lag) > 0 && Number(lag) < DEFAULT_HISTORY_MAX_LAG_SECONDS / 2) return;
-    } catch {
-      // Not answering yet: asked again.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+/** How `untilReady` polls. */
+export interface ReadinessWait {
+  /** riskgate's base URL (`/readyz` is on every surface, without a key). */
+  url: string;
+  /** Between polls until the first 200, milliseconds (the run of 200s after it goes at once). Default 100. */
+  intervalMs?: number;
+  /** Longest wait, milliseconds: past it, go on anyway. Default 20 000. */
+  waitMs?: number;
+  /**
+   * 200 answers in a row that count as ready. With several workers on one port each poll is a new
+   * connection the kernel hands to any of them, so several in a row make it likely that every
+   * worker was asked (8 in a row miss a worker not yet ready 1 time in 256 with 2 workers).
+   * Default 1.
+   */
+  inARow?: number;
+}
+
+/**
+ * Polls `GET /readyz` (a new connection each time) every `intervalMs` until it answered 200
+ * `inARow` times in a row (asked one after the other once the first came), or `waitMs` is over.
+ * True when ready.
+ */
+export async function untilReady(w: ReadinessWait): Promise<boolean> {
+  const intervalMs = w.intervalMs ?? 100;
+  const until = performance.now() + (w.waitMs ?? 20_000);
+  const wanted = w.inARow ?? 1;
+  let inARow = 0;
+  while (performance.now() < until) {
+    inARow = (await readyzStatus(`${w.url}/readyz`, 2000)) === 200 ? inARow + 1 : 0;
+    if (inARow >= wanted) return true;
+    if (inARow === 0) await sleep(intervalMs);
   }
+  return false;
+}
+
+/** `GET url`'s status on a connection of its own (0 when it fails or takes over `timeoutMs`). */
+function readyzStatus(url: string, timeoutMs: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
 }

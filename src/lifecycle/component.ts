@@ -38,14 +38,49 @@ export interface StartedComponent<H, R = unknown> {
   /** Details for `GET /healthz` (never a readiness check: a degraded answer is still an answer). */
   health?(): Record<string, unknown>;
   /**
-   * Readiness checks for `GET /readyz`: the process is ready while every one is true. A check that
-   * only ever fails may be listed only while it does (`draining: false`).
+   * Readiness checks for `GET /readyz`: the process is ready while every one passes. A boolean
+   * check passes while true; one that only ever fails may be listed only while it does
+   * (`draining: false`). An input's warmth (`InputWarmth`) counts only while the active policy
+   * reads that input, and passes unless it holds the process back (`holdsBack`).
    */
-  ready?(): Record<string, boolean>;
+  ready?(): Record<string, boolean | InputWarmth>;
   /** Registers the component's gauges and counters with the metrics registry. */
   observe?(registry: R): void;
   /** Routes the component mounts on the caller or operator surface. */
   routes?: readonly RouteMount[];
+}
+
+/**
+ * How warm one of a decision's inputs is in this process (the token, the event history, the
+ * lists), for `GET /readyz`:
+ * - `warm`: decisions read it as well as any replica could;
+ * - `behind`: this process's own shortfall, one that others need not share (not read yet since
+ *   start, reading back after its source recovered, a refresh that hangs): it holds the process
+ *   back, at once until the input was first warm, later once it has been behind for the grace;
+ * - `unavailable`: its source fails (the Log API, the token endpoint, the list database answer
+ *   errors). Every replica shares the source, and taking them all out would turn degraded answers
+ *   into none: it never holds the process back, the degraded verdict covers it.
+ */
+export interface InputWarmth {
+  state: 'warm' | 'behind' | 'unavailable';
+  /** Whether it has been warm since the process started. */
+  everWarm: boolean;
+  /** When it stopped being warm, epoch ms; undefined when warm or not known. */
+  sinceMs?: number | undefined;
+  /** Why it is not warm (never a secret). */
+  reason?: string | undefined;
+  /** How far behind it reads, seconds (the event history), when known. */
+  behindSeconds?: number | undefined;
+}
+
+/**
+ * Whether an input's warmth holds the process back at `nowMs`: only when `behind`, and then at
+ * once while it has never been warm, else once it has been behind for longer than `graceMs`.
+ */
+export function holdsBack(w: InputWarmth, nowMs: number, graceMs: number): boolean {
+  if (w.state !== 'behind') return false;
+  if (!w.everWarm) return true;
+  return w.sinceMs !== undefined && nowMs - w.sinceMs > graceMs;
 }
 
 /** One component: a name (in logs and in the start hook) and its start. */

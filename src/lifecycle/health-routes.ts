@@ -1,23 +1,26 @@
 import type { Component, MetricsRegistry, RouteMount } from './component.ts';
+import type { Readiness } from './lifecycle.ts';
 
 /**
  * `GET /healthz` and `GET /readyz`, open on every surface. Liveness: the process answers; the
- * vendor's state is detail, never a reason to restart. Readiness: this process can answer /decide
- * (every component's checks: a policy is loaded, not shutting down, ...). The vendor is not a
- * check: every replica shares it, and failing them all at once would turn a degraded service
- * (outage mode, onUnavailable) into no service.
+ * vendor's state is detail, never a reason to restart. Readiness: this process answers /decide as
+ * well as any replica could (every component's checks: a policy is loaded, not shutting down, the
+ * inputs the active policy reads warm: the token held, the event history read, the lists loaded).
+ * The vendor failing is not a check: every replica shares it, and failing them all at once would
+ * turn a degraded service (outage mode, onUnavailable) into no service (docs/operations.md,
+ * "Readiness").
  */
 export function healthRoutes(o: {
   health: () => Record<string, unknown>;
-  readiness: () => { ready: boolean; checks: Record<string, boolean> };
+  readiness: () => Readiness;
 }): RouteMount {
   return {
     surface: 'every',
     mount(app) {
       app.get('/healthz', (c) => c.json({ status: 'ok', ...o.health() }));
       app.get('/readyz', (c) => {
-        const { ready, checks } = o.readiness();
-        return c.json({ ready, checks }, ready ? 200 : 503);
+        const readiness = o.readiness();
+        return c.json(readiness, readiness.ready ? 200 : 503);
       });
     },
   };
@@ -29,7 +32,7 @@ export function healthRoutes(o: {
  */
 export function probesComponent(o: {
   health: () => Record<string, unknown>;
-  readiness: () => { ready: boolean; checks: Record<string, boolean> };
+  readiness: () => Readiness;
   extra?: readonly RouteMount[];
 }): Component<void, MetricsRegistry> {
   return {
@@ -40,7 +43,7 @@ export function probesComponent(o: {
       observe(metrics) {
         metrics.observeGauge(
           'riskgate_ready',
-          '1 while /readyz answers 200 (a policy loaded, not shutting down, the decision log writing when RISKGATE_DECISION_LOG_ON_FAILURE=refuse), else 0',
+          '1 while /readyz answers 200 (a policy loaded, the inputs it reads warm, not shutting down, the decision log writing when RISKGATE_DECISION_LOG_ON_FAILURE=refuse), else 0',
           () => (o.readiness().ready ? 1 : 0),
         );
       },

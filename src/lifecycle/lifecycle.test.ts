@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Component, StartedComponent } from './component.ts';
-import { stopWaitMs } from './component.ts';
+import { holdsBack, type InputWarmth, stopWaitMs } from './component.ts';
 import { Lifecycle, startOrTearDown } from './lifecycle.ts';
 
 /** A component that notes its start and stop in `events`. */
@@ -104,6 +104,34 @@ describe('a lifecycle', () => {
     expect(l.names()).toEqual(['a', 'b']);
   });
 
+  it("counts an input's warmth only while the active policy reads it, and reports each one read", async () => {
+    const l = lifecycle();
+    let history: InputWarmth = { state: 'behind', everWarm: false, reason: 'not read yet' };
+    await l.start(noting('policy', [], { ready: () => ({ policy: true }) }));
+    await l.start(noting('logs', [], { ready: () => ({ history }) }));
+    await l.start(noting('lists', [], { ready: () => ({ lists: { state: 'behind', everWarm: false } }) }));
+    const reads = new Set(['history']);
+    const inputs = { reads: (input: string) => reads.has(input), graceMs: 10_000 };
+    // Without the policy's inputs (or before it is known) only the plain checks count.
+    expect(l.readiness()).toEqual({ ready: true, checks: { policy: true } });
+    expect(l.readiness(inputs)).toEqual({
+      ready: false,
+      checks: { policy: true, history: false },
+      inputs: { history: { state: 'behind', reason: 'not read yet' } },
+    });
+    history = { state: 'warm', everWarm: true };
+    expect(l.readiness(inputs)).toEqual({
+      ready: true,
+      checks: { policy: true, history: true },
+      inputs: { history: { state: 'warm' } },
+    });
+    reads.add('lists');
+    expect(l.readiness(inputs).checks).toEqual({ policy: true, history: true, lists: false });
+    // Once told which inputs to check, every reader of readiness gets the same answer.
+    l.checkInputs(inputs);
+    expect(l.readiness()).toEqual(l.readiness(inputs));
+  });
+
   it('gives each started component the registry to observe', async () => {
     const registry: string[] = [];
     const l = new Lifecycle<string[]>({ registry: () => registry, log: () => {} });
@@ -117,5 +145,27 @@ describe('a stopping component’s wait', () => {
     expect(stopWaitMs(10_000, 500, 1000)).toBe(500);
     expect(stopWaitMs(1200, 500, 1000)).toBe(200);
     expect(stopWaitMs(900, 500, 1000)).toBe(0);
+  });
+});
+
+describe("an input's warmth", () => {
+  const now = 1_000_000;
+  const grace = 10_000;
+  it('holds the process back at once while it has never been warm since the start', () => {
+    expect(holdsBack({ state: 'behind', everWarm: false }, now, grace)).toBe(true);
+    expect(holdsBack({ state: 'behind', everWarm: false, sinceMs: now }, now, grace)).toBe(true);
+  });
+
+  it('holds it back once warm only after it has been behind for longer than the grace', () => {
+    expect(holdsBack({ state: 'behind', everWarm: true, sinceMs: now - grace }, now, grace)).toBe(false);
+    expect(holdsBack({ state: 'behind', everWarm: true, sinceMs: now - grace - 1 }, now, grace)).toBe(true);
+    // Behind since a moment not known (a token refresh under way): never long enough to hold.
+    expect(holdsBack({ state: 'behind', everWarm: true }, now, grace)).toBe(false);
+  });
+
+  it('never holds it back while its source fails for every replica, nor while warm', () => {
+    expect(holdsBack({ state: 'unavailable', everWarm: false, sinceMs: 0 }, now, grace)).toBe(false);
+    expect(holdsBack({ state: 'unavailable', everWarm: true, sinceMs: 0 }, now, grace)).toBe(false);
+    expect(holdsBack({ state: 'warm', everWarm: true }, now, grace)).toBe(false);
   });
 });

@@ -1,4 +1,11 @@
-import type { Component, LifecycleLog, RouteMount, StartedComponent } from './component.ts';
+import {
+  type Component,
+  holdsBack,
+  type InputWarmth,
+  type LifecycleLog,
+  type RouteMount,
+  type StartedComponent,
+} from './component.ts';
 
 /**
  * Starts components in order and stops them in reverse, with one teardown for both a stop and a
@@ -15,10 +22,41 @@ export interface LifecycleOptions<R> {
   beforeStart?: ((name: string) => void | Promise<void>) | undefined;
 }
 
+/** Which inputs' warmth `readiness` checks, and how long one may fall behind once warm. */
+export interface ReadinessInputs {
+  /** Whether the active policy reads the input (`token`, `history`, `lists`). */
+  reads(input: string): boolean;
+  /** How long an input that was warm may be behind before the process is not ready, milliseconds. */
+  graceMs: number;
+}
+
+/** An input's warmth as `GET /readyz` reports it. */
+export interface InputReport {
+  state: InputWarmth['state'];
+  reason?: string;
+  behindSeconds?: number;
+}
+
+/** What `GET /readyz` answers: the checks, and the warmth of the inputs the active policy reads. */
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, boolean>;
+  inputs?: Record<string, InputReport>;
+}
+
+function reportOf(w: InputWarmth): InputReport {
+  const report: InputReport = { state: w.state };
+  if (w.state === 'warm') return report;
+  if (w.reason !== undefined) report.reason = w.reason;
+  if (w.behindSeconds !== undefined) report.behindSeconds = Math.round(w.behindSeconds);
+  return report;
+}
+
 export class Lifecycle<R> {
   readonly #options: LifecycleOptions<R>;
   readonly #started: { name: string; component: StartedComponent<unknown, R> }[] = [];
   #stopping: Promise<void> | undefined;
+  #inputs: ReadinessInputs | undefined;
 
   constructor(options: LifecycleOptions<R>) {
     this.#options = options;
@@ -44,13 +82,36 @@ export class Lifecycle<R> {
     return Object.assign({}, ...this.#started.map((s) => s.component.health?.() ?? {}));
   }
 
-  /** `GET /readyz`: every started component's checks; ready while all are true. */
-  readiness(): { ready: boolean; checks: Record<string, boolean> } {
-    const checks: Record<string, boolean> = Object.assign(
-      {},
-      ...this.#started.map((s) => s.component.ready?.() ?? {}),
-    );
-    return { ready: Object.values(checks).every(Boolean), checks };
+  /**
+   * From now on `readiness` counts the warmth of the inputs `inputs.reads` names (the active
+   * policy's, once it is loaded); before, none.
+   */
+  checkInputs(inputs: ReadinessInputs): void {
+    this.#inputs = inputs;
+  }
+
+  /**
+   * `GET /readyz`: every started component's checks; ready while all pass. An input's warmth
+   * counts only when `inputs.reads` (default: what `checkInputs` set) says the active policy reads
+   * it, and fails only while it holds the process back (`holdsBack`, with `inputs.graceMs`).
+   */
+  readiness(inputs = this.#inputs): Readiness {
+    const checks: Record<string, boolean> = {};
+    const warmth: Record<string, InputReport> = {};
+    const nowMs = Date.now();
+    for (const s of this.#started) {
+      for (const [name, check] of Object.entries(s.component.ready?.() ?? {})) {
+        if (typeof check === 'boolean') {
+          checks[name] = check;
+          continue;
+        }
+        if (inputs === undefined || !inputs.reads(name)) continue;
+        checks[name] = !holdsBack(check, nowMs, inputs.graceMs);
+        warmth[name] = reportOf(check);
+      }
+    }
+    const ready = Object.values(checks).every(Boolean);
+    return Object.keys(warmth).length === 0 ? { ready, checks } : { ready, checks, inputs: warmth };
   }
 
   /** The routes of every started component, in start order. */

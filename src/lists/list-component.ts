@@ -1,10 +1,10 @@
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
-import type { Component, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
+import type { Component, InputWarmth, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
 import { type ListOperations, listOperations, listRoutes } from './list-routes.ts';
 import { ListStore } from './list-store.ts';
-import { ListSync, type ListSyncOptions } from './list-sync.ts';
+import { DEFAULT_LIST_STALE_AFTER_MS, ListSync, type ListSyncOptions } from './list-sync.ts';
 
 /** How often expired entries are deleted from the database, milliseconds. */
 const PURGE_EVERY_MS = 10 * 60_000;
@@ -17,6 +17,31 @@ export interface RuntimeLists {
   sync: ListSync;
   /** The lists' reads and changes (the console's Lists page). */
   operations: ListOperations;
+}
+
+/**
+ * The lists' warmth for `/readyz`: warm while the snapshot is current; unavailable while the
+ * database answers errors (known, logged and counted: rules reading lists see them unavailable,
+ * and the degraded verdict covers them); behind otherwise (not loaded yet, or a refresh that
+ * neither finishes nor fails).
+ */
+export function listWarmth(sync: ListSync, staleAfterMs: number, nowMs = Date.now()): InputWarmth {
+  const ageMs = sync.ageMs(nowMs);
+  const everWarm = Number.isFinite(ageMs);
+  if (sync.read(nowMs).ok) return { state: 'warm', everWarm };
+  const sinceMs = everWarm ? nowMs - ageMs + staleAfterMs : undefined;
+  const error = sync.lastError();
+  if (error !== undefined) {
+    return { state: 'unavailable', everWarm, sinceMs, reason: `the list database fails: ${error}` };
+  }
+  return {
+    state: 'behind',
+    everWarm,
+    sinceMs,
+    reason: everWarm
+      ? `the list snapshot was last confirmed ${Math.round(ageMs / 1000)} s ago (bound ${staleAfterMs / 1000} s)`
+      : 'the lists are not loaded yet',
+  };
 }
 
 /**
@@ -48,6 +73,7 @@ export function listComponent(o: {
       return {
         handle: { sync, operations },
         routes: [listRoutes(routeDeps, operations)],
+        ready: () => ({ lists: listWarmth(sync, o.sync?.staleAfterMs ?? DEFAULT_LIST_STALE_AFTER_MS) }),
         health: () => ({
           lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok },
         }),

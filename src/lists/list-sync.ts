@@ -47,6 +47,7 @@ export class ListSync implements ListReader {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #failing = false;
+  #lastError: string | undefined;
   /** Refreshes that failed, since start. */
   failures = 0;
   /** Reloads of the entries (the marker changed), since start. */
@@ -102,6 +103,7 @@ export class ListSync implements ListReader {
       this.#confirmedMs = startedMs;
       if (this.#failing) this.#o.log?.({ level: 'info', msg: 'list snapshot current again' });
       this.#failing = false;
+      this.#lastError = undefined;
     } catch (error) {
       this.failures++;
       if (!this.#failing) {
@@ -112,6 +114,9 @@ export class ListSync implements ListReader {
         });
       }
       this.#failing = true;
+      // Its code, not its message (which may name a host): it is shown on /readyz.
+      const code = (error as { code?: unknown }).code;
+      this.#lastError = typeof code === 'string' ? code : (error as Error).name;
       throw error;
     }
   }
@@ -119,6 +124,14 @@ export class ListSync implements ListReader {
   /** How old the snapshot's confirmation is, milliseconds (Infinity before the first). */
   ageMs(nowMs = this.#o.now()): number {
     return nowMs - this.#confirmedMs;
+  }
+
+  /**
+   * Why the last refresh failed (the database error's code, else its name), while refreshes fail;
+   * undefined once one succeeds (and before the first).
+   */
+  lastError(): string | undefined {
+    return this.#lastError;
   }
 
   /** The snapshot itself (counts for the API); undefined before the first load. */

@@ -458,16 +458,19 @@ function probePaths(): Record<string, unknown> {
         'probe',
         {
           operationId: 'readiness',
-          summary: 'Readiness: this process can answer /decide',
+          summary: 'Readiness: this process can answer /decide as well as any replica',
           description:
-            'The vendor is never a check: every replica shares it, and failing them all would turn a degraded service into none.',
+            'Ready once a policy is loaded and the inputs it reads are warm (the token held, the event history within its lag, the lists loaded); `inputs` says which one holds it back and why. The vendor failing is never a reason: every replica shares it, and failing them all would turn a degraded service into none.',
           security: [],
         },
         {
-          '200': { description: 'Ready: a policy is loaded.', content: json(ref('Readiness')) },
+          '200': {
+            description: 'Ready: a policy is loaded and the inputs it reads are warm.',
+            content: json(ref('Readiness')),
+          },
           '503': {
             description:
-              'Not ready: shutting down (`checks.draining`), or the decision log failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse (`checks.decisionLog`). The body is the readiness report, not a problem.',
+              'Not ready: an input the policy reads not warm yet after the start, or behind for longer than RISKGATE_READY_GRACE_MS (`checks.<input>` false, `inputs.<input>` says why), shutting down (`checks.draining`), or the decision log failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse (`checks.decisionLog`). The body is the readiness report, not a problem.',
             content: json(ref('Readiness')),
           },
           ...problems(EVERY_ROUTE),

@@ -100,16 +100,40 @@ export const healthSchema = z
   })
   .describe('Details for people and dashboards; never a readiness check.');
 
+const inputCheck = (what: string) =>
+  z
+    .boolean()
+    .optional()
+    .describe(`Present while the active policy reads ${what}: false while it holds this process back.`);
+
 export const readinessSchema = z.object({
   ready: z.boolean(),
   checks: z.object({
     policy: z.boolean().describe('A policy is loaded.'),
+    token: inputCheck('a Trust Signals signal (the access token)'),
+    history: inputCheck('the event history (the Log API follower)'),
+    lists: inputCheck('the runtime lists'),
     draining: z.literal(false).optional().describe('Present while shutting down.'),
     decisionLog: z
       .literal(false)
       .optional()
       .describe('Present while the decision log fails and RISKGATE_DECISION_LOG_ON_FAILURE=refuse.'),
   }),
+  inputs: z
+    .record(
+      z.enum(['token', 'history', 'lists']),
+      z.object({
+        state: z
+          .enum(['warm', 'behind', 'unavailable'])
+          .describe(
+            '`warm`; `behind`: this process has not caught up (after a start it holds readiness at once, later after RISKGATE_READY_GRACE_MS); `unavailable`: its source fails for every replica (never holds readiness: the degraded verdict covers it).',
+          ),
+        reason: z.string().optional().describe('Why it is not warm.'),
+        behindSeconds: z.number().optional().describe('How far behind it reads (the history).'),
+      }),
+    )
+    .optional()
+    .describe('The warmth of each input the active policy reads, when it reads any.'),
 });
 
 const policyIssueSchema = z.object({

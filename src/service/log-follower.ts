@@ -6,7 +6,7 @@ import type { UpstreamConfig } from '../config/riskgate-config.ts';
 import { type FeatureStore, HISTORY_RETENTION_MS } from '../features/feature-store.ts';
 import { historyEventsOf } from '../features/history-features.ts';
 import type { ServiceLog } from '../http/create-app.ts';
-import type { Component } from '../lifecycle/component.ts';
+import type { Component, InputWarmth } from '../lifecycle/component.ts';
 import { type CheckpointStore, createFileCheckpointStore } from '../logs/log-checkpoint.ts';
 import { createLogClient } from '../logs/log-client.ts';
 import type { LogEvent } from '../logs/log-event.ts';
@@ -66,7 +66,18 @@ export interface LogFollower {
   cursor(): number | undefined;
   /** Whether this process reads the Log API (on a shared store, one replica holds the lease). */
   isFollowing(): boolean;
+  /**
+   * Why reading the Log API last failed, as an error code (a window, the history store, the
+   * checkpoint), until a window is delivered again; undefined while it reads.
+   */
+  failing(): string | undefined;
 }
+
+/** Longest pause between tries while the Log API fails, milliseconds: a recovery is seen soon. */
+const FOLLOWER_RETRY_MAX_MS = 5000;
+
+/** How often a process that does not follow reads how far the follower has read, milliseconds. */
+const SHARED_CURSOR_EVERY_MS = 500;
 
 /** Undefined when the Log API is not configured. */
 export function createLogFollower(opts: LogFollowerOptions): LogFollower | undefined {
@@ -86,6 +97,7 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     features?.followerCheckpoint ??
     (features === undefined || features.durable ? fileCheckpoint : rereadLastDay(fileCheckpoint, now));
   const pollIntervalMs = opts.pollIntervalMs ?? 30_000;
+  let failing: string | undefined;
   let leaseUntilMs = 0;
   let sharedCursorMs: number | undefined;
   // Following means holding a lease that has not lapsed (a renewal that failed does not count).
@@ -99,6 +111,7 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     checkpointStore,
     now,
     pollIntervalMs,
+    backoffMaxMs: FOLLOWER_RETRY_MAX_MS,
     ...(features !== undefined && {
       startAt: now() - HISTORY_RETENTION_MS,
       deliverEmptyWindows: true,
@@ -111,8 +124,13 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
         return held;
       },
     }),
-    onEvents: (events, window) => handleEvents(events, window.end, opts),
+    onEvents: async (events, window) => {
+      await handleEvents(events, window.end, opts);
+      failing = undefined;
+    },
     onError: (error, window) => {
+      // Its code, not its message: /readyz is open to anyone, the message is for the service log.
+      failing = errorCodeOf(error);
       opts.metrics.recordLogPollError();
       opts.log({
         level: 'warn',
@@ -128,6 +146,7 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
       try {
         await poller.start();
       } catch (error) {
+        failing = `its checkpoint is unreadable (${errorCodeOf(error)})`;
         opts.log({
           level: 'error',
           msg: 'log api follower not started: its checkpoint is unreadable',
@@ -141,28 +160,104 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     },
     cursor: () => (following() ? poller.cursor() : (sharedCursorMs ?? poller.cursor())),
     isFollowing: following,
+    failing: () => failing,
+  };
+}
+
+/** An error's stable code (RG_ERR_*, a Node error code), else its name: never its message. */
+export function errorCodeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : 'error';
+}
+
+/**
+ * The event history's warmth for `/readyz` at `nowMs` (the decisions' clock), against the active
+ * policy's `maxLagMs`. Read by this process (`following`): warm within the bound; past it,
+ * unavailable while the Log API fails (`failing`: every replica reads the same API), else behind
+ * (reading the last day after start, or reading back after the API recovered). Read by another
+ * process (a shared store): behind until first warm, then unavailable, since how far that process
+ * has read is every replica's lag alike, never this one's own.
+ */
+export function historyWarmth(o: {
+  cursorMs: number | undefined;
+  following: boolean;
+  failing: string | undefined;
+  maxLagMs: number;
+  nowMs: number;
+  everWarm: boolean;
+}): InputWarmth {
+  const { cursorMs, maxLagMs, nowMs, everWarm } = o;
+  const lagMs = cursorMs === undefined ? Number.POSITIVE_INFINITY : nowMs - cursorMs;
+  if (lagMs <= maxLagMs) return { state: 'warm', everWarm: true };
+  const behind = {
+    everWarm,
+    ...(cursorMs !== undefined && { sinceMs: cursorMs + maxLagMs, behindSeconds: lagMs / 1000 }),
+  };
+  const bound = `at most ${maxLagMs / 1000} s`;
+  const read = cursorMs === undefined ? 'not read yet' : `${Math.round(lagMs / 1000)} s behind (${bound})`;
+  if (o.following && o.failing !== undefined) {
+    return {
+      state: 'unavailable',
+      ...behind,
+      reason: `the Log API is failing: ${o.failing}; history ${read}`,
+    };
+  }
+  if (o.following) return { state: 'behind', ...behind, reason: `reading the Log API history: ${read}` };
+  if (!everWarm) {
+    return {
+      state: 'behind',
+      ...behind,
+      reason: `waiting for the process that follows the Log API: history ${read}`,
+    };
+  }
+  return {
+    state: 'unavailable',
+    ...behind,
+    reason: `the process that follows the Log API is behind, for every replica: history ${read}`,
   };
 }
 
 /**
  * The Log API follower as a component: created when the Log API is configured and `enabled`,
  * polling in the background from start (the first window is due two minutes after start at the
- * earliest), stopped after the window in progress. Its lag and leadership are gauges.
+ * earliest), stopped after the window in progress. Its lag and leadership are gauges; the
+ * history's warmth (`historyWarmth`) is its readiness check. A process that does not follow
+ * (`enabled` false: cluster workers 2..N) reads how far the follower has read from the shared
+ * store for that check.
  */
 export function logFollowerComponent(
-  opts: LogFollowerOptions & { enabled: boolean },
+  opts: LogFollowerOptions & {
+    enabled: boolean;
+    /** The active policy's bound on the history's lag, milliseconds. */
+    maxLagMs: () => number;
+  },
 ): Component<LogFollower | undefined, RiskgateMetrics> {
   return {
     name: 'log follower',
     start() {
+      const configured = opts.upstream.logsUrl !== undefined && opts.upstream.logApiKey !== undefined;
       const logs = opts.enabled ? createLogFollower(opts) : undefined;
-      if (logs === undefined) return { handle: undefined };
+      if (logs === undefined) return configured ? sharedHistoryReadiness(opts) : { handle: undefined };
       const started = logs.start();
+      let everWarm = false;
       return {
         handle: logs,
         stop: async () => {
           await started;
           await logs.stop();
+        },
+        ready: () => {
+          const warmth = historyWarmth({
+            cursorMs: logs.cursor(),
+            following: logs.isFollowing(),
+            failing: logs.failing(),
+            maxLagMs: opts.maxLagMs(),
+            nowMs: Date.now(),
+            everWarm,
+          });
+          everWarm = warmth.everWarm;
+          return { history: warmth };
         },
         observe(metrics) {
           metrics.observeGauge(
@@ -180,6 +275,46 @@ export function logFollowerComponent(
           );
         },
       };
+    },
+  };
+}
+
+/**
+ * The history's readiness check of a process that does not follow the Log API: how far the
+ * follower has read, from the shared store (the primary's memory, Redis), every half second.
+ */
+function sharedHistoryReadiness(
+  opts: Pick<LogFollowerOptions, 'features'> & { maxLagMs: () => number },
+): ReturnType<Component<undefined, RiskgateMetrics>['start']> {
+  const features = opts.features;
+  if (features === undefined) return { handle: undefined };
+  let cursorMs: number | undefined;
+  let everWarm = false;
+  const read = () => {
+    features.followerCursor().then(
+      (c) => {
+        cursorMs = c;
+      },
+      () => {},
+    );
+  };
+  read();
+  const timer = setInterval(read, SHARED_CURSOR_EVERY_MS);
+  timer.unref();
+  return {
+    handle: undefined,
+    stop: () => clearInterval(timer),
+    ready: () => {
+      const warmth = historyWarmth({
+        cursorMs,
+        following: false,
+        failing: undefined,
+        maxLagMs: opts.maxLagMs(),
+        nowMs: Date.now(),
+        everWarm,
+      });
+      everWarm = warmth.everWarm;
+      return { history: warmth };
     },
   };
 }

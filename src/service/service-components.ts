@@ -38,6 +38,7 @@ import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { ALL_MIGRATIONS } from './database-migrations.ts';
+import { historyMaxLagMs, readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
@@ -118,6 +119,7 @@ export async function startServices(
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
+      maxLagMs: () => historyMaxLagMs(policies.store.current()),
       upstream,
       stateDir: config.stateDir,
       admin: vendor.admin,
@@ -141,6 +143,7 @@ export async function startServices(
   );
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
   const operations = { lists: lists.operations, lockouts: lockouts.operations };
+  l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   await l.start(consoleOf(l, ctx, { ...shown, ...operations }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(

@@ -6,7 +6,7 @@ import {
 } from '../admin/admin-client.ts';
 import { audienceScope, createTokenManager, type TokenManager } from '../auth/token-manager.ts';
 import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.ts';
-import type { Component, LifecycleLog } from '../lifecycle/component.ts';
+import type { Component, InputWarmth, LifecycleLog } from '../lifecycle/component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { createSignalsClient, SIGNALS_OPERATIONS, type SignalsClient } from '../signals/signals-client.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
@@ -56,6 +56,25 @@ function tokenHealth(tokens: TokenManager, nowMs: number): Record<string, unknow
   };
 }
 
+/**
+ * The token's warmth for `/readyz`: warm while one is held; before the first one (or while a
+ * refresh is under way with no failure) behind; while the token endpoint fails, unavailable
+ * (every replica asks the same endpoint: the degraded verdict covers it).
+ */
+export function tokenWarmth(tokens: TokenManager): InputWarmth {
+  const s = tokens.stats();
+  const everWarm = s.refreshes > 0;
+  if (tokens.isReady()) return { state: 'warm', everWarm };
+  if (s.consecutiveFailures > 0) {
+    return {
+      state: 'unavailable',
+      everWarm,
+      reason: `the token endpoint is failing (${s.lastErrorCode ?? 'error'}, ${s.consecutiveFailures} in a row)`,
+    };
+  }
+  return { state: 'behind', everWarm, reason: 'the first access token is being requested' };
+}
+
 function createBreakers(o: VendorClientsOptions): CircuitBreakers | undefined {
   if (o.breakers === false) return undefined;
   const { metrics, log } = o;
@@ -77,7 +96,8 @@ function createBreakers(o: VendorClientsOptions): CircuitBreakers | undefined {
 
 /**
  * The token manager (its background refresh starts here), the Trust Signals and Admin clients and
- * their circuit breakers. `/healthz` shows the token's state and the breakers not closed.
+ * their circuit breakers. `/healthz` shows the token's state and the breakers not closed; `/readyz`
+ * the token's warmth (`tokenWarmth`) when the active policy reads a signal.
  */
 export function vendorClientsComponent(o: VendorClientsOptions): Component<VendorClients, RiskgateMetrics> {
   return {
@@ -128,6 +148,7 @@ export function vendorClientsComponent(o: VendorClientsOptions): Component<Vendo
         stop: async () => {
           await Promise.all([tokens.stop(), signals.close(), admin.close()]);
         },
+        ready: () => ({ token: tokenWarmth(tokens) }),
         health: () => ({
           vendor: {
             token: tokenHealth(tokens, Date.now()),
