@@ -90,6 +90,7 @@ export async function startServices(
       debounceMs: options.policyDebounceMs ?? 200,
       log,
       onReload: (result) => m.recordPolicyReload(result),
+      inputs: options.inputs,
     }),
   );
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
@@ -264,5 +265,6 @@ function consoleOf(
         { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
       ),
     session: { ...options.config.console, operatorKeys: ctx.opsKeys },
+    inputs: options.inputs === undefined ? undefined : () => options.inputs!,
   });
 }
