@@ -25,7 +25,7 @@ function lookUp(accountId: string): Promise<UpstreamResult<{ score: number }>> {
   const score = reputations.get(accountId);
   if (score !== undefined) return Promise.resolve({ ok: true, value: { score }, durationMs: 0.1 });
   const error = new UpstreamError(ErrorCode.UPSTREAM_TIMEOUT, 'ip reputation: no answer in time', {
-    upstream: 'ip-reputation',
+    upstream: 'features',
   });
   return Promise.resolve({ ok: false, error, durationMs: 0.1 });
 }
