@@ -36,7 +36,7 @@ function isQueried(name: PolicySignalName, request: DecideRequest): boolean {
   throw new Error('src/policy/inputs/signal-queries.ts exports neither applicability nor isApplicable');
 }
 
-/** Reads one request needs under `requirements` (mirrors the input table of src/decide/decision-inputs.ts). */
+/** Reads one request needs under `requirements` (mirrors the input table of src/policy/inputs/input-table.ts). */
 export function readsNeeded(requirements: PolicyRequirements, request: DecideRequest): number {
   let n = 0;
   for (const name of requirements.signals) if (isQueried(name, request)) n++;

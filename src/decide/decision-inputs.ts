@@ -51,7 +51,8 @@ export async function gatherInputs(
   shadowOnly: readonly PolicySignalName[],
   options: GatherOptions,
 ): Promise<{ draft: InputDraft; calls: CallTiming[] }> {
-  const draft: InputDraft = { values: { signals: {}, devices: [] }, shadowSignals: {} };
+  // The policy input's fixed fields first, in one order: every decision's input has one shape.
+  const draft: InputDraft = { values: { signals: {}, user: undefined, devices: [] }, shadowSignals: {} };
   const fetched: InputRow<unknown, string>[] = [];
   const sources: InputSource[] = [];
   for (const r of decisionRows(tableOf(ctx.policy), ctx, shadowOnly)) {

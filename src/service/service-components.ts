@@ -83,16 +83,7 @@ export async function startServices(
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
-  const policies = await l.start(
-    policyComponent({
-      path: config.policyPath,
-      shadowPath: config.shadowPolicyPath,
-      debounceMs: options.policyDebounceMs ?? 200,
-      log,
-      onReload: (result) => m.recordPolicyReload(result),
-      inputs: options.inputs,
-    }),
-  );
+  const policies = await l.start(policiesOf(ctx));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
   const ruleReport = cachedRuleReport(createRuleReport({ database, policies }));
@@ -225,6 +216,19 @@ async function startActionPath(
   const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   deps.events.attach(options.events ?? webhooks);
   return { lockouts, outbox };
+}
+
+/** The active and shadow policies, compiled against the input table (`options.inputs`). */
+function policiesOf(ctx: { options: StartRiskgateOptions; log: ServiceLog; metrics: RiskgateMetrics }) {
+  const { options, log, metrics } = ctx;
+  return policyComponent({
+    path: options.config.policyPath,
+    shadowPath: options.config.shadowPolicyPath,
+    debounceMs: options.policyDebounceMs ?? 200,
+    log,
+    onReload: (result) => metrics.recordPolicyReload(result),
+    inputs: options.inputs,
+  });
 }
 
 /** The console (`/console`) over what the services built. */
