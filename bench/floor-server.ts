@@ -20,7 +20,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { Agent, request } from 'undici';
 import { ADMIN_PREFIX, signAdminRequest } from '../src/admin/admin-client.ts';
 import type { DecideRequest } from '../src/decide/decide-request.ts';
-import { applicability, buildSignalQuery } from '../src/decide/signal-queries.ts';
+import { applicability, buildSignalQuery } from '../src/policy/inputs/signal-queries.ts';
 import type { PolicySignalName } from '../src/policy/policy-types.ts';
 import { newBrowserQuery, proximityQuery, singleUnitQuery } from '../src/signals/signal-params.ts';
 import { createSigningKey } from '../src/vendor-auth/hmac-signature.ts';

@@ -1,5 +1,5 @@
 import { type DecideRequest, decideRequestSchema } from '../src/decide/decide-request.ts';
-import * as signalQueries from '../src/decide/signal-queries.ts';
+import * as signalQueries from '../src/policy/inputs/signal-queries.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import type { PolicyRequirements, PolicySignalName } from '../src/policy/policy-types.ts';
 
@@ -23,7 +23,7 @@ export interface PolicyNeeds {
 
 /**
  * Whether the decision service queries `name` for this request, by its own rule
- * (src/decide/signal-queries.ts: `applicability`, formerly `isApplicable`; read through the
+ * (src/policy/inputs/signal-queries.ts: `applicability`, formerly `isApplicable`; read through the
  * namespace so the bench keeps working across that rename).
  */
 function isQueried(name: PolicySignalName, request: DecideRequest): boolean {
@@ -33,10 +33,10 @@ function isQueried(name: PolicySignalName, request: DecideRequest): boolean {
   };
   if (rules.applicability) return rules.applicability(name, request) === 'ok';
   if (rules.isApplicable) return rules.isApplicable(name, request);
-  throw new Error('src/decide/signal-queries.ts exports neither applicability nor isApplicable');
+  throw new Error('src/policy/inputs/signal-queries.ts exports neither applicability nor isApplicable');
 }
 
-/** Reads one request needs under `requirements` (mirrors the input table of src/decide/decision-inputs.ts). */
+/** Reads one request needs under `requirements` (mirrors the input table of src/policy/inputs/input-table.ts). */
 export function readsNeeded(requirements: PolicyRequirements, request: DecideRequest): number {
   let n = 0;
   for (const name of requirements.signals) if (isQueried(name, request)) n++;

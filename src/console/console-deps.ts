@@ -5,6 +5,7 @@ import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { OutboxControls } from '../outbox/actions-routes.ts';
+import type { InputTable } from '../policy/inputs/input-row.ts';
 import type { SessionOptions } from './console-session.ts';
 
 /**
@@ -40,6 +41,11 @@ export interface ConsoleDeps {
   lockouts?: LockoutOperations | undefined;
   outbox: OutboxControls;
   health: ConsoleHealth;
+  /**
+   * The active policy's input table: the rows a decision page shows. Default: the built-in table
+   * (src/policy/inputs/input-table.ts).
+   */
+  inputs?: (() => InputTable) | undefined;
   /** Records a label (the decision log's `feedback` line, src/feedback/record-label.ts). */
   labelDecision(label: ConsoleLabel): Promise<unknown>;
   /** The operator of an operator key, or undefined when it is none. Default the edge's (`operatorOfKey`). */

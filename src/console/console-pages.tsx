@@ -96,6 +96,7 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       body: (
         <DecisionView
           d={d}
+          inputs={deps.inputs?.()}
           outbox={await outboxOf(kit, d)}
           csrf={s.csrf}
           canLabel={roleAllows(s.operator.role, 'analyst')}

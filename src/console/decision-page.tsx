@@ -1,5 +1,7 @@
 import type { StoredDecision } from '../decision-store/decision-query.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
+import { type InputTable, type InputValues, shortText as show } from '../policy/inputs/input-row.ts';
+import { INPUT_ROWS } from '../policy/inputs/input-table.ts';
 import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
 
 /**
@@ -9,30 +11,6 @@ import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
  */
 
 type Line = StoredDecision['line'];
-
-/** A value as short text: scalars as they are, anything else as compact JSON. */
-function show(value: unknown): string {
-  if (value === undefined || value === null) return '';
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  const json = JSON.stringify(value);
-  return json.length > 300 ? `${json.slice(0, 300)}…` : json;
-}
-
-/** The leaves of a vendor envelope as `path: value` pairs (at most `max`). */
-function leaves(value: unknown, prefix = '', max = 14): [string, string][] {
-  const out: [string, string][] = [];
-  const walk = (v: unknown, path: string, depth: number) => {
-    if (out.length >= max) return;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && depth < 4) {
-      for (const [k, inner] of Object.entries(v)) walk(inner, path === '' ? k : `${path}.${k}`, depth + 1);
-      return;
-    }
-    out.push([path, show(v)]);
-  };
-  walk(value, prefix, 0);
-  return out;
-}
 
 function Facts(props: { rows: [string, string | undefined][] }) {
   const rows = props.rows.filter(([, v]) => v !== undefined && v !== '');
@@ -126,10 +104,15 @@ function Rules(props: { line: Line }) {
   );
 }
 
-function Signals(props: { line: Line }) {
+/** Each input as the policy saw it: a line per row of the input table the decision log kept. */
+function Inputs(props: { line: Line; table: InputTable }) {
   const { inputs, outcome } = props.line;
+  const values = inputs as InputValues;
   const treatment = (name: string) => outcome.unavailable.find((u) => u.signal === name)?.treatment;
-  const names = Object.keys(inputs.signals) as (keyof typeof inputs.signals)[];
+  const rows = props.table.flatMap((row) => {
+    const described = row.describe(values);
+    return described === undefined ? [] : [{ name: row.name, described }];
+  });
   return (
     <section class="card" aria-labelledby="h-signals">
       <h2 id="h-signals">Signals and inputs</h2>
@@ -142,65 +125,23 @@ function Signals(props: { line: Line }) {
           </tr>
         </thead>
         <tbody>
-          {names.map((name) => {
-            const s = inputs.signals[name]!;
-            return (
-              <tr>
-                <td>{name}</td>
-                <td>
-                  {s.status === 'ok' ? (
-                    <Facts rows={leaves(s.response)} />
-                  ) : (
-                    <span class="tag tag-warn">unavailable: {s.reason}</span>
-                  )}
-                </td>
-                <td>{treatment(name) ?? (s.status === 'ok' ? 'read by the rules' : '—')}</td>
-              </tr>
-            );
-          })}
-          <tr>
-            <td>Admin user</td>
-            <td>
-              {inputs.user !== undefined ? (
-                <Facts
-                  rows={[
-                    ['status', show(inputs.user.status)],
-                    ['username', show(inputs.user.username)],
-                  ]}
-                />
-              ) : (
-                <span class="muted">{inputs.adminUnavailable?.user ?? 'not read'}</span>
-              )}
-            </td>
-            <td>{treatment('adminUser') ?? '—'}</td>
-          </tr>
-          <tr>
-            <td>Admin devices</td>
-            <td>{inputs.adminUnavailable?.devices ?? `${inputs.devices.length} device(s)`}</td>
-            <td>{treatment('adminDevices') ?? '—'}</td>
-          </tr>
+          {rows.map(({ name, described: d }) => (
+            <tr>
+              <td>{d.label}</td>
+              <td>
+                {'facts' in d ? (
+                  <Facts rows={d.facts} />
+                ) : 'unavailable' in d ? (
+                  <span class="tag tag-warn">unavailable: {d.unavailable}</span>
+                ) : (
+                  <span class="muted">{d.note}</span>
+                )}
+              </td>
+              <td>{treatment(name) ?? ('facts' in d ? 'read by the rules' : '—')}</td>
+            </tr>
+          ))}
         </tbody>
       </table>
-    </section>
-  );
-}
-
-function Features(props: { line: Line }) {
-  const { velocity, history, featuresUnavailable } = props.line.inputs;
-  if (velocity === undefined && history === undefined && featuresUnavailable === undefined) return null;
-  return (
-    <section class="card" aria-labelledby="h-features">
-      <h2 id="h-features">Velocity and history</h2>
-      <Facts
-        rows={[
-          ...Object.entries(velocity ?? {}).map(([k, v]): [string, string] => [`velocity.${k}`, show(v)]),
-          ...leaves(history ?? {}, 'history'),
-          ...Object.entries(featuresUnavailable ?? {}).map(([k, v]): [string, string] => [
-            `${k} unavailable`,
-            show(v),
-          ]),
-        ]}
-      />
     </section>
   );
 }
@@ -359,6 +300,8 @@ function Labels(props: { d: StoredDecision; csrf: string; canLabel: boolean }) {
 
 export function DecisionView(props: {
   d: StoredDecision;
+  /** The input table whose rows the page shows (the active policy's). Default: the built-in one. */
+  inputs?: InputTable | undefined;
   outbox: readonly OutboxEntryView[];
   csrf: string;
   canLabel: boolean;
@@ -405,8 +348,7 @@ export function DecisionView(props: {
         </section>
       )}
       <Rules line={d.line} />
-      <Signals line={d.line} />
-      <Features line={d.line} />
+      <Inputs line={d.line} table={props.inputs ?? INPUT_ROWS} />
       <Timings line={d.line} />
       <Actions d={d} outbox={props.outbox} />
       <Labels d={d} csrf={props.csrf} canLabel={props.canLabel} />

@@ -1,8 +1,7 @@
 import type { AdminClient } from '../admin/admin-client.ts';
-import type { CompiledPolicy, PolicySignalName, SignalResponses } from '../policy/policy-types.ts';
+import type { SignalFetcher } from '../policy/inputs/input-row.ts';
+import type { CompiledPolicy, PolicySignalName } from '../policy/policy-types.ts';
 import type { SignalsClient } from '../signals/signals-client.ts';
-import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
-import type { SignalQueries } from './signal-queries.ts';
 
 /**
  * What the decision service needs from the upstream clients and the policy engine, and nothing
@@ -10,12 +9,7 @@ import type { SignalQueries } from './signal-queries.ts';
  * against the sandbox.
  */
 
-/** Fetches one Trust Signals signal. Resolves (never rejects) with an `UpstreamResult`. */
-export type SignalFetcher = <N extends PolicySignalName>(
-  name: N,
-  query: SignalQueries[N],
-  options: CallOptions,
-) => Promise<UpstreamResult<SignalResponses[N]>>;
+export type { SignalFetcher };
 
 /** The Trust Signals client, as /decide uses it: one method per signal, named as the policy names them. */
 export type SignalsPort = Pick<SignalsClient, PolicySignalName>;

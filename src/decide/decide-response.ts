@@ -1,16 +1,10 @@
 import { z } from 'zod';
-import { NOT_CONFIGURED } from '../policy/policy-evaluator.ts';
-import type {
-  PolicyAction,
-  PolicyDecision,
-  PolicySignalName,
-  SignalOutcome,
-  SignalResponses,
-  UnavailableTreatment,
-} from '../policy/policy-types.ts';
+import type { InputReport } from '../policy/inputs/input-row.ts';
+import { tableOf } from '../policy/inputs/input-table.ts';
+import { reasonWeight } from '../policy/inputs/unavailable-reason.ts';
+import type { PolicyAction, PolicyDecision, UnavailableTreatment } from '../policy/policy-types.ts';
 import type { CallTiming } from './gather.ts';
 import type { DecisionRun } from './run-decision.ts';
-import { NOT_APPLICABLE } from './signal-queries.ts';
 
 /**
  * The body of a /decide answer and its `Server-Timing` header. The zod schema documents the
@@ -53,6 +47,11 @@ const signalReportSchema = z.union([
   }),
 ]);
 export type SignalReport = z.infer<typeof signalReportSchema>;
+/** The rows' reports are the schema's (src/policy/inputs/input-row.ts `InputReport`). */
+type _ReportsMatch = [
+  InputReport extends SignalReport ? true : never,
+  SignalReport extends InputReport ? true : never,
+];
 
 export const ACTION_STATUSES = ['queued', 'deferred', 'done', 'failed', 'skipped'] as const;
 export type ActionStatus = (typeof ACTION_STATUSES)[number];
@@ -192,125 +191,21 @@ function treatmentOf(unavailable: UnavailableTreatment[], name: string): string 
   return undefined;
 }
 
-function unavailableReport(reason: string, treatment: string | undefined): SignalReport {
-  return treatment === undefined
-    ? { status: 'unavailable', reason }
-    : { status: 'unavailable', reason, treatment };
-}
-
-type SupportingSignals = readonly { type: string; details: { matched: boolean } }[] | undefined;
-
-/** The supporting signals that matched, by type: what a policy reads (`matchedSignals`). */
-function matchedSignals(list: SupportingSignals): string[] {
-  const out: string[] = [];
-  if (list !== undefined) for (const s of list) if (s.details.matched) out.push(s.type);
-  return out;
-}
-
-function proximityMatch(
-  m: { proximityConfidence: number; supportingSignals?: SupportingSignals } | null | undefined,
-) {
-  if (m === null || m === undefined) return null;
-  return { proximityConfidence: m.proximityConfidence, matchedSignals: matchedSignals(m.supportingSignals) };
-}
-
 /**
- * The part of a signal's `result` a policy can read, small: the hot path serialises it on every
- * answer, and the decision log keeps the vendor's whole answer for replay.
- */
-function compactResult(
-  name: PolicySignalName,
-  response: SignalResponses[PolicySignalName],
-): object | undefined {
-  const result = response.result;
-  if (result === undefined) return undefined;
-  switch (name) {
-    case 'latestProximity':
-      return proximityMatch(result as SignalResponses['latestProximity']['result']) ?? undefined;
-    case 'historicalProximity': {
-      const r = result as NonNullable<SignalResponses['historicalProximity']['result']>;
-      return { bestMatch: proximityMatch(r.bestMatch), bestIngressMatch: proximityMatch(r.bestIngressMatch) };
-    }
-    case 'geovelocity': {
-      const r = result as NonNullable<SignalResponses['geovelocity']['result']>;
-      const out: Record<string, unknown> = { anomaly: r.anomaly, maxSpeedKmh: r.maxSpeedKmh };
-      let fastest = -1;
-      for (const source of r.sources) {
-        if (source.thresholdKmh !== null && out.thresholdKmh === undefined)
-          out.thresholdKmh = source.thresholdKmh;
-        const pair = source.fastestPair;
-        if (pair !== null && pair.speedKmh > fastest) {
-          fastest = pair.speedKmh;
-          out.distanceKm = pair.distanceKm;
-          out.elapsedSeconds = pair.elapsedSeconds;
-          if (source.thresholdKmh !== null) out.thresholdKmh = source.thresholdKmh;
-        }
-      }
-      return out;
-    }
-    case 'geolocation': {
-      const r = result as NonNullable<SignalResponses['geolocation']['result']>;
-      const out: Record<string, unknown> = {};
-      for (const d of r.datapoints) {
-        if (d.valueType === 'geo') out[d.name === 'geo' ? 'gps' : d.name] = { lat: d.lat, lon: d.lon };
-        else if (d.valueType === 'string' && d.name.startsWith('ingress_ip_')) out[d.name] = d.value;
-      }
-      return out;
-    }
-    default:
-      // remoteAccessTool, newBrowser, activeCall: a few scalars already.
-      return result;
-  }
-}
-
-function signalReport(
-  name: PolicySignalName,
-  outcome: SignalOutcome,
-  treatment: string | undefined,
-): SignalReport {
-  if (outcome.status === 'unavailable') return unavailableReport(outcome.reason, treatment);
-  const response = outcome.response;
-  const report: SignalReport = { status: 'ok', success: response.success };
-  if (response.reason !== undefined) report.reason = response.reason;
-  const observationTime =
-    'observationTimesByUnit' in response
-      ? (response.observationTimesByUnit?.subjectUnitId ?? response.observationTime)
-      : response.observationTime;
-  if (observationTime !== undefined) report.observationTime = observationTime;
-  const result = compactResult(name, response);
-  if (result !== undefined) report.result = result as Record<string, unknown>;
-  if ('mismatchedFields' in response && response.mismatchedFields !== undefined) {
-    report.mismatchedFields = response.mismatchedFields;
-  }
-  return report;
-}
-
-/**
- * Whether any input the policy uses was unavailable for a reason other than not applying or not
- * being configured (a start-up warning, not a per-decision degradation), or the evaluator reports
- * a degraded evaluation (a rule it could not evaluate).
+ * Whether an input the active policy reads was unavailable for a reason that degrades the answer
+ * (`unavailable-reason.ts`: not `not_applicable`, not `not_configured`), or the evaluator reports
+ * a degraded evaluation (an input riskgate failed to gather, a rule it could not evaluate). An
+ * input fetched for the shadow alone (or the Admin user read for subject binding) does not count.
  */
 export function isDegraded(run: DecisionRun): boolean {
   if (run.decision.degraded !== undefined) return true;
-  // Only what the active policy reads: an input fetched for the shadow alone (or the Admin user
-  // read for subject binding) does not make the answer degraded.
-  const needs = run.policy.requirements;
-  for (const [name, outcome] of Object.entries(run.input.signals)) {
-    if (!needs.signals.has(name as PolicySignalName)) continue;
-    if (outcome.status === 'unavailable' && outcome.reason !== NOT_APPLICABLE) return true;
+  const { policy, input } = run;
+  for (const row of tableOf(policy)) {
+    if (!row.readBy(policy)) continue;
+    const reason = row.reason(input);
+    if (reason !== undefined && reasonWeight(reason).degradesAnswer) return true;
   }
-  const features = run.input.featuresUnavailable;
-  if (features !== undefined) {
-    if (needs.velocity && features.velocity !== undefined && features.velocity !== NOT_CONFIGURED)
-      return true;
-    if (needs.history && features.history !== undefined && features.history !== NOT_CONFIGURED) return true;
-  }
-  const admin = run.input.adminUnavailable;
-  if (admin === undefined) return false;
-  return (
-    (needs.adminUser && admin.user !== undefined && admin.user !== NOT_APPLICABLE) ||
-    (needs.adminDevices && admin.devices !== undefined && admin.devices !== NOT_APPLICABLE)
-  );
+  return false;
 }
 
 /** Report of one policy action (`status` decided by the caller, which owns the queue). */
@@ -338,51 +233,10 @@ const round1 = (ms: number) => Math.round(ms * 10) / 10;
 export function buildDecideResponse(run: DecisionRun, actions: ActionReport[]): DecideResponse {
   const { decision, input, policy } = run;
   const signals: Record<string, SignalReport> = {};
-  for (const name of policy.requirements.signals) {
-    const outcome = input.signals[name];
-    if (outcome !== undefined) {
-      signals[name] = signalReport(name, outcome, treatmentOf(decision.unavailable, name));
-    }
-  }
-  const admin = input.adminUnavailable;
-  if (policy.requirements.adminUser) {
-    const user = input.user;
-    signals.adminUser =
-      admin?.user === undefined && user !== undefined
-        ? {
-            status: 'ok',
-            result: {
-              status: user.status,
-              failed_attempts: user.failed_attempts,
-              max_attempts: user.max_attempts,
-            },
-          }
-        : unavailableReport(admin?.user ?? 'missing', treatmentOf(decision.unavailable, 'adminUser'));
-  }
-  if (policy.requirements.adminDevices) {
-    signals.adminDevices =
-      admin?.devices === undefined
-        ? { status: 'ok', result: { count: input.devices.length } }
-        : unavailableReport(admin.devices, treatmentOf(decision.unavailable, 'adminDevices'));
-  }
-  const features = input.featuresUnavailable;
-  if (policy.requirements.velocity) {
-    signals.velocity =
-      input.velocity !== undefined
-        ? { status: 'ok', result: input.velocity }
-        : unavailableReport(features?.velocity ?? 'missing', treatmentOf(decision.unavailable, 'velocity'));
-  }
-  if (policy.requirements.history) {
-    signals.history =
-      input.history !== undefined
-        ? { status: 'ok', result: { ...input.history } }
-        : unavailableReport(features?.history ?? 'missing', treatmentOf(decision.unavailable, 'history'));
-  }
-  if (policy.requirements.lists === true) {
-    signals.lists =
-      input.lists !== undefined
-        ? { status: 'ok' }
-        : unavailableReport(input.listsUnavailable ?? 'missing', treatmentOf(decision.unavailable, 'lists'));
+  for (const row of tableOf(policy)) {
+    if (!row.readBy(policy)) continue;
+    const report = row.report(input, treatmentOf(decision.unavailable, row.name));
+    if (report !== undefined) signals[row.name] = report;
   }
 
   const reasons: DecideResponse['reasons'] = [];

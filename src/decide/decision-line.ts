@@ -26,6 +26,8 @@ export interface DecisionLine {
     velocity?: DecisionRun['input']['velocity'];
     history?: DecisionRun['input']['history'];
     featuresUnavailable?: DecisionRun['input']['featuresUnavailable'];
+    /** Inputs of rows kept by name (src/policy/inputs/input-row.ts `valueRow`); absent when none. */
+    extra?: DecisionRun['input']['extra'];
   };
   outcome: Omit<DecisionRun['decision'], 'policy' | 'actions'>;
   actions: DecideResponse['actions'];
@@ -75,6 +77,7 @@ export function decisionLine(
       ...(run.input.featuresUnavailable !== undefined && {
         featuresUnavailable: run.input.featuresUnavailable,
       }),
+      ...(run.input.extra !== undefined && { extra: run.input.extra }),
     },
     outcome,
     actions: response.actions.map(({ oneTimeCode, ...rest }) =>

@@ -1,4 +1,5 @@
 import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
+import type { InputOutcome } from '../policy/inputs/input-values.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 
@@ -9,7 +10,7 @@ import type { UpstreamResult } from '../upstream/upstream-result.ts';
  * aborted (one shared signal) and marked `deadline`; a result that arrives later is ignored.
  */
 
-/** One input to fetch: a row of the decision's input table (src/decide/decision-inputs.ts). */
+/** One input to fetch: a row of the decision's input table (src/policy/inputs/input-table.ts). */
 export interface InputSource<T = unknown> {
   /** The call's name in Server-Timing, metrics and the decision log: `signals-newBrowser`, `admin-user`. */
   name: string;
@@ -23,10 +24,7 @@ export interface InputSource<T = unknown> {
   fetch(call: { signal: AbortSignal; deadlineAt: number; timeoutMs: number }): Promise<UpstreamResult<T>>;
 }
 
-export type InputOutcome<T = unknown> =
-  | { status: 'ok'; value: T }
-  /** `timeout`, `deadline`, `circuit_open` or an `RG_ERR_*` code (see `unavailableReason`). */
-  | { status: 'unavailable'; reason: string };
+export type { InputOutcome };
 
 /** One upstream call (or step) of a decision, for Server-Timing, metrics and the decision log. */
 export interface CallTiming {

@@ -11,7 +11,7 @@ import type {
 } from '../policy/policy-types.ts';
 import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../subject/subject-binding.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
-import type { PolicySource } from './decide-ports.ts';
+import type { AdminPort, PolicySource } from './decide-ports.ts';
 import type { DecideRequest } from './decide-request.ts';
 import { gatherInputs, type InputPorts, policyInputOf, shadowOnlySignals } from './decision-inputs.ts';
 import { type CallTiming, unavailableReason } from './gather.ts';
@@ -24,6 +24,7 @@ import { toPolicyRequest } from './policy-request.ts';
  */
 
 export interface RunDecisionDeps extends InputPorts {
+  admin: AdminPort;
   policies: PolicySource;
   /** The whole decision's budget, milliseconds (RISKGATE_DEADLINE_MS). */
   deadlineMs: number;
@@ -122,7 +123,7 @@ export async function runDecision(
   const decision = policy.evaluate(input);
   const evaluationMs = performance.now() - evaluationStartedAt;
 
-  const { adminUnavailable, devices } = draft;
+  const { adminUnavailable, devices } = input;
   const run: DecisionRun = {
     decisionId: randomUUID(),
     receivedAt,
@@ -137,8 +138,8 @@ export async function runDecision(
     subject: checkSubject(
       binding,
       request,
-      draft.user,
-      policy.requirements.adminDevices && adminUnavailable.devices === undefined ? devices : undefined,
+      input.user,
+      policy.requirements.adminDevices && adminUnavailable?.devices === undefined ? devices : undefined,
     ),
   };
   if (counterPlan !== undefined) run.counters = counterPlan;
@@ -146,7 +147,9 @@ export async function runDecision(
     run.shadow = {
       policy: shadow,
       input:
-        shadowOnly.length === 0 ? input : { ...input, signals: { ...draft.signals, ...draft.shadowSignals } },
+        shadowOnly.length === 0
+          ? input
+          : { ...input, signals: { ...draft.values.signals, ...draft.shadowSignals } },
       shadowOnly,
     };
   }

@@ -2,7 +2,7 @@ import { Environment } from '@marcbachmann/cel-js';
 import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
 import { type Cidr, cidrContains, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import { checkEvaluationBudget } from './evaluation-budget.ts';
-import type { ListLookup, PolicySignalName } from './policy-types.ts';
+import type { ListLookup, PolicySignalName } from './inputs/input-values.ts';
 import { RE2_MATCHES_NAME, re2Matches } from './re2-matches.ts';
 
 /**
@@ -193,7 +193,7 @@ export class ListView {
   }
 }
 
-function listContains(list: ListView, value: string): boolean {
+export function listContains(list: ListView, value: string): boolean {
   return list.lookup?.contains(list.name, value, list.nowMs) === true;
 }
 
@@ -218,10 +218,46 @@ export interface Activation {
   history: HistoryView;
   /** `lists.<name>`: a view per list the policy declares. */
   lists: Record<string, ListView>;
+  /** The variable of an input row beyond the built-in ones (its `CelBinding.variable`). */
+  [variable: string]: unknown;
 }
 
-export function createActivation(): Activation {
-  return {
+/** A CEL message type an input's view registers. */
+export interface CelType {
+  name: string;
+  ctor: new () => object;
+  fields: Record<string, string>;
+}
+
+/**
+ * How one input appears in CEL: a field of `signals` (a signal), or a variable of its own. Each row
+ * of the input table (src/policy/inputs/) brings its binding; the environment and the activation
+ * are built from the bindings.
+ */
+export interface CelBinding {
+  /** The CEL variable: `signals` (with `field`), or the input's own (`user`, `history`). */
+  variable: string;
+  /** For a signal: its field of `signals`. */
+  field?: string;
+  /** The CEL type of the variable (or of the `signals` field). */
+  type: string;
+  /** Message types to register first (the view's class and fields). */
+  types?: readonly CelType[];
+  /** Receiver functions to register (`RuntimeList.contains(string): bool`). */
+  functions?: readonly { signature: string; fn: (...args: never[]) => unknown; description: string }[];
+  description: string;
+  /**
+   * Whether the view has `available` and `reason` fields: a rule that reads `<input>.available`
+   * handles the input's unavailability itself and is evaluated anyway.
+   */
+  availability: boolean;
+  /** The view a fresh activation starts with (a variable of its own; omitted for a built-in field). */
+  newView?: () => unknown;
+}
+
+/** A fresh activation with a view for every binding. */
+export function createActivation(bindings: readonly CelBinding[]): Activation {
+  const act: Activation = {
     signals: new SignalsView(),
     user: new UserView(),
     devices: [],
@@ -233,6 +269,12 @@ export function createActivation(): Activation {
     history: new HistoryView(),
     lists: {},
   };
+  for (const b of bindings) {
+    if (b.newView === undefined) continue;
+    if (b.field === undefined) act[b.variable] = b.newView();
+    else (act[b.variable] as Record<string, unknown>)[b.field] = b.newView();
+  }
+  return act;
 }
 
 const common = { available: 'bool', success: 'bool', reason: 'string', observationTime: 'string' };
@@ -375,41 +417,38 @@ function matchesWithinBudget(s: string, pattern: string): boolean {
   return re2Matches(s, pattern);
 }
 
-let shared: Environment | undefined;
+const environments = new WeakMap<readonly CelBinding[], Environment>();
 
-/** The policy CEL environment (built once per process; building is the expensive part). */
-export function policyEnvironment(): Environment {
-  if (shared) return shared;
+/**
+ * The policy CEL environment of an input table's bindings (built once per table, so once per
+ * process for the built-in table: building is the expensive part).
+ */
+export function policyEnvironment(bindings: readonly CelBinding[]): Environment {
+  const known = environments.get(bindings);
+  if (known) return known;
   const env = new Environment({ limits: CEL_LIMITS, homogeneousAggregateLiterals: true });
-  const signalFields: Record<string, string> = {};
-  for (const [name, t] of Object.entries(SIGNAL_VIEW_TYPES)) {
-    env.registerType(t.typeName, { ctor: t.ctor, fields: t.fields });
-    signalFields[name] = t.typeName;
+  const groups = new Map<string, Record<string, string>>();
+  for (const b of bindings) {
+    for (const t of b.types ?? []) env.registerType(t.name, { ctor: t.ctor, fields: t.fields });
+    if (b.field === undefined) continue;
+    const group = groups.get(b.variable) ?? {};
+    group[b.field] = b.type;
+    groups.set(b.variable, group);
   }
   env
-    .registerType('Signals', { ctor: SignalsView, fields: signalFields })
-    .registerType('User', { ctor: UserView, fields: USER_FIELDS })
-    .registerType('Device', { ctor: DeviceView, fields: DEVICE_FIELDS })
+    .registerType('Signals', { ctor: SignalsView, fields: groups.get('signals') ?? {} })
     .registerType('Request', { ctor: RequestView, fields: REQUEST_FIELDS })
-    .registerType('History', { ctor: HistoryView, fields: HISTORY_FIELDS })
-    .registerType('RuntimeList', { ctor: ListView, fields: {} })
-    .registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' })
-    .registerVariable('user', 'User', { description: 'The Admin API user.' })
-    .registerVariable('devices', 'list<Device>', { description: "The user's Admin API devices." })
+    .registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' });
+  for (const b of bindings) {
+    if (b.field !== undefined) continue;
+    env.registerVariable(b.variable, b.type, { description: b.description });
+    for (const f of b.functions ?? [])
+      env.registerFunction(f.signature, f.fn, { description: f.description });
+  }
+  env
     .registerVariable('request', 'Request', { description: 'The /decide request.' })
     .registerVariable('now', 'google.protobuf.Timestamp', { description: 'Evaluation time.' })
     .registerVariable('nowSeconds', 'double', { description: 'Evaluation time, Unix seconds.' })
-    .registerVariable('velocity', 'map<string, double>', {
-      description: "The policy's velocity counters by name (`velocity.accountsPerIp`).",
-    })
-    .registerVariable('history', 'History', { description: "The user's event history from the Log API." })
-    .registerVariable('lists', 'map<string, RuntimeList>', {
-      description: "The policy's runtime lists by name (`lists.blockedNetworks.contains(request.ip)`).",
-    })
-    .registerFunction('RuntimeList.contains(string): bool', listContains, {
-      description:
-        'Whether the value is an unexpired entry of the list: inside one of its CIDRs for an `ip` list, equal to an entry otherwise.',
-    })
     .registerFunction('string.inCidr(string): bool', ipInCidr, {
       description: 'Whether the IP address lies in the IPv4/IPv6 CIDR; false for a non-IP string.',
     })
@@ -424,7 +463,7 @@ export function policyEnvironment(): Environment {
     env.registerOperator(`double ${op} int: double`, (a: number, b: bigint) => f(a, Number(b)));
     env.registerOperator(`int ${op} double: double`, (a: bigint, b: number) => f(Number(a), b));
   }
-  shared = env;
+  environments.set(bindings, env);
   return env;
 }
 

@@ -12,7 +12,8 @@ import type {
   RemoteAccessToolView,
 } from './cel-environment.ts';
 import { DeviceView } from './cel-environment.ts';
-import type { PolicyInput, PolicySignalName, SignalOutcome, SignalResponses } from './policy-types.ts';
+import type { PolicyInput, PolicySignalName, SignalOutcome, SignalResponses } from './inputs/input-values.ts';
+import { MISSING } from './inputs/unavailable-reason.ts';
 
 /**
  * Refills the activation views from a `PolicyInput`. Views are reset to their zero values first, so
@@ -25,7 +26,7 @@ const EMPTY: readonly string[] = Object.freeze([]);
 const NO_CONTEXT: Record<string, string | number | boolean> = Object.freeze({});
 
 /** Reason recorded for a referenced input the decision service did not pass at all. */
-export const MISSING_REASON = 'missing';
+const MISSING_REASON = MISSING;
 
 interface CommonView {
   available: boolean;
@@ -182,84 +183,37 @@ function fillGeolocation(v: GeolocationView, o: SignalOutcome<'geolocation'> | u
   }
 }
 
-/** Which signals are unavailable, as a bit per `SIGNAL_BIT` entry (set by `fillActivation`). */
-export const SIGNAL_BIT: Record<PolicySignalName, number> = {
-  remoteAccessTool: 1 << 0,
-  newBrowser: 1 << 1,
-  latestProximity: 1 << 2,
-  historicalProximity: 1 << 3,
-  geovelocity: 1 << 4,
-  activeCall: 1 << 5,
-  geolocation: 1 << 6,
+/** Fills one signal's view; the views' `available` says whether it had a value. */
+export const SIGNAL_FILLS: {
+  [N in PolicySignalName]: (view: never, outcome: SignalOutcome<N> | undefined) => void;
+} = {
+  remoteAccessTool: fillRat,
+  newBrowser: fillNewBrowser,
+  latestProximity: fillLatest,
+  historicalProximity: fillHistorical,
+  geovelocity: fillGeovelocity,
+  activeCall: fillActiveCall,
+  geolocation: fillGeolocation,
 };
-export const USER_BIT = 1 << 7;
-export const DEVICES_BIT = 1 << 8;
-export const VELOCITY_BIT = 1 << 9;
-export const HISTORY_BIT = 1 << 10;
-export const LISTS_BIT = 1 << 11;
 
 const NO_COUNTERS: Record<string, number> = Object.freeze({});
 
-/**
- * Fills `act` for the referenced inputs; returns the unavailability mask (bits of `SIGNAL_BIT`,
- * `USER_BIT`, `DEVICES_BIT`) of the referenced inputs.
- */
-export function fillActivation(
-  act: Activation,
-  input: PolicyInput,
-  signals: readonly PolicySignalName[],
-  needsUser: boolean,
-  needsDevices: boolean,
-  needsVelocity = false,
-  needsHistory = false,
-  needsLists = false,
-): number {
-  let unavailable = 0;
-  const s = act.signals;
-  const given = input.signals;
-  for (let i = 0; i < signals.length; i++) {
-    const name = signals[i]!;
-    switch (name) {
-      case 'remoteAccessTool':
-        fillRat(s.remoteAccessTool, given.remoteAccessTool);
-        if (!s.remoteAccessTool.available) unavailable |= SIGNAL_BIT.remoteAccessTool;
-        break;
-      case 'newBrowser':
-        fillNewBrowser(s.newBrowser, given.newBrowser);
-        if (!s.newBrowser.available) unavailable |= SIGNAL_BIT.newBrowser;
-        break;
-      case 'latestProximity':
-        fillLatest(s.latestProximity, given.latestProximity);
-        if (!s.latestProximity.available) unavailable |= SIGNAL_BIT.latestProximity;
-        break;
-      case 'historicalProximity':
-        fillHistorical(s.historicalProximity, given.historicalProximity);
-        if (!s.historicalProximity.available) unavailable |= SIGNAL_BIT.historicalProximity;
-        break;
-      case 'geovelocity':
-        fillGeovelocity(s.geovelocity, given.geovelocity);
-        if (!s.geovelocity.available) unavailable |= SIGNAL_BIT.geovelocity;
-        break;
-      case 'activeCall':
-        fillActiveCall(s.activeCall, given.activeCall);
-        if (!s.activeCall.available) unavailable |= SIGNAL_BIT.activeCall;
-        break;
-      case 'geolocation':
-        fillGeolocation(s.geolocation, given.geolocation);
-        if (!s.geolocation.available) unavailable |= SIGNAL_BIT.geolocation;
-        break;
-    }
-  }
-  if (needsUser && !fillUser(act, input.user, input.adminUnavailable?.user)) unavailable |= USER_BIT;
-  if (needsDevices && !fillDevices(act, input.devices, input.adminUnavailable?.devices))
-    unavailable |= DEVICES_BIT;
-  if (needsVelocity) {
-    act.velocity = input.velocity ?? NO_COUNTERS;
-    if (input.velocity === undefined) unavailable |= VELOCITY_BIT;
-  }
-  if (needsHistory && !fillHistory(act, input)) unavailable |= HISTORY_BIT;
-  if (needsLists && !fillLists(act, input)) unavailable |= LISTS_BIT;
+/** An input the policy reads (a row of its input table) and its bit in the unavailability mask. */
+export interface ReadInput {
+  row: { fill(act: Activation, input: PolicyInput): boolean };
+  bit: number;
+}
 
+/**
+ * Fills `act` for the inputs the policy reads (each row fills its own view); returns the
+ * unavailability mask (the bits of the rows that had no value).
+ */
+export function fillActivation(act: Activation, input: PolicyInput, reads: readonly ReadInput[]): number {
+  let unavailable = 0;
+  for (let i = 0; i < reads.length; i++) {
+    const r = reads[i]!;
+    if (!r.row.fill(act, input)) unavailable |= r.bit;
+  }
   const r = act.request;
   const q = input.request;
   r.accountId = q.accountId;
@@ -279,7 +233,13 @@ export function fillActivation(
   return unavailable;
 }
 
-function fillUser(
+/** `velocity`: the counters' values, or none (unavailable). */
+export function fillVelocity(act: Activation, input: PolicyInput): boolean {
+  act.velocity = input.velocity ?? NO_COUNTERS;
+  return input.velocity !== undefined;
+}
+
+export function fillUser(
   act: Activation,
   user: AdminUser | undefined,
   unavailableReason: string | undefined,
@@ -318,7 +278,7 @@ function fillUser(
 }
 
 /** Device views are pooled: a decision reuses the previous decision's objects. */
-function fillDevices(
+export function fillDevices(
   act: Activation,
   devices: AdminDevice[],
   unavailableReason: string | undefined,
@@ -358,7 +318,7 @@ function fillDevices(
   return true;
 }
 
-function fillHistory(act: Activation, input: PolicyInput): boolean {
+export function fillHistory(act: Activation, input: PolicyInput): boolean {
   const v = act.history;
   const h = input.history;
   v.available = h !== undefined;
@@ -368,7 +328,7 @@ function fillHistory(act: Activation, input: PolicyInput): boolean {
 }
 
 /** Points every list view at the decision's snapshot and clock; false when the lists are unavailable. */
-function fillLists(act: Activation, input: PolicyInput): boolean {
+export function fillLists(act: Activation, input: PolicyInput): boolean {
   const nowMs = input.now.getTime();
   for (const name in act.lists) {
     const v = act.lists[name]!;

@@ -1,27 +1,20 @@
 import type { ASTNode } from '@marcbachmann/cel-js';
-import { POLICY_SIGNAL_NAMES, type PolicySignalName } from './policy-types.ts';
+import type { CelBinding } from './cel-environment.ts';
+import { POLICY_SIGNAL_NAMES, type PolicySignalName } from './inputs/input-values.ts';
 
 /**
- * Static analysis of one compiled expression: which signals and Admin reads it references (so the
- * decision service fetches only those), and which signals it handles the unavailability of itself
- * by reading `signals.<name>.available`.
+ * Static analysis of one compiled expression: which inputs it reads (so the decision service
+ * fetches only those), and which it handles the unavailability of itself by reading
+ * `<input>.available` (`signals.<name>.available`, `user.available`, `history.available`).
  */
 export interface ExpressionRefs {
-  signals: Set<PolicySignalName>;
-  /** Signals whose `.available` the expression reads: it is evaluated even when they are unavailable. */
-  availabilityAware: Set<PolicySignalName>;
-  user: boolean;
-  /** Reads `user.available`. */
-  userAware: boolean;
-  devices: boolean;
-  /** Reads `velocity`; `velocityNames` are the counters it names (`velocity.<name>`). */
-  velocity: boolean;
+  /** The inputs (rows of the input table) the expression reads, by name. */
+  inputs: Set<string>;
+  /** Inputs whose `.available` the expression reads: it is evaluated even when they are unavailable. */
+  aware: Set<string>;
+  /** The counters it names (`velocity.<name>`). */
   velocityNames: Set<string>;
-  /** Reads `history`; `historyAware` when it reads `history.available`. */
-  history: boolean;
-  historyAware: boolean;
-  /** Reads `lists`; `listNames` are the lists it names (`lists.<name>`). */
-  lists: boolean;
+  /** The lists it names (`lists.<name>`). */
   listNames: Set<string>;
 }
 
@@ -50,18 +43,40 @@ function signalOf(n: ASTNode): PolicySignalName | undefined {
   return undefined;
 }
 
-export function analyzeExpression(ast: ASTNode): ExpressionRefs {
+/** An input of the table by its CEL binding: the signals by field, the others by variable. */
+interface InputLookup {
+  byVariable: ReadonlyMap<string, { name: string; availability: boolean }>;
+  signals: ReadonlyMap<string, string>;
+}
+
+const lookups = new WeakMap<readonly { name: string; cel: CelBinding }[], InputLookup>();
+
+function lookupOf(table: readonly { name: string; cel: CelBinding }[]): InputLookup {
+  let known = lookups.get(table);
+  if (known === undefined) {
+    const byVariable = new Map<string, { name: string; availability: boolean }>();
+    const signals = new Map<string, string>();
+    for (const row of table) {
+      if (row.cel.field === undefined)
+        byVariable.set(row.cel.variable, { name: row.name, availability: row.cel.availability });
+      else if (row.cel.variable === 'signals') signals.set(row.cel.field, row.name);
+    }
+    known = { byVariable, signals };
+    lookups.set(table, known);
+  }
+  return known;
+}
+
+/** What `ast` reads of the inputs of `table` (rows: `{ name, cel }`). */
+export function analyzeExpression(
+  ast: ASTNode,
+  table: readonly { name: string; cel: CelBinding }[],
+): ExpressionRefs {
+  const { byVariable, signals } = lookupOf(table);
   const refs: ExpressionRefs = {
-    signals: new Set(),
-    availabilityAware: new Set(),
-    user: false,
-    userAware: false,
-    devices: false,
-    velocity: false,
+    inputs: new Set(),
+    aware: new Set(),
     velocityNames: new Set(),
-    history: false,
-    historyAware: false,
-    lists: false,
     listNames: new Set(),
   };
   const visit = (x: unknown): void => {
@@ -73,15 +88,20 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
     const n = x;
     const sig = signalOf(n);
     if (sig) {
-      refs.signals.add(sig);
+      const name = signals.get(sig);
+      if (name !== undefined) refs.inputs.add(name);
       return;
     }
     if (n.op === '.' || n.op === '.?') {
       const [obj, field] = n.args;
-      const inner = isNode(obj) ? signalOf(obj) : undefined;
-      if (inner && field === 'available') refs.availabilityAware.add(inner);
-      if (isNode(obj) && isId(obj, 'user') && field === 'available') refs.userAware = true;
-      if (isNode(obj) && isId(obj, 'history') && field === 'available') refs.historyAware = true;
+      if (isNode(obj) && field === 'available') {
+        const inner = signalOf(obj);
+        const named =
+          inner !== undefined ? signals.get(inner) : obj.op === 'id' ? byVariable.get(obj.args) : undefined;
+        const name =
+          typeof named === 'string' ? named : named?.availability === true ? named.name : undefined;
+        if (name !== undefined) refs.aware.add(name);
+      }
       if (isNode(obj) && isId(obj, 'velocity') && typeof field === 'string') refs.velocityNames.add(field);
       if (isNode(obj) && isId(obj, 'lists') && typeof field === 'string') refs.listNames.add(field);
       visit(obj);
@@ -94,13 +114,12 @@ export function analyzeExpression(ast: ASTNode): ExpressionRefs {
       if (named !== undefined && isId(n.args[0], 'lists')) refs.listNames.add(named);
     }
     if (n.op === 'id') {
-      if (n.args === 'user') refs.user = true;
-      else if (n.args === 'devices') refs.devices = true;
-      else if (n.args === 'velocity') refs.velocity = true;
-      else if (n.args === 'history') refs.history = true;
-      else if (n.args === 'lists') refs.lists = true;
       // `signals` as a whole value: every signal may be read.
-      else if (n.args === 'signals') for (const s of POLICY_SIGNAL_NAMES) refs.signals.add(s);
+      if (n.args === 'signals') for (const name of signals.values()) refs.inputs.add(name);
+      else {
+        const row = byVariable.get(n.args);
+        if (row !== undefined) refs.inputs.add(row.name);
+      }
       return;
     }
     if (n.op === 'value') return;

@@ -19,15 +19,9 @@ import {
   USER_FIELDS,
 } from './cel-environment.ts';
 import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
+import type { InputTable } from './inputs/input-row.ts';
+import { celBindings, INPUT_ROWS } from './inputs/input-table.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
-import {
-  DEVICES_BIT,
-  HISTORY_BIT,
-  LISTS_BIT,
-  SIGNAL_BIT,
-  USER_BIT,
-  VELOCITY_BIT,
-} from './policy-activation.ts';
 import { analyzeExpression, extractGuards } from './policy-analysis.ts';
 import {
   type CompiledAction,
@@ -79,6 +73,11 @@ export interface CompileOptions {
    * (which is whole milliseconds): tests and benches exhaust it on purpose with a microsecond.
    */
   evaluationBudgetMs?: number;
+  /**
+   * The input table to compile against: the built-in one (src/policy/inputs/input-table.ts), or
+   * one with rows added (`[...INPUT_ROWS, row]`). Default: the built-in one.
+   */
+  inputs?: InputTable;
 }
 
 export interface CompileResult {
@@ -216,7 +215,8 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   const p = parsed.data;
   for (const c of crossCheckPolicy(p)) error(c.path, c.message);
 
-  const env = policyEnvironment();
+  const table = options.inputs ?? INPUT_ROWS;
+  const env = policyEnvironment(celBindings(table));
   const compileExpression = (path: YamlPath, expr: string, wantType: string): ParseResult | undefined => {
     let fn: ParseResult;
     try {
@@ -259,7 +259,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   };
 
   // Actions first: rules refer to them by name.
-  const actionRefs = { signals: new Set<PolicySignalName>(), user: false, devices: false };
+  const actionReads = new Set<string>();
   const actions = new Map<string, CompiledAction>();
   for (const [name, cfg] of Object.entries(p.actions ?? {})) {
     const template: Omit<PolicyAction, 'source'> = { type: cfg.type, name };
@@ -282,10 +282,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       const fn = compileExpression(path, cfg.select, 'list<string>');
       if (fn) {
         compiled.select = fn;
-        const refs = analyzeExpression(fn.ast);
-        for (const s of refs.signals) actionRefs.signals.add(s);
-        actionRefs.user ||= refs.user;
-        actionRefs.devices ||= refs.devices;
+        for (const name of analyzeExpression(fn.ast, table).inputs) actionReads.add(name);
       }
     }
     actions.set(name, compiled);
@@ -302,8 +299,6 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     }),
   );
   const counterNames = velocityCounters.map((c) => c.name);
-  let needsVelocity = false;
-  let needsHistory = false;
   /** Velocity names an expression reads must be declared: a typo is a load error, not a runtime one. */
   const checkVelocityNames = (path: YamlPath, names: ReadonlySet<string>): boolean => {
     let ok = true;
@@ -322,7 +317,6 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   };
   const declaredLists = declaredListsOf(p);
   const listNames = declaredLists.map((l) => l.name);
-  let needsLists = false;
   /** List names an expression reads must be declared: reading an undeclared list is a load error. */
   const checkListNames = (path: YamlPath, names: ReadonlySet<string>): boolean => {
     let ok = true;
@@ -339,50 +333,26 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     }
     return ok;
   };
-  const required = new Set<PolicySignalName>(actionRefs.signals);
-  let needsUser = actionRefs.user;
-  let needsDevices = actionRefs.devices;
+  /** Every input a rule or an action reads, by name. */
+  const reads = new Set<string>(actionReads);
+  const bitOf = new Map(table.map((row, i) => [row.name, 1 << i]));
   const rules: CompiledRule[] = [];
   let raisingMask = 0;
   p.rules.forEach((rule, i) => {
     if (rule.verdict === 'allow') warn(['rules', i, 'verdict'], HARD_ALLOW_WARNING);
     const fn = compileExpression(['rules', i, 'when'], rule.when, 'bool');
     if (!fn) return;
-    const refs = analyzeExpression(fn.ast);
+    const refs = analyzeExpression(fn.ast, table);
     if (!checkVelocityNames(['rules', i, 'when'], refs.velocityNames)) return;
     if (!checkListNames(['rules', i, 'when'], refs.listNames)) return;
     let skipMask = 0;
     // Every input the rule reads, availability-aware or not: the degraded floor's inputs.
     let readMask = 0;
-    if (refs.lists) {
-      needsLists = true;
-      skipMask |= LISTS_BIT;
-      readMask |= LISTS_BIT;
-    }
-    if (refs.velocity) {
-      needsVelocity = true;
-      skipMask |= VELOCITY_BIT;
-      readMask |= VELOCITY_BIT;
-    }
-    if (refs.history) {
-      needsHistory = true;
-      if (!refs.historyAware) skipMask |= HISTORY_BIT;
-      readMask |= HISTORY_BIT;
-    }
-    for (const s of refs.signals) {
-      required.add(s);
-      if (!refs.availabilityAware.has(s)) skipMask |= SIGNAL_BIT[s];
-      readMask |= SIGNAL_BIT[s];
-    }
-    if (refs.user) {
-      needsUser = true;
-      if (!refs.userAware) skipMask |= USER_BIT;
-      readMask |= USER_BIT;
-    }
-    if (refs.devices) {
-      needsDevices = true;
-      skipMask |= DEVICES_BIT;
-      readMask |= DEVICES_BIT;
+    for (const name of refs.inputs) {
+      reads.add(name);
+      const bit = bitOf.get(name)!;
+      if (!refs.aware.has(name)) skipMask |= bit;
+      readMask |= bit;
     }
     const score = rule.score ?? 0;
     const verdictRank = rule.verdict ? VERDICT_RANK[rule.verdict] : 0;
@@ -400,7 +370,10 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       score,
       verdictRank,
       fn,
-      guards: extractGuards(fn.ast, (sig) => BOOL_FIELDS[sig]),
+      guards: extractGuards(fn.ast, (sig) => BOOL_FIELDS[sig]).map((g) => ({
+        ...g,
+        bit: bitOf.get(g.signal)!,
+      })),
       skipMask,
       onError,
       countsOnError: onError === 'match' || (onError === 'failClosed' && raisesRisk),
@@ -417,7 +390,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   warnUnavailableAllow(p, warn);
   const degradedVerdict = p.degraded?.verdict ?? 'challenge';
   if (degradedVerdict !== 'deny') warnDenyWithoutEvidence(p, degradedVerdict, warn);
-  warnUnused(p, required, needsUser, needsDevices, actions, warn);
+  warnUnused(p, reads, actions, warn);
   const now = (options.now ?? new Date()).getTime();
   const overrides: CompiledOverride[] = [];
   for (const list of ['deny', 'allow'] as const) {
@@ -441,59 +414,36 @@ export function compilePolicy(file: string, text: string, options: CompileOption
 
   const defaultTimeout = defaults.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const defaultOnUnavailable: OnUnavailable = defaults.onUnavailable ?? 'ignore';
-  const signalOrder = POLICY_SIGNAL_NAMES.filter((s) => required.has(s));
+  const signalOrder = POLICY_SIGNAL_NAMES.filter((s) => reads.has(s));
   const signalSettings: { [N in PolicySignalName]?: SignalSettings } = {};
-  const unavailableSettings: UnavailableSetting[] = [];
   for (const s of signalOrder) {
     const cfg = p.signals?.[s];
     signalSettings[s] = { timeoutMs: cfg?.timeoutMs ?? defaultTimeout, params: { ...(cfg?.params ?? {}) } };
-    unavailableSettings.push({
-      signal: s,
-      bit: SIGNAL_BIT[s],
-      onUnavailable: cfg?.onUnavailable ?? defaultOnUnavailable,
-    });
   }
   const adminSettings: { user?: AdminReadSettings; devices?: AdminReadSettings } = {};
-  if (needsUser) {
-    adminSettings.user = { timeoutMs: p.admin?.user?.timeoutMs ?? defaultTimeout };
-    unavailableSettings.push({
-      signal: 'adminUser',
-      bit: USER_BIT,
-      onUnavailable: p.admin?.user?.onUnavailable ?? defaultOnUnavailable,
-    });
-  }
-  if (needsDevices) {
+  if (reads.has('adminUser')) adminSettings.user = { timeoutMs: p.admin?.user?.timeoutMs ?? defaultTimeout };
+  if (reads.has('adminDevices'))
     adminSettings.devices = { timeoutMs: p.admin?.devices?.timeoutMs ?? defaultTimeout };
-    unavailableSettings.push({
-      signal: 'adminDevices',
-      bit: DEVICES_BIT,
-      onUnavailable: p.admin?.devices?.onUnavailable ?? defaultOnUnavailable,
-    });
-  }
-
   const featureSettings: NonNullable<PolicyEvaluator['featureSettings']> = {};
-  if (needsVelocity) {
+  if (reads.has('velocity'))
     featureSettings.velocity = { timeoutMs: p.velocity?.timeoutMs ?? DEFAULT_FEATURE_TIMEOUT_MS };
-    unavailableSettings.push({
-      signal: 'velocity',
-      bit: VELOCITY_BIT,
-      onUnavailable: p.velocity?.onUnavailable ?? defaultOnUnavailable,
-    });
-  }
-  if (needsHistory) {
+  if (reads.has('history')) {
     featureSettings.history = {
       timeoutMs: p.history?.timeoutMs ?? DEFAULT_FEATURE_TIMEOUT_MS,
       maxLagMs: (p.history?.maxLagSeconds ?? DEFAULT_HISTORY_MAX_LAG_SECONDS) * 1000,
     };
-    unavailableSettings.push({
-      signal: 'history',
-      bit: HISTORY_BIT,
-      onUnavailable: p.history?.onUnavailable ?? defaultOnUnavailable,
-    });
   } else if (p.history !== undefined) warn(['history'], 'settings for history, but no rule reads `history`');
-  if (needsLists) {
-    unavailableSettings.push({ signal: 'lists', bit: LISTS_BIT, onUnavailable: defaultOnUnavailable });
-  }
+  // One per input read, in table order: the order of explanations and skip reasons.
+  const unavailableSettings: UnavailableSetting[] = [];
+  table.forEach((row, i) => {
+    if (!reads.has(row.name)) return;
+    unavailableSettings.push({
+      signal: row.name as UnavailableSetting['signal'],
+      bit: 1 << i,
+      row,
+      onUnavailable: ownOnUnavailable(p, row.name) ?? defaultOnUnavailable,
+    });
+  });
 
   const outage = compileOutage(p, unavailableSettings, warn);
 
@@ -505,16 +455,17 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     rules,
     requirements: {
       signals: new Set(signalOrder),
-      adminUser: needsUser,
-      adminDevices: needsDevices,
-      velocity: needsVelocity,
-      history: needsHistory,
-      lists: needsLists,
+      adminUser: reads.has('adminUser'),
+      adminDevices: reads.has('adminDevices'),
+      velocity: reads.has('velocity'),
+      history: reads.has('history'),
+      lists: reads.has('lists'),
+      inputs: new Set(table.filter((row) => reads.has(row.name)).map((row) => row.name)),
     },
+    inputs: table,
     velocityCounters,
     lists: declaredLists,
     featureSettings,
-    signalOrder,
     signalSettings,
     adminSettings,
     unavailableSettings,
@@ -628,20 +579,34 @@ function warnDenyWithoutEvidence(
   });
 }
 
+/** An input's own `onUnavailable` in the policy file; undefined: `defaults.onUnavailable`. */
+function ownOnUnavailable(p: PolicyFile, name: string): OnUnavailable | undefined {
+  switch (name) {
+    case 'adminUser':
+      return p.admin?.user?.onUnavailable;
+    case 'adminDevices':
+      return p.admin?.devices?.onUnavailable;
+    case 'velocity':
+      return p.velocity?.onUnavailable;
+    case 'history':
+      return p.history?.onUnavailable;
+    default:
+      return p.signals?.[name as PolicySignalName]?.onUnavailable;
+  }
+}
+
 function warnUnused(
   p: PolicyFile,
-  required: ReadonlySet<PolicySignalName>,
-  needsUser: boolean,
-  needsDevices: boolean,
+  reads: ReadonlySet<string>,
   actions: ReadonlyMap<string, CompiledAction>,
   warn: (path: YamlPath, message: string) => void,
 ): void {
   for (const s of Object.keys(p.signals ?? {}) as PolicySignalName[]) {
-    if (!required.has(s)) warn(['signals', s], `settings for "${s}", but no rule reads signals.${s}`);
+    if (!reads.has(s)) warn(['signals', s], `settings for "${s}", but no rule reads signals.${s}`);
   }
-  if (p.admin?.user && !needsUser)
+  if (p.admin?.user && !reads.has('adminUser'))
     warn(['admin', 'user'], 'settings for the Admin user, but no rule reads `user`');
-  if (p.admin?.devices && !needsDevices) {
+  if (p.admin?.devices && !reads.has('adminDevices')) {
     warn(['admin', 'devices'], 'settings for Admin devices, but no rule reads `devices`');
   }
   const used = new Set<string>([

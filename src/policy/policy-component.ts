@@ -1,4 +1,5 @@
 import type { Component, LifecycleLog } from '../lifecycle/component.ts';
+import type { InputTable } from './inputs/input-row.ts';
 import { policyRoutes } from './policy-routes.ts';
 import { createPolicyStore, type PolicyStore } from './policy-store.ts';
 import { RuleStats } from './rule-stats.ts';
@@ -14,6 +15,8 @@ export interface PolicyComponentOptions {
   log: LifecycleLog;
   /** Told of each reload of either policy, successful or not (the reload metric). */
   onReload: (result: 'ok' | 'error') => void;
+  /** The input table both policies compile against; default the built-in one. */
+  inputs?: InputTable | undefined;
 }
 
 export interface Policies {
@@ -31,17 +34,19 @@ export function policyComponent(o: PolicyComponentOptions): Component<Policies> 
   return {
     name: 'policies',
     async start() {
+      const compileOptions = o.inputs === undefined ? undefined : { inputs: o.inputs };
       const store = await createPolicyStore({
         path: o.path,
         debounceMs: o.debounceMs,
         log: o.log,
         onReload: () => o.onReload('ok'),
         onError: () => o.onReload('error'),
+        compile: compileOptions,
       });
       const shadow =
         o.shadowPath === undefined
           ? undefined
-          : openShadowPolicy(o.shadowPath, o.debounceMs, o.log, o.onReload);
+          : openShadowPolicy(o.shadowPath, o.debounceMs, o.log, o.onReload, compileOptions);
       await shadow?.ready;
       const ruleStats = new RuleStats();
       return {

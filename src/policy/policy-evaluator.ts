@@ -9,7 +9,10 @@ import {
   evaluationBudgetSpent,
   startEvaluationBudget,
 } from './evaluation-budget.ts';
-import { fillActivation, MISSING_REASON, SIGNAL_BIT } from './policy-activation.ts';
+import type { InputRow, InputTable } from './inputs/input-row.ts';
+import { celBindings } from './inputs/input-table.ts';
+import { MISSING, reasonWeight } from './inputs/unavailable-reason.ts';
+import { fillActivation } from './policy-activation.ts';
 import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
@@ -39,20 +42,6 @@ import type {
  * activation views are reused. A decision allocates its result arrays and little else.
  */
 
-/** Reason of an unavailable signal that does not apply to the request's platform: never fail-closed. */
-export const NOT_APPLICABLE = 'not_applicable';
-/**
- * Reason of an input the request did not carry the identifiers for: the caller's gap, not the
- * vendor's, so it never counts towards an outage (its onUnavailable still applies).
- */
-const MISSING_IDENTIFIERS = 'missing_identifiers';
-/**
- * Reason of an input the deployment does not provide (history without the Log API, velocity
- * without a feature store): a choice, not a failure, so neither degraded nor an outage (its
- * onUnavailable still applies). riskgate warns about it once at start-up.
- */
-export const NOT_CONFIGURED = 'not_configured';
-
 const RANK: Record<Verdict, number> = { allow: 1, challenge: 2, deny: 3 };
 const DENY = RANK.deny;
 /** Id of the pseudo-rule reported when the engine itself failed. */
@@ -74,8 +63,11 @@ export interface CompiledRule {
   score: number;
   verdictRank: number;
   fn: ParseResult;
-  /** Leading `signals.x.flag` conjuncts checked in JS before calling CEL (see `extractGuards`). */
-  guards: readonly RuleGuard[];
+  /**
+   * Leading `signals.x.flag` conjuncts checked in JS before calling CEL (see `extractGuards`), each
+   * with its signal's bit.
+   */
+  guards: readonly (RuleGuard & { bit: number })[];
   /** Bits of the inputs the rule reads, minus those whose availability it tests itself. */
   skipMask: number;
   onError: OnError;
@@ -103,8 +95,10 @@ export interface CompiledOverride {
   cidrs: readonly Cidr[];
 }
 
+/** An input the policy reads: its row, its bit in the unavailability mask, its `onUnavailable`. */
 export interface UnavailableSetting {
   signal: UnavailableTreatment['signal'];
+  row: InputRow<unknown, string>;
   bit: number;
   onUnavailable: OnUnavailable;
 }
@@ -131,7 +125,8 @@ export interface PolicyParts {
   thresholds: { challenge: number; deny: number };
   rules: readonly CompiledRule[];
   requirements: PolicyRequirements;
-  signalOrder: readonly PolicySignalName[];
+  /** The input table the policy was compiled against. */
+  inputs: InputTable;
   signalSettings: { [N in PolicySignalName]?: SignalSettings };
   adminSettings: { user?: AdminReadSettings; devices?: AdminReadSettings };
   unavailableSettings: readonly UnavailableSetting[];
@@ -166,13 +161,13 @@ function guardsPass(act: Activation, guards: readonly RuleGuard[]): boolean {
 /** Whether a guard on a signal that answered is false: the rule is false whatever the others say. */
 function guardFailsOnAnswered(
   act: Activation,
-  guards: readonly RuleGuard[],
+  guards: readonly (RuleGuard & { bit: number })[],
   unavailableMask: number,
 ): boolean {
   const views = act.signals as unknown as Record<string, Record<string, unknown>>;
   for (let i = 0; i < guards.length; i++) {
     const g = guards[i]!;
-    if ((SIGNAL_BIT[g.signal] & unavailableMask) === 0 && views[g.signal]![g.field] !== g.expect) return true;
+    if ((g.bit & unavailableMask) === 0 && views[g.signal]![g.field] !== g.expect) return true;
   }
   return false;
 }
@@ -217,13 +212,9 @@ function errorSummary(e: unknown): string {
   return String(e);
 }
 
-function reasonOf(act: Activation, input: PolicyInput, signal: UnavailableSetting['signal']): string {
-  if (signal === 'adminUser') return act.user.reason;
-  if (signal === 'adminDevices') return input.adminUnavailable?.devices ?? 'missing';
-  if (signal === 'velocity') return input.featuresUnavailable?.velocity ?? 'missing';
-  if (signal === 'history') return act.history.reason;
-  if (signal === 'lists') return input.listsUnavailable ?? MISSING_REASON;
-  return act.signals[signal].reason;
+/** Why an input the policy reads is unavailable (its row knows where its reason is kept). */
+function reasonOf(input: PolicyInput, u: UnavailableSetting): string {
+  return u.row.reason(input) ?? MISSING;
 }
 
 /** Why a rule's expression gave no answer: its error, and whether that was the spent budget. */
@@ -316,8 +307,9 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly velocityCounters: readonly CompiledCounter[];
   readonly featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
   readonly lists: readonly DeclaredList[];
+  readonly inputs: InputTable;
   readonly #p: PolicyParts;
-  readonly #act: Activation = createActivation();
+  readonly #act: Activation;
   readonly #policyRef: { name: string; revision: string };
 
   constructor(parts: PolicyParts) {
@@ -336,6 +328,8 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.velocityCounters = parts.velocityCounters;
     this.featureSettings = parts.featureSettings;
     this.lists = parts.lists;
+    this.inputs = parts.inputs;
+    this.#act = createActivation(celBindings(parts.inputs));
     for (const l of parts.lists) this.#act.lists[l.name] = new ListView(l.name);
     this.#policyRef = Object.freeze({ name: parts.name, revision: parts.revision });
   }
@@ -379,17 +373,7 @@ export class PolicyEvaluator implements CompiledPolicy {
 
   #evaluate(input: PolicyInput): PolicyDecision {
     const p = this.#p;
-    const req = p.requirements;
-    const unavailableMask = fillActivation(
-      this.#act,
-      input,
-      p.signalOrder,
-      req.adminUser,
-      req.adminDevices,
-      req.velocity,
-      req.history,
-      req.lists === true,
-    );
+    const unavailableMask = fillActivation(this.#act, input, p.unavailableSettings);
     const t = newTally();
     if (unavailableMask !== 0) this.#treatUnavailable(input, unavailableMask, t);
     const override = p.overrides.length > 0 ? this.#matchOverride(input) : undefined;
@@ -441,21 +425,19 @@ export class PolicyEvaluator implements CompiledPolicy {
     let outageCount = 0;
     for (const u of p.unavailableSettings) {
       if ((unavailableMask & u.bit) === 0) continue;
-      const reason = reasonOf(this.#act, input, u.signal);
-      if (reason === NOT_APPLICABLE) {
+      const reason = reasonOf(input, u);
+      const weight = reasonWeight(reason);
+      if (!weight.treated) {
         t.unavailable.push({ signal: u.signal, reason, treatment: 'ignore' });
         continue;
       }
-      if (reason !== MISSING_IDENTIFIERS && reason !== NOT_CONFIGURED) {
+      if (weight.outage) {
         outageMask |= u.bit;
         outageCount++;
-        // An input never passed at all is no state of riskgate's: the decision service always
-        // passes what it fetched; only a replay of a log that did not record it (which the
-        // replay lists as uncertain) or a test leaves one out.
-        if (reason !== MISSING_REASON) {
-          t.degradedMask |= u.bit;
-          t.degradedInputs = append(t.degradedInputs, { input: u.signal, reason });
-        }
+      }
+      if (weight.degradesEvaluation) {
+        t.degradedMask |= u.bit;
+        t.degradedInputs = append(t.degradedInputs, { input: u.signal, reason });
       }
       const o = u.onUnavailable;
       if (o !== 'ignore') {
@@ -683,7 +665,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     let out = '';
     for (const u of this.#p.unavailableSettings) {
       if ((mask & u.bit) === 0) continue;
-      const reason = reasonOf(this.#act, input, u.signal);
+      const reason = reasonOf(input, u);
       out += `${out ? ', ' : ''}${u.signal} unavailable (${reason})`;
     }
     return out;

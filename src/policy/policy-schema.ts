@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { FACTORS } from '../admin/admin-schemas.ts';
 import { COUNTER_REQUEST_FIELDS, parseWindow } from '../features/velocity-counters.ts';
 import { SUPPORTING_SIGNAL_TYPES } from '../signals/signal-schemas.ts';
-import { POLICY_SIGNAL_NAMES } from './policy-types.ts';
+import { INPUT_NAMES } from './inputs/input-values.ts';
 
 /**
  * The policy file (`apiVersion: riskgate/v1`, `kind: Policy`), as zod. This is the single source of
@@ -206,15 +206,8 @@ export const overrideEntrySchema = z
   .strict();
 export type OverrideEntry = z.infer<typeof overrideEntrySchema>;
 
-/** The inputs an outage rule can name: the signals, the two Admin reads and the two feature reads. */
-const OUTAGE_INPUTS = [
-  ...POLICY_SIGNAL_NAMES,
-  'adminUser',
-  'adminDevices',
-  'velocity',
-  'history',
-  'lists',
-] as const;
+/** The inputs an outage rule can name: every input of the table. */
+const OUTAGE_INPUTS = INPUT_NAMES;
 
 const counterFieldSchema = z
   .union([

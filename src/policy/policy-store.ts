@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { CompileOptions } from './policy-compiler.ts';
 import { loadPolicy, PolicyLoadError, resolvePolicyFiles } from './policy-loader.ts';
 import type { CompiledPolicy, PolicyIssue } from './policy-types.ts';
 
@@ -68,6 +69,8 @@ export interface PolicyStoreOptions {
   onError?: (error: PolicyLoadError, info: { durationMs: number }) => void;
   /** One structured log line per reload outcome. Default: JSON on stderr. */
   log?: (line: Record<string, unknown>) => void;
+  /** How each load compiles (the input table: `CompileOptions.inputs`). Default: the defaults. */
+  compile?: CompileOptions | undefined;
 }
 
 function defaultLog(line: Record<string, unknown>): void {
@@ -111,7 +114,7 @@ export async function createPolicyStore(options: PolicyStoreOptions): Promise<Po
   // The content each load attempt started from: a poll or event that finds the same content does
   // nothing, so a broken file is reported once, not on every tick.
   let seenHash = await contentHash(path);
-  let live = await loadPolicy(path);
+  let live = await loadPolicy(path, options.compile);
   let loadedAt = new Date();
   let reloads = 0;
   let failedReloads = 0;
@@ -127,7 +130,7 @@ export async function createPolicyStore(options: PolicyStoreOptions): Promise<Po
     seenHash = await contentHash(path);
     const started = performance.now();
     try {
-      const next = await loadPolicy(path);
+      const next = await loadPolicy(path, options.compile);
       const durationMs = performance.now() - started;
       lastError = undefined;
       if (next.revision === live.revision) return { ok: true, changed: false, revision: live.revision };

@@ -1,17 +1,32 @@
-import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
-import type { HistoryFeatures } from '../features/history-features.ts';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
 import type { PolicyRequest } from '../policy-input/policy-request.ts';
 import type { Verdict } from '../policy-input/verdict.ts';
+import type { InputTable } from './inputs/input-row.ts';
 import type {
-  ActiveCallResponse,
-  GeolocationResponse,
-  GeovelocityResponse,
-  HistoricalProximityResponse,
-  LatestProximityResponse,
-  NewBrowserResponse,
-  RemoteAccessToolResponse,
-} from '../signals/signal-schemas.ts';
+  AdminReadSettings,
+  FeatureReadSettings,
+  InputName,
+  PolicyInput,
+  PolicyRequirements,
+  PolicySignalName,
+  SignalSettings,
+} from './inputs/input-values.ts';
+
+export {
+  type AdminReadSettings,
+  type FeatureReadSettings,
+  INPUT_NAMES,
+  type InputName,
+  type InputOutcome,
+  type ListLookup,
+  POLICY_SIGNAL_NAMES,
+  type PolicyInput,
+  type PolicyRequirements,
+  type PolicySignalName,
+  type SignalOutcome,
+  type SignalResponses,
+  type SignalSettings,
+} from './inputs/input-values.ts';
 
 // Below the policy engine and the feature store, which both read them (no import circle).
 export type { PolicyRequest, Verdict };
@@ -22,76 +37,6 @@ export type { PolicyRequest, Verdict };
  * `evaluate`; the engine owns how those values appear to CEL.
  */
 
-/** Signals a policy can reference, by riskgate's name (`signals.<name>` in CEL). */
-export const POLICY_SIGNAL_NAMES = [
-  'remoteAccessTool',
-  'newBrowser',
-  'latestProximity',
-  'historicalProximity',
-  'geovelocity',
-  'activeCall',
-  'geolocation',
-] as const;
-export type PolicySignalName = (typeof POLICY_SIGNAL_NAMES)[number];
-
-/** The parsed vendor envelope of each signal. */
-export interface SignalResponses {
-  remoteAccessTool: RemoteAccessToolResponse;
-  newBrowser: NewBrowserResponse;
-  latestProximity: LatestProximityResponse;
-  historicalProximity: HistoricalProximityResponse;
-  geovelocity: GeovelocityResponse;
-  activeCall: ActiveCallResponse;
-  geolocation: GeolocationResponse;
-}
-
-/**
- * What the decision service got for one signal. `ok` carries the vendor envelope as received
- * (which may itself say `success: false` with a reason such as `insufficient_observations`);
- * `unavailable` means riskgate got no usable answer (timeout, upstream error, skipped), and the
- * policy's `onUnavailable` for that signal applies.
- */
-export type SignalOutcome<N extends PolicySignalName = PolicySignalName> =
-  | { status: 'ok'; response: SignalResponses[N] }
-  | {
-      status: 'unavailable';
-      /** Why: `timeout`, `deadline`, or an `RG_ERR_*` code, or `not_requested` (missing inputs). */
-      reason: string;
-    };
-
-/** Everything one evaluation sees. */
-export interface PolicyInput {
-  signals: { [N in PolicySignalName]?: SignalOutcome<N> };
-  /** The Admin user; `undefined` when not requested or not available (see `adminUnavailable`). */
-  user?: AdminUser | undefined;
-  /** The user's devices; empty when not requested or unavailable. */
-  devices: AdminDevice[];
-  /** Admin reads that were required but failed, with the reason. */
-  adminUnavailable?: { user?: string; devices?: string };
-  /** `velocity.<name>` values, when the policy reads counters and the store answered. */
-  velocity?: Record<string, number> | undefined;
-  /** `history.<feature>` values, when the policy reads history and it is available. */
-  history?: HistoryFeatures | undefined;
-  /** Feature reads that were required but failed (store down, follower behind), with the reason. */
-  featuresUnavailable?: { velocity?: string; history?: string };
-  /** The runtime lists (`lists.<name>` in CEL), when the policy reads them and their snapshot is fresh. */
-  lists?: ListLookup | undefined;
-  /** Why the runtime lists are unavailable (a stale snapshot: `RG_ERR_LISTS_UNAVAILABLE`). */
-  listsUnavailable?: string | undefined;
-  request: PolicyRequest;
-  /** Evaluation time. */
-  now: Date;
-}
-
-/** The runtime lists as a decision reads them (src/lists/ keeps them). */
-export interface ListLookup {
-  /**
-   * Whether `value` is an entry of list `name` that has not expired at `nowMs` (epoch ms): a
-   * prefix match for an IP list's CIDRs, an exact match otherwise.
-   */
-  contains(name: string, value: string, nowMs: number): boolean;
-}
-
 /** A runtime list the policy declares (`lists.<name>`). */
 export interface DeclaredList {
   name: string;
@@ -99,25 +44,6 @@ export interface DeclaredList {
   /** Default time-to-live of an entry, milliseconds; undefined: entries never expire. */
   ttlMs?: number | undefined;
   description?: string | undefined;
-}
-
-/** What a policy needs fetched; derived by static analysis of its expressions. */
-export interface PolicyRequirements {
-  signals: ReadonlySet<PolicySignalName>;
-  adminUser: boolean;
-  adminDevices: boolean;
-  /** Reads `velocity` (the counters in `velocityCounters`). */
-  velocity: boolean;
-  /** Reads `history` (keyed by the request's userId). */
-  history: boolean;
-  /** Reads `lists` (the runtime lists' in-memory snapshot). */
-  lists?: boolean;
-}
-
-/** Settings of the feature reads (`velocity`, `history` in the policy). */
-export interface FeatureReadSettings {
-  /** Milliseconds, inside the decision deadline. */
-  timeoutMs: number;
 }
 
 /** Admin actions a policy can ask for. */
@@ -143,14 +69,6 @@ export interface PolicyAction {
    * previous one is permanent (`escalateWithin`).
    */
   escalateWithinMs?: number;
-}
-
-/** Per-signal settings the decision service needs before evaluating. */
-export interface SignalSettings {
-  /** This signal's own timeout, milliseconds (inside the decision deadline). */
-  timeoutMs: number;
-  /** Vendor query options the policy chose (e.g. new-browser `matchScope`, `cooldownSeconds`). */
-  params: Record<string, string | number | boolean>;
 }
 
 export interface MatchedRule {
@@ -209,7 +127,7 @@ export interface PolicyIssue {
 }
 
 export interface UnavailableTreatment {
-  signal: PolicySignalName | 'adminUser' | 'adminDevices' | 'velocity' | 'history' | 'lists';
+  signal: InputName;
   reason: string;
   /** What the policy did about it: `ignore`, `score:<n>`, or `verdict:<v>`. */
   treatment: string;
@@ -285,12 +203,6 @@ export interface PolicyDecision {
   suppressedActions?: SuppressedAction[];
 }
 
-/** Per-read settings of the Admin API reads (`admin.user`, `admin.devices` in the policy). */
-export interface AdminReadSettings {
-  /** Milliseconds (inside the decision deadline). */
-  timeoutMs: number;
-}
-
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
 export interface CompiledPolicy {
   name: string;
@@ -320,6 +232,11 @@ export interface CompiledPolicy {
   velocityCounters?: readonly CompiledCounter[];
   /** The runtime lists the policy declares (`lists`), whether or not a rule reads them. */
   lists?: readonly DeclaredList[];
+  /**
+   * The input table the policy was compiled against (src/policy/inputs/input-table.ts, and any row
+   * added to it); absent: the built-in table.
+   */
+  inputs?: InputTable;
   /** Feature read settings; `history.maxLagMs` marks history unavailable past that follower lag. */
   featureSettings?: {
     velocity?: FeatureReadSettings;

@@ -1,4 +1,5 @@
 import type { LifecycleLog } from '../lifecycle/component.ts';
+import type { CompileOptions } from './policy-compiler.ts';
 import { createPolicyStore, type PolicyStore } from './policy-store.ts';
 import type { CompiledPolicy } from './policy-types.ts';
 
@@ -24,6 +25,7 @@ export function openShadowPolicy(
   debounceMs: number,
   log: LifecycleLog,
   onReload: (result: 'ok' | 'error') => void,
+  compile?: CompileOptions,
 ): ShadowPolicy {
   let store: PolicyStore | undefined;
   let lastError: string | undefined;
@@ -37,6 +39,7 @@ export function openShadowPolicy(
         log: (line) => log({ ...line, shadow: true }),
         onReload: () => onReload('ok'),
         onError: () => onReload('error'),
+        compile,
       });
       if (closed) {
         opened.close();

@@ -41,6 +41,7 @@ interface DecisionLineShape {
     velocity?: PolicyInput['velocity'];
     history?: PolicyInput['history'];
     featuresUnavailable?: PolicyInput['featuresUnavailable'];
+    extra?: PolicyInput['extra'];
   };
   outcome?: { verdict?: unknown; score?: unknown; matchedRules?: { id?: unknown }[] };
   shed?: unknown;
@@ -92,6 +93,7 @@ export function readDecisionLine(text: string): ReadLine {
   if (v.inputs.velocity !== undefined) input.velocity = v.inputs.velocity;
   if (v.inputs.history !== undefined) input.history = v.inputs.history;
   if (v.inputs.featuresUnavailable !== undefined) input.featuresUnavailable = v.inputs.featuresUnavailable;
+  if (v.inputs.extra !== undefined) input.extra = v.inputs.extra;
   return {
     kind: 'decision',
     decision: {

@@ -19,6 +19,7 @@ import type { DecisionTracing } from '../observability/tracing.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox, OutboxOptions } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
+import type { InputTable } from '../policy/inputs/input-row.ts';
 import type { PolicyStore } from '../policy/policy-store.ts';
 import type { SignalsClient } from '../signals/signals-client.ts';
 import type { CircuitBreakerOptions } from '../upstream/circuit-breaker.ts';
@@ -70,6 +71,12 @@ export interface StartRiskgateOptions {
   console?: Pick<ConsoleDeps, 'rules'>;
   /** Quiet period before a policy reload, milliseconds. Default 200. */
   policyDebounceMs?: number;
+  /**
+   * The input table the policies compile against and the console shows: the built-in one
+   * (src/policy/inputs/input-table.ts) unless a test adds an input through one row
+   * (`[...INPUT_ROWS, row]`).
+   */
+  inputs?: InputTable;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
   logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
   /** Circuit breaker tuning (tests shorten the open period); `false`: none (tests of one failure at a time). */

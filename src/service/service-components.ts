@@ -84,15 +84,7 @@ export async function startServices(
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config));
-  const policies = await l.start(
-    policyComponent({
-      path: config.policyPath,
-      shadowPath: config.shadowPolicyPath,
-      debounceMs: options.policyDebounceMs ?? 200,
-      log,
-      onReload: (result) => m.recordPolicyReload(result),
-    }),
-  );
+  const policies = await l.start(policiesOf(ctx));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
   const ruleReport = cachedRuleReport(createRuleReport({ database, policies }));
@@ -229,6 +221,19 @@ async function startActionPath(
   return { lockouts, outbox };
 }
 
+/** The active and shadow policies, compiled against the input table (`options.inputs`). */
+function policiesOf(ctx: { options: StartRiskgateOptions; log: ServiceLog; metrics: RiskgateMetrics }) {
+  const { options, log, metrics } = ctx;
+  return policyComponent({
+    path: options.config.policyPath,
+    shadowPath: options.config.shadowPolicyPath,
+    debounceMs: options.policyDebounceMs ?? 200,
+    log,
+    onReload: (result) => metrics.recordPolicyReload(result),
+    inputs: options.inputs,
+  });
+}
+
 /** The console (`/console`) over what the services built. */
 function consoleOf(
   l: Lifecycle<RiskgateMetrics>,
@@ -267,5 +272,6 @@ function consoleOf(
         { ...label, keyId: operator.keyId, as: 'operator', operatorName: operator.name },
       ),
     session: { ...options.config.console, operatorKeys: ctx.opsKeys },
+    inputs: options.inputs === undefined ? undefined : () => options.inputs!,
   });
 }

@@ -1,7 +1,6 @@
-import { NOT_APPLICABLE } from '../policy/policy-evaluator.ts';
-import type { PolicySignalName } from '../policy/policy-types.ts';
-import type { VerificationStatus } from '../signals/identifiers.ts';
-import type { DecideRequest } from './decide-request.ts';
+import type { VerificationStatus } from '../../signals/identifiers.ts';
+import type { PolicySignalName } from './input-values.ts';
+import { MISSING_IDENTIFIERS, NOT_APPLICABLE } from './unavailable-reason.ts';
 
 /**
  * How a /decide request becomes one Trust Signals query per signal, and which signals cannot
@@ -9,8 +8,25 @@ import type { DecideRequest } from './decide-request.ts';
  * vendor's parameters; the vendor's `serviceId` is the client's business.
  */
 
-/** The reason a signal is skipped for the login's platform; the policy engine never counts it. */
-export { NOT_APPLICABLE };
+/** What the rows read of the /decide request (src/decide/decide-request.ts). */
+export interface InputRequest {
+  accountId: string;
+  userId?: string | undefined;
+  platform?: 'browser' | 'mobile' | undefined;
+  unitId?: string | undefined;
+  verificationStatus?: VerificationStatus | undefined;
+  interactionId?: string | undefined;
+  sdkVersionId?: string | undefined;
+  baseline?:
+    | {
+        accountId?: string | undefined;
+        unitId?: string | undefined;
+        verificationStatus?: VerificationStatus | undefined;
+        interactionId?: string | undefined;
+        sdkVersionId?: string | undefined;
+      }
+    | undefined;
+}
 
 /** Parameters of the single-unit signals (geolocation, geovelocity, active call). */
 export interface UnitQuery {
@@ -69,14 +85,6 @@ const PLATFORMS: Record<PolicySignalName, readonly ('browser' | 'mobile')[]> = {
 };
 
 /**
- * Reason of a signal the login's platform allows but whose required identifiers the request lacks
- * (no interactionId for remote access, no baseline for proximity). It is an unavailable input like
- * any other: the policy's `onUnavailable` applies and the decision is degraded, so leaving a field
- * out can never switch a protective signal off.
- */
-export const MISSING_IDENTIFIERS = 'missing_identifiers';
-
-/**
  * Whether `name` can be queried for this login: `ok`; `not_applicable` when the caller names a
  * platform the signal does not cover (a browser-only signal on a mobile login, or the reverse),
  * the one case the policy never counts; `missing_identifiers` when the platform allows it (or is
@@ -84,7 +92,7 @@ export const MISSING_IDENTIFIERS = 'missing_identifiers';
  */
 export function applicability(
   name: PolicySignalName,
-  request: DecideRequest,
+  request: InputRequest,
 ): 'ok' | typeof NOT_APPLICABLE | typeof MISSING_IDENTIFIERS {
   if (request.platform !== undefined && !PLATFORMS[name].includes(request.platform)) return NOT_APPLICABLE;
   switch (name) {
@@ -100,7 +108,7 @@ export function applicability(
   }
 }
 
-function unitQuery(r: DecideRequest): UnitQuery {
+function unitQuery(r: InputRequest): UnitQuery {
   const q: UnitQuery = { accountId: r.accountId };
   if (r.unitId !== undefined) q.unitId = r.unitId;
   if (r.verificationStatus !== undefined) q.verificationStatus = r.verificationStatus;
@@ -109,7 +117,7 @@ function unitQuery(r: DecideRequest): UnitQuery {
   return q;
 }
 
-function subjectQuery(r: DecideRequest): PairedQuery {
+function subjectQuery(r: InputRequest): PairedQuery {
   const q: PairedQuery = { subjectAccountId: r.accountId };
   if (r.unitId !== undefined) q.subjectUnitId = r.unitId;
   if (r.verificationStatus !== undefined) q.subjectVerificationStatus = r.verificationStatus;
@@ -118,7 +126,7 @@ function subjectQuery(r: DecideRequest): PairedQuery {
   return q;
 }
 
-function proximityQuery(r: DecideRequest): PairedQuery {
+function proximityQuery(r: InputRequest): PairedQuery {
   const q = subjectQuery(r);
   const b = r.baseline;
   if (b !== undefined) {
@@ -137,7 +145,7 @@ function proximityQuery(r: DecideRequest): PairedQuery {
  * it the vendor compares the subject side with itself, which the login's interactionId narrows to
  * the login alone. The request's `baseline` (a phone, for proximity) is no browser history.
  */
-function newBrowserQuery(r: DecideRequest): PairedQuery {
+function newBrowserQuery(r: InputRequest): PairedQuery {
   const q = subjectQuery(r);
   q.baselineAccountId = r.accountId;
   return q;
@@ -146,7 +154,7 @@ function newBrowserQuery(r: DecideRequest): PairedQuery {
 /** Builds the vendor query of `name` for an applicable request, with the policy's `params` added. */
 export function buildSignalQuery<N extends PolicySignalName>(
   name: N,
-  request: DecideRequest,
+  request: InputRequest,
   params: SignalParams | undefined,
 ): SignalQueries[N] {
   let query: SignalQueries[PolicySignalName];
