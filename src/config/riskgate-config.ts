@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { type DatabaseTarget, databasePath } from '../database/database.ts';
+import type { StateTarget } from '../database/state-databases.ts';
 import type { TrustedProxy } from '../edge/caller-auth.ts';
 import { parseTrustedProxies } from '../edge/client-address.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
@@ -121,12 +121,12 @@ export interface RiskgateConfig {
    */
   featureStore: { kind: 'memory' } | { kind: 'redis'; url: string };
   /**
-   * The database behind what people query: decisions, the audit trail, lists, lock-outs
-   * (RISKGATE_DATABASE): `sqlite` (default; `riskgate.sqlite` in the state dir, shared by the
-   * workers of one host), `memory` (this process only, lost with it: tests), or a `postgres://` URL
-   * (every replica writes to one store).
+   * Where the state lives, control state and decisions (RISKGATE_DATABASE): `sqlite` (default;
+   * `control.sqlite` and `decisions.sqlite` in the state dir, shared by the workers of one host:
+   * src/database/state-files.ts), `memory` (this process only, lost with it: tests), or a
+   * `postgres://` URL (every replica writes to one store, both kinds in the one database).
    */
-  database: DatabaseTarget;
+  database: StateTarget;
   /**
    * The decision store (src/decision-store/): every decision, its labels and its actions' outcomes
    * in the database, for the console and `GET /decisions`. `enabled` (RISKGATE_DECISION_STORE, on
@@ -714,7 +714,7 @@ export function loadConfig(
     featureStore: featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX),
     database:
       b.RISKGATE_DATABASE === 'sqlite'
-        ? { kind: 'sqlite', path: databasePath(b.RISKGATE_STATE_DIR) }
+        ? { kind: 'sqlite', dir: b.RISKGATE_STATE_DIR }
         : b.RISKGATE_DATABASE === 'memory'
           ? { kind: 'memory' }
           : { kind: 'postgres', url: b.RISKGATE_DATABASE },
