@@ -33,7 +33,8 @@ export function databaseComponent(o: {
             })
           : sharedState(o.given, { closes: false });
       const engine = state.control.engine;
-      o.log({ level: 'info', msg: 'database open', engine, ...(state.decisionsFile && { dir: o.target }) });
+      const dir = o.given === undefined && o.target.kind === 'sqlite' ? o.target.dir : undefined;
+      o.log({ level: 'info', msg: 'database open', engine, ...(dir !== undefined && { dir }) });
       return {
         handle: state,
         health: () => {

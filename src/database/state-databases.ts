@@ -119,6 +119,9 @@ class EmbeddedState implements StateDatabases {
   #status: StateStatus;
   #watch: NodeJS.Timeout | undefined;
   #recovering: Promise<void> | undefined;
+  /** The marker was there at start: this state dir had files before (not a first start). */
+  #hadState = false;
+  #closed = false;
   readonly #reopened: (() => Promise<void> | void)[] = [];
 
   constructor(files: StateFiles, o: OpenStateOptions) {
@@ -158,6 +161,7 @@ class EmbeddedState implements StateDatabases {
     const warning = prepareStateDir(this.#files.dir);
     if (warning !== undefined) this.#o.log({ level: 'warn', msg: warning });
     await withStartLock(this.#files.dir, async () => {
+      this.#hadState = markerPresent(this.#files);
       this.#control = await this.#openControl();
       this.#decisions = await this.#openDecisions();
     });
@@ -187,7 +191,7 @@ class EmbeddedState implements StateDatabases {
             `the upgrade from ${f.legacy} failed (the file is left in place): ${safeErrorText(error)}`,
           );
         }
-      } else if (markerPresent(f)) {
+      } else if (this.#hadState) {
         return this.#controlUnavailable(
           `${f.control} is missing, but this state dir had one (${f.marker}): restore it from a backup, or remove ${f.marker} to start with empty control state`,
         );
@@ -235,7 +239,7 @@ class EmbeddedState implements StateDatabases {
    */
   async #openDecisions(gated = true): Promise<RiskgateDatabase> {
     const f = this.#files;
-    if (gated && !existsSync(f.decisions) && markerPresent(f)) {
+    if (gated && !existsSync(f.decisions) && this.#hadState) {
       this.#status.decisions.recreated++;
       this.#o.log({
         level: 'warn',
@@ -302,7 +306,8 @@ class EmbeddedState implements StateDatabases {
   }
 
   decisionsDamaged(error: unknown): void {
-    if (!isCorruptFileError(error)) return;
+    // While opening, a failure is the open's own to handle (it sets the file aside itself).
+    if (this.#watch === undefined || !isCorruptFileError(error)) return;
     void this.#recoverDecisions(`the decisions file is damaged: ${safeErrorText(error)}`, true);
   }
 
@@ -312,6 +317,7 @@ class EmbeddedState implements StateDatabases {
 
   /** Sets the file aside (when `damaged`), reopens every connection on a fresh one. One at a time. */
   #recoverDecisions(reason: string, damaged: boolean): Promise<void> {
+    if (this.#closed) return Promise.resolve();
     this.#recovering ??= (async () => {
       if (damaged) this.#setDecisionsAside(reason);
       else {
@@ -362,6 +368,7 @@ class EmbeddedState implements StateDatabases {
 
   async close(): Promise<void> {
     clearInterval(this.#watch);
+    this.#closed = true;
     await this.#recovering?.catch(() => {});
     await Promise.all([this.#control.close(), this.#decisions.close()]);
   }

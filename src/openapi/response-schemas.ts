@@ -63,15 +63,21 @@ export const healthSchema = z
   .object({
     status: z
       .enum(['ok', 'alarm'])
-      .describe('`alarm` while `alarms` lists something an operator must act on (still 200: a restart fixes none).'),
+      .describe(
+        '`alarm` while `alarms` lists something an operator must act on (still 200: a restart fixes none).',
+      ),
     alarms: z
       .array(z.string())
       .optional()
-      .describe('What needs an operator: control state unavailable (a damaged, missing or replaced control file).'),
+      .describe(
+        'What needs an operator: control state unavailable (a damaged, missing or replaced control file).',
+      ),
     state: z
       .object({
         control: z.object({
-          available: z.boolean().describe('False: lists unavailable to decisions, operator changes refused (503).'),
+          available: z
+            .boolean()
+            .describe('False: lists unavailable to decisions, operator changes refused (503).'),
           reason: z.string().optional(),
           file: z.string().optional(),
         }),
