@@ -14,9 +14,12 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTROL_FILE, DECISIONS_FILE } from '../src/database/state-files.ts';
+import { openDatabase } from '../src/database/database.ts';
+import { CONTROL_FILE, DECISIONS_FILE, LEGACY_FILE } from '../src/database/state-files.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
+import { ListStore } from '../src/lists/list-store.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
+import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
@@ -207,6 +210,35 @@ describe('the embedded state (SQLite) through its faults', () => {
     await eventually(async () => (await health(h)).decisionStore.written >= 2, {
       what: 'decisions written again',
     });
+    await h.stop();
+  });
+
+  it('an existing riskgate.sqlite: its control state copied into control.sqlite, the old file renamed aside', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
+    const legacy = await openDatabase(
+      { kind: 'sqlite', path: join(dir, LEGACY_FILE) },
+      { migrations: ALL_MIGRATIONS },
+    );
+    await new ListStore(legacy).add([
+      {
+        list: 'blockedNetworks',
+        value: BLOCKED,
+        kind: 'ip',
+        author: 'ops',
+        reason: 'credential stuffing',
+        createdMs: Date.now(),
+        expiresMs: null,
+      },
+    ]);
+    await legacy.close();
+    const h = await start(dir);
+    expect(await verdicts(h)).toEqual(QUIET);
+    expect((await health(h)).status).toBe('ok');
+    expect(logged(h, 'control state copied from')).toMatchObject({ copied: { list_entry: 1 } });
+    const files = readdirSync(dir);
+    expect(files).toContain(CONTROL_FILE);
+    expect(files).not.toContain(LEGACY_FILE);
+    expect(files.some((f) => f.startsWith(`${LEGACY_FILE}.pre-split-`))).toBe(true);
     await h.stop();
   });
 
