@@ -20,10 +20,11 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { ListStore } from '../src/lists/list-store.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
-import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { type Harness, OPS_KEY, startHarness, writePolicy } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { PROCESS_KEY, PROCESS_OPS_KEY, processEnv, ROOT, startProcess } from './support/riskgate-process.ts';
 import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
@@ -38,7 +39,10 @@ import { startTestSandbox } from './support/test-sandbox.ts';
  * - SQLite: the files deleted while running (and the restart after), the files damaged (random
  *   pages over the file and its WAL), a full disk (a 4 MiB tmpfs as the state dir, filled up: the
  *   test runs as root, as CI does; elsewhere the cell says why it skips), a stop while the
- *   decisions file is locked (SIGTERM's path: `stop()`), a SIGKILL mid-batch (a real process).
+ *   decisions file is locked (SIGTERM's path: `stop()`), a SIGKILL mid-batch (a real process,
+ *   `src/main.ts` under tsx: no dist build). What a SIGKILL loses cannot be counted by the process
+ *   it killed: at most the records buffered (RISKGATE_DECISION_STORE_BUFFER, written every 100
+ *   ms), all of them in the decision log already.
  * - PostgreSQL: a poison row (a U+0000 in a decision record: "invalid byte sequence ... 0x00"), a
  *   stop while the server is frozen. PostgreSQL has no files of riskgate's to delete or damage,
  *   and its full disk is the server's to report.
@@ -275,6 +279,56 @@ describe('the embedded state (SQLite) through its faults', () => {
     expect(await verdicts(again)).toEqual(QUIET);
     await again.stop();
   });
+
+  it('a SIGKILL mid-batch: the restart answers, the control state whole, the decisions file usable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-kill-'));
+    const env = processEnv(sandbox, {
+      RISKGATE_STATE_DIR: dir,
+      RISKGATE_POLICY_PATH: writePolicy(LIST_POLICY),
+    });
+    const run = async () => {
+      const p = startProcess(join(ROOT, 'src/main.ts'), env, ['--import', 'tsx']);
+      const url = `http://127.0.0.1:${await p.port()}`;
+      const decide = async (ip: string) => {
+        const res = await fetch(`${url}/decide`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${PROCESS_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify(login(ip)),
+        });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { verdict: Verdict }).verdict;
+      };
+      return { p, url, decide };
+    };
+    const first = await run();
+    try {
+      const added = await fetch(`${first.url}/lists/blockedNetworks/entries`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${PROCESS_OPS_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ value: BLOCKED, reason: 'credential stuffing' }),
+      });
+      expect(added.status).toBe(201);
+      // Killed while decisions are in flight and their records in a batch.
+      const flight = Array.from({ length: 40 }, () => first.decide(OTHER_IP).catch(() => undefined));
+      await Promise.race(flight);
+      first.p.kill('SIGKILL');
+      await Promise.all(flight);
+      await first.p.exited;
+    } finally {
+      first.p.kill('SIGKILL');
+    }
+    const second = await run();
+    try {
+      expect(await second.decide(BLOCKED_IP)).toBe('deny');
+      expect(await second.decide(OTHER_IP)).toBe('allow');
+      const s = (await (await fetch(`${second.url}/healthz`)).json()) as Awaited<ReturnType<typeof health>>;
+      expect(s.status).toBe('ok');
+      expect(s.state!.decisions.setAside).toBe(0);
+    } finally {
+      second.p.kill('SIGKILL');
+      await second.p.exited;
+    }
+  }, 60_000);
 
   const canMount = process.platform === 'linux' && process.getuid?.() === 0;
   it.runIf(canMount)(
