@@ -6,7 +6,7 @@ import type { FeatureMigrations } from '../database/database.ts';
  * limit), set aside by the writer (src/decision-store/decision-store-writer.ts) so the rest of its
  * batch is written: `decision_reject` keeps each one's raw record (JSON, where a U+0000 is the
  * escape `\u0000`, which every engine stores) and the database's error, for a look
- * (docs/operations.md, "Set-aside rows"). Bounded: past `MAX_REJECTS` the oldest go.
+ * (docs/operations.md, "State files"). Bounded: past `MAX_REJECTS` the oldest go.
  */
 
 export type RejectTables = {
