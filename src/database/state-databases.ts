@@ -32,7 +32,9 @@ import {
  *   /healthz and `riskgate_control_state_unavailable 1`; riskgate still starts and answers. The
  *   decisions file, when it cannot be opened or is found damaged, deleted or replaced, is set
  *   aside (`decisions.sqlite.corrupt-<ts>`) and a fresh one made, at start or while running: it
- *   never stops a start or a decision.
+ *   never stops a start or a decision. Only the control file gets a `quick_check` at start (a
+ *   full read: seconds for a large audit trail); a damaged page of the decisions file (up to a
+ *   gigabyte) shows when a query or a write meets it, which sets the file aside then.
  *
  * A watch stats both paths every `watchEveryMs` and compares device and inode (and a size fallen
  * to 0) with the file opened, as SQLite's own tools do to notice a file swapped under them: a
@@ -169,8 +171,6 @@ class EmbeddedState implements StateDatabases {
     this.#decisionsId = fileIdentity(this.#files.decisions);
     this.#watch = setInterval(() => this.#check(), this.#o.watchEveryMs ?? 2000);
     this.#watch.unref();
-    // A damaged page deep in a large decisions file shows in a full check only: run after the start.
-    void this.#checkDecisions();
     return this;
   }
 
@@ -338,11 +338,6 @@ class EmbeddedState implements StateDatabases {
       this.#recovering = undefined;
     });
     return this.#recovering;
-  }
-
-  async #checkDecisions(): Promise<void> {
-    const damage = await quickCheck(this.#decisions).catch(() => undefined);
-    if (damage !== undefined) void this.#recoverDecisions(`quick_check: ${damage}`, true);
   }
 
   /** The watch: has a file been deleted, replaced or emptied under its open connection? */
