@@ -135,8 +135,8 @@ const logged = (h: Harness, words: string) =>
   h.serviceLog.find((l) => typeof l.msg === 'string' && l.msg.includes(words));
 
 /** A quiet day on `dir`: the range blocked, denied, the other login allowed; some decisions kept. */
-async function quietDay(dir: string): Promise<Harness> {
-  const h = await start(dir);
+async function quietDay(dir: string, riskgate: object = {}): Promise<Harness> {
+  const h = await start(dir, { riskgate });
   expect((await block(h)).status).toBe(201);
   expect(await verdicts(h)).toEqual(QUIET);
   await eventually(async () => (await health(h)).decisionStore.written >= 2, { what: 'decisions written' });
@@ -258,7 +258,8 @@ describe('the embedded state (SQLite) through its faults', () => {
 
   it('a stop with the buffer full (the decisions file locked): what is not written is counted and logged', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
-    const h = await quietDay(dir);
+    // A short teardown: the store's flush gets what is left of it (a second or two), not its 5 s.
+    const h = await quietDay(dir, { drainTimeoutMs: 500 });
     const lock = new DatabaseSync(join(dir, DECISIONS_FILE), { timeout: 0 });
     lock.exec('begin exclusive');
     try {
@@ -442,9 +443,14 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-pg-'));
     const h = await start(dir, {
       env: { RISKGATE_DATABASE: server.url },
-      riskgate: { decisionStore: { writeTimeoutMs: 300, backoff: { initialMs: 50, maxMs: 300 } } },
+      riskgate: {
+        decisionStore: { writeTimeoutMs: 300, backoff: { initialMs: 50, maxMs: 300 } },
+        drainTimeoutMs: 500,
+      },
     });
+    expect((await block(h)).status).toBe(201);
     server.pause();
+    let stopped = false;
     try {
       for (let i = 0; i < 3; i++) await neverMorePermissive(h);
       const { pending } = await eventually(
@@ -455,11 +461,13 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
         { what: 'records waiting' },
       );
       await h.riskgate.stop();
+      stopped = true;
       expect(logged(h, 'records not written by the stop deadline are dropped')).toMatchObject({
         dropped: pending,
       });
     } finally {
       server.resume();
+      if (!stopped) await h.riskgate.stop();
     }
     const again = await start(dir, { env: { RISKGATE_DATABASE: server.url } });
     await neverMorePermissive(again);

@@ -229,7 +229,7 @@ class EmbeddedState implements StateDatabases {
   /** A handle on the control file that never opens it: every query refused with `reason`. */
   #controlUnavailable(reason: string): RiskgateDatabase {
     this.#controlGate.trip(reason);
-    return closedHandle(this.#files.control, this.#controlGate);
+    return gatedHandle(this.#files.control, this.#controlGate);
   }
 
   /**
@@ -262,20 +262,33 @@ class EmbeddedState implements StateDatabases {
     try {
       return await open();
     } catch (error) {
+      // Only a damaged file is set aside: a busy, full or unwritable one is the file still.
+      if (!isCorruptFileError(error)) return this.#decisionsLater(error, gated);
       this.#setDecisionsAside(safeErrorText(error));
     }
     try {
       return await open();
     } catch (error) {
-      // Not even a fresh file (a full disk, a read-only directory): the store's writes fail and
-      // are counted; decisions and the start go on.
-      const reason = `a fresh decisions file cannot be made: ${safeErrorText(error)}`;
-      this.#o.log({ level: 'error', msg: 'decision store unavailable', file: f.decisions, reason });
-      return closedHandle(
-        f.decisions,
-        new DatabaseGate({ what: 'the decision store', closedReason: reason }),
-      );
+      return this.#decisionsLater(error, gated);
     }
+  }
+
+  /**
+   * The decisions file cannot be opened now (a full disk, a lock, a read-only directory): the store
+   * goes on through a handle that tries the file again at each query (its writes fail and are
+   * retried, then dropped and counted); decisions and the start go on.
+   */
+  #decisionsLater(error: unknown, gated: boolean): RiskgateDatabase {
+    const f = this.#files;
+    const reason = safeErrorText(error);
+    this.#o.log({
+      level: 'error',
+      msg: 'the decisions file cannot be opened now: decision store writes fail until it can',
+      file: f.decisions,
+      reason,
+    });
+    if (!gated) throw error;
+    return gatedHandle(f.decisions, this.#decisionsGate, (e) => this.decisionsDamaged(e));
   }
 
   #setDecisionsAside(reason: string): void {
@@ -385,9 +398,12 @@ async function quickCheck(database: RiskgateDatabase): Promise<string | undefine
   return found === 'ok' ? undefined : found.slice(0, 300);
 }
 
-/** A handle on `path` that refuses every query through `gate` (tripped) and never opens the file. */
-function closedHandle(path: string, gate: DatabaseGate): RiskgateDatabase {
+/**
+ * A handle on `path` through `gate`, opening the file only at its first query let through: never,
+ * while the gate is tripped (a damaged control file is not opened again).
+ */
+function gatedHandle(path: string, gate: DatabaseGate, onError?: (error: unknown) => void): RiskgateDatabase {
   // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
-  const db = new Kysely<{}>({ dialect: new GatedDialect(new SqliteThreadDialect({ path }), gate) });
+  const db = new Kysely<{}>({ dialect: new GatedDialect(new SqliteThreadDialect({ path }), gate, onError) });
   return { db, engine: 'sqlite', close: () => db.destroy() };
 }
