@@ -246,6 +246,24 @@ describe('the embedded state (SQLite) through its faults', () => {
     await h.stop();
   });
 
+  it('two riskgates starting at once on a fresh state dir (the workers of one host) prepare it once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
+    const [a, b] = await Promise.all([start(dir), start(dir)]);
+    try {
+      expect((await block(a)).status).toBe(201);
+      await eventually(async () => (await verdicts(b)).blocked === 'deny', {
+        what: 'the entry seen by the other',
+      });
+      for (const h of [a, b]) expect((await health(h)).status).toBe('ok');
+      const files = readdirSync(dir);
+      expect(files).toEqual(expect.arrayContaining([CONTROL_FILE, DECISIONS_FILE]));
+      expect(files.filter((f) => /corrupt|upgrading|\.start\.lock/.test(f))).toEqual([]);
+      for (const h of [a, b]) expect(h.serviceLog.filter((l) => l.level === 'error')).toEqual([]);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
   it('files 0600 in a 0700 directory', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'riskgate-faults-')), 'state');
     const h = await quietDay(dir);
