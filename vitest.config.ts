@@ -45,6 +45,7 @@ export const SLOW = [
   'test/service-process.test.ts',
   'test/service-shutdown.test.ts',
   'test/startup-checks.test.ts',
+  'test/state-faults.test.ts',
   'test/stress-verdicts.test.ts',
   'test/tracing-console-process.test.ts',
   'test/velocity-shared-store.test.ts',

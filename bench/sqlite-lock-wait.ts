@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { databasePath, openDatabase } from '../src/database/database.ts';
+import { openDatabase } from '../src/database/database.ts';
+import { stateFiles } from '../src/database/state-files.ts';
 import { storeOpOf } from '../src/decision-store/decision-rows.ts';
 import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { LockoutStore } from '../src/lockouts/lockout-store.ts';
@@ -18,7 +19,7 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 
 const seconds = Number(process.argv[2] ?? 5);
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockwait-'));
-const path = databasePath(dir);
+const path = stateFiles(dir).control;
 const database = await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
 const sink = sqliteThreadSink(path);
 const store = new LockoutStore(database);

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit-trail.ts';
-import { type DatabaseTarget, databasePath, openDatabase } from '../src/database/database.ts';
+import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
+import { stateFiles } from '../src/database/state-files.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
@@ -80,7 +81,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('the audit trail store', () => {
   it('keeps, orders, filters and pages entries on SQLite', async () => {
-    await behavesAsAnAuditTrail({ kind: 'sqlite', path: databasePath(join(dir, 'state')) });
+    await behavesAsAnAuditTrail({ kind: 'sqlite', path: stateFiles(join(dir, 'state')).control });
   });
 
   it('rejects a record once its database is closed (the change is then refused)', async () => {

@@ -5,12 +5,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import pgClient from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type DatabaseTarget,
-  databasePath,
-  type FeatureMigrations,
-  openDatabase,
-} from '../src/database/database.ts';
+import { type DatabaseTarget, type FeatureMigrations, openDatabase } from '../src/database/database.ts';
+import { stateFiles } from '../src/database/state-files.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 // A type, not an interface: kysely's withTables wants an index signature.
@@ -92,11 +88,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('the database serves the same kysely queries on both engines', () => {
   it('keeps rows and migrations in the embedded SQLite file', async () => {
-    await roundTrip({ kind: 'sqlite', path: databasePath(join(dir, 'state')) });
+    await roundTrip({ kind: 'sqlite', path: stateFiles(join(dir, 'state')).control });
   });
 
   it('waits for another connection’s write lock on its thread, never on the event loop', async () => {
-    const path = databasePath(join(dir, 'locked'));
+    const path = stateFiles(join(dir, 'locked')).control;
     const database = await openDatabase({ kind: 'sqlite', path }, { migrations });
     // The decision store's writer thread, mid-transaction.
     const writer = new DatabaseSync(path);
@@ -127,7 +123,10 @@ describe('the database serves the same kysely queries on both engines', () => {
   it('migrates once when several connections open one fresh file at the same time', async () => {
     // Each open has its own thread and connection, as each worker process has.
     for (let round = 0; round < 5; round++) {
-      await openTogether(() => ({ kind: 'sqlite', path: databasePath(join(dir, `together-${round}`)) }), 4);
+      await openTogether(
+        () => ({ kind: 'sqlite', path: stateFiles(join(dir, `together-${round}`)).control }),
+        4,
+      );
     }
   });
 

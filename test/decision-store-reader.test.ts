@@ -94,6 +94,7 @@ function suite(name: string, target: () => DatabaseTarget | undefined) {
         engine: database.engine,
         writing: true,
         pending: 0,
+        rejected: 0,
         dropped: 0,
         written: 0,
         lagMs: 0,

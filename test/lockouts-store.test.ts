@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../src/actions/admin-actions.ts';
-import { type DatabaseTarget, databasePath, openDatabase } from '../src/database/database.ts';
+import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
+import { stateFiles } from '../src/database/state-files.ts';
 import { emitCommitted } from '../src/events/emit-committed.ts';
 import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
@@ -190,16 +191,16 @@ describe('the lock-out records', () => {
   it('end a temporary lock-out on time whichever of its record and its outcome comes first, on SQLite', async () => {
     await endsATemporaryLockoutWhicheverIsWrittenFirst({
       kind: 'sqlite',
-      path: databasePath(join(dir, 'a')),
+      path: stateFiles(join(dir, 'a')).control,
     });
   });
 
   it('keep an escalated lock-out whose record came after its outcome, on SQLite', async () => {
-    await keepsAnEscalatedLockout({ kind: 'sqlite', path: databasePath(join(dir, 'b')) });
+    await keepsAnEscalatedLockout({ kind: 'sqlite', path: stateFiles(join(dir, 'b')).control });
   });
 
   it('record one of two unlocks racing for the same lock-out, on SQLite', async () => {
-    await recordsOneOfTwoRacingUnlocks({ kind: 'sqlite', path: databasePath(join(dir, 'c')) });
+    await recordsOneOfTwoRacingUnlocks({ kind: 'sqlite', path: stateFiles(join(dir, 'c')).control });
   });
 
   describe.runIf(postgresAvailable())('on PostgreSQL', () => {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { type DatabaseTarget, databasePath } from '../database/database.ts';
+import type { StateTarget } from '../database/state-databases.ts';
 import type { TrustedProxy } from '../edge/caller-auth.ts';
 import { parseTrustedProxies } from '../edge/client-address.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
@@ -126,12 +126,12 @@ export interface RiskgateConfig {
    */
   featureStore: { kind: 'memory' } | { kind: 'redis'; url: string };
   /**
-   * The database behind what people query: decisions, the audit trail, lists, lock-outs
-   * (RISKGATE_DATABASE): `sqlite` (default; `riskgate.sqlite` in the state dir, shared by the
-   * workers of one host), `memory` (this process only, lost with it: tests), or a `postgres://` URL
-   * (every replica writes to one store).
+   * Where the state lives, control state and decisions (RISKGATE_DATABASE): `sqlite` (default;
+   * `control.sqlite` and `decisions.sqlite` in the state dir, shared by the workers of one host:
+   * src/database/state-files.ts), `memory` (this process only, lost with it: tests), or a
+   * `postgres://` URL (every replica writes to one store, both kinds in the one database).
    */
-  database: DatabaseTarget;
+  database: StateTarget;
   /**
    * The decision store (src/decision-store/): every decision, its labels and its actions' outcomes
    * in the database, for the console and `GET /decisions`. `enabled` (RISKGATE_DECISION_STORE, on
@@ -679,9 +679,9 @@ export function loadConfig(
   }
   const opsHost = checkOperatorSurface(b);
   const featureStore = featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX);
-  const database: DatabaseTarget =
+  const database: StateTarget =
     b.RISKGATE_DATABASE === 'sqlite'
-      ? { kind: 'sqlite', path: databasePath(b.RISKGATE_STATE_DIR) }
+      ? { kind: 'sqlite', dir: b.RISKGATE_STATE_DIR }
       : b.RISKGATE_DATABASE === 'memory'
         ? { kind: 'memory' }
         : { kind: 'postgres', url: b.RISKGATE_DATABASE };
@@ -896,7 +896,7 @@ function webhookConfigOf(b: {
 function checkStateSharing(
   b: z.output<typeof baseSchema>,
   featureStore: RiskgateConfig['featureStore'],
-  database: DatabaseTarget,
+  database: StateTarget,
 ): void {
   // The counters' Redis is RISKGATE_FEATURE_STORE's, or the outbox's when that is unset.
   const counters = b.RISKGATE_FEATURE_STORE !== undefined ? 'RISKGATE_FEATURE_STORE' : 'RISKGATE_OUTBOX';

@@ -150,9 +150,13 @@ export function HealthView(props: {
   const vendor = (health.vendor ?? {}) as { token?: unknown; circuits?: unknown[] };
   const { vendor: _v, ...rest } = health;
   const total = metrics === undefined ? 0 : metrics.decisions + metrics.shed;
+  const alarms = Array.isArray(health.alarms) ? (health.alarms as string[]) : [];
   return (
     <>
       <h1>Health</h1>
+      {alarms.map((a) => (
+        <Notice kind="error">{a}</Notice>
+      ))}
       <div class="grid-2">
         <section class="card" aria-labelledby="h-ready">
           <h2 id="h-ready">Readiness: {readiness.ready ? 'ready' : 'not ready'}</h2>
@@ -184,6 +188,11 @@ export function HealthView(props: {
                 <dd>{store.written}</dd>
                 <dt>dropped</dt>
                 <dd>{store.dropped}</dd>
+                <dt>set aside</dt>
+                <dd>
+                  {store.rejected}
+                  {store.rejected > 0 && ' (refused by the database; kept in the decision_reject table)'}
+                </dd>
                 {store.lastError !== undefined && (
                   <>
                     <dt>last error</dt>

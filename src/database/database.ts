@@ -4,8 +4,10 @@ import { Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from 'kyse
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
+import { type DatabaseGate, GatedDialect } from './gated-dialect.ts';
 import { openNodeSqlite } from './node-sqlite-database.ts';
 import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
+import { ownerOnly } from './state-files.ts';
 
 /**
  * The database behind what people query (decisions, audit trail, lists, lock-outs): embedded SQLite
@@ -58,11 +60,11 @@ export interface OpenDatabaseOptions {
   sqliteTimeoutMs?: number;
   /** Where the SQLite thread's death is reported. Default: not reported. */
   log?: LifecycleLog;
-}
-
-/** The embedded database's file under the state dir. */
-export function databasePath(stateDir: string): string {
-  return join(stateDir, 'riskgate.sqlite');
+  /**
+   * SQLite file: its queries pass `gate` (src/database/gated-dialect.ts: refused once it trips,
+   * reopened on demand); `onError` is told of each failed query. Default: none.
+   */
+  gate?: { gate: DatabaseGate; onError?: (error: unknown) => void };
 }
 
 /**
@@ -95,13 +97,18 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
     return { db, engine: 'sqlite', close: () => db.destroy() };
   }
   if (target.kind === 'sqlite') {
-    mkdirSync(join(target.path, '..'), { recursive: true });
+    // Owner only (docs/operations.md, "State files"): the directory 0700 when made here, the file
+    // 0600 before SQLite opens it (its -wal and -shm take the file's mode).
+    mkdirSync(join(target.path, '..'), { recursive: true, mode: 0o700 });
+    ownerOnly(target.path);
     // The file's queries run on a thread of their own (sqlite-thread-dialect.ts): never on the event loop.
-    const dialect = new SqliteThreadDialect({
+    const threaded = new SqliteThreadDialect({
       path: target.path,
       timeoutMs: options.sqliteTimeoutMs,
       log: options.log,
     });
+    const g = options.gate;
+    const dialect = g === undefined ? threaded : new GatedDialect(threaded, g.gate, g.onError);
     // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
     const db = new Kysely<{}>({ dialect });
     return { db, engine: 'sqlite', close: () => db.destroy() };

@@ -27,12 +27,21 @@ export function openNodeSqlite(path: string, options: { busyTimeoutMs?: number }
     prepare(sql: string): SqliteStatement {
       const statement = db.prepare(sql);
       const reader = statement.columns().length > 0;
+      const rollback = /^\s*rollback\s*$/i.test(sql);
       return {
         reader,
         all: (parameters) => statement.all(...parameters.map(bindable)),
         run: (parameters) => {
-          const r = statement.run(...parameters.map(bindable));
-          return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+          try {
+            const r = statement.run(...parameters.map(bindable));
+            return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+          } catch (error) {
+            // SQLite rolls a transaction back by itself on some errors (SQLITE_FULL, SQLITE_IOERR):
+            // kysely's rollback after them would fail with "no transaction is active" and its
+            // error would replace the one that says why (a full disk). Nothing is left to undo.
+            if (rollback && !db.isTransaction) return { changes: 0, lastInsertRowid: 0 };
+            throw error;
+          }
         },
         iterate: (parameters) => statement.iterate(...parameters.map(bindable)),
       };

@@ -18,6 +18,8 @@ export interface DecisionSink {
   /** One bounded step of retention: deletes at most `chunk` of the oldest decisions past either bound. */
   prune(retention: Retention, nowMs: number): Promise<number>;
   close(): Promise<void>;
+  /** Ends its own connection, if it has one: the next write opens the file again (reopened). */
+  restart?(): Promise<void>;
 }
 
 /** How long and how much the store keeps. */

@@ -105,6 +105,8 @@ export interface DecisionStoreStatus {
   dropped: number;
   /** Records written since start. */
   written: number;
+  /** Records the database refused (poison rows), set aside in `decision_reject`, since start. */
+  rejected: number;
   /** Age of the oldest record waiting, milliseconds (0 when none). */
   lagMs: number;
   /** The last write failure while writes fail (never a URL or a secret). */

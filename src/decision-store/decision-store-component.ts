@@ -1,5 +1,5 @@
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
-import type { RiskgateDatabase } from '../database/database.ts';
+import type { StateDatabases } from '../database/state-databases.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import {
   type Component,
@@ -10,6 +10,7 @@ import {
 import { type DecisionSink, kyselySink } from './decision-batch.ts';
 import type { DecisionReader, DecisionStoreStatus } from './decision-query.ts';
 import { createDecisionReader } from './decision-reader.ts';
+import { keepRejects, type RejectTables } from './decision-rejects.ts';
 import { decisionRoutes } from './decision-routes.ts';
 import { DecisionStoreWriter, type DecisionStoreWriterOptions } from './decision-store-writer.ts';
 import type { DecisionTables } from './decision-tables.ts';
@@ -36,6 +37,7 @@ const OFF_STATUS: DecisionStoreStatus = {
   pending: 0,
   dropped: 0,
   written: 0,
+  rejected: 0,
   lagMs: 0,
 };
 
@@ -78,9 +80,12 @@ export function teeDecisionLog(log: DecisionLog, store: DecisionStore): Decision
  */
 export function decisionStoreComponent(o: {
   config: Pick<RiskgateConfig, 'decisionStore'>;
-  database: RiskgateDatabase;
-  /** The SQLite file `database` is open on: written from a worker thread. Undefined: in this thread. */
-  sqlitePath?: string | undefined;
+  /**
+   * The state's decisions handle; its `decisionsFile` (embedded) is written from a worker thread
+   * (undefined: in this thread), set aside when the writes find it damaged, and followed when the
+   * file is reopened.
+   */
+  state: Pick<StateDatabases, 'decisions' | 'decisionsFile' | 'decisionsDamaged' | 'onDecisionsReopened'>;
   log: LifecycleLog;
   /** Tests: a small buffer, a short deadline. */
   tuning?: Partial<Omit<DecisionStoreWriterOptions, 'sink'>>;
@@ -91,12 +96,18 @@ export function decisionStoreComponent(o: {
     start() {
       if (!settings.enabled)
         return { handle: DECISION_STORE_OFF, routes: [decisionRoutes(DECISION_STORE_OFF, { off: true })] };
-      const db = o.database.db.withTables<DecisionTables>();
-      const sink: DecisionSink = o.sqlitePath === undefined ? kyselySink(db) : sqliteThreadSink(o.sqlitePath);
+      const { state } = o;
+      const db = state.decisions.db.withTables<DecisionTables>();
+      const path = state.decisionsFile;
+      const sink: DecisionSink = path === undefined ? kyselySink(db) : sqliteThreadSink(path);
+      state.onDecisionsReopened(() => sink.restart?.());
       const writer = new DecisionStoreWriter({
         sink,
         maxPending: settings.bufferRecords,
         retention: { maxAgeMs: settings.retentionDays * DAY_MS, maxBytes: settings.maxBytes, chunk: 500 },
+        onWriteError: (error) => state.decisionsDamaged(error),
+        keepRejected: (rejects) => keepRejects(state.decisions.db.withTables<RejectTables>(), rejects),
+        log: o.log,
         onWritingChange: (error) =>
           o.log(
             error === undefined
@@ -105,7 +116,7 @@ export function decisionStoreComponent(o: {
           ),
         ...o.tuning,
       });
-      const engine = o.database.engine;
+      const engine = state.decisions.engine;
       const status = (): DecisionStoreStatus => ({ engine, ...writer.status() });
       const store: DecisionStore = {
         ...createDecisionReader(db, status),
@@ -131,8 +142,13 @@ function observeStore(metrics: MetricsRegistry, status: () => DecisionStoreStatu
   );
   metrics.observeCounter(
     'riskgate_decision_store_dropped',
-    'Decision records dropped because the decision store buffer was full (RISKGATE_DECISION_STORE_BUFFER)',
+    'Decision records dropped: the decision store buffer was full (RISKGATE_DECISION_STORE_BUFFER), or not written by the stop deadline',
     () => status().dropped,
+  );
+  metrics.observeCounter(
+    'riskgate_decision_store_rejected',
+    'Decision records the database refused (poison rows): set aside in decision_reject, the rest of their batch written',
+    () => status().rejected,
   );
   metrics.observeCounter(
     'riskgate_decision_store_written',

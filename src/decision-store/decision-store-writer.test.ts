@@ -153,6 +153,83 @@ describe('the decision store writer', () => {
     expect(writer.status().written).toBe(2);
   });
 
+  it('sets a refused record aside (split down to it), writes the rest of its batch, counts and logs it', async () => {
+    const written: string[] = [];
+    let writes = 0;
+    const poisoned = (ops: StoreOp[]) =>
+      ops.some((op) => op.kind === 'decision' && op.row.decision_id === 'd-5');
+    const sink = {
+      write: async (ops: StoreOp[]) => {
+        writes++;
+        if (poisoned(ops)) {
+          throw Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), {
+            code: '22021',
+          });
+        }
+        for (const op of ops) if (op.kind === 'decision') written.push(op.row.decision_id);
+      },
+      prune: async () => 0,
+      close: async () => {},
+    };
+    const kept: unknown[] = [];
+    const log: Record<string, unknown>[] = [];
+    const writer = new DecisionStoreWriter({
+      sink,
+      batchSize: 8,
+      keepRejected: async (rejects) => {
+        kept.push(...rejects);
+      },
+      log: (line) => log.push(line),
+    });
+    for (let n = 1; n <= 8; n++) writer.push(decision(n));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(written.sort()).toEqual(['d-1', 'd-2', 'd-3', 'd-4', 'd-6', 'd-7', 'd-8']);
+    // 8 → 4+4 → (4 fine) 2+2 → 1+1: never the same batch for ever.
+    expect(writes).toBeLessThanOrEqual(7);
+    expect(writer.status()).toMatchObject({ written: 7, rejected: 1, pending: 0, writing: true });
+    expect(kept).toEqual([
+      expect.objectContaining({ record: decision(5), error: expect.stringContaining('0x00') }),
+    ]);
+    expect(log).toEqual([
+      expect.objectContaining({ level: 'error', decisionId: 'd-5', kept: 'decision_reject' }),
+    ]);
+  });
+
+  it('retries a batch the store fails for another reason (down, full) whole, never splitting it', async () => {
+    const sizes: number[] = [];
+    const sink = {
+      write: async (ops: StoreOp[]) => {
+        sizes.push(ops.length);
+        throw Object.assign(new Error('database or disk is full'), { errcode: 13 });
+      },
+      prune: async () => 0,
+      close: async () => {},
+    };
+    const writer = new DecisionStoreWriter({ sink, backoff: { initialMs: 100, maxMs: 100 } });
+    for (let n = 1; n <= 4; n++) writer.push(decision(n));
+    await vi.advanceTimersByTimeAsync(350);
+    expect(sizes.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(sizes)).toEqual(new Set([4]));
+    expect(writer.status()).toMatchObject({
+      rejected: 0,
+      pending: 4,
+      writing: false,
+      lastError: 'database or disk is full',
+    });
+  });
+
+  it('logs how many records a stop could not write, with the count', async () => {
+    const sink = fakeSink();
+    sink.set('fail');
+    const log: Record<string, unknown>[] = [];
+    const writer = new DecisionStoreWriter({ sink, log: (line) => log.push(line) });
+    for (let n = 1; n <= 3; n++) writer.push(decision(n));
+    const closing = writer.close(500);
+    await vi.advanceTimersByTimeAsync(500);
+    await closing;
+    expect(log).toEqual([expect.objectContaining({ level: 'error', dropped: 3, timeoutMs: 500 })]);
+  });
+
   it('never names a URL in an error', () => {
     expect(safeErrorText(new Error('failed for postgresql://a:b@h/db?x=1 now'))).toBe('failed for <url> now');
   });

@@ -1,8 +1,10 @@
+import { safeErrorText } from '../errors/safe-error-text.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
 import { sleep } from '../timing/sleep.ts';
 import { settlesWithin, withTimeout } from '../timing/with-timeout.ts';
 import type { DecisionSink, Retention } from './decision-batch.ts';
 import type { DecisionStoreStatus } from './decision-query.ts';
+import type { Reject } from './decision-rejects.ts';
 import { type StoreOp, storeOpOf } from './decision-rows.ts';
 
 /**
@@ -10,8 +12,11 @@ import { type StoreOp, storeOpOf } from './decision-rows.ts';
  * bounded buffer (never blocks, never throws); a timer writes them in batches, one transaction
  * each, under a deadline. A slow or dead store keeps the buffer and is retried with bounded
  * backoff; past `maxPending` records waiting, new ones are dropped and counted (exactly: every
- * record pushed is, in the end, written, dropped, or still pending). Between batches, retention
- * deletes the oldest decisions in bounded steps.
+ * record pushed is, in the end, written, dropped, rejected, or still pending). A record the
+ * database refuses (a poison row) does not hold its batch: the batch is split in halves until the
+ * refused records are alone, those are set aside (`keepRejected`, counted in `rejected`, one log
+ * line each) and the rest is written. Between batches, retention deletes the oldest decisions in
+ * bounded steps.
  */
 
 export interface DecisionStoreWriterOptions {
@@ -32,6 +37,15 @@ export interface DecisionStoreWriterOptions {
   pruneEveryMs?: number;
   /** Told when writes start failing (with the reason) and when they succeed again (undefined). */
   onWritingChange?: (error: string | undefined) => void;
+  /** Told of every failed write's error (a damaged file is set aside by whoever owns it). */
+  onWriteError?: (error: unknown) => void;
+  /**
+   * Keeps records the database refused (set aside from their batch, which is written without
+   * them). Default: none kept (still counted and logged).
+   */
+  keepRejected?: (rejects: Reject[]) => Promise<void>;
+  /** Where set-aside records and records lost on close are logged. Default: not logged. */
+  log?: (line: Record<string, unknown>) => void;
 }
 
 interface Entry {
@@ -43,11 +57,7 @@ interface Entry {
 
 export type WriterStatus = Omit<DecisionStoreStatus, 'engine'>;
 
-/** A failure's words for /healthz and the log: never a connection URL (it may hold a password). */
-export function safeErrorText(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>').slice(0, 300);
-}
+export { safeErrorText };
 
 export class DecisionStoreWriter {
   readonly #o: DecisionStoreWriterOptions;
@@ -56,6 +66,7 @@ export class DecisionStoreWriter {
   #queue: Entry[] = [];
   #dropped = 0;
   #written = 0;
+  #rejected = 0;
   #writing = true;
   #lastError: string | undefined;
   #failures = 0;
@@ -97,6 +108,7 @@ export class DecisionStoreWriter {
       pending: this.#queue.length,
       dropped: this.#dropped,
       written: this.#written,
+      rejected: this.#rejected,
       lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest.atMs),
       ...(!this.#writing && this.#lastError !== undefined && { lastError: this.#lastError }),
     };
@@ -120,8 +132,18 @@ export class DecisionStoreWriter {
     await this.flush(timeoutMs);
     this.#closed = true;
     clearTimeout(this.#timer);
-    this.#dropped += this.#queue.length;
+    const lost = this.#queue.length;
+    this.#dropped += lost;
     this.#queue = [];
+    if (lost > 0) {
+      this.#o.log?.({
+        level: 'error',
+        msg: 'decision store: records not written by the stop deadline are dropped',
+        dropped: lost,
+        timeoutMs,
+        ...(this.#lastError !== undefined && { lastError: this.#lastError }),
+      });
+    }
     await this.#o.sink.close();
   }
 
@@ -164,23 +186,25 @@ export class DecisionStoreWriter {
   /** Writes the oldest batch; on failure, waits out the backoff and returns 0 (retry at once after). */
   async #writeBatch(): Promise<number | undefined> {
     const batch = this.#queue.slice(0, this.#batchSize);
-    const ops: StoreOp[] = [];
+    const kept: Entry[] = [];
     for (const entry of batch) {
       if (!entry.mapped) {
         entry.op = storeOpOf(entry.record, entry.atMs);
         entry.mapped = true;
       }
-      if (entry.op !== undefined) ops.push(entry.op);
+      if (entry.op !== undefined) kept.push(entry);
     }
-    const attempt = ops.length === 0 ? Promise.resolve() : this.#o.sink.write(ops);
+    const attempt = kept.length === 0 ? Promise.resolve([]) : this.#writeSplitting(kept);
     const timeoutMs = this.#o.writeTimeoutMs ?? 5000;
+    let refused: { entry: Entry; error: unknown }[];
     try {
-      await withTimeout(attempt, {
+      refused = await withTimeout(attempt, {
         timeoutMs,
         ref: false,
         onTimeout: () => new Error(`a batch write took longer than ${timeoutMs} ms`),
       });
     } catch (error) {
+      this.#o.onWriteError?.(error);
       this.#failures++;
       const text = safeErrorText(error);
       if (this.#writing) this.#o.onWritingChange?.(text);
@@ -202,12 +226,58 @@ export class DecisionStoreWriter {
     // close() may have emptied the queue meanwhile (counting it dropped): take only what is left.
     const done = Math.min(batch.length, this.#queue.length);
     this.#queue.splice(0, done);
-    this.#written += done;
+    if (refused.length > 0 && done > 0) await this.#setAside(refused);
+    this.#written += done - (done > 0 ? refused.length : 0);
     this.#failures = 0;
     if (!this.#writing) this.#o.onWritingChange?.(undefined);
     this.#writing = true;
     this.#lastError = undefined;
     return undefined;
+  }
+
+  /**
+   * Writes `entries` in one transaction; when the database refuses a row, writes each half on its
+   * own, down to the refused records alone, which are returned (the rest is written). Any other
+   * failure (the store down, a full disk) rejects: the whole batch is retried.
+   */
+  async #writeSplitting(entries: Entry[]): Promise<{ entry: Entry; error: unknown }[]> {
+    try {
+      await this.#o.sink.write(entries.map((e) => e.op!));
+      return [];
+    } catch (error) {
+      if (!isRefusedRow(error)) throw error;
+      if (entries.length === 1) return [{ entry: entries[0]!, error }];
+      const half = Math.ceil(entries.length / 2);
+      const first = await this.#writeSplitting(entries.slice(0, half));
+      return [...first, ...(await this.#writeSplitting(entries.slice(half)))];
+    }
+  }
+
+  /** Counts, logs and keeps the refused records (keeping them may fail too: then only counted and logged). */
+  async #setAside(refused: { entry: Entry; error: unknown }[]): Promise<void> {
+    this.#rejected += refused.length;
+    const rejects = refused.map(({ entry, error }) => ({
+      record: entry.record,
+      error: safeErrorText(error),
+      atMs: Date.now(),
+    }));
+    let kept = this.#o.keepRejected !== undefined;
+    try {
+      await this.#o.keepRejected?.(rejects);
+    } catch {
+      kept = false;
+    }
+    for (const r of rejects) {
+      const id = (r.record as { decisionId?: unknown }).decisionId;
+      this.#o.log?.({
+        level: 'error',
+        msg: 'decision store: a record the database refused is set aside',
+        decisionId: typeof id === 'string' ? id : undefined,
+        kind: (r.record as { kind?: unknown }).kind,
+        error: r.error,
+        kept: kept ? 'decision_reject' : 'not kept',
+      });
+    }
   }
 
   /** One retention step per run, so writes go on between steps; due again while there is more. */
@@ -229,4 +299,17 @@ export class DecisionStoreWriter {
       this.#pruneDue = false;
     }
   }
+}
+
+/**
+ * Whether the database refused the data itself (retrying it can only fail again), not the
+ * connection or the disk: PostgreSQL's classes 22 (data exception: "invalid byte sequence ...
+ * 0x00"), 23 (integrity constraint) and 54 (a value past a limit); SQLite's SQLITE_TOOBIG,
+ * SQLITE_CONSTRAINT, SQLITE_MISMATCH and SQLITE_RANGE.
+ */
+export function isRefusedRow(error: unknown): boolean {
+  const e = error as { code?: unknown; errcode?: unknown } | undefined;
+  if (typeof e?.code === 'string' && /^(22|23|54)[0-9A-Z]{3}$/.test(e.code)) return true;
+  if (typeof e?.errcode === 'number') return [18, 19, 20, 25].includes(e.errcode & 0xff);
+  return false;
 }

@@ -27,7 +27,13 @@ async function answer(request: ThreadRequest): Promise<ThreadReply> {
         return { id: request.id, ok: true, value: 0 };
     }
   } catch (error) {
-    return { id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) };
+    const errcode = (error as { errcode?: unknown }).errcode;
+    return {
+      id: request.id,
+      ok: false,
+      error: error instanceof Error ? error.message : String(error),
+      errcode: typeof errcode === 'number' ? errcode : undefined,
+    };
   }
 }
 

@@ -17,7 +17,9 @@ export type ThreadRequest =
   | { id: number; type: 'prune'; retention: Retention; nowMs: number }
   | { id: number; type: 'close' };
 
-export type ThreadReply = { id: number; ok: true; value: number } | { id: number; ok: false; error: string };
+export type ThreadReply =
+  | { id: number; ok: true; value: number }
+  | { id: number; ok: false; error: string; errcode?: number | undefined };
 
 type Waiter = { resolve: (value: number) => void; reject: (error: Error) => void };
 
@@ -45,7 +47,8 @@ export function sqliteThreadSink(path: string, options: { busyTimeoutMs?: number
       if (waiter === undefined) return;
       waiting.delete(reply.id);
       if (reply.ok) waiter.resolve(reply.value);
-      else waiter.reject(new Error(reply.error));
+      // SQLite's code crosses too: the writer tells a refused row from a failing file by it.
+      else waiter.reject(Object.assign(new Error(reply.error), { errcode: reply.errcode }));
     });
     w.on('error', (error) => {
       if (worker === w) worker = undefined;
@@ -67,26 +70,29 @@ export function sqliteThreadSink(path: string, options: { busyTimeoutMs?: number
       worker!.postMessage({ ...request, id });
     });
   };
+  const close = async (): Promise<void> => {
+    const w = worker;
+    if (w === undefined) return;
+    const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+    // A thread stuck on a write (a locked file) is ended rather than waited for.
+    if (
+      !(await settlesWithin(
+        ask({ type: 'close' }).catch(() => {}),
+        2000,
+        { ref: false },
+      ))
+    ) {
+      await w.terminate();
+    }
+    await settlesWithin(exited, 2000, { ref: false });
+  };
   return {
     write: async (ops) => {
       await ask({ type: 'write', ops });
     },
     prune: (retention, nowMs) => ask({ type: 'prune', retention, nowMs }),
-    async close() {
-      const w = worker;
-      if (w === undefined) return;
-      const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
-      // A thread stuck on a write (a locked file) is ended rather than waited for.
-      if (
-        !(await settlesWithin(
-          ask({ type: 'close' }).catch(() => {}),
-          2000,
-          { ref: false },
-        ))
-      ) {
-        await w.terminate();
-      }
-      await settlesWithin(exited, 2000, { ref: false });
-    },
+    close,
+    // The next request starts a thread, which opens the file at `path` again.
+    restart: close,
   };
 }

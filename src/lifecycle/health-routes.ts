@@ -17,7 +17,12 @@ export function healthRoutes(o: {
   return {
     surface: 'every',
     mount(app) {
-      app.get('/healthz', (c) => c.json({ status: 'ok', ...o.health() }));
+      // An alarm (control state unavailable) says so in `status`, still 200: a restart would not fix it.
+      app.get('/healthz', (c) => {
+        const details = o.health();
+        const alarmed = Array.isArray(details.alarms) && details.alarms.length > 0;
+        return c.json({ status: alarmed ? 'alarm' : 'ok', ...details });
+      });
       app.get('/readyz', (c) => {
         const readiness = o.readiness();
         return c.json(readiness, readiness.ready ? 200 : 503);

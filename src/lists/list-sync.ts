@@ -73,7 +73,8 @@ export class ListSync implements ListReader {
 
   stop(): Promise<void> {
     clearInterval(this.#timer);
-    return this.#running ?? Promise.resolve();
+    // A refresh failing as the process stops (the database gone) was reported already: not a failed stop.
+    return this.#running?.catch(() => {}) ?? Promise.resolve();
   }
 
   /**

@@ -54,13 +54,42 @@ const decisionStoreStatusSchema = z.object({
   pending: count.describe('Records waiting to be written.'),
   dropped: count.describe('Records dropped because the buffer was full (RISKGATE_DECISION_STORE_BUFFER).'),
   written: count.describe('Records written since start.'),
+  rejected: count.describe('Records the database refused (poison rows), set aside in decision_reject.'),
   lagMs: z.number().min(0).describe('Age of the oldest record waiting, milliseconds (0 when none).'),
   lastError: z.string().optional().describe('The last write failure while writes fail.'),
 });
 
 export const healthSchema = z
   .object({
-    status: z.literal('ok'),
+    status: z
+      .enum(['ok', 'alarm'])
+      .describe(
+        '`alarm` while `alarms` lists something an operator must act on (still 200: a restart fixes none).',
+      ),
+    alarms: z
+      .array(z.string())
+      .optional()
+      .describe(
+        'What needs an operator: control state unavailable (a damaged, missing or replaced control file).',
+      ),
+    state: z
+      .object({
+        control: z.object({
+          available: z
+            .boolean()
+            .describe('False: lists unavailable to decisions, operator changes refused (503).'),
+          reason: z.string().optional(),
+          file: z.string().optional(),
+        }),
+        decisions: z.object({
+          file: z.string().optional(),
+          setAside: count.describe('Decisions files moved aside since start (damaged or unopenable).'),
+          recreated: count.describe('Fresh decisions files made where one had been.'),
+          lastSetAsideAs: z.string().optional(),
+        }),
+      })
+      .optional()
+      .describe('The two kinds of state (docs/architecture.md, "Two kinds of state").'),
     decisionLog: decisionLogHealthSchema.optional(),
     database: z
       .object({ engine: z.enum(['sqlite', 'postgres']) })

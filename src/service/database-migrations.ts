@@ -1,5 +1,6 @@
 import { auditMigrations } from '../audit/database-audit-trail.ts';
 import type { FeatureMigrations } from '../database/database.ts';
+import { rejectMigrations } from '../decision-store/decision-rejects.ts';
 import { decisionMigrations } from '../decision-store/decision-tables.ts';
 import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
@@ -20,7 +21,8 @@ export const CONTROL_MIGRATIONS: FeatureMigrations = {
 export const DECISION_MIGRATIONS: FeatureMigrations = {
   ...decisionMigrations,
   ...ruleReportMigrations,
+  ...rejectMigrations,
 };
 
-/** Every feature's tables: run at start by the database component (one database until they split). */
+/** Every feature's tables: one database holding both kinds (PostgreSQL, memory; tests). */
 export const ALL_MIGRATIONS: FeatureMigrations = { ...DECISION_MIGRATIONS, ...CONTROL_MIGRATIONS };

@@ -37,7 +37,7 @@ import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
-import { ALL_MIGRATIONS } from './database-migrations.ts';
+import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { historyMaxLagMs, readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
@@ -62,22 +62,21 @@ export async function startServices(
   const version = options.version ?? '0.0.0';
   await l.start(tracingComponent(options.tracing));
   const loggedOnly = await l.start(decisionLogComponent({ config, given: options.decisionLog, log }));
-  const database = await l.start(
-    databaseComponent({ target: config.database, migrations: ALL_MIGRATIONS, given: options.database, log }),
+  // Two kinds of state (docs/architecture.md): the control handle to the system of record (audit
+  // trail, lists, lock-outs, outbox), the decisions handle to the decision store and its readers.
+  const state = await l.start(
+    databaseComponent({
+      target: config.database,
+      controlMigrations: CONTROL_MIGRATIONS,
+      decisionMigrations: DECISION_MIGRATIONS,
+      given: options.database,
+      log,
+    }),
   );
+  const database = state.control;
   const audit = await l.start(auditComponent({ database, given: options.audit }));
   const decisions = await l.start(
-    decisionStoreComponent({
-      config,
-      database,
-      // The configured file (not a database the caller opened): written from a thread of its own.
-      sqlitePath:
-        options.database === undefined && config.database.kind === 'sqlite'
-          ? config.database.path
-          : undefined,
-      log,
-      tuning: options.decisionStore,
-    }),
+    decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
   );
   // Every record of the decision log also reaches the store (batched off the request path).
   const decisionLog = teeDecisionLog(loggedOnly, decisions);
@@ -87,7 +86,7 @@ export async function startServices(
   const policies = await l.start(policiesOf(ctx));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
-  const ruleReport = cachedRuleReport(createRuleReport({ database, policies }));
+  const ruleReport = cachedRuleReport(createRuleReport({ database: state.decisions, policies }));
   const features = await l.start(
     featureComponent({
       config,
@@ -151,7 +150,7 @@ export async function startServices(
   );
   return {
     decisionLog,
-    database,
+    state,
     decisions,
     audit,
     vendor,

@@ -1,0 +1,166 @@
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { sleep } from '../timing/sleep.ts';
+
+/**
+ * The embedded state files under RISKGATE_STATE_DIR (docs/architecture.md, "Two kinds of state"):
+ *
+ * - `control.sqlite`: control state, the system of record (lists, lock-outs, the outbox, the audit
+ *   trail). Never moved aside nor replaced by riskgate: unreadable means unavailable.
+ * - `decisions.sqlite`: observations (the decision store). Moved aside and rebuilt when it cannot
+ *   be used: it never stops a start.
+ * - `state.json`: the marker written once the control file first exists. A control file absent
+ *   while the marker is present was lost (deleted, a volume not mounted), not a first start: the
+ *   control state is then unavailable, never silently empty.
+ * - `riskgate.sqlite`: the single file of riskgate before the split, read once to seed the control
+ *   file, then renamed aside (`riskgate.sqlite.pre-split-<ts>`; its decisions stay there).
+ *
+ * The directory is made 0700 and every SQLite file 0600 (SQLite creates `-wal` and `-shm` with the
+ * mode of their database file): they hold IP addresses, user agents and the audit trail.
+ */
+
+export const CONTROL_FILE = 'control.sqlite';
+export const DECISIONS_FILE = 'decisions.sqlite';
+export const MARKER_FILE = 'state.json';
+export const LEGACY_FILE = 'riskgate.sqlite';
+
+/** SQLite's companions of a database file (WAL mode). */
+const COMPANIONS = ['', '-wal', '-shm', '-journal'] as const;
+
+export interface StateFiles {
+  dir: string;
+  control: string;
+  decisions: string;
+  marker: string;
+  legacy: string;
+}
+
+export function stateFiles(dir: string): StateFiles {
+  return {
+    dir,
+    control: join(dir, CONTROL_FILE),
+    decisions: join(dir, DECISIONS_FILE),
+    marker: join(dir, MARKER_FILE),
+    legacy: join(dir, LEGACY_FILE),
+  };
+}
+
+/**
+ * Creates the state dir 0700 (or narrows an existing one to 0700). Returns a warning when the
+ * mode cannot be set (a directory owned by someone else): the start goes on, and says so.
+ */
+export function prepareStateDir(dir: string): string | undefined {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    chmodSync(dir, 0o700);
+    return undefined;
+  } catch (error) {
+    return `cannot make ${dir} 0700: ${(error as Error).message}`;
+  }
+}
+
+/**
+ * Creates `path` empty with mode 0600 if absent (SQLite takes an empty file for an empty
+ * database), and narrows it and its companions to 0600 if present.
+ */
+export function ownerOnly(path: string): void {
+  closeSync(openSync(path, 'a', 0o600));
+  for (const suffix of COMPANIONS) {
+    try {
+      chmodSync(`${path}${suffix}`, 0o600);
+    } catch {
+      // Absent: SQLite creates it later with the database file's mode.
+    }
+  }
+}
+
+/**
+ * Renames `path` and its companions to `<path>.<label>-<ts>` (kept for a look, never deleted).
+ * Returns the new name of the main file.
+ */
+export function setAside(path: string, label: string, nowMs = Date.now()): string {
+  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
+  const aside = `${path}.${label}-${stamp}`;
+  for (const suffix of COMPANIONS) {
+    if (!existsSync(`${path}${suffix}`)) continue;
+    renameSync(`${path}${suffix}`, `${aside}${suffix}`);
+  }
+  return aside;
+}
+
+/** Whether the marker says this state dir had a control file before. */
+export function markerPresent(files: StateFiles): boolean {
+  return existsSync(files.marker);
+}
+
+export function writeMarker(files: StateFiles, nowMs = Date.now()): void {
+  if (existsSync(files.marker)) return;
+  writeFileSync(
+    files.marker,
+    `${JSON.stringify({ control: CONTROL_FILE, decisions: DECISIONS_FILE, since: new Date(nowMs).toISOString() })}\n`,
+    { mode: 0o600 },
+  );
+}
+
+/** The file's identity as the watch compares it (inode and device), or undefined when absent. */
+export function fileIdentity(path: string): { dev: number; ino: number; size: number } | undefined {
+  try {
+    const s = statSync(path);
+    return { dev: s.dev, ino: s.ino, size: s.size };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs `work` holding the state dir's start lock (`.start.lock`, created exclusively), so the
+ * workers of one host (RISKGATE_WORKERS) prepare the files one at a time: the upgrade from the
+ * single file, a file set aside, the marker. A lock left by a process that died is taken over.
+ * Waits at most `timeoutMs`, then goes on without it (a start is never stopped by the lock).
+ */
+export async function withStartLock<T>(dir: string, work: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
+  const lock = join(dir, '.start.lock');
+  const until = Date.now() + timeoutMs;
+  let held = false;
+  while (!held && Date.now() < until) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
+      held = true;
+    } catch {
+      if (holderGone(lock)) rmSync(lock, { force: true });
+      else await sleep(50);
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    if (held) rmSync(lock, { force: true });
+  }
+}
+
+function holderGone(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(lock, 'utf8'));
+  } catch {
+    return false;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
