@@ -439,6 +439,54 @@ describe('the console Lists page', () => {
   });
 });
 
+describe('the console forms given text that cannot be stored', () => {
+  it('show U+0000 or another control character as the form’s message (400), never a 500, keeping nothing', async () => {
+    const admin = await signIn(OPS_KEY);
+    const analyst = await signIn(ANALYST_KEY);
+    const auditedBefore = (await audited()).length;
+    const labels = feedbackLines().length;
+    const cases = [
+      [
+        admin,
+        '/console/lists/trustedAccounts/entries',
+        { value: 'acct\u0000x', reason: 'r' },
+        'value must not contain control characters (U+0000',
+      ],
+      [
+        admin,
+        '/console/lists/trustedAccounts/entries',
+        { value: 'acct-ok', reason: 'r\u0085' },
+        'reason must not contain control characters (U+0085',
+      ],
+      [
+        admin,
+        '/console/lists/trustedAccounts/remove',
+        { value: 'acct\u0000', reason: 'r' },
+        'value must not contain control characters',
+      ],
+      [
+        admin,
+        `/console/lockouts/${malloryId}/unlock`,
+        { reason: 'verified\u0000' },
+        'reason must not contain control characters',
+      ],
+      [
+        analyst,
+        `/console/decisions/${malloryId}/label`,
+        { label: 'fraud', note: 'n\u0007' },
+        'note must not contain control characters (U+0007',
+      ],
+    ] as const;
+    for (const [s, path, form, message] of cases) {
+      const res = await post(s, path, { ...form, csrf: s.csrf });
+      expect(res.status, path).toBe(400);
+      expect(await res.text()).toContain(message);
+    }
+    expect((await audited()).length).toBe(auditedBefore);
+    expect(feedbackLines().length).toBe(labels);
+  });
+});
+
 describe('the console health page', () => {
   it('reads the vendor calls and the shed decisions from the metrics', async () => {
     const s = await signIn(OPS_KEY);

@@ -4,6 +4,7 @@ import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
 import type { AuditAction, AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
+import { storableLine } from '../text/storable-text.ts';
 import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
 
 /** Every action the audit trail records (src/operators/audit-trail.ts). */
@@ -22,10 +23,9 @@ export const AUDIT_ACTIONS = [
 
 /** `GET /audit`'s query. */
 export const auditQuerySchema = z.object({
-  actor: z.string().min(1).max(200).optional().describe('Only this operator’s entries (their name).'),
+  actor: storableLine().min(1).max(200).optional().describe('Only this operator’s entries (their name).'),
   action: z.enum(AUDIT_ACTIONS).optional().describe('Only this kind of change.'),
-  target: z
-    .string()
+  target: storableLine()
     .min(1)
     .max(500)
     .optional()

@@ -5,6 +5,7 @@ import type { Component } from '../lifecycle/component.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { changeAction } from '../outbox/actions-routes.ts';
 import { type OutboxEntryView, outboxEntryView } from '../outbox/outbox-view.ts';
+import { storableLine } from '../text/storable-text.ts';
 import type { ConsoleDeps } from './console-deps.ts';
 import { Notice } from './console-layout.tsx';
 import { summarizeMetrics } from './console-metrics.ts';
@@ -131,7 +132,7 @@ const actionsQuery = z.object({
   status: z.enum(ACTION_TABS).optional(),
   done: z.enum(['retry', 'drop']).optional(),
 });
-const actionForm = z.object({ id: z.string().min(1).max(600) });
+const actionForm = z.object({ id: storableLine().min(1).max(600) });
 
 function mountActions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   const { deps } = kit;
@@ -187,6 +188,9 @@ function mountActions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   }
 }
 
+/** The Audit page's query: its filters go to the database (what it cannot hold is refused). */
+const auditPageQuery = z.object({ actor: storableLine().optional(), cursor: storableLine().optional() });
+
 function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   const { deps } = kit;
   ui.get('/rules', async (c) => {
@@ -213,8 +217,10 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   ui.get('/audit', async (c) => {
     if (deps.audit === undefined)
       return missing(kit, c, 'Audit trail', 'audit', 'The audit trail is not running in this riskgate.');
-    const actor = c.req.query('actor')?.trim().slice(0, 64) || undefined;
-    const cursor = c.req.query('cursor')?.slice(0, 200) || undefined;
+    const q = auditPageQuery.safeParse(c.req.query());
+    if (!q.success) throw kit.edge.inputError(q.error, 'The query');
+    const actor = q.data.actor?.trim().slice(0, 64) || undefined;
+    const cursor = q.data.cursor?.slice(0, 200) || undefined;
     const { entries, nextCursor } = await deps.audit.list({ actor, cursor, limit: 100 });
     return kit.page(c, {
       title: 'Audit trail',
