@@ -487,6 +487,28 @@ describe('the console forms given text that cannot be stored', () => {
   });
 });
 
+describe('the console Audit page', () => {
+  it('shows each change with its outcome beside it', async () => {
+    const s = await signIn(OPS_KEY);
+    // Made: its entry's outcome is done.
+    expect(
+      (
+        await post(s, '/console/lists/trustedAccounts/entries', {
+          value: 'acct-audited',
+          reason: 'r',
+          csrf: s.csrf,
+        })
+      ).status,
+    ).toBe(303);
+    const page = await (await get(s, '/console/audit')).text();
+    expect(page).toContain('<th scope="col">Outcome</th>');
+    const row = page.split('<tr>').find((r) => r.includes('trustedAccounts:acct-audited'));
+    expect(row).toContain('outcome-done');
+    // The sign-ins of this file are answered with a redirect: done too; nothing reads unknown.
+    expect(page).not.toContain('no outcome recorded');
+  });
+});
+
 describe('the console health page', () => {
   it('reads the vendor calls and the shed decisions from the metrics', async () => {
     const s = await signIn(OPS_KEY);

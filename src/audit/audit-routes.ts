@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
-import type { AuditAction, AuditTrail } from '../operators/audit-trail.ts';
+import { AUDIT_OUTCOMES, type AuditAction, type AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
 import { storableLine } from '../text/storable-text.ts';
 import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
@@ -57,6 +57,18 @@ export const auditEntrySchema = z.object({
     .record(z.string(), z.unknown())
     .optional()
     .describe('A label and note, a reason: never a secret.'),
+  outcome: z
+    .union([
+      z.object({
+        status: z.enum(AUDIT_OUTCOMES),
+        code: z.string().optional().describe('The `RG_ERR_*` code of a failure or refusal.'),
+        at: z.iso.datetime().describe('When the outcome was written.'),
+      }),
+      z.object({ status: z.literal('unknown') }),
+    ])
+    .describe(
+      'What became of the change: `done`, `failed` (riskgate could not make it) or `refused` (not possible, e.g. gone meanwhile), with its code; `unknown` when no outcome was recorded (still in progress, or the process stopped in between): the entry is the intent, not proof the change was made.',
+    ),
 });
 
 export const auditPageSchema = z.object({
