@@ -13,7 +13,8 @@ import { postgresAvailable, startPostgres } from './support/postgres-server.ts';
  * made (the intent), and its outcome after: `done` once the entry is in the database, `failed` with
  * the code when the database refused the write (the trail once showed such an add as made). An
  * intent whose outcome was never written (the process stopped in between) reads `unknown`, on
- * `GET /audit` (the console's Audit page: test/console.test.ts). On SQLite and on PostgreSQL.
+ * `GET /audit` (the console's Audit page: test/console.test.ts), as does one whose outcome could not
+ * be written (counted and logged). On SQLite and on PostgreSQL.
  */
 
 interface Setup {
@@ -89,6 +90,38 @@ function recordsWhatHappened(start: () => Promise<Setup>) {
         s.database.db,
       );
     }
+  });
+
+  it('answers a change whose outcome cannot be written: the entry reads unknown, counted and logged', async () => {
+    const pg = s.database.engine === 'postgres';
+    const refuse = pg
+      ? [
+          sql`CREATE FUNCTION refuse_outcome() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no space left on device (test)'; END $$ LANGUAGE plpgsql`,
+          sql`CREATE TRIGGER refuse_outcome BEFORE INSERT ON audit_outcome FOR EACH ROW EXECUTE FUNCTION refuse_outcome()`,
+        ]
+      : [
+          sql`CREATE TRIGGER refuse_outcome BEFORE INSERT ON audit_outcome BEGIN SELECT RAISE(ABORT, 'no space left on device (test)'); END`,
+        ];
+    for (const statement of refuse) await statement.execute(s.database.db);
+    try {
+      const res = await ops('POST', '/lists/trustedAccounts/entries', {
+        value: 'acct-unsettled',
+        reason: 'r',
+      });
+      expect(res.status).toBe(201);
+    } finally {
+      await sql`DROP TRIGGER refuse_outcome${sql.raw(pg ? ' ON audit_outcome' : '')}`.execute(s.database.db);
+    }
+    const [entry] = await trail('trustedAccounts:acct-unsettled');
+    expect(entry!.outcome).toEqual({ status: 'unknown' });
+    const metrics = await (await ops('GET', '/metrics')).text();
+    expect(metrics).toMatch(/^riskgate_audit_outcomes_lost_total 1$/m);
+    expect(s.h.serviceLog).toContainEqual(
+      expect.objectContaining({
+        msg: 'audit outcome write failed: the entry reads unknown',
+        entryId: entry!.id,
+      }),
+    );
   });
 
   it('shows an intent whose outcome was never written (a crash in between) as unknown', async () => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
-import type { Component, RouteMount } from '../lifecycle/component.ts';
+import type { Component, MetricsRegistry, RouteMount } from '../lifecycle/component.ts';
 import { AUDIT_OUTCOMES, type AuditAction, type AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
 import { storableLine } from '../text/storable-text.ts';
@@ -103,18 +103,38 @@ export function auditRoutes(audit: AuditTrail): RouteMount {
 
 /**
  * The audit trail as a component, over the database (after it in the start order): its handle is
- * what the routes record changes in (src/audit/record-change.ts); mounts `GET /audit`.
+ * what the routes record changes in (src/audit/record-change.ts); mounts `GET /audit`. Counts the
+ * outcomes it could not write (`riskgate_audit_outcomes_lost_total`: those entries read unknown).
  */
 export function auditComponent(o: {
   database: RiskgateDatabase;
   /** An audit trail instead of the database's (tests). */
   given?: AuditTrail | undefined;
-}): Component<AuditTrail> {
+}): Component<AuditTrail, MetricsRegistry> {
   return {
     name: 'audit trail',
     start() {
-      const audit = o.given ?? databaseAuditTrail(o.database);
-      return { handle: audit, routes: [auditRoutes(audit)] };
+      const trail = o.given ?? databaseAuditTrail(o.database);
+      let outcomesLost = 0;
+      const audit: AuditTrail = {
+        record: (entry) => trail.record(entry),
+        list: (filter) => trail.list(filter),
+        settle: (id, outcome) =>
+          trail.settle(id, outcome).catch((error: unknown) => {
+            outcomesLost++;
+            throw error;
+          }),
+      };
+      return {
+        handle: audit,
+        routes: [auditRoutes(audit)],
+        observe: (metrics) =>
+          metrics.observeCounter(
+            'riskgate_audit_outcomes_lost',
+            'Audited changes whose outcome could not be written (each also logged): their entries read unknown',
+            () => outcomesLost,
+          ),
+      };
     },
   };
 }
