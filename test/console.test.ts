@@ -480,7 +480,11 @@ describe('the console forms given text that cannot be stored', () => {
     for (const [s, path, form, message] of cases) {
       const res = await post(s, path, { ...form, csrf: s.csrf });
       expect(res.status, path).toBe(400);
-      expect(await res.text()).toContain(message);
+      const page = await res.text();
+      expect(page).toContain(message);
+      // On the form's own page, as its alert: not an error page.
+      expect(page).toContain('role="alert"');
+      expect(page).toContain('name="csrf"');
     }
     expect((await audited()).length).toBe(auditedBefore);
     expect(feedbackLines().length).toBe(labels);

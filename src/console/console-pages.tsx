@@ -5,6 +5,7 @@ import type { Component } from '../lifecycle/component.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { changeAction } from '../outbox/actions-routes.ts';
 import { type OutboxEntryView, outboxEntryView } from '../outbox/outbox-view.ts';
+import { toProblem } from '../problem/problem-details.ts';
 import { storableLine } from '../text/storable-text.ts';
 import type { ConsoleDeps } from './console-deps.ts';
 import { Notice } from './console-layout.tsx';
@@ -83,26 +84,34 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     const page = (await deps.decisions?.list(decisionFilterOf(q.data, Date.now()))) ?? { decisions: [] };
     return c.json({ decisions: page.decisions });
   });
-  ui.get('/decisions/:id', async (c) => {
+  /** One decision's page, with a notice (`Labelled fraud.`) or a form's error (a 400). */
+  const decisionPage = async (c: ConsoleContext, o: { notice?: string; error?: string } = {}) => {
     if (deps.decisions === undefined) return missing(kit, c, 'Decision', 'decisions', NO_STORE);
     const id = z.uuid().safeParse(c.req.param('id'));
     const d = id.success ? await deps.decisions.get(id.data) : undefined;
     if (d === undefined)
       return kit.fail(c, 404, 'No such decision', 'The decision store has no decision with this id.');
     const s = c.get('session');
-    const labelled = c.req.query('labelled');
     return kit.page(c, {
       title: `Decision ${d.decisionId.slice(0, 8)}`,
       current: 'decisions',
+      status: o.error === undefined ? 200 : 400,
       body: (
         <DecisionView
           d={d}
           outbox={await outboxOf(kit, d)}
           csrf={s.csrf}
           canLabel={roleAllows(s.operator.role, 'analyst')}
-          notice={labelled === 'fraud' || labelled === 'legit' ? `Labelled ${labelled}.` : undefined}
+          notice={o.notice}
+          error={o.error}
         />
       ),
+    });
+  };
+  ui.get('/decisions/:id', async (c) => {
+    const labelled = c.req.query('labelled');
+    return decisionPage(c, {
+      ...((labelled === 'fraud' || labelled === 'legit') && { notice: `Labelled ${labelled}.` }),
     });
   });
   ui.post(
@@ -114,7 +123,11 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       const id = z.uuid().safeParse(c.req.param('id'));
       if (!id.success) return kit.fail(c, 404, 'No such decision', 'A decision id is a UUID.');
       const form = labelFormSchema.safeParse(c.get('form'));
-      if (!form.success) throw kit.edge.inputError(form.error, 'The label form');
+      // The form's error on the decision's page, as the API's 400 says it.
+      if (!form.success)
+        return decisionPage(c, {
+          error: toProblem(kit.edge.inputError(form.error, 'The label form')).detail,
+        });
       const { label, note } = form.data;
       // Audited before it is made (RG_ERR_AUDIT_UNAVAILABLE, the 503 page, when it cannot be).
       await kit.edge.recordChange(c, {
