@@ -266,8 +266,8 @@ describe('POST /decide input', () => {
   });
 
   it('decides a user agent or context string carrying U+0000, a C1 control or a lone surrogate, never refusing it', async () => {
-    // The end user's text: a 400 would hand a hostile browser a way around the gate (README, "Text
-    // riskgate keeps"); it is kept escaped in the decision line (test/unstorable-input.test.ts).
+    // The end user's text: a 400 would hand a hostile browser a way around the gate (README, "Endpoints": text
+    // riskgate keeps); it is kept escaped in the decision line (test/unstorable-input.test.ts).
     const quiet = await h.decide(VALID);
     const hostile = await h.decide({
       ...VALID,
