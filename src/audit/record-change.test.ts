@@ -50,6 +50,12 @@ async function setUp() {
     await changes.recordChange(c, change('bug'));
     throw new Error('a bug');
   });
+  app.post('/reload-failed', async (c) => {
+    await changes.recordChange(c, change('reload-failed'));
+    // Answered 200, as a failed policy reload is: the route says what became of it.
+    changes.changeOutcome(c, { status: 'failed', code: ErrorCode.INVALID_POLICY });
+    return c.json({ ok: false });
+  });
   app.post('/read', (c) => c.text('nothing recorded'));
   const port = await new Promise<number>((resolve) => {
     servers.push(serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve(info.port)));
@@ -61,7 +67,7 @@ async function setUp() {
 }
 
 describe('the audit of a change', () => {
-  it('writes the outcome after the answer: done, refused and failed with their codes', async () => {
+  it('writes the outcome after the answer: done, refused and failed with their codes, or as the route says', async () => {
     const { post, outcomeOf, audit } = await setUp();
     expect((await post('/made')).status).toBe(303);
     expect(outcomeOf('made')).toMatchObject({ status: 'done' });
@@ -71,9 +77,11 @@ describe('the audit of a change', () => {
     expect(outcomeOf('failed')).toMatchObject({ status: 'failed', code: ErrorCode.DATABASE_UNAVAILABLE });
     expect((await post('/bug')).status).toBe(500);
     expect(outcomeOf('bug')).toMatchObject({ status: 'failed', code: ErrorCode.INTERNAL });
+    expect((await post('/reload-failed')).status).toBe(200);
+    expect(outcomeOf('reload-failed')).toMatchObject({ status: 'failed', code: ErrorCode.INVALID_POLICY });
     // A request that recorded nothing settles nothing.
     expect((await post('/read')).status).toBe(200);
-    expect(audit.entries).toHaveLength(4);
+    expect(audit.entries).toHaveLength(5);
   });
 
   it('answers the change even when its outcome cannot be written: the entry reads unknown, and it is logged', async () => {

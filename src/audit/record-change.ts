@@ -24,6 +24,11 @@ export interface ChangeAudit {
    */
   recordChange(c: Context, change: AuditedChange): Promise<AuditEntry>;
   /**
+   * The outcome of `c`'s changes when its answer does not say it (`edge.changeOutcome`): a policy
+   * reload that failed is answered 200 `{ok: false}`, and must not read `done`.
+   */
+  changeOutcome(c: Context, outcome: AuditOutcome): void;
+  /**
    * Middleware around every route: once a request that recorded changes is answered, writes each
    * one's outcome from the answer (see `outcomeOfAnswer`), before the answer leaves.
    */
@@ -56,7 +61,12 @@ export function changeAudit(o: {
 }): ChangeAudit {
   // Per request: the entries written, until its answer settles them.
   const intents = new WeakMap<Context, AuditEntry[]>();
+  // Per request: what a route said of its changes' outcome, over what its answer says.
+  const declared = new WeakMap<Context, AuditOutcome>();
   return {
+    changeOutcome(c, outcome) {
+      declared.set(c, outcome);
+    },
     async recordChange(c, change) {
       const operator = (c.get('principal') as Principal | undefined)?.operator;
       if (operator === undefined) {
@@ -93,7 +103,9 @@ export function changeAudit(o: {
       const entries = intents.get(c);
       if (entries === undefined || o.audit === undefined) return;
       intents.delete(c);
-      const outcome = outcomeOfAnswer(c);
+      const answered = outcomeOfAnswer(c);
+      // A failure the answer shows wins over what the route declared before it threw.
+      const outcome = answered.status === 'done' ? (declared.get(c) ?? answered) : answered;
       for (const entry of entries) {
         // The change stands whatever happens here: a lost outcome leaves the entry `unknown`,
         // never the answer failed.

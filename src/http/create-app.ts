@@ -155,6 +155,7 @@ export function createApp(deps: AppDeps): Hono {
     vouchedIdentity: operators.vouched,
     clientAddress,
     recordChange: changes.recordChange,
+    changeOutcome: changes.changeOutcome,
     // A route's admission (the /decide room answers its own shed with the overload verdict).
     admit: () => admit({ admission: deps.admission, metrics: deps.metrics }),
     audited: audited(deps),
