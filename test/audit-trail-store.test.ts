@@ -10,7 +10,8 @@ import { postgresAvailable, type RunningPostgres, startPostgres } from './suppor
 
 /**
  * The audit trail's store (issue 25): the same entries, order, filters and pages on SQLite and on
- * PostgreSQL; ids sort by time, also within one millisecond.
+ * PostgreSQL; ids sort by time, also within one millisecond. Issue 30: each entry's outcome is
+ * written after it and read beside it, `unknown` until then.
  */
 
 const change = (actor: string, action: AuditEntry['action'], target: string) =>
@@ -54,7 +55,8 @@ async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
       'ana decision.label d-1',
     ]);
     expect(all.nextCursor).toBeUndefined();
-    expect(all.entries[3]).toEqual(first);
+    // Nothing settled yet: each entry is an intent, its outcome unknown.
+    expect(all.entries[3]).toEqual({ ...first, outcome: { status: 'unknown' } });
     expect(all.entries[0]).not.toHaveProperty('detail');
 
     expect((await audit.list({ actor: 'ana' })).entries.map((e) => e.target)).toEqual(['d-2', 'd-1']);
@@ -71,6 +73,23 @@ async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
     expect(page1.nextCursor).toBe(page1.entries[1]!.id);
     expect(page2.nextCursor).toBeUndefined(); // the last page
     expect(await audit.list({ limit: 2, cursor: page2.entries[1]!.id })).toEqual({ entries: [] });
+
+    // Outcomes: written after, beside their entry; the first stands; the others stay unknown.
+    nowMs += 5;
+    await audit.settle(first.id, { status: 'failed', code: 'RG_ERR_DATABASE_UNAVAILABLE' });
+    await audit.settle(first.id, { status: 'done' });
+    await audit.settle(last.id, { status: 'done' });
+    const settled = await audit.list({});
+    expect(settled.entries.map((e) => e.outcome)).toEqual([
+      { status: 'done', at: '2026-05-01T10:00:00.006Z' },
+      { status: 'unknown' },
+      { status: 'unknown' },
+      { status: 'failed', code: 'RG_ERR_DATABASE_UNAVAILABLE', at: '2026-05-01T10:00:00.006Z' },
+    ]);
+    // The filters and pages are the entries', with their outcomes.
+    expect((await audit.list({ actor: 'ana', limit: 1, cursor: settled.entries[2]!.id })).entries).toEqual([
+      settled.entries[3],
+    ]);
   } finally {
     await database.close();
   }

@@ -439,6 +439,80 @@ describe('the console Lists page', () => {
   });
 });
 
+describe('the console forms given text that cannot be stored', () => {
+  it('show U+0000 or another control character as the form’s message (400), never a 500, keeping nothing', async () => {
+    const admin = await signIn(OPS_KEY);
+    const analyst = await signIn(ANALYST_KEY);
+    const auditedBefore = (await audited()).length;
+    const labels = feedbackLines().length;
+    const cases = [
+      [
+        admin,
+        '/console/lists/trustedAccounts/entries',
+        { value: 'acct\u0000x', reason: 'r' },
+        'value must not contain control characters (U+0000',
+      ],
+      [
+        admin,
+        '/console/lists/trustedAccounts/entries',
+        { value: 'acct-ok', reason: 'r\u0085' },
+        'reason must not contain control characters (U+0085',
+      ],
+      [
+        admin,
+        '/console/lists/trustedAccounts/remove',
+        { value: 'acct\u0000', reason: 'r' },
+        'value must not contain control characters',
+      ],
+      [
+        admin,
+        `/console/lockouts/${malloryId}/unlock`,
+        { reason: 'verified\u0000' },
+        'reason must not contain control characters',
+      ],
+      [
+        analyst,
+        `/console/decisions/${malloryId}/label`,
+        { label: 'fraud', note: 'n\u0007' },
+        'note must not contain control characters (U+0007',
+      ],
+    ] as const;
+    for (const [s, path, form, message] of cases) {
+      const res = await post(s, path, { ...form, csrf: s.csrf });
+      expect(res.status, path).toBe(400);
+      const page = await res.text();
+      expect(page).toContain(message);
+      // On the form's own page, as its alert: not an error page.
+      expect(page).toContain('role="alert"');
+      expect(page).toContain('name="csrf"');
+    }
+    expect((await audited()).length).toBe(auditedBefore);
+    expect(feedbackLines().length).toBe(labels);
+  });
+});
+
+describe('the console Audit page', () => {
+  it('shows each change with its outcome beside it', async () => {
+    const s = await signIn(OPS_KEY);
+    // Made: its entry's outcome is done.
+    expect(
+      (
+        await post(s, '/console/lists/trustedAccounts/entries', {
+          value: 'acct-audited',
+          reason: 'r',
+          csrf: s.csrf,
+        })
+      ).status,
+    ).toBe(303);
+    const page = await (await get(s, '/console/audit')).text();
+    expect(page).toContain('<th scope="col">Outcome</th>');
+    const row = page.split('<tr>').find((r) => r.includes('trustedAccounts:acct-audited'));
+    expect(row).toContain('outcome-done');
+    // The sign-ins of this file are answered with a redirect: done too; nothing reads unknown.
+    expect(page).not.toContain('no outcome recorded');
+  });
+});
+
 describe('the console health page', () => {
   it('reads the vendor calls and the shed decisions from the metrics', async () => {
     const s = await signIn(OPS_KEY);

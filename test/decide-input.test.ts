@@ -264,4 +264,32 @@ describe('POST /decide input', () => {
   it('logs a decision for the one valid request only: refused ones never reach the fan-out', async () => {
     expect(h.lines.filter((l) => l.kind === 'decision')).toHaveLength(1);
   });
+
+  it('decides a user agent or context string carrying U+0000, a C1 control or a lone surrogate, never refusing it', async () => {
+    // The end user's text: a 400 would hand a hostile browser a way around the gate (README, "Endpoints": text
+    // riskgate keeps); it is kept escaped in the decision line (test/unstorable-input.test.ts).
+    const quiet = await h.decide(VALID);
+    const hostile = await h.decide({
+      ...VALID,
+      userAgent: 'Mozilla/5.0\u0000\u0085\ud800',
+      context: { referrer: 'x\u0000y' },
+    });
+    expect(hostile.status).toBe(200);
+    expect(hostile.body.verdict).toBe(quiet.body.verdict);
+  });
+
+  it('answers 400 naming an identifier carrying U+0000', async () => {
+    await expectProblem(
+      await h.decide({ ...VALID, unitId: 'alice\u0000web' }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'unitId',
+    );
+    await expectProblem(
+      await h.decide({ ...VALID, userId: 'u\u0000' }),
+      400,
+      'RG_ERR_INVALID_INPUT',
+      'userId',
+    );
+  });
 });

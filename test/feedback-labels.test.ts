@@ -47,6 +47,10 @@ describe('POST /feedback and replay --labels', () => {
     const badId = await feedback({ decisionId: 'not-a-uuid', label: 'fraud' });
     expect(badId.status).toBe(400);
     expect(JSON.stringify(badId.body)).toContain('decisionId');
+    // Issue 30: a note PostgreSQL cannot store once halted the decision store's writer for everyone.
+    const nul = await feedback({ decisionId: crypto.randomUUID(), label: 'fraud', note: 'a\u0000b' });
+    expect(nul.status).toBe(400);
+    expect(nul.body).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field: 'note' });
     const unknownField = await feedback({ decisionId: crypto.randomUUID(), label: 'fraud', score: 1 });
     expect(unknownField.status).toBe(400);
     expect((await feedback({ decisionId: crypto.randomUUID(), label: 'fraud' }, 'wrong-key')).status).toBe(

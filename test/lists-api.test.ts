@@ -130,6 +130,19 @@ describe('the runtime lists on SQLite', () => {
       'value',
     ],
     ['an entry without a reason', '/lists/blockedNetworks/entries', { value: '192.0.2.1' }, 'reason'],
+    // Issue 30: what the database cannot store (every endpoint: test/unstorable-input.test.ts).
+    [
+      'a value carrying U+0000',
+      '/lists/trustedAccounts/entries',
+      { value: 'acct\u0000', reason: 'r' },
+      'value',
+    ],
+    [
+      'a reason carrying a lone surrogate',
+      '/lists/trustedAccounts/entries',
+      { value: 'acct-9', reason: '\ud800' },
+      'reason',
+    ],
     [
       'a ttl of zero',
       '/lists/blockedNetworks/entries',

@@ -140,7 +140,8 @@ describe('an operator unlock', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({
       status: 'unlocked',
-      unlockStatus: 'queued',
+      // Queued when answered; on a loaded machine the outbox may have delivered it already.
+      unlockStatus: expect.stringMatching(/^(queued|done)$/),
       endedBy: expect.any(String),
     });
     await eventually(async () => (await adminUserStatus(h.sandbox, ids.dave!)) === 'enabled', {
@@ -210,7 +211,12 @@ describe('a temporary lock-out', () => {
     offsetMs = Date.parse(earlier.until!) - Date.now() + 1;
     const skipped = await actionLine(`${first}:unlock_user:${ids.bob}`);
     expect(skipped).toMatchObject({ status: 'done', reason: `extended_by_later_lockout:${second}` });
-    expect((await lockout(first)).reason).toBe(`unlock_skipped:extended_by_later_lockout:${second}`);
+    // The record is told after the outcome line: awaited, not read at once.
+    await lockoutWhen(
+      first,
+      (l) => l.reason === `unlock_skipped:extended_by_later_lockout:${second}`,
+      'the first record saying why its end was skipped',
+    );
     // The later one's end unlocks the user, ending both.
     offsetMs = Date.parse(later.until!) - Date.now() + 1;
     await eventually(async () => (await adminUserStatus(h.sandbox, ids.bob!)) === 'enabled', {

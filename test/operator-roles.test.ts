@@ -197,6 +197,8 @@ describe('the audit trail of operators’ changes', () => {
         target: decisionId,
         from: '127.0.0.1',
         detail: { label: 'fraud', note: 'seen in the SOC' },
+        // Written after the label was recorded, beside its intent (issue 30).
+        outcome: { status: 'done', at: expect.stringMatching(/Z$/) },
       },
     ]);
   });

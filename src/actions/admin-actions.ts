@@ -85,6 +85,11 @@ export type WebhookCall = Extract<ActionSpec['call'], { method: 'postWebhook' }>
 export interface WebhookPoster {
   /** Timeout of one attempt, milliseconds (the outbox's lease outlasts it). */
   readonly timeoutMs: number;
+  /**
+   * How long one delivery is retried, milliseconds, within the outbox's horizon (the shorter
+   * wins): one event a receiver refuses holds its stream no longer. Undefined: the outbox's.
+   */
+  readonly retryHorizonMs?: number | undefined;
   /** One signed POST of `call`: ok on a 2xx, else a typed failure the outbox retries or ends. */
   post(call: WebhookCall, options: CallOptions): Promise<UpstreamResult<unknown>>;
 }

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
-import type { Component, RouteMount } from '../lifecycle/component.ts';
-import type { AuditAction, AuditTrail } from '../operators/audit-trail.ts';
+import type { Component, MetricsRegistry, RouteMount } from '../lifecycle/component.ts';
+import { AUDIT_OUTCOMES, type AuditAction, type AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
+import { storableLine } from '../text/storable-text.ts';
 import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
 
 /** Every action the audit trail records (src/operators/audit-trail.ts). */
@@ -22,10 +23,9 @@ export const AUDIT_ACTIONS = [
 
 /** `GET /audit`'s query. */
 export const auditQuerySchema = z.object({
-  actor: z.string().min(1).max(200).optional().describe('Only this operator’s entries (their name).'),
+  actor: storableLine().min(1).max(200).optional().describe('Only this operator’s entries (their name).'),
   action: z.enum(AUDIT_ACTIONS).optional().describe('Only this kind of change.'),
-  target: z
-    .string()
+  target: storableLine()
     .min(1)
     .max(500)
     .optional()
@@ -57,6 +57,18 @@ export const auditEntrySchema = z.object({
     .record(z.string(), z.unknown())
     .optional()
     .describe('A label and note, a reason: never a secret.'),
+  outcome: z
+    .union([
+      z.object({
+        status: z.enum(AUDIT_OUTCOMES),
+        code: z.string().optional().describe('The `RG_ERR_*` code of a failure or refusal.'),
+        at: z.iso.datetime().describe('When the outcome was written.'),
+      }),
+      z.object({ status: z.literal('unknown') }),
+    ])
+    .describe(
+      'What became of the change: `done`, `failed` (riskgate could not make it) or `refused` (not possible, e.g. gone meanwhile), with its code; `unknown` when no outcome was recorded (still in progress, or the process stopped in between): the entry is the intent, not proof the change was made.',
+    ),
 });
 
 export const auditPageSchema = z.object({
@@ -91,18 +103,38 @@ export function auditRoutes(audit: AuditTrail): RouteMount {
 
 /**
  * The audit trail as a component, over the database (after it in the start order): its handle is
- * what the routes record changes in (src/audit/record-change.ts); mounts `GET /audit`.
+ * what the routes record changes in (src/audit/record-change.ts); mounts `GET /audit`. Counts the
+ * outcomes it could not write (`riskgate_audit_outcomes_lost_total`: those entries read unknown).
  */
 export function auditComponent(o: {
   database: RiskgateDatabase;
   /** An audit trail instead of the database's (tests). */
   given?: AuditTrail | undefined;
-}): Component<AuditTrail> {
+}): Component<AuditTrail, MetricsRegistry> {
   return {
     name: 'audit trail',
     start() {
-      const audit = o.given ?? databaseAuditTrail(o.database);
-      return { handle: audit, routes: [auditRoutes(audit)] };
+      const trail = o.given ?? databaseAuditTrail(o.database);
+      let outcomesLost = 0;
+      const audit: AuditTrail = {
+        record: (entry) => trail.record(entry),
+        list: (filter) => trail.list(filter),
+        settle: (id, outcome) =>
+          trail.settle(id, outcome).catch((error: unknown) => {
+            outcomesLost++;
+            throw error;
+          }),
+      };
+      return {
+        handle: audit,
+        routes: [auditRoutes(audit)],
+        observe: (metrics) =>
+          metrics.observeCounter(
+            'riskgate_audit_outcomes_lost',
+            'Audited changes whose outcome could not be written (each also logged): their entries read unknown',
+            () => outcomesLost,
+          ),
+      };
     },
   };
 }

@@ -1,11 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { FeatureMigrations, RiskgateDatabase } from '../database/database.ts';
-import type { AuditAction, AuditEntry, AuditFilter, AuditTrail } from '../operators/audit-trail.ts';
+import type {
+  AuditAction,
+  AuditEntry,
+  AuditEntryOutcome,
+  AuditFilter,
+  AuditOutcomeStatus,
+  AuditTrail,
+} from '../operators/audit-trail.ts';
 import type { OperatorRole } from '../operators/operator.ts';
 
 /**
- * The audit trail in the database (src/database/): one row per change, the same queries on SQLite
- * and PostgreSQL. Entries are only ever inserted; a reader pages newest first by id.
+ * The audit trail in the database (src/database/): one row per change (the intent, written before
+ * it) and one per outcome (written after, keyed by the change's id), the same queries on SQLite and
+ * PostgreSQL. Rows are only ever inserted; a reader pages newest first by id, each entry with its
+ * outcome beside it (`unknown` when none was written).
  */
 
 // A type, not an interface: kysely's withTables wants an index signature.
@@ -22,6 +31,15 @@ export type AuditTables = {
     from_address: string;
     /** JSON, or null. */
     detail: string | null;
+  };
+  audit_outcome: {
+    /** The `audit_entry` it settles: one outcome per change. */
+    entry_id: string;
+    /** `done`, `failed` or `refused`. */
+    outcome: string;
+    /** The `RG_ERR_*` code of a failure or refusal, or null. */
+    code: string | null;
+    outcome_at_ms: number;
   };
 };
 
@@ -50,6 +68,20 @@ export const auditMigrations: FeatureMigrations = {
           .columns([column, 'id'])
           .execute();
       }
+    },
+  },
+  // Issue 30: the trail showed an add whose write then failed. The outcome is a row of its own
+  // (insert-only, like the entries), so an entry never claims a change it cannot vouch for.
+  'audit-002-outcomes': {
+    async up(db) {
+      await db.schema
+        .createTable('audit_outcome')
+        .ifNotExists()
+        .addColumn('entry_id', 'text', (c) => c.primaryKey())
+        .addColumn('outcome', 'text', (c) => c.notNull())
+        .addColumn('code', 'text')
+        .addColumn('outcome_at_ms', 'bigint', (c) => c.notNull())
+        .execute();
     },
   },
 };
@@ -81,6 +113,18 @@ function auditIdSource(now: () => number): () => { id: string; atMs: number } {
 }
 
 type AuditRow = AuditTables['audit_entry'];
+type OutcomeColumns = Omit<AuditTables['audit_outcome'], 'entry_id'>;
+/** An entry as read: its outcome's columns null when none was written (a left join). */
+type ListedRow = AuditRow & { [K in keyof OutcomeColumns]: OutcomeColumns[K] | null };
+
+function outcomeOf(row: ListedRow): AuditEntryOutcome {
+  if (row.outcome === null || row.outcome_at_ms === null) return { status: 'unknown' };
+  return {
+    status: row.outcome as AuditOutcomeStatus,
+    ...(row.code !== null && { code: row.code }),
+    at: new Date(Number(row.outcome_at_ms)).toISOString(),
+  };
+}
 
 function entryOf(row: AuditRow): AuditEntry {
   return {
@@ -103,7 +147,8 @@ export function databaseAuditTrail(
   options: { now?: () => number } = {},
 ): AuditTrail {
   const db = database.db.withTables<AuditTables>();
-  const nextId = auditIdSource(options.now ?? Date.now);
+  const now = options.now ?? Date.now;
+  const nextId = auditIdSource(now);
   return {
     async record(change) {
       const { id, atMs } = nextId();
@@ -121,19 +166,36 @@ export function databaseAuditTrail(
       await db.insertInto('audit_entry').values(row).execute();
       return entryOf(row);
     },
+    async settle(id, outcome) {
+      await db
+        .insertInto('audit_outcome')
+        .values({
+          entry_id: id,
+          outcome: outcome.status,
+          code: outcome.code ?? null,
+          outcome_at_ms: now(),
+        })
+        // One outcome per change: the first written stands.
+        .onConflict((oc) => oc.column('entry_id').doNothing())
+        .execute();
+    },
     async list(filter: AuditFilter) {
       const limit = Math.min(Math.max(1, Math.trunc(filter.limit ?? AUDIT_PAGE_DEFAULT)), AUDIT_PAGE_MAX);
-      let query = db.selectFrom('audit_entry').selectAll();
-      if (filter.actor !== undefined) query = query.where('actor', '=', filter.actor);
-      if (filter.action !== undefined) query = query.where('action', '=', filter.action);
-      if (filter.target !== undefined) query = query.where('target', '=', filter.target);
-      if (filter.cursor !== undefined) query = query.where('id', '<', filter.cursor);
+      let query = db
+        .selectFrom('audit_entry')
+        .leftJoin('audit_outcome', 'audit_outcome.entry_id', 'audit_entry.id')
+        .selectAll('audit_entry')
+        .select(['audit_outcome.outcome', 'audit_outcome.code', 'audit_outcome.outcome_at_ms']);
+      if (filter.actor !== undefined) query = query.where('audit_entry.actor', '=', filter.actor);
+      if (filter.action !== undefined) query = query.where('audit_entry.action', '=', filter.action);
+      if (filter.target !== undefined) query = query.where('audit_entry.target', '=', filter.target);
+      if (filter.cursor !== undefined) query = query.where('audit_entry.id', '<', filter.cursor);
       // One more than the page says whether there is a next one.
-      const rows = await query
-        .orderBy('id', 'desc')
+      const rows = (await query
+        .orderBy('audit_entry.id', 'desc')
         .limit(limit + 1)
-        .execute();
-      const entries = rows.slice(0, limit).map(entryOf);
+        .execute()) as ListedRow[];
+      const entries = rows.slice(0, limit).map((row) => ({ ...entryOf(row), outcome: outcomeOf(row) }));
       return rows.length > limit ? { entries, nextCursor: entries.at(-1)!.id } : { entries };
     },
   };

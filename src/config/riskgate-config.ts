@@ -213,6 +213,13 @@ export interface WebhookConfig {
   events: RiskgateEventType[];
   /** Timeout of one delivery attempt, milliseconds. Default 5000. */
   timeoutMs: number;
+  /**
+   * How long one delivery is retried before it is dead-lettered, milliseconds
+   * (RISKGATE_WEBHOOK_RETRY_HORIZON_SECONDS; default 3 600 000, one hour), never past the outbox's
+   * own horizon. A receiver's events of one user or list go out in order, so this is also the
+   * longest one event it refuses holds the others back. Undefined: the outbox's horizon alone.
+   */
+  retryHorizonMs?: number | undefined;
 }
 
 /** Variables that may also be given as `<NAME>_FILE` (a path whose content is the value). */
@@ -857,6 +864,7 @@ function webhookVariables() {
       'lists no event type',
     ).default(['lockout.created', 'lockout.ended', 'list.entry_added', 'list.entry_removed']),
     RISKGATE_WEBHOOK_TIMEOUT_MS: numberVariable({ min: 100, max: 30_000, fallback: 5000 }),
+    RISKGATE_WEBHOOK_RETRY_HORIZON_SECONDS: numberVariable({ min: 1, max: 30 * 24 * 3600, fallback: 3600 }),
   };
 }
 
@@ -865,6 +873,7 @@ function webhookConfigOf(b: {
   RISKGATE_WEBHOOK_SECRET?: string[] | undefined;
   RISKGATE_WEBHOOK_EVENTS: RiskgateEventType[];
   RISKGATE_WEBHOOK_TIMEOUT_MS: number;
+  RISKGATE_WEBHOOK_RETRY_HORIZON_SECONDS: number;
 }): WebhookConfig | undefined {
   if (b.RISKGATE_WEBHOOK_URLS === undefined) {
     if (b.RISKGATE_WEBHOOK_SECRET !== undefined) {
@@ -880,6 +889,7 @@ function webhookConfigOf(b: {
     secrets: b.RISKGATE_WEBHOOK_SECRET,
     events: [...new Set(b.RISKGATE_WEBHOOK_EVENTS)],
     timeoutMs: b.RISKGATE_WEBHOOK_TIMEOUT_MS,
+    retryHorizonMs: b.RISKGATE_WEBHOOK_RETRY_HORIZON_SECONDS * 1000,
   };
 }
 

@@ -5,6 +5,8 @@ import type { Component } from '../lifecycle/component.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { changeAction } from '../outbox/actions-routes.ts';
 import { type OutboxEntryView, outboxEntryView } from '../outbox/outbox-view.ts';
+import { toProblem } from '../problem/problem-details.ts';
+import { storableLine } from '../text/storable-text.ts';
 import type { ConsoleDeps } from './console-deps.ts';
 import { Notice } from './console-layout.tsx';
 import { summarizeMetrics } from './console-metrics.ts';
@@ -82,17 +84,18 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     const page = (await deps.decisions?.list(decisionFilterOf(q.data, Date.now()))) ?? { decisions: [] };
     return c.json({ decisions: page.decisions });
   });
-  ui.get('/decisions/:id', async (c) => {
+  /** One decision's page, with a notice (`Labelled fraud.`) or a form's error (a 400). */
+  const decisionPage = async (c: ConsoleContext, o: { notice?: string; error?: string } = {}) => {
     if (deps.decisions === undefined) return missing(kit, c, 'Decision', 'decisions', NO_STORE);
     const id = z.uuid().safeParse(c.req.param('id'));
     const d = id.success ? await deps.decisions.get(id.data) : undefined;
     if (d === undefined)
       return kit.fail(c, 404, 'No such decision', 'The decision store has no decision with this id.');
     const s = c.get('session');
-    const labelled = c.req.query('labelled');
     return kit.page(c, {
       title: `Decision ${d.decisionId.slice(0, 8)}`,
       current: 'decisions',
+      status: o.error === undefined ? 200 : 400,
       body: (
         <DecisionView
           d={d}
@@ -100,9 +103,16 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
           outbox={await outboxOf(kit, d)}
           csrf={s.csrf}
           canLabel={roleAllows(s.operator.role, 'analyst')}
-          notice={labelled === 'fraud' || labelled === 'legit' ? `Labelled ${labelled}.` : undefined}
+          notice={o.notice}
+          error={o.error}
         />
       ),
+    });
+  };
+  ui.get('/decisions/:id', async (c) => {
+    const labelled = c.req.query('labelled');
+    return decisionPage(c, {
+      ...((labelled === 'fraud' || labelled === 'legit') && { notice: `Labelled ${labelled}.` }),
     });
   });
   ui.post(
@@ -114,7 +124,11 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       const id = z.uuid().safeParse(c.req.param('id'));
       if (!id.success) return kit.fail(c, 404, 'No such decision', 'A decision id is a UUID.');
       const form = labelFormSchema.safeParse(c.get('form'));
-      if (!form.success) throw kit.edge.inputError(form.error, 'The label form');
+      // The form's error on the decision's page, as the API's 400 says it.
+      if (!form.success)
+        return decisionPage(c, {
+          error: toProblem(kit.edge.inputError(form.error, 'The label form')).detail,
+        });
       const { label, note } = form.data;
       // Audited before it is made (RG_ERR_AUDIT_UNAVAILABLE, the 503 page, when it cannot be).
       await kit.edge.recordChange(c, {
@@ -132,7 +146,7 @@ const actionsQuery = z.object({
   status: z.enum(ACTION_TABS).optional(),
   done: z.enum(['retry', 'drop']).optional(),
 });
-const actionForm = z.object({ id: z.string().min(1).max(600) });
+const actionForm = z.object({ id: storableLine().min(1).max(600) });
 
 function mountActions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   const { deps } = kit;
@@ -188,6 +202,9 @@ function mountActions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   }
 }
 
+/** The Audit page's query: its filters go to the database (what it cannot hold is refused). */
+const auditPageQuery = z.object({ actor: storableLine().optional(), cursor: storableLine().optional() });
+
 function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   const { deps } = kit;
   ui.get('/rules', async (c) => {
@@ -214,8 +231,10 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   ui.get('/audit', async (c) => {
     if (deps.audit === undefined)
       return missing(kit, c, 'Audit trail', 'audit', 'The audit trail is not running in this riskgate.');
-    const actor = c.req.query('actor')?.trim().slice(0, 64) || undefined;
-    const cursor = c.req.query('cursor')?.slice(0, 200) || undefined;
+    const q = auditPageQuery.safeParse(c.req.query());
+    if (!q.success) throw kit.edge.inputError(q.error, 'The query');
+    const actor = q.data.actor?.trim().slice(0, 64) || undefined;
+    const cursor = q.data.cursor?.slice(0, 200) || undefined;
     const { entries, nextCursor } = await deps.audit.list({ actor, cursor, limit: 100 });
     return kit.page(c, {
       title: 'Audit trail',

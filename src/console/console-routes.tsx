@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import { type OperatorRole, roleAllows } from '../operators/operator.ts';
 import { toProblem } from '../problem/problem-details.ts';
+import { storableText } from '../text/storable-text.ts';
 import { type ConsoleAssets, loadConsoleAssets } from './console-assets.ts';
 import type { ConsoleDeps } from './console-deps.ts';
 import { type NavKey, renderPage } from './console-layout.tsx';
@@ -350,8 +351,7 @@ export function consoleApp(
 /** A label form's fields. */
 export const labelFormSchema = z.object({
   label: z.enum(['fraud', 'legit'], { message: 'choose fraud or legit' }),
-  note: z
-    .string()
+  note: storableText()
     .trim()
     .max(1000, 'must be at most 1000 characters')
     .optional()

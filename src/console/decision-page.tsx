@@ -306,6 +306,8 @@ export function DecisionView(props: {
   csrf: string;
   canLabel: boolean;
   notice?: string | undefined;
+  /** A label form's error (the problem's detail). */
+  error?: string | undefined;
 }) {
   const { d } = props;
   const o = d.line.outcome;
@@ -316,6 +318,7 @@ export function DecisionView(props: {
         Decision <VerdictBadge verdict={d.verdict} /> <span class="mono muted">{d.decisionId}</span>
       </h1>
       {props.notice !== undefined && <Notice kind="ok">{props.notice}</Notice>}
+      {props.error !== undefined && <Notice kind="error">{props.error}</Notice>}
       <div class="grid-2">
         <section class="card" aria-labelledby="h-outcome">
           <h2 id="h-outcome">Outcome</h2>

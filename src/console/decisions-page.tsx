@@ -5,15 +5,15 @@ import type {
   DecisionSummary,
   VerdictCounts,
 } from '../decision-store/decision-query.ts';
+import { storableLine } from '../text/storable-text.ts';
 import { Time, VerdictBadge } from './console-layout.tsx';
 
 /** The Decisions page: filters (a GET form, so every view is a link), counts, rows, paging, live tail. */
 
 const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, all: 0 };
 
-/** A text filter: blank means none. */
-const text = z
-  .string()
+/** A text filter: blank means none (it goes to the database: what it cannot hold is refused). */
+const text = storableLine()
   .trim()
   .max(200, 'must be at most 200 characters')
   .optional()

@@ -6,6 +6,7 @@ import { MAX_LIST_VALUE_LENGTH } from '../lists/list-values.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { parseTtl } from '../policy/policy-schema.ts';
 import { toProblem } from '../problem/problem-details.ts';
+import { storableLine, storableText } from '../text/storable-text.ts';
 import { CsrfField, Notice, Time } from './console-layout.tsx';
 import type { ConsoleContext, ConsoleEnv, ConsoleKit } from './console-routes.tsx';
 
@@ -34,15 +35,14 @@ export function ttlText(seconds: number | null): string {
   return `${seconds}s`;
 }
 
-const reasonField = z
-  .string()
+const reasonField = storableText()
   .trim()
   .min(1, 'is required: say why (it is kept with the change in the audit trail)')
   .max(MAX_REASON_LENGTH, `must be at most ${MAX_REASON_LENGTH} characters`);
 
 /** The add form: the TTL as the policy writes one (`30m`, `24h`, `7d`), empty for the list's own. */
 export const addEntryFormSchema = z.object({
-  value: z.string().max(MAX_LIST_VALUE_LENGTH, `must be at most ${MAX_LIST_VALUE_LENGTH} characters`),
+  value: storableLine().max(MAX_LIST_VALUE_LENGTH, `must be at most ${MAX_LIST_VALUE_LENGTH} characters`),
   reason: reasonField,
   ttl: z
     .string()
@@ -60,7 +60,7 @@ export const addEntryFormSchema = z.object({
 });
 
 export const removeEntryFormSchema = z.object({
-  value: z.string().min(1).max(MAX_LIST_VALUE_LENGTH),
+  value: storableLine().min(1).max(MAX_LIST_VALUE_LENGTH),
   reason: reasonField,
 });
 

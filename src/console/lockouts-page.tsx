@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { z } from 'zod';
 import { ACTIVE_STATUSES, LOCKOUT_STATUSES, type LockoutView } from '../lockouts/lockout-record.ts';
-import { lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
+import { lockoutIdOf, lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { toProblem } from '../problem/problem-details.ts';
 import { CsrfField, Notice, Time } from './console-layout.tsx';
@@ -264,7 +264,7 @@ export function mountLockouts(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     if (lockouts === undefined) return absent(c);
     const notice =
       c.req.query('unlocked') === undefined ? undefined : 'Unlocked: the user is enabled through the outbox.';
-    return recordPage(c, c.req.param('id'), { notice });
+    return recordPage(c, lockoutIdOf(c, kit.edge), { notice });
   });
   ui.post(
     '/lockouts/:id/unlock',
@@ -273,7 +273,7 @@ export function mountLockouts(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     kit.form,
     async (c) => {
       if (lockouts === undefined) return absent(c);
-      const id = c.req.param('id');
+      const id = lockoutIdOf(c, kit.edge);
       const form = unlockRequestSchema.safeParse({ reason: c.get('form').reason ?? '' });
       if (!form.success) {
         const problem = toProblem(kit.edge.inputError(form.error, 'The form'));

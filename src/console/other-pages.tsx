@@ -267,6 +267,23 @@ export function HealthView(props: {
   );
 }
 
+/**
+ * What became of an audited change: done, failed or refused with its code, or "no outcome
+ * recorded" (the intent alone: in progress, or the process stopped before it could say).
+ */
+function AuditOutcomeCell(props: { outcome: AuditEntry['outcome'] }) {
+  const o = props.outcome;
+  if (o === undefined || o.status === 'unknown') {
+    return <span class="tag outcome-unknown">no outcome recorded</span>;
+  }
+  return (
+    <>
+      <span class={`tag outcome-${o.status}`}>{o.status}</span>
+      {o.code !== undefined && <span class="mono"> {o.code}</span>}
+    </>
+  );
+}
+
 export function AuditView(props: {
   entries: readonly AuditEntry[];
   nextCursor?: string | undefined;
@@ -291,6 +308,7 @@ export function AuditView(props: {
             <th scope="col">Who</th>
             <th scope="col">What</th>
             <th scope="col">Target</th>
+            <th scope="col">Outcome</th>
             <th scope="col">From</th>
             <th scope="col">Details</th>
           </tr>
@@ -306,6 +324,9 @@ export function AuditView(props: {
               </td>
               <td>{e.action}</td>
               <td class="mono">{e.target}</td>
+              <td>
+                <AuditOutcomeCell outcome={e.outcome} />
+              </td>
               <td class="mono">{e.from}</td>
               <td class="mono">{e.detail === undefined ? '' : JSON.stringify(e.detail)}</td>
             </tr>

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
+import { storableLine } from '../text/storable-text.ts';
 import { parseRfc3339, rfc3339Schema } from '../timing/rfc3339.ts';
 import type { DecisionFilter, DecisionReader } from './decision-query.ts';
 import { DEFAULT_PAGE_LIMIT, decodeCursor, MAX_PAGE_LIMIT } from './decision-reader.ts';
@@ -13,7 +14,8 @@ import { DEFAULT_PAGE_LIMIT, decodeCursor, MAX_PAGE_LIMIT } from './decision-rea
  */
 
 const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
-const id = z.string().trim().min(1).max(200);
+// A filter goes to the database as is: PostgreSQL refuses U+0000 (a 400 here, not a 503).
+const id = storableLine().trim().min(1).max(200);
 
 /** The query of GET /decisions. */
 export const decisionsQuerySchema = z.strictObject({

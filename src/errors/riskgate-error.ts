@@ -33,6 +33,11 @@ export const ErrorCode = {
   UPSTREAM_MALFORMED_RESPONSE: 'RG_ERR_UPSTREAM_MALFORMED_RESPONSE',
   /** Upstream answered a status the spec does not define for the call. */
   UPSTREAM_UNEXPECTED_STATUS: 'RG_ERR_UPSTREAM_UNEXPECTED_STATUS',
+  /**
+   * A request riskgate built cannot be sent at all (a header value outside what HTTP carries, such
+   * as a webhook id holding a non-Latin-1 character): no attempt can succeed, so it is never retried.
+   */
+  UNSENDABLE_REQUEST: 'RG_ERR_UNSENDABLE_REQUEST',
   /** The upstream route's circuit breaker is open: the call was not attempted (see `retryAfterMs`). */
   CIRCUIT_OPEN: 'RG_ERR_CIRCUIT_OPEN',
   /** The feature store (velocity counters, history) did not answer: down, refused or too slow. */

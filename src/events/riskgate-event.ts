@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Events riskgate tells others about (signed webhooks, src/webhooks/): a lock-out, an unlock, a
  * list change, and optionally each deny or challenge. An emitted event is delivered at least once:
@@ -14,7 +16,11 @@ export type RiskgateEventType =
   | 'decision.challenged';
 
 export interface RiskgateEvent {
-  /** Unique per event: receivers deduplicate on it (delivery is at least once). */
+  /**
+   * Unique per event: receivers deduplicate on it (delivery is at least once). Sent as the
+   * `webhook-id` header, so printable ASCII only: made of riskgate's own names and ids, and of
+   * `eventIdPart` for anything an operator typed (a list value).
+   */
   id: string;
   type: RiskgateEventType;
   /** When it happened (RFC 3339). */
@@ -31,6 +37,15 @@ export interface EventSink {
    * would be dropped.
    */
   wants(type: RiskgateEventType): boolean;
+}
+
+/**
+ * The part of an event id that stands for `text` an operator typed (a list value): 16 hex digits
+ * of its SHA-256. The raw value may hold any character (U+202E, a CJK id), and an event id travels
+ * as a header, which carries Latin-1 at most; the value itself is in the event's `data`.
+ */
+export function eventIdPart(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
 /** A sink for a riskgate with no receivers configured. */

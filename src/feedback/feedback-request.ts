@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableText } from '../text/storable-text.ts';
 
 /**
  * `POST /feedback`: an analyst's (or a login backend's) label of one decision, kept in the decision
@@ -12,7 +13,10 @@ export const MAX_FEEDBACK_BODY_BYTES = 4 * 1024;
 export const feedbackRequestSchema = z.strictObject({
   decisionId: z.uuid().describe('The `decisionId` of a /decide answer.'),
   label: z.enum(['fraud', 'legit']).describe('What the login turned out to be.'),
-  note: z.string().max(1000, 'must be at most 1000 characters').optional().describe('Why, for the record.'),
+  note: storableText()
+    .max(1000, 'must be at most 1000 characters')
+    .optional()
+    .describe('Why, for the record (tab and line breaks pass; other control characters are refused).'),
 });
 export type FeedbackRequest = z.infer<typeof feedbackRequestSchema>;
 

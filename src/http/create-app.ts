@@ -2,7 +2,7 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import { admit } from '../admission/admit.ts';
-import { changeRecorder } from '../audit/record-change.ts';
+import { changeAudit } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
 import { decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
@@ -139,6 +139,9 @@ export function createApp(deps: AppDeps): Hono {
   const trusted = deps.trustedProxy;
   const operators = createOperatorResolver(opsKeys, trusted);
   const clientAddress = (c: Context) => clientAddressOf(c, trusted?.proxies ?? []);
+  const changes = changeAudit({ audit: deps.audit, clientAddress, log: deps.log });
+  // Every route that records a change gets its outcome written once it is answered.
+  app.use(changes.settleChanges);
   const edge: RouteEdge = {
     apiKeys: deps.apiKeys,
     operatorAuth: operatorAuth(opsKeys, trusted),
@@ -151,7 +154,8 @@ export function createApp(deps: AppDeps): Hono {
     stillOperates: operators.stillOperates,
     vouchedIdentity: operators.vouched,
     clientAddress,
-    recordChange: changeRecorder({ audit: deps.audit, clientAddress, log: deps.log }),
+    recordChange: changes.recordChange,
+    changeOutcome: changes.changeOutcome,
     // A route's admission (the /decide room answers its own shed with the overload verdict).
     admit: () => admit({ admission: deps.admission, metrics: deps.metrics }),
     audited: audited(deps),

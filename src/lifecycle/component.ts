@@ -1,6 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
-import type { AuditAction, AuditEntry } from '../operators/audit-trail.ts';
+import type { AuditAction, AuditEntry, AuditOutcome } from '../operators/audit-trail.ts';
 import type { Operator, OperatorRole } from '../operators/operator.ts';
 
 /**
@@ -143,6 +143,11 @@ export interface RouteEdge {
     c: Context,
     change: { action: AuditAction; target: string; detail?: Record<string, unknown> },
   ): Promise<AuditEntry>;
+  /**
+   * Says what became of the changes `recordChange` recorded for `c` when the answer will not: the
+   * outcome is otherwise read from it (2xx/3xx done, 4xx refused, 5xx failed; src/audit/).
+   */
+  changeOutcome(c: Context, outcome: AuditOutcome): void;
   /**
    * Admission (shed under overload with a 503, counted in flight). A route's own: /decide, whose
    * shed may be answered with the policy's overload verdict, builds its own in src/decide/.

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIST_KEY_KINDS } from '../policy/policy-schema.ts';
+import { storableLine, storableText } from '../text/storable-text.ts';
 import { MAX_LIST_VALUE_LENGTH } from './list-values.ts';
 
 /**
@@ -18,8 +19,7 @@ export const MAX_IMPORT_BODY_BYTES = 2 * 1024 * 1024;
 /** Largest body of one entry's add or remove, bytes. */
 export const MAX_ENTRY_BODY_BYTES = 4096;
 
-const reasonSchema = z
-  .string()
+const reasonSchema = storableText()
   .trim()
   .min(1, 'must not be empty')
   .max(MAX_REASON_LENGTH)
@@ -34,8 +34,7 @@ const ttlSecondsSchema = z
 
 export const addEntrySchema = z
   .object({
-    value: z
-      .string()
+    value: storableLine()
       .max(MAX_LIST_VALUE_LENGTH)
       .describe('An address or CIDR for an `ip` list (kept as its network), else the id.'),
     reason: reasonSchema,
@@ -66,8 +65,7 @@ export const pageQuerySchema = z.object({
     .max(1000)
     .default(100)
     .describe('Most entries (1-1000, default 100).'),
-  cursor: z
-    .string()
+  cursor: storableLine()
     .max(MAX_LIST_VALUE_LENGTH)
     .optional()
     .describe("The previous page's `nextCursor`: entries after it."),

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { z } from 'zod';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
-import type { EventSink, RiskgateEventType } from '../events/riskgate-event.ts';
+import { type EventSink, eventIdPart, type RiskgateEventType } from '../events/riskgate-event.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
@@ -244,9 +244,10 @@ function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
       const at = new Date(now()).toISOString();
       for (const e of entries) {
         const view = entryView(e);
-        // Its id names the entry (one add and one removal each): a retried emit is one event.
+        // Its id names the entry (one add and one removal each): a retried emit is one event. The
+        // value is hashed: an id is a header, and a value may hold what no header can carry.
         const event = {
-          id: `${type}:${e.list}:${e.value}:${e.createdMs}`,
+          id: `${type}:${e.list}:${eventIdPart(e.value)}:${e.createdMs}`,
           type,
           at,
           data: { list: e.list, value: e.value, kind: e.kind, author: e.author, expiresAt: view.expiresAt },

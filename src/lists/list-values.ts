@@ -1,5 +1,6 @@
 import { type Cidr, type IpWords, parseCidr, parseIp } from '../net/ip-cidr.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import { unstorableReason } from '../text/storable-text.ts';
 
 /**
  * A list entry's value, checked against its list's key kind and written one way: an `ip` entry is
@@ -21,7 +22,9 @@ export function normaliseListValue(kind: DeclaredList['key'], raw: string): List
   if (text.length > MAX_LIST_VALUE_LENGTH)
     return { ok: false, message: `must be at most ${MAX_LIST_VALUE_LENGTH} characters` };
   if (kind !== 'ip') {
-    if (hasControlCharacter(text)) return { ok: false, message: 'must not contain control characters' };
+    // Also a path parameter (a removal's) and a console form's: the one rule, wherever it came in.
+    const unstorable = unstorableReason(text, false);
+    if (unstorable !== undefined) return { ok: false, message: unstorable };
     return { ok: true, value: text };
   }
   const cidr = text.includes('/') ? parseCidr(text) : hostCidr(text);
@@ -73,12 +76,4 @@ function cidrText(cidr: Cidr): string {
   // The URL parser writes an IPv6 address in its canonical (RFC 5952) form.
   const address = new URL(`http://[${hextets.join(':')}]`).hostname.slice(1, -1);
   return cidr.bits === 128 ? address : `${address}/${cidr.bits}`;
-}
-
-function hasControlCharacter(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return true;
-  }
-  return false;
 }

@@ -7,13 +7,14 @@ import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
+import { storableLine, storableText } from '../text/storable-text.ts';
 import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
 import { lockoutEvent } from './lockout-recorder.ts';
 import { decodeCursor, type LockoutStore, lockoutView } from './lockout-store.ts';
 
 /** The query of `GET /lockouts`. */
 export const lockoutsQuerySchema = z.strictObject({
-  userId: z.string().min(1).max(256).optional().describe('Only this Admin user’s lock-outs.'),
+  userId: storableLine().min(1).max(256).optional().describe('Only this Admin user’s lock-outs.'),
   status: z.enum(LOCKOUT_STATUSES).optional().describe('Only lock-outs in this status.'),
   cursor: z
     .string()
@@ -24,10 +25,19 @@ export const lockoutsQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50).describe('Most lock-outs in a page.'),
 });
 
+/** A lock-out id in a path: it goes to the database as is, so what one refuses is a 400 here. */
+const lockoutPathSchema = z.object({ id: storableLine().min(1).max(512) });
+
+/** The lock-out id of `c`'s path (400 naming `id` when it cannot be looked up). */
+export function lockoutIdOf(c: Context, edge: Pick<RouteEdge, 'inputError'>): string {
+  const path = lockoutPathSchema.safeParse({ id: c.req.param('id') });
+  if (!path.success) throw edge.inputError(path.error, 'The path');
+  return path.data.id;
+}
+
 /** The body of `POST /lockouts/{id}/unlock`. */
 export const unlockRequestSchema = z.strictObject({
-  reason: z
-    .string()
+  reason: storableText()
     .trim()
     .min(1)
     .max(500)
@@ -91,15 +101,16 @@ export function lockoutRoutes(o: LockoutRoutesOptions, operations = lockoutOpera
         if (!query.success) throw edge.inputError(query.error, 'The query');
         return c.json(await operations.list(query.data));
       });
-      app.get('/lockouts/:id', viewer, async (c) => c.json(await operations.get(c.req.param('id'))));
+      app.get('/lockouts/:id', viewer, async (c) => c.json(await operations.get(lockoutIdOf(c, edge))));
       app.post(
         '/lockouts/:id/unlock',
         edge.operatorAuth,
         edge.requireRole('admin'),
         edge.limitBody(4096),
         async (c) => {
+          const id = lockoutIdOf(c, edge);
           const { reason } = await edge.readJsonBody(c, unlockRequestSchema);
-          return c.json(await operations.unlock(c, edge, c.req.param('id'), reason));
+          return c.json(await operations.unlock(c, edge, id, reason));
         },
       );
     },

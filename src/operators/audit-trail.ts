@@ -5,6 +5,11 @@ import type { OperatorRole } from './operator.ts';
  * reload, a list entry, an unlock, a sign-in), who made it, when and from where. Kept in the
  * database (src/database/) beside the decisions, shown by the console and `GET /audit`. A change
  * is answered only once its entry is written: a change that cannot be audited is refused.
+ *
+ * An entry is the operator's intent, written before the change; its outcome (done, failed,
+ * refused, with the error code) is written after, linked to it. An entry without one (the process
+ * died in between, or the outcome could not be written) reads `unknown`: the trail never says a
+ * change was made when it may not have been.
  */
 
 /** What was done, as `<thing>.<verb>`. */
@@ -19,6 +24,25 @@ export type AuditAction =
   | 'list.remove'
   | 'lockout.unlock'
   | 'lockout.extend';
+
+/** What became of an audited change. */
+export const AUDIT_OUTCOMES = ['done', 'failed', 'refused'] as const;
+export type AuditOutcomeStatus = (typeof AUDIT_OUTCOMES)[number];
+
+/** The outcome written after a change: `failed` (riskgate could not make it) or `refused` (4xx). */
+export interface AuditOutcome {
+  status: AuditOutcomeStatus;
+  /** The `RG_ERR_*` code of a failure or refusal, when there is one. */
+  code?: string | undefined;
+}
+
+/** An entry's outcome as a reader sees it: `unknown` until (or unless) one was written. */
+export type AuditEntryOutcome =
+  | (AuditOutcome & {
+      /** When it was written (RFC 3339, milliseconds). */
+      at: string;
+    })
+  | { status: 'unknown' };
 
 export interface AuditEntry {
   /** Unique, sortable by time (a ULID-like or time-prefixed id). */
@@ -37,6 +61,8 @@ export interface AuditEntry {
   from: string;
   /** Details that help a reader: a label and note, a reason. Never a secret. */
   detail?: Record<string, unknown>;
+  /** What became of the change (`unknown` while none is written). Absent on a fresh `record`. */
+  outcome?: AuditEntryOutcome;
 }
 
 export interface AuditFilter {
@@ -50,8 +76,13 @@ export interface AuditFilter {
 }
 
 export interface AuditTrail {
-  /** Writes `entry` durably; rejects when it cannot (the change must then be refused). */
-  record(entry: Omit<AuditEntry, 'id' | 'at'>): Promise<AuditEntry>;
+  /** Writes `entry` (the intent) durably; rejects when it cannot (the change must then be refused). */
+  record(entry: Omit<AuditEntry, 'id' | 'at' | 'outcome'>): Promise<AuditEntry>;
+  /**
+   * Writes the outcome of entry `id` (once: a second is ignored). Rejects when it cannot; the
+   * entry then reads `unknown`.
+   */
+  settle(id: string, outcome: AuditOutcome): Promise<void>;
   /** Newest first. */
   list(filter: AuditFilter): Promise<{ entries: AuditEntry[]; nextCursor?: string }>;
 }

@@ -1,6 +1,8 @@
 import type { Context } from 'hono';
+import { z } from 'zod';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
-import type { RouteMount } from '../lifecycle/component.ts';
+import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
+import { storableLine } from '../text/storable-text.ts';
 import type { OutboxEntry, OutboxStatus, OutboxStore } from './outbox-store.ts';
 import { actionsQuerySchema, fromOutboxStore, outboxEntryView } from './outbox-view.ts';
 
@@ -9,6 +11,15 @@ function actionNotFound(id: string, state: string): RiskgateError {
     ErrorCode.NOT_FOUND,
     `No ${state} action with id ${JSON.stringify(id.slice(0, 200))}.`,
   );
+}
+
+/** An action id in a path: it goes to the store as is, so what a database refuses is a 400 here. */
+const actionPathSchema = z.object({ id: storableLine().min(1).max(600) });
+
+function actionIdOf(c: Context, edge: RouteEdge): string {
+  const path = actionPathSchema.safeParse({ id: c.req.param('id') });
+  if (!path.success) throw edge.inputError(path.error, 'The path');
+  return path.data.id;
 }
 
 /** What an operator's retry or drop needs: the outbox's store and what to tell the outbox. */
@@ -82,11 +93,11 @@ export function actionsRoutes(o: OutboxControls): RouteMount {
         return c.json({ ...stats, actions: entries.map(outboxEntryView) });
       });
       app.post('/actions/:id/retry', edge.operatorAuth, edge.requireRole('admin'), async (c) => {
-        const id = c.req.param('id');
+        const id = actionIdOf(c, edge);
         return c.json(outboxEntryView(await changeAction(o, 'retry', id, audited(c, 'action.retry', id))));
       });
       app.delete('/actions/:id', edge.operatorAuth, edge.requireRole('admin'), async (c) => {
-        const id = c.req.param('id');
+        const id = actionIdOf(c, edge);
         return c.json(outboxEntryView(await changeAction(o, 'drop', id, audited(c, 'action.drop', id))));
       });
     },

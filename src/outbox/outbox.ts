@@ -67,7 +67,10 @@ export interface OutboxOptions {
   baseDelayMs?: number;
   /** Longest retry delay, milliseconds. Default 60 000. */
   maxDelayMs?: number;
-  /** How long an action is retried before it is dead-lettered, milliseconds. Default 24 h. */
+  /**
+   * How long an action is retried before it is dead-lettered, milliseconds. Default 24 h. A
+   * webhook delivery's is shorter when `webhooks.retryHorizonMs` is.
+   */
   horizonMs?: number;
   /** How often the store is looked at for entries due (others' retries, expired leases), ms. Default 1000. */
   pollMs?: number;
@@ -586,11 +589,21 @@ export class Outbox implements ActionDispatcher {
         failure.retryAfterMs,
       ),
     );
-    if (now + delay - entry.horizonStartMs > this.#o.horizonMs) {
+    if (now + delay - entry.horizonStartMs > this.#horizonOf(spec)) {
       await this.#deadLetter(entry, `horizon_exhausted:${failure.code}`, now);
       return;
     }
     await store.retryLater(spec.id, owner, now + delay, failure.code, true, now);
+  }
+
+  /**
+   * How long `spec` is retried: the outbox's horizon, or a webhook's own budget when shorter. A
+   * stream (a receiver's events of one user or list) waits behind its oldest pending event, so one
+   * the receiver refuses must give way after its budget, not after a day.
+   */
+  #horizonOf(spec: ActionSpec): number {
+    const budget = spec.type === WEBHOOK_ACTION_TYPE ? this.#o.webhooks?.retryHorizonMs : undefined;
+    return budget === undefined ? this.#o.horizonMs : Math.min(budget, this.#o.horizonMs);
   }
 
   /** An attempt its gate skipped (done, no call made) or put off (not counted). */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import type { ReloadOutcome } from './policy-store.ts';
 import type { RuleStats } from './rule-stats.ts';
@@ -39,6 +40,8 @@ export function policyRoutes(o: {
       app.post('/policies/reload', edge.operatorAuth, edge.requireRole('admin'), async (c) => {
         await edge.recordChange(c, { action: 'policy.reload', target: o.policies.status().name });
         const outcome = await o.policies.reload();
+        // Answered 200 either way: the audit trail must not call a failed reload done.
+        if (!outcome.ok) edge.changeOutcome(c, { status: 'failed', code: ErrorCode.INVALID_POLICY });
         return c.json(
           outcome.ok
             ? { ok: true, changed: outcome.changed, revision: outcome.revision }

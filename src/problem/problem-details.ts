@@ -60,6 +60,7 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_ABORTED: { status: 503, title: 'Aborted' },
   RG_ERR_OVERLOADED: { status: 503, title: 'Overloaded' },
   RG_ERR_CIRCUIT_OPEN: { status: 503, title: 'Upstream circuit open' },
+  RG_ERR_UNSENDABLE_REQUEST: { status: 500, title: 'Request cannot be sent' },
   RG_ERR_FEATURE_STORE_UNAVAILABLE: { status: 503, title: 'Feature store unavailable' },
   RG_ERR_HISTORY_BEHIND: { status: 503, title: 'Event history behind' },
   RG_ERR_OUTBOX_UNAVAILABLE: { status: 503, title: 'Outbox unavailable' },

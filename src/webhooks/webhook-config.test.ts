@@ -20,18 +20,20 @@ describe('the webhook configuration', () => {
     expect(loadConfig({}).webhooks).toBeUndefined();
   });
 
-  it('takes receivers, rotating secrets, events and a timeout', () => {
+  it('takes receivers, rotating secrets, events, a timeout and a retry budget', () => {
     const config = loadConfig({
       RISKGATE_WEBHOOK_URLS: `${URL_WITH_TOKEN}, http://127.0.0.1:9000/hook`,
       RISKGATE_WEBHOOK_SECRET: `${SECRET},an-older-plain-secret-of-32-characters`,
       RISKGATE_WEBHOOK_EVENTS: 'lockout.created,decision.denied',
       RISKGATE_WEBHOOK_TIMEOUT_MS: '2500',
+      RISKGATE_WEBHOOK_RETRY_HORIZON_SECONDS: '600',
     });
     expect(config.webhooks).toEqual({
       urls: [URL_WITH_TOKEN, 'http://127.0.0.1:9000/hook'],
       secrets: [SECRET, 'an-older-plain-secret-of-32-characters'],
       events: ['lockout.created', 'decision.denied'],
       timeoutMs: 2500,
+      retryHorizonMs: 600_000,
     });
   });
 
@@ -44,6 +46,8 @@ describe('the webhook configuration', () => {
       'list.entry_removed',
     ]);
     expect(config.webhooks?.timeoutMs).toBe(5000);
+    // One refused event holds its stream an hour at most, not the outbox's day.
+    expect(config.webhooks?.retryHorizonMs).toBe(3_600_000);
   });
 
   it('reads the secret and the URLs from files (_FILE)', () => {

@@ -226,6 +226,54 @@ describe('webhook delivery through the outbox', () => {
       expect(kept).not.toContain(secret);
   });
 
+  it('dead-letters at once an event whose id no header can carry, never as unreachable, and its stream goes on', async () => {
+    const r = await receiver();
+    const { sink, outcomeOf, store, outbox } = setUp([r.url()]);
+    // One user's events share a stream: the later one waits for the earlier one's end.
+    const unsendable = { ...lockoutEvent('u-stream'), id: `evt-\u202e-${Date.now()}` };
+    const next = lockoutEvent('u-stream');
+    await sink.emit(unsendable);
+    await sink.emit(next);
+    expect(await outcomeOf(unsendable)).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      reason: ErrorCode.UNSENDABLE_REQUEST,
+    });
+    expect(await outcomeOf(next)).toMatchObject({ status: 'done', attempts: 1 });
+    expect(r.received.map((d) => d.headers['webhook-id'])).toEqual([next.id]);
+    expect((await store.list({ status: 'dead' })).map((e) => e.lastError ?? e.reason)).toEqual([
+      ErrorCode.UNSENDABLE_REQUEST,
+    ]);
+    expect(outbox.attemptsStarted).toBe(2);
+  });
+
+  it('gives one event the receiver keeps refusing its retry budget, then dead-letters it and sends the next of its stream', async () => {
+    const r = await receiver();
+    const refused = lockoutEvent('u-budget');
+    r.answer = (res, delivery) => {
+      res.statusCode = delivery.headers['webhook-id'] === refused.id ? 503 : 200;
+      res.end();
+    };
+    const { sink, outcomeOf } = setUp([r.url()], { retryHorizonMs: 400 });
+    const next = lockoutEvent('u-budget');
+    const emittedAt = performance.now();
+    await sink.emit(refused);
+    await sink.emit(next);
+    const dead = await outcomeOf(refused);
+    expect(dead).toMatchObject({
+      status: 'failed',
+      reason: `horizon_exhausted:${ErrorCode.UPSTREAM_SERVER_ERROR}`,
+    });
+    expect(dead.attempts).toBeGreaterThan(1);
+    expect(await outcomeOf(next)).toMatchObject({ status: 'done', attempts: 1 });
+    // Held behind it for its budget (400 ms), not the outbox's 24 h horizon.
+    expect(performance.now() - emittedAt).toBeGreaterThanOrEqual(300);
+    const delivered = r.received.filter((d) => d.headers['webhook-id'] === next.id);
+    expect(delivered).toHaveLength(1);
+    const lastRefusal = r.received.map((d) => d.headers['webhook-id']).lastIndexOf(refused.id);
+    expect(r.received.indexOf(delivered[0]!)).toBeGreaterThan(lastRefusal);
+  });
+
   it('dead-letters a delivery whose receiver is no longer configured', async () => {
     const r = await receiver();
     const { outbox, outcomes } = setUp([r.url()]);

@@ -13,9 +13,13 @@ import { receiverKey, webhookKey, webhookSignature } from './webhook-signature.t
  * stored body to the receiver, under its own timeout. What becomes of it is the outbox's: a 2xx is
  * done; a timeout, an unreachable receiver, 408, 429 (its `Retry-After` honoured) and 5xx are
  * retried with the outbox's backoff until its horizon; anything else (a redirect, which is never
- * followed, or another 4xx) is dead-lettered with its code. Nothing here names the receiver's URL
+ * followed, or another 4xx) is dead-lettered with its code, as is a delivery whose headers HTTP
+ * cannot carry (`RG_ERR_UNSENDABLE_REQUEST`: no attempt could ever send it). Nothing here names the receiver's URL
  * or a secret: errors say `webhook deliver`, logs the receiver's key.
  */
+
+/** What an HTTP header value may hold (as undici checks it): tab, printable ASCII, Latin-1. */
+const SENDABLE_HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Largest receiver answer read, bytes: a receiver's answer is only looked at for its status. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -35,6 +39,7 @@ export interface WebhookDeliveryOptions {
 
 export class WebhookDelivery implements WebhookPoster {
   readonly timeoutMs: number;
+  readonly retryHorizonMs: number | undefined;
   readonly #receivers = new Map<string, Receiver>();
   readonly #keys: Buffer[];
   readonly #lateAnswers: LateAnswers = new Set();
@@ -42,6 +47,7 @@ export class WebhookDelivery implements WebhookPoster {
 
   constructor(config: WebhookConfig, options: WebhookDeliveryOptions = {}) {
     this.timeoutMs = config.timeoutMs;
+    this.retryHorizonMs = config.retryHorizonMs;
     this.#keys = config.secrets.map(webhookKey);
     this.#now = options.now ?? Date.now;
     for (const url of config.urls) {
@@ -93,6 +99,17 @@ export class WebhookDelivery implements WebhookPoster {
     };
     if (receiver.authorization !== undefined) headers.authorization = receiver.authorization;
     if (options.traceparent !== undefined) headers.traceparent = options.traceparent;
+    const unsendable = Object.keys(headers).find((name) => !SENDABLE_HEADER_VALUE.test(headers[name]!));
+    if (unsendable !== undefined) {
+      // Sending would throw before any byte left, every time: dead-lettered now, for an operator,
+      // never retried as if the receiver were unreachable (it held its stream for a day).
+      return result(
+        webhookError(
+          ErrorCode.UNSENDABLE_REQUEST,
+          `webhook deliver: the ${unsendable} header cannot carry this value (not Latin-1 text)`,
+        ),
+      );
+    }
     const answer = await sendAttempt(
       receiver.pool,
       { method: 'POST', path: receiver.path, headers, body: call.body },

@@ -20,10 +20,18 @@ export function memoryAuditTrail(): MemoryAuditTrail {
       trail.entries.push(written);
       return written;
     },
+    async settle(id, outcome) {
+      if (trail.failing) throw new Error('the audit trail is down');
+      const entry = trail.entries.find((e) => e.id === id);
+      if (entry !== undefined && (entry.outcome === undefined || entry.outcome.status === 'unknown')) {
+        entry.outcome = { ...outcome, at: new Date().toISOString() };
+      }
+    },
     async list(filter: AuditFilter) {
       const entries = trail.entries
         .filter((e) => filter.action === undefined || e.action === filter.action)
         .filter((e) => filter.target === undefined || e.target === filter.target)
+        .map((e) => ({ ...e, outcome: e.outcome ?? { status: 'unknown' as const } }))
         .toReversed();
       return { entries: entries.slice(0, filter.limit ?? 50) };
     },
