@@ -1,13 +1,31 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 
 /**
  * The outbox's storage: what was promised in an answer, until it is delivered or dead-lettered.
- * One implementation per engine: SQLite under RISKGATE_STATE_DIR for one process
- * (src/outbox/sqlite-outbox-store.ts), Redis for replicas sharing one outbox
- * (src/outbox/redis-outbox-store.ts), and this process's memory, which keeps nothing across a
- * crash (src/outbox/memory-outbox-store.ts). Times are wall-clock milliseconds (Date.now()):
- * several processes read them.
+ * Two implementations: the database (RISKGATE_DATABASE: embedded SQLite, or PostgreSQL shared by
+ * replicas; src/outbox/database-outbox-store.ts), beside the rest of the control state, so a
+ * lock-out's entries and its record are one transaction; and this process's memory, which keeps
+ * nothing across a crash (src/outbox/memory-outbox-store.ts: tests, development). Times are
+ * wall-clock milliseconds (Date.now()): several processes read them.
  */
+
+/** A database transaction as a companion writes with it (a feature adds its tables: `withTables`). */
+export type CompanionTx = RiskgateDatabase['db'];
+
+/**
+ * Rows another feature keeps with an append, written in the same database transaction as its
+ * entries: they exist all together or not at all (a lock-out's record beside its action, its
+ * scheduled unlock and its event's deliveries; an operator's unlock beside its record change).
+ */
+export interface AppendCompanion {
+  /** More entries written with the submit's (the deliveries of the change's event). */
+  specs?: readonly ActionSpec[];
+  /** Writes the feature's rows with `tx`, after the entries (the write lock is held by then). */
+  write(tx: CompanionTx, nowMs: number): Promise<void>;
+  /** Told once the transaction committed (what could not join it goes out then). Must not throw. */
+  committed?(): void;
+}
 
 /** `pending` until delivered; `dead` when it failed for good or ran out of horizon; `dropped` by an operator. */
 export type OutboxStatus = 'pending' | 'delivered' | 'dead' | 'dropped';
@@ -54,7 +72,7 @@ export const WEBHOOK_ACTION_TYPE = 'deliver_webhook';
 
 export interface OutboxStore {
   /**
-   * Whether the entries outlive this process (SQLite, Redis). False for the memory store: at
+   * Whether the entries outlive this process (the database). False for the memory store: at
    * shutdown and on a fatal error the outbox reports what it did not deliver failed, since no
    * later process will.
    */
@@ -63,9 +81,14 @@ export interface OutboxStore {
    * Records `specs` durably (resolves once they are). An id already present is not added again:
    * false at its index. A spec with `notBeforeMs` (a scheduled unlock) is due then, and counts as
    * created then (`dueAtMs`): its wait is neither the pending age an Admin outage shows in nor
-   * part of its retry horizon.
+   * part of its retry horizon. `companions` write their rows in the same transaction (a failed
+   * companion fails the append: nothing is written).
    */
-  append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]>;
+  append(
+    specs: readonly ActionSpec[],
+    nowMs: number,
+    companions?: readonly AppendCompanion[],
+  ): Promise<boolean[]>;
   /**
    * Leases up to `limit` pending entries due at `nowMs` to `owner` for `leaseMs`, counting an
    * attempt for each, oldest first, never an entry while an earlier one of its `orderingKey` is
