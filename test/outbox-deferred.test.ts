@@ -1,13 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
-import { SqliteOutboxStore } from '../src/outbox/sqlite-outbox-store.ts';
 import { eventually } from './support/eventually.ts';
+import { openDatabaseOutbox } from './support/outbox-database.ts';
 
 /**
  * The outbox's deferred actions (issue 22, item 3), on a real SQLite store whose appends are held
@@ -65,10 +62,8 @@ afterEach(async () => {
   for (const s of opened.splice(0)) await s.close();
 });
 
-function setUp(options: { maxDeferred?: number } = {}) {
-  const sqlite = new SqliteOutboxStore({
-    path: join(mkdtempSync(join(tmpdir(), 'rg-deferred-')), 'o.sqlite'),
-  });
+async function setUp(options: { maxDeferred?: number } = {}) {
+  const sqlite = await openDatabaseOutbox();
   opened.push(sqlite);
   const g = gated(sqlite);
   const outcomes: ActionOutcome[] = [];
@@ -84,7 +79,7 @@ function setUp(options: { maxDeferred?: number } = {}) {
 
 describe('deferred actions', () => {
   it('answers deferred by the deadline, then writes the action once when the store answers', async () => {
-    const { sqlite, g, outbox } = setUp();
+    const { sqlite, g, outbox } = await setUp();
     g.close();
     const startedAt = performance.now();
     const a = job('u1');
@@ -104,7 +99,7 @@ describe('deferred actions', () => {
   });
 
   it('refuses past its bound, and reports what it still holds at shutdown failed (shutdown)', async () => {
-    const { g, outbox, outcomes } = setUp({ maxDeferred: 1 });
+    const { g, outbox, outcomes } = await setUp({ maxDeferred: 1 });
     g.close();
     const held = job('u3');
     expect(await outbox.submit([held], { timeoutMs: 20 })).toEqual(['deferred']);

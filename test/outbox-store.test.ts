@@ -1,13 +1,9 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionSpec } from '../src/actions/admin-actions.ts';
-import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
-import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
+import type { DatabaseTarget } from '../src/database/database.ts';
 import { MemoryOutboxStore } from '../src/outbox/memory-outbox-store.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
-import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
+import { openDatabaseOutbox, outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -52,6 +48,15 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
           .filter((id) => id === hook.id || id === lock.id);
       expect(await ids({ skipWebhooks: true })).toEqual([lock.id]);
       expect(await ids()).toEqual([hook.id]);
+    });
+
+    it('takes a jittered (fractional) retry time and lease, and is due by then', async () => {
+      const a = spec('u-jitter');
+      await store.append([a], T0);
+      expect((await store.claim('wj', 100, T0, 1000.25)).map((e) => e.spec.id)).toContain(a.id);
+      await store.retryLater(a.id, 'wj', T0 + 1234.5678, 'RG_ERR_UPSTREAM_TIMEOUT', true, T0 + 1);
+      expect((await store.claim('wj', 100, T0 + 1236, LEASE)).map((e) => e.spec.id)).toContain(a.id);
+      await store.complete(a.id, 'wj', T0 + 1237);
     });
 
     it('appends once per id: a second append of the same action is a duplicate', async () => {
@@ -256,23 +261,8 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
 
 contract('memory', async () => new MemoryOutboxStore());
 
-/** The database store over a fresh database (closed with the store). */
-async function databaseStore(target: DatabaseTarget): Promise<OutboxStore> {
-  const database = await openDatabase(target, { migrations: outboxMigrations });
-  const store = new DatabaseOutboxStore(database);
-  const close = store.close.bind(store);
-  return Object.assign(store, {
-    close: async () => {
-      await close();
-      await database.close();
-    },
-  });
-}
-
-const sqliteFile = (): DatabaseTarget => ({
-  kind: 'sqlite',
-  path: join(mkdtempSync(join(tmpdir(), 'outbox-')), 'control.sqlite'),
-});
+const databaseStore = openDatabaseOutbox;
+const sqliteFile = (): DatabaseTarget => outboxSqliteFile('outbox-');
 
 contract('database, SQLite', () => databaseStore(sqliteFile()));
 

@@ -73,11 +73,16 @@ export class DatabaseOutboxStore implements OutboxStore {
   #appends: PendingAppend[] = [];
   #completions: PendingCompletion[] = [];
   #closed = false;
+  readonly #closeDatabase: (() => Promise<void>) | undefined;
 
-  /** `database` stays open: the database component closes it. */
-  constructor(database: RiskgateDatabase) {
+  /**
+   * The store over `database`, which stays open on `close` (the database component's), unless
+   * `ownsDatabase` (the CLI, tests: opened for this store alone).
+   */
+  constructor(database: RiskgateDatabase, options: { ownsDatabase?: boolean } = {}) {
     this.#db = database.db.withTables<OutboxTables>();
     this.#engine = database.engine;
+    this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
   }
 
   append(
@@ -153,7 +158,7 @@ export class DatabaseOutboxStore implements OutboxStore {
     options: ClaimOptions = {},
   ): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
-    const until = nowMs + leaseMs;
+    const until = Math.round(nowMs + leaseMs);
     const skip = options.skipWebhooks === true ? sql`AND o.action_type <> ${WEBHOOK_ACTION_TYPE}` : sql``;
     // Due, pending, not leased (or its lease ran out), and first of its ordering key among the
     // pending: a user's later action never overtakes an earlier one still pending.
@@ -241,7 +246,8 @@ export class DatabaseOutboxStore implements OutboxStore {
       .set((eb) => ({
         lease_owner: null,
         lease_until: 0,
-        next_attempt_at: nextAttemptAtMs,
+        // Whole milliseconds: a backoff's jitter is fractional, and PostgreSQL's bigint refuses it.
+        next_attempt_at: Math.round(nextAttemptAtMs),
         last_error: lastError ?? null,
         attempts: countAttempt ? eb.ref('attempts') : eb('attempts', '-', 1),
         updated_at: nowMs,
@@ -383,11 +389,12 @@ export class DatabaseOutboxStore implements OutboxStore {
     return Number(r.numDeletedRows);
   }
 
-  /** Writes what is batched, then refuses more; the database itself stays open (its component's). */
+  /** Writes what is batched, then refuses more (and closes the database if it owns it). */
   async close(): Promise<void> {
     if (this.#closed) return;
     await this.#commitAppends();
     await this.#commitCompletions();
     this.#closed = true;
+    await this.#closeDatabase?.();
   }
 }

@@ -1,5 +1,7 @@
+import type { AppendCompanion } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
-import type { RiskgateDatabase } from '../database/database.ts';
+
+export type { AppendCompanion, CompanionTx } from '../actions/action-dispatcher.ts';
 
 /**
  * The outbox's storage: what was promised in an answer, until it is delivered or dead-lettered.
@@ -9,23 +11,6 @@ import type { RiskgateDatabase } from '../database/database.ts';
  * nothing across a crash (src/outbox/memory-outbox-store.ts: tests, development). Times are
  * wall-clock milliseconds (Date.now()): several processes read them.
  */
-
-/** A database transaction as a companion writes with it (a feature adds its tables: `withTables`). */
-export type CompanionTx = RiskgateDatabase['db'];
-
-/**
- * Rows another feature keeps with an append, written in the same database transaction as its
- * entries: they exist all together or not at all (a lock-out's record beside its action, its
- * scheduled unlock and its event's deliveries; an operator's unlock beside its record change).
- */
-export interface AppendCompanion {
-  /** More entries written with the submit's (the deliveries of the change's event). */
-  specs?: readonly ActionSpec[];
-  /** Writes the feature's rows with `tx`, after the entries (the write lock is held by then). */
-  write(tx: CompanionTx, nowMs: number): Promise<void>;
-  /** Told once the transaction committed (what could not join it goes out then). Must not throw. */
-  committed?(): void;
-}
 
 /** `pending` until delivered; `dead` when it failed for good or ran out of horizon; `dropped` by an operator. */
 export type OutboxStatus = 'pending' | 'delivered' | 'dead' | 'dropped';
