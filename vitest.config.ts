@@ -37,6 +37,7 @@ export const SLOW = [
   'test/bench-orphans.test.ts',
   'test/bench-smoke.test.ts',
   'test/feature-store-memory.test.ts',
+  'test/lockout-transaction-crash.test.ts',
   'test/lockouts-process.test.ts',
   'test/metrics-prometheus.test.ts',
   'test/outbox-crash.test.ts',
