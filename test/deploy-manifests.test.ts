@@ -189,8 +189,9 @@ describe('deploy/ manifests', () => {
     // The image's own settings plus these load without error, as the pod would start.
     const config = loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate', ...secret.stringData, ...env });
     expect(config).toMatchObject({ workers: 1, port: 8080, opsPort: 9090, host: '0.0.0.0' });
-    // Replaced pods lose their local disk: the outbox is the shared one.
-    expect(config.outbox.kind).toBe('redis');
+    // Replaced pods lose their local disk: the outbox is in the shared database.
+    expect(config.outbox.kind).toBe('database');
+    expect(config.database.kind).toBe('postgres');
   });
 
   it('probe the routes riskgate keeps open, on the ports it listens on', () => {
