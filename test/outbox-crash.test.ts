@@ -51,7 +51,6 @@ const hit = (e) => { if (e === event && ++count === Number(nth)) process.kill(pr
 const run = StatementSync.prototype.run;
 StatementSync.prototype.run = function (...a) {
   const sql = this.sourceSQL;
-  if (sql.startsWith('insert into "outbox_entry"')) appended = true;
   const r = run.apply(this, a);
   if (sql === 'commit' && appended) { appended = false; hit('append-committed'); }
   if (sql === 'rollback') appended = false;
@@ -60,6 +59,7 @@ StatementSync.prototype.run = function (...a) {
 const all = StatementSync.prototype.all;
 StatementSync.prototype.all = function (...a) {
   const sql = this.sourceSQL;
+  if (sql.startsWith('insert into "outbox_entry"')) appended = true;
   const completing = sql.startsWith('update "outbox_entry" set "status"') && sql.includes('returning "id"');
   if (completing) hit('before-complete');
   const r = all.apply(this, a);

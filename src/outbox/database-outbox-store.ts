@@ -103,11 +103,7 @@ export class DatabaseOutboxStore implements OutboxStore {
     this.#appends = [];
     if (batch.length === 0) return;
     try {
-      const results = await this.#db.transaction().execute(async (tx) => {
-        const out: boolean[][] = [];
-        for (const a of batch) out.push(await this.#write(tx, a));
-        return out;
-      });
+      const results = await this.#db.transaction().execute((tx) => this.#write(tx, batch));
       for (const [i, a] of batch.entries()) a.resolve(results[i]!);
     } catch (error) {
       if (batch.length === 1) {
@@ -117,7 +113,7 @@ export class DatabaseOutboxStore implements OutboxStore {
       // One append (a row the database refuses, a companion's failure) fails only itself.
       for (const a of batch) {
         try {
-          a.resolve(await this.#db.transaction().execute((tx) => this.#write(tx, a)));
+          a.resolve((await this.#db.transaction().execute((tx) => this.#write(tx, [a])))[0]!);
         } catch (alone) {
           a.reject(alone);
         }
@@ -125,14 +121,16 @@ export class DatabaseOutboxStore implements OutboxStore {
     }
   }
 
-  /** One append's entries, then its companions' rows, with `tx`. */
-  async #write(tx: Transaction<OutboxTables>, a: PendingAppend): Promise<boolean[]> {
-    const added: boolean[] = [];
-    for (const s of a.specs) {
-      const at = dueAtMs(s, a.nowMs);
-      const r = await tx
-        .insertInto('outbox_entry')
-        .values({
+  /**
+   * The appends' entries with `tx`, in one insert statement per IDS_PER_STATEMENT rows (each a
+   * message to the SQLite thread), then their companions' rows. Which were new, per append: an id
+   * already there, or earlier in the batch, is not.
+   */
+  async #write(tx: Transaction<OutboxTables>, appends: readonly PendingAppend[]): Promise<boolean[][]> {
+    const rows = appends.flatMap((a) =>
+      a.specs.map((s) => {
+        const at = dueAtMs(s, a.nowMs);
+        return {
           id: s.id,
           ordering_key: s.orderingKey,
           action_type: s.type,
@@ -141,13 +139,23 @@ export class DatabaseOutboxStore implements OutboxStore {
           horizon_start: at,
           next_attempt_at: at,
           updated_at: a.nowMs,
-        })
+        };
+      }),
+    );
+    const inserted = new Set<string>();
+    for (let i = 0; i < rows.length; i += IDS_PER_STATEMENT) {
+      const added = await tx
+        .insertInto('outbox_entry')
+        .values(rows.slice(i, i + IDS_PER_STATEMENT))
         .onConflict((oc) => oc.column('id').doNothing())
-        .executeTakeFirst();
-      added.push(Number(r.numInsertedOrUpdatedRows ?? 0) > 0);
+        .returning('id')
+        .execute();
+      for (const r of added) inserted.add(r.id);
     }
-    for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
-    return added;
+    for (const a of appends)
+      for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
+    // The first of an id is the one added.
+    return appends.map((a) => a.specs.map((s) => inserted.delete(s.id)));
   }
 
   async claim(
