@@ -20,13 +20,13 @@ import type { OutboxTables } from './outbox-tables.ts';
  * audit trail: one transaction can hold a lock-out's entries and its record (`AppendCompanion`).
  * Every query goes through kysely: on the embedded SQLite file it runs on the database's thread
  * (src/database/sqlite-thread-dialect.ts), never on the event loop; on PostgreSQL, replicas share
- * the one table and a claim takes its rows `FOR UPDATE SKIP LOCKED`, so two replicas never lease
- * the same entry and neither waits for the other.
+ * the one table and a claim takes its rows `FOR UPDATE SKIP LOCKED` (one UPDATE statement, its own
+ * transaction), so two replicas never lease the same entry and neither waits for the other.
  *
  * Batched, as the outbox's hot path needs: the appends of one event-loop turn share one
  * transaction (group commit; should it fail, each append is tried alone, so one refused row fails
  * only its own append), and so do the completions (one UPDATE per owner). A claim is one
- * statement on SQLite (its one writer is the lock) and one transaction on PostgreSQL.
+ * statement on either engine.
  */
 
 type Row = Selectable<OutboxTables['outbox_entry']>;
@@ -168,31 +168,21 @@ export class DatabaseOutboxStore implements OutboxStore {
     if (limit <= 0) return [];
     const until = Math.round(nowMs + leaseMs);
     const skip = options.skipWebhooks === true ? sql`AND o.action_type <> ${WEBHOOK_ACTION_TYPE}` : sql``;
+    // PostgreSQL: rows another replica is claiming are skipped, not waited for, and this
+    // statement's locks keep them from the others until the lease is written. SQLite: its one
+    // writer makes the statement atomic against every other process.
+    const lock = this.#engine === 'postgres' ? sql`FOR UPDATE OF o SKIP LOCKED` : sql``;
     // Due, pending, not leased (or its lease ran out), and first of its ordering key among the
-    // pending: a user's later action never overtakes an earlier one still pending.
-    const due = sql`SELECT o.seq FROM outbox_entry o
-      WHERE o.status = 'pending' AND o.next_attempt_at <= ${nowMs} AND o.lease_until <= ${nowMs} ${skip}
-        AND NOT EXISTS (SELECT 1 FROM outbox_entry e WHERE e.ordering_key = o.ordering_key
-                        AND e.status = 'pending' AND e.seq < o.seq)
-      ORDER BY o.seq LIMIT ${limit}`;
-    const lease = (seqs: ReturnType<typeof sql>) =>
-      sql<Row>`UPDATE outbox_entry SET lease_owner = ${owner}, lease_until = ${until},
-          attempts = attempts + 1, updated_at = ${nowMs}
-        WHERE seq IN (${seqs}) RETURNING *`;
-    let rows: Row[];
-    if (this.#engine === 'sqlite') {
-      // One statement: SQLite's single writer makes it atomic against every other process.
-      rows = (await lease(due).execute(this.#db)).rows;
-    } else {
-      // Rows another replica is claiming are skipped, not waited for; this transaction's locks
-      // keep them from the others until the lease is written.
-      rows = await this.#db.transaction().execute(async (tx) => {
-        const picked = (await sql<{ seq: number }>`${due} FOR UPDATE OF o SKIP LOCKED`.execute(tx)).rows;
-        if (picked.length === 0) return [];
-        const seqs = sql.join(picked.map((p) => sql`${p.seq}`));
-        return (await lease(seqs).execute(tx)).rows;
-      });
-    }
+    // pending: a user's later action never overtakes an earlier one still pending. One statement
+    // (its own transaction): one round trip per claim.
+    const { rows } = await sql<Row>`UPDATE outbox_entry SET lease_owner = ${owner}, lease_until = ${until},
+        attempts = attempts + 1, updated_at = ${nowMs}
+      WHERE seq IN (SELECT o.seq FROM outbox_entry o
+        WHERE o.status = 'pending' AND o.next_attempt_at <= ${nowMs} AND o.lease_until <= ${nowMs} ${skip}
+          AND NOT EXISTS (SELECT 1 FROM outbox_entry e WHERE e.ordering_key = o.ordering_key
+                          AND e.status = 'pending' AND e.seq < o.seq)
+        ORDER BY o.seq LIMIT ${limit} ${lock})
+      RETURNING *`.execute(this.#db);
     return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map(entryOf);
   }
 
