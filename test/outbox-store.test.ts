@@ -59,6 +59,22 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
       await store.complete(a.id, 'wj', T0 + 1237);
     });
 
+    it('fails only the append whose companion rows are refused, its entries with them, not the others of its turn', async () => {
+      const [a, b] = [spec('u-refused'), spec('u-taken')];
+      const refused = store.append([a], T0, [
+        {
+          write: async () => {
+            throw new Error('a row the database refuses');
+          },
+        },
+      ]);
+      const taken = store.append([b], T0);
+      await expect(refused).rejects.toThrow();
+      expect(await taken).toEqual([true]);
+      expect(await store.get(a.id)).toBeUndefined();
+      expect((await store.get(b.id))?.status).toBe('pending');
+    });
+
     it('appends once per id: a second append of the same action is a duplicate', async () => {
       const a = spec('u-dup');
       expect(await store.append([a], T0)).toEqual([true]);
