@@ -31,9 +31,9 @@ function job(user: string): ActionJob {
 function gated(store: OutboxStore) {
   let gate: Promise<void> | undefined;
   let release = () => {};
-  const append: OutboxStore['append'] = async (specs, nowMs) => {
+  const append: OutboxStore['append'] = async (specs, nowMs, companions) => {
     if (gate !== undefined) await gate;
-    return store.append(specs, nowMs);
+    return store.append(specs, nowMs, companions);
   };
   // Every other call goes to the store itself (its private fields need it as `this`).
   const wrapped = new Proxy(store, {
@@ -95,6 +95,34 @@ describe('deferred actions', () => {
     expect((await sqlite.list({})).filter((e) => e.spec.id === a.key)).toHaveLength(1);
     // A healthy store: queued, as ever.
     expect(await outbox.submit([job('u2')], { timeoutMs: 1000 })).toEqual(['queued']);
+    await outbox.drain(100);
+  });
+
+  it("writes a deferred submit's companion rows with its entries, and tells it committed once", async () => {
+    const { sqlite, g, outbox } = await setUp();
+    g.close();
+    const a = job('u-companion');
+    const event = { ...job('u-companion-event').spec, type: 'deliver_webhook' as const, orderingKey: 'hook' };
+    let writes = 0;
+    let committed = 0;
+    const companion = {
+      specs: [event],
+      write: async () => {
+        writes++;
+      },
+      committed: () => {
+        committed++;
+      },
+    };
+    expect(await outbox.submit([a], { timeoutMs: 30, companion })).toEqual(['deferred']);
+    expect(writes).toBe(0);
+    g.open();
+    await eventually(async () => (outbox.deferred === 0 ? true : undefined));
+    // The timed-out write and the retry may both reach the store: each id once, told once.
+    expect(writes).toBeGreaterThanOrEqual(1);
+    expect(committed).toBe(1);
+    expect(await sqlite.get(a.key)).toMatchObject({ status: 'pending' });
+    expect(await sqlite.get(event.id)).toMatchObject({ status: 'pending' });
     await outbox.drain(100);
   });
 
