@@ -38,6 +38,7 @@ export const SLOW = [
   'test/bench-smoke.test.ts',
   'test/cluster-start.test.ts',
   'test/feature-store-memory.test.ts',
+  'test/lockout-transaction-crash.test.ts',
   'test/lockouts-process.test.ts',
   'test/metrics-prometheus.test.ts',
   'test/outbox-crash.test.ts',

@@ -5,7 +5,7 @@ import { type Harness, type HarnessOptions, startHarness } from './decide-harnes
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY } from './support/lock-everyone-policy.ts';
-import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
  * Issue 22, item 5: an Admin API read outage made the subject `unverified` and the lock-out was
@@ -18,27 +18,27 @@ import { type RunningRedis, redisAvailable, startRedis } from './support/redis-s
 const ADMIN_READS_FAIL = { rules: [{ route: 'GET /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }] };
 const PUT_USER = 'PUT /srv/admin/v1/users/:id';
 
-type Mode = { name: string; env?: Record<string, string>; redis?: boolean };
+type Mode = { name: string; env?: Record<string, string>; postgres?: boolean };
 const MODES: Mode[] = [
   { name: 'the memory outbox', env: { RISKGATE_OUTBOX: 'memory' } },
-  { name: 'the SQLite outbox' },
-  { name: 'the Redis outbox', redis: true },
+  { name: 'the outbox in the SQLite database' },
+  { name: 'the outbox in PostgreSQL', postgres: true },
 ];
 
 describe.each(MODES)('an Admin read outage during a deny, with $name', (mode) => {
-  const skip = mode.redis === true && !redisAvailable();
-  let redis: RunningRedis | undefined;
+  const skip = mode.postgres === true && !postgresAvailable();
+  let pg: RunningPostgres | undefined;
   let h: Harness;
   let ids: Record<string, string | undefined>;
   beforeAll(async () => {
     if (skip) return;
-    redis = mode.redis ? await startRedis() : undefined;
+    pg = mode.postgres ? await startPostgres() : undefined;
     const options: HarnessOptions = {
       // Every login denied and locked out: the test is of the action path, not of risk.
       policy: { yaml: LOCK_EVERYONE_POLICY },
       env: {
         ...mode.env,
-        ...(redis !== undefined && { RISKGATE_OUTBOX: redis.url, RISKGATE_FEATURE_STORE: 'memory' }),
+        ...(pg !== undefined && { RISKGATE_DATABASE: pg.url }),
       },
       // Retries close together, within the outbox's horizon, to outlast this test's outage.
       riskgate: { actionQueue: { baseDelayMs: 100, maxDelayMs: 1000 } },
@@ -48,7 +48,7 @@ describe.each(MODES)('an Admin read outage during a deny, with $name', (mode) =>
   });
   afterAll(async () => {
     await h?.stop();
-    await redis?.stop();
+    await pg?.stop();
   });
 
   it.skipIf(skip)(

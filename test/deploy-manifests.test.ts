@@ -207,7 +207,7 @@ describe('deploy/ manifests', () => {
     const config = loadConfig({ RISKGATE_STATE_DIR: '/var/lib/riskgate', ...secret.stringData, ...env });
     expect(config).toMatchObject({ workers: 1, port: 8080, opsPort: 9090, host: '0.0.0.0' });
     // Replaced pods lose their local disk: every kind of state is the shared one.
-    expect(config.outbox.kind).toBe('redis');
+    expect(config.outbox.kind).toBe('database');
     expect(config.featureStore.kind).toBe('redis');
     expect(config.database.kind).toBe('postgres');
   });

@@ -1,4 +1,6 @@
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { stateFiles } from '../src/database/state-files.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { collectingEventSink, type RiskgateEvent } from '../src/events/riskgate-event.ts';
@@ -171,6 +173,28 @@ describe('an operator unlock', () => {
     } finally {
       audit.failing = false;
     }
+    expect((await lockout(id)).status).toBe('locked');
+    expect(await adminUserStatus(h.sandbox, ids.trudy!)).toBe('locked_out');
+  });
+
+  it('is refused, and no unlock is queued or made, when its record change cannot be written', async () => {
+    const id = await lockOut('trudy');
+    await lockoutWhen(id, (l) => l.status === 'locked', 'trudy locked');
+    // The database refuses the record's change (as PostgreSQL refused a reason with U+0000).
+    const db = new DatabaseSync(stateFiles(h.stateDir).control);
+    db.exec(`CREATE TRIGGER refuse_unlock BEFORE UPDATE OF status ON lockout WHEN NEW.status = 'unlocked'
+      BEGIN SELECT RAISE(ABORT, 'the database refuses the row'); END`);
+    try {
+      const res = await unlock(id, { reason: 'vouched for' });
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { code: string }).code).toBe('RG_ERR_OUTBOX_UNAVAILABLE');
+    } finally {
+      db.exec('DROP TRIGGER refuse_unlock');
+      db.close();
+    }
+    // The unlock's entry went with the record's change: neither was written, no Admin call made.
+    const actions = (await (await h.ops('/actions?limit=1000')).json()) as { actions: { id: string }[] };
+    expect(actions.actions.filter((a) => a.id.startsWith(`${id}:unlock_user`))).toEqual([]);
     expect((await lockout(id)).status).toBe('locked');
     expect(await adminUserStatus(h.sandbox, ids.trudy!)).toBe('locked_out');
   });

@@ -20,7 +20,7 @@ import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
  * Issue 26, "Done when": a policy locks a user out for 30 s; riskgate is SIGKILLed during the
- * lock-out and started again on the same state (the SQLite outbox and database); the sandbox's
+ * lock-out and started again on the same state (the outbox in the SQLite database); the sandbox's
  * Admin user is enabled again within 35 s of the lock. The unlock was scheduled durably in the
  * outbox with the lock-out itself: the new process, not the dead one's memory, carries it out.
  */

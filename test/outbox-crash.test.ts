@@ -8,7 +8,7 @@ import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
-import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import {
   buildDist,
   PROCESS_KEY,
@@ -38,6 +38,37 @@ let preload: string;
 const GENEROUS_DEADLINE_MS = '5000';
 let userIds: Record<string, string | undefined>;
 
+/**
+ * The kill points, on the SQL the database thread runs (kysely's, on node:sqlite): `append-committed`
+ * a commit of a transaction that wrote outbox entries, `claimed` a claim that leased some,
+ * `before-complete`/`after-complete` around a completion.
+ */
+const KILL_AT_PRELOAD = `import { StatementSync } from 'node:sqlite';
+const [event, nth] = (process.env.TEST_KILL_AT ?? '').split(':');
+let count = 0;
+let appended = false;
+const hit = (e) => { if (e === event && ++count === Number(nth)) process.kill(process.pid, 'SIGKILL'); };
+const run = StatementSync.prototype.run;
+StatementSync.prototype.run = function (...a) {
+  const sql = this.sourceSQL;
+  const r = run.apply(this, a);
+  if (sql === 'commit' && appended) { appended = false; hit('append-committed'); }
+  if (sql === 'rollback') appended = false;
+  return r;
+};
+const all = StatementSync.prototype.all;
+StatementSync.prototype.all = function (...a) {
+  const sql = this.sourceSQL;
+  if (sql.startsWith('insert into "outbox_entry"')) appended = true;
+  const completing = sql.startsWith('update "outbox_entry" set "status"') && sql.includes('returning "id"');
+  if (completing) hit('before-complete');
+  const r = all.apply(this, a);
+  if (completing && r.length > 0) hit('after-complete');
+  if (sql.startsWith('UPDATE outbox_entry SET lease_owner') && r.length > 0) hit('claimed');
+  return r;
+};
+`;
+
 beforeAll(async () => {
   build = buildDist('outbox');
   sandbox = await startTestSandbox();
@@ -49,33 +80,11 @@ beforeAll(async () => {
     policyPath,
     LOCK_EVERYONE_POLICY.replace('thresholds:', 'defaults: { timeoutMs: 4000 }\nthresholds:'),
   );
-  // Test code only (loaded with --import into the child): SIGKILL at the n-th occurrence of an
-  // event of the SQLite outbox, e.g. right after the durable write and before the answer.
+  // Test code only (loaded with --import into the child, and so into its database thread, which
+  // runs the outbox's queries): SIGKILL at the n-th occurrence of an event of the outbox's table,
+  // e.g. right after the durable write and before the answer.
   preload = join(work, 'kill-at.mjs');
-  writeFileSync(
-    preload,
-    `import { DatabaseSync, StatementSync } from 'node:sqlite';
-const [event, nth] = (process.env.TEST_KILL_AT ?? '').split(':');
-let count = 0;
-const hit = (e) => { if (e === event && ++count === Number(nth)) process.kill(process.pid, 'SIGKILL'); };
-const exec = DatabaseSync.prototype.exec;
-DatabaseSync.prototype.exec = function (sql) { const r = exec.call(this, sql); if (sql === 'COMMIT') hit('append-committed'); return r; };
-const run = StatementSync.prototype.run;
-StatementSync.prototype.run = function (...a) {
-  const completing = this.sourceSQL.includes("status = 'delivered'");
-  if (completing) hit('before-complete');
-  const r = run.apply(this, a);
-  if (completing) hit('after-complete');
-  return r;
-};
-const all = StatementSync.prototype.all;
-StatementSync.prototype.all = function (...a) {
-  const r = all.apply(this, a);
-  if (this.sourceSQL.includes('RETURNING') && r.length > 0) hit('claimed');
-  return r;
-};
-`,
-  );
+  writeFileSync(preload, KILL_AT_PRELOAD);
   userIds = await lookUpUserIds(sandbox, [...USERS]);
 }, 120_000);
 
@@ -278,12 +287,12 @@ describe('SIGTERM while the Admin API hangs', () => {
   }, 60_000);
 });
 
-describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', () => {
-  let redis: RunningRedis;
+describe.runIf(postgresAvailable())('two riskgate processes on one PostgreSQL outbox', () => {
+  let pg: RunningPostgres;
   beforeAll(async () => {
-    redis = await startRedis();
+    pg = await startPostgres();
   });
-  afterAll(() => redis?.stop());
+  afterAll(() => pg?.stop());
 
   it('deliver each action once between them', async () => {
     await control('POST', '/sandbox/reset');
@@ -291,7 +300,7 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
     await control('PUT', '/sandbox/faults', {
       rules: [{ route: 'PUT /srv/admin/v1/users/*', latency: { kind: 'fixed', ms: 20 } }],
     });
-    const logs = [join(work, `redis-a-${Date.now()}.jsonl`), join(work, `redis-b-${Date.now()}.jsonl`)];
+    const logs = [join(work, `pg-a-${Date.now()}.jsonl`), join(work, `pg-b-${Date.now()}.jsonl`)];
     const started = logs.map((log) =>
       startProcess(
         build.main,
@@ -300,8 +309,8 @@ describe.runIf(redisAvailable())('two riskgate processes on one Redis outbox', (
           RISKGATE_POLICY_PATH: policyPath,
           RISKGATE_DEADLINE_MS: GENEROUS_DEADLINE_MS,
           RISKGATE_DECISION_LOG: log,
-          RISKGATE_OUTBOX: redis.url,
-          // The outbox alone on Redis: counters on it would want the shared database too.
+          RISKGATE_DATABASE: pg.url,
+          // The outbox alone is what this checks: counters stay in each process.
           RISKGATE_FEATURE_STORE: 'memory',
         }),
       ),

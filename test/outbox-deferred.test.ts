@@ -1,13 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
-import { SqliteOutboxStore } from '../src/outbox/sqlite-outbox-store.ts';
 import { eventually } from './support/eventually.ts';
+import { openDatabaseOutbox } from './support/outbox-database.ts';
 
 /**
  * The outbox's deferred actions (issue 22, item 3), on a real SQLite store whose appends are held
@@ -34,9 +31,9 @@ function job(user: string): ActionJob {
 function gated(store: OutboxStore) {
   let gate: Promise<void> | undefined;
   let release = () => {};
-  const append: OutboxStore['append'] = async (specs, nowMs) => {
+  const append: OutboxStore['append'] = async (specs, nowMs, companions) => {
     if (gate !== undefined) await gate;
-    return store.append(specs, nowMs);
+    return store.append(specs, nowMs, companions);
   };
   // Every other call goes to the store itself (its private fields need it as `this`).
   const wrapped = new Proxy(store, {
@@ -65,10 +62,8 @@ afterEach(async () => {
   for (const s of opened.splice(0)) await s.close();
 });
 
-function setUp(options: { maxDeferred?: number } = {}) {
-  const sqlite = new SqliteOutboxStore({
-    path: join(mkdtempSync(join(tmpdir(), 'rg-deferred-')), 'o.sqlite'),
-  });
+async function setUp(options: { maxDeferred?: number } = {}) {
+  const sqlite = await openDatabaseOutbox();
   opened.push(sqlite);
   const g = gated(sqlite);
   const outcomes: ActionOutcome[] = [];
@@ -84,7 +79,7 @@ function setUp(options: { maxDeferred?: number } = {}) {
 
 describe('deferred actions', () => {
   it('answers deferred by the deadline, then writes the action once when the store answers', async () => {
-    const { sqlite, g, outbox } = setUp();
+    const { sqlite, g, outbox } = await setUp();
     g.close();
     const startedAt = performance.now();
     const a = job('u1');
@@ -103,8 +98,36 @@ describe('deferred actions', () => {
     await outbox.drain(100);
   });
 
+  it("writes a deferred submit's companion rows with its entries, and tells it committed once", async () => {
+    const { sqlite, g, outbox } = await setUp();
+    g.close();
+    const a = job('u-companion');
+    const event = { ...job('u-companion-event').spec, type: 'deliver_webhook' as const, orderingKey: 'hook' };
+    let writes = 0;
+    let committed = 0;
+    const companion = {
+      specs: [event],
+      write: async () => {
+        writes++;
+      },
+      committed: () => {
+        committed++;
+      },
+    };
+    expect(await outbox.submit([a], { timeoutMs: 30, companion })).toEqual(['deferred']);
+    expect(writes).toBe(0);
+    g.open();
+    await eventually(async () => (outbox.deferred === 0 ? true : undefined));
+    // The timed-out write and the retry may both reach the store: each id once, told once.
+    expect(writes).toBeGreaterThanOrEqual(1);
+    expect(committed).toBe(1);
+    expect(await sqlite.get(a.key)).toMatchObject({ status: 'pending' });
+    expect(await sqlite.get(event.id)).toMatchObject({ status: 'pending' });
+    await outbox.drain(100);
+  });
+
   it('refuses past its bound, and reports what it still holds at shutdown failed (shutdown)', async () => {
-    const { g, outbox, outcomes } = setUp({ maxDeferred: 1 });
+    const { g, outbox, outcomes } = await setUp({ maxDeferred: 1 });
     g.close();
     const held = job('u3');
     expect(await outbox.submit([held], { timeoutMs: 20 })).toEqual(['deferred']);

@@ -6,7 +6,7 @@ import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
-import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
  * The durable outbox in a running riskgate, over real HTTP with the sandbox: an Admin outage of a
@@ -109,23 +109,23 @@ describe('a 60-second Admin API outage, then recovery', () => {
   }, 120_000);
 });
 
-type Mode = { name: string; kind: 'sqlite' | 'memory' | 'redis' };
+type Mode = { name: string; kind: 'sqlite' | 'memory' | 'postgres' };
 const MODES: Mode[] = [
-  { name: 'the SQLite outbox', kind: 'sqlite' },
+  { name: 'the outbox in the SQLite database', kind: 'sqlite' },
   { name: 'the memory outbox', kind: 'memory' },
-  { name: 'the Redis outbox', kind: 'redis' },
+  { name: 'the outbox in PostgreSQL', kind: 'postgres' },
 ];
 
 describe.each(MODES)('operators, with $name', (mode) => {
-  const skip = mode.kind === 'redis' && !redisAvailable();
+  const skip = mode.kind === 'postgres' && !postgresAvailable();
   it.skipIf(skip)(
     'see a dead-lettered action, retry it, and drop a pending one, each with its outcome line',
     async () => {
-      const redis: RunningRedis | undefined = mode.kind === 'redis' ? await startRedis() : undefined;
+      const pg: RunningPostgres | undefined = mode.kind === 'postgres' ? await startPostgres() : undefined;
       const outboxEnv: Record<string, string> =
-        redis !== undefined
-          ? { RISKGATE_OUTBOX: redis.url, RISKGATE_FEATURE_STORE: 'memory' }
-          : { RISKGATE_OUTBOX: mode.kind };
+        pg !== undefined
+          ? { RISKGATE_DATABASE: pg.url }
+          : { RISKGATE_OUTBOX: mode.kind === 'memory' ? 'memory' : 'database' };
       // Its own riskgate with a one-second horizon: an action the Admin API keeps refusing is dead soon.
       const main = h;
       try {
@@ -141,7 +141,7 @@ describe.each(MODES)('operators, with $name', (mode) => {
         }
       } finally {
         h = main;
-        await redis?.stop();
+        await pg?.stop();
       }
     },
     30_000,

@@ -1,15 +1,15 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionSpec } from '../src/actions/admin-actions.ts';
+import type { DatabaseTarget } from '../src/database/database.ts';
 import { MemoryOutboxStore } from '../src/outbox/memory-outbox-store.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
-import { RedisOutboxStore } from '../src/outbox/redis-outbox-store.ts';
-import { SqliteOutboxStore } from '../src/outbox/sqlite-outbox-store.ts';
-import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
+import { openDatabaseOutbox, outboxSqliteFile } from './support/outbox-database.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
-/** The store contract, run against every engine: this process's memory, the embedded SQLite file and a real Redis. */
+/**
+ * The store contract, run against every engine: this process's memory, and the database on the
+ * embedded SQLite file (through its thread) and on a real PostgreSQL.
+ */
 
 let seq = 0;
 function spec(user: string, type: ActionSpec['type'] = 'lock_out_user'): ActionSpec {
@@ -48,6 +48,31 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
           .filter((id) => id === hook.id || id === lock.id);
       expect(await ids({ skipWebhooks: true })).toEqual([lock.id]);
       expect(await ids()).toEqual([hook.id]);
+    });
+
+    it('takes a jittered (fractional) retry time and lease, and is due by then', async () => {
+      const a = spec('u-jitter');
+      await store.append([a], T0);
+      expect((await store.claim('wj', 100, T0, 1000.25)).map((e) => e.spec.id)).toContain(a.id);
+      await store.retryLater(a.id, 'wj', T0 + 1234.5678, 'RG_ERR_UPSTREAM_TIMEOUT', true, T0 + 1);
+      expect((await store.claim('wj', 100, T0 + 1236, LEASE)).map((e) => e.spec.id)).toContain(a.id);
+      await store.complete(a.id, 'wj', T0 + 1237);
+    });
+
+    it('fails only the append whose companion rows are refused, its entries with them, not the others of its turn', async () => {
+      const [a, b] = [spec('u-refused'), spec('u-taken')];
+      const refused = store.append([a], T0, [
+        {
+          write: async () => {
+            throw new Error('a row the database refuses');
+          },
+        },
+      ]);
+      const taken = store.append([b], T0);
+      await expect(refused).rejects.toThrow();
+      expect(await taken).toEqual([true]);
+      expect(await store.get(a.id)).toBeUndefined();
+      expect((await store.get(b.id))?.status).toBe('pending');
     });
 
     it('appends once per id: a second append of the same action is a duplicate', async () => {
@@ -252,76 +277,55 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
 
 contract('memory', async () => new MemoryOutboxStore());
 
-contract(
-  'SQLite',
-  async () => new SqliteOutboxStore({ path: join(mkdtempSync(join(tmpdir(), 'outbox-')), 'o.sqlite') }),
-);
+const databaseStore = openDatabaseOutbox;
+const sqliteFile = (): DatabaseTarget => outboxSqliteFile('outbox-');
 
-describe.runIf(redisAvailable())('with Redis', () => {
-  let redis: RunningRedis;
+contract('database, SQLite', () => databaseStore(sqliteFile()));
+
+describe.runIf(postgresAvailable())('with PostgreSQL', () => {
+  let pg: RunningPostgres;
   beforeAll(async () => {
-    redis = await startRedis();
+    pg = await startPostgres();
   });
-  afterAll(() => redis?.stop());
-  contract('Redis', () => RedisOutboxStore.connect({ url: redis.url }));
-});
+  afterAll(() => pg?.stop());
+  contract('database, PostgreSQL', () => databaseStore({ kind: 'postgres', url: pg.url }));
 
-describe('an outbox file from before the outcome-line column', () => {
-  it('is opened and gets the column, its pending entries kept', async () => {
-    const { DatabaseSync } = await import('node:sqlite');
-    const path = join(mkdtempSync(join(tmpdir(), 'outbox-old-')), 'o.sqlite');
-    const old = new DatabaseSync(path);
-    old.exec(`CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
-      ordering_key TEXT NOT NULL, spec TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
-      attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL, horizon_start INTEGER NOT NULL,
-      next_attempt_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, lease_owner TEXT,
-      lease_until INTEGER NOT NULL DEFAULT 0, last_error TEXT, reason TEXT)`);
-    const a = spec('u-old');
-    old
-      .prepare(`INSERT INTO outbox (id, ordering_key, spec, created_at, horizon_start, next_attempt_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?)`)
-      .run(a.id, a.orderingKey, JSON.stringify(a), T0, T0, T0, T0);
-    old.close();
-    const store = new SqliteOutboxStore({ path });
+  it('never leases one entry to two replicas claiming at the same time, and keeps each user in order', async () => {
+    const [a, b] = [
+      await databaseStore({ kind: 'postgres', url: pg.url }),
+      await databaseStore({ kind: 'postgres', url: pg.url }),
+    ];
     try {
-      expect((await store.claim('w', 10, T0, LEASE)).map((e) => e.spec.id)).toEqual([a.id]);
-      expect(await store.complete(a.id, 'w', T0 + 1)).toBe(true);
-      expect((await store.unlogged(10)).map((e) => e.spec.id)).toEqual([a.id]);
-    } finally {
-      await store.close();
-    }
-  });
-});
-
-describe('the SQLite outbox file', () => {
-  it('is private: its state directory is created 700, the file and its WAL 600, whatever the umask', async () => {
-    const state = join(mkdtempSync(join(tmpdir(), 'outbox-mode-')), 'state');
-    const umask = process.umask(0o022);
-    let store: SqliteOutboxStore;
-    try {
-      store = new SqliteOutboxStore({ path: join(state, 'outbox.sqlite') });
-    } finally {
-      process.umask(umask);
-    }
-    try {
-      await store.append([spec('u-mode')], T0);
-      expect(statSync(state).mode & 0o777).toBe(0o700);
-      for (const file of ['outbox.sqlite', 'outbox.sqlite-wal']) {
-        expect(statSync(join(state, file)).mode & 0o777, file).toBe(0o600);
+      const specs = Array.from({ length: 200 }, (_, i) => spec(`race-${i % 20}`));
+      await a.append(specs, T0 + 10_000_000);
+      const now = T0 + 10_000_001;
+      const claimed: string[] = [];
+      // Both replicas claim in rounds, at the same time, completing what they got.
+      for (let round = 0; round < 20; round++) {
+        const [x, y] = await Promise.all([a.claim('ra', 7, now, LEASE), b.claim('rb', 7, now, LEASE)]);
+        for (const e of x) expect(await a.complete(e.spec.id, 'ra', now)).toBe(true);
+        for (const e of y) expect(await b.complete(e.spec.id, 'rb', now)).toBe(true);
+        claimed.push(...x.map((e) => e.spec.id), ...y.map((e) => e.spec.id));
+      }
+      const ours = claimed.filter((id) => specs.some((s) => s.id === id));
+      expect(new Set(ours).size).toBe(ours.length);
+      expect(ours.length).toBe(specs.length);
+      // Each user's actions were claimed in append order.
+      for (let u = 0; u < 20; u++) {
+        const theirs = specs.filter((s) => s.orderingKey === `race-${u}`).map((s) => s.id);
+        expect(ours.filter((id) => theirs.includes(id))).toEqual(theirs);
       }
     } finally {
-      await store.close();
-      rmSync(dirname(state), { recursive: true, force: true });
+      await a.close();
+      await b.close();
     }
   });
 });
 
-describe('the memory store against the SQLite store', () => {
+describe('the memory store against the database store', () => {
   it('gives the same answers to the same random operations: claims, leases, order, ends, operator steps', async () => {
     const memory = new MemoryOutboxStore();
-    const sqlite = new SqliteOutboxStore({
-      path: join(mkdtempSync(join(tmpdir(), 'outbox-diff-')), 'o.sqlite'),
-    });
+    const sqlite = await databaseStore(sqliteFile());
     try {
       let state = 42;
       const random = () => {

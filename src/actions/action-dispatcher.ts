@@ -1,10 +1,28 @@
+import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import type { ActionJob } from './admin-actions.ts';
+import type { ActionJob, ActionSpec } from './admin-actions.ts';
 
 /**
  * What a decision hands its Admin actions to, and what comes back: the outbox (src/outbox/outbox.ts)
- * is the one implementation, over a memory, SQLite or Redis store.
+ * is the one implementation, over the database or a memory store.
  */
+
+/** A database transaction as a companion writes with it (a feature adds its tables: `withTables`). */
+export type CompanionTx = RiskgateDatabase['db'];
+
+/**
+ * Rows another feature keeps with an append, written in the same database transaction as its
+ * entries: they exist all together or not at all (a lock-out's record beside its action, its
+ * scheduled unlock and its event's deliveries; an operator's unlock beside its record change).
+ */
+export interface AppendCompanion {
+  /** More entries written with the submit's (the deliveries of the change's event). */
+  specs?: readonly ActionSpec[];
+  /** Writes the feature's rows with `tx`, after the entries (the write lock is held by then). */
+  write(tx: CompanionTx, nowMs: number): Promise<void>;
+  /** Told once the transaction committed (what could not join it goes out then). Must not throw. */
+  committed?(): void;
+}
 
 /** How a decision submits its actions. */
 export interface SubmitOptions {
@@ -14,6 +32,11 @@ export interface SubmitOptions {
    * outbox's own submit timeout.
    */
   timeoutMs?: number | undefined;
+  /**
+   * Rows written in the same transaction as the jobs (a lock-out's record and its event's
+   * deliveries): all of them, or none. Deferred with the jobs when the store is slow.
+   */
+  companion?: AppendCompanion | undefined;
 }
 
 /**

@@ -1,13 +1,15 @@
 import { existsSync } from 'node:fs';
-import { outboxPath } from '../outbox/open-outbox-store.ts';
+import { type DatabaseTarget, openDatabase } from '../database/database.ts';
+import { stateFiles } from '../database/state-files.ts';
+import { DatabaseOutboxStore } from '../outbox/database-outbox-store.ts';
 import type { OutboxStatus, OutboxStore } from '../outbox/outbox-store.ts';
 import { outboxEntryView } from '../outbox/outbox-view.ts';
-import { SqliteOutboxStore } from '../outbox/sqlite-outbox-store.ts';
+import { ALL_MIGRATIONS, CONTROL_MIGRATIONS } from '../service/database-migrations.ts';
 import type { CliIo } from './policy-commands.ts';
 
 /**
  * `riskgate actions list|retry|drop`: the outbox, seen and steered by an operator, over the same
- * store the service uses (RISKGATE_OUTBOX and RISKGATE_STATE_DIR, as the service reads them).
+ * database the service uses (RISKGATE_DATABASE and RISKGATE_STATE_DIR, as the service reads them).
  * Exit 0 ok, 1 when the store cannot be opened or the action is not in the state the command
  * needs, 2 on a usage error.
  */
@@ -23,33 +25,42 @@ export interface ActionsCommandOptions {
 
 const STATUSES: readonly OutboxStatus[] = ['pending', 'delivered', 'dead', 'dropped'];
 
-async function openStore(env: ActionsCommandOptions['env'], io: CliIo): Promise<OutboxStore | undefined> {
-  const kind = env.RISKGATE_OUTBOX?.trim() || 'sqlite';
-  if (kind === 'memory') {
+/** The database the service's outbox is in, as RISKGATE_DATABASE names it; undefined (said why) when none. */
+function outboxDatabase(env: ActionsCommandOptions['env'], io: CliIo): DatabaseTarget | undefined {
+  if (env.RISKGATE_OUTBOX?.trim() === 'memory') {
     io.err(
       'riskgate: RISKGATE_OUTBOX=memory keeps actions in the service process: ask it, GET /actions on its ops port',
     );
     return undefined;
   }
-  if (kind !== 'sqlite') {
-    if (!/^rediss?:\/\//.test(kind)) {
-      io.err('riskgate: RISKGATE_OUTBOX must be sqlite, memory or a redis:// URL');
-      return undefined;
-    }
-    const { RedisOutboxStore } = await import('../outbox/redis-outbox-store.ts');
-    try {
-      return await RedisOutboxStore.connect({ url: kind });
-    } catch (error) {
-      io.err(`riskgate: cannot reach the Redis outbox: ${(error as Error).message}`);
-      return undefined;
-    }
-  }
-  const path = outboxPath(env.RISKGATE_STATE_DIR?.trim() || '.riskgate/');
-  if (!existsSync(path)) {
-    io.err(`riskgate: no outbox at ${path} (set RISKGATE_STATE_DIR to the service's state directory)`);
+  const setting = env.RISKGATE_DATABASE?.trim() || 'sqlite';
+  if (/^postgres(ql)?:\/\//.test(setting)) return { kind: 'postgres', url: setting };
+  if (setting !== 'sqlite') {
+    io.err('riskgate: RISKGATE_DATABASE must be sqlite or a postgres:// URL for the actions commands');
     return undefined;
   }
-  return new SqliteOutboxStore({ path });
+  const path = stateFiles(env.RISKGATE_STATE_DIR?.trim() || '.riskgate/').control;
+  if (!existsSync(path)) {
+    io.err(`riskgate: no database at ${path} (set RISKGATE_STATE_DIR to the service's state directory)`);
+    return undefined;
+  }
+  return { kind: 'sqlite', path };
+}
+
+async function openStore(env: ActionsCommandOptions['env'], io: CliIo): Promise<OutboxStore | undefined> {
+  const target = outboxDatabase(env, io);
+  if (target === undefined) return undefined;
+  try {
+    // The migrations the service applied there (kysely refuses a database with applied migrations
+    // it is not given): the control file's embedded, every feature's in the one PostgreSQL.
+    const migrations = target.kind === 'sqlite' ? CONTROL_MIGRATIONS : ALL_MIGRATIONS;
+    const database = await openDatabase(target, { migrations });
+    return new DatabaseOutboxStore(database, { ownsDatabase: true });
+  } catch (error) {
+    // The message names the failure, never the URL (it may carry a password).
+    io.err(`riskgate: cannot open the outbox's database: ${(error as Error).message}`);
+    return undefined;
+  }
 }
 
 /** `riskgate actions <command> [id]`. */

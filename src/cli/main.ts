@@ -24,7 +24,7 @@ replay: logged decisions evaluated again with a candidate policy, from their rec
                   exit 0 when at most --max-changed verdicts changed (default 0), 4 beyond,
                   3 when the policy or a log cannot be read (a line over 16 MiB included)
 
-actions (the outbox in RISKGATE_OUTBOX / RISKGATE_STATE_DIR, as the service reads them):
+actions (the outbox in RISKGATE_DATABASE / RISKGATE_STATE_DIR, as the service reads them):
   list            the newest actions and the pending and dead counts (--status, --limit)
   retry <id>      a dead (or dropped) action pending again, due now, with a new horizon
   drop <id>       a pending or dead action given up (never delivered)

@@ -2,7 +2,7 @@
  * Gauges that read a store every worker shares (the outbox's SQLite file or Redis): each worker
  * reads the same figure, so they are reported once, from the lowest-numbered worker that has
  * them, without a `worker` label; a sum over the series is then the store's figure, not a multiple
- * of it. (Across replicas sharing one Redis outbox each replica still reports it: aggregate those
+ * of it. (Across replicas sharing one PostgreSQL outbox each replica still reports it: aggregate those
  * with `max`, as deploy/prometheus-rules.yaml does.)
  */
 export const STORE_WIDE_GAUGES: ReadonlySet<string> = new Set([

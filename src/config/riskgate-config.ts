@@ -112,17 +112,18 @@ export interface RiskgateConfig {
    */
   decisionLogOnFailure: 'answer' | 'refuse';
   /**
-   * Where promised actions are kept until delivered: `sqlite` (default; `outbox.sqlite` in the
-   * state dir, survives a crash), `memory` (not durable: lost with the process), or a Redis URL
-   * (replicas share one outbox).
+   * Where promised actions are kept until delivered (RISKGATE_OUTBOX): `database` (default; the
+   * control state's database, RISKGATE_DATABASE: durable, shared by replicas on PostgreSQL, and a
+   * lock-out's entries written in one transaction with its record), or `memory` (not durable:
+   * lost with the process; tests and development).
    */
-  outbox: { kind: 'sqlite'; sync: 'normal' | 'full' } | { kind: 'memory' } | { kind: 'redis'; url: string };
+  outbox: { kind: 'database' } | { kind: 'memory' };
   /** How long an action is retried before it is dead-lettered, milliseconds. Default 24 h. */
   outboxHorizonMs: number;
   /**
    * Where velocity counters and event history live (RISKGATE_FEATURE_STORE): `memory` (this
    * process; the primary's with RISKGATE_WORKERS > 1) or `redis` (shared by replicas). Default:
-   * the outbox's Redis when RISKGATE_OUTBOX is one, else memory.
+   * memory.
    */
   featureStore: { kind: 'memory' } | { kind: 'redis'; url: string };
   /**
@@ -226,7 +227,6 @@ export interface WebhookConfig {
 export const SECRET_VARIABLES = [
   'RISKGATE_API_KEYS',
   // A Redis URL may carry a password.
-  'RISKGATE_OUTBOX',
   'RISKGATE_FEATURE_STORE',
   // A PostgreSQL URL may carry a password.
   'RISKGATE_DATABASE',
@@ -490,9 +490,12 @@ const baseSchema = z.object({
   RISKGATE_OUTBOX: z
     .string()
     .trim()
-    .default('sqlite')
-    .refine((v) => v === 'sqlite' || v === 'memory' || /^rediss?:\/\/\S+$/.test(v), {
-      message: 'must be sqlite, memory or a redis:// URL',
+    .default('database')
+    // `sqlite` (the former default, its own file) now means the database: the file is drained into
+    // it at the first start (docs/operations.md). The Redis outbox is gone: Redis keeps counters only.
+    .refine((v) => v === 'database' || v === 'sqlite' || v === 'memory', {
+      message:
+        'must be database or memory (the outbox lives in RISKGATE_DATABASE; Redis keeps only the counters: RISKGATE_FEATURE_STORE)',
     }),
   RISKGATE_DATABASE: z
     .string()
@@ -513,7 +516,6 @@ const baseSchema = z.object({
   RISKGATE_DECISION_STORE_BUFFER: numberVariable({ min: 100, max: 1_000_000, fallback: 20_000 }),
   RISKGATE_DECISION_RETENTION_DAYS: numberVariable({ min: 1, max: 3650, fallback: 30 }),
   RISKGATE_DECISION_STORE_MAX_MB: numberVariable({ min: 1, max: 1_048_576, fallback: 1024 }),
-  RISKGATE_OUTBOX_SYNC: z.enum(['normal', 'full'], { error: 'must be normal or full' }).default('normal'),
   RISKGATE_OUTBOX_HORIZON_SECONDS: numberVariable({ min: 1, max: 30 * 24 * 3600, fallback: 24 * 3600 }),
   RISKGATE_DECISION_LOG_ON_FAILURE: z
     .enum(['answer', 'refuse'], { error: 'must be answer or refuse' })
@@ -685,7 +687,7 @@ export function loadConfig(
     );
   }
   const opsHost = checkOperatorSurface(b);
-  const featureStore = featureStoreOf(b.RISKGATE_FEATURE_STORE, b.RISKGATE_OUTBOX);
+  const featureStore = featureStoreOf(b.RISKGATE_FEATURE_STORE);
   const database: StateTarget =
     b.RISKGATE_DATABASE === 'sqlite'
       ? { kind: 'sqlite', dir: b.RISKGATE_STATE_DIR }
@@ -726,12 +728,7 @@ export function loadConfig(
     decisionLogRedaction: b.RISKGATE_DECISION_LOG_REDACT,
     decisionLogHashKey: b.RISKGATE_DECISION_LOG_HASH_KEY,
     decisionLogOnFailure: b.RISKGATE_DECISION_LOG_ON_FAILURE,
-    outbox:
-      b.RISKGATE_OUTBOX === 'sqlite'
-        ? { kind: 'sqlite', sync: b.RISKGATE_OUTBOX_SYNC }
-        : b.RISKGATE_OUTBOX === 'memory'
-          ? { kind: 'memory' }
-          : { kind: 'redis', url: b.RISKGATE_OUTBOX },
+    outbox: b.RISKGATE_OUTBOX === 'memory' ? { kind: 'memory' } : { kind: 'database' },
     outboxHorizonMs: b.RISKGATE_OUTBOX_HORIZON_SECONDS * 1000,
     featureStore,
     database,
@@ -908,8 +905,7 @@ function checkStateSharing(
   featureStore: RiskgateConfig['featureStore'],
   database: StateTarget,
 ): void {
-  // The counters' Redis is RISKGATE_FEATURE_STORE's, or the outbox's when that is unset.
-  const counters = b.RISKGATE_FEATURE_STORE !== undefined ? 'RISKGATE_FEATURE_STORE' : 'RISKGATE_OUTBOX';
+  const counters = 'RISKGATE_FEATURE_STORE';
   if (featureStore.kind === 'redis' && database.kind !== 'postgres') {
     throw configError(
       `${counters} keeps velocity counters and the Log API follower's lease on Redis, shared by replicas, but RISKGATE_DATABASE (${database.kind}) keeps lists, lock-outs and the audit trail in this process alone: set RISKGATE_DATABASE to the postgres:// URL every replica uses, or RISKGATE_FEATURE_STORE=memory for one riskgate on its own`,
@@ -926,12 +922,9 @@ function checkStateSharing(
   }
 }
 
-/** RISKGATE_FEATURE_STORE, defaulting to the outbox's Redis: replicas that share actions share counters. */
-function featureStoreOf(
-  setting: string | undefined,
-  outbox: string,
-): { kind: 'memory' } | { kind: 'redis'; url: string } {
-  const value = setting ?? (/^rediss?:\/\//.test(outbox) ? outbox : 'memory');
+/** RISKGATE_FEATURE_STORE (default memory). */
+function featureStoreOf(setting: string | undefined): { kind: 'memory' } | { kind: 'redis'; url: string } {
+  const value = setting ?? 'memory';
   return value === 'memory' ? { kind: 'memory' } : { kind: 'redis', url: value };
 }
 

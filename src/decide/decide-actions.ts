@@ -19,14 +19,15 @@ export async function startActions(
 ): Promise<ActionReport[]> {
   const reports = await submitActions(deps, run, traceparent);
   if (deps.lockouts !== undefined) {
-    const lockouts = plannedLockouts(run, reports);
+    // The promised ones were written with their actions (submitActions); the others now.
+    const lockouts = plannedLockouts(run, reports).filter((l) => l.status !== 'queued');
     if (lockouts.length > 0) deps.lockouts.planned(lockouts);
   }
   return reports;
 }
 
 async function submitActions(
-  deps: Pick<DecideDeps, 'actions'>,
+  deps: Pick<DecideDeps, 'actions' | 'lockouts'>,
   run: DecisionRun,
   traceparent: string | undefined,
 ): Promise<ActionReport[]> {
@@ -66,7 +67,10 @@ async function submitActions(
   // One submit for the decision: with the durable outbox, one group-committed write before the
   // answer says `queued`, waited for no longer than the decision's deadline allows.
   const timeoutMs = Math.max(ACTION_SUBMIT_MIN_BUDGET_MS, run.deadlineAtMs - performance.now());
-  const results = await deps.actions.submit(jobs, { timeoutMs });
+  // The promised lock-outs' records (and events) in the same transaction as the actions.
+  const promised = plannedLockouts(run, reports).filter((l) => l.status === 'queued');
+  const companion = promised.length > 0 ? deps.lockouts?.companion(promised) : undefined;
+  const results = await deps.actions.submit(jobs, { timeoutMs, companion });
   for (const { plan, first, slot } of submitted) {
     const own = results.slice(first, first + plan.jobs.length);
     if (own.includes('refused')) reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');

@@ -29,7 +29,8 @@ export interface RiskgateEvent {
   data: Record<string, unknown>;
 }
 
-export interface EventSink {
+/** `Entry`: what `entries` gives (the outbox's action specs for a sink over the outbox). */
+export interface EventSink<Entry = unknown> {
   /** Queues `event` durably for every configured receiver; resolves once it is queued. */
   emit(event: RiskgateEvent): Promise<void>;
   /**
@@ -37,6 +38,13 @@ export interface EventSink {
    * would be dropped.
    */
   wants(type: RiskgateEventType): boolean;
+  /**
+   * The outbox entries that carry `event` (a sink over the outbox: one delivery per receiver),
+   * for a feature that writes them in its change's own transaction (`SubmitOptions.companion`)
+   * instead of emitting after it. Undefined: this sink does not write to the outbox (emit after
+   * the change commits). Empty when the event goes nowhere.
+   */
+  entries?(event: RiskgateEvent): readonly Entry[] | undefined;
 }
 
 /**
@@ -49,17 +57,20 @@ export function eventIdPart(text: string): string {
 }
 
 /** A sink for a riskgate with no receivers configured. */
-export const NO_EVENTS: EventSink = { emit: async () => {}, wants: () => false };
+export const NO_EVENTS: EventSink<never> = { emit: async () => {}, wants: () => false, entries: () => [] };
 
 /**
  * A sink for the features started before the one that receives events (the webhooks start after
  * the outbox, which the lock-outs and lists precede): events go nowhere until `attach`.
  */
-export function laterEventSink(): EventSink & { attach(target: EventSink): void } {
-  let target = NO_EVENTS;
+export function laterEventSink<Entry = unknown>(): EventSink<Entry> & {
+  attach(target: EventSink<Entry>): void;
+} {
+  let target: EventSink<Entry> = NO_EVENTS;
   return {
     emit: (event) => target.emit(event),
     wants: (type) => target.wants(type),
+    entries: (event) => target.entries?.(event),
     attach(sink) {
       target = sink;
     },
@@ -67,7 +78,7 @@ export function laterEventSink(): EventSink & { attach(target: EventSink): void 
 }
 
 /** A sink that keeps every event (tests). */
-export function collectingEventSink(into: RiskgateEvent[]): EventSink {
+export function collectingEventSink(into: RiskgateEvent[]): EventSink<never> {
   return {
     emit: async (event) => void into.push(event),
     wants: () => true,

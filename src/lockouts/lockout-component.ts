@@ -35,7 +35,7 @@ export interface Lockouts {
  */
 export function lockoutsComponent(o: {
   database: RiskgateDatabase;
-  events: EventSink;
+  events: EventSink<ActionSpec>;
   /** The outbox, once started: an operator's unlock goes out through it. */
   actions: () => Pick<ActionDispatcher, 'submit'>;
   log: LifecycleLog;

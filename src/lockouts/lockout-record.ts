@@ -1,3 +1,5 @@
+import type { AppendCompanion } from '../actions/action-dispatcher.ts';
+
 /**
  * What a lock-out record says (`GET /lockouts`, the console), and what a decision tells the records
  * of the lock-outs it drove or withheld.
@@ -52,9 +54,16 @@ export interface PlannedLockout {
   escalateWithinMs?: number | undefined;
 }
 
-/** Where a decision tells its lock-outs: never blocks, never throws (src/lockouts/lockout-recorder.ts). */
+/** Where a decision tells its lock-outs (src/lockouts/lockout-recorder.ts). */
 export interface LockoutSink {
+  /** Lock-outs not promised (withheld, failed): recorded off the request path; never blocks, never throws. */
   planned(lockouts: readonly PlannedLockout[]): void;
+  /**
+   * The records of promised (`queued`) lock-outs and their `lockout.created` events, written in the
+   * same transaction as the decision's actions (the lock-out, its scheduled unlock): together or
+   * not at all. Never throws.
+   */
+  companion(lockouts: readonly PlannedLockout[]): AppendCompanion;
 }
 
 /** The suffix of an operator's unlock's action id (`<lockoutId>:unlock_user:<userId>:operator`). */

@@ -1,15 +1,17 @@
-import type { ActionOutcome } from '../actions/action-dispatcher.ts';
+import type { ActionOutcome, AppendCompanion } from '../actions/action-dispatcher.ts';
+import type { ActionSpec } from '../actions/admin-actions.ts';
+import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink, RiskgateEvent } from '../events/riskgate-event.ts';
 import { sleep } from '../timing/sleep.ts';
 import { type LockoutSink, OPERATOR_UNLOCK_SUFFIX, type PlannedLockout } from './lockout-record.ts';
-import type { LockoutStore } from './lockout-store.ts';
+import { LockoutStore } from './lockout-store.ts';
 
 type Item = { kind: 'planned'; lockout: PlannedLockout } | { kind: 'outcome'; outcome: ActionOutcome };
 
 export interface LockoutRecorderOptions {
   store: LockoutStore;
   /** Told `lockout.created` (a lock-out queued) and `lockout.ended` (a temporary one ran out). */
-  events: EventSink;
+  events: EventSink<ActionSpec>;
   log: (line: Record<string, unknown>) => void;
   /** Writes waiting at once; past it a write is dropped (counted, logged). Default 10 000. */
   maxQueued?: number;
@@ -21,13 +23,14 @@ export interface LockoutRecorderOptions {
 }
 
 /**
- * Writes the lock-out records off the hot path: a decision tells its lock-outs (`planned`) and the
- * outbox each final outcome (`outcome`) without waiting, and one writer applies them in order (a
- * record before its outcome) from a bounded queue, each write tried a bounded number of times. A
- * slow or failing database never holds /decide; what it drops is logged. The records are what
- * operators read: the unlocks that end temporary lock-outs are in the outbox, durable, and their
- * gate (src/lockouts/unlock-gate.ts) asks the outbox, not the records, whether the lock-out was
- * applied.
+ * The lock-out records' writes. A promised lock-out's record and its `lockout.created` event are
+ * written with its actions, in the outbox append's transaction (`companion`): they exist together
+ * or not at all, and none is dropped under load. The rest goes off the hot path: a decision tells
+ * the lock-outs it did not promise (withheld, failed: `planned`) and the outbox each final outcome
+ * (`outcome`) without waiting, and one writer applies them in order from a bounded queue, each
+ * write tried a bounded number of times; what it drops is counted and logged. The unlocks that end
+ * temporary lock-outs are in the outbox, durable, and their gate (src/lockouts/unlock-gate.ts)
+ * asks the outbox, not the records, whether the lock-out was applied.
  */
 export class LockoutRecorder implements LockoutSink {
   readonly #o: Required<LockoutRecorderOptions>;
@@ -46,6 +49,35 @@ export class LockoutRecorder implements LockoutSink {
 
   planned(lockouts: readonly PlannedLockout[]): void {
     for (const lockout of lockouts) this.#push({ kind: 'planned', lockout });
+  }
+
+  companion(lockouts: readonly PlannedLockout[]): AppendCompanion {
+    const { events } = this.#o;
+    const created = events.wants('lockout.created')
+      ? lockouts.map((l) => lockoutEvent('lockout.created', l.decisionId, l.userId, l.rule))
+      : [];
+    // A sink over the outbox gives its entries for this transaction; another one is emitted after.
+    const entries = created.map((e) => events.entries?.(e));
+    return {
+      specs: entries.flatMap((e) => e ?? []),
+      write: async (tx, nowMs) => {
+        const store = LockoutStore.within(tx);
+        for (const l of lockouts) await store.add(l, nowMs);
+      },
+      committed: () => {
+        for (const [i, event] of created.entries()) {
+          if (entries[i] !== undefined) continue;
+          void emitCommitted(events, event).then((ok) => {
+            if (!ok)
+              this.#o.log({
+                level: 'error',
+                msg: 'lockout.created lost: not queued after retries',
+                lockoutId: event.id,
+              });
+          });
+        }
+      },
+    };
   }
 
   /** An action's final outcome (the outbox's `onOutcome`); only lock-outs and unlocks are kept. */

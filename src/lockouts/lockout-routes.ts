@@ -10,7 +10,7 @@ import { storeAnswer } from '../store/store-unavailable.ts';
 import { storableLine, storableText } from '../text/storable-text.ts';
 import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
 import { lockoutEvent } from './lockout-recorder.ts';
-import { decodeCursor, type LockoutStore, lockoutView } from './lockout-store.ts';
+import { decodeCursor, LockoutStore, lockoutView } from './lockout-store.ts';
 
 /** The query of `GET /lockouts`. */
 export const lockoutsQuerySchema = z.strictObject({
@@ -48,7 +48,7 @@ export const unlockRequestSchema = z.strictObject({
 
 export interface LockoutRoutesOptions {
   store: LockoutStore;
-  events: EventSink;
+  events: EventSink<ActionSpec>;
   /** The outbox: an unlock goes out through it (durable, retried). Read when an unlock is asked. */
   actions: () => Pick<ActionDispatcher, 'submit'>;
   log: (line: Record<string, unknown>) => void;
@@ -66,8 +66,9 @@ export interface LockoutOperations {
   get(id: string): Promise<LockoutView>;
   /**
    * Unlocks lock-out `id` as the operator of `c`: audited first (503, nothing done, when the trail
-   * cannot take it), queued in the outbox as an Admin API `status: enabled` (durable, retried),
-   * recorded, `lockout.ended` emitted. One already unlocked is answered as it is, nothing done twice.
+   * cannot take it), then in one transaction queued in the outbox as an Admin API `status: enabled`
+   * (durable, retried), recorded, and `lockout.ended` queued. One already unlocked is answered as
+   * it is, nothing done twice.
    */
   unlock(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
 }
@@ -87,9 +88,9 @@ export function lockoutOperations(o: LockoutRoutesOptions): LockoutOperations {
 
 /**
  * `GET /lockouts`, `GET /lockouts/{id}` (operators) and `POST /lockouts/{id}/unlock` (an admin):
- * an unlock is written to the audit trail first (refused 503 when it cannot be), then queued in
- * the outbox as an Admin API `status: enabled` (durable, retried, never lost), then recorded, and
- * `lockout.ended` is emitted before the answer.
+ * an unlock is written to the audit trail first (refused 503 when it cannot be), then, in one
+ * transaction, queued in the outbox as an Admin API `status: enabled` (durable, retried, never
+ * lost), recorded, and its `lockout.ended` event queued, before the answer.
  */
 export function lockoutRoutes(o: LockoutRoutesOptions, operations = lockoutOperations(o)): RouteMount {
   return {
@@ -136,21 +137,31 @@ async function unlock(
   });
   const operator = { name: entry.actor };
   const spec = operatorUnlockSpec(id, row.user_id);
+  const ended = lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name);
+  // Its event's deliveries join the transaction when the sink writes to the outbox.
+  const eventEntries = o.events.wants('lockout.ended') ? o.events.entries?.(ended) : [];
+  let won = false;
+  // The record change and the unlock's entry are one commit: a delivered unlock always finds its
+  // record `unlocked`, and a refused write (503) leaves both as they were.
   const [queued] = await o
     .actions()
-    .submit([{ key: spec.id, decisionId: id, type: spec.type, target: row.user_id, spec }]);
+    .submit([{ key: spec.id, decisionId: id, type: spec.type, target: row.user_id, spec }], {
+      companion: {
+        specs: eventEntries ?? [],
+        write: async (tx, nowMs) => {
+          won = await LockoutStore.within(tx).beginUnlockHere(row, operator.name, reason, nowMs);
+        },
+      },
+    });
   if (queued === 'refused')
     throw new RiskgateError(
       ErrorCode.OUTBOX_UNAVAILABLE,
       'The outbox did not take the unlock; try again shortly.',
     );
-  // Another admin's unlock won the race: its record stands, told once (the outbox took one unlock:
-  // both submitted the same action id).
-  if (!(await fromDatabase(o.store.beginUnlock(row, operator.name, reason, Date.now()))))
-    return lockoutView((await fromDatabase(o.store.get(id)))!);
-  // The unlock committed: its event (id `lockout.ended:<id>`, stable) is retried, then counted lost.
-  const ended = lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name);
-  if (!(await emitCommitted(o.events, ended))) {
+  // Another admin's unlock won the race (both submitted the same action id): its record stands,
+  // told once. Deferred: the record changes when the outbox writes the unlock.
+  if (won && eventEntries === undefined && !(await emitCommitted(o.events, ended))) {
+    // The unlock committed: its event (id `lockout.ended:<id>`, stable) was retried, then counted lost.
     o.onEventLost?.();
     o.log({ level: 'error', msg: 'lockout.ended lost: not queued after retries', lockoutId: id });
   }

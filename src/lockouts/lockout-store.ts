@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { ActionOutcome } from '../actions/action-dispatcher.ts';
+import type { ActionOutcome, CompanionTx } from '../actions/action-dispatcher.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import {
   ACTIVE_STATUSES,
@@ -75,8 +75,13 @@ export function lockoutView(r: Row): LockoutView {
 export class LockoutStore {
   readonly #db: Kysely<LockoutTables>;
 
-  constructor(database: RiskgateDatabase) {
+  constructor(database: Pick<RiskgateDatabase, 'db'>) {
     this.#db = database.db.withTables<LockoutTables>();
+  }
+
+  /** The same queries inside `tx` (an outbox append's transaction: `AppendCompanion`). */
+  static within(tx: CompanionTx): LockoutStore {
+    return new LockoutStore({ db: tx });
   }
 
   /**
@@ -232,23 +237,34 @@ export class LockoutStore {
    * replica), so two unlocks racing record one.
    */
   async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<boolean> {
-    return this.#db.transaction().execute(async (tx) => {
-      const ended = { status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs };
-      const mine = await tx
-        .updateTable('lockout')
-        .set({ ...ended, unlock_status: 'queued' })
-        .where('id', '=', row.id)
-        .where('status', '!=', 'unlocked')
-        .executeTakeFirst();
-      if (Number(mine.numUpdatedRows) === 0) return false;
-      await tx
-        .updateTable('lockout')
-        .set(ended)
-        .where('user_id', '=', row.user_id)
-        .where('status', 'in', ACTIVE_STATUSES)
-        .execute();
-      return true;
-    });
+    return this.#db
+      .transaction()
+      .execute((tx) =>
+        LockoutStore.within(tx as unknown as CompanionTx).beginUnlockHere(row, operator, reason, nowMs),
+      );
+  }
+
+  /**
+   * `beginUnlock` with this store's handle as it is: on a store `within` a transaction (the
+   * unlock's outbox append), the record change and the unlock's entry are one commit.
+   */
+  async beginUnlockHere(row: Row, operator: string, reason: string, nowMs: number): Promise<boolean> {
+    const tx = this.#db;
+    const ended = { status: 'unlocked', ended_ms: nowMs, ended_by: operator, reason, updated_ms: nowMs };
+    const mine = await tx
+      .updateTable('lockout')
+      .set({ ...ended, unlock_status: 'queued' })
+      .where('id', '=', row.id)
+      .where('status', '!=', 'unlocked')
+      .executeTakeFirst();
+    if (Number(mine.numUpdatedRows) === 0) return false;
+    await tx
+      .updateTable('lockout')
+      .set(ended)
+      .where('user_id', '=', row.user_id)
+      .where('status', 'in', ACTIVE_STATUSES)
+      .execute();
+    return true;
   }
 
   /** Applies an action's final outcome to the records it concerns (told at least once). */

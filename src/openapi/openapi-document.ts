@@ -241,7 +241,7 @@ function operatorRoute(
 
 const OUTBOX_ROUTE: CodeNotes = {
   [ErrorCode.OUTBOX_UNAVAILABLE]:
-    'The outbox store (SQLite, Redis) did not answer: down, refused or too slow.',
+    'The outbox’s database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
 };
 const NO_OUTBOX = 'With RISKGATE_OUTBOX=memory there is no outbox: 404.';
 

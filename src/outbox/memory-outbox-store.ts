@@ -1,5 +1,7 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import {
+  type AppendCompanion,
   type ClaimOptions,
   dueAtMs,
   type OutboxEntry,
@@ -12,7 +14,7 @@ import {
 
 /**
  * The outbox's store in this process's memory (RISKGATE_OUTBOX=memory): the same contract as the
- * SQLite and Redis stores (leases, per-user order, dead letters, operator retry and drop), so one
+ * database store (leases, per-user order, dead letters, operator retry and drop), so one
  * outbox engine serves every mode, but nothing outlives the process. A crash or a restart loses
  * what is not delivered; the outbox reports those failed (`process_crash` on a fatal error,
  * `shutdown` past the drain) when it still can, since no later process will deliver them.
@@ -22,7 +24,7 @@ import {
  *
  * A claim looks only at what is due: each user's pending actions are a queue whose head alone can
  * be due, and the heads wait in a heap by due time (the next attempt, or the end of a lease),
- * earliest first, like the Redis store's `due` set. A full store in an Admin outage (10 000
+ * earliest first. A full store in an Admin outage (10 000
  * actions waiting for their retries) costs a claim one look at the heap, not a walk of them all.
  */
 
@@ -31,6 +33,12 @@ export interface MemoryOutboxStoreOptions {
   maxPending?: number;
   /** Ended actions (delivered, dead, dropped) kept, the oldest forgotten first. Default 10 000. */
   maxFinal?: number;
+  /**
+   * Where an append's companions write their rows (a lock-out's record), in a transaction of
+   * their own: not atomic with the entries, which live in memory. None: an append with
+   * companions is refused.
+   */
+  database?: RiskgateDatabase | undefined;
 }
 
 /** An append refused because the memory store holds `maxPending` undelivered actions already. */
@@ -123,6 +131,7 @@ export class MemoryOutboxStore implements OutboxStore {
   readonly durable = false;
   readonly #maxPending: number;
   readonly #maxFinal: number;
+  readonly #database: RiskgateDatabase | undefined;
   readonly #slots = new Map<string, Slot>();
   readonly #pending = new Map<string, Slot>();
   /** Each user's pending slots in append order (`seq`): only the head may be due. */
@@ -138,6 +147,7 @@ export class MemoryOutboxStore implements OutboxStore {
   constructor(options: MemoryOutboxStoreOptions = {}) {
     this.#maxPending = options.maxPending ?? 10_000;
     this.#maxFinal = options.maxFinal ?? 10_000;
+    this.#database = options.database;
   }
 
   async warnings(): Promise<string[]> {
@@ -146,11 +156,22 @@ export class MemoryOutboxStore implements OutboxStore {
     ];
   }
 
-  async append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]> {
+  async append(
+    specs: readonly ActionSpec[],
+    nowMs: number,
+    companions: readonly AppendCompanion[] = [],
+  ): Promise<boolean[]> {
     if (this.#closed) throw new Error('the outbox is closed');
     // All or nothing, as a store's transaction: the new ones must all fit.
     const fresh = new Set(specs.filter((s) => !this.#slots.has(s.id)).map((s) => s.id));
     if (this.#pending.size + fresh.size > this.#maxPending) throw new OutboxFullError(this.#maxPending);
+    if (companions.length > 0) {
+      const database = this.#database;
+      if (database === undefined) throw new Error('the memory outbox has no database for the companion rows');
+      await database.db.transaction().execute(async (tx) => {
+        for (const c of companions) await c.write(tx, nowMs);
+      });
+    }
     return specs.map((spec) => {
       if (this.#slots.has(spec.id)) return false;
       const atMs = dueAtMs(spec, nowMs);

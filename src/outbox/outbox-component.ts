@@ -1,5 +1,8 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ActionOutcome } from '../actions/action-dispatcher.ts';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import {
   type Component,
   type LifecycleLog,
@@ -9,16 +12,20 @@ import {
 import { actionsRoutes } from './actions-routes.ts';
 import { openOutboxStore } from './open-outbox-store.ts';
 import { Outbox, type OutboxOptions } from './outbox.ts';
+import { drainOutboxFile, LEGACY_OUTBOX_FILE } from './outbox-file-drain.ts';
 import type { OutboxStore } from './outbox-store.ts';
 
 /**
- * The action outbox over its store (memory, SQLite or Redis; `given` when the caller opened it,
- * closed on stop either way). Delivery starts at once: what an earlier process left undelivered
- * goes out now. On stop it drains (bounded by `drainTimeoutMs`) and closes the store. Mounts the
- * operator's `/actions` endpoints.
+ * The action outbox over its store (the control state's database, or memory; `given` when the
+ * caller opened it, closed on stop either way). A former `outbox.sqlite` in the state dir is
+ * drained into the database first (src/outbox/outbox-file-drain.ts). Delivery starts at once:
+ * what an earlier process left undelivered goes out now. On stop it drains (bounded by
+ * `drainTimeoutMs`) and closes the store. Mounts the operator's `/actions` endpoints.
  */
 export function outboxComponent(o: {
   config: RiskgateConfig;
+  /** The control state's database: the outbox's table, and its companions' (lock-out records). */
+  database: RiskgateDatabase;
   given?: OutboxStore | undefined;
   admin: OutboxOptions['admin'];
   /** Carries out webhook deliveries (src/webhooks/); none when no receiver is configured. */
@@ -35,7 +42,8 @@ export function outboxComponent(o: {
   return {
     name: 'outbox',
     async start() {
-      const store = o.given ?? (await openOutboxStore(o.config));
+      await drainFormerFile(o);
+      const store = o.given ?? openOutboxStore(o.config, o.database);
       try {
         for (const warning of (await store.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
       } catch (error) {
@@ -70,6 +78,35 @@ export function outboxComponent(o: {
       };
     },
   };
+}
+
+/**
+ * Drains a former `outbox.sqlite` into the database. A failure is logged and the file kept for the
+ * next start: its entries are never dropped, and the service still starts (what it promises now
+ * goes to the database).
+ */
+async function drainFormerFile(o: {
+  config: RiskgateConfig;
+  database: RiskgateDatabase;
+  given?: OutboxStore | undefined;
+  log: LifecycleLog;
+}): Promise<void> {
+  const file = join(o.config.stateDir, LEGACY_OUTBOX_FILE);
+  if (o.given !== undefined || o.config.outbox.kind !== 'database') {
+    if (existsSync(file))
+      o.log({ level: 'warn', msg: 'outbox.sqlite left as it is: the outbox is not the database here', file });
+    return;
+  }
+  try {
+    await drainOutboxFile({ stateDir: o.config.stateDir, database: o.database, log: o.log });
+  } catch (error) {
+    o.log({
+      level: 'error',
+      msg: 'draining outbox.sqlite into the database failed: the file is kept, tried again at the next start',
+      file,
+      error: String(error),
+    });
+  }
 }
 
 function observeOutbox(metrics: MetricsRegistry, outbox: Outbox): void {

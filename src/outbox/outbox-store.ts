@@ -1,12 +1,15 @@
+import type { AppendCompanion } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
+
+export type { AppendCompanion, CompanionTx } from '../actions/action-dispatcher.ts';
 
 /**
  * The outbox's storage: what was promised in an answer, until it is delivered or dead-lettered.
- * One implementation per engine: SQLite under RISKGATE_STATE_DIR for one process
- * (src/outbox/sqlite-outbox-store.ts), Redis for replicas sharing one outbox
- * (src/outbox/redis-outbox-store.ts), and this process's memory, which keeps nothing across a
- * crash (src/outbox/memory-outbox-store.ts). Times are wall-clock milliseconds (Date.now()):
- * several processes read them.
+ * Two implementations: the database (RISKGATE_DATABASE: embedded SQLite, or PostgreSQL shared by
+ * replicas; src/outbox/database-outbox-store.ts), beside the rest of the control state, so a
+ * lock-out's entries and its record are one transaction; and this process's memory, which keeps
+ * nothing across a crash (src/outbox/memory-outbox-store.ts: tests, development). Times are
+ * wall-clock milliseconds (Date.now()): several processes read them.
  */
 
 /** `pending` until delivered; `dead` when it failed for good or ran out of horizon; `dropped` by an operator. */
@@ -54,7 +57,7 @@ export const WEBHOOK_ACTION_TYPE = 'deliver_webhook';
 
 export interface OutboxStore {
   /**
-   * Whether the entries outlive this process (SQLite, Redis). False for the memory store: at
+   * Whether the entries outlive this process (the database). False for the memory store: at
    * shutdown and on a fatal error the outbox reports what it did not deliver failed, since no
    * later process will.
    */
@@ -63,9 +66,14 @@ export interface OutboxStore {
    * Records `specs` durably (resolves once they are). An id already present is not added again:
    * false at its index. A spec with `notBeforeMs` (a scheduled unlock) is due then, and counts as
    * created then (`dueAtMs`): its wait is neither the pending age an Admin outage shows in nor
-   * part of its retry horizon.
+   * part of its retry horizon. `companions` write their rows in the same transaction (a failed
+   * companion fails the append: nothing is written).
    */
-  append(specs: readonly ActionSpec[], nowMs: number): Promise<boolean[]>;
+  append(
+    specs: readonly ActionSpec[],
+    nowMs: number,
+    companions?: readonly AppendCompanion[],
+  ): Promise<boolean[]>;
   /**
    * Leases up to `limit` pending entries due at `nowMs` to `owner` for `leaseMs`, counting an
    * attempt for each, oldest first, never an entry while an earlier one of its `orderingKey` is

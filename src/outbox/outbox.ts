@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import {
   type ActionDispatcher,
   type ActionOutcome,
+  type AppendCompanion,
   actionOutcome,
   type EnqueueResult,
   RETRYABLE_ACTION_FAILURES,
@@ -31,7 +32,7 @@ import { type OutboxEntry, type OutboxStats, type OutboxStore, WEBHOOK_ACTION_TY
  * exactly one final outcome (`done`, or `failed` once dead-lettered). A process that stops or dies
  * leaves what it has not delivered in the store for the next one.
  *
- * A store that does not answer within the decision's deadline (a stalled Redis) never holds the
+ * A store that does not answer within the decision's deadline (a stalled database) never holds the
  * answer: the actions are `deferred`, held in a bounded buffer of this process and written when
  * the store answers again (a write that timed out may land late: the id makes it once). Deferred
  * actions still unwritten at shutdown are reported failed (`shutdown`), never dropped silently.
@@ -99,8 +100,14 @@ export interface OutboxOptions {
 /** What `OutboxOptions.beforeAttempt` says of an attempt. */
 export type AttemptGate = { run: true } | { skip: string } | { waitMs: number };
 
-/** Deferred actions written to the store per write. */
+/** Deferred actions written to the store per write (a submit's are never split). */
 const DEFERRED_BATCH = 100;
+
+/** One deferred submit: its specs and its companion go to the store together, or not at all. */
+interface DeferredSubmit {
+  specs: readonly ActionSpec[];
+  companion: AppendCompanion | undefined;
+}
 
 /** Whether `owner` (`<host>:<pid>:…`) is a process of this host that no longer exists. */
 function isGone(owner: string): boolean {
@@ -109,7 +116,7 @@ function isGone(owner: string): boolean {
 }
 
 /** Whether process `pid` exists on this host (EPERM: it does, owned by someone else). */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return true;
   try {
     process.kill(pid, 0);
@@ -140,7 +147,7 @@ export class Outbox implements ActionDispatcher {
   #lastPruneMs = 0;
   #lastHousekeepingMs = 0;
   /** Actions the store has not acknowledged in time, by id, until it does. */
-  readonly #deferred = new Map<string, { spec: ActionSpec; atMs: number }>();
+  readonly #deferred = new Map<string, { spec: ActionSpec; atMs: number; submit: DeferredSubmit }>();
   #deferredTimer: NodeJS.Timeout | undefined;
   #writingDeferred = false;
   #deferredFailures = 0;
@@ -211,8 +218,10 @@ export class Outbox implements ActionDispatcher {
 
   async submit(jobs: readonly ActionJob[], options: SubmitOptions = {}): Promise<EnqueueResult[]> {
     if (this.#closing) return jobs.map(() => 'refused');
-    const written = jobs.map((j) => j.spec);
-    const appending = this.#o.store.append(written, this.#o.now());
+    const { companion } = options;
+    // A companion's own entries (its event's deliveries) go in the same append, after the jobs'.
+    const written = [...jobs.map((j) => j.spec), ...(companion?.specs ?? [])];
+    const appending = this.#o.store.append(written, this.#o.now(), companion && [companion]);
     let added: boolean[];
     try {
       added = await withDeadline(
@@ -224,31 +233,41 @@ export class Outbox implements ActionDispatcher {
       this.#o.onError?.(error);
       // No answer in time: held here, never promised as queued. Refused: not written, not promised;
       // the answer says the action failed (queue_refused).
-      return error instanceof StoreTimeoutError ? this.#defer(written, appending) : jobs.map(() => 'refused');
+      return error instanceof StoreTimeoutError
+        ? this.#defer({ specs: written, companion }, appending).slice(0, jobs.length)
+        : jobs.map(() => 'refused');
     }
+    companion?.committed?.();
     this.#stats = { ...this.#stats, pending: this.#stats.pending + added.filter(Boolean).length };
     this.#wake();
-    return added.map((a) => (a ? 'queued' : 'duplicate'));
+    return added.slice(0, jobs.length).map((a) => (a ? 'queued' : 'duplicate'));
   }
 
-  #defer(specs: readonly ActionSpec[], appending: Promise<boolean[]>): EnqueueResult[] {
+  #defer(submit: DeferredSubmit, appending: Promise<boolean[]>): EnqueueResult[] {
+    const { specs } = submit;
     if (this.#closing || this.#deferred.size + specs.length > this.#o.maxDeferred) {
       return specs.map(() => 'refused');
     }
     const atMs = performance.now();
-    for (const spec of specs) this.#deferred.set(spec.id, { spec, atMs });
+    for (const spec of specs) this.#deferred.set(spec.id, { spec, atMs, submit });
     // The write that timed out may still be answered: then these are in the store.
     appending.then(
-      () => this.#deferredWritten(specs),
+      () => this.#deferredWritten([submit]),
       () => {},
     );
     this.#writeDeferredLater(0);
     return specs.map(() => 'deferred');
   }
 
-  #deferredWritten(specs: readonly ActionSpec[]): void {
+  #deferredWritten(submits: readonly DeferredSubmit[]): void {
     let written = 0;
-    for (const spec of specs) if (this.#deferred.delete(spec.id)) written++;
+    for (const submit of submits) {
+      let mine = 0;
+      for (const spec of submit.specs) if (this.#deferred.delete(spec.id)) mine++;
+      // Told once: by whichever write of it landed first.
+      if (mine > 0) submit.companion?.committed?.();
+      written += mine;
+    }
     if (written === 0) return;
     this.#stats = { ...this.#stats, pending: this.#stats.pending + written };
     this.#wake();
@@ -271,11 +290,27 @@ export class Outbox implements ActionDispatcher {
   async #writeDeferred(timeoutMs = this.#o.submitTimeoutMs): Promise<void> {
     if (this.#writingDeferred || this.#deferred.size === 0) return;
     this.#writingDeferred = true;
-    const specs = [...this.#deferred.values()].slice(0, DEFERRED_BATCH).map((d) => d.spec);
+    // Whole submits, oldest first, up to about DEFERRED_BATCH actions: a companion's rows go with
+    // every spec of its submit.
+    const submits = new Set<DeferredSubmit>();
+    let count = 0;
+    for (const { submit } of this.#deferred.values()) {
+      if (count >= DEFERRED_BATCH) break;
+      if (submits.has(submit)) continue;
+      submits.add(submit);
+      count += submit.specs.length;
+    }
+    const batch = [...submits];
+    const specs = batch.flatMap((b) => b.specs);
+    const companions = batch.flatMap((b) => (b.companion === undefined ? [] : [b.companion]));
     try {
-      await withDeadline(this.#o.store.append(specs, this.#o.now()), timeoutMs, 'the outbox append');
+      await withDeadline(
+        this.#o.store.append(specs, this.#o.now(), companions),
+        timeoutMs,
+        'the outbox append',
+      );
       this.#deferredFailures = 0;
-      this.#deferredWritten(specs);
+      this.#deferredWritten(batch);
     } catch (error) {
       this.#deferredFailures++;
       this.#o.onError?.(error);

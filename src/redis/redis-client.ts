@@ -19,7 +19,7 @@ export const MAX_COMMANDS_IN_FLIGHT = 10_000;
 
 export interface RedisConnectOptions {
   url: string;
-  /** What it is for, in the error message (`the Redis outbox`). The URL never is: it may hold a password. */
+  /** What it is for, in the error message (`the feature store`). The URL never is: it may hold a password. */
   purpose: string;
   /** Connect timeout, milliseconds. Default 2000. */
   timeoutMs?: number;

@@ -5,6 +5,7 @@ import { decisionMigrations } from '../decision-store/decision-tables.ts';
 import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
+import { outboxMigrations } from '../outbox/outbox-tables.ts';
 
 /**
  * Control state: the system of record (lists, lock-outs, the outbox, the audit trail). Transactional,
@@ -15,6 +16,7 @@ export const CONTROL_MIGRATIONS: FeatureMigrations = {
   ...auditMigrations,
   ...listMigrations,
   ...lockoutMigrations,
+  ...outboxMigrations,
 };
 
 /** Observations: the decision store (best effort, bounded, may drop with an exact count). */

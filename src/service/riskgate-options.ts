@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
+import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { AdminClient, AdminClientOptions } from '../admin/admin-client.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import type { TokenManager } from '../auth/token-manager.ts';
@@ -48,7 +49,7 @@ export interface StartRiskgateOptions {
   /** Where operator changes (an unlock) are written first; absent, those changes are refused. */
   audit?: AuditTrail;
   /** Where lock-out and list events go (signed webhooks). Default none. */
-  events?: EventSink;
+  events?: EventSink<ActionSpec>;
   /** Runtime list snapshot tuning (tests poll faster or go stale sooner). */
   lists?: { pollMs?: number; staleAfterMs?: number };
   /** The actions' retry delays (tests shorten the backoff); `outbox` overrides them. */

@@ -1,3 +1,4 @@
+import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
 import { auditComponent } from '../audit/audit-routes.ts';
@@ -97,7 +98,7 @@ export async function startServices(
     }),
   );
   // List changes and lock-outs are told through the webhooks, started after the outbox below.
-  const events = laterEventSink();
+  const events = laterEventSink<ActionSpec>();
   const lists = await l.start(
     listComponent({
       database,
@@ -180,7 +181,7 @@ async function startActionPath(
     database: RiskgateDatabase;
     decisionLog: DecisionLog;
     /** The sink the lock-outs (and lists) emit into; the webhooks attached to it once started. */
-    events: ReturnType<typeof laterEventSink>;
+    events: ReturnType<typeof laterEventSink<ActionSpec>>;
   },
 ) {
   const { options, log, metrics: m } = ctx;
@@ -204,6 +205,7 @@ async function startActionPath(
   const outbox = await l.start(
     outboxComponent({
       config,
+      database,
       given: options.outboxStore,
       admin: vendor.admin,
       webhooks: webhookDelivery,

@@ -1,8 +1,6 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
+import { openDatabaseOutbox } from '../../test/support/outbox-database.ts';
 import {
   loadRecipe,
   startWebhookReceiver,
@@ -14,7 +12,6 @@ import type { WebhookConfig } from '../config/riskgate-config.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RiskgateEvent } from '../events/riskgate-event.ts';
 import { Outbox } from '../outbox/outbox.ts';
-import { SqliteOutboxStore } from '../outbox/sqlite-outbox-store.ts';
 import { WebhookDelivery } from './webhook-delivery.ts';
 import { receiverKey } from './webhook-signature.ts';
 import { webhookSink } from './webhook-sink.ts';
@@ -50,10 +47,8 @@ async function receiver(): Promise<WebhookReceiver> {
   return r;
 }
 
-function setUp(urls: string[], config: Partial<WebhookConfig> = {}) {
-  const store = new SqliteOutboxStore({
-    path: join(mkdtempSync(join(tmpdir(), 'rg-webhooks-')), 'o.sqlite'),
-  });
+async function setUp(urls: string[], config: Partial<WebhookConfig> = {}) {
+  const store = await openDatabaseOutbox();
   const delivery = new WebhookDelivery({
     urls,
     secrets: [SECRET],
@@ -86,7 +81,7 @@ function setUp(urls: string[], config: Partial<WebhookConfig> = {}) {
 describe('webhook delivery through the outbox', () => {
   it('delivers an event exactly as signed: the same bytes, its id, a signature the recipe verifies', async () => {
     const r = await receiver();
-    const { sink, outcomeOf } = setUp([r.url()]);
+    const { sink, outcomeOf } = await setUp([r.url()]);
     const verify = await loadRecipe();
     const event = lockoutEvent();
     await sink.emit(event);
@@ -105,7 +100,7 @@ describe('webhook delivery through the outbox', () => {
 
   it('sends only the configured event types, and an event emitted twice once', async () => {
     const r = await receiver();
-    const { sink, outcomeOf, outcomes } = setUp([r.url()]);
+    const { sink, outcomeOf, outcomes } = await setUp([r.url()]);
     await sink.emit({ ...lockoutEvent(), type: 'decision.denied' });
     const event = lockoutEvent();
     await sink.emit(event);
@@ -122,7 +117,7 @@ describe('webhook delivery through the outbox', () => {
       res.statusCode = statuses.shift() ?? 200;
       res.end();
     };
-    const { sink, outcomeOf } = setUp([r.url()]);
+    const { sink, outcomeOf } = await setUp([r.url()]);
     const verify = await loadRecipe();
     const event = lockoutEvent();
     await sink.emit(event);
@@ -145,7 +140,7 @@ describe('webhook delivery through the outbox', () => {
       res.statusCode = status;
       res.end('{"error":"no"}');
     };
-    const { sink, outcomeOf, store } = setUp([r.url()]);
+    const { sink, outcomeOf, store } = await setUp([r.url()]);
     const event = lockoutEvent();
     await sink.emit(event);
     expect(await outcomeOf(event)).toMatchObject({ status: 'failed', attempts: 1, reason: code });
@@ -162,7 +157,7 @@ describe('webhook delivery through the outbox', () => {
       res.writeHead(307, { location: elsewhere.url() });
       res.end();
     };
-    const { sink, outcomeOf } = setUp([r.url()]);
+    const { sink, outcomeOf } = await setUp([r.url()]);
     const event = lockoutEvent();
     await sink.emit(event);
     expect(await outcomeOf(event)).toMatchObject({
@@ -184,7 +179,7 @@ describe('webhook delivery through the outbox', () => {
       res.statusCode = 200;
       res.end();
     };
-    const { sink, outcomeOf, delivery } = setUp([r.url()], { timeoutMs: 300 });
+    const { sink, outcomeOf, delivery } = await setUp([r.url()], { timeoutMs: 300 });
     const event = lockoutEvent();
     await sink.emit(event);
     expect(await outcomeOf(event)).toMatchObject({ status: 'done', attempts: 2 });
@@ -202,7 +197,7 @@ describe('webhook delivery through the outbox', () => {
   it('keeps trying a receiver that is down, and delivers once it is back', async () => {
     const r = await receiver();
     await r.close();
-    const { sink, outcomeOf, outbox } = setUp([r.url()]);
+    const { sink, outcomeOf, outbox } = await setUp([r.url()]);
     const event = lockoutEvent();
     await sink.emit(event);
     await eventually(() => outbox.attemptsStarted >= 3, { what: 'attempts on a closed port' });
@@ -214,7 +209,7 @@ describe('webhook delivery through the outbox', () => {
   it('sends a URL’s credentials as basic auth, and keeps them and the secret out of the outbox and its outcomes', async () => {
     const r = await receiver();
     const url = r.url().replace('http://', `http://riskgate:${PASSWORD}@`);
-    const { sink, outcomeOf, store, outcomes } = setUp([url]);
+    const { sink, outcomeOf, store, outcomes } = await setUp([url]);
     const event = lockoutEvent();
     await sink.emit(event);
     await outcomeOf(event);
@@ -228,7 +223,7 @@ describe('webhook delivery through the outbox', () => {
 
   it('dead-letters at once an event whose id no header can carry, never as unreachable, and its stream goes on', async () => {
     const r = await receiver();
-    const { sink, outcomeOf, store, outbox } = setUp([r.url()]);
+    const { sink, outcomeOf, store, outbox } = await setUp([r.url()]);
     // One user's events share a stream: the later one waits for the earlier one's end.
     const unsendable = { ...lockoutEvent('u-stream'), id: `evt-\u202e-${Date.now()}` };
     const next = lockoutEvent('u-stream');
@@ -254,7 +249,7 @@ describe('webhook delivery through the outbox', () => {
       res.statusCode = delivery.headers['webhook-id'] === refused.id ? 503 : 200;
       res.end();
     };
-    const { sink, outcomeOf } = setUp([r.url()], { retryHorizonMs: 400 });
+    const { sink, outcomeOf } = await setUp([r.url()], { retryHorizonMs: 400 });
     const next = lockoutEvent('u-budget');
     const emittedAt = performance.now();
     await sink.emit(refused);
@@ -276,7 +271,7 @@ describe('webhook delivery through the outbox', () => {
 
   it('dead-letters a delivery whose receiver is no longer configured', async () => {
     const r = await receiver();
-    const { outbox, outcomes } = setUp([r.url()]);
+    const { outbox, outcomes } = await setUp([r.url()]);
     const stale = webhookSink({
       actions: outbox,
       receivers: ['0123456789abcdef'],

@@ -1,12 +1,13 @@
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
-import type { ActionJob } from '../actions/admin-actions.ts';
+import type { ActionJob, ActionSpec } from '../actions/admin-actions.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { EventSink, RiskgateEvent, RiskgateEventType } from '../events/riskgate-event.ts';
 
 /**
  * The event sink behind signed webhooks: `emit` writes one outbox entry per receiver
  * (`<eventId>:webhook:<receiverKey>`, so emitting an event again is a no-op) and resolves once
- * the outbox holds them durably; the outbox delivers them (src/webhooks/webhook-delivery.ts). The
+ * the outbox holds them durably (`entries` gives those entries to a caller that writes them in its
+ * own transaction); the outbox delivers them (src/webhooks/webhook-delivery.ts). The
  * body is serialized here, once: every attempt sends the same bytes.
  */
 
@@ -21,7 +22,7 @@ export interface WebhookSinkOptions {
   submitTimeoutMs?: number;
 }
 
-export interface WebhookSink extends EventSink {
+export interface WebhookSink extends EventSink<ActionSpec> {
   /** Emits that did not get their event held by the outbox (the emit rejected). */
   readonly failures: number;
 }
@@ -35,6 +36,8 @@ export function webhookSink(o: WebhookSinkOptions): WebhookSink {
       return failures;
     },
     wants: (type) => wanted.has(type),
+    // Written in the caller's transaction (a lock-out's, an unlock's): the same entries emit writes.
+    entries: (event) => (wanted.has(event.type) ? webhookJobs(event, o.receivers).map((j) => j.spec) : []),
     async emit(event) {
       if (!wanted.has(event.type)) return;
       const jobs = webhookJobs(event, o.receivers);

@@ -1,4 +1,5 @@
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
+import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import type { Component, MetricsRegistry } from '../lifecycle/component.ts';
@@ -38,7 +39,7 @@ export function webhooksComponent(o: {
   config: Pick<RiskgateConfig, 'webhooks'>;
   delivery: WebhookDelivery | undefined;
   actions: Pick<ActionDispatcher, 'submit'>;
-}): Component<EventSink, MetricsRegistry> {
+}): Component<EventSink<ActionSpec>, MetricsRegistry> {
   return {
     name: 'webhooks',
     start() {

@@ -1,0 +1,398 @@
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
+import type { DatabaseEngine, RiskgateDatabase } from '../database/database.ts';
+import {
+  type AppendCompanion,
+  type ClaimOptions,
+  type CompanionTx,
+  dueAtMs,
+  type OutboxEntry,
+  type OutboxListFilter,
+  type OutboxStats,
+  type OutboxStatus,
+  type OutboxStore,
+  WEBHOOK_ACTION_TYPE,
+} from './outbox-store.ts';
+import type { OutboxTables } from './outbox-tables.ts';
+
+/**
+ * The outbox in the database (RISKGATE_DATABASE), beside the lock-out records, the lists and the
+ * audit trail: one transaction can hold a lock-out's entries and its record (`AppendCompanion`).
+ * Every query goes through kysely: on the embedded SQLite file it runs on the database's thread
+ * (src/database/sqlite-thread-dialect.ts), never on the event loop; on PostgreSQL, replicas share
+ * the one table and a claim takes its rows `FOR UPDATE SKIP LOCKED` (one UPDATE statement, its own
+ * transaction), so two replicas never lease the same entry and neither waits for the other.
+ *
+ * Batched, as the outbox's hot path needs: the appends of one event-loop turn share one
+ * transaction (group commit; should it fail, each append is tried alone, so one refused row fails
+ * only its own append), and so do the completions (one UPDATE per owner). A claim is one
+ * statement on either engine.
+ */
+
+type Row = Selectable<OutboxTables['outbox_entry']>;
+
+/** Most ids in one `IN (...)` (far below either engine's parameter limit). */
+const IDS_PER_STATEMENT = 500;
+
+function entryOf(row: Row): OutboxEntry {
+  return {
+    // Written by this code, but a database is a boundary: checked, cheaply (the claim path is hot).
+    spec: parseStoredSpec(row.spec),
+    status: row.status as OutboxStatus,
+    attempts: Number(row.attempts),
+    createdAtMs: Number(row.created_at),
+    horizonStartMs: Number(row.horizon_start),
+    nextAttemptAtMs: Number(row.next_attempt_at),
+    updatedAtMs: Number(row.updated_at),
+    lastError: row.last_error ?? undefined,
+    reason: row.reason ?? undefined,
+    owner: row.lease_owner ?? undefined,
+  };
+}
+
+interface PendingAppend {
+  specs: readonly ActionSpec[];
+  nowMs: number;
+  companions: readonly AppendCompanion[];
+  resolve: (added: boolean[]) => void;
+  reject: (error: unknown) => void;
+}
+
+interface PendingCompletion {
+  id: string;
+  owner: string;
+  nowMs: number;
+  resolve: (completed: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+export class DatabaseOutboxStore implements OutboxStore {
+  readonly durable = true;
+  readonly #db: Kysely<OutboxTables>;
+  readonly #engine: DatabaseEngine;
+  #appends: PendingAppend[] = [];
+  #completions: PendingCompletion[] = [];
+  #closed = false;
+  readonly #closeDatabase: (() => Promise<void>) | undefined;
+
+  /**
+   * The store over `database`, which stays open on `close` (the database component's), unless
+   * `ownsDatabase` (the CLI, tests: opened for this store alone).
+   */
+  constructor(database: RiskgateDatabase, options: { ownsDatabase?: boolean } = {}) {
+    this.#db = database.db.withTables<OutboxTables>();
+    this.#engine = database.engine;
+    this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
+  }
+
+  append(
+    specs: readonly ActionSpec[],
+    nowMs: number,
+    companions: readonly AppendCompanion[] = [],
+  ): Promise<boolean[]> {
+    if (this.#closed) return Promise.reject(new Error('the outbox is closed'));
+    return new Promise((resolve, reject) => {
+      this.#appends.push({ specs, nowMs, companions, resolve, reject });
+      // Group commit: every append of this turn in one transaction.
+      if (this.#appends.length === 1) setImmediate(() => void this.#commitAppends());
+    });
+  }
+
+  async #commitAppends(): Promise<void> {
+    const batch = this.#appends;
+    this.#appends = [];
+    if (batch.length === 0) return;
+    try {
+      const results = await this.#db.transaction().execute((tx) => this.#write(tx, batch));
+      for (const [i, a] of batch.entries()) a.resolve(results[i]!);
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0]!.reject(error);
+        return;
+      }
+      // One append (a row the database refuses, a companion's failure) fails only itself.
+      for (const a of batch) {
+        try {
+          a.resolve((await this.#db.transaction().execute((tx) => this.#write(tx, [a])))[0]!);
+        } catch (alone) {
+          a.reject(alone);
+        }
+      }
+    }
+  }
+
+  /**
+   * The appends' entries with `tx`, in one insert statement per IDS_PER_STATEMENT rows (each a
+   * message to the SQLite thread), then their companions' rows. Which were new, per append: an id
+   * already there, or earlier in the batch, is not.
+   */
+  async #write(tx: Transaction<OutboxTables>, appends: readonly PendingAppend[]): Promise<boolean[][]> {
+    const rows = appends.flatMap((a) =>
+      a.specs.map((s) => {
+        const at = dueAtMs(s, a.nowMs);
+        return {
+          id: s.id,
+          ordering_key: s.orderingKey,
+          action_type: s.type,
+          spec: JSON.stringify(s),
+          created_at: at,
+          horizon_start: at,
+          next_attempt_at: at,
+          updated_at: a.nowMs,
+        };
+      }),
+    );
+    const inserted = new Set<string>();
+    for (let i = 0; i < rows.length; i += IDS_PER_STATEMENT) {
+      const added = await tx
+        .insertInto('outbox_entry')
+        .values(rows.slice(i, i + IDS_PER_STATEMENT))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute();
+      for (const r of added) inserted.add(r.id);
+    }
+    for (const a of appends)
+      for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
+    // The first of an id is the one added.
+    return appends.map((a) => a.specs.map((s) => inserted.delete(s.id)));
+  }
+
+  async claim(
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseMs: number,
+    options: ClaimOptions = {},
+  ): Promise<OutboxEntry[]> {
+    if (limit <= 0) return [];
+    const until = Math.round(nowMs + leaseMs);
+    const skip = options.skipWebhooks === true ? sql`AND o.action_type <> ${WEBHOOK_ACTION_TYPE}` : sql``;
+    // PostgreSQL: rows another replica is claiming are skipped, not waited for, and this
+    // statement's locks keep them from the others until the lease is written. SQLite: its one
+    // writer makes the statement atomic against every other process.
+    const lock = this.#engine === 'postgres' ? sql`FOR UPDATE OF o SKIP LOCKED` : sql``;
+    // Due, pending, not leased (or its lease ran out), and first of its ordering key among the
+    // pending: a user's later action never overtakes an earlier one still pending. One statement
+    // (its own transaction): one round trip per claim.
+    const { rows } = await sql<Row>`UPDATE outbox_entry SET lease_owner = ${owner}, lease_until = ${until},
+        attempts = attempts + 1, updated_at = ${nowMs}
+      WHERE seq IN (SELECT o.seq FROM outbox_entry o
+        WHERE o.status = 'pending' AND o.next_attempt_at <= ${nowMs} AND o.lease_until <= ${nowMs} ${skip}
+          AND NOT EXISTS (SELECT 1 FROM outbox_entry e WHERE e.ordering_key = o.ordering_key
+                          AND e.status = 'pending' AND e.seq < o.seq)
+        ORDER BY o.seq LIMIT ${limit} ${lock})
+      RETURNING *`.execute(this.#db);
+    return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map(entryOf);
+  }
+
+  complete(id: string, owner: string, nowMs: number): Promise<boolean> {
+    if (this.#closed) return Promise.reject(new Error('the outbox is closed'));
+    return new Promise((resolve, reject) => {
+      this.#completions.push({ id, owner, nowMs, resolve, reject });
+      // The completions of this turn in one statement per owner.
+      if (this.#completions.length === 1) setImmediate(() => void this.#commitCompletions());
+    });
+  }
+
+  async #commitCompletions(): Promise<void> {
+    const batch = this.#completions;
+    this.#completions = [];
+    const byOwner = new Map<string, PendingCompletion[]>();
+    for (const c of batch) {
+      const list = byOwner.get(c.owner);
+      if (list === undefined) byOwner.set(c.owner, [c]);
+      else list.push(c);
+    }
+    for (const [owner, all] of byOwner) {
+      for (let i = 0; i < all.length; i += IDS_PER_STATEMENT) {
+        const part = all.slice(i, i + IDS_PER_STATEMENT);
+        try {
+          // The batch's latest time: the completions of one turn are within a few milliseconds.
+          const nowMs = Math.max(...part.map((c) => c.nowMs));
+          const done = await this.#db
+            .updateTable('outbox_entry')
+            .set({ status: 'delivered', lease_until: 0, logged: 0, updated_at: nowMs })
+            .where(
+              'id',
+              'in',
+              part.map((c) => c.id),
+            )
+            .where('lease_owner', '=', owner)
+            .where('status', '=', 'pending')
+            .returning('id')
+            .execute();
+          const ids = new Set(done.map((r) => r.id));
+          for (const c of part) c.resolve(ids.has(c.id));
+        } catch (error) {
+          for (const c of part) c.reject(error);
+        }
+      }
+    }
+  }
+
+  async retryLater(
+    id: string,
+    owner: string,
+    nextAttemptAtMs: number,
+    lastError: string | undefined,
+    countAttempt: boolean,
+    nowMs: number,
+  ): Promise<void> {
+    await this.#db
+      .updateTable('outbox_entry')
+      .set((eb) => ({
+        lease_owner: null,
+        lease_until: 0,
+        // Whole milliseconds: a backoff's jitter is fractional, and PostgreSQL's bigint refuses it.
+        next_attempt_at: Math.round(nextAttemptAtMs),
+        last_error: lastError ?? null,
+        attempts: countAttempt ? eb.ref('attempts') : eb('attempts', '-', 1),
+        updated_at: nowMs,
+      }))
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'pending')
+      .execute();
+  }
+
+  async deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean> {
+    const r = await this.#db
+      .updateTable('outbox_entry')
+      .set({ status: 'dead', reason, lease_until: 0, logged: 0, updated_at: nowMs })
+      .where('id', '=', id)
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async unlogged(limit: number): Promise<OutboxEntry[]> {
+    const rows = await this.#db
+      .selectFrom('outbox_entry')
+      .selectAll()
+      .where('logged', '=', 0)
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute();
+    return rows.map(entryOf);
+  }
+
+  async markLogged(ids: readonly string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+      await this.#db
+        .updateTable('outbox_entry')
+        .set({ logged: 1 })
+        .where('id', 'in', ids.slice(i, i + IDS_PER_STATEMENT))
+        .execute();
+    }
+  }
+
+  async leaseOwners(nowMs: number): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom('outbox_entry')
+      .select('lease_owner')
+      .distinct()
+      .where('status', '=', 'pending')
+      .where('lease_until', '>', nowMs)
+      .where('lease_owner', 'is not', null)
+      .execute();
+    return rows.map((r) => r.lease_owner!);
+  }
+
+  async releaseOwner(owner: string, nowMs: number): Promise<number> {
+    const r = await this.#db
+      .updateTable('outbox_entry')
+      .set({ lease_owner: null, lease_until: 0, next_attempt_at: nowMs, updated_at: nowMs })
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  async list(filter: OutboxListFilter): Promise<OutboxEntry[]> {
+    let q = this.#db.selectFrom('outbox_entry').selectAll();
+    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    const rows = await q
+      .orderBy('seq', 'desc')
+      .limit(Math.min(filter.limit ?? 100, Number.MAX_SAFE_INTEGER))
+      .execute();
+    return rows.map(entryOf);
+  }
+
+  async get(id: string): Promise<OutboxEntry | undefined> {
+    const row = await this.#db.selectFrom('outbox_entry').selectAll().where('id', '=', id).executeTakeFirst();
+    return row === undefined ? undefined : entryOf(row);
+  }
+
+  async stats(nowMs: number): Promise<OutboxStats> {
+    const count = (status: OutboxStatus) =>
+      this.#db
+        .selectFrom('outbox_entry')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', status);
+    const r = await this.#db
+      .selectNoFrom((eb) => [
+        count('pending').as('pending'),
+        count('dead').as('dead'),
+        eb
+          .selectFrom('outbox_entry')
+          .select((e) => e.fn.min('created_at').as('oldest'))
+          .where('status', '=', 'pending')
+          .as('oldest'),
+      ])
+      .executeTakeFirstOrThrow();
+    const oldest = r.oldest === null ? undefined : Number(r.oldest);
+    return {
+      pending: Number(r.pending),
+      dead: Number(r.dead),
+      oldestPendingAgeMs: oldest === undefined ? 0 : Math.max(0, nowMs - oldest),
+    };
+  }
+
+  async retry(id: string, nowMs: number): Promise<boolean> {
+    const r = await this.#db
+      .updateTable('outbox_entry')
+      .set({
+        status: 'pending',
+        reason: null,
+        next_attempt_at: nowMs,
+        horizon_start: nowMs,
+        lease_owner: null,
+        lease_until: 0,
+        updated_at: nowMs,
+      })
+      .where('id', '=', id)
+      .where('status', 'in', ['dead', 'dropped'])
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async drop(id: string, reason: string, nowMs: number): Promise<boolean> {
+    const r = await this.#db
+      .updateTable('outbox_entry')
+      .set({ status: 'dropped', reason, lease_owner: null, lease_until: 0, logged: 0, updated_at: nowMs })
+      .where('id', '=', id)
+      .where('status', 'in', ['pending', 'dead'])
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async prune(beforeMs: number): Promise<number> {
+    const r = await this.#db
+      .deleteFrom('outbox_entry')
+      .where('status', 'in', ['delivered', 'dropped'])
+      .where('updated_at', '<', beforeMs)
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
+  /** Writes what is batched, then refuses more (and closes the database if it owns it). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#commitAppends();
+    await this.#commitCompletions();
+    this.#closed = true;
+    await this.#closeDatabase?.();
+  }
+}
