@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../src/signals/rat-batcher.ts';
 
-/** Which run the numbers default to: the published one, a short check (about 5 minutes), or the CI smoke. */
+/** Which run the numbers default to: the published one, a short check (about 3.5 minutes), or the CI smoke. */
 export type BenchMode = 'full' | 'quick' | 'smoke';
 
 /** Every parameter of a bench run. Times in seconds unless the name says otherwise. */
@@ -121,7 +121,7 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     compareWarmupS: 2,
     compareRate: 200,
   },
-  // About 1.5 minutes on 2 cores: two rates per profile, short steps, a short memory run.
+  // About 3.5 minutes on 2 cores: two rates per profile, short steps, a short memory run, three reference rounds.
   quick: {
     rates: [250, 1000],
     durationS: 3,
@@ -233,7 +233,7 @@ const FIELDS = {
 /** Flag help, printed by `--help`. */
 export const USAGE = `npm run bench -- [--quick | --smoke] [flags]
 
-Modes: (default) full run; --quick about 5 minutes; --smoke about half a minute (CI).
+Modes: (default) full run; --quick about 3.5 minutes; --smoke about a minute (CI).
 Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --rates 250,500,1000,2000   open-model arrival rates, decisions/s
   --duration 20               measured seconds per rate
