@@ -488,7 +488,12 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
           cpu: pinning.riskgate,
           nodeArgs: [],
           readyPath: '/bench/hello',
-          env: { ...referenceEnv, [name === 'floor' ? 'FLOOR_PORT' : 'PEER_PORT']: String(port) },
+          env: {
+            ...referenceEnv,
+            ...(name === 'floor'
+              ? { FLOOR_PORT: String(port) }
+              : { PEER_PORT: String(port), PEER_API_KEY: apiKey }),
+          },
         });
         servers.push(server);
         return server;
@@ -519,7 +524,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         connections: options.cannonConnections,
         timeoutMs: options.timeoutMs,
         origins: { riskgate: riskgate.url, floor: floorServer.url, peer: peerServer.url },
-        headers: { riskgate: decideHeaders, floor: {}, peer: {} },
+        // The peer checks the same API key riskgate does; the FLOOR checks nothing.
+        headers: { riskgate: decideHeaders, floor: {}, peer: decideHeaders },
         freshSandbox: async () => {
           await freshSandbox({ name: 'zero' });
           return bodies;

@@ -15,9 +15,10 @@
  * the Log API history (the bench gives riskgate no Log API), overrides, the deadline, admission.
  *
  * Env: those of bench/plain-vendor-calls.ts, PEER_PORT (0: any), PEER_DECISION_LOG (a file;
- * default in REFERENCE_STATE_DIR). `GET /bench/process` and `GET /bench/hello` as the FLOOR's.
+ * default in REFERENCE_STATE_DIR), PEER_API_KEY (the Bearer key callers must send, as riskgate's
+ * RISKGATE_API_KEYS; unset: none asked). `GET /bench/process` and `GET /bench/hello` as the FLOOR's.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -194,7 +195,17 @@ function send(res: ServerResponse, status: number, body: unknown, type = 'applic
   res.end(JSON.stringify(body));
 }
 
+const apiKey =
+  process.env.PEER_API_KEY === undefined ? undefined : Buffer.from(`Bearer ${process.env.PEER_API_KEY}`);
+function authorized(req: IncomingMessage): boolean {
+  if (apiKey === undefined) return true;
+  const given = Buffer.from(req.headers.authorization ?? '');
+  return given.length === apiKey.length && timingSafeEqual(given, apiKey);
+}
+
 async function decide(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (!authorized(req))
+    return send(res, 401, { title: 'Unauthorized', status: 401 }, 'application/problem+json');
   let body: Record<string, unknown>;
   try {
     body = JSON.parse(await readBody(req)) as Record<string, unknown>;
