@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_WINDOW_MS, MAX_WINDOW_MS } from '../src/signals/rat-batcher.ts';
 
-/** Which run the numbers default to: the published one, a short check (about 1.5 minutes), or the CI smoke. */
+/** Which run the numbers default to: the published one, a short check (about 3.5 minutes), or the CI smoke. */
 export type BenchMode = 'full' | 'quick' | 'smoke';
 
 /** Every parameter of a bench run. Times in seconds unless the name says otherwise. */
@@ -69,6 +69,19 @@ export interface BenchOptions {
    * riskgate can be driven to 5x its capacity without them becoming the bottleneck.
    */
   overloadCpu: number;
+  /**
+   * riskgate as the bench ran it before issue 32 (decision log off, one process) instead of as
+   * shipped (decision log on to a file, the default process model, decision store on). Default false.
+   */
+  lean: boolean;
+  /** Interleaved rounds of riskgate against the FLOOR and the peer (0 skips them). Default 5. */
+  compareRounds: number;
+  /** Measured seconds of each server's run in a round (closed and open loop each). Default 10. */
+  compareDurationS: number;
+  /** Unmeasured seconds before each of those runs. Default 2. */
+  compareWarmupS: number;
+  /** Open-loop rate of the rounds, decisions per second (issue 32 compares at 200/s). Default 200. */
+  compareRate: number;
 }
 
 /** Options every mode shares (flags and env may still set them). */
@@ -79,7 +92,8 @@ type SharedOptionKey =
   | 'pin'
   | 'ratWindowMs'
   | 'ratCacheMs'
-  | 'riskgateEnv';
+  | 'riskgateEnv'
+  | 'lean';
 
 const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
   full: {
@@ -102,8 +116,12 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     overloadStepS: 20,
     overloadConnections: 8,
     overloadCpu: 0.25,
+    compareRounds: 5,
+    compareDurationS: 10,
+    compareWarmupS: 2,
+    compareRate: 200,
   },
-  // About 1.5 minutes on 2 cores: two rates per profile, short steps, a short memory run.
+  // About 3.5 minutes on 2 cores: two rates per profile, short steps, a short memory run, three reference rounds.
   quick: {
     rates: [250, 1000],
     durationS: 3,
@@ -124,6 +142,12 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     overloadStepS: 5,
     overloadConnections: 8,
     overloadCpu: 0.25,
+    // Issue 32: 2-second closed loops ranged 1.8x to 3.3x at load 3-9. Three interleaved rounds of
+    // 5 s per server and loop, reported as the median with its spread.
+    compareRounds: 3,
+    compareDurationS: 5,
+    compareWarmupS: 1,
+    compareRate: 200,
   },
   // Only proves the harness works end to end (CI): every scenario runs, for a moment.
   smoke: {
@@ -146,6 +170,10 @@ const PRESETS: Record<BenchMode, Omit<BenchOptions, SharedOptionKey>> = {
     overloadStepS: 1,
     overloadConnections: 16,
     overloadCpu: 0.25,
+    compareRounds: 1,
+    compareDurationS: 1,
+    compareWarmupS: 0,
+    compareRate: 100,
   },
 };
 
@@ -186,6 +214,10 @@ const FIELDS = {
   'overload-step': { parse: nonNegative, key: 'overloadStepS' },
   'overload-connections': { parse: positiveInt, key: 'overloadConnections' },
   'overload-cpu': { parse: z.coerce.number().min(0).max(64), key: 'overloadCpu' },
+  'compare-rounds': { parse: z.coerce.number().int().nonnegative(), key: 'compareRounds' },
+  'compare-duration': { parse: positive, key: 'compareDurationS' },
+  'compare-warmup': { parse: nonNegative, key: 'compareWarmupS' },
+  'compare-rate': { parse: positive, key: 'compareRate' },
   'riskgate-env': {
     parse: z
       .string()
@@ -201,7 +233,7 @@ const FIELDS = {
 /** Flag help, printed by `--help`. */
 export const USAGE = `npm run bench -- [--quick | --smoke] [flags]
 
-Modes: (default) full run; --quick about 1.5 minutes; --smoke about half a minute (CI).
+Modes: (default) full run; --quick about 3.5 minutes; --smoke about a minute (CI).
 Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --rates 250,500,1000,2000   open-model arrival rates, decisions/s
   --duration 20               measured seconds per rate
@@ -227,6 +259,13 @@ Flags (each also read from BENCH_<FLAG> in the env, e.g. BENCH_RATES=500,1000):
   --overload-connections 8    capacity = the most 2xx/s of closed loops of this, 2x and 4x as many
                               connections (few are latency-bound; many retry into the sheds)
   --overload-cpu 0.25         riskgate's CPU during the overload scenario, fraction of a core (0: uncapped)
+  --compare-rounds 5          interleaved rounds against the FLOOR and the peer (0 skips them)
+  --compare-duration 10       measured seconds per server, loop and round
+  --compare-warmup 2          unmeasured seconds before each
+  --compare-rate 200          open-loop rate of the rounds
+  --lean                      riskgate as before issue 32: decision log off, one process
+                              (default: as shipped, decision log to a file, default process model,
+                              decision store on)
   --riskgate-env K=V,K=V      extra riskgate environment (e.g. RISKGATE_MAX_IN_FLIGHT=500)
   --no-pin                    do not pin processes with taskset
 `;
@@ -243,6 +282,7 @@ export function parseBenchOptions(
     quick: { type: 'boolean' },
     smoke: { type: 'boolean' },
     'no-pin': { type: 'boolean' },
+    lean: { type: 'boolean' },
     help: { type: 'boolean' },
   };
   for (const name of Object.keys(FIELDS)) flagSpec[name] = { type: 'string' };
@@ -258,6 +298,7 @@ export function parseBenchOptions(
     ratWindowMs: DEFAULT_WINDOW_MS,
     ratCacheMs: 0,
     riskgateEnv: {},
+    lean: values.lean === true || env.BENCH_LEAN === '1',
   };
   const target = options as unknown as Record<string, unknown>;
   for (const [flag, field] of Object.entries(FIELDS)) {

@@ -1,5 +1,11 @@
 import type { BenchResult } from './bench-run.ts';
 import type { LatencySummary } from './latency-summary.ts';
+import {
+  type ComparisonFigures,
+  comparisonWrong,
+  REFERENCE_SERVERS,
+  type Spread,
+} from './reference-comparison.ts';
 import { DEGRADED_VERDICT, verdictCheckCell } from './verdict-check.ts';
 
 /** One of the issue's targets, as measured (recorded, never asserted). */
@@ -12,6 +18,12 @@ export interface TargetCheck {
 }
 
 const ms = (us: number, digits = 2) => (us / 1000).toFixed(digits);
+
+/** A median with its spread over the rounds: `2.05 (1.92-2.31)`. */
+function spreadText(s: Spread, digits = 2): string {
+  const f = (v: number) => (Math.abs(v) >= 100 ? Math.round(v).toString() : v.toFixed(digits));
+  return s.values.length > 1 ? `${f(s.median)} (${f(s.min)}-${f(s.max)})` : f(s.median);
+}
 
 function errorsText(errors: {
   timeouts: number;
@@ -61,18 +73,33 @@ export function checkTargets(result: BenchResult): TargetCheck[] {
     measured: `${(s.throughput.ratio * 100).toFixed(1)} % (${s.throughput.decide.requestsPerSecond} vs ${s.throughput.hello.requestsPerSecond} req/s)`,
     met: s.throughput.hello.requestsPerSecond > 0 ? s.throughput.ratio >= 0.35 : null,
   });
-  if (s.throughput.vsFloor) {
+  const refs = s.references;
+  if (refs !== undefined) {
+    const c = refs.closed;
+    const o = refs.open;
     checks.push({
-      name: 'CPU per decision vs the FLOOR server (same run)',
-      target: '≤ 2.5x',
-      measured: `${s.throughput.vsFloor.cpuRatio}x (${s.throughput.decide.cpuUsPerRequest} vs ${s.throughput.floor?.cpuUsPerRequest} µs)`,
-      met: s.throughput.vsFloor.cpuRatio <= 2.5,
+      name: 'CPU per 2xx answer vs the FLOOR, closed loop (same rounds)',
+      target: '≤ 1.5x',
+      measured: `${spreadText(c.cpuRatio.floor)}x (${c.cpuUsPer2xx.riskgate.median} vs ${c.cpuUsPer2xx.floor.median} µs)`,
+      met: c.cpuRatio.floor.values.length > 0 ? c.cpuRatio.floor.median <= 1.5 : null,
     });
     checks.push({
-      name: 'closed-loop decisions/s vs the FLOOR server (same run)',
+      name: `CPU per 2xx answer vs the peer, open loop at ${o.rate}/s (same rounds)`,
+      target: '≤ 1.3x',
+      measured: `${spreadText(o.cpuRatio.peer)}x (${o.cpuUsPer2xx.riskgate.median} vs ${o.cpuUsPer2xx.peer.median} µs)`,
+      met: o.cpuRatio.peer.values.length > 0 && o.rate === 200 ? o.cpuRatio.peer.median <= 1.3 : null,
+    });
+    checks.push({
+      name: 'closed-loop decisions/s vs the FLOOR (same rounds)',
       target: '≥ 40 %',
-      measured: `${(s.throughput.vsFloor.throughputRatio * 100).toFixed(1)} % (${s.throughput.decide.requestsPerSecond} vs ${s.throughput.floor?.requestsPerSecond} req/s)`,
-      met: s.throughput.vsFloor.throughputRatio >= 0.4,
+      measured: `${(c.throughputRatio.floor.median * 100).toFixed(1)} % (${c.answersPerSecond.riskgate.median} vs ${c.answersPerSecond.floor.median} 2xx/s)`,
+      met: c.throughputRatio.floor.values.length > 0 ? c.throughputRatio.floor.median >= 0.4 : null,
+    });
+    checks.push({
+      name: "verdicts: the peer's quiet-day verdicts equal riskgate's; no wrong allow or deny in the rounds",
+      target: '0 wrong',
+      measured: comparisonWrong(refs).join('; ') || '0 wrong',
+      met: comparisonWrong(refs).length === 0,
     });
   }
   for (const profile of s.upstream.profiles) {
@@ -113,7 +140,7 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   );
   out.push(`- Pinning: ${m.pinning.note}`);
   out.push(
-    `- riskgate: remote-access-tool batch window ${result.options.ratWindowMs} ms, answer cache ${result.options.ratCacheMs === 0 ? 'off' : `${result.options.ratCacheMs} ms`}; decision log off`,
+    `- riskgate: ${m.riskgate?.note ?? 'decision log off, one process (before issue 32)'}; remote-access-tool batch window ${result.options.ratWindowMs} ms, answer cache ${result.options.ratCacheMs === 0 ? 'off' : `${result.options.ratCacheMs} ms`}`,
   );
   out.push('');
 
@@ -123,16 +150,16 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
     out.push(`${profile.description}:`);
     out.push('');
     out.push(
-      '| rate/s | achieved/s | p50 | p90 | p99 | p99.9 | max | errors | generator lag p99 | CPU % of a core: riskgate / sandbox / generator | riskgate CPU µs/decision | verdicts |',
+      '| rate/s | achieved/s | p50 | p90 | p99 | p99.9 | max | errors | generator lag p99 | CPU % of a core: riskgate / sandbox / generator | riskgate CPU µs per 2xx answer | shed (503) | verdicts |',
     );
-    out.push('|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---|');
+    out.push('|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---|');
     for (const r of profile.rates) {
       const l = r.latencyUs;
       const verdicts = Object.entries(r.verdicts)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
       out.push(
-        `| ${r.rate} | ${r.achievedRate} | ${ms(l.p50)} | ${ms(l.p90)} | ${ms(l.p99)} | ${ms(l.p999)} | ${ms(l.max)} | ${errorsText(r.errors)} | ${ms(r.sendLagUs.p99)} | ${r.cpu.riskgateCorePct} / ${r.cpu.sandboxCorePct} / ${r.cpu.generatorCorePct} | ${r.cpu.riskgateUsPerDecision} | ${verdicts} |`,
+        `| ${r.rate} | ${r.achievedRate} | ${ms(l.p50)} | ${ms(l.p90)} | ${ms(l.p99)} | ${ms(l.p999)} | ${ms(l.max)} | ${errorsText(r.errors)} | ${ms(r.sendLagUs.p99)} | ${r.cpu.riskgateCorePct} / ${r.cpu.sandboxCorePct} / ${r.cpu.generatorCorePct} | ${r.cpu.riskgateUsPerDecision} | ${r.cpu.shed ?? '–'} | ${verdicts} |`,
       );
     }
     out.push('');
@@ -167,7 +194,6 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   for (const [name, r] of [
     ['GET /bench/hello', s.throughput.hello],
     ['POST /decide', s.throughput.decide],
-    ...(s.throughput.floor ? ([['POST /decide on the FLOOR server', s.throughput.floor]] as const) : []),
   ] as const) {
     out.push(
       `| ${name} | ${r.connections} | ${r.requestsPerSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p99} | ${r.non2xx} | ${r.errors} | ${r.cpuUsPerRequest} | ${r.upstreamCallsPerAnswer ?? '–'} |`,
@@ -175,13 +201,11 @@ export function renderReport(result: BenchResult, title = 'riskgate bench'): str
   }
   out.push('');
   out.push(`/decide ÷ hello-world: **${(s.throughput.ratio * 100).toFixed(1)} %**`);
-  if (s.throughput.vsFloor) {
-    out.push('');
-    out.push(
-      `riskgate ÷ FLOOR (bench/floor-server.ts: the same upstream calls and action writes, no validation, policy or logging): CPU per decision answered **${s.throughput.vsFloor.cpuRatio}x** (goal ≤ 2.5x), decisions/s **${(s.throughput.vsFloor.throughputRatio * 100).toFixed(1)} %** (goal ≥ 40 %)`,
-    );
-  }
   out.push('');
+  if (s.references !== undefined) {
+    out.push(renderReferences(s.references));
+    out.push('');
+  }
 
   out.push('### 4. Upstream efficiency (from /sandbox/stats, per decision answered)');
   out.push('');
@@ -303,4 +327,46 @@ function renderPolicyEval(policyEval: BenchResult['scenarios']['policyEval']): s
     '',
     `riskgate is ${r.speedup}× faster per evaluation (median).`,
   ].join('\n');
+}
+
+function renderReferences(c: ComparisonFigures): string {
+  const names: Record<string, string> = {
+    riskgate: 'riskgate',
+    floor: 'FLOOR (bench/floor-server.ts)',
+    peer: 'peer (bench/peer-server.ts)',
+  };
+  const lines = [
+    `### 3b. Against the references (${c.rounds} interleaved rounds; median (min-max) over the rounds)`,
+    '',
+    'Each round runs every server once per loop on the same core, the order rotating; CPU is the whole process tree (/proc) over the measured run ÷ its 2xx answers; the ratios are taken within each round. The FLOOR makes the same vendor calls and action writes and nothing else; the peer is the shipped policy hand-written (same calls, same verdicts).',
+    '',
+  ];
+  for (const loop of [c.closed, c.open]) {
+    lines.push(
+      loop.loop === 'closed'
+        ? `Closed loop, ${loop.connections} connections, ${loop.durationS} s per run:`
+        : `Open loop at ${loop.rate}/s, ${loop.durationS} s per run:`,
+    );
+    lines.push('');
+    lines.push(
+      "| server | CPU µs per 2xx answer | shed (503) per run | 2xx/s | p99 ms | upstream calls per 2xx | CPU ÷ riskgate's |",
+    );
+    lines.push('|---|---:|---:|---:|---:|---:|---:|');
+    for (const server of REFERENCE_SERVERS) {
+      const ratio = server === 'riskgate' ? '–' : `riskgate is ${spreadText(loop.cpuRatio[server])}x`;
+      lines.push(
+        `| ${names[server]} | ${spreadText(loop.cpuUsPer2xx[server], 0)} | ${spreadText(loop.shed[server], 0)} | ${spreadText(loop.answersPerSecond[server], 0)} | ${spreadText(loop.p99Ms[server])} | ${spreadText(loop.upstreamCallsPer2xx[server])} | ${ratio} |`,
+      );
+    }
+    lines.push('');
+  }
+  const wrong = comparisonWrong(c);
+  lines.push(
+    `Verdicts: quiet-day riskgate ${Object.entries(c.quietVerdicts.riskgate)
+      .map(([a, v]) => `${a} ${v}`)
+      .join(
+        ', ',
+      )}; the peer ${c.peerDisagrees.length === 0 ? 'the same' : `differs (${c.peerDisagrees.join(', ')})`}. Rounds, against riskgate's quiet-day verdicts (wrong allows / wrong denies of checked): riskgate ${verdictCheckCell(c.verdictCheck.riskgate)}, peer ${verdictCheckCell(c.verdictCheck.peer)}.${wrong.length > 0 ? ` **Wrong: ${wrong.join('; ')}**` : ''}`,
+  );
+  return lines.join('\n');
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,8 @@ import {
   type Pinning,
   planPinning,
   processCpuUs,
+  processTree,
+  processTreeCpuUs,
   type ServerProcess,
   startGenerator,
   startServer,
@@ -18,10 +20,15 @@ import {
 import { startBenchSandbox } from './bench-scenario.ts';
 import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
-import type { CannonResult, OpenLoopResult } from './open-loop-generator.ts';
+import type { CannonResult, ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
 import { type OverloadFigures, runOverloadScenario } from './overload-scenario.ts';
 import { type PolicyEvalFigures, runPolicyEval } from './policy-eval-scenario.ts';
 import { computePolicyNeeds, type PolicyNeeds } from './policy-needs.ts';
+import {
+  type ComparisonFigures,
+  type ReferenceServer,
+  runReferenceComparison,
+} from './reference-comparison.ts';
 import {
   applyLatencyProfile,
   getSandboxStats,
@@ -46,15 +53,25 @@ export interface MachineInfo {
   /** 1-minute load average when the run started and ended: the noise from everything else. */
   loadAverage: { start: number; end: number };
   pinning: Pinning;
+  /**
+   * How riskgate ran: `shipped` (decision log to a file, the default process model, decision store
+   * on) or `lean` (`--lean`: decision log off, one process), and how many processes it had.
+   */
+  riskgate?: { config: 'shipped' | 'lean'; processes: number; note: string };
 }
 
 /** CPU use during one open-model step (warm-up included): who was saturated. */
 export interface StepCpu {
-  /** riskgate CPU per decision answered, µs (`process.cpuUsage`). */
+  /**
+   * riskgate CPU (its whole process tree, `/proc`) per 2xx answer, µs. Issue 32: before, it was per
+   * answer of any status, and the sheds made a shedding riskgate look cheap.
+   */
   riskgateUsPerDecision: number;
+  /** 503 answers (sheds), warm-up included, shown beside the CPU per 2xx answer. */
+  shed: number;
   /** riskgate CPU time ÷ wall time, percent of one core. */
   riskgateCorePct: number;
-  /** The sandbox's CPU per decision answered, µs (`/proc`; 0 where unavailable). */
+  /** The sandbox's CPU per 2xx answer, µs (`/proc`; 0 where unavailable). */
   sandboxUsPerDecision: number;
   sandboxCorePct: number;
   /** The load generator's CPU ÷ wall time, percent of one core. */
@@ -132,14 +149,12 @@ export interface BenchResult {
       decide: ThroughputRun;
       /** decide requests/s ÷ hello requests/s, same run. */
       ratio: number;
-      /**
-       * The FLOOR server's POST /decide (bench/floor-server.ts: the same upstream calls, nothing of
-       * riskgate's own) on the same core, bodies and connections; absent in runs before it existed.
-       */
-      floor?: ThroughputRun;
-      /** riskgate ÷ FLOOR: CPU per decision (goal ≤ 2.5) and decisions/s (goal ≥ 0.4). */
-      vsFloor?: { cpuRatio: number; throughputRatio: number };
     };
+    /**
+     * riskgate against the FLOOR and the peer in interleaved rounds (bench/reference-comparison.ts);
+     * absent with `--compare-rounds 0`. (Before issue 32 one FLOOR run followed riskgate's here.)
+     */
+    references?: ComparisonFigures;
     upstream: {
       profiles: {
         profile: string;
@@ -178,8 +193,9 @@ export interface BenchResult {
 /** One autocannon run of scenario 3 with the server's CPU and the upstream calls it made. */
 export type ThroughputRun = CannonResult & {
   /**
-   * Server CPU over the measured run ÷ 2xx answers, µs: per decision answered. (Before issue 22 it
-   * was ÷ every request, 503s included, which made a shedding riskgate look cheaper than the FLOOR.)
+   * Server CPU (process tree, `/proc`) over the measured run ÷ 2xx answers, µs: per decision
+   * answered. (Before issue 22 it was ÷ every request, 503s included, which made a shedding riskgate
+   * look cheaper than the FLOOR.)
    */
   cpuUsPerRequest: number;
   /** Vendor API calls (sandbox counters) over the measured run ÷ 2xx answers (/decide only). */
@@ -242,6 +258,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
   const tokenLifetimeS = options.tokenLifetimeS || SANDBOX_DEFAULT_TOKEN_LIFETIME_S;
 
   const servers: ServerProcess[] = [];
+  const stateDirs: string[] = [];
   let generator: Generator | undefined;
   const scenarioDir = await mkdtemp(join(tmpdir(), 'riskgate-bench-'));
   try {
@@ -258,6 +275,9 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     progress(`sandbox at ${sandbox.url} (pid ${sandbox.pid})`);
 
     const riskgatePort = await freePort();
+    // Removed at the end: the decision log of a run at 1000/s grows by megabytes a second.
+    const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-bench-state-'));
+    stateDirs.push(stateDir);
     // The vendor as riskgate sees it; the FLOOR server (scenario 3) is given the same.
     const vendorEnv = sandboxVendorEnv(sandbox.url);
     progress('starting riskgate');
@@ -277,18 +297,34 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         ...vendorEnv,
         RISKGATE_API_KEYS: apiKey,
         RISKGATE_POLICY_PATH: options.policyPath,
-        RISKGATE_DECISION_LOG: 'off',
-        // A fresh outbox per run: actions left by an earlier run must not reach this run's sandbox.
-        RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-bench-state-')),
+        // A fresh outbox and decision store per run: actions left by an earlier run must not reach
+        // this run's sandbox.
+        RISKGATE_STATE_DIR: stateDir,
         RISKGATE_RAT_BATCH_WINDOW_MS: String(options.ratWindowMs),
         RISKGATE_RAT_CACHE_MS: String(options.ratCacheMs),
-        // One process on its pinned core: the bench measures one riskgate (workers: --riskgate-env).
-        RISKGATE_WORKERS: '1',
+        // Issue 32: as shipped unless --lean. Shipped: the decision log on, to a file (stdout is its
+        // default, a pipe the harness would have to drain); the process model and the decision store
+        // left to their defaults. Lean: what the bench ran before (log off, one process).
+        ...(options.lean
+          ? { RISKGATE_DECISION_LOG: 'off', RISKGATE_WORKERS: '1' }
+          : { RISKGATE_DECISION_LOG: join(stateDir, 'decisions.ndjson') }),
         ...options.riskgateEnv,
       },
     });
     servers.push(riskgate);
-    progress(`riskgate at ${riskgate.url} (pid ${riskgate.pid})`);
+    // A cluster primary forks its workers before it reports ready; count once they are up.
+    const riskgateProcesses = processTree(riskgate.pid).length;
+    const riskgateRun = {
+      config: options.lean ? ('lean' as const) : ('shipped' as const),
+      processes: riskgateProcesses,
+      note: options.lean
+        ? `lean (--lean): decision log off, one process${options.riskgateEnv.RISKGATE_DECISION_STORE === 'off' ? ', decision store off' : ''}`
+        : `as shipped: decision log to a file, decision store ${options.riskgateEnv.RISKGATE_DECISION_STORE ?? 'on'}, default process model (${riskgateProcesses === 1 ? 'one process' : `${riskgateProcesses} processes: a primary and its workers`}${pinning.riskgate === undefined ? '' : `, on the one core it is pinned to`})`,
+    };
+    progress(`riskgate at ${riskgate.url} (pid ${riskgate.pid}): ${riskgateRun.note}`);
+    /** riskgate's CPU so far, µs: every process of its tree from /proc, else its own `cpuUsage`. */
+    const riskgateCpuUs = async (): Promise<number> =>
+      processTreeCpuUs(riskgate.pid) ?? cpuOf(await sample());
     generator = await startGenerator(pinning.load);
     const runStartMs = Date.now();
 
@@ -368,15 +404,20 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         progress(`open model: ${describeProfile(profile)}, ${rate}/s for ${options.durationS} s`);
         const before = {
           at: performance.now(),
-          riskgate: await sample(),
+          riskgate: await riskgateCpuUs(),
           sandbox: processCpuUs(sandbox.pid),
         };
         const load = await openLoop(rate, options.durationS, options.warmupS);
-        const after = { at: performance.now(), riskgate: await sample(), sandbox: processCpuUs(sandbox.pid) };
+        const after = {
+          at: performance.now(),
+          riskgate: await riskgateCpuUs(),
+          sandbox: processCpuUs(sandbox.pid),
+        };
         const stats = await takeStats();
         const wallUs = (after.at - before.at) * 1000;
-        const decisions = Math.max(1, load.answeredIncludingWarmup);
-        const riskgateUs = cpuOf(after.riskgate) - cpuOf(before.riskgate);
+        // Per 2xx answer (issue 32): a shed 503 is not a decision.
+        const decisions = Math.max(1, load.okIncludingWarmup);
+        const riskgateUs = after.riskgate - before.riskgate;
         const sandboxUs = (after.sandbox ?? 0) - (before.sandbox ?? 0);
         steps.push({
           profile: profile.name,
@@ -385,6 +426,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
           upstream: upstreamFigures(stats, load.answeredIncludingWarmup),
           cpu: {
             riskgateUsPerDecision: round(riskgateUs / decisions),
+            shed: load.shedIncludingWarmup,
             riskgateCorePct: round((riskgateUs / wallUs) * 100),
             sandboxUsPerDecision: round(sandboxUs / decisions),
             sandboxCorePct: round((sandboxUs / wallUs) * 100),
@@ -396,11 +438,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
 
     // Scenario 3: closed-model ceiling, hello-world and /decide in the same run.
     await freshSandbox({ name: 'zero' });
-    const cannon = async (
-      target: 'hello' | 'decide',
-      base = riskgate.url,
-      sampleOf: () => Promise<ProcessSample> = () => sample(),
-    ): Promise<ThroughputRun> => {
+    const cannon = async (target: 'hello' | 'decide', base = riskgate.url): Promise<ThroughputRun> => {
       const job = {
         type: 'cannon' as const,
         url: target === 'hello' ? `${base}/bench/hello` : `${base}/decide`,
@@ -415,11 +453,11 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         `throughput: autocannon ${target}, ${options.cannonConnections} connections, ${options.cannonDurationS} s`,
       );
       await takeStats();
-      const before = await sampleOf();
+      const before = await riskgateCpuUs();
       const result = await generator!.run<CannonResult>({ ...job, durationS: options.cannonDurationS });
-      const after = await sampleOf();
+      const after = await riskgateCpuUs();
       const upstream = upstreamFigures(await takeStats(), result.ok);
-      const cpuUs = cpuOf(after) - cpuOf(before);
+      const cpuUs = after - before;
       return {
         ...result,
         // Per answer, not per request: a 503 costs a fraction of a decision (bench/shed-cost.ts).
@@ -429,30 +467,98 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     };
     const hello = await cannon('hello');
     const decide = await cannon('decide');
-    // The FLOOR server on riskgate's core (riskgate idle meanwhile), same bodies and connections.
-    await freshSandbox({ name: 'zero' });
-    // The FLOOR fetches its own token; the token figure is riskgate's (idle meanwhile).
-    const tokensBeforeFloor = tokensIssued;
-    progress('starting the FLOOR server');
-    const floorPort = await freePort();
-    const floorServer = await startServer({
-      name: 'floor',
-      entry: 'bench/floor-server.ts',
-      port: floorPort,
-      cpu: pinning.riskgate,
-      nodeArgs: [],
-      readyPath: '/bench/hello',
-      env: { ...vendorEnv, FLOOR_PORT: String(floorPort) },
-    });
-    servers.push(floorServer);
-    const floor = await cannon('decide', floorServer.url, async () => {
-      const response = await fetch(`${floorServer.url}/bench/process`, {
-        signal: AbortSignal.timeout(30_000),
+    // Scenario 3b (issue 32): riskgate against the FLOOR and the peer, interleaved rounds on
+    // riskgate's core (the others idle meanwhile), same bodies and connections.
+    let references: ComparisonFigures | undefined;
+    if (options.compareRounds > 0) {
+      // The references fetch their own tokens; the token figure is riskgate's.
+      const tokensBefore = tokensIssued;
+      const referenceEnv = {
+        ...vendorEnv,
+        RISKGATE_RAT_BATCH_WINDOW_MS: String(options.ratWindowMs),
+        REFERENCE_STATE_DIR: stateDir,
+      };
+      const reference = async (name: 'floor' | 'peer'): Promise<ServerProcess> => {
+        progress(`starting the ${name === 'floor' ? 'FLOOR' : 'peer'} server`);
+        const port = await freePort();
+        const server = await startServer({
+          name,
+          entry: `bench/${name}-server.ts`,
+          port,
+          cpu: pinning.riskgate,
+          nodeArgs: [],
+          readyPath: '/bench/hello',
+          env: {
+            ...referenceEnv,
+            ...(name === 'floor'
+              ? { FLOOR_PORT: String(port) }
+              : { PEER_PORT: String(port), PEER_API_KEY: apiKey }),
+          },
+        });
+        servers.push(server);
+        return server;
+      };
+      const floorServer = await reference('floor');
+      const peerServer = await reference('peer');
+      const pids: Record<ReferenceServer, number> = {
+        riskgate: riskgate.pid,
+        floor: floorServer.pid,
+        peer: peerServer.pid,
+      };
+      const closedJob = (origin: string, headers: Record<string, string>, b: string[], durationS: number) =>
+        generator!.run<ClosedLoopResult>({
+          type: 'closed',
+          origin,
+          path: '/decide',
+          headers,
+          bodies: b,
+          connections: options.cannonConnections,
+          durationS,
+          timeoutMs: options.timeoutMs,
+        });
+      references = await runReferenceComparison({
+        rounds: options.compareRounds,
+        durationS: options.compareDurationS,
+        warmupS: options.compareWarmupS,
+        rate: options.compareRate,
+        connections: options.cannonConnections,
+        timeoutMs: options.timeoutMs,
+        origins: { riskgate: riskgate.url, floor: floorServer.url, peer: peerServer.url },
+        // The peer checks the same API key riskgate does; the FLOOR checks nothing.
+        headers: { riskgate: decideHeaders, floor: {}, peer: decideHeaders },
+        freshSandbox: async () => {
+          await freshSandbox({ name: 'zero' });
+          return bodies;
+        },
+        cpuUs: (server) => processTreeCpuUs(pids[server]) ?? 0,
+        upstreamCalls: async () => upstreamFigures(await takeStats(), 1).upstreamCalls,
+        closedLoop: closedJob,
+        openLoop: (origin, headers, b, rate, durationS) =>
+          generator!.run<OpenLoopResult>({
+            type: 'open',
+            origin,
+            path: '/decide',
+            headers,
+            bodies: b,
+            rate,
+            durationS,
+            warmupS: 0,
+            connections: options.connections,
+            timeoutMs: options.timeoutMs,
+            maxInFlight: options.maxInFlight,
+          }),
+        quietVerdicts: async (origin, headers, b) =>
+          (await askQuietVerdicts({ decideUrl: `${origin}/decide`, headers, bodies: b, rounds: 3 })).verdicts,
+        progress,
       });
-      return (await response.json()) as ProcessSample;
-    });
-    await takeStats();
-    tokensIssued = tokensBeforeFloor;
+      await takeStats();
+      tokensIssued = tokensBefore;
+      // Stopped now: idle, they would still share riskgate's core for the rest of the run.
+      for (const server of [floorServer, peerServer]) {
+        await server.stop().catch(() => {});
+        servers.splice(servers.indexOf(server), 1);
+      }
+    }
 
     // Scenario 6: overload, multiples of the closed-loop capacity under the lognormal profile.
     let overload: OverloadFigures | undefined;
@@ -505,7 +611,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
               maxInFlight: options.maxInFlight,
               ...extra,
             }),
-          cpuUs: async () => cpuOf(await sample()),
+          cpuUs: riskgateCpuUs,
           progress,
           cpuNote: cap?.note ?? 'riskgate uncapped',
           quietVerdicts: quiet.verdicts,
@@ -571,6 +677,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         totalMemoryMb: Math.round(totalmem() / MB),
         loadAverage: { start: round(loadStart, 2), end: round(loadavg()[0]!, 2) },
         pinning,
+        riskgate: riskgateRun,
       },
       scenarios: {
         latency: {
@@ -618,14 +725,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
           decide,
           ratio:
             hello.requestsPerSecond > 0 ? round(decide.requestsPerSecond / hello.requestsPerSecond, 3) : 0,
-          floor,
-          vsFloor: {
-            cpuRatio:
-              floor.cpuUsPerRequest > 0 ? round(decide.cpuUsPerRequest / floor.cpuUsPerRequest, 3) : 0,
-            throughputRatio:
-              floor.requestsPerSecond > 0 ? round(decide.requestsPerSecond / floor.requestsPerSecond, 3) : 0,
-          },
         },
+        ...(references !== undefined && { references }),
         upstream: {
           profiles: profiles.map((profile) => ({
             profile: profile.name,
@@ -679,6 +780,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     await generator?.stop().catch(() => {});
     for (const server of servers.reverse()) await server.stop().catch(() => {});
     await rm(scenarioDir, { recursive: true, force: true });
+    for (const dir of stateDirs) rmSync(dir, { recursive: true, force: true });
   }
 }
 

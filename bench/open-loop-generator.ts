@@ -98,6 +98,10 @@ export interface OpenLoopResult {
   ok: number;
   /** Answers of any status, warm-up included: the denominator of per-decision upstream figures. */
   answeredIncludingWarmup: number;
+  /** 2xx answers, warm-up included: the denominator of CPU per decision (issue 32: never the sheds). */
+  okIncludingWarmup: number;
+  /** 503 answers (sheds), warm-up included: shown beside the CPU per 2xx answer. */
+  shedIncludingWarmup: number;
   /** 2xx answers per second of the measured window. */
   achievedRate: number;
   errors: { timeouts: number; connection: number; dropped: number; status: Record<string, number> };
@@ -175,6 +179,8 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
   const accounts = job.bodies.map(accountOf);
   let ok = 0;
   let answeredIncludingWarmup = 0;
+  let okIncludingWarmup = 0;
+  let shedIncludingWarmup = 0;
   let missingServerTiming = 0;
   let upstreamMetrics = 0;
   let inFlight = 0;
@@ -217,6 +223,8 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
         const text = await response.body.text();
         const endMs = performance.now();
         answeredIncludingWarmup++;
+        if (response.statusCode >= 200 && response.statusCode <= 299) okIncludingWarmup++;
+        else if (response.statusCode === 503) shedIncludingWarmup++;
         if (!measured) return;
         if (endMs > lastMeasuredEndMs) lastMeasuredEndMs = endMs;
         if (response.statusCode < 200 || response.statusCode > 299) {
@@ -295,6 +303,8 @@ async function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopResult> {
     scheduled: measuredCount,
     ok,
     answeredIncludingWarmup,
+    okIncludingWarmup,
+    shedIncludingWarmup,
     achievedRate: round(ok / windowS, 1),
     errors,
     latencyUs: summarize(latency),

@@ -9,6 +9,25 @@ import { medianOf } from './bench-median.ts';
 import { parseBenchOptions, USAGE } from './bench-options.ts';
 import { renderReport } from './bench-report.ts';
 import { type BenchResult, runBench } from './bench-run.ts';
+import { comparisonWrong } from './reference-comparison.ts';
+
+/**
+ * Every wrong verdict of a run (the bench fails on one): the overload steps' wrong allows and
+ * denies, and the reference rounds' (a peer that disagrees with riskgate included).
+ */
+function wrongVerdicts(result: BenchResult): string[] {
+  const wrong: string[] = [];
+  for (const step of result.scenarios.overload?.steps ?? []) {
+    const v = step.verdictCheck;
+    if (v !== undefined && v.wrongAllows + v.wrongDenies + v.otherWrong > 0) {
+      wrong.push(
+        `overload ${step.multiplier}x: ${v.wrongAllows} wrong allows, ${v.wrongDenies} wrong denies, ${v.otherWrong} other wrong (${JSON.stringify(v.wrongByAccount)})`,
+      );
+    }
+  }
+  if (result.scenarios.references !== undefined) wrong.push(...comparisonWrong(result.scenarios.references));
+  return wrong;
+}
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -41,6 +60,11 @@ async function main(): Promise<void> {
   writeFileSync(jsonPath, `${JSON.stringify(runs.length === 1 ? result : { ...result, runs }, null, 2)}\n`);
   writeFileSync(join(dir, `${stamp}.md`), `${report}\n`);
   process.stdout.write(`${report}\nResults: ${jsonPath}\n`);
+  const wrong = runs.flatMap(wrongVerdicts);
+  if (wrong.length > 0) {
+    process.stderr.write(`bench failed: wrong verdicts\n${wrong.map((w) => `- ${w}`).join('\n')}\n`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((error: unknown) => {

@@ -27,7 +27,8 @@ function runSmoke(): Promise<{ code: number | null; output: string }> {
     child.stderr!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
-    const timer = setTimeout(() => signalTree(child, 'SIGKILL'), 80_000);
+    // Issue 32 added the reference rounds (the FLOOR and the peer): about 80 s on a loaded 2-core box.
+    const timer = setTimeout(() => signalTree(child, 'SIGKILL'), 150_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, output });
@@ -80,6 +81,14 @@ describe('bench harness (smoke)', () => {
       wrongDenies: expect.any(Number),
     });
     expect(s.throughput.decide.upstreamCallsPerAnswer).toEqual(expect.any(Number));
+    // Issue 32: CPU per 2xx answer with the sheds beside it, riskgate as shipped, the references.
+    expect(step.cpu.shed).toEqual(expect.any(Number));
+    expect(result.machine.riskgate).toMatchObject({ config: 'shipped', processes: expect.any(Number) });
+    for (const server of ['riskgate', 'floor', 'peer']) {
+      expect(s.references.closed.runs[server][0].ok, server).toBeGreaterThan(0);
+      expect(s.references.open.runs[server][0].cpuUsPer2xx, server).toBeGreaterThan(0);
+    }
+    expect(s.references.peerDisagrees).toEqual([]);
     expect(output).toContain('### Targets');
-  }, 90_000);
+  }, 160_000);
 });
