@@ -170,7 +170,8 @@ describe('a riskgate whose start fails', () => {
         names.push(name);
       });
       await riskgate.ready;
-      expect((await fetch(`${riskgate.url}/readyz`)).status).toBe(200);
+      // Ready once the inputs the policy reads are warm (the Log API history read after the start).
+      await eventually(async () => expect((await fetch(`${riskgate.url}/readyz`)).status).toBe(200), 30_000);
       await riskgate.stop();
     });
     expect(names).toEqual([
