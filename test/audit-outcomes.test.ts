@@ -6,7 +6,7 @@ import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { postgresAvailable, startPostgres } from './support/postgres-server.ts';
+import { oneRiskgateOn, postgresAvailable, startPostgres } from './support/postgres-server.ts';
 
 /**
  * Issue 30: the audit trail records what happened. A list add is written to the trail before it is
@@ -164,7 +164,7 @@ describe.runIf(postgresAvailable())('the audit trail’s outcomes on PostgreSQL'
     const pg = await startPostgres();
     const h = await startHarness({
       policy: { yaml: LIST_POLICY },
-      env: { RISKGATE_DATABASE: pg.url, RISKGATE_OPS_KEYS: `adam:admin:${OPS_KEY}` },
+      env: { ...oneRiskgateOn(pg.url), RISKGATE_OPS_KEYS: `adam:admin:${OPS_KEY}` },
     });
     // A second connection to the same database: the test's hand on it, riskgate's own untouched.
     const database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });

@@ -5,7 +5,12 @@ import { type Harness, type HarnessOptions, startHarness } from './decide-harnes
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY } from './support/lock-everyone-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import {
+  oneRiskgateOn,
+  postgresAvailable,
+  type RunningPostgres,
+  startPostgres,
+} from './support/postgres-server.ts';
 
 /**
  * Issue 22, item 5: an Admin API read outage made the subject `unverified` and the lock-out was
@@ -38,7 +43,7 @@ describe.each(MODES)('an Admin read outage during a deny, with $name', (mode) =>
       policy: { yaml: LOCK_EVERYONE_POLICY },
       env: {
         ...mode.env,
-        ...(pg !== undefined && { RISKGATE_DATABASE: pg.url }),
+        ...(pg !== undefined && oneRiskgateOn(pg.url)),
       },
       // Retries close together, within the outbox's horizon, to outlast this test's outage.
       riskgate: { actionQueue: { baseDelayMs: 100, maxDelayMs: 1000 } },

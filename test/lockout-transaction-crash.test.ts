@@ -7,7 +7,12 @@ import { stateFiles } from '../src/database/state-files.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import {
+  oneRiskgateOn,
+  postgresAvailable,
+  type RunningPostgres,
+  startPostgres,
+} from './support/postgres-server.ts';
 import {
   buildDist,
   PROCESS_KEY,
@@ -212,7 +217,7 @@ describe.runIf(postgresAvailable())('SIGKILL between the steps of a lock-out, on
         }
       };
       const env = baseEnv({
-        RISKGATE_DATABASE: pg.url,
+        ...oneRiskgateOn(pg.url),
         TEST_PG_MODULE: join(ROOT, 'node_modules/pg/lib/index.js'),
       });
       const { before, after } = await runKill(at, env, inspect);

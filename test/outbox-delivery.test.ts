@@ -6,7 +6,12 @@ import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import {
+  oneRiskgateOn,
+  postgresAvailable,
+  type RunningPostgres,
+  startPostgres,
+} from './support/postgres-server.ts';
 
 /**
  * The durable outbox in a running riskgate, over real HTTP with the sandbox: an Admin outage of a
@@ -124,7 +129,7 @@ describe.each(MODES)('operators, with $name', (mode) => {
       const pg: RunningPostgres | undefined = mode.kind === 'postgres' ? await startPostgres() : undefined;
       const outboxEnv: Record<string, string> =
         pg !== undefined
-          ? { RISKGATE_DATABASE: pg.url }
+          ? oneRiskgateOn(pg.url)
           : { RISKGATE_OUTBOX: mode.kind === 'memory' ? 'memory' : 'database' };
       // Its own riskgate with a one-second horizon: an action the Admin API keeps refusing is dead soon.
       const main = h;

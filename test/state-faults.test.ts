@@ -23,7 +23,12 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness, writePolicy } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import {
+  oneRiskgateOn,
+  postgresAvailable,
+  type RunningPostgres,
+  startPostgres,
+} from './support/postgres-server.ts';
 import { PROCESS_KEY, PROCESS_OPS_KEY, processEnv, ROOT, startProcess } from './support/riskgate-process.ts';
 import { startTestSandbox } from './support/test-sandbox.ts';
 
@@ -408,7 +413,7 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
 
   it('a poison row is set aside (metric, log line, decision_reject) and the rest of its batch written', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-pg-'));
-    const h = await start(dir, { env: { RISKGATE_DATABASE: server.url } });
+    const h = await start(dir, { env: oneRiskgateOn(server.url) });
     try {
       expect((await block(h)).status).toBe(201);
       expect(await verdicts(h)).toEqual(QUIET);
@@ -459,7 +464,7 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
   it('a stop while PostgreSQL is frozen: decisions answered, what is not written counted and logged, restart answers', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-pg-'));
     const h = await start(dir, {
-      env: { RISKGATE_DATABASE: server.url },
+      env: oneRiskgateOn(server.url),
       riskgate: {
         decisionStore: { writeTimeoutMs: 300, backoff: { initialMs: 50, maxMs: 300 } },
         drainTimeoutMs: 500,
@@ -486,7 +491,7 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
       server.resume();
       if (!stopped) await h.riskgate.stop();
     }
-    const again = await start(dir, { env: { RISKGATE_DATABASE: server.url } });
+    const again = await start(dir, { env: oneRiskgateOn(server.url) });
     await neverMorePermissive(again);
     await again.stop();
   });

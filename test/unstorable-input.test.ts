@@ -6,7 +6,7 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { postgresAvailable, startPostgres } from './support/postgres-server.ts';
+import { oneRiskgateOn, postgresAvailable, startPostgres } from './support/postgres-server.ts';
 
 /**
  * Issue 30: text riskgate cannot store is refused at the edge. U+0000 (PostgreSQL refuses it), a
@@ -229,7 +229,7 @@ describe('unstorable text on SQLite', () => {
 describe.runIf(postgresAvailable())('unstorable text on PostgreSQL', () => {
   refusesWhatItCannotStore(async () => {
     const pg = await startPostgres();
-    const h = await startHarness({ policy: { yaml: LIST_POLICY }, env: { RISKGATE_DATABASE: pg.url } });
+    const h = await startHarness({ policy: { yaml: LIST_POLICY }, env: oneRiskgateOn(pg.url) });
     return {
       h,
       stop: async () => {

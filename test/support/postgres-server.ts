@@ -164,3 +164,12 @@ export async function startPostgres(): Promise<RunningPostgres> {
     },
   };
 }
+
+/**
+ * The environment of one riskgate on the PostgreSQL at `url`, its velocity counters in its own
+ * memory: riskgate refuses a shared database with counters it keeps alone unless told so
+ * (RISKGATE_FEATURE_STORE=memory), since replicas would each count their share of a burst.
+ */
+export function oneRiskgateOn(url: string): { RISKGATE_DATABASE: string; RISKGATE_FEATURE_STORE: 'memory' } {
+  return { RISKGATE_DATABASE: url, RISKGATE_FEATURE_STORE: 'memory' };
+}
