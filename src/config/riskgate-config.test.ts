@@ -311,14 +311,6 @@ describe('loadConfig', () => {
       }
     });
 
-    it("counters on the outbox's Redis (RISKGATE_FEATURE_STORE unset) with the embedded database", () => {
-      const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_OUTBOX: REDIS }));
-      expect(error.message).toMatch(
-        /^RISKGATE_OUTBOX keeps velocity counters .* RISKGATE_DATABASE \(sqlite\)/,
-      );
-      expect(error.message).not.toContain('redis-password');
-    });
-
     it('a shared PostgreSQL with counters left in memory by default', () => {
       const error = errorOf(() => loadConfig({ ...UPSTREAM, RISKGATE_DATABASE: POSTGRES }));
       expect(error.code).toBe('RG_ERR_INVALID_CONFIG');
@@ -341,13 +333,6 @@ describe('loadConfig', () => {
         RISKGATE_FEATURE_STORE: 'memory',
       });
       expect(alone).toMatchObject({ database: { kind: 'postgres' }, featureStore: { kind: 'memory' } });
-      // The outbox's Redis alone, counters in memory said so: one process (the outbox is no counter).
-      const outboxOnly = loadConfig({
-        ...UPSTREAM,
-        RISKGATE_OUTBOX: REDIS,
-        RISKGATE_FEATURE_STORE: 'memory',
-      });
-      expect(outboxOnly.featureStore).toEqual({ kind: 'memory' });
     });
   });
 });

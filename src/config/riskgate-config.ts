@@ -905,10 +905,9 @@ function checkStateSharing(
   featureStore: RiskgateConfig['featureStore'],
   database: StateTarget,
 ): void {
-  const counters = 'RISKGATE_FEATURE_STORE';
   if (featureStore.kind === 'redis' && database.kind !== 'postgres') {
     throw configError(
-      `${counters} keeps velocity counters and the Log API follower's lease on Redis, shared by replicas, but RISKGATE_DATABASE (${database.kind}) keeps lists, lock-outs and the audit trail in this process alone: set RISKGATE_DATABASE to the postgres:// URL every replica uses, or RISKGATE_FEATURE_STORE=memory for one riskgate on its own`,
+      `RISKGATE_FEATURE_STORE keeps velocity counters and the Log API follower's lease on Redis, shared by replicas, but RISKGATE_DATABASE (${database.kind}) keeps lists, lock-outs, the outbox and the audit trail in this process alone: set RISKGATE_DATABASE to the postgres:// URL every replica uses, or RISKGATE_FEATURE_STORE=memory for one riskgate on its own`,
     );
   }
   if (
