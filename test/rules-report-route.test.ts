@@ -36,8 +36,7 @@ const report = async (key = OPS_KEY) =>
 
 describe('GET /rules/report', () => {
   it('names every rule of the live policy, never fired but for those the stored decisions matched', async () => {
-    const decided = await h.decide(demoRequest('alice', undefined));
-    expect(decided.status).toBe(200);
+    // No live decision here: the store's writer would add it to the counts whenever it flushes.
     const { revision } = (await (await h.ops('/policies')).json()) as { revision: string };
     const now = Date.now();
     const fired = [ruleIds[0]!, ruleIds[3]!];
