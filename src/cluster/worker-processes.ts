@@ -46,8 +46,11 @@ export interface PrimaryOptions {
   log: (line: Record<string, unknown>) => void;
   /** Called once every worker listens, with the port they share. */
   onListening?: (port: number) => void;
-  /** Called after the last worker exited on shutdown. */
-  onStopped?: () => Promise<void> | void;
+  /**
+   * Called when the workers keep dying (past `maxRestartsPerMinute`): the process stops the
+   * primary through its one teardown, as for a signal.
+   */
+  onGiveUp: (why: string) => void;
   /** The embedded feature store the workers share (RISKGATE_FEATURE_STORE=memory). */
   features?: MemoryFeatureStore;
   /** The recent decisions `POST /feedback` checks, remembered and labelled for every worker. */
@@ -67,12 +70,26 @@ type WorkerMessage =
   | { type: 'riskgate:metrics-request'; id: number }
   | { type: 'riskgate:metrics-text'; id: number; text: string };
 
-/** Runs the primary process. Resolves once the workers are forked (they start on their own). */
-export function runPrimary(options: PrimaryOptions): void {
+/** The running primary: what the process's teardown stops. */
+export interface ClusterPrimary {
+  /**
+   * Asks every worker to drain and exit; resolves once the last one has. A worker stuck past
+   * `drainTimeoutMs` + 5 s is killed and the promise rejects (the orchestrator's grace period is
+   * finite).
+   */
+  stop(why: string): Promise<void>;
+}
+
+/**
+ * Starts the primary: forks the workers (they start on their own) and forwards SIGHUP to them.
+ * Signals that stop the process are the process's (src/riskgate-process.ts), which calls `stop`.
+ */
+export function startPrimary(options: PrimaryOptions): ClusterPrimary {
   const maxRestarts = options.maxRestartsPerMinute ?? 10;
   const restarts: number[] = [];
   const workers = new Map<number, Worker>();
-  let stopping = false;
+  let stopping: Promise<void> | undefined;
+  let allExited = (): void => {};
   let listening = 0;
   /** RISKGATE_PORT once worker 1 picked it (`firstWorkerPicksPort`). */
   let picked: Record<string, string> = {};
@@ -83,8 +100,8 @@ export function runPrimary(options: PrimaryOptions): void {
     worker.on('message', (m: WorkerMessage) => onMessage(worker, m));
     worker.on('exit', (code, signal) => {
       if (workers.get(index) === worker) workers.delete(index);
-      if (stopping) {
-        if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
+      if (stopping !== undefined) {
+        if (workers.size === 0) allExited();
         return;
       }
       const now = Date.now();
@@ -96,7 +113,7 @@ export function runPrimary(options: PrimaryOptions): void {
           msg: 'workers keep dying: stopping',
           restartsLastMinute: restarts.length,
         });
-        stop('restart limit');
+        options.onGiveUp('restart limit');
         return;
       }
       restarts.push(now);
@@ -149,21 +166,24 @@ export function runPrimary(options: PrimaryOptions): void {
       g.from.send({ type: 'riskgate:metrics', id: g.id, text: mergeWorkerMetrics(g.texts) });
   };
 
-  const stop = (why: string): void => {
-    if (stopping) return;
-    stopping = true;
-    options.log({ level: 'info', msg: 'shutting down workers', why, workers: workers.size });
-    for (const w of workers.values()) askToStop(w, why);
-    if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
-    // A worker stuck past its own drain is killed: the orchestrator's grace period is finite.
-    setTimeout(() => {
-      for (const w of workers.values()) w.process.kill('SIGKILL');
-      process.exit(1);
-    }, options.drainTimeoutMs + 5000).unref();
+  const stop = (why: string): Promise<void> => {
+    stopping ??= new Promise<void>((resolve, reject) => {
+      options.log({ level: 'info', msg: 'shutting down workers', why, workers: workers.size });
+      // A worker stuck past its own drain is killed: the orchestrator's grace period is finite.
+      const backstop = setTimeout(() => {
+        for (const w of workers.values()) w.process.kill('SIGKILL');
+        reject(new Error(`workers did not drain within ${options.drainTimeoutMs + 5000} ms: killed`));
+      }, options.drainTimeoutMs + 5000);
+      backstop.unref();
+      allExited = () => {
+        clearTimeout(backstop);
+        resolve();
+      };
+      for (const w of workers.values()) askToStop(w, why);
+      if (workers.size === 0) allExited();
+    });
+    return stopping;
   };
-  // A second signal changes nothing here: each worker that got it (a group signal) exits at once.
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
   // logrotate signals the process it knows (the primary): each worker reopens its decision log.
   process.on('SIGHUP', () => {
     for (const w of workers.values()) w.process.kill('SIGHUP');
@@ -171,6 +191,7 @@ export function runPrimary(options: PrimaryOptions): void {
 
   const first = options.firstWorkerPicksPort === true ? 1 : options.count;
   for (let i = 1; i <= first; i++) fork(i);
+  return { stop };
 }
 
 /** Asks a worker to drain (the message), or signals it when its channel is gone. */
