@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { riskgateVersion } from './build-info/riskgate-version.ts';
 import {
   type ClusterPrimary,
@@ -359,7 +360,7 @@ async function runWorker(l: ProcessLifecycle, config: RiskgateConfig): Promise<u
   if (config.upstream === undefined)
     fail('a worker needs the vendor in its environment (set by the primary)');
   const index = Number(process.env[WORKER_INDEX_VARIABLE] ?? '1');
-  let gather: (() => Promise<string>) | undefined;
+  let gather: (() => Promise<ResourceMetrics>) | undefined;
   // A closed channel is a message not sent (process.send would raise an 'error' event nobody
   // handles, and the worker would die of it), and a long backlog (send's false) is still one that goes.
   const sendToPrimary = (m: unknown): boolean => {
@@ -384,13 +385,13 @@ async function runWorker(l: ProcessLifecycle, config: RiskgateConfig): Promise<u
         // reaches every worker's admission control instead of waiting in the primary's accept queue.
         sharedPort: true,
         followLogs: index === 1,
-        renderMetrics: () => (gather ?? service.metrics.render)(),
+        gatherMetrics: () => (gather ?? service.metrics.collect)(),
         ...(featureStore !== undefined && { featureStore }),
         recentDecisions,
       },
     ),
   );
-  gather = joinPrimary(service.port, () => service.metrics.render());
+  gather = joinPrimary(service.port, () => service.metrics.collect());
   const shutdown = onShutdown(l);
   onPrimaryStop((why) => shutdown(`primary: ${why}`));
   onReopen(service);

@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import {
   answerFeaturesRequest,
   FEATURES_REQUEST,
@@ -11,7 +12,7 @@ import {
   type FeedbackMessage,
   type PrimaryRecentDecisions,
 } from '../feedback/ipc-recent-decisions.ts';
-import { mergeWorkerMetrics } from './merge-metrics.ts';
+import { mergeWorkerMetrics, plainMetrics } from './merge-metrics.ts';
 
 /**
  * Several riskgate processes on one port (node:cluster): the primary forks `count` workers, each a
@@ -63,12 +64,28 @@ export interface PrimaryOptions {
   firstWorkerPicksPort?: boolean;
 }
 
+/**
+ * The metrics messages, both ways: a worker asks for every worker's (`metrics-request`), the primary
+ * asks each worker (`metrics-collect`), each answers with its own as collected
+ * (`metrics-collected`), and the primary answers the one that asked with them merged (`metrics`).
+ * Plain data (OpenTelemetry's `ResourceMetrics`), never Prometheus text.
+ */
+type MetricsMessage =
+  | { type: 'riskgate:metrics-request'; id: number }
+  | { type: 'riskgate:metrics-collect'; id: number }
+  | { type: 'riskgate:metrics-collected'; id: number; metrics: ResourceMetrics }
+  | { type: 'riskgate:metrics'; id: number; metrics: ResourceMetrics };
+
 type WorkerMessage =
   | FeaturesRequest
   | FeedbackMessage
   | { type: 'riskgate:listening'; port: number }
-  | { type: 'riskgate:metrics-request'; id: number }
-  | { type: 'riskgate:metrics-text'; id: number; text: string };
+  | Extract<MetricsMessage, { type: 'riskgate:metrics-request' | 'riskgate:metrics-collected' }>;
+
+/** Sends one metrics message (typed, so both ends agree on its shape). */
+const sendMetrics = (to: { send(m: MetricsMessage): unknown }, m: MetricsMessage): void => {
+  to.send(m);
+};
 
 /** The running primary: what the process's teardown stops. */
 export interface ClusterPrimary {
@@ -125,7 +142,7 @@ export function startPrimary(options: PrimaryOptions): ClusterPrimary {
   let nextGather = 1;
   const gathers = new Map<
     number,
-    { from: Worker; id: number; texts: { worker: number; text: string }[]; waiting: number }
+    { from: Worker; id: number; collected: { worker: number; metrics: ResourceMetrics }[]; waiting: number }
   >();
   const onMessage = (from: Worker, m: WorkerMessage): void => {
     if (m.type === FEATURES_REQUEST) {
@@ -145,15 +162,15 @@ export function startPrimary(options: PrimaryOptions): ClusterPrimary {
     } else if (m.type === 'riskgate:metrics-request') {
       const gather = nextGather++;
       const live = [...workers];
-      gathers.set(gather, { from, id: m.id, texts: [], waiting: live.length });
-      for (const [, w] of live) w.send({ type: 'riskgate:metrics-collect', id: gather });
+      gathers.set(gather, { from, id: m.id, collected: [], waiting: live.length });
+      for (const [, w] of live) sendMetrics(w, { type: 'riskgate:metrics-collect', id: gather });
       // A worker that does not answer in time is left out rather than holding the scrape.
       setTimeout(() => finishGather(gather), 2000).unref();
-    } else if (m.type === 'riskgate:metrics-text') {
+    } else if (m.type === 'riskgate:metrics-collected') {
       const g = gathers.get(m.id);
       if (g === undefined) return;
       const index = [...workers].find(([, w]) => w === from)?.[0] ?? 0;
-      g.texts.push({ worker: index, text: m.text });
+      g.collected.push({ worker: index, metrics: m.metrics });
       if (--g.waiting === 0) finishGather(m.id);
     }
   };
@@ -161,9 +178,8 @@ export function startPrimary(options: PrimaryOptions): ClusterPrimary {
     const g = gathers.get(gather);
     if (g === undefined) return;
     gathers.delete(gather);
-    g.texts.sort((a, b) => a.worker - b.worker);
     if (g.from.isConnected())
-      g.from.send({ type: 'riskgate:metrics', id: g.id, text: mergeWorkerMetrics(g.texts) });
+      sendMetrics(g.from, { type: 'riskgate:metrics', id: g.id, metrics: mergeWorkerMetrics(g.collected) });
   };
 
   const stop = (why: string): Promise<void> => {
@@ -216,28 +232,41 @@ export function onPrimaryStop(stop: (why: string) => void): void {
 
 /**
  * In a worker: tells the primary it listens, and serves the primary's metrics collection with
- * `render`. Returns the function /metrics uses to gather every worker's metrics.
+ * `collect` (this worker's own). Returns the function /metrics and the console use to gather every
+ * worker's metrics, merged.
  */
-export function joinPrimary(port: number, render: () => Promise<string>): () => Promise<string> {
-  const pending = new Map<number, (text: string) => void>();
+export function joinPrimary(
+  port: number,
+  collect: () => Promise<ResourceMetrics>,
+): () => Promise<ResourceMetrics> {
+  const pending = new Map<number, (metrics: ResourceMetrics) => void>();
   let nextId = 1;
-  process.on('message', (m: { type: string; id: number; text?: string }) => {
+  const toPrimary = {
+    send: (m: MetricsMessage) => (process.connected ? process.send?.(m) : undefined),
+  };
+  process.on('message', (m: MetricsMessage) => {
     if (m.type === 'riskgate:metrics-collect') {
-      void render().then((text) => process.send?.({ type: 'riskgate:metrics-text', id: m.id, text }));
+      void collect().then((metrics) =>
+        sendMetrics(toPrimary, {
+          type: 'riskgate:metrics-collected',
+          id: m.id,
+          metrics: plainMetrics(metrics),
+        }),
+      );
     } else if (m.type === 'riskgate:metrics') {
-      pending.get(m.id)?.(m.text ?? '');
+      pending.get(m.id)?.(m.metrics);
       pending.delete(m.id);
     }
   });
   process.send?.({ type: 'riskgate:listening', port });
   return () =>
-    new Promise<string>((resolve) => {
+    new Promise<ResourceMetrics>((resolve) => {
       const id = nextId++;
       pending.set(id, resolve);
-      process.send?.({ type: 'riskgate:metrics-request', id });
+      sendMetrics(toPrimary, { type: 'riskgate:metrics-request', id });
       // The primary answers within its own 2 s bound; this one is a backstop.
       setTimeout(() => {
-        if (pending.delete(id)) void render().then(resolve);
+        if (pending.delete(id)) void collect().then(resolve);
       }, 3000).unref();
     });
 }
