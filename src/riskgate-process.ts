@@ -23,6 +23,7 @@ import { MemoryFeatureStore } from './features/memory-feature-store.ts';
 import { IpcRecentDecisions, PrimaryRecentDecisions } from './feedback/ipc-recent-decisions.ts';
 import { RecentDecisions } from './feedback/recent-decisions.ts';
 import { assertPortFree } from './http/accept-sockets.ts';
+import { IpcRequests } from './ipc/ipc-requests.ts';
 import { type Component, stopWaitMs } from './lifecycle/component.ts';
 import { Lifecycle, startOrTearDown } from './lifecycle/lifecycle.ts';
 import { createTracing } from './observability/tracing.ts';
@@ -368,14 +369,11 @@ async function runWorker(l: ProcessLifecycle, config: RiskgateConfig): Promise<u
     process.send(m as Parameters<NonNullable<typeof process.send>>[0]);
     return true;
   };
-  let featureStore: IpcFeatureStore | undefined;
-  if (config.featureStore.kind === 'memory') {
-    const ipc = new IpcFeatureStore({ send: sendToPrimary });
-    process.on('message', (m) => ipc.receive(m));
-    featureStore = ipc;
-  }
-  const recentDecisions = new IpcRecentDecisions({ send: sendToPrimary });
-  process.on('message', (m) => recentDecisions.receive(m));
+  // One request/reply channel to the primary for every request (src/ipc/ipc-requests.ts).
+  const requests = new IpcRequests({ send: sendToPrimary });
+  process.on('message', (m) => requests.receive(m));
+  const featureStore = config.featureStore.kind === 'memory' ? new IpcFeatureStore({ requests }) : undefined;
+  const recentDecisions = new IpcRecentDecisions({ send: sendToPrimary, requests });
   const service: RunningRiskgate = await l.start(
     serviceComponent(
       config,
