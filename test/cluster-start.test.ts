@@ -49,7 +49,7 @@ function listeningAddresses(port: number): string[] {
   return addresses;
 }
 
-describe('npm start with 2 workers (the default on two cores), no host configured', () => {
+describe('npm start with RISKGATE_WORKERS=2, no host configured', () => {
   it('listens on 127.0.0.1 in every worker, as its log says, never on every interface', async () => {
     const env = {
       PATH: process.env.PATH ?? '',

@@ -1,62 +1,59 @@
-import { describe, expect, it } from 'vitest';
-import { mergeWorkerMetrics } from './merge-metrics.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMetrics, type RiskgateMetrics, serializeMetrics } from '../observability/metrics.ts';
+import { mergeWorkerMetrics, plainMetrics } from './merge-metrics.ts';
+
+/** Each worker's registry, as the worker would have it; collected and sent over IPC (JSON). */
+const registries: RiskgateMetrics[] = [];
+function worker(pending: number, inFlight: number, allows: number): RiskgateMetrics {
+  const metrics = createMetrics({ runtime: false });
+  registries.push(metrics);
+  metrics.observeGauge('riskgate_outbox_pending', 'Pending', () => pending);
+  metrics.observeGauge('riskgate_test_in_flight', 'In flight', () => inFlight);
+  for (let i = 0; i < allows; i++) metrics.recordDecision('allow', false, 5);
+  return metrics;
+}
+const overIpc = async (m: RiskgateMetrics) =>
+  JSON.parse(JSON.stringify(plainMetrics(await m.collect()))) as ReturnType<typeof plainMetrics>;
+
+afterEach(async () => {
+  await Promise.all(registries.splice(0).map((m) => m.shutdown()));
+});
 
 describe('mergeWorkerMetrics', () => {
-  it('labels each sample with its worker and writes each family once, samples together', () => {
-    const one = [
-      '# HELP riskgate_decisions_total Decisions',
-      '# TYPE riskgate_decisions_total counter',
-      'riskgate_decisions_total{verdict="allow"} 3',
-      '# HELP riskgate_decisions_in_flight In flight',
-      '# TYPE riskgate_decisions_in_flight gauge',
-      'riskgate_decisions_in_flight 1',
-      '',
-    ].join('\n');
-    const two = one.replace(' 3', ' 5').replace('in_flight 1', 'in_flight 0');
-    expect(
+  it('labels each sample with its worker, first, and writes each family once, samples together', async () => {
+    const text = serializeMetrics(
       mergeWorkerMetrics([
-        { worker: 1, text: one },
-        { worker: 2, text: two },
+        { worker: 2, metrics: await overIpc(worker(7, 0, 5)) },
+        { worker: 1, metrics: await overIpc(worker(7, 1, 3)) },
       ]),
-    ).toBe(
-      [
-        '# HELP riskgate_decisions_total Decisions',
-        '# TYPE riskgate_decisions_total counter',
-        'riskgate_decisions_total{worker="1",verdict="allow"} 3',
-        'riskgate_decisions_total{worker="2",verdict="allow"} 5',
-        '# HELP riskgate_decisions_in_flight In flight',
-        '# TYPE riskgate_decisions_in_flight gauge',
-        'riskgate_decisions_in_flight{worker="1"} 1',
-        'riskgate_decisions_in_flight{worker="2"} 0',
-        '',
-      ].join('\n'),
     );
+    expect(text.match(/^riskgate_decisions_total.*$/gm)).toEqual([
+      'riskgate_decisions_total{worker="1",verdict="allow",degraded="false"} 3',
+      'riskgate_decisions_total{worker="2",verdict="allow",degraded="false"} 5',
+    ]);
+    expect(text.match(/^riskgate_test_in_flight.*$/gm)).toEqual([
+      'riskgate_test_in_flight{worker="1"} 1',
+      'riskgate_test_in_flight{worker="2"} 0',
+    ]);
+    expect(text.match(/^# TYPE riskgate_decisions_total .*$/gm)).toHaveLength(1);
+    expect(text.match(/^# HELP riskgate_test_in_flight .*$/gm)).toHaveLength(1);
   });
 });
 
 describe('mergeWorkerMetrics: store-wide gauges', () => {
-  it('reports a gauge every worker reads from the shared store once, unlabelled, so a sum is the store’s figure', () => {
-    const text = (pending: number, inFlight: number) =>
-      [
-        '# HELP riskgate_outbox_pending Pending',
-        '# TYPE riskgate_outbox_pending gauge',
-        `riskgate_outbox_pending ${pending}`,
-        '# HELP riskgate_decisions_in_flight In flight',
-        '# TYPE riskgate_decisions_in_flight gauge',
-        `riskgate_decisions_in_flight ${inFlight}`,
-        '',
-      ].join('\n');
+  it('reports a gauge every worker reads from the shared store once, unlabelled, so a sum is the store’s figure', async () => {
     // Worker 2 answered first: the figure is still worker 1's, whichever order they came in.
-    const merged = mergeWorkerMetrics([
-      { worker: 2, text: text(7, 2) },
-      { worker: 1, text: text(6, 1) },
-    ]);
+    const two = await overIpc(worker(7, 2, 0));
+    const merged = serializeMetrics(
+      mergeWorkerMetrics([
+        { worker: 2, metrics: two },
+        { worker: 1, metrics: await overIpc(worker(6, 1, 0)) },
+      ]),
+    );
     expect(merged.match(/^riskgate_outbox_pending.*$/gm)).toEqual(['riskgate_outbox_pending 6']);
-    expect(merged.match(/^riskgate_decisions_in_flight.*$/gm)).toEqual([
-      'riskgate_decisions_in_flight{worker="1"} 1',
-      'riskgate_decisions_in_flight{worker="2"} 2',
-    ]);
     // Worker 1 restarting (not in this gather): the next worker speaks for the store.
-    expect(mergeWorkerMetrics([{ worker: 2, text: text(7, 2) }])).toMatch(/^riskgate_outbox_pending 7$/m);
+    expect(serializeMetrics(mergeWorkerMetrics([{ worker: 2, metrics: two }]))).toMatch(
+      /^riskgate_outbox_pending 7$/m,
+    );
   });
 });

@@ -1,3 +1,5 @@
+import type { MetricData, ResourceMetrics, ScopeMetrics } from '@opentelemetry/sdk-metrics';
+
 /**
  * Gauges that read a store every worker shares (the outbox's SQLite file or Redis): each worker
  * reads the same figure, so they are reported once, from the lowest-numbered worker that has
@@ -12,56 +14,58 @@ export const STORE_WIDE_GAUGES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Merges the Prometheus text of several worker processes into one exposition: every sample gets a
- * `worker="<index>"` label, and each metric family (its HELP, TYPE and UNIT lines, then the
- * samples of every worker) is written once, as the format requires. The families in `storeWide`
- * (default `STORE_WIDE_GAUGES`) are taken from one worker only and carry no `worker` label.
+ * A worker's collected metrics as plain data, for IPC: OpenTelemetry's `ResourceMetrics` with the
+ * resource reduced to its attributes (all the Prometheus serializer reads of it).
+ */
+export function plainMetrics(collected: ResourceMetrics): ResourceMetrics {
+  return {
+    resource: { attributes: collected.resource.attributes },
+    scopeMetrics: collected.scopeMetrics,
+  } as ResourceMetrics;
+}
+
+/**
+ * Merges the collected metrics of several worker processes into one: every data point gets a
+ * `worker` attribute (`"<index>"`, first among its labels), and each metric holds the data points
+ * of every worker, in worker order, so the exposition writes each family once. The metrics in
+ * `storeWide` (default `STORE_WIDE_GAUGES`) are taken from one worker only and carry no `worker`
+ * label. The resource is the lowest-numbered worker's. Structured all the way: nothing is parsed.
  */
 export function mergeWorkerMetrics(
-  texts: readonly { worker: number; text: string }[],
+  collected: readonly { worker: number; metrics: ResourceMetrics }[],
   storeWide: ReadonlySet<string> = STORE_WIDE_GAUGES,
-): string {
-  const families = new Map<string, { meta: string[]; samples: string[]; from?: number }>();
-  const familyOf = (name: string) => {
-    let f = families.get(name);
-    if (f === undefined) {
-      f = { meta: [], samples: [] };
-      families.set(name, f);
-    }
-    return f;
-  };
-  for (const { worker, text } of [...texts].sort((a, b) => a.worker - b.worker)) {
-    let current: { meta: string[]; samples: string[]; from?: number } | undefined;
-    let currentName = '';
-    for (const line of text.split('\n')) {
-      if (line === '') continue;
-      const meta = /^# (HELP|TYPE|UNIT) (\S+)/.exec(line);
-      if (meta) {
-        currentName = meta[2]!;
-        current = familyOf(currentName);
-        // Each worker repeats the family's description: keep the first worker's.
-        if (current.meta.length < 3 && !current.meta.some((m) => m.startsWith(`# ${meta[1]} `)))
-          current.meta.push(line);
-        continue;
+): ResourceMetrics {
+  const sorted = [...collected].sort((a, b) => a.worker - b.worker);
+  const scopes = new Map<string, { scope: ScopeMetrics; metrics: Map<string, MetricData> }>();
+  for (const { worker, metrics } of sorted) {
+    for (const scopeMetrics of metrics.scopeMetrics) {
+      const key = `${scopeMetrics.scope.name}@${scopeMetrics.scope.version ?? ''}`;
+      let scope = scopes.get(key);
+      if (scope === undefined) {
+        scope = { scope: { scope: scopeMetrics.scope, metrics: [] }, metrics: new Map() };
+        scopes.set(key, scope);
       }
-      if (line.startsWith('#')) continue;
-      const brace = line.indexOf('{');
-      const space = line.indexOf(' ');
-      const labelled = brace !== -1 && brace < space;
-      const name = line.slice(0, labelled ? brace : space);
-      const family = current ?? familyOf(name);
-      if (storeWide.has(current === undefined ? name : currentName)) {
-        family.from ??= worker;
-        if (family.from === worker) family.samples.push(line);
-        continue;
+      for (const metric of scopeMetrics.metrics) {
+        const name = metric.descriptor.name;
+        const merged = scope.metrics.get(name);
+        if (storeWide.has(name)) {
+          if (merged === undefined) scope.metrics.set(name, metric);
+          continue;
+        }
+        const labelled = metric.dataPoints.map((p) => ({
+          ...p,
+          attributes: { worker: String(worker), ...p.attributes },
+        }));
+        if (merged === undefined) scope.metrics.set(name, { ...metric, dataPoints: labelled } as MetricData);
+        else (merged.dataPoints as unknown[]).push(...labelled);
       }
-      const sample = labelled
-        ? `${name}{worker="${worker}",${line.slice(brace + 1)}`
-        : `${name}{worker="${worker}"}${line.slice(space)}`;
-      family.samples.push(sample);
     }
   }
-  const out: string[] = [];
-  for (const f of families.values()) out.push(...f.meta, ...f.samples);
-  return `${out.join('\n')}\n`;
+  return {
+    resource: sorted[0]?.metrics.resource ?? { attributes: {} },
+    scopeMetrics: [...scopes.values()].map((s) => ({
+      scope: s.scope.scope,
+      metrics: [...s.metrics.values()],
+    })),
+  } as ResourceMetrics;
 }

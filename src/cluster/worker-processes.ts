@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import {
   answerFeaturesRequest,
   FEATURES_REQUEST,
@@ -11,7 +12,7 @@ import {
   type FeedbackMessage,
   type PrimaryRecentDecisions,
 } from '../feedback/ipc-recent-decisions.ts';
-import { mergeWorkerMetrics } from './merge-metrics.ts';
+import { mergeWorkerMetrics, plainMetrics } from './merge-metrics.ts';
 
 /**
  * Several riskgate processes on one port (node:cluster): the primary forks `count` workers, each a
@@ -46,8 +47,11 @@ export interface PrimaryOptions {
   log: (line: Record<string, unknown>) => void;
   /** Called once every worker listens, with the port they share. */
   onListening?: (port: number) => void;
-  /** Called after the last worker exited on shutdown. */
-  onStopped?: () => Promise<void> | void;
+  /**
+   * Called when the workers keep dying (past `maxRestartsPerMinute`): the process stops the
+   * primary through its one teardown, as for a signal.
+   */
+  onGiveUp: (why: string) => void;
   /** The embedded feature store the workers share (RISKGATE_FEATURE_STORE=memory). */
   features?: MemoryFeatureStore;
   /** The recent decisions `POST /feedback` checks, remembered and labelled for every worker. */
@@ -60,19 +64,49 @@ export interface PrimaryOptions {
   firstWorkerPicksPort?: boolean;
 }
 
+/**
+ * The metrics messages, both ways: a worker asks for every worker's (`metrics-request`), the primary
+ * asks each worker (`metrics-collect`), each answers with its own as collected
+ * (`metrics-collected`), and the primary answers the one that asked with them merged (`metrics`).
+ * Plain data (OpenTelemetry's `ResourceMetrics`), never Prometheus text.
+ */
+type MetricsMessage =
+  | { type: 'riskgate:metrics-request'; id: number }
+  | { type: 'riskgate:metrics-collect'; id: number }
+  | { type: 'riskgate:metrics-collected'; id: number; metrics: ResourceMetrics }
+  | { type: 'riskgate:metrics'; id: number; metrics: ResourceMetrics };
+
 type WorkerMessage =
   | FeaturesRequest
   | FeedbackMessage
   | { type: 'riskgate:listening'; port: number }
-  | { type: 'riskgate:metrics-request'; id: number }
-  | { type: 'riskgate:metrics-text'; id: number; text: string };
+  | Extract<MetricsMessage, { type: 'riskgate:metrics-request' | 'riskgate:metrics-collected' }>;
 
-/** Runs the primary process. Resolves once the workers are forked (they start on their own). */
-export function runPrimary(options: PrimaryOptions): void {
+/** Sends one metrics message (typed, so both ends agree on its shape). */
+const sendMetrics = (to: { send(m: MetricsMessage): unknown }, m: MetricsMessage): void => {
+  to.send(m);
+};
+
+/** The running primary: what the process's teardown stops. */
+export interface ClusterPrimary {
+  /**
+   * Asks every worker to drain and exit; resolves once the last one has. A worker stuck past
+   * `drainTimeoutMs` + 5 s is killed and the promise rejects (the orchestrator's grace period is
+   * finite).
+   */
+  stop(why: string): Promise<void>;
+}
+
+/**
+ * Starts the primary: forks the workers (they start on their own) and forwards SIGHUP to them.
+ * Signals that stop the process are the process's (src/riskgate-process.ts), which calls `stop`.
+ */
+export function startPrimary(options: PrimaryOptions): ClusterPrimary {
   const maxRestarts = options.maxRestartsPerMinute ?? 10;
   const restarts: number[] = [];
   const workers = new Map<number, Worker>();
-  let stopping = false;
+  let stopping: Promise<void> | undefined;
+  let allExited = (): void => {};
   let listening = 0;
   /** RISKGATE_PORT once worker 1 picked it (`firstWorkerPicksPort`). */
   let picked: Record<string, string> = {};
@@ -83,8 +117,8 @@ export function runPrimary(options: PrimaryOptions): void {
     worker.on('message', (m: WorkerMessage) => onMessage(worker, m));
     worker.on('exit', (code, signal) => {
       if (workers.get(index) === worker) workers.delete(index);
-      if (stopping) {
-        if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
+      if (stopping !== undefined) {
+        if (workers.size === 0) allExited();
         return;
       }
       const now = Date.now();
@@ -96,7 +130,7 @@ export function runPrimary(options: PrimaryOptions): void {
           msg: 'workers keep dying: stopping',
           restartsLastMinute: restarts.length,
         });
-        stop('restart limit');
+        options.onGiveUp('restart limit');
         return;
       }
       restarts.push(now);
@@ -108,7 +142,7 @@ export function runPrimary(options: PrimaryOptions): void {
   let nextGather = 1;
   const gathers = new Map<
     number,
-    { from: Worker; id: number; texts: { worker: number; text: string }[]; waiting: number }
+    { from: Worker; id: number; collected: { worker: number; metrics: ResourceMetrics }[]; waiting: number }
   >();
   const onMessage = (from: Worker, m: WorkerMessage): void => {
     if (m.type === FEATURES_REQUEST) {
@@ -128,15 +162,15 @@ export function runPrimary(options: PrimaryOptions): void {
     } else if (m.type === 'riskgate:metrics-request') {
       const gather = nextGather++;
       const live = [...workers];
-      gathers.set(gather, { from, id: m.id, texts: [], waiting: live.length });
-      for (const [, w] of live) w.send({ type: 'riskgate:metrics-collect', id: gather });
+      gathers.set(gather, { from, id: m.id, collected: [], waiting: live.length });
+      for (const [, w] of live) sendMetrics(w, { type: 'riskgate:metrics-collect', id: gather });
       // A worker that does not answer in time is left out rather than holding the scrape.
       setTimeout(() => finishGather(gather), 2000).unref();
-    } else if (m.type === 'riskgate:metrics-text') {
+    } else if (m.type === 'riskgate:metrics-collected') {
       const g = gathers.get(m.id);
       if (g === undefined) return;
       const index = [...workers].find(([, w]) => w === from)?.[0] ?? 0;
-      g.texts.push({ worker: index, text: m.text });
+      g.collected.push({ worker: index, metrics: m.metrics });
       if (--g.waiting === 0) finishGather(m.id);
     }
   };
@@ -144,26 +178,28 @@ export function runPrimary(options: PrimaryOptions): void {
     const g = gathers.get(gather);
     if (g === undefined) return;
     gathers.delete(gather);
-    g.texts.sort((a, b) => a.worker - b.worker);
     if (g.from.isConnected())
-      g.from.send({ type: 'riskgate:metrics', id: g.id, text: mergeWorkerMetrics(g.texts) });
+      sendMetrics(g.from, { type: 'riskgate:metrics', id: g.id, metrics: mergeWorkerMetrics(g.collected) });
   };
 
-  const stop = (why: string): void => {
-    if (stopping) return;
-    stopping = true;
-    options.log({ level: 'info', msg: 'shutting down workers', why, workers: workers.size });
-    for (const w of workers.values()) askToStop(w, why);
-    if (workers.size === 0) void Promise.resolve(options.onStopped?.()).finally(() => process.exit(0));
-    // A worker stuck past its own drain is killed: the orchestrator's grace period is finite.
-    setTimeout(() => {
-      for (const w of workers.values()) w.process.kill('SIGKILL');
-      process.exit(1);
-    }, options.drainTimeoutMs + 5000).unref();
+  const stop = (why: string): Promise<void> => {
+    stopping ??= new Promise<void>((resolve, reject) => {
+      options.log({ level: 'info', msg: 'shutting down workers', why, workers: workers.size });
+      // A worker stuck past its own drain is killed: the orchestrator's grace period is finite.
+      const backstop = setTimeout(() => {
+        for (const w of workers.values()) w.process.kill('SIGKILL');
+        reject(new Error(`workers did not drain within ${options.drainTimeoutMs + 5000} ms: killed`));
+      }, options.drainTimeoutMs + 5000);
+      backstop.unref();
+      allExited = () => {
+        clearTimeout(backstop);
+        resolve();
+      };
+      for (const w of workers.values()) askToStop(w, why);
+      if (workers.size === 0) allExited();
+    });
+    return stopping;
   };
-  // A second signal changes nothing here: each worker that got it (a group signal) exits at once.
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
   // logrotate signals the process it knows (the primary): each worker reopens its decision log.
   process.on('SIGHUP', () => {
     for (const w of workers.values()) w.process.kill('SIGHUP');
@@ -171,6 +207,7 @@ export function runPrimary(options: PrimaryOptions): void {
 
   const first = options.firstWorkerPicksPort === true ? 1 : options.count;
   for (let i = 1; i <= first; i++) fork(i);
+  return { stop };
 }
 
 /** Asks a worker to drain (the message), or signals it when its channel is gone. */
@@ -195,28 +232,41 @@ export function onPrimaryStop(stop: (why: string) => void): void {
 
 /**
  * In a worker: tells the primary it listens, and serves the primary's metrics collection with
- * `render`. Returns the function /metrics uses to gather every worker's metrics.
+ * `collect` (this worker's own). Returns the function /metrics and the console use to gather every
+ * worker's metrics, merged.
  */
-export function joinPrimary(port: number, render: () => Promise<string>): () => Promise<string> {
-  const pending = new Map<number, (text: string) => void>();
+export function joinPrimary(
+  port: number,
+  collect: () => Promise<ResourceMetrics>,
+): () => Promise<ResourceMetrics> {
+  const pending = new Map<number, (metrics: ResourceMetrics) => void>();
   let nextId = 1;
-  process.on('message', (m: { type: string; id: number; text?: string }) => {
+  const toPrimary = {
+    send: (m: MetricsMessage) => (process.connected ? process.send?.(m) : undefined),
+  };
+  process.on('message', (m: MetricsMessage) => {
     if (m.type === 'riskgate:metrics-collect') {
-      void render().then((text) => process.send?.({ type: 'riskgate:metrics-text', id: m.id, text }));
+      void collect().then((metrics) =>
+        sendMetrics(toPrimary, {
+          type: 'riskgate:metrics-collected',
+          id: m.id,
+          metrics: plainMetrics(metrics),
+        }),
+      );
     } else if (m.type === 'riskgate:metrics') {
-      pending.get(m.id)?.(m.text ?? '');
+      pending.get(m.id)?.(m.metrics);
       pending.delete(m.id);
     }
   });
   process.send?.({ type: 'riskgate:listening', port });
   return () =>
-    new Promise<string>((resolve) => {
+    new Promise<ResourceMetrics>((resolve) => {
       const id = nextId++;
       pending.set(id, resolve);
-      process.send?.({ type: 'riskgate:metrics-request', id });
+      sendMetrics(toPrimary, { type: 'riskgate:metrics-request', id });
       // The primary answers within its own 2 s bound; this one is a backstop.
       setTimeout(() => {
-        if (pending.delete(id)) void render().then(resolve);
+        if (pending.delete(id)) void collect().then(resolve);
       }, 3000).unref();
     });
 }

@@ -1,5 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { describeUnknownVariable, loadConfig, unknownVariables } from './riskgate-config.ts';
+import { defaultWorkers, describeUnknownVariable, loadConfig, unknownVariables } from './riskgate-config.ts';
 
 const UPSTREAM = {
   RISKGATE_API_KEYS: 'caller-key-0123456789,caller-key-abcdefghij',
@@ -334,6 +335,16 @@ describe('loadConfig', () => {
       });
       expect(alone).toMatchObject({ database: { kind: 'postgres' }, featureStore: { kind: 'memory' } });
     });
+  });
+});
+
+describe('RISKGATE_WORKERS default', () => {
+  it('is one process on 2 CPUs or fewer, one per CPU above', () => {
+    expect([1, 2, 3, 4, 16].map(defaultWorkers)).toEqual([1, 1, 3, 4, 16]);
+  });
+
+  it("is this host's choice when unset", () => {
+    expect(loadConfig({}).workers).toBe(defaultWorkers(availableParallelism()));
   });
 });
 

@@ -174,8 +174,8 @@ export interface RiskgateConfig {
    */
   maxEventLoopDelayMs: number;
   /**
-   * Processes serving the port (node:cluster). Default: one per available CPU
-   * (`os.availableParallelism()`); 1 runs riskgate in this process alone (containers: scale pods).
+   * Processes serving the port (node:cluster). Default: {@link defaultWorkers} (1 on 2 CPUs or
+   * fewer, else one per available CPU); 1 runs riskgate in this process alone (containers: scale pods).
    */
   workers: number;
   /** How the Admin user is checked against the account before riskgate acts. Default `username`. */
@@ -288,6 +288,15 @@ function numberVariable(options: { min: number; max: number; fallback: number; w
 }
 
 /** A listening port; 0 asks the system for a free one (tests). */
+/**
+ * RISKGATE_WORKERS when unset, for `cpus` available CPUs (`os.availableParallelism()`): one process
+ * on 2 CPUs or fewer, where a second worker and the primary relaying for it cost more CPU per
+ * decision than they add (docs/operations.md, "Workers"); one per CPU above that.
+ */
+export function defaultWorkers(cpus: number): number {
+  return cpus <= 2 ? 1 : cpus;
+}
+
 const port = (fallback: number) => numberVariable({ min: 0, max: 65535, fallback });
 /** A comment after a value in an env file becomes part of it under docker --env-file: refused, not parsed as a #fragment. */
 const NO_COMMENT =
@@ -532,7 +541,7 @@ const baseSchema = z.object({
   RISKGATE_RAT_CACHE_MS: numberVariable({ min: 0, max: 3_600_000, fallback: DEFAULT_RAT_CACHE_TTL_MS }),
   RISKGATE_MAX_IN_FLIGHT: numberVariable({ min: 1, max: 100_000, fallback: 1000 }),
   RISKGATE_MAX_EVENT_LOOP_DELAY_MS: numberVariable({ min: 0, max: 60_000, fallback: 100 }),
-  RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: availableParallelism() }),
+  RISKGATE_WORKERS: numberVariable({ min: 1, max: 256, fallback: defaultWorkers(availableParallelism()) }),
   RISKGATE_MAX_CONNECTIONS: numberVariable({ min: 16, max: 1_000_000, fallback: 8192 }),
   RISKGATE_ACCEPT_SOCKETS: numberVariable({ min: 1, max: 256, fallback: 64 }),
   RISKGATE_HEADERS_TIMEOUT_MS: numberVariable({ min: 100, max: 120_000, fallback: 5000 }),

@@ -1,3 +1,4 @@
+import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { DecisionReader, Label } from '../decision-store/decision-query.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import type { ListOperations } from '../lists/list-routes.ts';
@@ -20,8 +21,8 @@ export interface ConsoleHealth {
   health(): Record<string, unknown>;
   /** What `GET /readyz` answers. */
   readiness(): { ready: boolean; checks: Record<string, boolean> };
-  /** The Prometheus text of `GET /metrics` (vendor call latencies and errors, shed decisions). */
-  metrics?(): Promise<string>;
+  /** What `GET /metrics` serves, as collected (vendor call latencies and errors, shed decisions). */
+  metrics?(): Promise<ResourceMetrics>;
 }
 
 export interface ConsoleLabel {

@@ -1,7 +1,9 @@
+import { DataPointType, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+
 /**
- * What the Health page reads from the Prometheus text of `GET /metrics`: each vendor route's
- * calls, mean latency and errors, and the decisions shed under overload, since this process
- * started (the counters' own span; a rate over time is Prometheus's job).
+ * What the Health page reads from the metrics `GET /metrics` serves, as collected (never their
+ * text): each vendor route's calls, mean latency and errors, and the decisions shed under
+ * overload, since this process started (the counters' own span; a rate over time is Prometheus's job).
  */
 
 export interface VendorRouteStats {
@@ -18,36 +20,12 @@ export interface MetricsSummary {
   shed: number;
 }
 
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
-const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
-
-function samples(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const m = SAMPLE.exec(line);
-    if (m === null) continue;
-    const value = Number(m[3]);
-    if (!Number.isFinite(value)) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1]!] = l[2]!;
-    out.push({ name: m[1]!, labels, value });
-  }
-  return out;
-}
-
-/** The vendor routes (by upstream and operation) and shed counts of a Prometheus exposition. */
-export function summarizeMetrics(text: string): MetricsSummary {
+/** The vendor routes (by upstream and operation) and shed counts of collected metrics. */
+export function summarizeMetrics(collected: ResourceMetrics): MetricsSummary {
   const routes = new Map<string, VendorRouteStats & { sumS: number }>();
-  const route = (l: Record<string, string>) => {
-    const upstream = l.upstream ?? '?';
-    const operation = l.operation ?? '?';
+  const route = (attributes: Record<string, unknown>) => {
+    const upstream = String(attributes.upstream ?? '?');
+    const operation = String(attributes.operation ?? '?');
     const key = `${upstream} ${operation}`;
     let r = routes.get(key);
     if (r === undefined) {
@@ -58,12 +36,22 @@ export function summarizeMetrics(text: string): MetricsSummary {
   };
   let decisions = 0;
   let shed = 0;
-  for (const s of samples(text)) {
-    if (s.name === 'riskgate_upstream_call_duration_seconds_count') route(s.labels).calls += s.value;
-    else if (s.name === 'riskgate_upstream_call_duration_seconds_sum') route(s.labels).sumS += s.value;
-    else if (s.name === 'riskgate_upstream_errors_total') route(s.labels).errors += s.value;
-    else if (s.name === 'riskgate_decisions_total') decisions += s.value;
-    else if (s.name === 'riskgate_decisions_shed_total') shed += s.value;
+  for (const metric of collected.scopeMetrics.flatMap((s) => s.metrics)) {
+    const name = metric.descriptor.name;
+    if (metric.dataPointType === DataPointType.HISTOGRAM) {
+      if (name !== 'riskgate_upstream_call_duration_seconds') continue;
+      for (const p of metric.dataPoints) {
+        const r = route(p.attributes);
+        r.calls += p.value.count;
+        r.sumS += p.value.sum ?? 0;
+      }
+    } else if (metric.dataPointType === DataPointType.SUM) {
+      const total = metric.dataPoints.reduce((n, p) => n + p.value, 0);
+      if (name === 'riskgate_decisions') decisions += total;
+      else if (name === 'riskgate_decisions_shed') shed += total;
+      else if (name === 'riskgate_upstream_errors')
+        for (const p of metric.dataPoints) route(p.attributes).errors += p.value;
+    }
   }
   const vendor = [...routes.values()]
     .map(({ sumS, ...r }) => ({ ...r, meanMs: r.calls === 0 ? 0 : (sumS * 1000) / r.calls }))

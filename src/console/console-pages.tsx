@@ -214,7 +214,7 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     return kit.page(c, { title: 'Rules', current: 'rules', body: <RulesView report={report} /> });
   });
   ui.get('/health', async (c) => {
-    const metricsText = await deps.health.metrics?.().catch(() => undefined);
+    const collected = await deps.health.metrics?.().catch(() => undefined);
     return kit.page(c, {
       title: 'Health',
       current: 'health',
@@ -223,7 +223,7 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
           readiness={deps.health.readiness()}
           health={deps.health.health()}
           store={deps.decisions?.status()}
-          metrics={metricsText === undefined ? undefined : summarizeMetrics(metricsText)}
+          metrics={collected === undefined ? undefined : summarizeMetrics(collected)}
         />
       ),
     });

@@ -1,4 +1,4 @@
-import { withTimeout } from '../timing/with-timeout.ts';
+import { type IpcReply, type IpcRequest, type IpcRequests, replyTo } from '../ipc/ipc-requests.ts';
 import type {
   CounterOp,
   CounterReadings,
@@ -15,7 +15,6 @@ import type { MemoryFeatureStore } from './memory-feature-store.ts';
  */
 
 export const FEATURES_REQUEST = 'riskgate:features';
-export const FEATURES_REPLY = 'riskgate:features-result';
 
 type Operation =
   | { op: 'readCounters'; ops: CounterOp[]; nowMs: number }
@@ -25,101 +24,48 @@ type Operation =
   | { op: 'holdFollowerLease'; owner: string; ttlMs: number }
   | { op: 'followerCursor' };
 
-export type FeaturesRequest = { type: typeof FEATURES_REQUEST; id: number } & Operation;
-export interface FeaturesReply {
-  type: typeof FEATURES_REPLY;
-  id: number;
-  result?: unknown;
-  error?: string;
-}
+type FeaturesMessage = { type: typeof FEATURES_REQUEST } & Operation;
+export type FeaturesRequest = IpcRequest<FeaturesMessage>;
 
 /** In the primary: answers one worker's request from the store. */
-export function answerFeaturesRequest(store: MemoryFeatureStore, m: FeaturesRequest): FeaturesReply {
-  try {
-    let result: unknown;
+export function answerFeaturesRequest(store: MemoryFeatureStore, m: FeaturesRequest): IpcReply {
+  return replyTo(m, () => {
     switch (m.op) {
       case 'readCounters':
-        result = store.readCountersNow(m.ops, m.nowMs);
-        break;
+        return store.readCountersNow(m.ops, m.nowMs);
       case 'recordCounters':
-        store.recordCountersNow(m.ops, m.nowMs);
-        break;
+        return store.recordCountersNow(m.ops, m.nowMs);
       case 'recordHistory':
-        store.recordHistoryNow(m.events, m.cursorMs);
-        break;
+        return store.recordHistoryNow(m.events, m.cursorMs);
       case 'readHistory':
-        result = store.readHistoryNow(m.userKey, m.nowMs);
-        break;
+        return store.readHistoryNow(m.userKey, m.nowMs);
       case 'holdFollowerLease':
-        result = store.holdFollowerLeaseNow(m.owner, m.ttlMs);
-        break;
+        return store.holdFollowerLeaseNow(m.owner, m.ttlMs);
       case 'followerCursor':
-        result = store.followerCursorNow();
-        break;
+        return store.followerCursorNow();
     }
-    return { type: FEATURES_REPLY, id: m.id, result };
-  } catch (error) {
-    return { type: FEATURES_REPLY, id: m.id, error: String(error) };
-  }
+  });
 }
 
 export interface IpcFeatureStoreOptions {
-  /** Sends to the primary (`process.send`). */
-  send: (message: FeaturesRequest) => boolean;
-  /** Longest wait for the primary, milliseconds. Default 1000 (a decision stops waiting sooner). */
-  timeoutMs?: number;
+  /** The worker's request channel to its primary (its timeout: default 1000 ms, a decision stops waiting sooner). */
+  requests: IpcRequests;
 }
 
-/** In a worker: the primary's store. Feed it the primary's replies with `receive`. */
+/** In a worker: the primary's store, over the worker's request channel. */
 export class IpcFeatureStore implements FeatureStore {
   readonly kind = 'ipc';
   readonly durable = false;
   readonly followerCheckpoint = undefined;
-  readonly #send: IpcFeatureStoreOptions['send'];
-  readonly #timeoutMs: number;
-  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  #nextId = 1;
+  readonly #requests: IpcRequests;
 
   constructor(options: IpcFeatureStoreOptions) {
-    this.#send = options.send;
-    this.#timeoutMs = options.timeoutMs ?? 1000;
-  }
-
-  /** A reply from the primary; true when it was one of this store's. */
-  receive(message: unknown): boolean {
-    const m = message as Partial<FeaturesReply> | null;
-    if (m?.type !== FEATURES_REPLY || typeof m.id !== 'number') return false;
-    const waiter = this.#pending.get(m.id);
-    this.#pending.delete(m.id);
-    if (m.error !== undefined) waiter?.reject(new Error(m.error));
-    else waiter?.resolve(m.result);
-    return true;
+    this.#requests = options.requests;
   }
 
   #call<T>(operation: Operation): Promise<T> {
-    const id = this.#nextId++;
-    const reply = new Promise<T>((resolve, reject) => {
-      this.#pending.set(id, { resolve: (v) => resolve(v as T), reject });
-      let sent = false;
-      try {
-        sent = this.#send({ type: FEATURES_REQUEST, id, ...operation });
-      } catch {
-        sent = false;
-      }
-      if (!sent) {
-        this.#pending.delete(id);
-        reject(new Error('the IPC channel to the primary is closed'));
-      }
-    });
-    return withTimeout(reply, {
-      timeoutMs: this.#timeoutMs,
-      onTimeout: () => {
-        // A reply after this is dropped by receive().
-        this.#pending.delete(id);
-        return new Error(`the primary did not answer within ${this.#timeoutMs} ms`);
-      },
-      ref: false,
-    });
+    const message: FeaturesMessage = { type: FEATURES_REQUEST, ...operation };
+    return this.#requests.request<T, FeaturesMessage>(message, (why) => new Error(why));
   }
 
   readCounters(ops: readonly CounterOp[], nowMs: number): Promise<CounterReadings> {
@@ -147,8 +93,6 @@ export class IpcFeatureStore implements FeatureStore {
   }
 
   close(): Promise<void> {
-    for (const [, w] of this.#pending) w.reject(new Error('the feature store is closed'));
-    this.#pending.clear();
     return Promise.resolve();
   }
 }

@@ -1,5 +1,5 @@
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
-import { withTimeout } from '../timing/with-timeout.ts';
+import { type IpcReply, type IpcRequest, IpcRequests, replyTo } from '../ipc/ipc-requests.ts';
 import type { DecisionMemory, LabelEvent, LabelOutcome } from './decision-memory.ts';
 import type { RecentDecisions } from './recent-decisions.ts';
 
@@ -18,25 +18,20 @@ import type { RecentDecisions } from './recent-decisions.ts';
 
 export const FEEDBACK_REMEMBER = 'riskgate:feedback-remember';
 export const FEEDBACK_LABEL = 'riskgate:feedback-label';
-export const FEEDBACK_LABELLED = 'riskgate:feedback-labelled';
 
 export interface FeedbackRemember {
   type: typeof FEEDBACK_REMEMBER;
   decisionId: string;
   keyId: string;
 }
-export interface FeedbackLabelRequest {
+interface FeedbackLabel {
   type: typeof FEEDBACK_LABEL;
-  id: number;
   decisionId: string;
   event: LabelEvent;
   operator: boolean;
 }
-export interface FeedbackLabelled {
-  type: typeof FEEDBACK_LABELLED;
-  id: number;
-  outcome: LabelOutcome;
-}
+/** A label, answered by an `IpcReply` whose result is the `LabelOutcome`. */
+export type FeedbackLabelRequest = IpcRequest<FeedbackLabel>;
 export type FeedbackMessage = FeedbackRemember | FeedbackLabelRequest;
 
 export interface PrimaryRecentDecisionsOptions {
@@ -61,7 +56,7 @@ export class PrimaryRecentDecisions {
   }
 
   /** One worker's message; `reply` gets the answer to a label (perhaps after `missWaitMs`). */
-  receive(m: FeedbackMessage, reply: (answer: FeedbackLabelled) => void): void {
+  receive(m: FeedbackMessage, reply: (answer: IpcReply) => void): void {
     if (m.type === FEEDBACK_REMEMBER) this.#remember(m);
     else this.#label(m, reply);
   }
@@ -75,11 +70,8 @@ export class PrimaryRecentDecisions {
     for (const wake of waiters) wake();
   }
 
-  #label(m: FeedbackLabelRequest, reply: (answer: FeedbackLabelled) => void): void {
-    const answer = () => {
-      const outcome = this.#decisions.labelNow(m.decisionId, m.event, m.operator);
-      reply({ type: FEEDBACK_LABELLED, id: m.id, outcome });
-    };
+  #label(m: FeedbackLabelRequest, reply: (answer: IpcReply) => void): void {
+    const answer = () => reply(replyTo(m, () => this.#decisions.labelNow(m.decisionId, m.event, m.operator)));
     if (this.#decisions.get(m.decisionId) !== undefined) {
       answer();
       return;
@@ -105,31 +97,31 @@ export class PrimaryRecentDecisions {
 }
 
 export interface IpcRecentDecisionsOptions {
-  /** Sends to the primary (`process.send`). */
+  /** Sends to the primary (`process.send`): the remembers, and the requests of its own channel. */
   send: (message: FeedbackMessage) => boolean;
-  /** Longest wait for the primary's answer to a label, milliseconds. Default 1000 (as the IPC feature store's). */
+  /**
+   * The worker's request channel to its primary, shared with its other requests. Default one of
+   * its own over `send`, with `timeoutMs` (default 1000, as the IPC feature store's), fed by `receive`.
+   */
+  requests?: IpcRequests;
   timeoutMs?: number;
 }
 
-/** In a worker: the primary's recent decisions. Feed it the primary's replies with `receive`. */
+/** In a worker: the primary's recent decisions. */
 export class IpcRecentDecisions implements DecisionMemory {
   readonly #send: IpcRecentDecisionsOptions['send'];
-  readonly #timeoutMs: number;
-  readonly #pending = new Map<number, (outcome: LabelOutcome) => void>();
-  #nextId = 1;
+  readonly #requests: IpcRequests;
 
   constructor(options: IpcRecentDecisionsOptions) {
     this.#send = options.send;
-    this.#timeoutMs = options.timeoutMs ?? 1000;
+    this.#requests =
+      options.requests ??
+      new IpcRequests({ send: (m) => options.send(m as FeedbackMessage), timeoutMs: options.timeoutMs });
   }
 
-  /** A reply from the primary; true when it was one of these. */
+  /** A reply from the primary (to this channel's requests); true when it was one. */
   receive(message: unknown): boolean {
-    const m = message as Partial<FeedbackLabelled> | null;
-    if (m?.type !== FEEDBACK_LABELLED || typeof m.id !== 'number' || m.outcome === undefined) return false;
-    this.#pending.get(m.id)?.(m.outcome);
-    this.#pending.delete(m.id);
-    return true;
+    return this.#requests.receive(message);
   }
 
   remember(decisionId: string, keyId: string): void {
@@ -142,30 +134,11 @@ export class IpcRecentDecisions implements DecisionMemory {
   }
 
   label(decisionId: string, event: LabelEvent, operator: boolean): Promise<LabelOutcome> {
-    const id = this.#nextId++;
-    const unavailable = (why: string) =>
-      new RiskgateError(ErrorCode.FEEDBACK_UNAVAILABLE, `The recent decisions are not available: ${why}.`);
-    const reply = new Promise<LabelOutcome>((resolve, reject) => {
-      this.#pending.set(id, resolve);
-      let sent = false;
-      try {
-        sent = this.#send({ type: FEEDBACK_LABEL, id, decisionId, event, operator });
-      } catch {
-        sent = false;
-      }
-      if (!sent) {
-        this.#pending.delete(id);
-        reject(unavailable('the IPC channel to the primary is closed'));
-      }
-    });
-    return withTimeout(reply, {
-      timeoutMs: this.#timeoutMs,
-      onTimeout: () => {
-        // A reply after this is dropped by receive().
-        this.#pending.delete(id);
-        return unavailable(`the primary did not answer within ${this.#timeoutMs} ms`);
-      },
-      ref: false,
-    });
+    const message: FeedbackLabel = { type: FEEDBACK_LABEL, decisionId, event, operator };
+    return this.#requests.request<LabelOutcome, FeedbackLabel>(
+      message,
+      (why) =>
+        new RiskgateError(ErrorCode.FEEDBACK_UNAVAILABLE, `The recent decisions are not available: ${why}.`),
+    );
   }
 }

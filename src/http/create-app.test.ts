@@ -115,7 +115,7 @@ function build(options: { vendor?: Vendor; deps?: Partial<AppDeps> } = {}) {
         return { ready: Object.values(checks).every(Boolean), checks };
       },
     }),
-    metricsRoute(() => metrics.render()),
+    metricsRoute(() => metrics.collect()),
     policyRoutes({ policies }),
     openApiRoute('0.0.0-unit'),
   ];

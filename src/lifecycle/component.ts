@@ -24,6 +24,14 @@ export interface MetricsRegistry {
   observeCounter(name: string, description: string, read: () => number): void;
 }
 
+/**
+ * Why a teardown runs. `graceful`: a stop asked for (a signal, the primary, a start that failed):
+ * drain, then close. `fatal`: the process is in an unknown state (an uncaught exception) and exits
+ * once the teardown's short deadline passes: a component does only what must not be lost (the
+ * decision log's flush; promised actions stay where the next process finds them), never a drain.
+ */
+export type StopReason = 'graceful' | 'fatal';
+
 /** What a component hands back once started. */
 export interface StartedComponent<H, R = unknown> {
   /** What the next components and the running service use (a store, a client, ...). */
@@ -32,9 +40,9 @@ export interface StartedComponent<H, R = unknown> {
    * Undoes `start`: ends the component's loops, timers, sockets and files. Called once, in
    * reverse start order, by `stop()` and by a start that failed later. `deadlineAtMs`
    * (`Date.now()` scale) is when the whole teardown should be over: a component bounds its own
-   * waits by it.
+   * waits by it; `reason` says whether to drain (`graceful`) or only save what must not be lost.
    */
-  stop?(deadlineAtMs: number): Promise<void> | void;
+  stop?(deadlineAtMs: number, reason: StopReason): Promise<void> | void;
   /** Details for `GET /healthz` (never a readiness check: a degraded answer is still an answer). */
   health?(): Record<string, unknown>;
   /**

@@ -15,8 +15,10 @@ function noting(
       events.push(`start ${name}`);
       return {
         handle: name,
-        stop: (deadlineAtMs) => {
-          events.push(`stop ${name}${deadlineAtMs === 1234 ? ' by 1234' : ''}`);
+        stop: (deadlineAtMs, reason) => {
+          events.push(
+            `stop ${name}${deadlineAtMs === 1234 ? ' by 1234' : ''}${reason === 'fatal' ? ' (fatal)' : ''}`,
+          );
         },
         ...extra,
       };
@@ -44,6 +46,18 @@ describe('a lifecycle', () => {
       'stop b by 1234',
       'stop a by 1234',
     ]);
+  });
+
+  it("hands a fatal stop's reason to every component, in reverse order; a later stop is that one", async () => {
+    const events: string[] = [];
+    const l = lifecycle();
+    await l.start(noting('a', events));
+    await l.start(noting('b', events));
+    expect(l.stopping).toBe(false);
+    await l.stop(1234, 'fatal');
+    await l.stop(1234);
+    expect(l.stopping).toBe(true);
+    expect(events).toEqual(['start a', 'start b', 'stop b by 1234 (fatal)', 'stop a by 1234 (fatal)']);
   });
 
   it('on a failed start stops what started, never what did not, and rethrows the start error', async () => {

@@ -5,6 +5,7 @@ import {
   type LifecycleLog,
   type RouteMount,
   type StartedComponent,
+  type StopReason,
 } from './component.ts';
 
 /**
@@ -122,18 +123,24 @@ export class Lifecycle<R> {
   /**
    * Stops every started component in reverse start order, each awaited before the next. A stop
    * that throws is logged and the rest still stop; the first such error is thrown at the end.
-   * Idempotent: a second call returns the first one's promise.
+   * Idempotent: a second call returns the first one's promise, whatever its reason (a fatal
+   * error during a graceful stop leaves that stop to finish, bounded by the caller's backstop).
    */
-  stop(deadlineAtMs: number): Promise<void> {
-    this.#stopping ??= this.#teardown(deadlineAtMs);
+  stop(deadlineAtMs: number, reason: StopReason = 'graceful'): Promise<void> {
+    this.#stopping ??= this.#teardown(deadlineAtMs, reason);
     return this.#stopping;
   }
 
-  async #teardown(deadlineAtMs: number): Promise<void> {
+  /** Whether `stop` was called. */
+  get stopping(): boolean {
+    return this.#stopping !== undefined;
+  }
+
+  async #teardown(deadlineAtMs: number, reason: StopReason): Promise<void> {
     const errors: unknown[] = [];
     for (const { name, component } of this.#started.toReversed()) {
       try {
-        await component.stop?.(deadlineAtMs);
+        await component.stop?.(deadlineAtMs, reason);
       } catch (error) {
         errors.push(error);
         this.#options.log({

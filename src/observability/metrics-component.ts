@@ -1,14 +1,15 @@
+import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
-import { createMetrics, PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics } from './metrics.ts';
+import { createMetrics, PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics, serializeMetrics } from './metrics.ts';
 import type { DecisionTracing } from './tracing.ts';
 
-/** `GET /metrics`: Prometheus text from `render` (an operator endpoint). */
-export function metricsRoute(render: () => Promise<string>): RouteMount {
+/** `GET /metrics`: the Prometheus text of what `gather` collects (an operator endpoint). */
+export function metricsRoute(gather: () => Promise<ResourceMetrics>): RouteMount {
   return {
     surface: 'operator',
     mount(app, edge) {
       app.get('/metrics', edge.operatorAuth, async (c) =>
-        c.body(await render(), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE }),
+        c.body(serializeMetrics(await gather()), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE }),
       );
     },
   };
@@ -16,10 +17,12 @@ export function metricsRoute(render: () => Promise<string>): RouteMount {
 
 /**
  * The metrics registry as a component, started first and shut down last (its runtime monitors
- * run until then); mounts `GET /metrics`, serving `render` (default this process's metrics; a
- * cluster worker gathers every worker's).
+ * run until then); mounts `GET /metrics`, serving what `gather` collects (default this process's
+ * metrics; a cluster worker gathers every worker's).
  */
-export function metricsComponent(render?: (() => Promise<string>) | undefined): Component<RiskgateMetrics> {
+export function metricsComponent(
+  gather?: (() => Promise<ResourceMetrics>) | undefined,
+): Component<RiskgateMetrics> {
   return {
     name: 'metrics',
     start() {
@@ -27,7 +30,7 @@ export function metricsComponent(render?: (() => Promise<string>) | undefined): 
       return {
         handle: metrics,
         stop: () => metrics.shutdown(),
-        routes: [metricsRoute(render ?? metrics.render)],
+        routes: [metricsRoute(gather ?? metrics.collect)],
       };
     },
   };

@@ -1,6 +1,6 @@
 import type { Attributes, Counter, Histogram } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
 import { startRuntimeMetrics } from './runtime-metrics.ts';
 
@@ -58,7 +58,12 @@ export interface RiskgateMetrics {
    * revision answer, read at scrape time (the revision follows reloads).
    */
   observeBuildInfo(version: string, policyRevision: () => string | undefined): void;
-  /** The Prometheus text exposition of every metric. */
+  /**
+   * Every metric as collected (OpenTelemetry's data model, plain data): what a cluster worker
+   * sends its primary and the console's Health page reads, never the text.
+   */
+  collect(): Promise<ResourceMetrics>;
+  /** The Prometheus text exposition of every metric (`serializeMetrics` of `collect`). */
   render(): Promise<string>;
   shutdown(): Promise<void>;
 }
@@ -74,11 +79,21 @@ export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8
  * The process's metrics. `runtime` (default true) also samples the event loop, memory and GC
  * (`src/observability/runtime-metrics.ts`), stopped by `shutdown()`.
  */
+const serializer = new PrometheusSerializer(undefined, false, undefined, true, true);
+
+/**
+ * The Prometheus text exposition of collected metrics (this process's, or several workers'
+ * merged). Reads only the resource's `attributes`, so metrics that crossed IPC as plain data
+ * serialise as they were.
+ */
+export function serializeMetrics(metrics: ResourceMetrics): string {
+  return serializer.serialize(metrics);
+}
+
 export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetrics {
   const reader = new PrometheusExporter({ preventServerStart: true });
   const provider = new MeterProvider({ readers: [reader] });
   const meter = provider.getMeter('riskgate');
-  const serializer = new PrometheusSerializer(undefined, false, undefined, true, true);
 
   const histogram = (name: string, description: string, unit: string, buckets: number[]): Histogram =>
     meter.createHistogram(name, { description, unit, advice: { explicitBucketBoundaries: buckets } });
@@ -297,9 +312,11 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
           }),
         );
     },
+    async collect() {
+      return (await reader.collect()).resourceMetrics;
+    },
     async render() {
-      const { resourceMetrics } = await reader.collect();
-      return serializer.serialize(resourceMetrics);
+      return serializeMetrics((await reader.collect()).resourceMetrics);
     },
     shutdown: () => {
       runtime?.stop();

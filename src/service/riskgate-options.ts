@@ -1,3 +1,4 @@
+import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { Hono } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
@@ -86,8 +87,11 @@ export interface StartRiskgateOptions {
   adminCache?: AdminClientOptions['cache'];
   /** Whether this process follows the Log API (when configured). Default true; false on workers 2..N. */
   followLogs?: boolean;
-  /** What `GET /metrics` serves. Default this process's metrics (a worker gathers every worker's). */
-  renderMetrics?: () => Promise<string>;
+  /**
+   * What `GET /metrics` and the console's Health page read. Default this process's metrics (a
+   * worker gathers every worker's through its primary).
+   */
+  gatherMetrics?: () => Promise<ResourceMetrics>;
   /**
    * A node:cluster worker: the decision port is bound by this process itself, beside the other
    * workers (SO_REUSEPORT), not through the primary (src/http/accept-sockets.ts). Default false.

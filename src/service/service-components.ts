@@ -265,7 +265,7 @@ function consoleOf(
     health: {
       health: () => l.health(),
       readiness: () => l.readiness(),
-      metrics: options.renderMetrics ?? (() => ctx.metrics.render()),
+      metrics: options.gatherMetrics ?? (() => ctx.metrics.collect()),
     },
     labelDecision: ({ operator, ...label }) =>
       recordLabel(

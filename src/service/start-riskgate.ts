@@ -39,7 +39,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
   });
   let draining = false;
   return startOrTearDown(lifecycle, teardownMs, async (l) => {
-    metrics = await l.start(metricsComponent(options.renderMetrics));
+    metrics = await l.start(metricsComponent(options.gatherMetrics));
     const ctx = { options, log, opsKeys, drainTimeoutMs, metrics };
     const {
       decisionLog,
