@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import type { RuleReport } from '../src/decision-store/rule-report.ts';
-import { demoRequest } from '../src/dev/demo-requests.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
