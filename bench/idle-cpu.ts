@@ -57,10 +57,17 @@ const server = await startServer({
 });
 try {
   await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
+  const tree = processTree(server.pid);
+  const perBefore = tree.map((p) => processCpuUs(p) ?? 0);
   const before = treeCpuUs(server.pid);
   const startedAt = performance.now();
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const usedUs = treeCpuUs(server.pid) - before;
+  // Each process's share, named by its command line: the embedded sandbox is not riskgate's cost.
+  for (const [i, p] of tree.entries()) {
+    const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').slice(0, 100);
+    console.log(`  ${p}: ${(((processCpuUs(p) ?? 0) - perBefore[i]!) / 1000).toFixed(0)} ms CPU  ${cmd}`);
+  }
   const wallUs = (performance.now() - startedAt) * 1000;
   console.log(
     `idle riskgate (${values.workers ?? 'default'} workers, ${processTree(server.pid).length} processes): ` +
