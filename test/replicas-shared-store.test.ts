@@ -53,9 +53,9 @@ describe.runIf(postgresAvailable() && redisAvailable())(
       const env = {
         RISKGATE_DATABASE: url,
         RISKGATE_FEATURE_STORE: redis.url,
-        // As deploy/ ships them: the outbox on the shared Redis too, and a state dir nobody can
-        // write (/proc: the pods mount nothing writable), so any state kept on disk fails the start.
-        RISKGATE_OUTBOX: redis.url,
+        // As deploy/ ships them: the outbox in the shared database (its default), and a state dir
+        // nobody can write (/proc: the pods mount nothing writable), so any state kept on disk
+        // fails the start.
         RISKGATE_STATE_DIR: '/proc/riskgate-no-state-here',
         RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}`,
       };
