@@ -280,7 +280,9 @@ describe('a failing input gives a degraded decision, treated as the policy says,
     expect(decideResponseSchema.safeParse(body).error).toBeUndefined();
     const elapsedMs = body.elapsedMs as number;
     if (fault.kind === 'hang' && target.hangReason === 'deadline') {
-      expect(elapsedMs).toBeGreaterThanOrEqual(DEADLINE_MS - 1);
+      // The deadline's timer runs on libuv's loop time, cached at the start of a turn: it may fire a
+      // few ms before the arrival-based clock reads the full deadline (297.9 ms seen on CI).
+      expect(elapsedMs).toBeGreaterThanOrEqual(DEADLINE_MS - 5);
     } else {
       expect(elapsedMs).toBeLessThan(DEADLINE_MS);
     }
