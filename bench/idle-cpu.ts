@@ -5,11 +5,11 @@
  * time of the whole process tree (every process below it, from /proc) over `--seconds` with no
  * request sent. Prints the share of one core it used: what an idle riskgate costs the host.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, processCpuUs, startServer } from './bench-processes.ts';
+import { freePort, processCpuUs, processTree, processTreeCpuUs, startServer } from './bench-processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -19,24 +19,6 @@ const { values } = parseArgs({
   },
 });
 const seconds = Number(values.seconds);
-
-/** `pid` and every process below it. */
-function processTree(pid: number): number[] {
-  const all = [pid];
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    let children = '';
-    try {
-      children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const child of children.split(' ').filter((c) => c.trim() !== ''))
-      all.push(...processTree(Number(child)));
-  }
-  return all;
-}
-
-const treeCpuUs = (pid: number) => processTree(pid).reduce((sum, p) => sum + (processCpuUs(p) ?? 0), 0);
 
 const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-idle-'));
 const port = await freePort();
@@ -59,10 +41,10 @@ try {
   await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
   const tree = processTree(server.pid);
   const perBefore = tree.map((p) => processCpuUs(p) ?? 0);
-  const before = treeCpuUs(server.pid);
+  const before = processTreeCpuUs(server.pid) ?? 0;
   const startedAt = performance.now();
   await new Promise((r) => setTimeout(r, seconds * 1000));
-  const usedUs = treeCpuUs(server.pid) - before;
+  const usedUs = (processTreeCpuUs(server.pid) ?? 0) - before;
   // Each process's share, named by its command line: the embedded sandbox is not riskgate's cost.
   for (const [i, p] of tree.entries()) {
     const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').slice(0, 100);
