@@ -7,6 +7,7 @@ import pgClient from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseTarget, type FeatureMigrations, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
+import { eventually } from './support/eventually.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 // A type, not an interface: kysely's withTables wants an index signature.
@@ -154,6 +155,46 @@ describe('the database serves the same kysely queries on both engines', () => {
         await admin.end();
       }
       await openTogether(() => ({ kind: 'postgres', url: pg.url.replace(/\/postgres$/, '/together') }), 4);
+    });
+
+    it('survives its server ending a connection that a transaction holds between two statements', async () => {
+      // pg-pool hears a client's errors only while it is idle: before the fix this was an uncaught
+      // exception (CI saw it when a test stopped PostgreSQL under a running riskgate).
+      const uncaught: unknown[] = [];
+      const record = (error: unknown) => uncaught.push(error);
+      process.on('uncaughtException', record);
+      const opened = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations });
+      const admin = new pgClient.Client({ connectionString: pg.url });
+      await admin.connect();
+      try {
+        const failed = await opened.db.connection().execute(async (conn) => {
+          const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(conn);
+          const pid = rows[0]?.pid;
+          await admin.query('select pg_terminate_backend($1)', [pid]);
+          // The next statement on the held connection fails: the server is gone from under it.
+          return sql`select 1`.execute(conn).then(
+            () => false,
+            () => true,
+          );
+        });
+        expect(failed).toBe(true);
+        // The pool drops the dead client once its end is read (a statement sent before that fails
+        // on its own): queries go on without a restart.
+        const one = await eventually(
+          () =>
+            sql<{ one: number }>`select 1 as one`.execute(opened.db).then(
+              (r) => r.rows,
+              () => undefined,
+            ),
+          { timeoutMs: 10_000, intervalMs: 50, what: 'a query on a fresh connection' },
+        );
+        expect(one).toEqual([{ one: 1 }]);
+        expect(uncaught).toEqual([]);
+      } finally {
+        process.off('uncaughtException', record);
+        await admin.end();
+        await opened.close();
+      }
     });
 
     it('refuses an unreachable server naming the failure, never the URL', async () => {

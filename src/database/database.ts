@@ -126,6 +126,13 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
   });
   // An idle client's error (the server restarted) must not crash the process: the pool replaces it.
   pool.on('error', () => {});
+  // pg-pool listens for a client's errors only while it is idle. A connection that ends while
+  // checked out between two statements (kysely holds it for a transaction) would emit an 'error'
+  // nobody hears: an uncaught exception that takes the process down with the database. The
+  // statement in flight, or the next one, fails on its own and the pool drops the dead client.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
   const db = new Kysely<{}>({ dialect: new PostgresDialect({ pool }) });
   try {
