@@ -2,6 +2,7 @@ import type { StoredDecision } from '../decision-store/decision-query.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
 import { type InputTable, type InputValues, shortText as show } from '../policy/inputs/input-row.ts';
 import { INPUT_ROWS } from '../policy/inputs/input-table.ts';
+import { visibleText } from '../text/visible-text.ts';
 import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
 
 /**
@@ -19,7 +20,9 @@ function Facts(props: { rows: [string, string | undefined][] }) {
       {rows.map(([k, v]) => (
         <>
           <dt>{k}</dt>
-          <dd class="mono">{v}</dd>
+          <dd class="mono">
+            <bdi>{visibleText(v ?? '')}</bdi>
+          </dd>
         </>
       ))}
     </dl>
