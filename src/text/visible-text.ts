@@ -25,8 +25,8 @@ export function visibleText(text: string): string {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (!isHidden(code)) continue;
-    out = (out ?? '') + text.slice(from, i) + `⟨U+${code.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+    out = `${out ?? ''}${text.slice(from, i)}⟨U+${code.toString(16).toUpperCase().padStart(4, '0')}⟩`;
     from = i + 1;
   }
-  return out === undefined ? text : out + text.slice(from);
+  return out === undefined ? text : `${out}${text.slice(from)}`;
 }
