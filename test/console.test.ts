@@ -513,6 +513,29 @@ describe('the console Audit page', () => {
   });
 });
 
+describe('the console empty states', () => {
+  it('name the filters that matched nothing, and a rule filter naming no rule of the active policy', async () => {
+    const s = await signIn(OPS_KEY);
+    const typo = await (await get(s, '/console/decisions?rule=credential-stufing&verdict=deny')).text();
+    expect(typo).toContain('No decision in the last 24h matches verdict deny, rule credential-stufing.');
+    expect(typo).toContain('The active policy has no rule <code>credential-stufing</code>; its rules are ');
+    expect(typo).toContain('credential-stuffing,');
+    // A real rule that matched nothing gets no hint about rules, only the filters.
+    const real = await (
+      await get(s, '/console/decisions?rule=credential-stuffing&accountId=nobody-here')
+    ).text();
+    expect(real).toContain('matches rule credential-stuffing, accountId nobody-here.');
+    expect(real).not.toContain('The active policy has no rule');
+  });
+
+  it('say which operator an empty audit filter looked for', async () => {
+    const s = await signIn(OPS_KEY);
+    const page = await (await get(s, '/console/audit?actor=nobody-at-all')).text();
+    expect(page).toContain('No entry by operator “nobody-at-all”.');
+    expect(page).not.toContain('Nothing recorded yet');
+  });
+});
+
 describe('the console health page', () => {
   it('reads the vendor calls and the shed decisions from the metrics', async () => {
     const s = await signIn(OPS_KEY);

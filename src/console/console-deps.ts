@@ -47,6 +47,8 @@ export interface ConsoleDeps {
    * (src/policy/inputs/input-table.ts).
    */
   inputs?: (() => InputTable) | undefined;
+  /** The active policy's rule ids: a rule filter naming none of them says so. Default: no hint. */
+  ruleIds?: (() => readonly string[]) | undefined;
   /** Records a label (the decision log's `feedback` line, src/feedback/record-label.ts). */
   labelDecision(label: ConsoleLabel): Promise<unknown>;
   /** The operator of an operator key, or undefined when it is none. Default the edge's (`operatorOfKey`). */

@@ -75,7 +75,7 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     return kit.page(c, {
       title: 'Decisions',
       current: 'decisions',
-      body: <DecisionsView q={q.data} page={page} counts={counts} />,
+      body: <DecisionsView q={q.data} page={page} counts={counts} ruleIds={deps.ruleIds?.()} />,
     });
   });
   ui.get('/decisions.json', async (c) => {

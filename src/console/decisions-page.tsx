@@ -226,7 +226,61 @@ export function DecisionRow(props: { d: DecisionSummary }) {
   );
 }
 
-export function DecisionsView(props: { q: DecisionsQuery; page: DecisionPage; counts: VerdictCounts }) {
+/** The filters a query sets, as a reader names them ("verdict deny, rule geo_far"), range aside. */
+export function filtersNamed(q: DecisionsQuery): string[] {
+  const named: string[] = [];
+  for (const key of FILTER_KEYS) {
+    const value = q[key];
+    if (value !== undefined) named.push(`${key} ${String(value)}`);
+  }
+  return named;
+}
+const FILTER_KEYS = [
+  'from',
+  'to',
+  'verdict',
+  'rule',
+  'accountId',
+  'userId',
+  'ip',
+  'unitId',
+  'degraded',
+  'label',
+  'shadow',
+] as const satisfies readonly (keyof DecisionsQuery)[];
+
+/**
+ * What an empty page says: which filters matched nothing, over which range, and a rule filter
+ * that names no rule of the active policy (a typo, or a rule an earlier version had).
+ */
+function NothingMatched(props: { q: DecisionsQuery; ruleIds: readonly string[] | undefined }) {
+  const { q, ruleIds } = props;
+  const named = filtersNamed(q);
+  const unknownRule = q.rule !== undefined && ruleIds !== undefined && !ruleIds.includes(q.rule);
+  return (
+    <div class="notice" role="status">
+      <p>
+        No decision in {q.range === 'all' ? 'all time' : `the last ${q.range}`}
+        {named.length > 0 ? ` matches ${named.join(', ')}.` : '.'}
+      </p>
+      {unknownRule && (
+        <p>
+          The active policy has no rule <code>{q.rule}</code>
+          {ruleIds.length > 0 ? `; its rules are ${ruleIds.join(', ')}.` : '.'} A rule of an earlier version
+          still matches its old decisions.
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function DecisionsView(props: {
+  q: DecisionsQuery;
+  page: DecisionPage;
+  counts: VerdictCounts;
+  /** The active policy's rule ids, for the hint on an unknown rule filter. */
+  ruleIds?: readonly string[] | undefined;
+}) {
   const { q, page } = props;
   return (
     <>
@@ -269,7 +323,7 @@ export function DecisionsView(props: { q: DecisionsQuery; page: DecisionPage; co
           ))}
         </tbody>
       </table>
-      {page.decisions.length === 0 && <p class="muted">No decision matches these filters.</p>}
+      {page.decisions.length === 0 && <NothingMatched q={q} ruleIds={props.ruleIds} />}
       <nav class="pager" aria-label="Pages">
         {q.cursor !== undefined && <a href={decisionsLink(q, { cursor: '' })}>Newest</a>}
         {page.nextCursor !== undefined && (

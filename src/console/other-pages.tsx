@@ -333,7 +333,11 @@ export function AuditView(props: {
           ))}
         </tbody>
       </table>
-      {props.entries.length === 0 && <p class="muted">Nothing recorded yet.</p>}
+      {props.entries.length === 0 && (
+        <p class="muted">
+          {props.actor !== undefined ? `No entry by operator “${props.actor}”.` : 'Nothing recorded yet.'}
+        </p>
+      )}
       {props.nextCursor !== undefined && (
         <nav class="pager" aria-label="Pages">
           <a

@@ -136,7 +136,8 @@ export async function startServices(
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
   const operations = { lists: lists.operations, lockouts: lockouts.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
-  await l.start(consoleOf(l, ctx, { ...shown, ...operations }));
+  const ruleIds = () => policies.store.current().ruleIds ?? [];
+  await l.start(consoleOf(l, ctx, { ...shown, ...operations, ruleIds }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -249,6 +250,7 @@ function consoleOf(
     decisionLog: DecisionLog;
     lists: ListOperations;
     lockouts: LockoutOperations;
+    ruleIds: () => readonly string[];
   },
 ) {
   const { options } = ctx;
@@ -274,5 +276,6 @@ function consoleOf(
       ),
     session: { ...options.config.console, operatorKeys: ctx.opsKeys },
     inputs: options.inputs === undefined ? undefined : () => options.inputs!,
+    ruleIds: s.ruleIds,
   });
 }
