@@ -508,6 +508,8 @@ describe('the console Audit page', () => {
     expect(page).toContain('<th scope="col">Outcome</th>');
     const row = page.split('<tr>').find((r) => r.includes('trustedAccounts:acct-audited'));
     expect(row).toContain('outcome-done');
+    // The target leads to the list it changed.
+    expect(row).toContain('<a href="/console/lists/trustedAccounts">trustedAccounts:acct-audited</a>');
     // The sign-ins of this file are answered with a redirect: done too; nothing reads unknown.
     expect(page).not.toContain('no outcome recorded');
   });

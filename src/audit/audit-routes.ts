@@ -2,24 +2,10 @@ import { z } from 'zod';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Component, MetricsRegistry, RouteMount } from '../lifecycle/component.ts';
-import { AUDIT_OUTCOMES, type AuditAction, type AuditTrail } from '../operators/audit-trail.ts';
+import { AUDIT_ACTIONS, AUDIT_OUTCOMES, type AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
 import { storableLine } from '../text/storable-text.ts';
 import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
-
-/** Every action the audit trail records (src/operators/audit-trail.ts). */
-export const AUDIT_ACTIONS = [
-  'session.sign_in',
-  'session.sign_out',
-  'decision.label',
-  'action.retry',
-  'action.drop',
-  'policy.reload',
-  'list.add',
-  'list.remove',
-  'lockout.unlock',
-  'lockout.extend',
-] as const satisfies readonly AuditAction[];
 
 /** `GET /audit`'s query. */
 export const auditQuerySchema = z.object({

@@ -284,6 +284,32 @@ function AuditOutcomeCell(props: { outcome: AuditEntry['outcome'] }) {
   );
 }
 
+/**
+ * The console page of what an audit entry changed: the decision labelled or whose action was
+ * retried (an action id starts with its decision's id), the list, the lock-out. Sign-ins and
+ * policy reloads have no page.
+ */
+export function auditTargetHref(action: string, target: string): string | undefined {
+  const [thing] = action.split('.');
+  const head = target.split(':')[0] ?? target;
+  switch (thing) {
+    case 'decision':
+    case 'action':
+      return `/console/decisions/${encodeURIComponent(head)}`;
+    case 'list':
+      return `/console/lists/${encodeURIComponent(head)}`;
+    case 'lockout':
+      return `/console/lockouts/${encodeURIComponent(target)}`;
+    default:
+      return undefined;
+  }
+}
+
+function AuditTarget(props: { action: string; target: string }) {
+  const href = auditTargetHref(props.action, props.target);
+  return href === undefined ? <>{props.target}</> : <a href={href}>{props.target}</a>;
+}
+
 export function AuditView(props: {
   entries: readonly AuditEntry[];
   nextCursor?: string | undefined;
@@ -323,7 +349,9 @@ export function AuditView(props: {
                 {e.actor} <span class="tag">{e.role}</span>
               </td>
               <td>{e.action}</td>
-              <td class="mono">{e.target}</td>
+              <td class="mono">
+                <AuditTarget action={e.action} target={e.target} />
+              </td>
               <td>
                 <AuditOutcomeCell outcome={e.outcome} />
               </td>

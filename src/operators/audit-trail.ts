@@ -12,18 +12,21 @@ import type { OperatorRole } from './operator.ts';
  * change was made when it may not have been.
  */
 
+/** Every change the audit trail records, as `<thing>.<verb>` (`GET /audit?action=` takes these). */
+export const AUDIT_ACTIONS = [
+  'session.sign_in',
+  'session.sign_out',
+  'decision.label',
+  'action.retry',
+  'action.drop',
+  'policy.reload',
+  'list.add',
+  'list.remove',
+  'lockout.unlock',
+  'lockout.extend',
+] as const;
 /** What was done, as `<thing>.<verb>`. */
-export type AuditAction =
-  | 'session.sign_in'
-  | 'session.sign_out'
-  | 'decision.label'
-  | 'action.retry'
-  | 'action.drop'
-  | 'policy.reload'
-  | 'list.add'
-  | 'list.remove'
-  | 'lockout.unlock'
-  | 'lockout.extend';
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What became of an audited change. */
 export const AUDIT_OUTCOMES = ['done', 'failed', 'refused'] as const;
