@@ -547,6 +547,19 @@ describe('the console health page', () => {
     expect(page).toMatch(/0 of 2 decisions shed since start/);
     expect(page).toMatch(/<td>signals<\/td><td>new-browser<\/td><td class="num">2<\/td>/);
   });
+
+  it('shows the outbox and each component as tables, not JSON', async () => {
+    const s = await signIn(OPS_KEY);
+    const page = await (await get(s, '/console/health')).text();
+    const stats = await h.riskgate.outbox.store.stats(Date.now());
+    expect(page).toContain(`<th scope="row">Pending</th><td class="num">${stats.pending}</td>`);
+    expect(page).toContain(`<a href="/console/actions?status=dead">${stats.dead}</a>`);
+    // The decision store reports through /healthz: a row group of its own, a fact per leaf.
+    expect(page).toMatch(
+      /<th scope="rowgroup" rowspan="\d+">decisionStore<\/th><td class="mono">engine<\/td>/,
+    );
+    expect(page).not.toContain('<pre');
+  });
 });
 
 describe('the console Lock-outs page', () => {

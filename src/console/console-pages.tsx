@@ -214,7 +214,11 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     return kit.page(c, { title: 'Rules', current: 'rules', body: <RulesView report={report} /> });
   });
   ui.get('/health', async (c) => {
-    const collected = await deps.health.metrics?.().catch(() => undefined);
+    const [collected, outbox] = await Promise.all([
+      deps.health.metrics?.().catch(() => undefined),
+      // Unreadable (the control database is down) is said so on the page, not a 500.
+      deps.outbox.store.stats(Date.now()).catch(() => undefined),
+    ]);
     return kit.page(c, {
       title: 'Health',
       current: 'health',
@@ -223,6 +227,7 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
           readiness={deps.health.readiness()}
           health={deps.health.health()}
           store={deps.decisions?.status()}
+          outbox={outbox}
           metrics={collected === undefined ? undefined : summarizeMetrics(collected)}
         />
       ),

@@ -2,6 +2,7 @@ import type { DecisionStoreStatus } from '../decision-store/decision-query.ts';
 import type { AuditEntry } from '../operators/audit-trail.ts';
 import type { OutboxStats } from '../outbox/outbox-store.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
+import { leafFacts, shortText } from '../policy/inputs/input-row.ts';
 import { CsrfField, Notice, Time } from './console-layout.tsx';
 import type { MetricsSummary } from './console-metrics.ts';
 
@@ -136,17 +137,68 @@ export function ActionsView(props: {
   );
 }
 
-function Json(props: { value: unknown }) {
-  return <pre class="mono">{JSON.stringify(props.value, null, 2)}</pre>;
+/** A value's leaves as a definition list (`path`, value): a token's state, a breaker. */
+function LeafFacts(props: { value: unknown }) {
+  const rows = typeof props.value === 'object' && props.value !== null ? leafFacts(props.value, '', 40) : [];
+  if (rows.length === 0) return <p class="mono">{shortText(props.value)}</p>;
+  return (
+    <dl class="facts">
+      {rows.map(([k, v]) => (
+        <>
+          <dt>{k}</dt>
+          <dd class="mono">{v}</dd>
+        </>
+      ))}
+    </dl>
+  );
+}
+
+/**
+ * Each component's health (the outbox, the lists, the decision store, ...) as rows of one table:
+ * its name once, then each fact it reports, nested ones by their path.
+ */
+function ComponentsTable(props: { components: Record<string, unknown> }) {
+  const entries = Object.entries(props.components).filter(([k]) => k !== 'alarms');
+  return (
+    <table id="components">
+      <thead>
+        <tr>
+          <th scope="col">Component</th>
+          <th scope="col">Fact</th>
+          <th scope="col">Value</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.flatMap(([name, value]) => {
+          const facts: [string, string][] =
+            typeof value === 'object' && value !== null ? leafFacts(value, '', 40) : [['', shortText(value)]];
+          const rows = facts.length === 0 ? ([['', '—']] as [string, string][]) : facts;
+          return rows.map(([fact, v], i) => (
+            <tr>
+              {i === 0 && (
+                <th scope="rowgroup" rowspan={rows.length}>
+                  {name}
+                </th>
+              )}
+              <td class="mono">{fact}</td>
+              <td class="mono">{v}</td>
+            </tr>
+          ));
+        })}
+      </tbody>
+    </table>
+  );
 }
 
 export function HealthView(props: {
   readiness: { ready: boolean; checks: Record<string, boolean> };
   health: Record<string, unknown>;
   store: DecisionStoreStatus | undefined;
+  /** The outbox's counts; undefined when its database cannot be read. */
+  outbox: OutboxStats | undefined;
   metrics: MetricsSummary | undefined;
 }) {
-  const { readiness, health, store, metrics } = props;
+  const { readiness, health, store, outbox, metrics } = props;
   const vendor = (health.vendor ?? {}) as { token?: unknown; circuits?: unknown[] };
   const { vendor: _v, ...rest } = health;
   const total = metrics === undefined ? 0 : metrics.decisions + metrics.shed;
@@ -204,6 +256,31 @@ export function HealthView(props: {
           )}
         </section>
       </div>
+      <section class="card" aria-labelledby="h-outbox">
+        <h2 id="h-outbox">Outbox</h2>
+        {outbox === undefined ? (
+          <Notice kind="error">The outbox cannot be read: its database does not answer.</Notice>
+        ) : (
+          <table id="outbox">
+            <tbody>
+              <tr>
+                <th scope="row">Pending</th>
+                <td class="num">{outbox.pending}</td>
+              </tr>
+              <tr>
+                <th scope="row">Oldest pending</th>
+                <td class="num">{(outbox.oldestPendingAgeMs / 1000).toFixed(1)} s</td>
+              </tr>
+              <tr>
+                <th scope="row">Dead (given up, see Actions)</th>
+                <td class="num">
+                  <a href="/console/actions?status=dead">{outbox.dead}</a>
+                </td>
+              </tr>
+            </tbody>
+          </table>
+        )}
+      </section>
       <section class="card" aria-labelledby="h-vendor">
         <h2 id="h-vendor">Vendor</h2>
         <p>
@@ -211,11 +288,11 @@ export function HealthView(props: {
           {(vendor.circuits ?? []).length === 0 ? (
             'none (every route closed)'
           ) : (
-            <Json value={vendor.circuits} />
+            <LeafFacts value={vendor.circuits} />
           )}
         </p>
         <h3>Token</h3>
-        <Json value={vendor.token ?? 'not configured'} />
+        <LeafFacts value={vendor.token ?? 'not configured'} />
         {metrics !== undefined && (
           <table>
             <caption class="muted">Calls since this process started</caption>
@@ -261,7 +338,7 @@ export function HealthView(props: {
       )}
       <section class="card" aria-labelledby="h-components">
         <h2 id="h-components">Components</h2>
-        <Json value={rest} />
+        <ComponentsTable components={rest} />
       </section>
     </>
   );
