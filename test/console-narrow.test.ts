@@ -14,7 +14,8 @@ import { shippedPolicyWithLists } from './support/list-policy.ts';
  * The console on a phone (390 px, an iPhone's width) and against a hostile user agent: no page
  * scrolls sideways (wide tables scroll inside their cards), and a decision whose user agent is
  * 1,024 characters long with a U+202E (right-to-left override) in it renders within the viewport,
- * in the order it was sent, the override shown as what it is instead of obeyed.
+ * in the order it was sent, the override shown as what it is instead of obeyed. Times show in the
+ * reader's zone, UTC on hover.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -46,6 +47,8 @@ beforeAll(async () => {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: WIDTH, height: 844 },
+    // A reader in India (UTC+5:30): times show in their zone.
+    timezoneId: 'Asia/Kolkata',
     args: [
       '--headless',
       '--no-sandbox',
@@ -119,5 +122,20 @@ describe('the console at 390 px', () => {
     const box = await shown.boundingBox();
     expect(box).not.toBeNull();
     expect(box!.x + box!.width).toBeLessThanOrEqual(WIDTH);
+  });
+});
+
+describe('the console in the reader’s zone', () => {
+  it('shows each time in the browser’s zone with UTC on hover', async () => {
+    await page.goto(`${h.url}/console/decisions`);
+    const time = page.locator('#decisions time').first();
+    const iso = (await time.getAttribute('datetime'))!;
+    const shown = (await time.textContent())!;
+    expect(await time.getAttribute('title')).toBe(`${iso.replace('T', ' ').slice(0, 19)} UTC`);
+    // Read back as if it were UTC, the shown time is 5 h 30 min ahead of the moment.
+    const [wall, zone] = [shown.slice(0, 19), shown.slice(20)];
+    expect(zone).toBe('GMT+5:30');
+    const aheadMs = Date.parse(`${wall.replace(' ', 'T')}Z`) - Math.floor(Date.parse(iso) / 1000) * 1000;
+    expect(aheadMs).toBe(5.5 * 3600_000);
   });
 });

@@ -103,8 +103,17 @@ export function VerdictBadge(props: { verdict: string }) {
 }
 
 /** An RFC 3339 time, readable, with the full value for a machine. */
+/**
+ * A moment, in UTC as sent; the console's script shows it in the reader's zone and keeps UTC on
+ * hover (the `title`), so without script it still reads right.
+ */
 export function Time(props: { at: string }) {
-  return <time datetime={props.at}>{props.at.replace('T', ' ').slice(0, 19)}</time>;
+  const utc = `${props.at.replace('T', ' ').slice(0, 19)} UTC`;
+  return (
+    <time datetime={props.at} title={utc}>
+      {utc}
+    </time>
+  );
 }
 
 /** A notice box: the outcome of a change, or why something cannot be shown. */

@@ -303,7 +303,7 @@ export function DecisionsView(props: {
         <caption class="muted">Newest first{q.cursor !== undefined ? ' (an older page)' : ''}</caption>
         <thead>
           <tr>
-            <th scope="col">When (UTC)</th>
+            <th scope="col">When</th>
             <th scope="col">Verdict</th>
             <th scope="col" class="num">
               Score

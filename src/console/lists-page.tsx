@@ -217,8 +217,8 @@ export function ListView(props: {
             <th scope="col">Value</th>
             <th scope="col">Author</th>
             <th scope="col">Reason</th>
-            <th scope="col">Created (UTC)</th>
-            <th scope="col">Expires (UTC)</th>
+            <th scope="col">Created</th>
+            <th scope="col">Expires</th>
             {props.canChange && <th scope="col">Remove</th>}
           </tr>
         </thead>

@@ -89,7 +89,7 @@ export function LockoutsView(props: {
       <table id="lockouts">
         <thead>
           <tr>
-            <th scope="col">When (UTC)</th>
+            <th scope="col">When</th>
             <th scope="col">User</th>
             <th scope="col">Decision</th>
             <th scope="col">Rule</th>

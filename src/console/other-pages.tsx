@@ -407,7 +407,7 @@ export function AuditView(props: {
       <table>
         <thead>
           <tr>
-            <th scope="col">When (UTC)</th>
+            <th scope="col">When</th>
             <th scope="col">Who</th>
             <th scope="col">What</th>
             <th scope="col">Target</th>

@@ -1,8 +1,35 @@
 // The console's one script (an ES module served from the package; the CSP allows no inline script).
-// The decisions page's live tail: while on, polls the decisions JSON endpoint with the page's
+// Every time shows in the reader's zone, UTC on hover. The decisions page's live tail: while on, polls the decisions JSON endpoint with the page's
 // filters every few seconds and adds the decisions newer than the newest row on top.
 
 const POLL_MS = 3000;
+
+const pad = (n) => String(n).padStart(2, '0');
+
+/** `iso` in the reader's zone, as the server writes UTC: `YYYY-MM-DD HH:MM:SS` and the zone's name. */
+function localTime(iso) {
+  const d = new Date(iso);
+  const zone =
+    new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' })
+      .formatToParts(d)
+      .find((p) => p.type === 'timeZoneName')?.value ?? '';
+  const day = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  return `${day} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zone}`.trim();
+}
+
+/** A `<time>` the server rendered in UTC, shown local with UTC kept in its title. */
+function localize(time) {
+  if (Number.isNaN(Date.parse(time.dateTime))) return;
+  time.title = `${time.dateTime.replace('T', ' ').slice(0, 19)} UTC`;
+  time.textContent = localTime(time.dateTime);
+}
+
+function timeElement(iso) {
+  const time = document.createElement('time');
+  time.dateTime = iso;
+  localize(time);
+  return time;
+}
 
 function cell(text, className) {
   const td = document.createElement('td');
@@ -28,7 +55,7 @@ function row(d) {
   const when = document.createElement('td');
   const link = document.createElement('a');
   link.href = `/console/decisions/${encodeURIComponent(d.decisionId)}`;
-  link.textContent = d.at.replace('T', ' ').slice(0, 19);
+  link.append(timeElement(d.at));
   when.append(link);
   tr.append(
     when,
@@ -93,6 +120,8 @@ function startTail(table, toggle, status) {
   });
   toggle.hidden = false;
 }
+
+for (const time of document.querySelectorAll('time[datetime]')) localize(time);
 
 const table = document.querySelector('table[data-tail-url]');
 const toggle = document.getElementById('live-toggle');
