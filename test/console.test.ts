@@ -569,6 +569,12 @@ describe('the console Lock-outs page', () => {
     expect(page).toContain(`href="/console/lockouts/${malloryId}"`);
     expect(page).toContain(`href="/console/decisions/${malloryId}"`);
     expect(page).toContain('rat-confirmed');
+    // Found by the account the login backend sent as well: mallory's and no other.
+    const byAccount = await (await get(s, '/console/lockouts?accountId=mallory')).text();
+    expect(byAccount).toContain(`href="/console/lockouts/${malloryId}"`);
+    expect(byAccount).toContain('value="mallory"');
+    const otherAccount = await (await get(s, '/console/lockouts?accountId=alice')).text();
+    expect(otherAccount).not.toContain(`href="/console/lockouts/${malloryId}"`);
     const none = await (await get(s, '/console/lockouts?status=expired')).text();
     expect(none).toContain('No lock-out matches.');
     expect((await get(s, '/console/lockouts?status=gone')).status).toBe(400);

@@ -65,6 +65,10 @@ function Filters(props: { q: LockoutQuery }) {
         <label for="lo-user">User id</label>
         <input type="text" id="lo-user" name="userId" value={props.q.userId ?? ''} />
       </div>
+      <div>
+        <label for="lo-account">Account</label>
+        <input type="text" id="lo-account" name="accountId" value={props.q.accountId ?? ''} />
+      </div>
       <div class="actions">
         <button type="submit">Apply filters</button>
       </div>
@@ -80,6 +84,7 @@ export function LockoutsView(props: {
   const more = new URLSearchParams({
     ...(q.status !== undefined && { status: q.status }),
     ...(q.userId !== undefined && { userId: q.userId }),
+    ...(q.accountId !== undefined && { accountId: q.accountId }),
     ...(page.nextCursor !== undefined && { cursor: page.nextCursor }),
   });
   return (
@@ -219,10 +224,11 @@ export function LockoutRecordView(props: {
 }
 
 /** The filters as the query of `GET /lockouts` (an empty field is no filter; nothing else is read). */
+/** The query's keys a console form sends (the API's, less `limit`); blank fields left out. */
+const FILTERS = new Set(Object.keys(lockoutsQuerySchema.shape).filter((k) => k !== 'limit'));
+
 function lockoutsQueryOf(query: Record<string, string>) {
-  const given = Object.entries(query).filter(
-    ([k, v]) => v !== '' && (k === 'status' || k === 'userId' || k === 'cursor'),
-  );
+  const given = Object.entries(query).filter(([k, v]) => v !== '' && FILTERS.has(k));
   return lockoutsQuerySchema.safeParse(Object.fromEntries(given));
 }
 

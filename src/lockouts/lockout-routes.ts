@@ -15,6 +15,11 @@ import { decodeCursor, LockoutStore, lockoutView } from './lockout-store.ts';
 /** The query of `GET /lockouts`. */
 export const lockoutsQuerySchema = z.strictObject({
   userId: storableLine().min(1).max(256).optional().describe('Only this Admin user’s lock-outs.'),
+  accountId: storableLine()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe('Only the lock-outs of this account (the login backend’s `accountId` of the decision).'),
   status: z.enum(LOCKOUT_STATUSES).optional().describe('Only lock-outs in this status.'),
   cursor: z
     .string()

@@ -18,6 +18,8 @@ const UNKNOWN_RULE = 'unknown';
 
 export interface LockoutFilter {
   userId?: string | undefined;
+  /** The login backend's account id (the decision's `accountId`). */
+  accountId?: string | undefined;
   status?: LockoutStatus | undefined;
   /** From a previous page's `nextCursor`: the lock-outs after it (older). */
   cursor?: string | undefined;
@@ -197,6 +199,7 @@ export class LockoutStore {
     const limit = Math.min(200, Math.max(1, filter.limit ?? 50));
     let q = this.#db.selectFrom('lockout').selectAll();
     if (filter.userId !== undefined) q = q.where('user_id', '=', filter.userId);
+    if (filter.accountId !== undefined) q = q.where('account_id', '=', filter.accountId);
     if (filter.status !== undefined) q = q.where('status', '=', filter.status);
     const after = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor);
     if (after !== undefined) {

@@ -72,4 +72,16 @@ export const lockoutMigrations: FeatureMigrations = {
       }
     },
   },
+  // An analyst looks a lock-out up by the login backend's account (the name they know) as well
+  // as by the Admin user id: the same page order under that filter.
+  'lockouts-002-account-index': {
+    async up(db) {
+      await db.schema
+        .createIndex('lockout_account_created')
+        .ifNotExists()
+        .on('lockout')
+        .columns(['account_id', 'created_ms', 'id'])
+        .execute();
+    },
+  },
 };
