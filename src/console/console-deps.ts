@@ -49,6 +49,11 @@ export interface ConsoleDeps {
   inputs?: (() => InputTable) | undefined;
   /** The active policy's rule ids: a rule filter naming none of them says so. Default: no hint. */
   ruleIds?: (() => readonly string[]) | undefined;
+  /**
+   * Waits (bounded) until a change just made is what the next page reads: the label in the
+   * store, the rule report recomputed. Default: nothing to wait for.
+   */
+  settleOwnWrite?: (() => Promise<void>) | undefined;
   /** Records a label (the decision log's `feedback` line, src/feedback/record-label.ts). */
   labelDecision(label: ConsoleLabel): Promise<unknown>;
   /** The operator of an operator key, or undefined when it is none. Default the edge's (`operatorOfKey`). */

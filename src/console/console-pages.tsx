@@ -137,6 +137,8 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
         detail: { label, ...(note !== undefined && { note }) },
       });
       await deps.labelDecision({ decisionId: id.data, label, note, operator: c.get('session').operator });
+      // The page it leads to shows the label, and the Rules page counts it: never "not labelled yet".
+      await deps.settleOwnWrite?.();
       return c.redirect(`/console/decisions/${id.data}?labelled=${label}`, 303);
     },
   );

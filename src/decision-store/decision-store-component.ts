@@ -23,6 +23,11 @@ import { sqliteThreadSink } from './sqlite-thread-sink.ts';
 export interface DecisionStore extends DecisionReader {
   /** Keeps a decision-log record for the store's next batch. Never blocks, never throws. */
   ingest(record: object): void;
+  /**
+   * Resolves once every record ingested so far is readable, or `timeoutMs` passed (false then):
+   * a page shown after an operator's own write (a label) shows it.
+   */
+  flush(timeoutMs: number): Promise<boolean>;
   readonly enabled: boolean;
 }
 
@@ -45,6 +50,7 @@ const OFF_STATUS: DecisionStoreStatus = {
 export const DECISION_STORE_OFF: DecisionStore = {
   enabled: false,
   ingest() {},
+  flush: async () => true,
   list: async () => ({ decisions: [] }),
   get: async () => undefined,
   countByVerdict: async () => ({ allow: 0, challenge: 0, deny: 0, total: 0 }),
@@ -122,6 +128,7 @@ export function decisionStoreComponent(o: {
         ...createDecisionReader(db, status),
         enabled: true,
         ingest: (record) => writer.push(record),
+        flush: (timeoutMs) => writer.flush(timeoutMs),
       };
       return {
         handle: store,

@@ -35,4 +35,13 @@ describe('the cached rule report', () => {
     fail = false;
     expect((await cached.report()).generatedAt).toBe('1');
   });
+
+  it('recomputes on the next read after an invalidation (an operator’s own label)', async () => {
+    let calls = 0;
+    const cached = cachedRuleReport({ report: async () => report(++calls) }, 30_000);
+    expect((await cached.report()).generatedAt).toBe('1');
+    expect((await cached.report()).generatedAt).toBe('1');
+    cached.invalidate();
+    expect((await cached.report()).generatedAt).toBe('2');
+  });
 });

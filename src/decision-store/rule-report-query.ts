@@ -271,7 +271,10 @@ const round = (x: number) => Math.round(x * 10_000) / 10_000;
  * once each while the process is deciding logins. A report for an explicit `nowMs` (tests,
  * replays of a moment) is never cached. A revision change is seen at the next refresh.
  */
-export function cachedRuleReport(reader: RuleReportReader, maxAgeMs = 30_000): RuleReportReader {
+export function cachedRuleReport(
+  reader: RuleReportReader,
+  maxAgeMs = 30_000,
+): RuleReportReader & { invalidate(): void } {
   let cached: { atMs: number; report: Promise<RuleReport> } | undefined;
   return {
     report(nowMs?: number) {
@@ -286,6 +289,10 @@ export function cachedRuleReport(reader: RuleReportReader, maxAgeMs = 30_000): R
         });
       }
       return cached.report;
+    },
+    /** Forgets the kept report: the next reader sees a label just written. */
+    invalidate() {
+      cached = undefined;
     },
   };
 }

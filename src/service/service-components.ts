@@ -236,13 +236,19 @@ function policiesOf(ctx: { options: StartRiskgateOptions; log: ServiceLog; metri
   });
 }
 
+/**
+ * Longest an operator's label waits for the store before its page is shown, ms: past it the page
+ * shows what the store has (the store is behind, which the Health page says).
+ */
+const OWN_WRITE_SETTLE_MS = 5000;
+
 /** The console (`/console`) over what the services built. */
 function consoleOf(
   l: Lifecycle<RiskgateMetrics>,
   ctx: { options: StartRiskgateOptions; opsKeys: readonly string[]; metrics: RiskgateMetrics },
   s: {
     decisions: DecisionStore;
-    ruleReport: RuleReportReader;
+    ruleReport: RuleReportReader & { invalidate?(): void };
     audit: AuditTrail;
     outbox: Outbox;
     recent: DecisionMemory;
@@ -277,5 +283,9 @@ function consoleOf(
     session: { ...options.config.console, operatorKeys: ctx.opsKeys },
     inputs: options.inputs === undefined ? undefined : () => options.inputs!,
     ruleIds: s.ruleIds,
+    settleOwnWrite: async () => {
+      await s.decisions.flush(OWN_WRITE_SETTLE_MS);
+      s.ruleReport.invalidate?.();
+    },
   });
 }
