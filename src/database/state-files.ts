@@ -4,14 +4,12 @@ import {
   existsSync,
   mkdirSync,
   openSync,
-  readFileSync,
   renameSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { sleep } from '../timing/sleep.ts';
+import { withLockFile } from './state-lock.ts';
 
 /**
  * The embedded state files under RISKGATE_STATE_DIR (docs/architecture.md, "Two kinds of state"):
@@ -124,43 +122,19 @@ export function fileIdentity(path: string): { dev: number; ino: number; size: nu
 }
 
 /**
- * Runs `work` holding the state dir's start lock (`.start.lock`, created exclusively), so the
- * workers of one host (RISKGATE_WORKERS) prepare the files one at a time: the upgrade from the
- * single file, a file set aside, the marker. A lock left by a process that died is taken over.
- * Waits at most `timeoutMs`, then goes on without it (a start is never stopped by the lock).
+ * Runs `work` holding the state dir's start lock (`.start.lock`, src/database/state-lock.ts), so
+ * the workers of one host (RISKGATE_WORKERS) prepare the files one at a time: the upgrade from the
+ * single file, a file set aside, the marker. A lock left by a process that died, or by an earlier
+ * life of this pid (a container's pid 1), is taken over. Waits at most `timeoutMs`, then goes on
+ * without it (a start is never stopped by the lock).
  */
-export async function withStartLock<T>(dir: string, work: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
-  const lock = join(dir, '.start.lock');
-  const until = Date.now() + timeoutMs;
-  let held = false;
-  while (!held && Date.now() < until) {
-    try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
-      held = true;
-    } catch {
-      if (holderGone(lock)) rmSync(lock, { force: true });
-      else await sleep(50);
-    }
-  }
-  try {
-    return await work();
-  } finally {
-    if (held) rmSync(lock, { force: true });
-  }
+export async function withStartLock<T>(
+  dir: string,
+  work: () => Promise<T>,
+  timeoutMs = 30_000,
+  onTimeout?: () => void,
+): Promise<T> {
+  return withLockFile(join(dir, START_LOCK_FILE), work, { timeoutMs, ...(onTimeout && { onTimeout }) });
 }
 
-function holderGone(lock: string): boolean {
-  let pid: number;
-  try {
-    pid = Number(readFileSync(lock, 'utf8'));
-  } catch {
-    return false;
-  }
-  if (!Number.isInteger(pid) || pid <= 0) return true;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-}
+export const START_LOCK_FILE = '.start.lock';

@@ -1,10 +1,10 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { Kysely } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { tryLockFile } from '../database/state-lock.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
-import { isAlive } from './outbox.ts';
 import type { OutboxTables } from './outbox-tables.ts';
 
 /**
@@ -60,8 +60,8 @@ export async function drainOutboxFile(o: {
 }): Promise<DrainResult | undefined> {
   const path = join(o.stateDir, LEGACY_OUTBOX_FILE);
   if (!existsSync(path)) return undefined;
-  const lock = `${path}.draining`;
-  if (!takeLock(lock)) {
+  const lock = tryLockFile(`${path}.draining`);
+  if (lock === undefined) {
     o.log({ level: 'info', msg: 'outbox.sqlite is being drained by another process', path });
     return undefined;
   }
@@ -85,24 +85,8 @@ export async function drainOutboxFile(o: {
     });
     return { moved, skipped, renamedTo };
   } finally {
-    rmSync(lock, { force: true });
+    lock.release();
   }
-}
-
-/** Takes the drain's lock file; a lock whose process is gone is taken over. */
-function takeLock(lock: string): boolean {
-  for (let tries = 0; tries < 2; tries++) {
-    try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(lock, 'utf8'));
-      if (isAlive(holder)) return false;
-      rmSync(lock, { force: true });
-    }
-  }
-  return false;
 }
 
 /** What the file holds that must go on: pending, dead, and ended but never told. */

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import { linkSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { sleep } from '../timing/sleep.ts';
+
+/**
+ * A lock file in the state dir: the start lock (the workers of one host prepare the files one at a
+ * time) and the drain of a former `outbox.sqlite`. One rule for both, because every way a lock can
+ * lie has bitten a start:
+ *
+ * - It is never seen empty: the holder's line is written to a file of its own, then hard-linked
+ *   into place (`link` fails when the lock exists). A lock created empty and filled after (the
+ *   former way) was taken over by a second starter in between.
+ * - A lock naming this process's own pid, which this process does not hold, is from an earlier life
+ *   of the same pid: in a container every riskgate is pid 1, so "pid 1 is alive" held every restart
+ *   30 s and left `outbox.sqlite` undrained for ever.
+ * - A lock naming a process of this host that is gone (ESRCH) is stale. One naming another host
+ *   (a shared volume) cannot be checked: it holds until `staleAfterMs` since it was written.
+ * - An empty or unreadable lock (a former version's, between its create and its write) holds until
+ *   `staleAfterMs` since it was written, then is stale.
+ *
+ * Locks this process holds are known in memory: two starts in one process (tests, a restart in
+ * place) wait for each other instead of taking each other's lock as "our own pid, so stale".
+ */
+
+/** Lock paths this process holds now. */
+const HELD = new Set<string>();
+
+/** How old an unverifiable lock (empty, or another host's) must be to be taken over, ms. */
+export const LOCK_STALE_AFTER_MS = 60_000;
+
+export interface LockFileOptions {
+  /** An unverifiable lock older than this is stale, ms. Default {@link LOCK_STALE_AFTER_MS}. */
+  staleAfterMs?: number;
+  /** Wall clock, epoch ms (tests drive it). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** A lock taken: release it once (releasing twice, or after a takeover, removes nothing of another's). */
+export interface HeldLock {
+  release(): void;
+}
+
+/** What a lock file says: this host's name and the holder's pid, one line. */
+function lockLine(): string {
+  return `${process.pid} ${hostname()}\n`;
+}
+
+/** Takes the lock at `path` now, or undefined when someone else holds it. */
+export function tryLockFile(path: string, o: LockFileOptions = {}): HeldLock | undefined {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (link(path)) return heldLock(path);
+    if (!isStale(path, o)) return undefined;
+    // Stale: removed, then raced for like a fresh lock (two takers: one link wins).
+    rmSync(path, { force: true });
+  }
+  return undefined;
+}
+
+/**
+ * Runs `work` holding the lock at `path`, polling every `pollMs` while another holds it. Past
+ * `timeoutMs` it runs `work` without the lock (a start is never stopped by a lock) and says so
+ * through `onTimeout`.
+ */
+export async function withLockFile<T>(
+  path: string,
+  work: () => Promise<T>,
+  o: LockFileOptions & { timeoutMs: number; pollMs?: number; onTimeout?: () => void },
+): Promise<T> {
+  const now = o.now ?? Date.now;
+  const until = now() + o.timeoutMs;
+  let lock = tryLockFile(path, o);
+  while (lock === undefined && now() < until) {
+    await sleep(o.pollMs ?? 50);
+    lock = tryLockFile(path, o);
+  }
+  if (lock === undefined) o.onTimeout?.();
+  try {
+    return await work();
+  } finally {
+    lock?.release();
+  }
+}
+
+function link(path: string): boolean {
+  if (HELD.has(path)) return false;
+  const line = `${path}.${process.pid}.${randomUUID()}`;
+  writeFileSync(line, lockLine(), { mode: 0o600 });
+  try {
+    linkSync(line, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    rmSync(line, { force: true });
+  }
+}
+
+function heldLock(path: string): HeldLock {
+  HELD.add(path);
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      HELD.delete(path);
+      // Ours only: a lock taken over from us (we were stuck past staleAfterMs) stays its holder's.
+      if (holderOf(path)?.line === lockLine()) rmSync(path, { force: true });
+    },
+  };
+}
+
+function holderOf(path: string): { line: string; pid: number; host: string } | undefined {
+  let line: string;
+  try {
+    line = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const [pid, host] = line.trim().split(' ');
+  const n = Number(pid);
+  if (!Number.isInteger(n) || n <= 0) return undefined;
+  return { line, pid: n, host: host ?? '' };
+}
+
+/** Whether the lock at `path` may be taken over (see the module's comment for each case). */
+export function isStale(path: string, o: LockFileOptions = {}): boolean {
+  if (HELD.has(path)) return false;
+  const holder = holderOf(path);
+  // This host's (a former version wrote the pid alone, and ran on one host): the pid can be asked.
+  if (holder !== undefined && (holder.host === hostname() || holder.host === '')) {
+    return holder.pid === process.pid || !alive(holder.pid);
+  }
+  // Empty, unreadable, or another host's: only its age can say.
+  let mtimeMs: number;
+  try {
+    mtimeMs = statSync(path).mtimeMs;
+  } catch {
+    return true;
+  }
+  return (o.now ?? Date.now)() - mtimeMs > (o.staleAfterMs ?? LOCK_STALE_AFTER_MS);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
