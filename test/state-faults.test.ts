@@ -7,6 +7,7 @@ import {
   readdirSync,
   rmSync,
   statSync,
+  truncateSync,
   writeSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -220,6 +221,39 @@ describe('the embedded state (SQLite) through its faults', () => {
       what: 'decisions written again',
     });
     await h.stop();
+  });
+
+  it('a control file emptied or replaced by a fresh database while stopped: degraded, never empty lists', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
+    let h = await quietDay(dir);
+    await h.stop();
+    const control = join(dir, CONTROL_FILE);
+    const replacements: [string, () => void][] = [
+      ['emptied', () => truncateSync(control, 0)],
+      [
+        'replaced',
+        () => {
+          rmSync(control);
+          const other = new DatabaseSync(control);
+          other.exec('PRAGMA journal_mode=WAL; CREATE TABLE notes (body TEXT)');
+          other.close();
+        },
+      ],
+    ];
+    for (const [what, replace] of replacements) {
+      for (const suffix of ['-wal', '-shm']) rmSync(`${control}${suffix}`, { force: true });
+      replace();
+      h = await start(dir);
+      const s = await health(h);
+      expect(s.status, what).toBe('alarm');
+      expect(s.alarms![0], what).toContain('holds no riskgate state (emptied or replaced)');
+      expect(await metric(h, 'riskgate_control_state_unavailable')).toBe(1);
+      // Never migrated into an empty control state: the file is left as found.
+      expect(readdirSync(dir).filter((f) => f === CONTROL_FILE)).toHaveLength(1);
+      await neverMorePermissive(h);
+      expect((await block(h)).status).toBe(503);
+      await h.stop();
+    }
   });
 
   it('an existing riskgate.sqlite: its control state copied into control.sqlite, the old file renamed aside', async () => {

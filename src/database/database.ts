@@ -147,6 +147,9 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
   return { db, engine: 'postgres', close: () => db.destroy() };
 }
 
+/** kysely's record of the migrations applied: a database without it was never riskgate's. */
+export const MIGRATION_TABLE = 'riskgate_migration';
+
 /** How long a start waits for another process's migrations on the same SQLite file, ms. */
 const SQLITE_MIGRATION_WAIT_MS = 60_000;
 
@@ -203,7 +206,7 @@ async function migrateToLatest(db: Kysely<{}>, migrations: FeatureMigrations): P
   const migrator = new Migrator({
     db,
     provider,
-    migrationTableName: 'riskgate_migration',
+    migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: 'riskgate_migration_lock',
     // Features add migrations independently; a name sorting before an applied one still runs.
     allowUnorderedMigrations: true,

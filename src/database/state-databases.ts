@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { Kysely, sql } from 'kysely';
 import { safeErrorText } from '../errors/safe-error-text.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
-import { type FeatureMigrations, openDatabase, type RiskgateDatabase } from './database.ts';
+import { type FeatureMigrations, MIGRATION_TABLE, openDatabase, type RiskgateDatabase } from './database.ts';
 import { DatabaseGate, GatedDialect, isCorruptFileError } from './gated-dialect.ts';
 import { splitLegacyFile } from './legacy-split.ts';
 import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
@@ -196,6 +197,12 @@ class EmbeddedState implements StateDatabases {
           `${f.control} is missing, but this state dir had one (${f.marker}): restore it from a backup, or remove ${f.marker} to start with empty control state`,
         );
       }
+    } else if (this.#hadState && holdsNoState(f.control)) {
+      // Emptied (truncated to 0 bytes) or replaced by a fresh database: migrating it would start
+      // with empty lists as if nothing had been lost.
+      return this.#controlUnavailable(
+        `${f.control} holds no riskgate state (emptied or replaced), but this state dir had control state (${f.marker}): restore it from a backup, or remove ${f.marker} to start with empty control state`,
+      );
     }
     const gate = this.#controlGate;
     try {
@@ -406,4 +413,28 @@ function gatedHandle(path: string, gate: DatabaseGate, onError?: (error: unknown
   // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
   const db = new Kysely<{}>({ dialect: new GatedDialect(new SqliteThreadDialect({ path }), gate, onError) });
   return { db, engine: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * Whether the SQLite file at `path` opens and has no migration table: a file riskgate never
+ * migrated (0 bytes, or a fresh database put in its place). A file that cannot be read says
+ * false here: the open after it reports the damage.
+ */
+function holdsNoState(path: string): boolean {
+  // Switching to WAL writes the header page, so a file riskgate opened is never 0 bytes (seen
+  // after a SIGKILL right after the first commit: 4,096 bytes, the tables in the -wal); 0 bytes
+  // with a -wal holding pages is read through below rather than called empty.
+  if (fileIdentity(path)?.size === 0 && !(fileIdentity(`${path}-wal`)?.size ?? 0)) return true;
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(path, { readOnly: true });
+    const row = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+      .get(MIGRATION_TABLE);
+    return row === undefined;
+  } catch {
+    return false;
+  } finally {
+    db?.close();
+  }
 }
