@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import {
   closeSync,
+  copyFileSync,
   existsSync,
   mkdtempSync,
   openSync,
@@ -223,6 +224,26 @@ describe('the embedded state (SQLite) through its faults', () => {
     await h.stop();
   });
 
+  it('a control file’s -wal deleted while running: noticed and alarmed, lists never empty', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
+    const h = await quietDay(dir);
+    const wal = join(dir, `${CONTROL_FILE}-wal`);
+    expect(existsSync(wal)).toBe(true);
+    rmSync(wal);
+    const alarmed = await eventually(
+      async () => {
+        const s = await health(h);
+        return s.status === 'alarm' ? s : undefined;
+      },
+      { what: 'the -wal deletion noticed' },
+    );
+    expect(alarmed.alarms![0]).toContain('-wal was deleted while running');
+    expect(await metric(h, 'riskgate_control_state_unavailable')).toBe(1);
+    expect((await block(h)).status).toBe(503);
+    await neverMorePermissive(h);
+    await h.stop();
+  });
+
   it('a control file emptied or replaced by a fresh database while stopped: degraded, never empty lists', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
     let h = await quietDay(dir);
@@ -283,6 +304,17 @@ describe('the embedded state (SQLite) through its faults', () => {
     expect(files).not.toContain(LEGACY_FILE);
     expect(files.some((f) => f.startsWith(`${LEGACY_FILE}.pre-split-`))).toBe(true);
     await h.stop();
+
+    // The old file put back (a restored backup): not read again, and the start says so.
+    const aside = files.find(
+      (f) => f.startsWith(`${LEGACY_FILE}.pre-split-`) && !/-(wal|shm|journal)$/.test(f),
+    )!;
+    copyFileSync(join(dir, aside), join(dir, LEGACY_FILE));
+    const again = await start(dir);
+    expect((await health(again)).status).toBe('ok');
+    expect(logged(again, `${LEGACY_FILE} is back beside`)).toMatchObject({ level: 'warn' });
+    expect(await verdicts(again)).toEqual(QUIET);
+    await again.stop();
   });
 
   it('two riskgates starting at once on a fresh state dir (the workers of one host) prepare it once', async () => {

@@ -118,6 +118,8 @@ class EmbeddedState implements StateDatabases {
   #control!: RiskgateDatabase;
   #decisions!: RiskgateDatabase;
   #controlId: Identity;
+  /** Whether the control file's -wal has been seen since the open (its deletion is then noticed). */
+  #controlWalSeen = false;
   #decisionsId: Identity;
   #status: StateStatus;
   #watch: NodeJS.Timeout | undefined;
@@ -169,6 +171,7 @@ class EmbeddedState implements StateDatabases {
       this.#decisions = await this.#openDecisions();
     });
     this.#controlId = fileIdentity(this.#files.control);
+    this.#controlWalSeen = existsSync(`${this.#files.control}-wal`);
     this.#decisionsId = fileIdentity(this.#files.decisions);
     this.#watch = setInterval(() => this.#check(), this.#o.watchEveryMs ?? 2000);
     this.#watch.unref();
@@ -197,7 +200,15 @@ class EmbeddedState implements StateDatabases {
           `${f.control} is missing, but this state dir had one (${f.marker}): restore it from a backup, or remove ${f.marker} to start with empty control state`,
         );
       }
-    } else if (this.#hadState && holdsNoState(f.control)) {
+    } else if (existsSync(f.legacy)) {
+      // Someone put the single file of an earlier version back (a restored backup?): it is not
+      // read again (its control state was copied once), which an operator should know.
+      this.#o.log({
+        level: 'warn',
+        msg: `${f.legacy} is back beside ${f.control}: it is not read (control state was copied from it once); move it away, or restore ${f.control} from it by hand`,
+      });
+    }
+    if (existsSync(f.control) && this.#hadState && holdsNoState(f.control)) {
       // Emptied (truncated to 0 bytes) or replaced by a fresh database: migrating it would start
       // with empty lists as if nothing had been lost.
       return this.#controlUnavailable(
@@ -366,6 +377,16 @@ class EmbeddedState implements StateDatabases {
     if (control !== undefined && this.#status.control.available) {
       this.#controlGate.trip(`the control file was ${control} while running`);
     }
+    // The -wal holds every commit since the last checkpoint: deleted under the open connection,
+    // those commits live only in an unlinked inode and are gone at the next start. SQLite itself
+    // never deletes it while a connection is open (a checkpoint truncates it, never unlinks it).
+    const wal = `${this.#files.control}-wal`;
+    if (this.#status.control.available && this.#controlWalSeen && !existsSync(wal)) {
+      this.#controlGate.trip(
+        'the control file’s -wal was deleted while running (recent changes are lost at restart)',
+      );
+    }
+    this.#controlWalSeen ||= existsSync(wal);
     if (this.#recovering !== undefined) return;
     const decisions = changed(this.#decisionsId, fileIdentity(this.#files.decisions));
     if (decisions !== undefined)
