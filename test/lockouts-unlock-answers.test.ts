@@ -1,0 +1,214 @@
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stateFiles } from '../src/database/state-files.ts';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { collectingEventSink, type RiskgateEvent } from '../src/events/riskgate-event.ts';
+import type { LockoutView } from '../src/lockouts/lockout-record.ts';
+import { UNLOCK_ANSWERED_FAILED } from '../src/lockouts/lockout-routes.ts';
+import type { OutboxEntryView } from '../src/outbox/outbox-view.ts';
+import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { adminUserStatus } from './support/admin-user-status.ts';
+import { eventually } from './support/eventually.ts';
+import { type MemoryAuditTrail, memoryAuditTrail } from './support/memory-audit-trail.ts';
+
+/**
+ * Issue 30 (review): what an operator unlock answers is what happened. The unlock is queued in the
+ * outbox (durable) with its record change, and the Admin API call follows: 202, the audit outcome
+ * `queued`, `lockout.ended` once that transaction committed; the sandbox's Admin API failing keeps
+ * it queued (retried) and it is made once the Admin API answers. A lock-out that ended first (a lost
+ * race, an unlock asked twice) is a 409 refused; an outbox that did not take the unlock durably in
+ * time (its database held by another writer) is a 503 with Retry-After, audited failed, and the
+ * held write, landing later, changes nothing. Over real HTTP, the real sandbox.
+ */
+
+const POLICY = `apiVersion: riskgate/v1
+kind: Policy
+name: unlock-answers
+description: a lasting lock-out for each account of the test
+thresholds: { challenge: 40, deny: 80 }
+rules:
+  - { id: lasting-lockout, description: permanent, when: 'request.accountId in ["alice", "dave", "trudy", "mallory"]', verdict: deny, actions: [lockForGood] }
+actions:
+  lockForGood: { type: lock_out_user }
+`;
+
+let h: Harness;
+let ids: Record<string, string | undefined>;
+let audit: MemoryAuditTrail;
+const events: RiskgateEvent[] = [];
+
+beforeAll(async () => {
+  audit = memoryAuditTrail();
+  h = await startHarness({
+    policy: { yaml: POLICY },
+    deadlineMs: 3000,
+    riskgate: {
+      audit,
+      events: collectingEventSink(events),
+      // A stalled database is told from a slow one within 300 ms.
+      outbox: { pollMs: 50, submitTimeoutMs: 300 },
+    },
+  });
+  ids = await lookUpUserIds(h.sandbox, ['alice', 'dave', 'trudy', 'mallory']);
+}, 60_000);
+afterAll(() => h?.stop());
+
+/** Locks `user` out and waits until the Admin API applied it: the lock-out's id. */
+async function lockedOut(user: string): Promise<string> {
+  const { status, body } = await h.decide(demoRequest(user, ids[user]));
+  expect(status).toBe(200);
+  expect(body.actions).toMatchObject([{ type: 'lock_out_user', status: 'queued' }]);
+  const id = body.decisionId as string;
+  await eventually(async () => ((await lockout(id)).status === 'locked' ? true : undefined), {
+    what: `${user} locked`,
+  });
+  return id;
+}
+
+async function lockout(id: string): Promise<LockoutView> {
+  const res = await h.ops(`/lockouts/${encodeURIComponent(id)}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as LockoutView;
+}
+
+function unlock(id: string, reason = 'help desk verified the user by phone'): Promise<Response> {
+  return fetch(`${h.url}/lockouts/${encodeURIComponent(id)}/unlock`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${OPS_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ reason }),
+  });
+}
+
+/** The audit entries of the unlocks of `id`, oldest first. */
+const unlockEntries = (id: string) =>
+  audit.entries.filter((e) => e.action === 'lockout.unlock' && e.target === id);
+
+/** The outbox entries of `id`'s operator unlock (and its event's deliveries, none here). */
+async function unlockActions(id: string): Promise<OutboxEntryView[]> {
+  const page = (await (await h.ops('/actions?limit=1000')).json()) as { actions: OutboxEntryView[] };
+  return page.actions.filter((a) => a.id.startsWith(`${id}:unlock_user`));
+}
+
+const endedEvents = (id: string) =>
+  events.filter((e) => e.type === 'lockout.ended' && (e.data as { lockoutId?: string }).lockoutId === id);
+
+describe('an operator unlock while the Admin API fails', () => {
+  it('answers 202 queued, audits it queued, and the outbox makes it once the Admin API answers', async () => {
+    const id = await lockedOut('dave');
+    await h.control('PUT', '/sandbox/faults', {
+      rules: [{ route: '* /srv/admin/v1/*', errorRate: 1, errorStatus: 503 }],
+    });
+    try {
+      const res = await unlock(id);
+      expect(res.status).toBe(202);
+      expect(await res.json()).toMatchObject({ id, status: 'unlocked', unlockStatus: 'queued' });
+      expect(unlockEntries(id)).toEqual([
+        expect.objectContaining({ outcome: expect.objectContaining({ status: 'queued' }) }),
+      ]);
+      // Tried against the failing Admin API and kept, pending, for its next attempt.
+      const [tried] = await eventually(
+        async () => {
+          const actions = await unlockActions(id);
+          return actions[0] !== undefined && actions[0].attempts > 0 ? actions : undefined;
+        },
+        { what: 'the unlock tried' },
+      );
+      expect(tried).toMatchObject({ status: 'pending', type: 'unlock_user' });
+      expect((await lockout(id)).unlockStatus).toBe('queued');
+      // Its transaction committed: the event went out once.
+      await eventually(async () => (endedEvents(id).length > 0 ? true : undefined), {
+        what: 'lockout.ended',
+      });
+    } finally {
+      await h.control('DELETE', '/sandbox/faults');
+    }
+    await eventually(
+      async () => ((await adminUserStatus(h.sandbox, ids.dave!)) === 'enabled' ? true : undefined),
+      {
+        what: 'dave enabled',
+      },
+    );
+    await eventually(async () => ((await lockout(id)).unlockStatus === 'done' ? true : undefined), {
+      what: 'the unlock done',
+    });
+    expect(endedEvents(id)).toHaveLength(1);
+  });
+});
+
+describe('an unlock of a lock-out that ended', () => {
+  it('is refused 409 with what ended it, audited refused, nothing done twice', async () => {
+    const id = await lockedOut('alice');
+    expect((await unlock(id, 'first')).status).toBe(202);
+    const again = await unlock(id, 'second');
+    expect(again.status).toBe(409);
+    expect(again.headers.get('content-type')).toContain('application/problem+json');
+    const problem = (await again.json()) as { code: string; status: number; detail: string };
+    expect(problem).toMatchObject({ code: 'RG_ERR_CONFLICT', status: 409 });
+    expect(problem.detail).toContain('unlocked by');
+    expect(unlockEntries(id).map((e) => e.outcome?.status)).toEqual(['queued', 'refused']);
+    expect(unlockEntries(id)[1]!.outcome).toMatchObject({ code: 'RG_ERR_CONFLICT' });
+    expect(await unlockActions(id)).toHaveLength(1);
+  });
+
+  it('two admins at once: one unlock made, the other refused as a lost race, one lockout.ended', async () => {
+    const id = await lockedOut('trudy');
+    const answers = await Promise.all([unlock(id, 'one'), unlock(id, 'two')]);
+    expect(answers.map((r) => r.status).toSorted()).toEqual([202, 409]);
+    const refused = answers.find((r) => r.status === 409)!;
+    expect(((await refused.json()) as { code: string }).code).toBe('RG_ERR_CONFLICT');
+    expect(
+      unlockEntries(id)
+        .map((e) => e.outcome?.status)
+        .toSorted(),
+    ).toEqual(['queued', 'refused']);
+    await eventually(async () => ((await lockout(id)).unlockStatus === 'done' ? true : undefined), {
+      what: 'the unlock done',
+    });
+    // Drained (the unlock is done, its event emitted by then): one event, one Admin action.
+    await eventually(async () => (endedEvents(id).length > 0 ? true : undefined), { what: 'lockout.ended' });
+    expect(endedEvents(id)).toHaveLength(1);
+    expect(await unlockActions(id)).toMatchObject([{ status: 'delivered' }]);
+  });
+});
+
+describe('an unlock the outbox cannot take durably in time', () => {
+  it('answers 503 with Retry-After, audits it failed, and its held write changes nothing when it lands', async () => {
+    const id = await lockedOut('mallory');
+    // Another writer holds the control database: the unlock's transaction waits past its deadline.
+    const db = new DatabaseSync(stateFiles(h.stateDir).control);
+    db.exec('BEGIN IMMEDIATE');
+    let res: Response;
+    try {
+      res = await unlock(id);
+    } finally {
+      db.exec('COMMIT');
+      db.close();
+    }
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await res.json()) as { code: string }).code).toBe('RG_ERR_OUTBOX_UNAVAILABLE');
+    expect(unlockEntries(id)).toEqual([
+      expect.objectContaining({
+        outcome: expect.objectContaining({ status: 'failed', code: 'RG_ERR_OUTBOX_UNAVAILABLE' }),
+      }),
+    ]);
+    // The held write lands once the database answers: its entry dropped in the same transaction.
+    const actions = await eventually(
+      async () => {
+        const a = await unlockActions(id);
+        return a.length > 0 && a.every((e) => e.status !== 'pending') ? a : undefined;
+      },
+      { what: 'the held unlock written' },
+    );
+    expect(actions).toMatchObject([{ status: 'dropped', reason: UNLOCK_ANSWERED_FAILED, attempts: 0 }]);
+    const after = await lockout(id);
+    expect(after).toMatchObject({ status: 'locked' });
+    expect(after.unlockStatus).toBeUndefined();
+    expect(await adminUserStatus(h.sandbox, ids.mallory!)).toBe('locked_out');
+    expect(endedEvents(id)).toEqual([]);
+    // Nothing changed, so a later try is made as any first one.
+    expect((await unlock(id)).status).toBe(202);
+  });
+});
