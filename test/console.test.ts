@@ -347,7 +347,7 @@ describe('the console Lists page', () => {
     const analyst = await signIn(ANALYST_KEY);
     const overview = await (await get(viewer, '/console/lists')).text();
     expect(overview).toContain('href="/console/lists/blockedNetworks"');
-    expect(overview).toMatch(/<td>ip<\/td><td>24h<\/td><td>Networks attacking us<\/td>/);
+    expect(overview).toMatch(/<td>ip<\/td><td>24h<\/td><td>Networks an operator blocked during an attack/);
     expect(overview).toMatch(/<td>accountId<\/td><td>none<\/td>/);
     const page = await (await get(viewer, list)).text();
     expect(page).not.toContain('<form method="post" action="/console/lists');
