@@ -224,6 +224,24 @@ describe('a temporary lock-out', () => {
     });
   });
 
+  it('once ended by its schedule, is not unlocked again: 409, audited refused, no second Admin call', async () => {
+    const id = await lockOut('alice');
+    const locked = await lockoutWhen(id, (l) => l.status === 'locked', 'alice locked');
+    offsetMs = Date.parse(locked.until!) - Date.now() + 1;
+    await lockoutWhen(id, (l) => l.status === 'expired', 'alice expired');
+    const res = await unlock(id, { reason: 'too late' });
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({
+      code: 'RG_ERR_CONFLICT',
+      detail: expect.stringContaining('expired by its schedule'),
+    });
+    expect(audit.entries.filter((e) => e.target === id).map((e) => e.outcome?.status)).toEqual(['refused']);
+    const actions = (await (await h.ops('/actions?limit=1000')).json()) as { actions: { id: string }[] };
+    expect(
+      actions.actions.filter((a) => a.id.startsWith(`${id}:unlock_user:`) && a.id.endsWith(':operator')),
+    ).toEqual([]);
+  });
+
   it('is extended by a later lock-out of the same user: the earlier end is skipped', async () => {
     const first = await lockOut('bob');
     const earlier = await lockoutWhen(first, (l) => l.status === 'locked', 'bob locked');

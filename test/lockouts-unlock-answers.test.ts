@@ -5,7 +5,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { collectingEventSink, type RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { LockoutView } from '../src/lockouts/lockout-record.ts';
-import { UNLOCK_ANSWERED_FAILED } from '../src/lockouts/lockout-routes.ts';
+import { UNLOCK_ANSWERED_FAILED, UNLOCK_LOST_RACE } from '../src/lockouts/lockout-routes.ts';
 import type { OutboxEntryView } from '../src/outbox/outbox-view.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
@@ -17,7 +17,8 @@ import { type MemoryAuditTrail, memoryAuditTrail } from './support/memory-audit-
  * outbox (durable) with its record change, and the Admin API call follows: 202, the audit outcome
  * `queued`, `lockout.ended` once that transaction committed; the sandbox's Admin API failing keeps
  * it queued (retried) and it is made once the Admin API answers. A lock-out that ended first (a lost
- * race, an unlock asked twice) is a 409 refused; an outbox that did not take the unlock durably in
+ * race, an unlock asked twice, its end come inside the unlock's own transaction: its entry dropped
+ * there) is a 409 refused; an outbox that did not take the unlock durably in
  * time (its database held by another writer) is a 503 with Retry-After, audited failed, and the
  * held write, landing later, changes nothing. Over real HTTP, the real sandbox.
  */
@@ -169,6 +170,35 @@ describe('an unlock of a lock-out that ended', () => {
     await eventually(async () => (endedEvents(id).length > 0 ? true : undefined), { what: 'lockout.ended' });
     expect(endedEvents(id)).toHaveLength(1);
     expect(await unlockActions(id)).toMatchObject([{ status: 'delivered' }]);
+  });
+});
+
+describe("an unlock that loses its race to the lock-out's end", () => {
+  it('is refused 409, and its own entry, written in that transaction, is dropped there', async () => {
+    const id = await lockedOut('dave');
+    // The lock-out ends (as its schedule would end it) inside the unlock's own transaction, after
+    // the unlock read it still locked: the record change finds it expired.
+    const db = new DatabaseSync(stateFiles(h.stateDir).control);
+    db.exec(`CREATE TRIGGER end_first AFTER INSERT ON outbox_entry WHEN NEW.id LIKE '${id}:unlock_user:%:operator'
+      BEGIN UPDATE lockout SET status = 'expired', ended_by = 'schedule' WHERE id = '${id}'; END`);
+    let res: Response;
+    try {
+      res = await unlock(id, 'raced');
+    } finally {
+      db.exec('DROP TRIGGER end_first');
+      db.close();
+    }
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({
+      code: 'RG_ERR_CONFLICT',
+      detail: expect.stringContaining('expired by its schedule'),
+    });
+    expect(unlockEntries(id).at(-1)!.outcome).toMatchObject({ status: 'refused', code: 'RG_ERR_CONFLICT' });
+    expect(await unlockActions(id)).toMatchObject([
+      { status: 'dropped', reason: UNLOCK_LOST_RACE, attempts: 0 },
+    ]);
+    expect(await lockout(id)).toMatchObject({ status: 'expired' });
+    expect((await lockout(id)).unlockStatus).toBeUndefined();
   });
 });
 
