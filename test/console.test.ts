@@ -574,6 +574,8 @@ describe('the console Lock-outs page', () => {
       action: 'lockout.unlock',
       target: id,
       detail: { userId: userIds.mallory, reason: 'help desk verified her by phone' },
+      // Promised (durably in the outbox), the Admin call made after.
+      outcome: { status: 'queued' },
     });
     await eventually(
       async () => ((await adminUserStatus(h.sandbox, userIds.mallory!)) === 'enabled' ? true : undefined),
@@ -586,6 +588,11 @@ describe('the console Lock-outs page', () => {
     expect(after).toContain('by ada');
     expect(after).toContain('help desk verified her by phone');
     expect(after).not.toContain('/unlock"');
+    // Unlocked already (a second tab, another admin): refused with what ended it, audited refused.
+    const again = await post(s, `/console/lockouts/${id}/unlock`, { reason: 'again', csrf: s.csrf });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('has ended already (unlocked by ada)');
+    expect((await audited())[0]).toMatchObject({ action: 'lockout.unlock', outcome: { status: 'refused' } });
   });
 });
 
