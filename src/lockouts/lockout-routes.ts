@@ -170,16 +170,13 @@ async function unlock(
       companion: {
         specs: eventEntries ?? [],
         write: async (tx, nowMs) => {
-          if (abandoned) {
-            await dropEntries(tx, unlockIds, UNLOCK_ANSWERED_FAILED, nowMs);
-            return;
-          }
           const store = LockoutStore.within(tx);
-          won = await store.beginUnlockHere(row, operator.name, reason, nowMs);
-          // Lost to its end, or to an unlock of another of the user's lock-outs: the entries are
-          // this append's own, never made. (Lost to an unlock of this one, they were its: same ids.)
-          if (!won && (await store.get(id))?.unlock_status === null)
-            await dropEntries(tx, unlockIds, UNLOCK_LOST_RACE, nowMs);
+          if (!abandoned) won = await store.beginUnlockHere(row, operator.name, reason, nowMs);
+          // Answered failed already, or lost to its end or to an unlock of another of the user's
+          // lock-outs: the entries are this append's own, never to be made. Not when another unlock
+          // of this lock-out began: the entries (same ids) are that one's.
+          if (!won && ((await store.get(id))?.unlock_status ?? null) === null)
+            await dropEntries(tx, unlockIds, abandoned ? UNLOCK_ANSWERED_FAILED : UNLOCK_LOST_RACE, nowMs);
         },
         // Only once the unlock's transaction committed: its `lockout.ended` goes out then, once.
         committed: () => {
