@@ -345,7 +345,7 @@ describe('the console Lists page', () => {
     const analyst = await signIn(ANALYST_KEY);
     const overview = await (await get(viewer, '/console/lists')).text();
     expect(overview).toContain('href="/console/lists/blockedNetworks"');
-    expect(overview).toMatch(/<td>ip<\/td><td>24h<\/td><td>Networks attacking us<\/td>/);
+    expect(overview).toMatch(/<td>ip<\/td><td>24h<\/td><td>Networks an operator blocked during an attack/);
     expect(overview).toMatch(/<td>accountId<\/td><td>none<\/td>/);
     const page = await (await get(viewer, list)).text();
     expect(page).not.toContain('<form method="post" action="/console/lists');
@@ -616,6 +616,8 @@ describe('the console Lock-outs page', () => {
       action: 'lockout.unlock',
       target: id,
       detail: { userId: userIds.mallory, reason: 'help desk verified her by phone' },
+      // Promised (durably in the outbox), the Admin call made after.
+      outcome: { status: 'queued' },
     });
     await eventually(
       async () => ((await adminUserStatus(h.sandbox, userIds.mallory!)) === 'enabled' ? true : undefined),
@@ -628,6 +630,11 @@ describe('the console Lock-outs page', () => {
     expect(after).toContain('by ada');
     expect(after).toContain('help desk verified her by phone');
     expect(after).not.toContain('/unlock"');
+    // Unlocked already (a second tab, another admin): refused with what ended it, audited refused.
+    const again = await post(s, `/console/lockouts/${id}/unlock`, { reason: 'again', csrf: s.csrf });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('has ended already (unlocked by ada)');
+    expect((await audited())[0]).toMatchObject({ action: 'lockout.unlock', outcome: { status: 'refused' } });
   });
 });
 

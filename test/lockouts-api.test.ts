@@ -139,7 +139,8 @@ describe('an operator unlock', () => {
     await lockoutWhen(id, (l) => l.status === 'locked', 'dave locked');
     expect(await adminUserStatus(h.sandbox, ids.dave!)).toBe('locked_out');
     const res = await unlock(id, { reason: 'help desk verified the user by phone' });
-    expect(res.status).toBe(200);
+    // Queued (durably, with the record's change): the Admin API call is the outbox's, after.
+    expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({
       status: 'unlocked',
       // Queued when answered; on a loaded machine the outbox may have delivered it already.
@@ -221,6 +222,24 @@ describe('a temporary lock-out', () => {
     expect(await lockoutWhen(id, (l) => l.status === 'expired', 'alice expired')).toMatchObject({
       endedBy: 'schedule',
     });
+  });
+
+  it('once ended by its schedule, is not unlocked again: 409, audited refused, no second Admin call', async () => {
+    const id = await lockOut('alice');
+    const locked = await lockoutWhen(id, (l) => l.status === 'locked', 'alice locked');
+    offsetMs = Date.parse(locked.until!) - Date.now() + 1;
+    await lockoutWhen(id, (l) => l.status === 'expired', 'alice expired');
+    const res = await unlock(id, { reason: 'too late' });
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({
+      code: 'RG_ERR_CONFLICT',
+      detail: expect.stringContaining('expired by its schedule'),
+    });
+    expect(audit.entries.filter((e) => e.target === id).map((e) => e.outcome?.status)).toEqual(['refused']);
+    const actions = (await (await h.ops('/actions?limit=1000')).json()) as { actions: { id: string }[] };
+    expect(
+      actions.actions.filter((a) => a.id.startsWith(`${id}:unlock_user:`) && a.id.endsWith(':operator')),
+    ).toEqual([]);
   });
 
   it('is extended by a later lock-out of the same user: the earlier end is skipped', async () => {

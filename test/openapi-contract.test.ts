@@ -374,8 +374,11 @@ describe('real answers of every route conform to the document', () => {
     const unlock = (body: string) => call(h.url, 'POST', `/lockouts/${id}/unlock`, { key: OPS_KEY, body });
     expect((await unlock('{}')).status).toBe(400);
     const unlocked = await unlock(JSON.stringify({ reason: 'vouched for by the help desk' }));
-    expect(unlocked.status).toBe(200);
-    expect(unlocked.json()).toMatchObject({ status: 'unlocked' });
+    expect(unlocked.status).toBe(202);
+    expect(unlocked.json()).toMatchObject({ status: 'unlocked', unlockStatus: expect.any(String) });
+    const again = await unlock(JSON.stringify({ reason: 'vouched for by the help desk' }));
+    expect(again.status).toBe(409);
+    expect(again.json()).toMatchObject({ code: 'RG_ERR_CONFLICT' });
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {

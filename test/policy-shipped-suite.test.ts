@@ -28,7 +28,7 @@ describe('the shipped login policy', () => {
   it('covers every rule both ways and every referenced input unavailable', async () => {
     const suite = await runPolicyTestFile(`${POLICIES}login.test.yaml`);
     expect(suite.coverage.gaps).toEqual([]);
-    expect(suite.coverage.rules.length).toBeGreaterThanOrEqual(22);
+    expect(suite.coverage.rules.length).toBeGreaterThanOrEqual(25);
     expect(suite.coverage.unavailable.map((u) => u.signal).sort()).toEqual(
       [
         'activeCall',
@@ -37,6 +37,7 @@ describe('the shipped login policy', () => {
         'geovelocity',
         'history',
         'latestProximity',
+        'lists',
         'newBrowser',
         'remoteAccessTool',
         'velocity',

@@ -94,7 +94,11 @@ async function step(): Promise<Step> {
   const body = (await res.json()) as { verdict: string; signals: Reports };
   const coveredUnavailable = Object.entries(body.signals)
     .filter(([, r]) => r.status === 'unavailable')
-    .filter(([, r]) => r.reason === 'RG_ERR_HISTORY_BEHIND' || r.reason === 'RG_ERR_TOKEN_UNAVAILABLE')
+    .filter(([, r]) =>
+      ['RG_ERR_HISTORY_BEHIND', 'RG_ERR_TOKEN_UNAVAILABLE', 'RG_ERR_LISTS_UNAVAILABLE'].includes(
+        String(r.reason),
+      ),
+    )
     .map(([name, r]) => `${name}: ${r.reason}`);
   return { readyz: ready, verdict: body.verdict, coveredUnavailable };
 }
@@ -184,6 +188,8 @@ describe('readiness means the inputs the policy reads are warm (slow; CPU-capped
     expect(steps.at(-1)!.readyz.body.inputs).toEqual({
       token: { state: 'warm' },
       history: { state: 'warm' },
+      // The shipped policy reads the runtime lists too.
+      lists: { state: 'warm' },
     });
   }, 120_000);
 

@@ -66,7 +66,9 @@ describe('riskgate replay', () => {
     for (const v of ['allow', 'challenge', 'deny'] as const) expect(report.matrix[v][v]).toBe(byVerdict[v]);
     for (const [id, hits] of Object.entries(report.rules)) expect(hits.after, id).toBe(hits.before);
     expect(Object.values(report.rules).some((r) => r.after > 0)).toBe(true);
-    expect(report.missingInputs).toEqual({});
+    // The decision log keeps no list snapshot: the shipped policy's list rules replay as if the
+    // lists were unavailable, and every decision says so (none of these matched a list).
+    expect(report.missingInputs).toEqual({ lists: answered.size });
   });
 
   it('shows what a raised challenge threshold changes, and fails CI beyond --max-changed', async () => {

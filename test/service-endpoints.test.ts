@@ -30,11 +30,11 @@ describe('service endpoints', () => {
   it('GET /readyz is ready once the policy is loaded and the inputs it reads are warm', async () => {
     const res = await get('/readyz');
     expect(res.status).toBe(200);
-    // The shipped policy reads signals (the token) and the event history, not the lists.
+    // The shipped policy reads signals (the token), the event history and the runtime lists.
     expect(await res.json()).toEqual({
       ready: true,
-      checks: { policy: true, token: true, history: true },
-      inputs: { token: { state: 'warm' }, history: { state: 'warm' } },
+      checks: { policy: true, token: true, history: true, lists: true },
+      inputs: { token: { state: 'warm' }, history: { state: 'warm' }, lists: { state: 'warm' } },
     });
   });
 

@@ -51,7 +51,7 @@ export interface ConsoleKit {
   /** A page in the frame, with the signed-in operator when there is one. */
   page(c: ConsoleContext, o: { title: string; current?: NavKey; status?: number; body: Child }): Response;
   /** The HTML error page. */
-  fail(c: ConsoleContext, status: 400 | 401 | 403 | 404 | 503, title: string, detail: string): Response;
+  fail(c: ConsoleContext, status: 400 | 401 | 403 | 404 | 409 | 503, title: string, detail: string): Response;
   /** Middleware: a signed-in session (otherwise to the sign-in page). */
   session: MiddlewareHandler<ConsoleEnv>;
   /** Middleware: a POST's form, same-origin and with the session's CSRF token (403 otherwise). */
@@ -327,7 +327,7 @@ export function consoleApp(
   ui.use(securityHeaders);
   ui.onError((error, c) => {
     const problem = toProblem(error);
-    const status = ([400, 401, 403, 404, 503] as const).find((s) => s === problem.status) ?? 503;
+    const status = ([400, 401, 403, 404, 409, 503] as const).find((s) => s === problem.status) ?? 503;
     return kit.fail(c, status, problem.title, problem.detail);
   });
   ui.get('/assets/:name', (c) => {

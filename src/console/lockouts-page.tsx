@@ -269,7 +269,9 @@ export function mountLockouts(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   ui.get('/lockouts/:id', async (c) => {
     if (lockouts === undefined) return absent(c);
     const notice =
-      c.req.query('unlocked') === undefined ? undefined : 'Unlocked: the user is enabled through the outbox.';
+      c.req.query('unlocked') === undefined
+        ? undefined
+        : 'Unlocked: the Admin API unlock is queued in the outbox (retried until made; see its status below).';
     return recordPage(c, lockoutIdOf(c, kit.edge), { notice });
   });
   ui.post(

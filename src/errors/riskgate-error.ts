@@ -69,6 +69,11 @@ export const ErrorCode = {
   NOT_FOUND: 'RG_ERR_NOT_FOUND',
   /** The path exists but not for the request's method (HTTP 405, with `Allow`). */
   METHOD_NOT_ALLOWED: 'RG_ERR_METHOD_NOT_ALLOWED',
+  /**
+   * The change asked for no longer applies to what is there now (a lock-out that ended meanwhile:
+   * another admin unlocked it, its end came): refused, nothing done (HTTP 409).
+   */
+  CONFLICT: 'RG_ERR_CONFLICT',
   /** riskgate is overloaded and did not start the decision (HTTP 503, with `Retry-After`). */
   OVERLOADED: 'RG_ERR_OVERLOADED',
   /** The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse (HTTP 503). */

@@ -1,11 +1,13 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
-import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
+import type { ActionDispatcher, CompanionTx } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
+import type { OutboxTables } from '../outbox/outbox-tables.ts';
+import { problemResponse, toProblem } from '../problem/problem-details.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
 import { storableLine, storableText } from '../text/storable-text.ts';
 import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
@@ -72,8 +74,11 @@ export interface LockoutOperations {
   /**
    * Unlocks lock-out `id` as the operator of `c`: audited first (503, nothing done, when the trail
    * cannot take it), then in one transaction queued in the outbox as an Admin API `status: enabled`
-   * (durable, retried), recorded, and `lockout.ended` queued. One already unlocked is answered as
-   * it is, nothing done twice.
+   * (durable, retried), recorded, and `lockout.ended` queued (or emitted once that committed). The
+   * Admin call is the outbox's, after: the audit outcome reads `queued`. A lock-out that ended
+   * (before or during the unlock) is refused 409 `RG_ERR_CONFLICT`, nothing done; an outbox that
+   * did not take it durably in time (refused, or only held in this process) is a 503
+   * `RG_ERR_OUTBOX_UNAVAILABLE`, nothing done (a held write that lands later changes nothing).
    */
   unlock(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
 }
@@ -95,7 +100,8 @@ export function lockoutOperations(o: LockoutRoutesOptions): LockoutOperations {
  * `GET /lockouts`, `GET /lockouts/{id}` (operators) and `POST /lockouts/{id}/unlock` (an admin):
  * an unlock is written to the audit trail first (refused 503 when it cannot be), then, in one
  * transaction, queued in the outbox as an Admin API `status: enabled` (durable, retried, never
- * lost), recorded, and its `lockout.ended` event queued, before the answer.
+ * lost), recorded, and its `lockout.ended` event queued: answered 202 (promised, the Admin call
+ * follows), 409 when the lock-out had ended, 503 with `Retry-After` when the outbox did not take it.
  */
 export function lockoutRoutes(o: LockoutRoutesOptions, operations = lockoutOperations(o)): RouteMount {
   return {
@@ -116,12 +122,24 @@ export function lockoutRoutes(o: LockoutRoutesOptions, operations = lockoutOpera
         async (c) => {
           const id = lockoutIdOf(c, edge);
           const { reason } = await edge.readJsonBody(c, unlockRequestSchema);
-          return c.json(await operations.unlock(c, edge, id, reason));
+          try {
+            // 202: queued in the outbox (durable, retried); the Admin API call is made after.
+            return c.json(await operations.unlock(c, edge, id, reason), 202);
+          } catch (error) {
+            // Nothing changed and a later try may work (the outbox, the audit trail, the database):
+            // the usual problem, with when to try again.
+            const problem = toProblem(error);
+            if (problem.status !== 503) throw error;
+            return problemResponse(problem, { 'retry-after': String(UNLOCK_RETRY_AFTER_S) });
+          }
         },
       );
     },
   };
 }
+
+/** When an unlock answered 503 (nothing changed) is worth another try, seconds (`Retry-After`). */
+export const UNLOCK_RETRY_AFTER_S = 5;
 
 async function unlock(
   c: Context,
@@ -132,20 +150,23 @@ async function unlock(
 ): Promise<LockoutView> {
   const row = await fromDatabase(o.store.get(id));
   if (row === undefined) throw lockoutNotFound(id);
-  // Unlocked already: the same answer, nothing done twice.
-  if (row.status === 'unlocked') return lockoutView(row);
   // Written to the audit trail first: refused (503) and not made when it cannot be.
   const entry = await edge.recordChange(c, {
     action: 'lockout.unlock',
     target: id,
     detail: { userId: row.user_id, reason },
   });
+  // Ended already (an operator unlocked it, its end came): nothing to do, refused with who and why.
+  if (row.status === 'unlocked' || row.status === 'expired') throw lockoutAlreadyEnded(row);
   const operator = { name: entry.actor };
   const spec = operatorUnlockSpec(id, row.user_id);
   const ended = lockoutEvent('lockout.ended', id, row.user_id, undefined, operator.name);
   // Its event's deliveries join the transaction when the sink writes to the outbox.
   const eventEntries = o.events.wants('lockout.ended') ? o.events.entries?.(ended) : [];
+  const unlockIds = [spec.id, ...(eventEntries ?? []).map((e) => e.id)];
   let won = false;
+  // Answered failed before a held (deferred) write landed: when it lands, nothing is made.
+  let abandoned = false;
   // The record change and the unlock's entry are one commit: a delivered unlock always finds its
   // record `unlocked`, and a refused write (503) leaves both as they were.
   const [queued] = await o
@@ -154,23 +175,85 @@ async function unlock(
       companion: {
         specs: eventEntries ?? [],
         write: async (tx, nowMs) => {
-          won = await LockoutStore.within(tx).beginUnlockHere(row, operator.name, reason, nowMs);
+          const store = LockoutStore.within(tx);
+          if (!abandoned) won = await store.beginUnlockHere(row, operator.name, reason, nowMs);
+          // Answered failed already, or lost to its end or to an unlock of another of the user's
+          // lock-outs: the entries are this append's own, never to be made. Not when another unlock
+          // of this lock-out began: the entries (same ids) are that one's.
+          if (!won && ((await store.get(id))?.unlock_status ?? null) === null)
+            await dropEntries(tx, unlockIds, abandoned ? UNLOCK_ANSWERED_FAILED : UNLOCK_LOST_RACE, nowMs);
+        },
+        // Only once the unlock's transaction committed: its `lockout.ended` goes out then, once.
+        committed: () => {
+          if (won && abandoned)
+            // The held write was already past its record change when the answer gave up on it.
+            o.log({ level: 'error', msg: 'unlock answered 503 committed late: it stands', lockoutId: id });
+          if (!won || eventEntries !== undefined) return;
+          void emitCommitted(o.events, ended).then((ok) => {
+            if (ok) return;
+            // Its id (`lockout.ended:<id>`) is stable: retried, then counted lost.
+            o.onEventLost?.();
+            o.log({ level: 'error', msg: 'lockout.ended lost: not queued after retries', lockoutId: id });
+          });
         },
       },
     });
   if (queued === 'refused')
     throw new RiskgateError(
       ErrorCode.OUTBOX_UNAVAILABLE,
-      'The outbox did not take the unlock; try again shortly.',
+      'The outbox did not take the unlock; nothing changed. Try again shortly.',
     );
-  // Another admin's unlock won the race (both submitted the same action id): its record stands,
-  // told once. Deferred: the record changes when the outbox writes the unlock.
-  if (won && eventEntries === undefined && !(await emitCommitted(o.events, ended))) {
-    // The unlock committed: its event (id `lockout.ended:<id>`, stable) was retried, then counted lost.
-    o.onEventLost?.();
-    o.log({ level: 'error', msg: 'lockout.ended lost: not queued after retries', lockoutId: id });
+  if (queued === 'deferred') {
+    // Held in this process only (the database did not answer in time): a crash would lose it, so
+    // it is not promised. It is withdrawn: if the held write lands later, it changes nothing.
+    abandoned = true;
+    throw new RiskgateError(
+      ErrorCode.OUTBOX_UNAVAILABLE,
+      'The database did not take the unlock in time; nothing changed. Try again shortly.',
+    );
   }
+  // Another admin's unlock won the race (both submitted the same action id): theirs stands.
+  if (!won) {
+    const now = await fromDatabase(o.store.get(id));
+    throw lockoutAlreadyEnded(now ?? row);
+  }
+  // Promised, not yet made: the Admin API call is the outbox's (durable, retried).
+  edge.changeOutcome(c, { status: 'queued' });
   return lockoutView((await fromDatabase(o.store.get(id)))!);
+}
+
+/**
+ * An unlock's own entries, written by its append, that must never be attempted: dropped in the
+ * same transaction (the record stays as it was). Over the memory outbox the entries are not in the
+ * database and this changes nothing.
+ */
+async function dropEntries(
+  tx: CompanionTx,
+  ids: readonly string[],
+  reason: string,
+  nowMs: number,
+): Promise<void> {
+  await tx
+    .withTables<OutboxTables>()
+    .updateTable('outbox_entry')
+    .set({ status: 'dropped', reason, updated_at: nowMs })
+    .where('id', 'in', [...ids])
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/** Why an unlock's entries written after its answer said it failed are dropped. */
+export const UNLOCK_ANSWERED_FAILED = 'unlock_answered_failed';
+/** Why an unlock's entries are dropped when the lock-out ended before its transaction. */
+export const UNLOCK_LOST_RACE = 'unlock_lost_race';
+
+function lockoutAlreadyEnded(row: { id: string; status: string; ended_by: string | null }): RiskgateError {
+  const by =
+    row.ended_by === null ? '' : ` by ${row.ended_by === 'schedule' ? 'its schedule' : row.ended_by}`;
+  return new RiskgateError(
+    ErrorCode.CONFLICT,
+    `The lock-out ${JSON.stringify(row.id.slice(0, 200))} has ended already (${row.status}${by}); nothing was done.`,
+  );
 }
 
 /**

@@ -236,8 +236,8 @@ export class LockoutStore {
   /**
    * An operator's unlock of `id`: it and every other lock-out of the user still in force are
    * `unlocked` (the Admin user is enabled, whichever of them locked it), the unlock `queued`.
-   * Conditional: false, nothing changed, when `id` was unlocked meanwhile (another admin, another
-   * replica), so two unlocks racing record one.
+   * Conditional: false, nothing changed, when `id` ended meanwhile (another admin or replica
+   * unlocked it, its end came), so two unlocks racing record one.
    */
   async beginUnlock(row: Row, operator: string, reason: string, nowMs: number): Promise<boolean> {
     return this.#db
@@ -258,7 +258,7 @@ export class LockoutStore {
       .updateTable('lockout')
       .set({ ...ended, unlock_status: 'queued' })
       .where('id', '=', row.id)
-      .where('status', '!=', 'unlocked')
+      .where('status', 'not in', ['unlocked', 'expired'])
       .executeTakeFirst();
     if (Number(mine.numUpdatedRows) === 0) return false;
     await tx
@@ -321,6 +321,8 @@ export class LockoutStore {
         ...(o.status === 'failed' && { reason: `unlock_failed:${o.reason ?? 'unknown'}` }),
       })
       .where('id', '=', o.decisionId)
+      // Only a record this unlock began: one that lost its race, or was answered failed, kept its own.
+      .where('unlock_status', 'is not', null)
       .execute();
   }
 

@@ -224,7 +224,7 @@ function operatorRoute(
   },
   ok: object,
   extra: CodeNotes = {},
-  okStatus: '200' | '201' = '200',
+  okStatus: '200' | '201' | '202' = '200',
 ): object {
   return {
     servers: BOTH_PORTS,
@@ -244,6 +244,14 @@ const OUTBOX_ROUTE: CodeNotes = {
     'The outbox’s database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
 };
 const NO_OUTBOX = 'With RISKGATE_OUTBOX=memory there is no outbox: 404.';
+
+/** `route` with `Retry-After` on its `status` answer of `method` (a route-specific header). */
+function withRetryAfter(method: string, status: string, route: object): object {
+  const answer = (route as Record<string, { responses: Record<string, { headers?: object }> }>)[method]!
+    .responses[status]!;
+  answer.headers = { ...answer.headers, 'Retry-After': header('RetryAfter') };
+  return route;
+}
 
 /** The 404 of a route steering one action: no such action, another method, or no outbox here. */
 const unknownAction = (state: string) =>
@@ -807,34 +815,43 @@ function lockoutPaths(): Record<string, unknown> {
         ...DATABASE_ROUTE,
       },
     ),
-    '/lockouts/{id}/unlock': operatorRoute(
+    '/lockouts/{id}/unlock': withRetryAfter(
       'post',
-      {
-        operationId: 'unlockLockout',
-        summary: 'Unlock the user of a lock-out (Admin API status enabled, through the outbox)',
-        description:
-          'Written to the audit trail first (refused when it cannot be), then queued in the outbox (durable, retried), then recorded: this lock-out and the user’s others still in force become `unlocked`. An unlocked lock-out is answered as it is.',
-        parameters: [lockoutIdParameter],
-        requestBody: {
-          required: true,
-          description: 'JSON, at most 4096 bytes.',
-          content: json(ref('UnlockRequest')),
+      '503',
+      operatorRoute(
+        'post',
+        {
+          operationId: 'unlockLockout',
+          summary: 'Unlock the user of a lock-out (Admin API status enabled, through the outbox)',
+          description:
+            'Written to the audit trail first (refused when it cannot be), then, in one database transaction, queued in the outbox (durable, retried over its horizon) and recorded: this lock-out and the user’s others still in force become `unlocked`, and `lockout.ended` is queued (emitted once that transaction committed). The Admin API call is the outbox’s, after the answer: 202, `unlockStatus` `queued` (later `done`, or `failed` once dead-lettered), and the audit entry’s outcome reads `queued`. A lock-out that had ended (unlocked by another admin, its end come), before or during the unlock, is refused 409, nothing done, the audit outcome `refused`. An outbox that did not take the unlock durably in time is a 503 with `Retry-After`, nothing done, the audit outcome `failed`: an unlock held in this process only (the database did not answer in time) is withdrawn, so if its write lands later it changes nothing.',
+          parameters: [lockoutIdParameter],
+          requestBody: {
+            required: true,
+            description: 'JSON, at most 4096 bytes.',
+            content: json(ref('UnlockRequest')),
+          },
         },
-      },
-      {
-        description: 'The lock-out, unlocked (`unlockStatus` follows the outbox).',
-        content: json(ref('Lockout')),
-      },
-      {
-        [ErrorCode.INVALID_INPUT]: 'Invalid JSON or a missing or blank `reason`; `field` names it.',
-        [ErrorCode.PAYLOAD_TOO_LARGE]: 'A body over 4096 bytes.',
-        [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-        [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
-        [ErrorCode.AUDIT_UNAVAILABLE]:
-          'The audit trail did not take the unlock (or none is configured): nothing changed.',
-        ...OUTBOX_ROUTE,
-        ...DATABASE_ROUTE,
-      },
+        {
+          description:
+            'Queued: the lock-out, `unlocked`, with `unlockStatus` `queued` (the Admin API call follows through the outbox; `GET /lockouts/{id}` shows it `done`).',
+          content: json(ref('Lockout')),
+        },
+        {
+          [ErrorCode.INVALID_INPUT]: 'Invalid JSON or a missing or blank `reason`; `field` names it.',
+          [ErrorCode.PAYLOAD_TOO_LARGE]: 'A body over 4096 bytes.',
+          [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+          [ErrorCode.NOT_FOUND]: `No lock-out with this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+          [ErrorCode.CONFLICT]:
+            'The lock-out had ended (another admin unlocked it, or its end came), before or during this unlock: nothing done; `detail` says how it ended.',
+          [ErrorCode.AUDIT_UNAVAILABLE]:
+            'The audit trail did not take the unlock (or none is configured): nothing changed.',
+          [ErrorCode.OUTBOX_UNAVAILABLE]:
+            'The outbox’s database (RISKGATE_DATABASE) did not take the unlock durably in time (down, refused, too slow): nothing changed; try again after `Retry-After`.',
+          ...DATABASE_ROUTE,
+        },
+        '202',
+      ),
     ),
   };
 }

@@ -28,8 +28,11 @@ export const AUDIT_ACTIONS = [
 /** What was done, as `<thing>.<verb>`. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** What became of an audited change. */
-export const AUDIT_OUTCOMES = ['done', 'failed', 'refused'] as const;
+/**
+ * What became of an audited change: `queued` is promised, not yet made (durably in the outbox, which
+ * carries it out and retries it: an operator's unlock; its own outcome is on the lock-out record).
+ */
+export const AUDIT_OUTCOMES = ['done', 'queued', 'failed', 'refused'] as const;
 export type AuditOutcomeStatus = (typeof AUDIT_OUTCOMES)[number];
 
 /** The outcome written after a change: `failed` (riskgate could not make it) or `refused` (4xx). */

@@ -39,6 +39,7 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_FORBIDDEN: { status: 403, title: 'Forbidden' },
   RG_ERR_RATE_LIMITED: { status: 429, title: 'Too many requests' },
   RG_ERR_CALLBACK_REPLAYED: { status: 409, title: 'Callback already received' },
+  RG_ERR_CONFLICT: { status: 409, title: 'Conflict with the current state' },
   RG_ERR_DECISION_LOG_UNAVAILABLE: { status: 503, title: 'Decision log unavailable' },
   RG_ERR_NOT_FOUND: { status: 404, title: 'Not found' },
   RG_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
