@@ -37,16 +37,18 @@ async function storedCount(h: Harness, fromMs = 0): Promise<number> {
 
 /** `count` allow logins (alice: no action, one record each), each answered within the deadline. */
 async function decideMany(h: Harness, count: number): Promise<void> {
-  for (let i = 0; i < count; i += 10) {
+  // 8 at a time: the fewest admission ever allows in flight (its floor when the loop is busy, as
+  // on a loaded CI machine), so what is measured is the store, never a shed.
+  for (let i = 0; i < count; i += 8) {
     const answers = await Promise.all(
-      Array.from({ length: Math.min(10, count - i) }, async () => {
+      Array.from({ length: Math.min(8, count - i) }, async () => {
         const startedAt = performance.now();
         const answer = await h.decide(demoRequest('alice', undefined));
         return { ...answer, tookMs: performance.now() - startedAt };
       }),
     );
     for (const a of answers) {
-      expect(a.status).toBe(200);
+      expect(a.status, JSON.stringify(a.body)).toBe(200);
       expect(a.body.elapsedMs as number).toBeLessThanOrEqual(DEADLINE_MS + 50);
       // The client's view too, generously: the store never holds an answer.
       expect(a.tookMs).toBeLessThan(DEADLINE_MS * 3);

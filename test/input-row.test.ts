@@ -153,10 +153,10 @@ describe('an input added through one row', () => {
     const bad = await h.decide({ accountId: 'rep-bad' });
     const page = await decisionPage(s, bad.body.decisionId as string);
     expect(page).toMatch(/<td>ipReputation<\/td>/);
-    expect(page).toMatch(/<dt>score<\/dt><dd class="mono">90<\/dd>/);
+    expect(page).toMatch(/<dt>score<\/dt><dd class="mono"><bdi>90<\/bdi><\/dd>/);
     const lost = await h.decide({ accountId: 'rep-unknown' });
     const lostPage = await decisionPage(s, lost.body.decisionId as string);
     expect(lostPage).toContain('unavailable: timeout');
-    expect(lostPage).toMatch(/<dt>degraded<\/dt><dd class="mono">yes<\/dd>/);
+    expect(lostPage).toMatch(/<dt>degraded<\/dt><dd class="mono"><bdi>yes<\/bdi><\/dd>/);
   });
 });
