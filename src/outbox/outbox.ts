@@ -514,9 +514,10 @@ export class Outbox implements ActionDispatcher {
     }
     if (this.#closing) return;
     // A full claim may leave more due now, and a wake-up during the claim may have something the
-    // claim did not see; otherwise look again at the next poll (or sooner, when woken).
-    // A wake-up due sooner (set during the claim) is kept, never pushed back to the interval.
-    const delayMs = (claimed === free && free > 0) || this.#wokenWhileClaiming ? 0 : this.#o.pollMs;
+    // claim did not see: look again as a wake-up would (10 ms, so a burst shares the claim; not 0,
+    // which under a steady stream of submits claims back to back for users whose next action is
+    // still running). Otherwise at the next poll. A wake-up due sooner is kept, never pushed back.
+    const delayMs = (claimed === free && free > 0) || this.#wokenWhileClaiming ? 10 : this.#o.pollMs;
     if (this.#timer === undefined || this.#timerAt > performance.now() + delayMs) this.#schedule(delayMs);
   }
 
@@ -601,7 +602,11 @@ export class Outbox implements ActionDispatcher {
         this.#idleWaiters = [];
         for (const w of waiters) w();
       }
-      if (!this.#closing) this.#wake();
+      // A freed slot is filled at once, not after the 10 ms a submit waits: one user's next
+      // action waits for this one to end (per-user order), so each cycle's delay adds up along
+      // a user's queue (issue 32: the lock-out delay). The attempts settled in one turn (their
+      // completions one batch in the store) still share the one claim.
+      if (!this.#closing) this.#wake(0);
     }
   }
 
