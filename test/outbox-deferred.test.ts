@@ -1,8 +1,9 @@
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
-import type { OutboxStore } from '../src/outbox/outbox-store.ts';
+import type { CompanionTx, OutboxStore } from '../src/outbox/outbox-store.ts';
 import { eventually } from './support/eventually.ts';
 import { openDatabaseOutbox } from './support/outbox-database.ts';
 
@@ -77,7 +78,56 @@ async function setUp(options: { maxDeferred?: number } = {}) {
   return { sqlite, g, outbox, outcomes };
 }
 
+/** `store` whose appends never answer while `stalled` (a store that hangs), then answer again. */
+function stalling(store: OutboxStore) {
+  const state = { stalled: true };
+  const wrapped = new Proxy(store, {
+    get: (target, name) => {
+      if (name === 'append')
+        return ((specs, nowMs, companions) =>
+          state.stalled
+            ? new Promise(() => {})
+            : target.append(specs, nowMs, companions)) as OutboxStore['append'];
+      const value = Reflect.get(target, name) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: wrapped, state };
+}
+
 describe('deferred actions', () => {
+  it('writes each deferred submit alone: one the database refuses ends failed (queue_refused), the others are written', async () => {
+    const sqlite = await openDatabaseOutbox();
+    opened.push(sqlite);
+    const s = stalling(sqlite);
+    const outcomes: ActionOutcome[] = [];
+    const outbox = new Outbox({
+      store: s.store,
+      admin: {} as ActionAdmin,
+      onOutcome: (o) => outcomes.push(o),
+      pollMs: 50,
+      submitTimeoutMs: 30,
+    });
+    const [fine, refused, alsoFine] = [job('u-fine'), job('u-refused'), job('u-also-fine')];
+    // Its lock-out record is a row the database refuses (NOT NULL): SQLITE_CONSTRAINT.
+    const companion = {
+      write: (tx: CompanionTx) =>
+        sql`INSERT INTO outbox_entry (id) VALUES (${'x'})`.execute(tx).then(() => {}),
+    };
+    expect(await outbox.submit([fine], { timeoutMs: 30 })).toEqual(['deferred']);
+    expect(await outbox.submit([refused], { timeoutMs: 30, companion })).toEqual(['deferred']);
+    expect(await outbox.submit([alsoFine], { timeoutMs: 30 })).toEqual(['deferred']);
+    s.state.stalled = false;
+    await eventually(async () => (outbox.deferred === 0 ? true : undefined));
+    expect(await sqlite.get(fine.key)).toMatchObject({ status: 'pending' });
+    expect(await sqlite.get(alsoFine.key)).toMatchObject({ status: 'pending' });
+    expect(await sqlite.get(refused.key)).toBeUndefined();
+    expect(outcomes).toEqual([
+      expect.objectContaining({ key: refused.key, status: 'failed', reason: 'queue_refused' }),
+    ]);
+    await outbox.drain(100);
+  });
+
   it('answers deferred by the deadline, then writes the action once when the store answers', async () => {
     const { sqlite, g, outbox } = await setUp();
     g.close();

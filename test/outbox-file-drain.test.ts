@@ -119,6 +119,13 @@ describe('a former outbox.sqlite in the state directory', () => {
       1,
     );
     insert.run('former-4:broken', 'y', 'not json', 'pending', 0, t0, t0, t0, t0, null, 0, null, null, 1);
+    // JSON, with a type, but not an action this version can carry out (a later version's, or damaged).
+    const future = JSON.stringify({
+      ...lockSpec('former-5', 'z'),
+      type: 'teleport_user',
+      call: { method: 'x' },
+    });
+    insert.run('former-5:future', 'z', future, 'pending', 0, t0, t0, t0, t0, null, 0, null, null, 1);
     old.close();
     h = await startHarness({ env: { RISKGATE_STATE_DIR: state } });
   });
@@ -152,9 +159,16 @@ describe('a former outbox.sqlite in the state directory', () => {
       reason: 'horizon_exhausted:RG_ERR_UPSTREAM_SERVER_ERROR',
     });
     expect(await adminUserStatus(h.sandbox, BOB)).toBe('enabled');
-    // A delivered entry had nothing left to do; an unreadable one stays in the renamed file.
+    // A delivered entry had nothing left to do; unreadable ones stay in the renamed file.
     expect(byId.has('former-3:lock_out_user:x')).toBe(false);
     expect(byId.has('former-4:broken')).toBe(false);
+    expect(byId.has('former-5:future')).toBe(false);
+    expect(h.serviceLog).toContainEqual(
+      expect.objectContaining({
+        msg: 'an outbox.sqlite entry is unreadable: left in the renamed file',
+        id: 'former-5:future',
+      }),
+    );
     expect(existsSync(join(state, 'outbox.sqlite'))).toBe(false);
     const renamed = readdirSync(state).filter((f) => /^outbox\.sqlite\.migrated-\d+$/.test(f));
     expect(renamed).toHaveLength(1);
@@ -162,12 +176,12 @@ describe('a former outbox.sqlite in the state directory', () => {
       expect.objectContaining({
         msg: 'the former outbox file was drained into the database and renamed aside',
         moved: 2,
-        skipped: 1,
+        skipped: 2,
       }),
     );
     const kept = new DatabaseSync(join(state, renamed[0]!));
     try {
-      expect(kept.prepare('SELECT count(*) AS n FROM outbox').get()).toEqual({ n: 4 });
+      expect(kept.prepare('SELECT count(*) AS n FROM outbox').get()).toEqual({ n: 5 });
     } finally {
       kept.close();
     }

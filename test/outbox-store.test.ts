@@ -64,7 +64,8 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
       const refused = store.append([a], T0, [
         {
           write: async () => {
-            throw new Error('a row the database refuses');
+            // As the database says it (SQLSTATE class 23): a refused row, not a database down.
+            throw Object.assign(new Error('a row the database refuses'), { code: '23514' });
           },
         },
       ]);

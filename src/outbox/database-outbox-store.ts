@@ -1,6 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import type { DatabaseEngine, RiskgateDatabase } from '../database/database.ts';
+import { isRefusedRow } from '../database/refused-row.ts';
 import {
   type AppendCompanion,
   type ClaimOptions,
@@ -24,20 +25,28 @@ import type { OutboxTables } from './outbox-tables.ts';
  * transaction), so two replicas never lease the same entry and neither waits for the other.
  *
  * Batched, as the outbox's hot path needs: the appends of one event-loop turn share one
- * transaction (group commit; should it fail, each append is tried alone, so one refused row fails
- * only its own append), and so do the completions (one UPDATE per owner). A claim is one
- * statement on either engine.
+ * transaction (group commit, at most one in flight: see `#commitAppends`; should the database
+ * refuse a row, each append is tried alone, so the refused one fails only itself, while a database
+ * that is down fails the group once), and so do the completions (one UPDATE per owner). A claim is
+ * one statement on either engine.
+ *
+ * A row whose spec cannot be read (damaged, or written by a later version) never stops the rows
+ * beside it: whichever read meets it (a claim, the untold lines, a listing) sets it aside, dead
+ * with reason `unreadable_spec` and marked logged (no outcome line can be told for it, and it is
+ * never claimed again), counted (`unreadableSpecs`) and reported with its id (`onUnreadable`).
  */
+
+/** The reason an entry whose stored spec cannot be read is dead-lettered with. */
+export const UNREADABLE_SPEC_REASON = 'unreadable_spec';
 
 type Row = Selectable<OutboxTables['outbox_entry']>;
 
 /** Most ids in one `IN (...)` (far below either engine's parameter limit). */
 const IDS_PER_STATEMENT = 500;
 
-function entryOf(row: Row): OutboxEntry {
+function entryOf(row: Row, spec: ActionSpec): OutboxEntry {
   return {
-    // Written by this code, but a database is a boundary: checked, cheaply (the claim path is hot).
-    spec: parseStoredSpec(row.spec),
+    spec,
     status: row.status as OutboxStatus,
     attempts: Number(row.attempts),
     createdAtMs: Number(row.created_at),
@@ -66,23 +75,81 @@ interface PendingCompletion {
   reject: (error: unknown) => void;
 }
 
+export interface DatabaseOutboxStoreOptions {
+  /** Close the database with the store (the CLI, tests: opened for this store alone). Default false. */
+  ownsDatabase?: boolean;
+  /**
+   * Told each entry set aside because its stored spec cannot be read (`unreadable_spec`), once, as
+   * it is set aside: a log line naming it. Must not throw. Default: not told (still counted).
+   */
+  onUnreadable?: (id: string, error: unknown) => void;
+}
+
 export class DatabaseOutboxStore implements OutboxStore {
   readonly durable = true;
   readonly #db: Kysely<OutboxTables>;
   readonly #engine: DatabaseEngine;
   #appends: PendingAppend[] = [];
+  /** The group commit in flight (at most one: see `#commitAppends`). */
+  #committing: Promise<void> | undefined;
   #completions: PendingCompletion[] = [];
   #closed = false;
+  #unreadable = 0;
   readonly #closeDatabase: (() => Promise<void>) | undefined;
+  readonly #onUnreadable: ((id: string, error: unknown) => void) | undefined;
 
-  /**
-   * The store over `database`, which stays open on `close` (the database component's), unless
-   * `ownsDatabase` (the CLI, tests: opened for this store alone).
-   */
-  constructor(database: RiskgateDatabase, options: { ownsDatabase?: boolean } = {}) {
+  /** The store over `database`, which stays open on `close` (the database component's) unless it owns it. */
+  constructor(database: RiskgateDatabase, options: DatabaseOutboxStoreOptions = {}) {
     this.#db = database.db.withTables<OutboxTables>();
     this.#engine = database.engine;
     this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
+    this.#onUnreadable = options.onUnreadable;
+  }
+
+  /** Entries this process set aside as `unreadable_spec`. */
+  get unreadableSpecs(): number {
+    return this.#unreadable;
+  }
+
+  /**
+   * The entries of `rows` in their order, those whose spec cannot be read left out and set aside
+   * (dead, `unreadable_spec`, logged) in one statement. Counted and told only when this statement
+   * is the one that set it aside: a listing that meets it again says nothing more.
+   */
+  async #entriesOf(rows: readonly Row[], nowMs: number): Promise<OutboxEntry[]> {
+    const entries: OutboxEntry[] = [];
+    const unreadable = new Map<string, unknown>();
+    for (const row of rows) {
+      try {
+        // Written by this code, but a database is a boundary: checked, cheaply (the claim path is hot).
+        entries.push(entryOf(row, parseStoredSpec(row.spec)));
+      } catch (error) {
+        unreadable.set(row.id, error);
+      }
+    }
+    if (unreadable.size === 0) return entries;
+    const ids = [...unreadable.keys()];
+    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+      const setAside = await this.#db
+        .updateTable('outbox_entry')
+        .set({ status: 'dead', reason: UNREADABLE_SPEC_REASON, lease_until: 0, logged: 1, updated_at: nowMs })
+        .where('id', 'in', ids.slice(i, i + IDS_PER_STATEMENT))
+        .where((eb) =>
+          eb.or([
+            eb('status', '<>', 'dead'),
+            eb('reason', 'is', null),
+            eb('reason', '<>', UNREADABLE_SPEC_REASON),
+            eb('logged', '<>', 1),
+          ]),
+        )
+        .returning('id')
+        .execute();
+      for (const { id } of setAside) {
+        this.#unreadable++;
+        this.#onUnreadable?.(id, unreadable.get(id));
+      }
+    }
+    return entries;
   }
 
   append(
@@ -94,23 +161,52 @@ export class DatabaseOutboxStore implements OutboxStore {
     return new Promise((resolve, reject) => {
       this.#appends.push({ specs, nowMs, companions, resolve, reject });
       // Group commit: every append of this turn in one transaction.
-      if (this.#appends.length === 1) setImmediate(() => void this.#commitAppends());
+      if (this.#appends.length === 1 && this.#committing === undefined)
+        setImmediate(() => void this.#commitAppends());
     });
   }
 
-  async #commitAppends(): Promise<void> {
-    const batch = this.#appends;
-    this.#appends = [];
-    if (batch.length === 0) return;
+  /**
+   * Commits the appends batched so far, after the group commit in flight (if any) has ended.
+   *
+   * At most one in flight per process, because of PostgreSQL: `seq` is taken from its sequence as
+   * a row is inserted, but the row becomes visible when its transaction commits. Two groups in
+   * flight at once could commit out of order (a user's unlock, submitted after the lock-out, seen
+   * first); one at a time, a process's entries become visible in the order they were appended.
+   * Across replicas no order is promised between concurrent appends of one user (two decisions at
+   * the same moment on two machines); the claim keeps them from running at once (see `claim`).
+   */
+  #commitAppends(): Promise<void> {
+    if (this.#committing !== undefined || this.#appends.length === 0)
+      return this.#committing ?? Promise.resolve();
+    // The loop's end and `#committing`'s reset are one synchronous step: an append made after the
+    // last check schedules its own commit.
+    this.#committing = (async () => {
+      try {
+        while (this.#appends.length > 0) {
+          const batch = this.#appends;
+          this.#appends = [];
+          await this.#commitGroup(batch);
+        }
+      } finally {
+        this.#committing = undefined;
+      }
+    })();
+    return this.#committing;
+  }
+
+  async #commitGroup(batch: readonly PendingAppend[]): Promise<void> {
     try {
       const results = await this.#db.transaction().execute((tx) => this.#write(tx, batch));
       for (const [i, a] of batch.entries()) a.resolve(results[i]!);
     } catch (error) {
-      if (batch.length === 1) {
-        batch[0]!.reject(error);
+      // A row the database refuses (a constraint, a byte it cannot store): each append alone, so
+      // the refused one fails only itself. Anything else (the database down, a full disk, a
+      // timeout) would fail each of them again: the group fails once, not N times the load.
+      if (batch.length === 1 || !isRefusedRow(error)) {
+        for (const a of batch) a.reject(error);
         return;
       }
-      // One append (a row the database refuses, a companion's failure) fails only itself.
       for (const a of batch) {
         try {
           a.resolve((await this.#db.transaction().execute((tx) => this.#write(tx, [a])))[0]!);
@@ -172,18 +268,25 @@ export class DatabaseOutboxStore implements OutboxStore {
     // statement's locks keep them from the others until the lease is written. SQLite: its one
     // writer makes the statement atomic against every other process.
     const lock = this.#engine === 'postgres' ? sql`FOR UPDATE OF o SKIP LOCKED` : sql``;
-    // Due, pending, not leased (or its lease ran out), and first of its ordering key among the
-    // pending: a user's later action never overtakes an earlier one still pending. One statement
-    // (its own transaction): one round trip per claim.
+    // Due, pending, not leased (or its lease ran out), first of its ordering key among the pending,
+    // and no other entry of its key leased: a user's later action never overtakes an earlier one
+    // still pending, nor runs beside one. The last rule is what makes the order safe on
+    // PostgreSQL, where `seq` is taken at insert but seen at commit: an entry committed after a
+    // later one of its key was claimed waits for that one to end instead of running with it. No
+    // claim reads "seq above the last seen" (which would skip a row committed late): each looks at
+    // every pending row. One statement (its own transaction): one round trip per claim.
     const { rows } = await sql<Row>`UPDATE outbox_entry SET lease_owner = ${owner}, lease_until = ${until},
         attempts = attempts + 1, updated_at = ${nowMs}
       WHERE seq IN (SELECT o.seq FROM outbox_entry o
         WHERE o.status = 'pending' AND o.next_attempt_at <= ${nowMs} AND o.lease_until <= ${nowMs} ${skip}
           AND NOT EXISTS (SELECT 1 FROM outbox_entry e WHERE e.ordering_key = o.ordering_key
-                          AND e.status = 'pending' AND e.seq < o.seq)
+                          AND e.status = 'pending' AND (e.seq < o.seq OR e.lease_until > ${nowMs}))
         ORDER BY o.seq LIMIT ${limit} ${lock})
       RETURNING *`.execute(this.#db);
-    return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map(entryOf);
+    return this.#entriesOf(
+      rows.sort((a, b) => Number(a.seq) - Number(b.seq)),
+      nowMs,
+    );
   }
 
   complete(id: string, owner: string, nowMs: number): Promise<boolean> {
@@ -275,7 +378,7 @@ export class DatabaseOutboxStore implements OutboxStore {
       .orderBy('updated_at')
       .limit(limit)
       .execute();
-    return rows.map(entryOf);
+    return this.#entriesOf(rows, Date.now());
   }
 
   async markLogged(ids: readonly string[]): Promise<void> {
@@ -317,12 +420,12 @@ export class DatabaseOutboxStore implements OutboxStore {
       .orderBy('seq', 'desc')
       .limit(Math.min(filter.limit ?? 100, Number.MAX_SAFE_INTEGER))
       .execute();
-    return rows.map(entryOf);
+    return this.#entriesOf(rows, Date.now());
   }
 
   async get(id: string): Promise<OutboxEntry | undefined> {
     const row = await this.#db.selectFrom('outbox_entry').selectAll().where('id', '=', id).executeTakeFirst();
-    return row === undefined ? undefined : entryOf(row);
+    return row === undefined ? undefined : (await this.#entriesOf([row], Date.now()))[0];
   }
 
   async stats(nowMs: number): Promise<OutboxStats> {
@@ -390,7 +493,7 @@ export class DatabaseOutboxStore implements OutboxStore {
   /** Writes what is batched, then refuses more (and closes the database if it owns it). */
   async close(): Promise<void> {
     if (this.#closed) return;
-    await this.#commitAppends();
+    while (this.#committing !== undefined || this.#appends.length > 0) await this.#commitAppends();
     await this.#commitCompletions();
     this.#closed = true;
     await this.#closeDatabase?.();

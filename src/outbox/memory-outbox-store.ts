@@ -214,6 +214,11 @@ export class MemoryOutboxStore implements OutboxStore {
       this.#due.pop();
       const { slot } = top;
       if (top.version !== slot.version || !this.#isHead(slot)) continue; // stale
+      if (this.#blockedUntil(slot) > nowMs) {
+        // An operator's retry put it ahead of its user's entry in flight: due when that one ends.
+        this.#reschedule(slot);
+        continue;
+      }
       if (options.skipWebhooks === true && slot.spec.type === WEBHOOK_ACTION_TYPE) {
         passedOver.push(top);
         continue;
@@ -235,13 +240,31 @@ export class MemoryOutboxStore implements OutboxStore {
     return slot.status === 'pending' && this.#queues.get(slot.spec.orderingKey)?.[0] === slot;
   }
 
+  /**
+   * Until when another entry of `slot`'s user is leased (0: none): a user's entries never run
+   * side by side, even when an operator's retry puts an older one back ahead of one in flight.
+   */
+  #blockedUntil(slot: Slot): number {
+    let until = 0;
+    for (const other of this.#queues.get(slot.spec.orderingKey) ?? []) {
+      if (other !== slot && other.leaseUntilMs > until) until = other.leaseUntilMs;
+    }
+    return until;
+  }
+
+  /** Reschedules the head of `slot`'s user's queue when it is another slot (`slot`'s lease changed). */
+  #rescheduleHeadBeside(slot: Slot): void {
+    const head = this.#queues.get(slot.spec.orderingKey)?.[0];
+    if (head !== undefined && head !== slot) this.#reschedule(head);
+  }
+
   /** Puts `slot` in the heap at its due time if it is a head (its older heap items go stale). */
   #reschedule(slot: Slot): void {
     slot.version++;
     if (!this.#isHead(slot)) return;
     this.#due.push({
       slot,
-      atMs: Math.max(slot.nextAttemptAtMs, slot.leaseUntilMs),
+      atMs: Math.max(slot.nextAttemptAtMs, slot.leaseUntilMs, this.#blockedUntil(slot)),
       version: slot.version,
     });
     // Stale items (ended leases, earlier due times) are dropped once they outnumber the live ones.
@@ -290,7 +313,8 @@ export class MemoryOutboxStore implements OutboxStore {
     const at = queue.indexOf(slot);
     if (at >= 0) queue.splice(at, 1);
     if (queue.length === 0) this.#queues.delete(user);
-    else if (at === 0) this.#reschedule(queue[0]!);
+    // The head is due now, or (when `slot` was a leased entry behind it) no longer held back.
+    else if (at >= 0) this.#reschedule(queue[0]!);
   }
 
   async complete(id: string, owner: string, nowMs: number): Promise<boolean> {
@@ -317,6 +341,7 @@ export class MemoryOutboxStore implements OutboxStore {
     if (!countAttempt) slot.attempts--;
     slot.updatedAtMs = nowMs;
     this.#reschedule(slot);
+    this.#rescheduleHeadBeside(slot);
   }
 
   async deadLetter(id: string, owner: string, reason: string, nowMs: number): Promise<boolean> {
@@ -351,6 +376,7 @@ export class MemoryOutboxStore implements OutboxStore {
       slot.nextAttemptAtMs = nowMs;
       slot.updatedAtMs = nowMs;
       this.#reschedule(slot);
+      this.#rescheduleHeadBeside(slot);
       released++;
     }
     return released;

@@ -1,6 +1,6 @@
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
-import { DatabaseOutboxStore } from './database-outbox-store.ts';
+import { DatabaseOutboxStore, type DatabaseOutboxStoreOptions } from './database-outbox-store.ts';
 import { MemoryOutboxStore } from './memory-outbox-store.ts';
 import type { OutboxStore } from './outbox-store.ts';
 
@@ -11,8 +11,9 @@ import type { OutboxStore } from './outbox-store.ts';
 export function openOutboxStore(
   config: Pick<RiskgateConfig, 'outbox'>,
   database: RiskgateDatabase,
+  options: Pick<DatabaseOutboxStoreOptions, 'onUnreadable'> = {},
 ): OutboxStore {
   return config.outbox.kind === 'memory'
     ? new MemoryOutboxStore({ database })
-    : new DatabaseOutboxStore(database);
+    : new DatabaseOutboxStore(database, options);
 }

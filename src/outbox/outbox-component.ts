@@ -43,7 +43,18 @@ export function outboxComponent(o: {
     name: 'outbox',
     async start() {
       await drainFormerFile(o);
-      const store = o.given ?? openOutboxStore(o.config, o.database);
+      const store =
+        o.given ??
+        openOutboxStore(o.config, o.database, {
+          onUnreadable: (id, error) =>
+            log({
+              level: 'error',
+              msg: 'an outbox entry cannot be read: dead-lettered (unreadable_spec), kept for inspection',
+              id,
+              // Not the parser's message: it quotes the stored text.
+              cause: error instanceof SyntaxError ? 'not JSON' : 'not an action spec this version reads',
+            }),
+        });
       try {
         for (const warning of (await store.warnings?.()) ?? []) log({ level: 'warn', msg: warning });
       } catch (error) {
@@ -74,7 +85,7 @@ export function outboxComponent(o: {
             onRetried: () => outbox.nudge(),
           }),
         ],
-        observe: (metrics) => observeOutbox(metrics, outbox),
+        observe: (metrics) => observeOutbox(metrics, outbox, store),
       };
     },
   };
@@ -109,7 +120,12 @@ async function drainFormerFile(o: {
   }
 }
 
-function observeOutbox(metrics: MetricsRegistry, outbox: Outbox): void {
+function observeOutbox(metrics: MetricsRegistry, outbox: Outbox, store: OutboxStore): void {
+  metrics.observeCounter(
+    'riskgate_outbox_unreadable_specs',
+    'Outbox entries whose stored spec could not be read (damaged, or from a later version), dead-lettered as unreadable_spec by this process',
+    () => store.unreadableSpecs ?? 0,
+  );
   metrics.observeGauge(
     'riskgate_outbox_pending',
     'Actions in the outbox not yet delivered (the whole store, shared by every worker and any replica using it)',

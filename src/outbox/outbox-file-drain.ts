@@ -2,6 +2,7 @@ import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { Kysely } from 'kysely';
+import { parseStoredSpec } from '../actions/admin-actions.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { tryLockFile } from '../database/state-lock.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
@@ -13,7 +14,7 @@ import type { OutboxTables } from './outbox-tables.ts';
  * pending and dead entries (and ended ones whose outcome line was never confirmed) keep their ids,
  * attempts, times and errors, in their order; leases are ended (their process is gone). Then the
  * file is renamed aside, `outbox.sqlite.migrated-<epoch ms>` (its `-wal` and `-shm` too), and the
- * counts logged. A repeat is harmless (ids are kept once); a row that cannot be read (not JSON) is
+ * counts logged. A repeat is harmless (ids are kept once); a row that cannot be read (not JSON, or not an action spec) is
  * left in the renamed file, counted and logged.
  *
  * Read once at start, before the outbox serves, with node:sqlite on the event loop (nothing else
@@ -125,11 +126,14 @@ function readLegacy(path: string, log: LifecycleLog): { rows: LegacyRow[]; skipp
   }
 }
 
-/** The action type of a stored spec; undefined when it is not one. */
+/**
+ * The action type of a stored spec; undefined when it is not an action spec this version reads
+ * (checked as the database store checks it when it claims: a row moved in that could not be
+ * read would only be set aside there, away from the file an operator can inspect).
+ */
 function typeOf(spec: string): string | undefined {
   try {
-    const type = (JSON.parse(spec) as { type?: unknown } | null)?.type;
-    return typeof type === 'string' ? type : undefined;
+    return parseStoredSpec(spec).type;
   } catch {
     return undefined;
   }

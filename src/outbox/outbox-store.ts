@@ -63,6 +63,11 @@ export interface OutboxStore {
    */
   readonly durable: boolean;
   /**
+   * Entries this process set aside because their stored spec could not be read (dead,
+   * `unreadable_spec`); absent where specs are never read back (memory).
+   */
+  readonly unreadableSpecs?: number;
+  /**
    * Records `specs` durably (resolves once they are). An id already present is not added again:
    * false at its index. A spec with `notBeforeMs` (a scheduled unlock) is due then, and counts as
    * created then (`dueAtMs`): its wait is neither the pending age an Admin outage shows in nor

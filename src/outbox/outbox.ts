@@ -16,6 +16,7 @@ import {
   attemptAction,
   type WebhookPoster,
 } from '../actions/admin-actions.ts';
+import { isRefusedRow } from '../database/refused-row.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
@@ -100,7 +101,7 @@ export interface OutboxOptions {
 /** What `OutboxOptions.beforeAttempt` says of an attempt. */
 export type AttemptGate = { run: true } | { skip: string } | { waitMs: number };
 
-/** Deferred actions written to the store per write (a submit's are never split). */
+/** Deferred actions written to the store per round of writes (a submit's are never split). */
 const DEFERRED_BATCH = 100;
 
 /** One deferred submit: its specs and its companion go to the store together, or not at all. */
@@ -140,6 +141,8 @@ export class Outbox implements ActionDispatcher {
   #attemptsStarted = 0;
   #closing = false;
   #claiming = false;
+  /** A poll found a claim running: one more claim is due when it ends. */
+  #wokenWhileClaiming = false;
   #timer: NodeJS.Timeout | undefined;
   /** performance.now() at which `#timer` fires. */
   #timerAt = 0;
@@ -284,14 +287,16 @@ export class Outbox implements ActionDispatcher {
   }
 
   /**
-   * One write of up to DEFERRED_BATCH deferred actions (at most one in flight), then the next:
-   * at once after a success, after a backoff bounded by `pollMs` after a failure.
+   * One round of writes of up to DEFERRED_BATCH deferred actions (at most one round in flight),
+   * then the next: at once after a success, after a backoff bounded by `pollMs` after a failure.
+   * One append per submit (the store still commits a turn's appends together): each submit's
+   * result is its own, and one the database refuses ends alone (failed, `queue_refused`), never
+   * holding the others back or taking them down with it.
    */
   async #writeDeferred(timeoutMs = this.#o.submitTimeoutMs): Promise<void> {
     if (this.#writingDeferred || this.#deferred.size === 0) return;
     this.#writingDeferred = true;
-    // Whole submits, oldest first, up to about DEFERRED_BATCH actions: a companion's rows go with
-    // every spec of its submit.
+    // Whole submits, oldest first, up to about DEFERRED_BATCH actions.
     const submits = new Set<DeferredSubmit>();
     let count = 0;
     for (const { submit } of this.#deferred.values()) {
@@ -300,27 +305,43 @@ export class Outbox implements ActionDispatcher {
       submits.add(submit);
       count += submit.specs.length;
     }
-    const batch = [...submits];
-    const specs = batch.flatMap((b) => b.specs);
-    const companions = batch.flatMap((b) => (b.companion === undefined ? [] : [b.companion]));
-    try {
-      await withDeadline(
-        this.#o.store.append(specs, this.#o.now(), companions),
-        timeoutMs,
-        'the outbox append',
-      );
-      this.#deferredFailures = 0;
-      this.#deferredWritten(batch);
-    } catch (error) {
-      this.#deferredFailures++;
-      this.#o.onError?.(error);
-    } finally {
-      this.#writingDeferred = false;
-    }
+    const nowMs = this.#o.now();
+    const results = await Promise.allSettled(
+      [...submits].map(async (submit) => {
+        try {
+          await withDeadline(
+            this.#o.store.append(submit.specs, nowMs, submit.companion && [submit.companion]),
+            timeoutMs,
+            'the outbox append',
+          );
+        } catch (error) {
+          this.#o.onError?.(error);
+          if (!isRefusedRow(error)) throw error;
+          // Tried again, it would be refused again: ended now, and said so.
+          this.#endDeferred(submit, 'queue_refused');
+          return;
+        }
+        this.#deferredWritten([submit]);
+      }),
+    );
+    this.#writingDeferred = false;
+    const failed = results.some((r) => r.status === 'rejected');
+    this.#deferredFailures = failed ? this.#deferredFailures + 1 : 0;
     if (this.#closing) return;
     this.#writeDeferredLater(
       this.#deferredFailures === 0 ? 0 : Math.min(this.#o.pollMs, 50 * 2 ** this.#deferredFailures),
     );
+  }
+
+  /** Ends the deferred actions of `submit` still held, each reported failed with `reason`. */
+  #endDeferred(submit: DeferredSubmit, reason: string): void {
+    const now = performance.now();
+    for (const spec of submit.specs) {
+      const held = this.#deferred.get(spec.id);
+      if (held?.submit !== submit) continue;
+      this.#deferred.delete(spec.id);
+      this.#o.onOutcome(actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - held.atMs, reason));
+    }
   }
 
   /** Ends every deferred action still unwritten, reported failed with `reason`. */
@@ -464,8 +485,15 @@ export class Outbox implements ActionDispatcher {
   }
 
   async #poll(): Promise<void> {
-    if (this.#closing || this.#claiming) return;
+    if (this.#closing) return;
+    if (this.#claiming) {
+      // Woken (a submit, a finished attempt) during a claim that may not have seen it: claim again
+      // as soon as this one ends, not at the next poll interval.
+      this.#wokenWhileClaiming = true;
+      return;
+    }
     this.#claiming = true;
+    this.#wokenWhileClaiming = false;
     let claimed = 0;
     const free = this.#o.concurrency - this.#running.size;
     try {
@@ -485,9 +513,12 @@ export class Outbox implements ActionDispatcher {
       this.#claiming = false;
     }
     if (this.#closing) return;
-    // A full claim may leave more due now; otherwise look again at the next poll (or sooner, when
-    // a submit or a finished attempt wakes it).
-    this.#schedule(claimed === free && free > 0 ? 10 : this.#o.pollMs);
+    // A full claim may leave more due now, and a wake-up during the claim may have something the
+    // claim did not see: look again as a wake-up would (10 ms, so a burst shares the claim; not 0,
+    // which under a steady stream of submits claims back to back for users whose next action is
+    // still running). Otherwise at the next poll. A wake-up due sooner is kept, never pushed back.
+    const delayMs = (claimed === free && free > 0) || this.#wokenWhileClaiming ? 10 : this.#o.pollMs;
+    if (this.#timer === undefined || this.#timerAt > performance.now() + delayMs) this.#schedule(delayMs);
   }
 
   /** Claims what is due into the free attempt slots and starts it; how many were started. */
@@ -571,7 +602,11 @@ export class Outbox implements ActionDispatcher {
         this.#idleWaiters = [];
         for (const w of waiters) w();
       }
-      if (!this.#closing) this.#wake();
+      // A freed slot is filled at once, not after the 10 ms a submit waits: one user's next
+      // action waits for this one to end (per-user order), so each cycle's delay adds up along
+      // a user's queue (issue 32: the lock-out delay). The attempts settled in one turn (their
+      // completions one batch in the store) still share the one claim.
+      if (!this.#closing) this.#wake(0);
     }
   }
 

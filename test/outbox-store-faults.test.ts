@@ -1,0 +1,250 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionSpec } from '../src/actions/admin-actions.ts';
+import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
+import { DatabaseOutboxStore, UNREADABLE_SPEC_REASON } from '../src/outbox/database-outbox-store.ts';
+import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
+import { outboxSqliteFile } from './support/outbox-database.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+
+/**
+ * The database outbox store against what its rows and its database can do to it (the reviewer's
+ * findings on issue 30): a row whose spec cannot be read, a database that refuses a row against
+ * one that is down, and entries committed out of their `seq` order (PostgreSQL). On the embedded
+ * SQLite file and on a real PostgreSQL.
+ */
+
+let n = 0;
+function spec(user: string): ActionSpec {
+  n++;
+  return {
+    id: `f${n}:lock_out_user:${user}`,
+    decisionId: `f${n}`,
+    type: 'lock_out_user',
+    target: user,
+    orderingKey: user,
+    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
+  };
+}
+
+const T0 = 1_800_000_000_000;
+const LEASE = 10_000;
+
+interface Opened {
+  store: DatabaseOutboxStore;
+  database: RiskgateDatabase;
+  unreadable: string[];
+}
+
+async function open(target: DatabaseTarget): Promise<Opened> {
+  const database = await openDatabase(target, { migrations: outboxMigrations });
+  const unreadable: string[] = [];
+  const store = new DatabaseOutboxStore(database, {
+    ownsDatabase: true,
+    onUnreadable: (id) => unreadable.push(id),
+  });
+  return { store, database, unreadable };
+}
+
+/** Overwrites the stored spec of `id` (a damaged row, or one a later version wrote). */
+async function damage(database: RiskgateDatabase, id: string, text: string): Promise<void> {
+  await sql`UPDATE outbox_entry SET spec = ${text} WHERE id = ${id}`.execute(database.db);
+}
+
+async function rowOf(database: RiskgateDatabase, id: string) {
+  const { rows } = await sql<{ status: string; reason: string | null; logged: number }>`
+    SELECT status, reason, logged FROM outbox_entry WHERE id = ${id}`.execute(database.db);
+  return rows[0] && { ...rows[0], logged: Number(rows[0].logged) };
+}
+
+/** A companion whose row the database refuses (NOT NULL): SQLITE_CONSTRAINT, SQLSTATE 23502. */
+const refusedRow = {
+  write: (tx: RiskgateDatabase['db']) =>
+    sql`INSERT INTO outbox_entry (id) VALUES (${'x'})`.execute(tx).then(() => {}),
+};
+
+function faults(name: string, target: () => DatabaseTarget) {
+  describe(`outbox store faults: ${name}`, () => {
+    let o: Opened;
+    beforeAll(async () => {
+      o = await open(target());
+    });
+    afterAll(() => o?.store.close());
+
+    it('sets aside a row whose spec cannot be read (dead, unreadable_spec, logged) and claims the rest of its batch', async () => {
+      const [a, b, c, d] = [spec('ua'), spec('ub'), spec('uc'), spec('ud')];
+      await o.store.append([a, b, c, d], T0);
+      await damage(o.database, b.id, '{"truncat');
+      await damage(
+        o.database,
+        c.id,
+        JSON.stringify({ ...c, type: 'teleport_user', call: { method: 'beam' } }),
+      );
+      const claimed = await o.store.claim('w1', 10, T0, LEASE);
+      expect(claimed.map((e) => e.spec.id)).toEqual([a.id, d.id]);
+      for (const id of [b.id, c.id])
+        expect(await rowOf(o.database, id)).toEqual({
+          status: 'dead',
+          reason: UNREADABLE_SPEC_REASON,
+          logged: 1,
+        });
+      expect(o.unreadable).toEqual([b.id, c.id]);
+      expect(o.store.unreadableSpecs).toBe(2);
+      // Never claimed again, never told twice, and the readable ones go on.
+      expect(await o.store.claim('w1', 10, T0 + LEASE + 1, LEASE)).toEqual(
+        expect.not.arrayContaining([
+          expect.objectContaining({ spec: expect.objectContaining({ id: b.id }) }),
+        ]),
+      );
+      expect(await o.store.complete(a.id, 'w1', T0 + 1)).toBe(true);
+      expect(await o.store.list({ limit: 100 })).toEqual(
+        expect.not.arrayContaining([
+          expect.objectContaining({ spec: expect.objectContaining({ id: c.id }) }),
+        ]),
+      );
+      expect(o.store.unreadableSpecs).toBe(2);
+    });
+
+    it('passes over an ended row whose spec cannot be read when telling outcome lines, and tells the others', async () => {
+      const [a, b] = [spec('ue'), spec('uf')];
+      await o.store.append([a, b], T0);
+      await o.store.claim('w2', 10, T0, LEASE);
+      await o.store.complete(a.id, 'w2', T0 + 1);
+      await o.store.complete(b.id, 'w2', T0 + 1);
+      await damage(o.database, a.id, 'null');
+      const told = (await o.store.unlogged(100)).map((e) => e.spec.id);
+      expect(told).toContain(b.id);
+      expect(told).not.toContain(a.id);
+      expect(await rowOf(o.database, a.id)).toEqual({
+        status: 'dead',
+        reason: UNREADABLE_SPEC_REASON,
+        logged: 1,
+      });
+      expect(o.unreadable).toContain(a.id);
+    });
+
+    it('fails only the append whose companion row the database refuses, not the others of its turn', async () => {
+      const [a, b] = [spec('ug'), spec('uh')];
+      const refused = o.store.append([a], T0, [refusedRow]);
+      const taken = o.store.append([b], T0);
+      await expect(refused).rejects.toThrow();
+      expect(await taken).toEqual([true]);
+      expect(await o.store.get(a.id)).toBeUndefined();
+      expect((await o.store.get(b.id))?.status).toBe('pending');
+    });
+
+    it('fails a group once when the database is down, without trying each append again', async () => {
+      const writes = [0, 0, 0];
+      // What a dead connection throws (PostgreSQL's class 08, or no code at all).
+      const down = Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
+      const appends = [0, 1, 2].map((i) =>
+        o.store.append([spec(`ui${i}`)], T0, [
+          {
+            write: async () => {
+              writes[i]!++;
+              if (i === 0) throw down;
+            },
+          },
+        ]),
+      );
+      const settled = await Promise.allSettled(appends);
+      expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      // The group's one transaction, stopped at the first companion: not one more per append.
+      expect(writes).toEqual([1, 0, 0]);
+    });
+  });
+}
+
+faults('SQLite', () => outboxSqliteFile('outbox-faults-'));
+
+describe.runIf(postgresAvailable())('with PostgreSQL', () => {
+  let pg: RunningPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  });
+  afterAll(() => pg?.stop());
+  faults('PostgreSQL', () => ({ kind: 'postgres', url: pg.url }));
+
+  it('makes a process’s appends visible in the order they were made: a later group waits for the one in flight', async () => {
+    const [writer, reader] = [
+      await open({ kind: 'postgres', url: pg.url }),
+      await open({ kind: 'postgres', url: pg.url }),
+    ];
+    let release = () => {};
+    try {
+      const [lock, unlock] = [spec('order-1'), spec('order-1')];
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let started = () => {};
+      const inTransaction = new Promise<void>((r) => {
+        started = r;
+      });
+      // The lock-out's group holds its transaction open (its seq taken) ...
+      const first = writer.store.append([lock], T0, [
+        {
+          write: async () => {
+            started();
+            await held;
+          },
+        },
+      ]);
+      await inTransaction;
+      // ... while the user's next action is appended by the same process.
+      const second = writer.store.append([unlock], T0);
+      // Read from another connection as many times as a commit takes many times over.
+      let seen = false;
+      for (let i = 0; i < 30 && !seen; i++) seen = (await reader.store.get(unlock.id)) !== undefined;
+      expect(seen).toBe(false);
+      expect((await reader.store.claim('r', 10, T0, LEASE)).map((e) => e.spec.id)).not.toContain(unlock.id);
+      release();
+      expect(await first).toEqual([true]);
+      expect(await second).toEqual([true]);
+      expect((await reader.store.claim('r', 10, T0, LEASE)).map((e) => e.spec.id)).toEqual([lock.id]);
+    } finally {
+      release();
+      await writer.store.close();
+      await reader.store.close();
+    }
+  });
+
+  it('never runs two of a user’s actions at once when the earlier one commits after the later was claimed (two replicas)', async () => {
+    const [a, b] = [
+      await open({ kind: 'postgres', url: pg.url }),
+      await open({ kind: 'postgres', url: pg.url }),
+    ];
+    let release = () => {};
+    try {
+      const [early, late] = [spec('order-2'), spec('order-2')];
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let started = () => {};
+      const inTransaction = new Promise<void>((r) => {
+        started = r;
+      });
+      // Replica A takes the lower seq and commits last; replica B's later entry commits first.
+      const slow = a.store.append([early], T0, [
+        {
+          write: async () => {
+            started();
+            await held;
+          },
+        },
+      ]);
+      await inTransaction;
+      await b.store.append([late], T0);
+      expect((await b.store.claim('rb', 10, T0, LEASE)).map((e) => e.spec.id)).toEqual([late.id]);
+      release();
+      await slow;
+      // The late-committed earlier entry waits while the other is leased, then goes.
+      expect((await a.store.claim('ra', 10, T0, LEASE)).map((e) => e.spec.id)).not.toContain(early.id);
+      expect(await b.store.complete(late.id, 'rb', T0 + 1)).toBe(true);
+      expect((await a.store.claim('ra', 10, T0 + 2, LEASE)).map((e) => e.spec.id)).toEqual([early.id]);
+    } finally {
+      release();
+      await a.store.close();
+      await b.store.close();
+    }
+  });
+});
