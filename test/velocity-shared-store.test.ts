@@ -65,7 +65,6 @@ describe.runIf(sharedStores)('velocity counters shared by two riskgate processes
           processEnv(sandbox, {
             RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
             RISKGATE_DECISION_LOG: 'off',
-            RISKGATE_OUTBOX: 'memory',
             RISKGATE_FEATURE_STORE: redis.url,
             RISKGATE_DATABASE: pg.url,
           }),

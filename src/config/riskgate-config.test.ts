@@ -1,6 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { defaultWorkers, describeUnknownVariable, loadConfig, unknownVariables } from './riskgate-config.ts';
+import {
+  defaultWorkers,
+  describeUnknownVariable,
+  loadConfig,
+  SECRET_VARIABLES,
+  unknownVariables,
+} from './riskgate-config.ts';
 
 const UPSTREAM = {
   RISKGATE_API_KEYS: 'caller-key-0123456789,caller-key-abcdefghij',
@@ -371,5 +377,38 @@ describe('unknownVariables', () => {
     expect(
       unknownVariables({ RISKGATE_API_KEYS_FILE: '/run/secrets/keys', RISKGATE_WORKER_INDEX: '2' }),
     ).toEqual([]);
+  });
+
+  it('refuses the memory outbox beside a PostgreSQL database, naming both variables and neither value', () => {
+    const url = 'postgres://riskgate:pg-password-value@db.example.com/riskgate';
+    const message = errorOf(() =>
+      loadConfig({ RISKGATE_DATABASE: url, RISKGATE_FEATURE_STORE: 'memory', RISKGATE_OUTBOX: 'memory' }),
+    ).message;
+    expect(message).toMatch(/^RISKGATE_OUTBOX=memory .*RISKGATE_DATABASE is PostgreSQL/);
+    expect(message).not.toContain('pg-password-value');
+    expect(loadConfig({ RISKGATE_DATABASE: url, RISKGATE_FEATURE_STORE: 'memory' }).outbox).toEqual({
+      kind: 'database',
+    });
+    expect(loadConfig({ RISKGATE_OUTBOX: 'memory' }).outbox).toEqual({ kind: 'memory' });
+  });
+
+  it("never echoes a secret variable's value in a message, whatever is wrong with it", () => {
+    expect(SECRET_VARIABLES.length).toBeGreaterThan(10);
+    for (const name of SECRET_VARIABLES) {
+      for (const value of ['QzSecretValue', 'QzSecretValue short #', 'QzSecretValue:with:colons']) {
+        let message = '';
+        try {
+          loadConfig({
+            ...UPSTREAM,
+            RISKGATE_LOGS_URL: 'https://logs.example.com',
+            RISKGATE_LOG_API_KEY: 'k',
+            [name]: value,
+          });
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        expect(message, name).not.toContain('QzSecretValue');
+      }
+    }
   });
 });
