@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import { type ActionAdmin, type ActionJob, planActions } from '../src/actions/admin-actions.ts';
@@ -111,6 +112,36 @@ describe('the outbox over the memory store', () => {
     expect(calls.u1).toHaveLength(1);
     // All slots but one went to the receiver.
     expect(posted).toBe(3);
+  });
+
+  it('ends at start the leases of an earlier life of its own pid (a container’s pid 1), not those of a live outbox', async () => {
+    const pid = `${hostname()}:${process.pid}`;
+    // A live outbox of this process holds u2's lock-out (its Admin call hangs).
+    const other = lockOut('u2');
+    // One slot, taken by the hanging call: it claims nothing more.
+    const live = start(scriptedAdmin({ u2: ['hang'] }).admin, { owner: `${pid}:live`, concurrency: 1 });
+    await live.submit([other]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await store.get(other.key))?.owner).toBe(`${pid}:live`);
+    // The earlier life (same host, same pid, another outbox) leased u1's and died.
+    const job = lockOut('u1');
+    await store.append([job.spec], Date.now());
+    expect(await store.claim(`${pid}:earlier`, 1, Date.now(), 60_000)).toHaveLength(1);
+    const { admin, calls } = scriptedAdmin({});
+    const next = new Outbox({
+      store,
+      admin,
+      onOutcome: (o) => outcomes.push(o),
+      pollMs: 50,
+      random: () => 1,
+    });
+    next.start();
+    await vi.advanceTimersByTimeAsync(100);
+    // Delivered now, not once the 60 s lease ran out; the live outbox's lease is left alone.
+    expect(calls.u1).toHaveLength(1);
+    expect(calls.u2).toBeUndefined();
+    expect((await store.get(other.key))?.owner).toBe(`${pid}:live`);
+    await next.abandon('test_over');
   });
 
   it('delivers a queued action after the submit answered, and reports it done', async () => {

@@ -110,10 +110,20 @@ interface DeferredSubmit {
   companion: AppendCompanion | undefined;
 }
 
-/** Whether `owner` (`<host>:<pid>:…`) is a process of this host that no longer exists. */
+/** The lease owners of the outboxes running in this process now. */
+const LIVE_OWNERS = new Set<string>();
+
+/**
+ * Whether `owner` (`<host>:<pid>:…`) is a process of this host that no longer exists. One naming
+ * this very pid but none of this process's outboxes is from an earlier life of the pid: in a
+ * container every riskgate is pid 1, so "pid 1 is alive" kept a crashed life's leases until they
+ * ran out.
+ */
 function isGone(owner: string): boolean {
   const [host, pid] = owner.split(':');
-  return host === hostname() && !isAlive(Number(pid));
+  if (host !== hostname()) return false;
+  if (Number(pid) === process.pid) return !LIVE_OWNERS.has(owner);
+  return !isAlive(Number(pid));
 }
 
 /** Whether process `pid` exists on this host (EPERM: it does, owned by someone else). */
@@ -178,6 +188,7 @@ export class Outbox implements ActionDispatcher {
    * the lease runs out; other hosts' leases run out by themselves.
    */
   start(): void {
+    LIVE_OWNERS.add(this.#o.owner);
     void this.#releaseDeadOwners().finally(() => {
       void this.#refreshStats();
       this.#wake();
@@ -403,6 +414,8 @@ export class Outbox implements ActionDispatcher {
     }
     await this.#endUndelivered('shutdown');
     await this.#confirmed();
+    // Stopped: its leases are another outbox's to end, like a dead process's.
+    LIVE_OWNERS.delete(this.#o.owner);
   }
 
   /**
@@ -417,6 +430,8 @@ export class Outbox implements ActionDispatcher {
     this.#failDeferred(reason);
     for (const c of this.#running.values()) c.abort();
     await this.#endUndelivered(reason);
+    // Stopped: its leases are another outbox's to end, like a dead process's.
+    LIVE_OWNERS.delete(this.#o.owner);
   }
 
   /**
