@@ -83,7 +83,7 @@ export async function startServices(
   const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
-  const admission = await l.start(admissionComponent(config));
+  const admission = await l.start(admissionComponent(config, options.clock));
   const policies = await l.start(policiesOf(ctx));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
@@ -120,6 +120,7 @@ export async function startServices(
       onCall: vendor.recordCall,
       tracer,
       features: features.store,
+      clock: options.clock,
       ...options.logs,
     }),
   );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DrivenClock } from './driven-clock.ts';
+import { DrivenClock, SteppedClock } from './driven-clock.ts';
 import { sleep } from './sleep.ts';
 import { withTimeout } from './with-timeout.ts';
 
@@ -53,9 +53,34 @@ describe('DrivenClock', () => {
     expect(slept).toBe(true);
   });
 
+  it('ticks synchronously, firing what falls due on the way', () => {
+    const clock = new DrivenClock({ monotonicMs: 0 });
+    const seen: number[] = [];
+    clock.setTimeout(() => seen.push(clock.monotonicMs()), 7);
+    clock.tick(10);
+    expect([seen, clock.monotonicMs()]).toEqual([[7], 10]);
+  });
+
+  it('stalls like a stuck event loop: what falls due fires late, at the next tick', () => {
+    const clock = new DrivenClock({ monotonicMs: 0 });
+    const seen: number[] = [];
+    clock.setTimeout(() => seen.push(clock.monotonicMs()), 5);
+    clock.stall(20);
+    expect(seen).toEqual([]);
+    clock.tick(0);
+    expect(seen).toEqual([20]);
+  });
+
   it('steps the wall clock alone: intervals on monotonic time do not see it', async () => {
     const clock = new DrivenClock({ nowMs: 10_000, monotonicMs: 0 });
     clock.stepWall(-5_000);
     expect([clock.nowMs(), clock.monotonicMs()]).toEqual([5_000, 0]);
+  });
+
+  it('a SteppedClock runs in real time with its wall time stepped', () => {
+    const clock = new SteppedClock();
+    clock.step(3_600_000);
+    expect(clock.nowMs() - Date.now()).toBeGreaterThanOrEqual(3_599_000);
+    expect(Math.abs(clock.monotonicMs() - performance.now())).toBeLessThan(1_000);
   });
 });

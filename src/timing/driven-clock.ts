@@ -69,13 +69,36 @@ export class DrivenClock implements Clock {
     for (;;) {
       const next = this.#next(targetMs);
       if (next === undefined) break;
-      this.#move(next.dueMs - this.#monoMs);
+      this.#move(Math.max(0, next.dueMs - this.#monoMs));
       this.#timers = this.#timers.filter((t) => t !== next);
       next.fn();
       await turn();
     }
     this.#move(targetMs - this.#monoMs);
     await turn();
+  }
+
+  /**
+   * Moves both times on by `ms` at once, for code that reads the time and sets no timer (a
+   * breaker, a cache's age): the timers due on the way fire in order, with no turn of the event
+   * loop between them (use {@link DrivenClock.advance} when their work must run).
+   */
+  tick(ms: number): void {
+    const targetMs = this.#monoMs + Math.max(0, ms);
+    for (let next = this.#next(targetMs); next !== undefined; next = this.#next(targetMs)) {
+      this.#move(Math.max(0, next.dueMs - this.#monoMs));
+      this.#timers = this.#timers.filter((t) => t !== next);
+      next.fn();
+    }
+    this.#move(targetMs - this.#monoMs);
+  }
+
+  /**
+   * Moves both times on by `ms` with the event loop stuck: no timer fires, those that fall due
+   * fire late, at the next `tick` or `advance`.
+   */
+  stall(ms: number): void {
+    this.#move(Math.max(0, ms));
   }
 
   /** Steps the wall clock alone by `ms` (negative: backwards); monotonic time and timers stay. */
@@ -102,4 +125,38 @@ export class DrivenClock implements Clock {
 /** One turn of the real event loop: promise callbacks and I/O already arrived run first. */
 function turn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * The system clock with its wall time stepped by a test (`step`), beside a sandbox whose clock the
+ * test moves too: time runs in real time, monotonic time and timers are the system's.
+ */
+export class SteppedClock implements Clock {
+  #offsetMs: number;
+
+  /** @param offsetMs where the wall time starts, from the system's, milliseconds. Default 0. */
+  constructor(offsetMs = 0) {
+    this.#offsetMs = offsetMs;
+  }
+
+  nowMs(): number {
+    return Date.now() + this.#offsetMs;
+  }
+
+  monotonicMs(): number {
+    return performance.now();
+  }
+
+  setTimeout(fn: () => void, delayMs: number): ClockTimer {
+    return setTimeout(fn, delayMs);
+  }
+
+  clearTimeout(timer: ClockTimer | undefined): void {
+    clearTimeout(timer as NodeJS.Timeout | undefined);
+  }
+
+  /** Steps the wall time by `ms` (negative: backwards). */
+  step(ms: number): void {
+    this.#offsetMs += ms;
+  }
 }
