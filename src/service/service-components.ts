@@ -36,10 +36,11 @@ import { openApiRoute } from '../openapi/openapi-route.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
+import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
-import { historyMaxLagMs, readsInput } from './input-readiness.ts';
+import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
@@ -111,7 +112,8 @@ export async function startServices(
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
-      maxLagMs: () => historyMaxLagMs(policies.store.current()),
+      // The bound decisions read the history with (its row), so ready means they read it fresh.
+      maxLagMs: () => historyMaxLagMs(policies.store.current(), policies.shadow?.current()),
       upstream,
       stateDir: config.stateDir,
       admin: vendor.admin,
