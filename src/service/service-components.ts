@@ -76,7 +76,7 @@ export async function startServices(
     }),
   );
   const database = state.control;
-  const audit = await l.start(auditComponent({ database, given: options.audit }));
+  const audit = await l.start(auditComponent({ database, given: options.audit, clock: options.clock }));
   const decisions = await l.start(
     decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
   );
@@ -107,6 +107,7 @@ export async function startServices(
       events,
       log,
       sync: options.lists,
+      clock: options.clock,
     }),
   );
   const logs = await l.start(
@@ -204,7 +205,7 @@ async function startActionPath(
     writeOutcome(outcome);
     lockouts.recorder.outcome(outcome);
   };
-  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config, options.clock));
   const outbox = await l.start(
     outboxComponent({
       config,

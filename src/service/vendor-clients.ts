@@ -83,8 +83,9 @@ function createBreakers(o: VendorClientsOptions): CircuitBreakers | undefined {
   const { metrics, log } = o;
   // One set of breakers for every vendor route riskgate calls (routes are named per upstream).
   const breakers = new CircuitBreakers({
-    ...o.breakers,
     clock: o.clock ?? systemClock,
+    // Tests may drive the breakers' clock alone.
+    ...o.breakers,
     onTransition: (route, from, to) => {
       metrics.recordCircuitTransition(route, to);
       log({ level: to === 'open' ? 'warn' : 'info', msg: 'circuit breaker', route, from, to });
