@@ -150,12 +150,21 @@ describe('log poller under a lease (mayPoll)', () => {
     });
     await p.start();
     // Each pause between asks ends as the driven clock passes it.
-    const pausesPass = () => clock.advance(1_000);
-    await eventually(async () => (await pausesPass(), asked.length >= 2), { intervalMs: 1 });
+    const advancedThen = (check: () => boolean) => async () => {
+      await clock.advance(1_000);
+      return check();
+    };
+    await eventually(
+      advancedThen(() => asked.length >= 2),
+      { intervalMs: 1 },
+    );
     // Meanwhile the replica holding the lease read up to ten minutes ago.
     await store.save({ version: 1, cursorMs: T0 - 600_000, seen: [] });
     may = true;
-    await eventually(async () => (await pausesPass(), requests.length > 0), { intervalMs: 1 });
+    await eventually(
+      advancedThen(() => requests.length > 0),
+      { intervalMs: 1 },
+    );
     await p.stop();
     // From its checkpoint (less the overlap), not from where this replica stood when it started.
     expect(requests[0]!.start).toBe(T0 - 600_000 - 30_000);
