@@ -6,6 +6,7 @@ import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
+import { DrivenClock } from '../src/timing/driven-clock.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -28,15 +29,15 @@ async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
   const database = await openDatabase(target, { migrations: auditMigrations });
   try {
     // Three entries in one millisecond, then one in the next: the order they were written.
-    let nowMs = Date.parse('2026-05-01T10:00:00.000Z');
-    const audit = databaseAuditTrail(database, { now: () => nowMs });
+    const clock = new DrivenClock({ nowMs: Date.parse('2026-05-01T10:00:00.000Z') });
+    const audit = databaseAuditTrail(database, { clock });
     const first = await audit.record({
       ...change('ana', 'decision.label', 'd-1'),
       detail: { label: 'fraud', note: 'é ✓' },
     });
     await audit.record(change('adam', 'action.drop', 'a-1'));
     await audit.record(change('ana', 'decision.label', 'd-2'));
-    nowMs += 1;
+    clock.tick(1);
     const last = await audit.record(change('adam', 'action.retry', 'a-1'));
 
     expect(first).toEqual({
@@ -75,7 +76,7 @@ async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
     expect(await audit.list({ limit: 2, cursor: page2.entries[1]!.id })).toEqual({ entries: [] });
 
     // Outcomes: written after, beside their entry; the first stands; the others stay unknown.
-    nowMs += 5;
+    clock.tick(5);
     await audit.settle(first.id, { status: 'failed', code: 'RG_ERR_DATABASE_UNAVAILABLE' });
     await audit.settle(first.id, { status: 'done' });
     await audit.settle(last.id, { status: 'done' });

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { eventually } from './support/eventually.ts';
 import { processesOfRun, RUN_MARKER, spawnTree } from './support/process-tree.ts';
 
 /**
@@ -32,12 +33,12 @@ describe.runIf(process.platform === 'linux')('bench harness killed', () => {
         ['src/dev/sandbox-main.ts', 'bench/riskgate-under-bench.ts', 'bench/open-loop-generator.ts'].every(
           (entry) => children().some((p) => p.command.includes(entry)),
         );
-      const until = performance.now() + 60_000;
-      while (!started()) {
-        if (performance.now() > until || harness.exitCode !== null) {
-          throw new Error(`the harness never started its processes: ${JSON.stringify(children())}`);
-        }
-        await new Promise((r) => setTimeout(r, 100));
+      const outcome = await eventually(
+        () => (started() ? 'started' : harness.exitCode !== null ? 'exited' : undefined),
+        { timeoutMs: 60_000, intervalMs: 100, what: 'the harness starting its processes' },
+      );
+      if (outcome === 'exited') {
+        throw new Error(`the harness never started its processes: ${JSON.stringify(children())}`);
       }
       process.kill(harness.pid!, 'SIGKILL');
       await expect.poll(() => children().map((p) => p.command), { timeout: 5000, interval: 100 }).toEqual([]);

@@ -6,6 +6,7 @@ import { ErrorCode } from '../src/errors/riskgate-error.ts';
 import { createLogClient, type LogClient } from '../src/logs/log-client.ts';
 import { createdAtNs, type LogEvent } from '../src/logs/log-event.ts';
 import { createLogPoller, type LogPoller } from '../src/logs/log-poller.ts';
+import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type ClientSandbox, startClientSandbox } from './clients-sandbox.ts';
 
 const ROUTE = 'GET /logs/v1/service/:id';
@@ -13,8 +14,7 @@ const H = 3_600_000;
 
 let env: ClientSandbox;
 let dir: string;
-let offsetMs = 0;
-const now = () => Date.now() + offsetMs;
+const clock = new SteppedClock();
 let logs: LogClient;
 
 beforeAll(async () => {
@@ -25,7 +25,7 @@ beforeAll(async () => {
     baseUrl: env.url,
     service: { id: c.serviceId, apiKey: c.serviceLogApiKey },
     organization: { id: c.organizationId, apiKey: c.organizationLogApiKey },
-    now,
+    clock,
   });
 });
 afterAll(async () => {
@@ -91,7 +91,7 @@ async function drain(p: LogPoller): Promise<void> {
 
 describe('Log client against the sandbox (signed with Date)', () => {
   it('streams a window of both scopes', async () => {
-    const t = now();
+    const t = clock.nowMs();
     await inject('service', createdAt(t - 10 * 60_000, 0), 'svc-one');
     await inject('organization', createdAt(t - 10 * 60_000, 1), 'org-one');
     const got: string[] = [];
@@ -104,7 +104,7 @@ describe('Log client against the sandbox (signed with Date)', () => {
   });
 
   it('a cut stream (final Error line) is a typed failure of that window', async () => {
-    const t = now();
+    const t = clock.nowMs();
     await inject('service', createdAt(t - 9 * 60_000, 2), 'cut-a');
     await inject('service', createdAt(t - 9 * 60_000 + 1, 3), 'cut-b');
     await env.faults([{ route: ROUTE, cutStream: { afterLines: 1 } }]);
@@ -118,9 +118,9 @@ describe('Log client against the sandbox (signed with Date)', () => {
     const bad = createLogClient({
       baseUrl: env.url,
       service: { id: env.sb.config.credentials.serviceId, apiKey: key },
-      now,
+      clock,
     });
-    const t = now();
+    const t = clock.nowMs();
     const r = await bad.readWindow('service', { start: t - 20 * 60_000, end: t - 5 * 60_000 }, () => {});
     await bad.close();
     expect(r.ok ? 'ok' : r.error.code).toBe(ErrorCode.UPSTREAM_UNAUTHORIZED);
@@ -131,7 +131,7 @@ describe('Log client against the sandbox (signed with Date)', () => {
 describe('Log poller against the sandbox', () => {
   it('delivers every event exactly once, sorted, across a cut stream, a restart and a late event', async () => {
     const file = join(dir, 'service.checkpoint.json');
-    const t0 = now();
+    const t0 = clock.nowMs();
     const startAt = Math.floor((t0 - 3 * H) / 1000) * 1000;
     for (let i = 0; i < 40; i++) {
       const at = startAt + 1000 + Math.floor(((3 * H - 5 * 60_000) * i) / 40);
@@ -152,7 +152,7 @@ describe('Log poller against the sandbox', () => {
         checkpointFile: file,
         onEvents,
         startAt,
-        now,
+        clock,
         onError: (e) => errors.push(e),
       });
 
@@ -182,7 +182,7 @@ describe('Log poller against the sandbox', () => {
     await inject('service', createdAt(cursor - 10_000, 50), 'late');
     await inject('service', createdAt(cursor + 20_000, 51), 'new');
     await env.advanceClock(60);
-    offsetMs += 60_000;
+    clock.step(60_000);
     const c = make();
     await drain(c);
     delivered = batches.flat().map((e) => e.event_id);
@@ -193,7 +193,7 @@ describe('Log poller against the sandbox', () => {
 
   it('runs in the background until stopped', async () => {
     const file = join(dir, 'background.checkpoint.json');
-    const t = now();
+    const t = clock.nowMs();
     await inject('service', createdAt(t - 30 * 60_000, 60), 'bg-1');
     const got: string[] = [];
     const p = createLogPoller({
@@ -201,7 +201,7 @@ describe('Log poller against the sandbox', () => {
       checkpointFile: file,
       startAt: t - H,
       pollIntervalMs: 50,
-      now,
+      clock,
       onEvents: (es) => {
         got.push(...es.map((e) => e.event_id));
       },
@@ -211,6 +211,6 @@ describe('Log poller against the sandbox', () => {
     await p.stop();
     const cursor = p.cursor()!;
     expect(cursor).toBeGreaterThan(t - 3 * 60_000);
-    expect(cursor).toBeLessThanOrEqual(now() - 120_000);
+    expect(cursor).toBeLessThanOrEqual(clock.nowMs() - 120_000);
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../src/errors/riskgate-error.ts';
+import { SteppedClock } from '../src/timing/driven-clock.ts';
 import type { UpstreamResult } from '../src/upstream/upstream-result.ts';
 import { type ClientSandbox, startClientSandbox } from './clients-sandbox.ts';
 
@@ -7,8 +8,7 @@ const NEW_BROWSER = 'GET /api/v1/signals/new-browser';
 
 // Tokens live 5 s (expires_in 4): rollovers happen within a test by moving both clocks.
 let env: ClientSandbox;
-let offsetMs = 0;
-const now = () => Date.now() + offsetMs;
+const clock = new SteppedClock();
 
 beforeAll(async () => {
   env = await startClientSandbox({ tokenLifetimeSeconds: 5 });
@@ -24,7 +24,7 @@ beforeEach(async () => {
 /** Moves the sandbox clock and the clients' clock together. */
 async function advanceBoth(seconds: number) {
   await env.advanceClock(seconds);
-  offsetMs += seconds * 1000;
+  clock.step(seconds * 1000);
 }
 
 const codes = (rs: UpstreamResult<unknown>[]) => rs.map((r) => (r.ok ? 'ok' : r.error.code));
@@ -44,9 +44,13 @@ async function burst(c: ReturnType<ClientSandbox['signals']>, attempts: number[]
 
 describe('token rollover against the sandbox', () => {
   it('200 concurrent callers at token expiry cause exactly one token request, and none fails', async () => {
-    const tokens = env.tokens({ now });
+    const tokens = env.tokens({ clock });
     const attempts: number[] = [];
-    const c = env.signals(tokens, { now, defaultTimeoutMs: 5000, onCall: (i) => attempts.push(i.attempts) });
+    const c = env.signals(tokens, {
+      clock,
+      defaultTimeoutMs: 5000,
+      onCall: (i) => attempts.push(i.attempts),
+    });
     expect((await tokens.getToken()).ok).toBe(true);
     await advanceBoth(5); // the token has expired on both sides
     expect(tokens.isReady()).toBe(false);
@@ -60,9 +64,13 @@ describe('token rollover against the sandbox', () => {
   });
 
   it('a token the upstream rejects (401) is refreshed once for 200 concurrent callers, each retried once', async () => {
-    const tokens = env.tokens({ now });
+    const tokens = env.tokens({ clock });
     const attempts: number[] = [];
-    const c = env.signals(tokens, { now, defaultTimeoutMs: 5000, onCall: (i) => attempts.push(i.attempts) });
+    const c = env.signals(tokens, {
+      clock,
+      defaultTimeoutMs: 5000,
+      onCall: (i) => attempts.push(i.attempts),
+    });
     expect((await tokens.getToken()).ok).toBe(true);
     await env.advanceClock(5); // expired for the sandbox only: the client still believes in it
     expect(tokens.isReady()).toBe(true);
@@ -79,7 +87,7 @@ describe('token rollover against the sandbox', () => {
   });
 
   it('a 401 whose retry meets a 503 ends there: two requests reach the upstream, not three', async () => {
-    const tokens = env.tokens({ now });
+    const tokens = env.tokens({ clock });
     expect((await tokens.getToken()).ok).toBe(true);
     await env.advanceClock(5); // the sandbox refuses the held token
     let armed = false;
@@ -99,7 +107,7 @@ describe('token rollover against the sandbox', () => {
           return tokens.getToken(signal);
         },
       },
-      { now },
+      { clock },
     );
     await env.resetStats();
 
@@ -113,9 +121,9 @@ describe('token rollover against the sandbox', () => {
   });
 
   it('no call fails across repeated rollovers under continuous load (refreshed ahead of expiry)', async () => {
-    const tokens = env.tokens({ now });
+    const tokens = env.tokens({ clock });
     await tokens.start();
-    const c = env.signals(tokens, { now });
+    const c = env.signals(tokens, { clock });
     await env.resetStats();
     const all: UpstreamResult<unknown>[] = [];
     for (let round = 0; round < 16; round++) {
@@ -144,8 +152,8 @@ describe('token rollover against the sandbox', () => {
 
   it('a wrong client secret is TOKEN_UNAVAILABLE for the call, and the secret appears nowhere', async () => {
     const secret = 'definitely-wrong-secret-1234';
-    const tokens = env.tokens({ now, clientSecret: secret });
-    const c = env.signals(tokens, { now });
+    const tokens = env.tokens({ clock, clientSecret: secret });
+    const c = env.signals(tokens, { clock });
     const r = await c.geolocation({ accountId: 'alice' });
     expect(codes([r])).toEqual([ErrorCode.TOKEN_UNAVAILABLE]);
     expect(tokens.isReady()).toBe(false);

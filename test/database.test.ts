@@ -106,10 +106,17 @@ describe('the database serves the same kysely queries on both engines', () => {
         .execute();
       // While the write waits for the lock, timers fire: the event loop is free.
       let ticks = 0;
+      let inserted = false;
+      insert.then(
+        () => {
+          inserted = true;
+        },
+        () => {},
+      );
       const ticker = setInterval(() => ticks++, 10);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await eventually(() => ticks > 3, { what: 'timers firing while the write waits' });
       clearInterval(ticker);
-      expect(ticks).toBeGreaterThan(3);
+      expect(inserted).toBe(false); // still waiting for the lock
       writer.exec('COMMIT');
       await insert;
       const rows = await database.db.withTables<NoteTables>().selectFrom('note').select('id').execute();

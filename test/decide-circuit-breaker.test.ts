@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { DrivenClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 
 /**
@@ -12,10 +13,12 @@ import { type Harness, startHarness } from './decide-harness.ts';
 const ROUTE = 'GET /api/v1/signals/new-browser';
 let h: Harness;
 let alice: string;
+/** The breakers' clock: open periods pass when the test says so, not after a sleep. */
+const clock = new DrivenClock();
 
 beforeAll(async () => {
   h = await startHarness({
-    riskgate: { breakers: { consecutiveFailures: 3, openMs: { initialMs: 400, maxMs: 400 } } },
+    riskgate: { breakers: { consecutiveFailures: 3, openMs: { initialMs: 400, maxMs: 400 }, clock } },
   });
   ({ alice } = (await lookUpUserIds(h.sandbox, ['alice'])) as { alice: string });
 });
@@ -23,7 +26,7 @@ afterAll(() => h.stop());
 afterEach(async () => {
   await h.control('DELETE', '/sandbox/faults');
   // Let any open route reach its probe and close on the healthy vendor.
-  await new Promise((r) => setTimeout(r, 450));
+  clock.tick(2_000);
   await h.decide(demoRequest('alice', alice));
 });
 
@@ -66,7 +69,7 @@ describe('a circuit breaker per vendor route', () => {
     for (let i = 0; i < 3; i++) await newBrowserOf();
     expect((await newBrowserOf()).reason).toBe('circuit_open');
     await h.control('DELETE', '/sandbox/faults');
-    await new Promise((r) => setTimeout(r, 450));
+    clock.tick(400); // the open period (at most 400 ms, jittered) passes
     await h.control('POST', '/sandbox/stats/reset');
     expect(await newBrowserOf()).toMatchObject({ status: 'ok' }); // the probe
     expect(await newBrowserOf()).toMatchObject({ status: 'ok' });
@@ -86,12 +89,13 @@ describe('a circuit breaker per vendor route', () => {
     const first = await newBrowserOf();
     expect(first).toMatchObject({ status: 'unavailable', reason: 'RG_ERR_UPSTREAM_RATE_LIMITED' });
     const during: string[] = [];
-    const until = performance.now() + 700;
-    while (performance.now() < until) during.push((await newBrowserOf()).reason ?? 'ok');
-    expect(during.length).toBeGreaterThan(3);
+    for (let i = 0; i < 5; i++) {
+      during.push((await newBrowserOf()).reason ?? 'ok');
+      clock.tick(190); // 950 ms in all: still inside the second
+    }
     expect(new Set(during)).toEqual(new Set(['circuit_open']));
     expect(await seen()).toBe(1);
-    await new Promise((r) => setTimeout(r, 500));
+    clock.tick(50);
     expect(await newBrowserOf()).toMatchObject({ status: 'ok' });
   });
 

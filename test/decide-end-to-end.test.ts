@@ -4,6 +4,7 @@ import { DEMO_ACCOUNTS, demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { createLogClient } from '../src/logs/log-client.ts';
 import type { LogEvent } from '../src/logs/log-event.ts';
+import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 
@@ -147,7 +148,7 @@ describe('the demo accounts, as npm start prints them', () => {
     const logs = createLogClient({
       baseUrl: h.sandbox.url,
       service: { id: creds.serviceId, apiKey: creds.serviceLogApiKey },
-      now: () => Date.now() + 120_000,
+      clock: new SteppedClock(120_000),
     });
     const events: LogEvent[] = [];
     const read = await logs.readWindow(

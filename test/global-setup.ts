@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { eventually } from './support/eventually.ts';
 import { processesOfRun, RUN_MARKER } from './support/process-tree.ts';
 
 /**
@@ -30,8 +31,7 @@ export async function teardown(): Promise<void> {
   const problems: string[] = [];
   // The pool's own workers (this process's children) may still be on their way out.
   const leftovers = () => processesOfRun(run).filter((p) => p.pid !== process.pid && p.ppid !== process.pid);
-  const until = performance.now() + 2000;
-  while (leftovers().length > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 100));
+  await eventually(() => leftovers().length === 0, { timeoutMs: 2000, intervalMs: 100 }).catch(() => {});
   const alive = leftovers();
   for (const p of alive) {
     try {

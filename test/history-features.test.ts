@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 
@@ -13,14 +14,14 @@ import { eventually } from './support/eventually.ts';
 
 type Reports = Record<string, { status: string; result?: Record<string, number>; reason?: string }>;
 
-let offsetMs = 0;
-const now = () => Date.now() + offsetMs;
+/** riskgate's clock, stepped with the sandbox's. */
+const clock = new SteppedClock();
 
 describe('history features from the Log API', () => {
   let h: Harness;
   let bob: string;
   beforeAll(async () => {
-    h = await startHarness({ riskgate: { logs: { now, pollIntervalMs: 50 } } });
+    h = await startHarness({ riskgate: { clock, logs: { pollIntervalMs: 50 } } });
     bob = (await lookUpUserIds(h.sandbox, ['bob'])).bob!;
   });
   afterAll(() => h?.stop());
@@ -49,7 +50,7 @@ describe('history features from the Log API', () => {
     expect((before.body.signals as Reports).history?.result?.failedAuthentications1h).toBe(0);
 
     await h.control('POST', '/sandbox/clock', { advanceSeconds: 130 });
-    offsetMs = 130_000;
+    clock.step(130_000);
     const after = await eventually(async () => {
       const r = await h.decide(demoRequest('bob', bob));
       return (r.body.signals as Reports).history?.result?.failedAuthentications1h === 5 ? r : undefined;

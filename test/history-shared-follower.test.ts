@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
@@ -14,8 +15,8 @@ import { type RunningRedis, redisAvailable, startRedis } from './support/redis-s
 
 type Reports = Record<string, { status: string; result?: Record<string, number> }>;
 
-let offsetMs = 0;
-const now = () => Date.now() + offsetMs;
+/** riskgate's clock, stepped with the sandbox's. */
+const clock = new SteppedClock();
 
 /** Replicas share the database as they share the store: riskgate refuses half of each. */
 const sharedStores = redisAvailable() && postgresAvailable();
@@ -28,11 +29,11 @@ describe.runIf(sharedStores)('one Log API follower for two riskgates on a shared
   beforeAll(async () => {
     [redis, pg] = await Promise.all([startRedis(), startPostgres()]);
     const env = { RISKGATE_FEATURE_STORE: redis.url, RISKGATE_DATABASE: pg.url };
-    a = await startHarness({ env, riskgate: { logs: { now, pollIntervalMs: 50 } } });
+    a = await startHarness({ env, riskgate: { clock, logs: { pollIntervalMs: 50 } } });
     b = await startHarness({
       env,
       sharedSandbox: a.sandbox,
-      riskgate: { logs: { now, pollIntervalMs: 50 } },
+      riskgate: { clock, logs: { pollIntervalMs: 50 } },
     });
   });
   afterAll(async () => {
@@ -57,7 +58,7 @@ describe.runIf(sharedStores)('one Log API follower for two riskgates on a shared
       });
     }
     await a.control('POST', '/sandbox/clock', { advanceSeconds: 130 });
-    offsetMs = 130_000;
+    clock.step(130_000);
     for (const h of [a, b]) {
       const r = await eventually(async () => {
         const d = await h.decide(demoRequest('bob', bob));

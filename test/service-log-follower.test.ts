@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminClient } from '../src/admin/admin-client.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 
@@ -16,8 +17,8 @@ import { eventually } from './support/eventually.ts';
  * the cache would have expired by then; docs/operations.md, "The Log API follower").
  */
 
-let offsetMs = 0;
-const now = () => Date.now() + offsetMs;
+/** riskgate's clock, stepped with the sandbox's. */
+const clock = new SteppedClock();
 
 let h: Harness;
 let alice: string;
@@ -25,7 +26,7 @@ beforeAll(async () => {
   // A user read that stays fresh for the whole file: the stale answer below is then a fact, not a
   // race against the 2 s default on a loaded machine.
   h = await startHarness({
-    riskgate: { logs: { now, pollIntervalMs: 50 }, adminCache: { user: { ttlMs: 600_000 } } },
+    riskgate: { clock, logs: { pollIntervalMs: 50 }, adminCache: { user: { ttlMs: 600_000 } } },
   });
   alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
   // The scenario's admin-dashboard history ends two minutes before the sandbox started, so the
@@ -66,7 +67,7 @@ describe('the Log API follower', () => {
 
     // Two minutes later the event is readable: the follower reads it and drops alice's cached read.
     await h.control('POST', '/sandbox/clock', { advanceSeconds: 130 });
-    offsetMs = 130_000;
+    clock.step(130_000);
     await eventually(async () =>
       /^riskgate_log_events_total\{type="user\.updated"\} [1-9]/m.test(await metrics()) ? true : undefined,
     );

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import {
   buildCanonicalString,
   hexSignaturesEqual,
@@ -103,12 +105,12 @@ afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
 });
 
-function client(now: () => number = Date.now, over = {}) {
+function client(clock: Clock = systemClock, over = {}) {
   const c = createAdminClient({
     baseUrl,
     serviceId: VECTOR.serviceId,
     apiKey: KEY,
-    now,
+    clock,
     retry: { retryDelayMs: 1 },
     ...over,
   });
@@ -153,13 +155,13 @@ const user = (id: string) => ({
 
 describe('Admin client over real HTTP', () => {
   it('re-signs every retry with a fresh SVC-Date', async () => {
-    let t = Date.parse('2024-01-02T10:00:00Z');
-    const c = client(() => {
-      t += 2000;
-      return t;
-    });
-    respond = (_q, res, n) =>
-      n === 1 ? reply(res, 503, { error: true, code: 50000, message: 'x' }) : reply(res, 200, user('u1'));
+    const clock = new DrivenClock({ nowMs: Date.parse('2024-01-02T10:00:00Z') });
+    const c = client(clock);
+    respond = (_q, res, n) => {
+      clock.tick(2000); // the retry is signed 2 s later
+      if (n === 1) reply(res, 503, { error: true, code: 50000, message: 'x' });
+      else reply(res, 200, user('u1'));
+    };
     const r = await c.getUserDevices('u1', { status: ['enrolled', 'unenrolled'] });
     expect(r.ok).toBe(false); // the body of a user is not a device list: malformed, but both attempts were made
     expect(seen).toHaveLength(2);
@@ -208,16 +210,16 @@ describe('Admin client over real HTTP', () => {
   });
 
   it('cached reads: fresh from memory, stale served while one refresh runs, misses shared', async () => {
-    let t = 1_000_000;
-    const c = client(() => t, { cache: { user: { ttlMs: 5000, staleMs: 10_000 } } });
+    const clock = new DrivenClock();
+    const c = client(clock, { cache: { user: { ttlMs: 5000, staleMs: 10_000 } } });
     let version = 0;
     respond = (_q, res) => setTimeout(() => reply(res, 200, { ...user('u1'), updated_at: ++version }), 5);
     const [a, b] = await Promise.all([c.getUserCached('u1'), c.getUserCached('u1')]);
     expect(seen).toHaveLength(1); // one request for concurrent misses
     expect(a.ok && b.ok && a.value.updated_at).toBe(1);
-    t += 4000;
+    clock.tick(4000);
     expect((await c.getUserCached('u1')).ok && seen.length).toBe(1); // fresh
-    t += 2000;
+    clock.tick(2000);
     const stale = await c.getUserCached('u1');
     expect(stale.ok && stale.value.updated_at).toBe(1); // answered at once with the stale value
     // Refreshed in the background: once it lands, a read at the same instant has the new value.
@@ -229,7 +231,7 @@ describe('Admin client over real HTTP', () => {
       { intervalMs: 2, what: 'the background refresh landing' },
     );
     expect(seen).toHaveLength(2);
-    t += 20_000; // beyond stale: a miss again
+    clock.tick(20_000); // beyond stale: a miss again
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);
     expect(c.cacheStats()).toMatchObject({ misses: 3, refreshes: 1 });
@@ -263,14 +265,14 @@ describe('Admin client over real HTTP', () => {
   });
 
   it('user reads stay fresh 2 s and are served stale 5 s more by default (account-locked is a security rule)', async () => {
-    let t = 1_000_000;
-    const c = client(() => t);
+    const clock = new DrivenClock();
+    const c = client(clock);
     respond = (_q, res) => reply(res, 200, user('u1'));
     expect((await c.getUserCached('u1')).ok).toBe(true);
-    t += 1999;
+    clock.tick(1999);
     await c.getUserCached('u1');
     expect(seen).toHaveLength(1); // fresh
-    t += 1;
+    clock.tick(1);
     await c.getUserCached('u1'); // stale: answered, refreshed in the background
     await eventually(() => seen.length === 2);
     // The refresh has landed once a read at the same instant is a fresh hit.
@@ -282,7 +284,7 @@ describe('Admin client over real HTTP', () => {
       },
       { intervalMs: 2, what: 'the refresh landing' },
     );
-    t += 7000; // 7 s after the refresh: beyond fresh + stale, a miss
+    clock.tick(7000); // 7 s after the refresh: beyond fresh + stale, a miss
     await c.getUserCached('u1');
     expect(seen).toHaveLength(3);
     expect(c.cacheStats()).toMatchObject({ misses: 2, refreshes: 1 });

@@ -1,4 +1,5 @@
 import { ErrorCode, InputError, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import type { CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import { type CallInfo, callUpstream, parseJsonBody, type RetryTuning } from '../upstream/upstream-call.ts';
@@ -82,8 +83,8 @@ export interface AdminClientOptions {
     /** `getUserDevicesCached`. Defaults: fresh 5000, then stale 30000 more. */
     devices?: ReadCacheOptions;
   };
-  /** Epoch ms, for `SVC-Date` and cache ages. Default `Date.now`. */
-  now?: () => number;
+  /** Its wall time dates `SVC-Date`, its monotonic time ages the read caches. Default {@link systemClock}. */
+  clock?: Clock;
   onCall?: (info: CallInfo) => void;
   /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
   tracer?: CallTracer | undefined;
@@ -250,8 +251,8 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
   const { origin, host, protocol, pathPrefix } = splitBaseUrl(opts.baseUrl);
   // A base URL with a path (a gateway) is kept in front of the API's own prefix.
   const prefix = `${pathPrefix}${ADMIN_PREFIX}`;
-  const now = opts.now ?? Date.now;
-  const { ctx, close: closePool } = createUpstreamContext('admin', origin, now, opts, {
+  const clock = opts.clock ?? systemClock;
+  const { ctx, close: closePool } = createUpstreamContext('admin', origin, clock, opts, {
     connections: 64,
     defaultTimeoutMs: 2000,
     maxBodyBytes: 1024 * 1024,
@@ -271,7 +272,7 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
     body: string | undefined,
   ): AttemptRequest {
     // The call's `traceparent`, when tracing is on, is set by callUpstream (not a signed header).
-    return signAdminRequest(signer, formatRfc2822(new Date(now())), method, path, query, body);
+    return signAdminRequest(signer, formatRfc2822(new Date(clock.nowMs())), method, path, query, body);
   }
 
   function call<T>(
@@ -341,10 +342,10 @@ export function createAdminClient(opts: AdminClientOptions): AdminClient {
       staleMs: userCache?.staleMs ?? USER_CACHE_STALE_MS,
       max: userCache?.max,
     },
-    now,
+    clock,
     'get-user',
   );
-  const devices = new ReadCache<UserDevices>(opts.cache?.devices ?? {}, now, 'get-user-devices');
+  const devices = new ReadCache<UserDevices>(opts.cache?.devices ?? {}, clock, 'get-user-devices');
   const cacheTimeout = { timeoutMs: ctx.defaultTimeoutMs };
 
   function invalidateUser(userId: string): void {

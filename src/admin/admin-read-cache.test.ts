@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import { ReadCache } from './admin-read-cache.ts';
 
@@ -20,7 +21,7 @@ function deferred() {
 
 describe('Admin read cache', () => {
   it('a load that rejects answers every waiter with RG_ERR_INTERNAL, and the next read loads again', async () => {
-    const cache = new ReadCache<{ v: number }>({}, () => 0, 'get-user');
+    const cache = new ReadCache<{ v: number }>({}, new DrivenClock(), 'get-user');
     const d = deferred();
     const waiters = [cache.get('k', () => d.promise, undefined), cache.get('k', () => d.promise, undefined)];
     d.reject(new TypeError('bug'));
@@ -31,7 +32,7 @@ describe('Admin read cache', () => {
   });
 
   it('a load that throws synchronously is an RG_ERR_INTERNAL result, not a throw', async () => {
-    const cache = new ReadCache<{ v: number }>({}, () => 0, 'get-user');
+    const cache = new ReadCache<{ v: number }>({}, new DrivenClock(), 'get-user');
     const r = await cache.get(
       'k',
       () => {
@@ -44,7 +45,7 @@ describe('Admin read cache', () => {
   });
 
   it('invalidating by value makes the loads in flight stale: answered, never stored', async () => {
-    const cache = new ReadCache<{ v: number }>({ ttlMs: 60_000 }, () => 0, 'get-user-devices');
+    const cache = new ReadCache<{ v: number }>({ ttlMs: 60_000 }, new DrivenClock(), 'get-user-devices');
     const d = deferred();
     const early = cache.get('k', () => d.promise, undefined);
     cache.invalidate(undefined, (x) => x.v === 1); // cannot see the in-flight value yet
@@ -54,7 +55,7 @@ describe('Admin read cache', () => {
   });
 
   it('a stale load that finishes after a newer one does not overwrite it', async () => {
-    const cache = new ReadCache<{ v: number }>({ ttlMs: 60_000 }, () => 0, 'get-user');
+    const cache = new ReadCache<{ v: number }>({ ttlMs: 60_000 }, new DrivenClock(), 'get-user');
     const old = deferred();
     const first = cache.get('u1\u0001', () => old.promise, undefined);
     cache.invalidate('u1\u0001');
@@ -68,7 +69,7 @@ describe('Admin read cache', () => {
   });
 
   it("a caller's signal releases only that caller; the shared load goes on for the others", async () => {
-    const cache = new ReadCache<{ v: number }>({}, () => 0, 'get-user');
+    const cache = new ReadCache<{ v: number }>({}, new DrivenClock(), 'get-user');
     const d = deferred();
     const ac = new AbortController();
     const bounded = cache.get('k', () => d.promise, { signal: ac.signal });

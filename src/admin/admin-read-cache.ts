@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import type { Clock } from '../timing/clock.ts';
 import { raceWithSignal } from '../upstream/abortable.ts';
 import { internalError } from '../upstream/upstream-errors.ts';
 import type { CallOptions, UpstreamResult } from '../upstream/upstream-result.ts';
@@ -48,12 +49,12 @@ export class ReadCache<T> {
 
   /**
    * @param opts sizes and ages (defaults above).
-   * @param now epoch milliseconds (injected so tests can move time).
+   * @param clock entries age on its monotonic time.
    * @param operation name of the cached read, for errors (e.g. `get-user`).
    */
   constructor(
     opts: ReadCacheOptions,
-    private readonly now: () => number,
+    private readonly clock: Clock,
     private readonly operation: string,
   ) {
     this.entries = new LRUCache({ max: opts.max ?? 10_000 });
@@ -72,7 +73,7 @@ export class ReadCache<T> {
   ): Promise<UpstreamResult<T>> {
     const e = this.entries.get(key);
     if (e !== undefined) {
-      const age = this.now() - e.fetchedAt;
+      const age = this.clock.monotonicMs() - e.fetchedAt;
       if (age < this.ttlMs) {
         this.stats.fresh++;
         return Promise.resolve({ ok: true, value: e.value, durationMs: 0 });
@@ -119,7 +120,7 @@ export class ReadCache<T> {
     const promise = pending
       .then((r) => {
         if (isCurrent()) {
-          if (r.ok) this.entries.set(key, { value: r.value, fetchedAt: this.now() });
+          if (r.ok) this.entries.set(key, { value: r.value, fetchedAt: this.clock.monotonicMs() });
           else if (
             r.error.code === ErrorCode.UPSTREAM_NOT_FOUND ||
             r.error.code === ErrorCode.UPSTREAM_GONE

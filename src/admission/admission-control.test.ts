@@ -1,28 +1,20 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { AdmissionControl } from './admission-control.ts';
 
 describe('AdmissionControl', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
   function controlled(options: { maxEventLoopDelayMs?: number; maxInFlight?: number; deadlineMs?: number }) {
-    let t = 1000;
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const admission = new AdmissionControl({ deadlineMs: 300, ...options, now: () => t });
+    const clock = new DrivenClock({ monotonicMs: 1000 });
+    const admission = new AdmissionControl({ deadlineMs: 300, ...options, clock });
     admission.start();
     return {
       admission,
       /** Time passes with the loop busy: the sample timer cannot run. */
-      stall: (ms: number) => {
-        t += ms;
-      },
+      clock,
+      stall: (ms: number) => clock.stall(ms),
       /** Time passes with the loop free: the sample runs on time. */
       idle: (ms: number) => {
-        for (let i = 0; i < ms; i++) {
-          t++;
-          vi.advanceTimersByTime(1);
-        }
+        for (let i = 0; i < ms; i++) clock.tick(1);
       },
     };
   }
@@ -37,8 +29,9 @@ describe('AdmissionControl', () => {
     stall(30); // 70 ms overdue, and no sample has run: seen all the same
     expect(admission.eventLoopDelayMs()).toBe(70);
     expect(admission.check()).toBe('event_loop_delay');
-    // The late sample records the delay; once the loop keeps up again, decisions are admitted.
-    idle(10);
+    // The late sample runs as soon as the loop is free and records the delay; once the next one
+    // runs on time, decisions are admitted.
+    idle(1);
     expect(admission.check()).toBe('event_loop_delay');
     idle(10);
     expect(admission.check()).toBeUndefined();
@@ -82,25 +75,25 @@ describe('AdmissionControl', () => {
   });
 
   it('pauses sampling after a second with nothing in flight, and the next admitted request resumes it', () => {
-    const { admission, stall, idle } = controlled({ maxEventLoopDelayMs: 50 });
+    const { admission, clock, stall, idle } = controlled({ maxEventLoopDelayMs: 50 });
     idle(990);
-    expect(vi.getTimerCount()).toBe(1);
+    expect(clock.pendingTimers).toBe(1);
     idle(20);
     // Idle: no timer of its own wakes the process.
-    expect(vi.getTimerCount()).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
     expect(admission.eventLoopDelayMs()).toBe(0);
     // A burst: the first admitted request starts sampling again, and a stuck loop is seen at once.
     for (let i = 0; i < 8; i++) admission.enter();
-    expect(vi.getTimerCount()).toBe(1);
+    expect(clock.pendingTimers).toBe(1);
     stall(80);
     expect(admission.eventLoopDelayMs()).toBe(70);
     expect(admission.check()).toBe('event_loop_delay');
     // Busy, it keeps sampling however long the requests take.
     idle(2000);
-    expect(vi.getTimerCount()).toBe(1);
+    expect(clock.pendingTimers).toBe(1);
     for (let i = 0; i < 8; i++) admission.leave();
     idle(1010);
-    expect(vi.getTimerCount()).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
     admission.stop();
   });
 

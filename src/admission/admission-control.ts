@@ -25,6 +25,8 @@
  * rate configured in advance, and health endpoints are never shed.
  */
 
+import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
+
 export type ShedReason = 'event_loop_delay' | 'in_flight';
 
 /** The concurrency limit never goes below this (nor grows by less per step). */
@@ -62,8 +64,8 @@ export interface AdmissionOptions {
   sampleIntervalMs?: number;
   /** `Retry-After` of a shed answer, seconds. Default 1. */
   retryAfterSeconds?: number;
-  /** Monotonic milliseconds. Default `performance.now`. */
-  now?: () => number;
+  /** Samples are timed on its monotonic time and its timers. Default {@link systemClock}. */
+  clock?: Clock;
 }
 
 export class AdmissionControl {
@@ -76,10 +78,10 @@ export class AdmissionControl {
   readonly #maxDelayMs: number;
   readonly #minQueued: number;
   readonly #intervalMs: number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   #lastDelayMs = 0;
   #dueAt = 0;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: ClockTimer | undefined;
   /** Started and not stopped: sampling, or paused while idle (`#timer` undefined). */
   #running = false;
   /** Samples in a row with nothing in flight and nothing admitted. */
@@ -101,7 +103,7 @@ export class AdmissionControl {
     this.#minQueued = options.minInFlightToShedOnDelay ?? MIN_LIMIT;
     this.#intervalMs = options.sampleIntervalMs ?? 10;
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
-    this.#now = options.now ?? (() => performance.now());
+    this.#clock = options.clock ?? systemClock;
     this.limit = this.maxInFlight;
     this.#targetS = (options.targetLatencyMs ?? options.deadlineMs / 3) / 1000;
   }
@@ -145,25 +147,25 @@ export class AdmissionControl {
 
   stop(): void {
     this.#running = false;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 
   /** Sampling (re)starts: a new throughput window, nothing overdue. */
   #resume(): void {
-    const at = this.#now();
+    const at = this.#clock.monotonicMs();
     this.#dueAt = at + this.#intervalMs;
     this.#lastDelayMs = 0;
     this.#quietSamples = 0;
     this.#windowStart = at;
     this.#completed = 0;
     this.#utilization = performance.eventLoopUtilization();
-    this.#timer = setTimeout(this.#sample, this.#intervalMs);
+    this.#timer = this.#clock.setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
   }
 
   readonly #sample = (): void => {
-    const at = this.#now();
+    const at = this.#clock.monotonicMs();
     this.#lastDelayMs = Math.max(0, at - this.#dueAt);
     if (++this.#samples % ADJUST_EVERY_SAMPLES === 0) this.#adjustLimit(at);
     const quiet = this.inFlight === 0 && !this.#entered;
@@ -175,14 +177,14 @@ export class AdmissionControl {
       return;
     }
     this.#dueAt = at + this.#intervalMs;
-    this.#timer = setTimeout(this.#sample, this.#intervalMs);
+    this.#timer = this.#clock.setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
   };
 
   /** The loop's current delay: the last sample, or how overdue the next one is, milliseconds. */
   eventLoopDelayMs(): number {
     if (this.#timer === undefined) return 0;
-    return Math.max(this.#lastDelayMs, this.#now() - this.#dueAt);
+    return Math.max(this.#lastDelayMs, this.#clock.monotonicMs() - this.#dueAt);
   }
 
   /** Undefined to admit a new request, or why it is shed (counted). */

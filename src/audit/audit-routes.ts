@@ -5,6 +5,7 @@ import type { Component, MetricsRegistry, RouteMount } from '../lifecycle/compon
 import { AUDIT_ACTIONS, AUDIT_OUTCOMES, type AuditTrail } from '../operators/audit-trail.ts';
 import { OPERATOR_ROLES } from '../operators/operator.ts';
 import { storableLine } from '../text/storable-text.ts';
+import type { Clock } from '../timing/clock.ts';
 import { AUDIT_ID, AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX, databaseAuditTrail } from './database-audit-trail.ts';
 
 /** `GET /audit`'s query. */
@@ -96,11 +97,13 @@ export function auditComponent(o: {
   database: RiskgateDatabase;
   /** An audit trail instead of the database's (tests). */
   given?: AuditTrail | undefined;
+  /** The service's clock. Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }): Component<AuditTrail, MetricsRegistry> {
   return {
     name: 'audit trail',
     start() {
-      const trail = o.given ?? databaseAuditTrail(o.database);
+      const trail = o.given ?? databaseAuditTrail(o.database, { clock: o.clock });
       let outcomesLost = 0;
       const audit: AuditTrail = {
         record: (entry) => trail.record(entry),

@@ -9,6 +9,7 @@ import type {
   AuditTrail,
 } from '../operators/audit-trail.ts';
 import type { OperatorRole } from '../operators/operator.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 
 /**
  * The audit trail in the database (src/database/): one row per change (the intent, written before
@@ -144,10 +145,14 @@ function entryOf(row: AuditRow): AuditEntry {
 /** The audit trail over an open database (migrated with `auditMigrations`). */
 export function databaseAuditTrail(
   database: RiskgateDatabase,
-  options: { now?: () => number } = {},
+  options: {
+    /** Entries are dated on its wall time. Default {@link systemClock}. */
+    clock?: Clock | undefined;
+  } = {},
 ): AuditTrail {
   const db = database.db.withTables<AuditTables>();
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const nextId = auditIdSource(now);
   return {
     async record(change) {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { audienceScope, createTokenManager, refreshDelayMs, type TokenManager } from './token-manager.ts';
 
 const SECRET = 's3cr3t-value-never-shown';
@@ -91,33 +92,32 @@ describe('token manager', () => {
   });
 
   it('refreshes in the background ahead of expiry, so callers never wait', async () => {
-    // 400 ms lifetime: refresh after 200 ms, leaving a busy machine 190 ms for each refresh.
-    answer = tokenAnswer(0.4);
-    const m = manager({ expiryMarginMs: 10 });
+    // 100 s lifetime: each refresh timer is due half-way, 50 s on the driven clock.
+    answer = tokenAnswer(100);
+    const clock = new DrivenClock();
+    const m = manager({ expiryMarginMs: 10, clock });
     await m.start();
-    expect(m.isReady()).toBe(true);
-    const seen = new Set<string>();
-    const deadline = performance.now() + 900;
-    while (performance.now() < deadline) {
-      const t = m.peekToken();
-      expect(t).toBeDefined();
-      seen.add(t!);
-      await new Promise((r) => setTimeout(r, 10));
+    expect(m.peekToken()).toBe('tok-1');
+    for (const next of ['tok-2', 'tok-3']) {
+      await clock.advance(49_000);
+      expect(m.peekToken()).not.toBe(next); // not before its time
+      await clock.advance(1_000);
+      // The current token is served all the while the refresh is out; then the new one.
+      await eventually(() => m.peekToken() === next, { what: `${next} refreshed in the background` });
     }
-    expect(seen.size).toBeGreaterThanOrEqual(3);
-    expect(m.stats().failures).toBe(0);
+    expect(m.stats()).toMatchObject({ refreshes: 3, failures: 0 });
   });
 
   it('with the endpoint down, keeps the current token while valid and reports unready only after', async () => {
-    let clock = 1_000_000;
+    const clock = new DrivenClock();
     answer = tokenAnswer(100);
-    const m = manager({ now: () => clock, backoffInitialMs: 1000 });
+    const m = manager({ clock, backoffInitialMs: 1000 });
     expect((await m.getToken()).ok).toBe(true);
     answer = (res) => {
       res.writeHead(503);
       res.end();
     };
-    clock += 70_000; // past the refresh point, still valid
+    clock.tick(70_000); // past the refresh point, still valid
     const held = await m.getToken();
     expect(held).toMatchObject({ ok: true, value: 'tok-1' });
     // The background refresh (and its one retry) fails: one failure.
@@ -126,7 +126,7 @@ describe('token manager', () => {
     expect(m.isReady()).toBe(true);
     expect((await m.getToken()).ok).toBe(true);
 
-    clock += 40_000; // expired
+    clock.tick(40_000); // expired
     expect(m.isReady()).toBe(false);
     const before = requests;
     const failed = await m.getToken();
@@ -137,7 +137,7 @@ describe('token manager', () => {
     const again = await Promise.all([m.getToken(), m.getToken()]);
     expect(again.every((r) => !r.ok)).toBe(true);
     expect(requests).toBe(n);
-    clock += 5_000;
+    clock.tick(5_000);
     answer = tokenAnswer(100);
     expect(await m.getToken()).toMatchObject({ ok: true });
     expect(m.isReady()).toBe(true);
@@ -236,10 +236,10 @@ describe('token manager', () => {
 
   it('a refresh that rejects (a throwing onCall hook) answers every waiter with RG_ERR_INTERNAL and frees the next refresh', async () => {
     answer = tokenAnswer(3600);
-    let t = 1_000_000;
+    const clock = new DrivenClock();
     let throwOnce = true;
     const m = manager({
-      now: () => t,
+      clock,
       random: () => 1,
       backoffInitialMs: 100,
       onCall: () => {
@@ -253,7 +253,7 @@ describe('token manager', () => {
     expect(rs.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([ErrorCode.INTERNAL, ErrorCode.INTERNAL]);
     expect(requests).toBe(1);
     expect(m.stats()).toMatchObject({ failures: 1, consecutiveFailures: 1 });
-    t += 150; // past the backoff
+    clock.tick(150); // past the backoff
     const again = await m.getToken();
     expect(again.ok && again.value).toBe('tok-2');
     expect(m.stats()).toMatchObject({ refreshes: 1, consecutiveFailures: 0 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
+import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 import { raceWithSignal } from '../upstream/abortable.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream, parseJsonBody } from '../upstream/upstream-call.ts';
@@ -51,8 +52,8 @@ export interface TokenManagerOptions {
    * first answer after the endpoint recovers matters most). Default 2000.
    */
   noTokenBackoffMaxMs?: number;
-  /** Epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /** Token lifetimes run on its wall time, refreshes on its timers. Default {@link systemClock}. */
+  clock?: Clock;
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
   /** Connections to the token endpoint. Default 2. */
@@ -139,7 +140,8 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   const scope = opts.scope ?? audienceScope(opts.idp!, opts.audience);
   const { origin, pathPrefix } = splitBaseUrl(opts.authUrl);
   const path = `${pathPrefix}/oauth/v2/token`;
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const random = opts.random ?? Math.random;
   const margin = opts.expiryMarginMs ?? 1000;
   const backoffInitial = opts.backoffInitialMs ?? 250;
@@ -154,14 +156,14 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
   const { ctx, close: closePool } = createUpstreamContext(
     'auth',
     origin,
-    now,
+    clock,
     { connections: opts.connections, onCall: opts.onCall, tracer: opts.tracer },
     { connections: 2, defaultTimeoutMs: timeoutMs, maxBodyBytes: 64 * 1024 },
   );
 
   let held: HeldToken | undefined;
   let inflight: Promise<UpstreamResult<string>> | undefined;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   let started = false;
   let stopped = false;
   // While the endpoint is failing, callers without a token fail fast until the next backoff slot
@@ -176,8 +178,8 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
 
   function schedule(delayMs: number): void {
     if (!started || stopped) return;
-    if (timer !== undefined) clearTimeout(timer);
-    timer = setTimeout(onTimer, Math.max(0, delayMs));
+    clock.clearTimeout(timer);
+    timer = clock.setTimeout(onTimer, Math.max(0, delayMs));
     timer.unref();
   }
 
@@ -332,7 +334,7 @@ export function createTokenManager(opts: TokenManagerOptions): TokenManager {
     async stop() {
       stopped = true;
       started = false;
-      if (timer !== undefined) clearTimeout(timer);
+      clock.clearTimeout(timer);
       timer = undefined;
       await closePool();
     },

@@ -1,6 +1,6 @@
 import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
 import type { InputOutcome } from '../policy/inputs/input-values.ts';
-import { type Clock, systemClock } from '../timing/clock.ts';
+import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 
 /**
@@ -79,11 +79,11 @@ export function gather(sources: readonly InputSource[], options: GatherOptions):
   else callerGone?.addEventListener('abort', () => controller.abort(), { once: true, signal });
 
   const outcomes: (InputOutcome | undefined)[] = new Array(sources.length).fill(undefined);
-  const timers: NodeJS.Timeout[] = [];
+  const timers: ClockTimer[] = [];
   const calls: CallTiming[] = [];
   let pending = sources.length;
   let closed = false;
-  let deadline: NodeJS.Timeout | undefined;
+  let deadline: ClockTimer | undefined;
   let done!: (gathered: Gathered) => void;
   const finished = new Promise<Gathered>((resolve) => {
     done = resolve;

@@ -2,6 +2,7 @@ import type { RiskgateDatabase } from '../database/database.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { Component, InputWarmth, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { type ListOperations, listOperations, listRoutes } from './list-routes.ts';
 import { ListStore } from './list-store.ts';
 import { DEFAULT_LIST_STALE_AFTER_MS, ListSync, type ListSyncOptions } from './list-sync.ts';
@@ -25,7 +26,7 @@ export interface RuntimeLists {
  * and the degraded verdict covers them); behind otherwise (not loaded yet, or a refresh that
  * neither finishes nor fails).
  */
-export function listWarmth(sync: ListSync, staleAfterMs: number, nowMs = Date.now()): InputWarmth {
+export function listWarmth(sync: ListSync, staleAfterMs: number, nowMs: number): InputWarmth {
   const ageMs = sync.ageMs(nowMs);
   const everWarm = Number.isFinite(ageMs);
   if (sync.read(nowMs).ok) return { state: 'warm', everWarm };
@@ -57,25 +58,30 @@ export function listComponent(o: {
   log: LifecycleLog;
   /** Poll and staleness tuning (tests). */
   sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs'>;
+  /** The service's clock. Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }): Component<RuntimeLists, MetricsRegistry> {
   return {
     name: 'lists',
     async start() {
       const store = new ListStore(o.database);
-      const sync = new ListSync({ store, log: o.log, ...o.sync });
+      const clock = o.clock ?? systemClock;
+      const sync = new ListSync({ store, log: o.log, clock, ...o.sync });
       await sync.start();
       const purge = setInterval(() => {
-        store.purgeExpired(Date.now() - PURGE_AFTER_MS).catch(() => {});
+        store.purgeExpired(clock.nowMs() - PURGE_AFTER_MS).catch(() => {});
       }, PURGE_EVERY_MS);
       purge.unref();
-      const routeDeps = { store, sync, declared: o.declared, events: o.events, log: o.log };
+      const routeDeps = { store, sync, declared: o.declared, events: o.events, log: o.log, clock };
       const operations = listOperations(routeDeps);
       return {
         handle: { sync, operations },
         routes: [listRoutes(routeDeps, operations)],
-        ready: () => ({ lists: listWarmth(sync, o.sync?.staleAfterMs ?? DEFAULT_LIST_STALE_AFTER_MS) }),
+        ready: () => ({
+          lists: listWarmth(sync, o.sync?.staleAfterMs ?? DEFAULT_LIST_STALE_AFTER_MS, clock.nowMs()),
+        }),
         health: () => ({
-          lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(Date.now()).ok },
+          lists: { snapshotAgeMs: Math.round(sync.ageMs()), stale: !sync.read(clock.nowMs()).ok },
         }),
         observe(registry) {
           registry.observeGauge(

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { listWarmth } from './list-component.ts';
 import type { ListStore } from './list-store.ts';
 import { ListSync } from './list-sync.ts';
@@ -21,19 +22,19 @@ function store(state: { failWith?: string }): ListStore {
 
 describe("the lists' warmth", () => {
   it('is behind before the first load, and warm once the snapshot is confirmed', async () => {
-    let nowMs = 1_000_000;
-    const sync = new ListSync({ store: store({}), staleAfterMs: 10_000, now: () => nowMs });
-    expect(listWarmth(sync, 10_000, nowMs)).toEqual({
+    const clock = new DrivenClock({ nowMs: 1_000_000 });
+    const sync = new ListSync({ store: store({}), staleAfterMs: 10_000, clock });
+    expect(listWarmth(sync, 10_000, clock.nowMs())).toEqual({
       state: 'behind',
       everWarm: false,
       sinceMs: undefined,
       reason: 'the lists are not loaded yet',
     });
     await sync.refresh(true);
-    expect(listWarmth(sync, 10_000, nowMs)).toEqual({ state: 'warm', everWarm: true });
+    expect(listWarmth(sync, 10_000, clock.nowMs())).toEqual({ state: 'warm', everWarm: true });
     // A refresh that neither finished nor failed past the bound: behind since the bound ran out.
-    nowMs += 12_000;
-    expect(listWarmth(sync, 10_000, nowMs)).toMatchObject({
+    clock.tick(12_000);
+    expect(listWarmth(sync, 10_000, clock.nowMs())).toMatchObject({
       state: 'behind',
       everWarm: true,
       sinceMs: 1_010_000,
@@ -42,11 +43,11 @@ describe("the lists' warmth", () => {
   });
 
   it('is unavailable while the database fails (the degraded verdict covers it), warm again after', async () => {
-    let nowMs = 1_000_000;
+    const clock = new DrivenClock({ nowMs: 1_000_000 });
     const state: { failWith?: string } = { failWith: 'SQLITE_BUSY' };
-    const sync = new ListSync({ store: store(state), staleAfterMs: 10_000, now: () => nowMs });
+    const sync = new ListSync({ store: store(state), staleAfterMs: 10_000, clock });
     await expect(sync.refresh(true)).rejects.toThrow('SQLITE_BUSY');
-    expect(listWarmth(sync, 10_000, nowMs)).toEqual({
+    expect(listWarmth(sync, 10_000, clock.nowMs())).toEqual({
       state: 'unavailable',
       everWarm: false,
       sinceMs: undefined,
@@ -54,8 +55,8 @@ describe("the lists' warmth", () => {
       reason: 'the list database fails: SQLITE_BUSY',
     });
     delete state.failWith;
-    nowMs += 500;
+    clock.tick(500);
     await sync.refresh(false);
-    expect(listWarmth(sync, 10_000, nowMs)).toEqual({ state: 'warm', everWarm: true });
+    expect(listWarmth(sync, 10_000, clock.nowMs())).toEqual({ state: 'warm', everWarm: true });
   });
 });

@@ -7,6 +7,7 @@ import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component
 import type { AuditAction } from '../operators/audit-trail.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import {
   type AddEntry,
   addEntrySchema,
@@ -42,8 +43,8 @@ export interface ListRoutesDeps {
   declared: () => readonly DeclaredList[];
   events: EventSink;
   log: LifecycleLog;
-  /** Epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /** Entries are dated and expire on its wall time. Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }
 
 /** The name of the operator changing a list (the entry's author). */
@@ -87,7 +88,8 @@ export interface ListOperations {
 
 /** The lists' reads and changes over `deps` (the endpoints below and the console use these). */
 export function listOperations(deps: ListRoutesDeps): ListOperations {
-  const now = deps.now ?? Date.now;
+  const clock = deps.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const declaredList = (name: string): DeclaredList => {
     const list = deps.declared().find((l) => l.name === name);
     if (list === undefined) {
@@ -147,7 +149,8 @@ export function listOperations(deps: ListRoutesDeps): ListOperations {
 }
 
 export function listRoutes(deps: ListRoutesDeps, operations = listOperations(deps)): RouteMount {
-  const now = deps.now ?? Date.now;
+  const clock = deps.clock ?? systemClock;
+  const now = () => clock.nowMs();
   return {
     surface: 'operator',
     mount(app, edge) {
@@ -291,7 +294,7 @@ async function removeEntry(
   const checked = normaliseListValue(list.key, value);
   if (!checked.ok)
     throw new InputError(`value ${checked.message}`, [{ field: 'value', message: checked.message }]);
-  const nowMs = (deps.now ?? Date.now)();
+  const nowMs = (deps.clock ?? systemClock).nowMs();
   const existing = await fromListStore(deps.store.get(list.name, checked.value, nowMs));
   if (existing === undefined) {
     throw new RiskgateError(

@@ -1,5 +1,6 @@
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { ListLookup } from '../policy/policy-types.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import { ListSnapshot } from './list-snapshot.ts';
 import type { ListStore } from './list-store.ts';
@@ -27,8 +28,8 @@ export interface ListSyncOptions {
   pollMs?: number;
   /** Default `DEFAULT_LIST_STALE_AFTER_MS` (10 000). */
   staleAfterMs?: number;
-  /** Epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /** Snapshots are confirmed on its wall time (decisions read them at theirs). Default {@link systemClock}. */
+  clock?: Clock;
   /** Told of a failed refresh (once per failure streak) and of the recovery. */
   log?: (line: Record<string, unknown>) => void;
 }
@@ -57,7 +58,7 @@ export class ListSync implements ListReader {
     this.#o = {
       pollMs: DEFAULT_LIST_POLL_MS,
       staleAfterMs: DEFAULT_LIST_STALE_AFTER_MS,
-      now: Date.now,
+      clock: systemClock,
       ...options,
     };
   }
@@ -91,7 +92,7 @@ export class ListSync implements ListReader {
   }
 
   async #refresh(force: boolean): Promise<void> {
-    const startedMs = this.#o.now();
+    const startedMs = this.#o.clock.nowMs();
     try {
       const version = await this.#o.store.version();
       if (force || version !== this.#version || this.#snapshot === undefined) {
@@ -123,7 +124,7 @@ export class ListSync implements ListReader {
   }
 
   /** How old the snapshot's confirmation is, milliseconds (Infinity before the first). */
-  ageMs(nowMs = this.#o.now()): number {
+  ageMs(nowMs = this.#o.clock.nowMs()): number {
     return nowMs - this.#confirmedMs;
   }
 

@@ -1,4 +1,5 @@
 import { ErrorCode, RiskgateError, UpstreamError } from '../errors/riskgate-error.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CallInfo, callUpstream } from '../upstream/upstream-call.ts';
 import { createUpstreamContext } from '../upstream/upstream-context.ts';
@@ -45,8 +46,8 @@ export interface LogClientOptions {
   maxLineBytes?: number;
   /** Longest accepted stream, bytes. Default 256 MiB. */
   maxBodyBytes?: number;
-  /** Epoch ms, for the `Date` header. Default `Date.now`. */
-  now?: () => number;
+  /** Its wall time dates the `Date` header. Default {@link systemClock}. */
+  clock?: Clock;
   onCall?: (info: CallInfo) => void;
   /** Client spans and `traceparent` on every call, when tracing is on (src/observability/tracing.ts). */
   tracer?: CallTracer | undefined;
@@ -92,13 +93,14 @@ export function createLogClient(opts: LogClientOptions): LogClient {
     );
   }
   const { origin, host, protocol, pathPrefix } = splitBaseUrl(opts.baseUrl);
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const maxLineBytes = opts.maxLineBytes ?? 1024 * 1024;
   // Windows are read one at a time per scope: two connections are enough.
   const { ctx, close: closePool } = createUpstreamContext(
     'logs',
     origin,
-    now,
+    clock,
     { pool: opts.pool, maxBodyBytes: opts.maxBodyBytes, onCall: opts.onCall, tracer: opts.tracer },
     { connections: 2, defaultTimeoutMs: opts.timeoutMs ?? 30_000, maxBodyBytes: 256 * 1024 * 1024 },
   );

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { createMemoryCheckpointStore } from './log-checkpoint.ts';
 import type { LogClient, LogWindow } from './log-client.ts';
 import type { LogEvent } from './log-event.ts';
@@ -38,14 +39,14 @@ const ev = (id: string, at: number): LogEvent => ({
 describe('log poller windows', () => {
   it('tiles exactly, requests at most an hour with the overlap, and stays 2 minutes behind now', async () => {
     const { client, requests } = source([]);
-    const now = T0;
+    const clock = new DrivenClock({ nowMs: T0 });
     const p = createLogPoller({
       client,
       checkpointStore: createMemoryCheckpointStore(),
       onEvents: () => {},
       startAt: T0 - 3 * H,
       overlapMs: 60_000,
-      now: () => now,
+      clock,
     });
     for (let i = 0; i < 10; i++) {
       if ((await p.pollOnce()).kind === 'idle') break;
@@ -60,7 +61,7 @@ describe('log poller windows', () => {
   });
 
   it('delivers each event once, sorted, including a late one found in the overlap', async () => {
-    let now = T0;
+    const clock = new DrivenClock({ nowMs: T0 });
     const events = [ev('b', T0 - 50 * 60_000), ev('a', T0 - 55 * 60_000), ev('c', T0 - 3 * 60_000)];
     const { client } = source(events);
     const got: string[][] = [];
@@ -72,14 +73,14 @@ describe('log poller windows', () => {
         got.push(es.map((e) => e.event_id));
       },
       startAt: T0 - H,
-      now: () => now,
+      clock,
     });
     while ((await p.pollOnce()).kind !== 'idle') {}
     expect(got).toEqual([['a', 'b', 'c']]);
     const cursor = p.cursor()!;
     events.push(ev('late', cursor - 10_000)); // ingested late, behind the cursor
     events.push(ev('d', cursor + 40_000)); // inside the next overlap: remembered
-    now += 60_000;
+    clock.tick(60_000);
     while ((await p.pollOnce()).kind !== 'idle') {}
     expect(got).toEqual([
       ['a', 'b', 'c'],
@@ -115,7 +116,7 @@ describe('log poller windows', () => {
         got.push(...es.map((e) => e.event_id));
       },
       startAt: T0 - H,
-      now: () => T0,
+      clock: new DrivenClock({ nowMs: T0 }),
     });
     expect((await p.pollOnce()).kind).toBe('failed');
     expect((await p.pollOnce()).kind).toBe('failed');
@@ -134,24 +135,36 @@ describe('log poller under a lease (mayPoll)', () => {
     const store = createMemoryCheckpointStore();
     let may = false;
     const asked: boolean[] = [];
+    const clock = new DrivenClock({ nowMs: T0 });
     const p = createLogPoller({
       client,
       checkpointStore: store,
       onEvents: () => {},
       startAt: T0 - 3 * H,
-      now: () => T0,
-      pollIntervalMs: 1,
+      clock,
+      pollIntervalMs: 1_000,
       mayPoll: async () => {
         asked.push(may);
         return may;
       },
     });
     await p.start();
-    await eventually(() => asked.length >= 2, { intervalMs: 1 });
+    // Each pause between asks ends as the driven clock passes it.
+    const advancedThen = (check: () => boolean) => async () => {
+      await clock.advance(1_000);
+      return check();
+    };
+    await eventually(
+      advancedThen(() => asked.length >= 2),
+      { intervalMs: 1 },
+    );
     // Meanwhile the replica holding the lease read up to ten minutes ago.
     await store.save({ version: 1, cursorMs: T0 - 600_000, seen: [] });
     may = true;
-    await eventually(() => requests.length > 0, { intervalMs: 1 });
+    await eventually(
+      advancedThen(() => requests.length > 0),
+      { intervalMs: 1 },
+    );
     await p.stop();
     // From its checkpoint (less the overlap), not from where this replica stood when it started.
     expect(requests[0]!.start).toBe(T0 - 600_000 - 30_000);

@@ -1,5 +1,6 @@
 import { ErrorCode, type UpstreamError } from '../errors/riskgate-error.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 import { type CheckpointStore, createFileCheckpointStore, type LogCheckpoint } from './log-checkpoint.ts';
 import type { LogClient, LogScope, LogWindow } from './log-client.ts';
@@ -53,8 +54,8 @@ export interface LogPollerOptions {
   backoffMaxMs?: number;
   /** Failures (a window, the checkpoint, `onEvents`), for logs and metrics. */
   onError?: (error: Error, window: LogWindow | undefined) => void;
-  /** Epoch ms. Default `Date.now`. */
-  now?: () => number;
+  /** Windows are placed on its wall time, pauses run on its timers. Default {@link systemClock}. */
+  clock?: Clock;
   /** Jitter in [0, 1). Default `Math.random`. */
   random?: () => number;
 }
@@ -94,7 +95,8 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
     (opts.checkpointFile !== undefined ? createFileCheckpointStore(opts.checkpointFile) : undefined);
   if (store === undefined) throw new TypeError('log poller: give checkpointFile or checkpointStore');
   const scope = opts.scope ?? 'service';
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const random = opts.random ?? Math.random;
   const delayMs = Math.max(MIN_DELAY_MS, opts.ingestionDelayMs ?? MIN_DELAY_MS);
   const maxRequestMs = Math.min(MAX_REQUEST_MS, Math.max(2000, opts.maxRequestMs ?? MAX_REQUEST_MS));
@@ -219,7 +221,7 @@ export function createLogPoller(opts: LogPollerOptions): LogPoller {
   async function pause(ms: number): Promise<void> {
     wake = new AbortController();
     // At least one timer tick (Node's setTimeout(0) is 1 ms too): a 0 ms interval still yields.
-    await sleep(Math.max(1, ms), wake.signal);
+    await sleep(Math.max(1, ms), wake.signal, clock);
   }
 
   async function run(): Promise<void> {

@@ -1,4 +1,3 @@
-import { DEFAULT_HISTORY_MAX_LAG_SECONDS } from '../features/history-features.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 
 /**
@@ -22,9 +21,4 @@ export function readsInput(policy: () => CompiledPolicy): (input: string) => boo
         return false;
     }
   };
-}
-
-/** The active policy's bound on the event history's lag, milliseconds (as a decision reads it). */
-export function historyMaxLagMs(policy: CompiledPolicy): number {
-  return policy.featureSettings?.history?.maxLagMs ?? DEFAULT_HISTORY_MAX_LAG_SECONDS * 1000;
 }

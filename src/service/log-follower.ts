@@ -12,6 +12,7 @@ import { createLogClient } from '../logs/log-client.ts';
 import type { LogEvent } from '../logs/log-event.ts';
 import { createLogPoller, type LogPoller } from '../logs/log-poller.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
 
@@ -49,8 +50,11 @@ export interface LogFollowerOptions {
   log: ServiceLog;
   onCall?: (info: CallInfo) => void;
   tracer?: CallTracer | undefined;
-  /** Epoch ms, for windows and the `Date` header. Default `Date.now` (tests shift it with the sandbox clock). */
-  now?: () => number;
+  /**
+   * Its wall time places windows, dates requests and measures the lag; its monotonic time bounds
+   * the lease. Default {@link systemClock} (tests step it with the sandbox clock).
+   */
+  clock?: Clock;
   /** Pause between polls once caught up, milliseconds. Default 30 000. */
   pollIntervalMs?: number;
   /** Where history goes (and, when shared, the checkpoint and the lease on following). */
@@ -86,11 +90,12 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
   const client = createLogClient({
     baseUrl: logsUrl,
     service: { id: serviceId, apiKey: logApiKey },
-    ...(opts.now !== undefined && { now: opts.now }),
+    ...(opts.clock !== undefined && { clock: opts.clock }),
     ...(opts.onCall !== undefined && { onCall: opts.onCall }),
     tracer: opts.tracer,
   });
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const features = opts.features;
   const fileCheckpoint = createFileCheckpointStore(join(opts.stateDir, 'log-checkpoint-service.json'));
   const checkpointStore: CheckpointStore =
@@ -98,10 +103,11 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     (features === undefined || features.durable ? fileCheckpoint : rereadLastDay(fileCheckpoint, now));
   const pollIntervalMs = opts.pollIntervalMs ?? 30_000;
   let failing: string | undefined;
+  /** Until when the lease is held, on the clock's monotonic time. */
   let leaseUntilMs = 0;
   let sharedCursorMs: number | undefined;
   // Following means holding a lease that has not lapsed (a renewal that failed does not count).
-  const following = () => features === undefined || Date.now() < leaseUntilMs;
+  const following = () => features === undefined || clock.monotonicMs() < leaseUntilMs;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // Long enough to outlive a pause between polls; a follower that died is replaced after it.
   const leaseMs = Math.max(3 * pollIntervalMs, 5000);
@@ -109,14 +115,14 @@ export function createLogFollower(opts: LogFollowerOptions): LogFollower | undef
     client,
     scope: 'service',
     checkpointStore,
-    now,
+    clock,
     pollIntervalMs,
     backoffMaxMs: FOLLOWER_RETRY_MAX_MS,
     ...(features !== undefined && {
       startAt: now() - HISTORY_RETENTION_MS,
       deliverEmptyWindows: true,
       mayPoll: async () => {
-        const askedAt = Date.now();
+        const askedAt = clock.monotonicMs();
         const held = await features.holdFollowerLease(owner, leaseMs);
         leaseUntilMs = held ? askedAt + leaseMs : 0;
         // Another replica follows: how far it has read is this one's lag too (the metric).
@@ -237,6 +243,7 @@ export function logFollowerComponent(
     name: 'log follower',
     start() {
       const configured = opts.upstream.logsUrl !== undefined && opts.upstream.logApiKey !== undefined;
+      const clock = opts.clock ?? systemClock;
       const logs = opts.enabled ? createLogFollower(opts) : undefined;
       if (logs === undefined) return configured ? sharedHistoryReadiness(opts) : { handle: undefined };
       const started = logs.start();
@@ -253,7 +260,7 @@ export function logFollowerComponent(
             following: logs.isFollowing(),
             failing: logs.failing(),
             maxLagMs: opts.maxLagMs(),
-            nowMs: Date.now(),
+            nowMs: clock.nowMs(),
             everWarm,
           });
           everWarm = warmth.everWarm;
@@ -265,7 +272,7 @@ export function logFollowerComponent(
             'How far behind now the Log API follower reads (at least the 2-minute ingestion delay)',
             () => {
               const cursor = logs.cursor();
-              return cursor === undefined ? 0 : ((opts.now ?? Date.now)() - cursor) / 1000;
+              return cursor === undefined ? 0 : (clock.nowMs() - cursor) / 1000;
             },
           );
           metrics.observeGauge(
@@ -284,7 +291,7 @@ export function logFollowerComponent(
  * follower has read, from the shared store (the primary's memory, Redis), every half second.
  */
 function sharedHistoryReadiness(
-  opts: Pick<LogFollowerOptions, 'features'> & { maxLagMs: () => number },
+  opts: Pick<LogFollowerOptions, 'features' | 'clock'> & { maxLagMs: () => number },
 ): ReturnType<Component<undefined, RiskgateMetrics>['start']> {
   const features = opts.features;
   if (features === undefined) return { handle: undefined };
@@ -310,7 +317,7 @@ function sharedHistoryReadiness(
         following: false,
         failing: undefined,
         maxLagMs: opts.maxLagMs(),
-        nowMs: Date.now(),
+        nowMs: (opts.clock ?? systemClock).nowMs(),
         everWarm,
       });
       everWarm = warmth.everWarm;

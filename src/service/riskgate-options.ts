@@ -24,6 +24,7 @@ import type { OutboxStore } from '../outbox/outbox-store.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import type { PolicyStore } from '../policy/policy-store.ts';
 import type { SignalsClient } from '../signals/signals-client.ts';
+import type { Clock } from '../timing/clock.ts';
 import type { CircuitBreakerOptions } from '../upstream/circuit-breaker.ts';
 import type { LogFollower, LogFollowerOptions } from './log-follower.ts';
 
@@ -31,6 +32,12 @@ import type { LogFollower, LogFollowerOptions } from './log-follower.ts';
 
 export interface StartRiskgateOptions {
   config: RiskgateConfig;
+  /**
+   * The one clock every component reads and sets its timers on (wall and monotonic time,
+   * src/timing/clock.ts). Default {@link systemClock}; tests step its wall time with the sandbox's
+   * (`SteppedClock`) or drive it (`DrivenClock`).
+   */
+  clock?: Clock;
   /** The vendor. In sandbox mode main passes the embedded sandbox's settings. */
   upstream: UpstreamConfig;
   /** Caller keys (the configured ones, or the generated development key). */
@@ -80,7 +87,7 @@ export interface StartRiskgateOptions {
    */
   inputs?: InputTable;
   /** Log API follower tuning (tests shift its clock with the sandbox's and poll faster). */
-  logs?: Pick<LogFollowerOptions, 'now' | 'pollIntervalMs'>;
+  logs?: Pick<LogFollowerOptions, 'pollIntervalMs'>;
   /** Circuit breaker tuning (tests shorten the open period); `false`: none (tests of one failure at a time). */
   breakers?: Omit<CircuitBreakerOptions, 'onTransition' | 'onUncounted'> | false;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */

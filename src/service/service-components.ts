@@ -36,10 +36,11 @@ import { openApiRoute } from '../openapi/openapi-route.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
+import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
-import { historyMaxLagMs, readsInput } from './input-readiness.ts';
+import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
@@ -75,7 +76,7 @@ export async function startServices(
     }),
   );
   const database = state.control;
-  const audit = await l.start(auditComponent({ database, given: options.audit }));
+  const audit = await l.start(auditComponent({ database, given: options.audit, clock: options.clock }));
   const decisions = await l.start(
     decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
   );
@@ -83,7 +84,7 @@ export async function startServices(
   const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
-  const admission = await l.start(admissionComponent(config));
+  const admission = await l.start(admissionComponent(config, options.clock));
   const policies = await l.start(policiesOf(ctx));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
@@ -106,12 +107,14 @@ export async function startServices(
       events,
       log,
       sync: options.lists,
+      clock: options.clock,
     }),
   );
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
-      maxLagMs: () => historyMaxLagMs(policies.store.current()),
+      // The bound decisions read the history with (its row), so ready means they read it fresh.
+      maxLagMs: () => historyMaxLagMs(policies.store.current(), policies.shadow?.current()),
       upstream,
       stateDir: config.stateDir,
       admin: vendor.admin,
@@ -120,6 +123,7 @@ export async function startServices(
       onCall: vendor.recordCall,
       tracer,
       features: features.store,
+      clock: options.clock,
       ...options.logs,
     }),
   );
@@ -202,7 +206,7 @@ async function startActionPath(
     writeOutcome(outcome);
     lockouts.recorder.outcome(outcome);
   };
-  const webhookDelivery = await l.start(webhookDeliveryComponent(config));
+  const webhookDelivery = await l.start(webhookDeliveryComponent(config, options.clock));
   const outbox = await l.start(
     outboxComponent({
       config,

@@ -9,6 +9,7 @@ import type { RiskgateConfig, UpstreamConfig } from '../config/riskgate-config.t
 import type { Component, InputWarmth, LifecycleLog } from '../lifecycle/component.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { createSignalsClient, SIGNALS_OPERATIONS, type SignalsClient } from '../signals/signals-client.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import { type CircuitBreakerOptions, CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import type { CallInfo } from '../upstream/upstream-call.ts';
@@ -35,6 +36,8 @@ export interface VendorClientsOptions {
   breakers?: Omit<CircuitBreakerOptions, 'onTransition' | 'onUncounted'> | false | undefined;
   /** Admin read cache lifetimes (defaults in `AdminClientOptions.cache`). */
   adminCache?: AdminClientOptions['cache'];
+  /** The service's clock (src/timing/clock.ts). Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }
 
 /** The token request's scope: the audience as given when it is already the URN (config checked the rest). */
@@ -80,6 +83,8 @@ function createBreakers(o: VendorClientsOptions): CircuitBreakers | undefined {
   const { metrics, log } = o;
   // One set of breakers for every vendor route riskgate calls (routes are named per upstream).
   const breakers = new CircuitBreakers({
+    clock: o.clock ?? systemClock,
+    // Tests may drive the breakers' clock alone.
     ...o.breakers,
     onTransition: (route, from, to) => {
       metrics.recordCircuitTransition(route, to);
@@ -104,6 +109,7 @@ export function vendorClientsComponent(o: VendorClientsOptions): Component<Vendo
     name: 'vendor clients',
     start() {
       const { upstream, config, metrics, tracer } = o;
+      const clock = o.clock ?? systemClock;
       const breakers = createBreakers(o);
       const recordCall = (info: CallInfo) => {
         metrics.recordUpstreamCall(info.upstream, info.name, info.durationMs, info.code);
@@ -120,6 +126,7 @@ export function vendorClientsComponent(o: VendorClientsOptions): Component<Vendo
           metrics.recordTokenRefresh(info.code === undefined ? 'ok' : 'error');
         },
         tracer,
+        clock,
       });
       const signals = createSignalsClient({
         baseUrl: upstream.signalsUrl,
@@ -131,6 +138,7 @@ export function vendorClientsComponent(o: VendorClientsOptions): Component<Vendo
         onCall: recordCall,
         tracer,
         breakers,
+        clock,
       });
       const admin = createAdminClient({
         baseUrl: upstream.adminUrl,
@@ -140,6 +148,7 @@ export function vendorClientsComponent(o: VendorClientsOptions): Component<Vendo
         onCall: recordCall,
         tracer,
         breakers,
+        clock,
         ...(o.adminCache !== undefined && { cache: o.adminCache }),
       });
       const ready = tokens.start();
@@ -151,7 +160,7 @@ export function vendorClientsComponent(o: VendorClientsOptions): Component<Vendo
         ready: () => ({ token: tokenWarmth(tokens) }),
         health: () => ({
           vendor: {
-            token: tokenHealth(tokens, Date.now()),
+            token: tokenHealth(tokens, clock.nowMs()),
             // Routes with a breaker that is not closed (a closed route is the normal case, not listed).
             circuits: breakers?.states().filter((b) => b.state !== 'closed') ?? [],
           },

@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { TokenManager } from '../auth/token-manager.ts';
 import { ErrorCode, RiskgateError, type UpstreamError } from '../errors/riskgate-error.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { CallTracer } from '../upstream/call-tracer.ts';
 import type { CircuitBreakers } from '../upstream/circuit-breaker.ts';
 import {
@@ -121,8 +122,8 @@ export interface SignalsClientOptions {
   tracer?: CallTracer | undefined;
   /** Per-route circuit breakers shared with the other clients (src/upstream/circuit-breaker.ts). */
   breakers?: CircuitBreakers | undefined;
-  /** Epoch ms; used for window validation. Default `Date.now`. */
-  now?: () => number;
+  /** Its wall time validates query windows. Default {@link systemClock}. */
+  clock?: Clock;
   /** Connection tuning (timeouts are backstops; calls carry their own). */
   pool?: Omit<UpstreamPoolOptions, 'connections'>;
   retry?: RetryTuning;
@@ -223,9 +224,10 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     throw new RiskgateError(ErrorCode.INVALID_CONFIG, 'signals client: serviceId must be a UUID');
   }
   const { origin, pathPrefix } = splitBaseUrl(opts.baseUrl);
-  const now = opts.now ?? Date.now;
+  const clock = opts.clock ?? systemClock;
+  const now = () => clock.nowMs();
   const tokens = opts.tokens;
-  const { ctx, close: closePool } = createUpstreamContext('signals', origin, now, opts, {
+  const { ctx, close: closePool } = createUpstreamContext('signals', origin, clock, opts, {
     connections: 128,
     defaultTimeoutMs: 1000,
     maxBodyBytes: 1024 * 1024,

@@ -88,7 +88,7 @@ describe('withTimeout', () => {
         timers.push(t);
         return t;
       },
-      clearTimeout: (t) => clearTimeout(t),
+      clearTimeout: (t) => clearTimeout(t as NodeJS.Timeout),
     };
     void withTimeout(never, { timeoutMs: 10, onTimeout: late, ref: false, clock }).catch(() => {});
     void withTimeout(never, { timeoutMs: 10, onTimeout: late, clock }).catch(() => {});

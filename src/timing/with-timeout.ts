@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from './clock.ts';
+import { type Clock, type ClockTimer, systemClock } from './clock.ts';
 
 /** How {@link withTimeout} races `work` against its timer. */
 export interface TimeoutOptions {
@@ -65,7 +65,7 @@ export async function settlesWithin(
   opts?: { ref?: boolean; clock?: Clock },
 ): Promise<boolean> {
   const clock = opts?.clock ?? systemClock;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: ClockTimer | undefined;
   const timedOut = new Promise<false>((resolve) => {
     timer = clock.setTimeout(() => resolve(false), timeoutMs);
     if (opts?.ref === false) timer.unref();

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../errors/riskgate-error.ts';
+import { systemClock } from '../timing/clock.ts';
 import { CircuitBreakers, type UncountedReason } from './circuit-breaker.ts';
 import { type CallSpec, callUpstream, type UpstreamContext } from './upstream-call.ts';
 import { createUpstreamPool } from './upstream-pool.ts';
@@ -46,7 +47,7 @@ function setup() {
   const ctx: UpstreamContext = {
     upstream: 'signals',
     dispatcher: pool,
-    now: Date.now,
+    clock: systemClock,
     defaultTimeoutMs: 500,
     maxRetryWaitMs: 0,
     retryDelayMs: 1,

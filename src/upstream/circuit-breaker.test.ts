@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { CircuitBreakers, type CircuitState, routeOutcome, uncountedReason } from './circuit-breaker.ts';
 import { timeoutError } from './upstream-errors.ts';
 
@@ -10,16 +11,16 @@ const fail = (code: string = ErrorCode.UPSTREAM_SERVER_ERROR, retryAfterMs?: num
   });
 
 function breakers() {
-  let t = 0;
+  const clock = new DrivenClock();
   const transitions: [string, CircuitState, CircuitState][] = [];
   const b = new CircuitBreakers({
     consecutiveFailures: 3,
     windowCalls: 10,
     openMs: { initialMs: 1000, maxMs: 8000, random: () => 0.999_999 },
-    now: () => t,
+    clock,
     onTransition: (route, from, to) => transitions.push([route, from, to]),
   });
-  return { b, transitions, advance: (ms: number) => (t += ms) };
+  return { b, transitions, advance: (ms: number) => clock.tick(ms) };
 }
 
 describe('CircuitBreakers', () => {

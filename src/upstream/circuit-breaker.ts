@@ -1,5 +1,6 @@
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
 import { type BackoffPolicy, backoffDelayMs } from '../timing/backoff.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 
 /**
  * Circuit breakers, one per upstream route (`<upstream> <operation>`: an operation is one method
@@ -35,8 +36,8 @@ export interface CircuitBreakerOptions {
   failureRatio?: number;
   /** How long a route stays open, first time and after repeated failed probes (milliseconds). */
   openMs?: BackoffPolicy;
-  /** Monotonic milliseconds. Default `performance.now`. */
-  now?: () => number;
+  /** Open periods run on its monotonic time. Default {@link systemClock}. */
+  clock?: Clock;
   /** Called on every state change (metrics, logs). */
   onTransition?: (route: string, from: CircuitState, to: CircuitState) => void;
   /**
@@ -122,7 +123,7 @@ export class CircuitBreakers {
   readonly #window: number;
   readonly #ratio: number;
   readonly #open: BackoffPolicy;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #onTransition: CircuitBreakerOptions['onTransition'];
   readonly #onUncounted: CircuitBreakerOptions['onUncounted'];
   readonly #tolerance: { ratio: number; minMs: number };
@@ -132,7 +133,7 @@ export class CircuitBreakers {
     this.#window = options.windowCalls ?? 20;
     this.#ratio = options.failureRatio ?? 0.5;
     this.#open = options.openMs ?? { initialMs: 2000, maxMs: 30_000 };
-    this.#now = options.now ?? (() => performance.now());
+    this.#clock = options.clock ?? systemClock;
     this.#onTransition = options.onTransition;
     this.#onUncounted = options.onUncounted;
     this.#tolerance = options.lateTolerance ?? DEFAULT_LATE_TOLERANCE;
@@ -142,7 +143,7 @@ export class CircuitBreakers {
   gate(route: string): CircuitGate {
     const r = this.#routes.get(route);
     if (r === undefined || r.state === 'closed') return GO;
-    const at = this.#now();
+    const at = this.#clock.monotonicMs();
     if (r.state === 'open') {
       if (at < r.openUntil) return { go: false, retryAfterMs: r.openUntil - at };
       this.#move(route, r, 'half_open');
@@ -192,7 +193,7 @@ export class CircuitBreakers {
     if (r.state === 'open' && retryAfterMs === undefined) return;
     if (r.state === 'half_open' || retryAfterMs !== undefined || this.#tripped(r)) {
       r.opens++;
-      r.openUntil = this.#now() + backoffDelayMs(this.#open, r.opens, retryAfterMs);
+      r.openUntil = this.#clock.monotonicMs() + backoffDelayMs(this.#open, r.opens, retryAfterMs);
       if (r.state !== 'open') this.#move(route, r, 'open');
     }
   }
@@ -207,7 +208,7 @@ export class CircuitBreakers {
 
   /** Every declared route and every route with state, for /metrics and /healthz. */
   states(): { route: string; state: CircuitState; retryAfterMs: number }[] {
-    const at = this.#now();
+    const at = this.#clock.monotonicMs();
     const out = [...this.#routes].map(([route, r]) => ({
       route,
       state: r.state,

@@ -6,6 +6,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { z } from 'zod';
 import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { systemClock } from '../timing/clock.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import {
   type CallInfo,
   type CallSpec,
@@ -49,7 +51,7 @@ function ctx(over: Partial<UpstreamContext> = {}): UpstreamContext {
   return {
     upstream: 'signals',
     dispatcher: pool,
-    now: Date.now,
+    clock: systemClock,
     defaultTimeoutMs: 500,
     maxRetryWaitMs: 1000,
     retryDelayMs: 1,
@@ -279,31 +281,32 @@ describe('callUpstream over real HTTP', () => {
   it('makes no 401 retry (and no refresh) when too little is left before deadlineAt', async () => {
     handler = (_q, res, hit) => (hit === 1 ? json(res, 401, {}) : json(res, 200, { ok: true }));
     const { s, refreshes } = refreshing();
-    const at = 1_000_000;
+    const clock = new DrivenClock();
+    const at = clock.nowMs();
     // minRetryBudgetMs is 5: 4 ms left is too little.
     await expectError(
-      callUpstream(ctx({ now: () => at }), s, { deadlineAt: at + 4 }),
+      callUpstream(ctx({ clock }), s, { deadlineAt: at + 4 }),
       ErrorCode.UPSTREAM_UNAUTHORIZED,
     );
     expect(hits).toBe(1);
     expect(refreshes()).toBe(0);
     hits = 0;
-    expect((await callUpstream(ctx({ now: () => at }), s, { deadlineAt: at + 5 })).ok).toBe(true);
+    expect((await callUpstream(ctx({ clock }), s, { deadlineAt: at + 5 })).ok).toBe(true);
     expect(hits).toBe(2);
     expect(refreshes()).toBe(1);
   });
 
   it('makes no 401 retry when the token refresh used up the time before deadlineAt', async () => {
     handler = (_q, res, hit) => (hit === 1 ? json(res, 401, {}) : json(res, 200, { ok: true }));
-    let t = 1_000_000;
+    const clock = new DrivenClock();
     const s = spec({
       onUnauthorized: async () => {
-        t += 50; // the refresh took 50 ms
+        clock.tick(50); // the refresh took 50 ms
         return true;
       },
     });
     await expectError(
-      callUpstream(ctx({ now: () => t }), s, { deadlineAt: t + 30 }),
+      callUpstream(ctx({ clock }), s, { deadlineAt: clock.nowMs() + 30 }),
       ErrorCode.UPSTREAM_UNAUTHORIZED,
     );
     expect(hits).toBe(1);

@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
+import type { Clock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 import type { CallSpan, CallTracer } from './call-tracer.ts';
 import { type CircuitBreakers, circuitOpenError } from './circuit-breaker.ts';
@@ -34,8 +35,8 @@ export interface CallInfo {
 export interface UpstreamContext {
   upstream: UpstreamName;
   dispatcher: Dispatcher;
-  /** Epoch milliseconds; injected so tests can move time. */
-  now: () => number;
+  /** Wall time for deadlines and `Retry-After` dates (src/timing/clock.ts). */
+  clock: Clock;
   /** Timeout of one attempt when the call gives none. */
   defaultTimeoutMs: number;
   /** Longest `Retry-After` honoured when the call has no `deadlineAt`. */
@@ -136,7 +137,9 @@ function isRetryable(err: UpstreamError): boolean {
 
 /** Whether a retry after `waitMs` still leaves `minRetryBudgetMs` before the call's `deadlineAt`. */
 function fitsDeadline(ctx: UpstreamContext, opts: CallOptions | undefined, waitMs: number): boolean {
-  return opts?.deadlineAt === undefined || ctx.now() + waitMs + ctx.minRetryBudgetMs <= opts.deadlineAt;
+  return (
+    opts?.deadlineAt === undefined || ctx.clock.nowMs() + waitMs + ctx.minRetryBudgetMs <= opts.deadlineAt
+  );
 }
 
 /**
@@ -208,7 +211,14 @@ export async function callUpstream<T>(
       lastStatus = res.status;
       outcome = accept(res.status)
         ? spec.parse(res)
-        : statusError(ctx.upstream, spec.name, res.status, res.body, res.headers['retry-after'], ctx.now());
+        : statusError(
+            ctx.upstream,
+            spec.name,
+            res.status,
+            res.body,
+            res.headers['retry-after'],
+            ctx.clock.nowMs(),
+          );
     }
     if (!(outcome instanceof UpstreamError)) break;
 

@@ -1,5 +1,6 @@
 import type { Pool } from 'undici';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
+import type { Clock } from '../timing/clock.ts';
 import type { CallTracer } from './call-tracer.ts';
 import type { CircuitBreakers } from './circuit-breaker.ts';
 import { type CallInfo, type RetryTuning, retryDefaults, type UpstreamContext } from './upstream-call.ts';
@@ -38,12 +39,12 @@ export interface UpstreamDefaults {
  * `close` returned here (late answers still being drained are aborted first).
  *
  * @param origin `scheme://host[:port]` (see `splitBaseUrl`).
- * @param now epoch milliseconds.
+ * @param clock the client's clock (its wall time signs and dates requests).
  */
 export function createUpstreamContext(
   upstream: UpstreamName,
   origin: string,
-  now: () => number,
+  clock: Clock,
   tuning: UpstreamTuning,
   defaults: UpstreamDefaults,
 ): { ctx: UpstreamContext; pool: Pool; close: () => Promise<void> } {
@@ -55,7 +56,7 @@ export function createUpstreamContext(
   const ctx: UpstreamContext = {
     upstream,
     dispatcher: pool,
-    now,
+    clock,
     defaultTimeoutMs: tuning.defaultTimeoutMs ?? defaults.defaultTimeoutMs,
     ...retryDefaults(tuning.retry),
     maxBodyBytes: tuning.maxBodyBytes ?? defaults.maxBodyBytes,

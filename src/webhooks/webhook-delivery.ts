@@ -2,6 +2,7 @@ import type { Pool } from 'undici';
 import type { WebhookCall, WebhookPoster } from '../actions/admin-actions.ts';
 import type { WebhookConfig } from '../config/riskgate-config.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { statusError } from '../upstream/upstream-errors.ts';
 import { createUpstreamPool } from '../upstream/upstream-pool.ts';
 import { type LateAnswers, type RawResponse, sendAttempt } from '../upstream/upstream-request.ts';
@@ -33,8 +34,8 @@ interface Receiver {
 }
 
 export interface WebhookDeliveryOptions {
-  /** Wall clock, milliseconds: the signature's timestamp. Default `Date.now`. */
-  now?: () => number;
+  /** Its wall time is the signature's timestamp. Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }
 
 export class WebhookDelivery implements WebhookPoster {
@@ -43,13 +44,13 @@ export class WebhookDelivery implements WebhookPoster {
   readonly #receivers = new Map<string, Receiver>();
   readonly #keys: Buffer[];
   readonly #lateAnswers: LateAnswers = new Set();
-  readonly #now: () => number;
+  readonly #clock: Clock;
 
   constructor(config: WebhookConfig, options: WebhookDeliveryOptions = {}) {
     this.timeoutMs = config.timeoutMs;
     this.retryHorizonMs = config.retryHorizonMs;
     this.#keys = config.secrets.map(webhookKey);
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     for (const url of config.urls) {
       const u = new URL(url);
       const authorization =
@@ -89,7 +90,7 @@ export class WebhookDelivery implements WebhookPoster {
     }
     // The attempt's own time (Standard Webhooks): a delivery retried after an outage is still
     // within the receiver's tolerance; the id and the body stay those of the event.
-    const timestampSec = Math.floor(this.#now() / 1000);
+    const timestampSec = Math.floor(this.#clock.nowMs() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'riskgate-webhooks',
@@ -134,7 +135,14 @@ export class WebhookDelivery implements WebhookPoster {
     if (status === 408) {
       return webhookError(ErrorCode.UPSTREAM_TIMEOUT, 'webhook deliver: receiver answered 408', status);
     }
-    return statusError('webhook', 'deliver', status, answer.body, answer.headers['retry-after'], this.#now());
+    return statusError(
+      'webhook',
+      'deliver',
+      status,
+      answer.body,
+      answer.headers['retry-after'],
+      this.#clock.nowMs(),
+    );
   }
 
   /** Closes every receiver's connections (after the outbox stopped its attempts). */

@@ -3,6 +3,7 @@ import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import { type EventSink, NO_EVENTS } from '../events/riskgate-event.ts';
 import type { Component, MetricsRegistry } from '../lifecycle/component.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { WebhookDelivery } from './webhook-delivery.ts';
 import { webhookSink } from './webhook-sink.ts';
 
@@ -16,12 +17,13 @@ import { webhookSink } from './webhook-sink.ts';
 /** The receivers' connections, for the outbox's `postWebhook` attempts. */
 export function webhookDeliveryComponent(
   config: Pick<RiskgateConfig, 'webhooks'>,
+  clock: Clock = systemClock,
 ): Component<WebhookDelivery | undefined> {
   return {
     name: 'webhook delivery',
     start() {
       if (config.webhooks === undefined) return { handle: undefined };
-      const delivery = new WebhookDelivery(config.webhooks);
+      const delivery = new WebhookDelivery(config.webhooks, { clock });
       return {
         handle: delivery,
         stop: () => delivery.close(),

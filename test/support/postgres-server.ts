@@ -2,6 +2,7 @@ import { type ChildProcess, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from './eventually.ts';
 import { freePort } from './free-port.ts';
 import { signalTree, spawnTree, stopTree } from './process-tree.ts';
 
@@ -142,14 +143,16 @@ export async function startPostgres(): Promise<RunningPostgres> {
   };
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
-  const until = performance.now() + 20_000;
-  while (!output.includes('database system is ready to accept connections')) {
-    if (child.exitCode !== null || performance.now() > until) {
-      signalTree(child, 'SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`postgres did not start: ${output.slice(-500)}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
+  const ready = await eventually(
+    () =>
+      output.includes('database system is ready to accept connections') ||
+      (child.exitCode !== null && 'exited'),
+    { timeoutMs: 20_000, what: 'postgres ready' },
+  ).catch(() => 'timed out');
+  if (ready !== true) {
+    signalTree(child, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`postgres did not start: ${output.slice(-500)}`);
   }
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,

@@ -2,6 +2,7 @@ import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from './eventually.ts';
 import { freePort } from './free-port.ts';
 import { signalTree, spawnTree, stopTree } from './process-tree.ts';
 
@@ -52,14 +53,14 @@ export async function startRedis(): Promise<RunningRedis> {
   child.stdout!.on('data', (c: Buffer) => {
     output += c.toString();
   });
-  const until = performance.now() + 10_000;
-  while (!output.includes('Ready to accept connections')) {
-    if (child.exitCode !== null || performance.now() > until) {
-      signalTree(child, 'SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`redis-server did not start: ${output.slice(-500)}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
+  const ready = await eventually(
+    () => output.includes('Ready to accept connections') || (child.exitCode !== null && 'exited'),
+    { timeoutMs: 10_000, what: 'redis-server ready' },
+  ).catch(() => 'timed out');
+  if (ready !== true) {
+    signalTree(child, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`redis-server did not start: ${output.slice(-500)}`);
   }
   return {
     url: `redis://127.0.0.1:${port}`,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sandboxUpstream } from '../../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { eventually } from './eventually.ts';
 import { signalTree, spawnTree } from './process-tree.ts';
 
 /**
@@ -100,15 +101,17 @@ export function startProcess(
       else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
     port: async () => {
-      const until = performance.now() + 20_000;
-      for (;;) {
-        const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(stderr);
-        if (m) return Number(m[1]);
-        if (child.exitCode !== null || child.signalCode !== null || performance.now() > until) {
-          throw new Error(`riskgate did not start: ${stderr.slice(-2000)}`);
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      // The port it logs once listening, or -1 once it exited (or after 20 s) without.
+      const port = await eventually(
+        () => {
+          const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(stderr);
+          if (m) return Number(m[1]);
+          return child.exitCode !== null || child.signalCode !== null ? -1 : undefined;
+        },
+        { timeoutMs: 20_000, what: 'riskgate listening' },
+      ).catch(() => -1);
+      if (port < 0) throw new Error(`riskgate did not start: ${stderr.slice(-2000)}`);
+      return port;
     },
   };
 }

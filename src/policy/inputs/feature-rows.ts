@@ -1,7 +1,14 @@
 import { DEFAULT_HISTORY_MAX_LAG_SECONDS, type HistoryFeatures } from '../../features/history-features.ts';
 import { HISTORY_FIELDS, HistoryView, ListView, listContains } from '../cel-environment.ts';
 import { fillHistory, fillLists, fillVelocity } from '../policy-activation.ts';
-import { type InputContext, type InputRow, inputRow, leafFacts, unavailableReport } from './input-row.ts';
+import {
+  type InputContext,
+  type InputPolicy,
+  type InputRow,
+  inputRow,
+  leafFacts,
+  unavailableReport,
+} from './input-row.ts';
 import type { ListLookup } from './input-values.ts';
 import { MISSING, MISSING_IDENTIFIERS, NOT_CONFIGURED } from './unavailable-reason.ts';
 
@@ -56,6 +63,19 @@ export const VELOCITY_ROW: InputRow<unknown, 'velocity'> = inputRow<Record<strin
 const historySettings = (ctx: InputContext) =>
   ctx.policy.featureSettings?.history ?? ctx.shadow?.featureSettings?.history;
 
+/**
+ * The bound on the event history's lag a decision reads it with, milliseconds: the policy's
+ * (`features.history.maxLagSeconds`), else the shadow's, else the default. The one declaration:
+ * `/readyz` holds the process back against the same bound (src/service/log-follower.ts).
+ */
+export function historyMaxLagMs(
+  policy: Pick<InputPolicy, 'featureSettings'>,
+  shadow?: Pick<InputPolicy, 'featureSettings'>,
+): number {
+  const settings = policy.featureSettings?.history ?? shadow?.featureSettings?.history;
+  return settings?.maxLagMs ?? DEFAULT_HISTORY_MAX_LAG_SECONDS * 1000;
+}
+
 /** The user's event history (fed by the Log API follower). */
 export const HISTORY_ROW: InputRow<unknown, 'history'> = inputRow<HistoryFeatures, 'history'>({
   name: 'history',
@@ -76,11 +96,7 @@ export const HISTORY_ROW: InputRow<unknown, 'history'> = inputRow<HistoryFeature
   },
   timeoutMs: (ctx) => historySettings(ctx)?.timeoutMs ?? ctx.budgetMs,
   fetch: (ctx) =>
-    ctx.ports.features!.readHistory(
-      ctx.request.userId!,
-      ctx.nowMs,
-      historySettings(ctx)?.maxLagMs ?? DEFAULT_HISTORY_MAX_LAG_SECONDS * 1000,
-    ),
+    ctx.ports.features!.readHistory(ctx.request.userId!, ctx.nowMs, historyMaxLagMs(ctx.policy, ctx.shadow)),
   land: (draft, outcome) => {
     if (outcome.status === 'ok') draft.values.history = outcome.value;
     else {
