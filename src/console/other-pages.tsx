@@ -190,6 +190,38 @@ function ComponentsTable(props: { components: Record<string, unknown> }) {
   );
 }
 
+/** The outbox's counts, or that its database cannot be read. */
+function OutboxCard(props: { outbox: OutboxStats | undefined }) {
+  const { outbox } = props;
+  return (
+    <section class="card" aria-labelledby="h-outbox">
+      <h2 id="h-outbox">Outbox</h2>
+      {outbox === undefined ? (
+        <Notice kind="error">The outbox cannot be read: its database does not answer.</Notice>
+      ) : (
+        <table id="outbox">
+          <tbody>
+            <tr>
+              <th scope="row">Pending</th>
+              <td class="num">{outbox.pending}</td>
+            </tr>
+            <tr>
+              <th scope="row">Oldest pending</th>
+              <td class="num">{(outbox.oldestPendingAgeMs / 1000).toFixed(1)} s</td>
+            </tr>
+            <tr>
+              <th scope="row">Dead (given up, see Actions)</th>
+              <td class="num">
+                <a href="/console/actions?status=dead">{outbox.dead}</a>
+              </td>
+            </tr>
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 export function HealthView(props: {
   readiness: { ready: boolean; checks: Record<string, boolean> };
   health: Record<string, unknown>;
@@ -256,31 +288,7 @@ export function HealthView(props: {
           )}
         </section>
       </div>
-      <section class="card" aria-labelledby="h-outbox">
-        <h2 id="h-outbox">Outbox</h2>
-        {outbox === undefined ? (
-          <Notice kind="error">The outbox cannot be read: its database does not answer.</Notice>
-        ) : (
-          <table id="outbox">
-            <tbody>
-              <tr>
-                <th scope="row">Pending</th>
-                <td class="num">{outbox.pending}</td>
-              </tr>
-              <tr>
-                <th scope="row">Oldest pending</th>
-                <td class="num">{(outbox.oldestPendingAgeMs / 1000).toFixed(1)} s</td>
-              </tr>
-              <tr>
-                <th scope="row">Dead (given up, see Actions)</th>
-                <td class="num">
-                  <a href="/console/actions?status=dead">{outbox.dead}</a>
-                </td>
-              </tr>
-            </tbody>
-          </table>
-        )}
-      </section>
+      <OutboxCard outbox={outbox} />
       <section class="card" aria-labelledby="h-vendor">
         <h2 id="h-vendor">Vendor</h2>
         <p>

@@ -135,6 +135,11 @@ function isRetryable(err: UpstreamError): boolean {
   }
 }
 
+/** The error of an answer whose status the call does not accept (its `Retry-After` read now). */
+function statusErrorOf(ctx: UpstreamContext, name: string, res: RawResponse): UpstreamError {
+  return statusError(ctx.upstream, name, res.status, res.body, res.headers['retry-after'], ctx.clock.nowMs());
+}
+
 /** Whether a retry after `waitMs` still leaves `minRetryBudgetMs` before the call's `deadlineAt`. */
 function fitsDeadline(ctx: UpstreamContext, opts: CallOptions | undefined, waitMs: number): boolean {
   return (
@@ -209,16 +214,7 @@ export async function callUpstream<T>(
       outcome = res;
     } else {
       lastStatus = res.status;
-      outcome = accept(res.status)
-        ? spec.parse(res)
-        : statusError(
-            ctx.upstream,
-            spec.name,
-            res.status,
-            res.body,
-            res.headers['retry-after'],
-            ctx.clock.nowMs(),
-          );
+      outcome = accept(res.status) ? spec.parse(res) : statusErrorOf(ctx, spec.name, res);
     }
     if (!(outcome instanceof UpstreamError)) break;
 
