@@ -196,7 +196,7 @@ describe('the embedded state (SQLite) through its faults', () => {
     await neverMorePermissive(h);
     expect((await block(h)).status).toBe(503);
     await h.stop();
-  });
+  }, 60_000);
 
   it('damaged files: the control file starts degraded, the decisions file is set aside and rebuilt', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
@@ -222,7 +222,7 @@ describe('the embedded state (SQLite) through its faults', () => {
       what: 'decisions written again',
     });
     await h.stop();
-  });
+  }, 60_000);
 
   it('a control file’s -wal deleted while running: noticed and alarmed, lists never empty', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
@@ -242,7 +242,7 @@ describe('the embedded state (SQLite) through its faults', () => {
     expect((await block(h)).status).toBe(503);
     await neverMorePermissive(h);
     await h.stop();
-  });
+  }, 60_000);
 
   it('a control file emptied or replaced by a fresh database while stopped: degraded, never empty lists', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
@@ -275,7 +275,7 @@ describe('the embedded state (SQLite) through its faults', () => {
       expect((await block(h)).status).toBe(503);
       await h.stop();
     }
-  });
+  }, 60_000);
 
   it('an existing riskgate.sqlite: its control state copied into control.sqlite, the old file renamed aside', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
@@ -315,7 +315,7 @@ describe('the embedded state (SQLite) through its faults', () => {
     expect(logged(again, `${LEGACY_FILE} is back beside`)).toMatchObject({ level: 'warn' });
     expect(await verdicts(again)).toEqual(QUIET);
     await again.stop();
-  });
+  }, 60_000);
 
   it('two riskgates starting at once on a fresh state dir (the workers of one host) prepare it once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-'));
@@ -368,7 +368,7 @@ describe('the embedded state (SQLite) through its faults', () => {
     const again = await start(dir);
     expect(await verdicts(again)).toEqual(QUIET);
     await again.stop();
-  });
+  }, 60_000);
 
   it('a SIGKILL mid-batch: the restart answers, the control state whole, the decisions file usable', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-kill-'));
@@ -525,7 +525,7 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
     } finally {
       await h.stop();
     }
-  });
+  }, 60_000);
 
   it('a stop while PostgreSQL is frozen: decisions answered, what is not written counted and logged, restart answers', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-pg-'));
@@ -560,5 +560,5 @@ describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults'
     const again = await start(dir, { env: oneRiskgateOn(server.url) });
     await neverMorePermissive(again);
     await again.stop();
-  });
+  }, 60_000);
 });

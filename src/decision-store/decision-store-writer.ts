@@ -256,7 +256,6 @@ export class DecisionStoreWriter {
 
   /** Counts, logs and keeps the refused records (keeping them may fail too: then only counted and logged). */
   async #setAside(refused: { entry: Entry; error: unknown }[]): Promise<void> {
-    this.#rejected += refused.length;
     const rejects = refused.map(({ entry, error }) => ({
       record: entry.record,
       error: safeErrorText(error),
@@ -279,6 +278,8 @@ export class DecisionStoreWriter {
         kept: kept ? 'decision_reject' : 'not kept',
       });
     }
+    // Counted last: a status that says a record was set aside has its row and its log line.
+    this.#rejected += refused.length;
   }
 
   /** One retention step per run, so writes go on between steps; due again while there is more. */
