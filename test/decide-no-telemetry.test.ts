@@ -18,7 +18,8 @@ let h: Harness;
 let userIds: Record<string, string | undefined>;
 
 beforeAll(async () => {
-  h = await startHarness();
+  // Not a deadline test: a generous deadline keeps the signals answered on a busy machine.
+  h = await startHarness({ deadlineMs: 2000 });
   userIds = await lookUpUserIds(h.sandbox, DEMO);
 });
 afterAll(() => h.stop());
@@ -79,7 +80,7 @@ describe('a browser login with no vendor telemetry', () => {
 describe('a deployment without the Log API', () => {
   let bare: Harness;
   beforeAll(async () => {
-    bare = await startHarness({ sharedSandbox: h.sandbox, withoutLogApi: true });
+    bare = await startHarness({ deadlineMs: 2000, sharedSandbox: h.sandbox, withoutLogApi: true });
   });
   afterAll(() => bare.stop());
 
