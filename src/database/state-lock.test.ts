@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,4 +107,33 @@ describe('a state lock file', () => {
     stuck.release();
     expect(readFileSync(path, 'utf8')).toBe(`42 not-${hostname()}\n`);
   });
+});
+
+describe('a stale state lock raced for by several processes', () => {
+  it('goes to one of them at a time', async () => {
+    const path = fresh();
+    writeFileSync(path, `${deadPid()} ${hostname()}\n`);
+    const journal = `${path}.journal`;
+    writeFileSync(journal, '');
+    const script = `
+      import { appendFileSync } from 'node:fs';
+      import { withLockFile } from ${JSON.stringify(join(import.meta.dirname, 'state-lock.ts'))};
+      await withLockFile(${JSON.stringify(path)}, async () => {
+        appendFileSync(${JSON.stringify(journal)}, 'in\\n');
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100); // held a while
+        appendFileSync(${JSON.stringify(journal)}, 'out\\n');
+      }, { timeoutMs: 60_000, pollMs: 5 });
+    `;
+    const runs = Array.from(
+      { length: 6 },
+      () =>
+        new Promise<number | null>((resolve) => {
+          const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
+          child.on('exit', resolve);
+        }),
+    );
+    expect(await Promise.all(runs)).toEqual([0, 0, 0, 0, 0, 0]);
+    // Never two inside at once: every "in" is followed by its "out".
+    expect(readFileSync(journal, 'utf8')).toBe('in\nout\n'.repeat(6));
+  }, 60_000);
 });

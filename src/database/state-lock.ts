@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { linkSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { sleep } from '../timing/sleep.ts';
 
@@ -51,8 +51,7 @@ export function tryLockFile(path: string, o: LockFileOptions = {}): HeldLock | u
   for (let attempt = 0; attempt < 2; attempt++) {
     if (link(path)) return heldLock(path);
     if (!isStale(path, o)) return undefined;
-    // Stale: removed, then raced for like a fresh lock (two takers: one link wins).
-    rmSync(path, { force: true });
+    takeOver(path, o);
   }
   return undefined;
 }
@@ -97,6 +96,28 @@ function link(path: string): boolean {
   }
 }
 
+/**
+ * Removes a lock judged stale without removing a fresh one by mistake: two takers can both judge
+ * the old lock stale, and the second's plain remove would delete the first's new lock. The lock is
+ * renamed aside (atomic: one taker gets it), judged again there, and put back when it is a live
+ * holder's after all.
+ */
+function takeOver(path: string, o: LockFileOptions): void {
+  const aside = `${path}.stale-${process.pid}-${randomUUID()}`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return; // Gone already: another taker moved it.
+  }
+  try {
+    if (!isStale(aside, o, path)) linkSync(aside, path);
+  } catch {
+    // Another lock is in place since: it stands.
+  } finally {
+    rmSync(aside, { force: true });
+  }
+}
+
 function heldLock(path: string): HeldLock {
   HELD.add(path);
   let released = false;
@@ -125,8 +146,8 @@ function holderOf(path: string): { line: string; pid: number; host: string } | u
 }
 
 /** Whether the lock at `path` may be taken over (see the module's comment for each case). */
-export function isStale(path: string, o: LockFileOptions = {}): boolean {
-  if (HELD.has(path)) return false;
+export function isStale(path: string, o: LockFileOptions = {}, lockPath = path): boolean {
+  if (HELD.has(lockPath)) return false;
   const holder = holderOf(path);
   // This host's (a former version wrote the pid alone, and ran on one host): the pid can be asked.
   if (holder !== undefined && (holder.host === hostname() || holder.host === '')) {
