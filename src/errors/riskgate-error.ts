@@ -104,6 +104,13 @@ export const ErrorCode = {
    * bound (10 s), so the lists input is unavailable (src/lists/list-sync.ts).
    */
   LISTS_UNAVAILABLE: 'RG_ERR_LISTS_UNAVAILABLE',
+  /**
+   * A policy version cannot take the step asked: it is not in the state the step starts from
+   * (another operator moved it first), or its content would change (versions are immutable) (HTTP 409).
+   */
+  POLICY_VERSION_CONFLICT: 'RG_ERR_POLICY_VERSION_CONFLICT',
+  /** An approval by the version's own author while self-approval is off (four eyes; HTTP 403). */
+  POLICY_SELF_APPROVAL: 'RG_ERR_POLICY_SELF_APPROVAL',
   /** A bug: an error nobody raised on purpose (HTTP 500). Details go to the log, never the caller. */
   INTERNAL: 'RG_ERR_INTERNAL',
 } as const;

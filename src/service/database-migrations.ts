@@ -6,9 +6,10 @@ import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
 import { outboxMigrations } from '../outbox/outbox-tables.ts';
+import { policyVersionMigrations } from '../policy-versions/policy-version-tables.ts';
 
 /**
- * Control state: the system of record (lists, lock-outs, the outbox, the audit trail). Transactional,
+ * Control state: the system of record (lists, lock-outs, the outbox, the audit trail, policy versions). Transactional,
  * never lost in silence; unreadable means unavailable (docs/architecture.md, "Two kinds of state").
  * A feature that keeps control state adds its migrations here.
  */
@@ -17,6 +18,7 @@ export const CONTROL_MIGRATIONS: FeatureMigrations = {
   ...listMigrations,
   ...lockoutMigrations,
   ...outboxMigrations,
+  ...policyVersionMigrations,
 };
 
 /** Observations: the decision store (best effort, bounded, may drop with an exact count). */

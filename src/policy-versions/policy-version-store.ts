@@ -1,0 +1,309 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { RiskgateDatabase } from '../database/database.ts';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import { policyRevision } from '../policy/policy-compiler.ts';
+import {
+  IMMUTABLE_MESSAGE,
+  type PolicyVersionState,
+  type PolicyVersionTables,
+} from './policy-version-tables.ts';
+
+/** One version as the API shows it. */
+export interface PolicyVersion {
+  id: string;
+  /** The policy's `name` as the YAML declares it. */
+  name: string;
+  yaml: string;
+  /** The content hash every decision reports (`policyRevision`). */
+  revision: string;
+  author: string;
+  createdMs: number;
+  message: string;
+  /** The version this one was made from (the active one at the time), null for the first. */
+  parentId: string | null;
+  /** A revert: the earlier version whose YAML this one carries again. */
+  restoresId: string | null;
+  state: PolicyVersionState;
+  stateChangedMs: number;
+  stateChangedBy: string;
+}
+
+/** What a new version is made of: the YAML and who says why. */
+export interface NewPolicyVersion {
+  name: string;
+  yaml: string;
+  author: string;
+  message: string;
+  parentId?: string | null;
+}
+
+/**
+ * The steps of the promotion flow, by the state each starts from. `active -> retired` is no
+ * operator's step: activating another version retires the active one in the same transaction.
+ */
+export const POLICY_VERSION_TRANSITIONS = {
+  propose: { from: ['draft'], to: 'proposed' },
+  approve: { from: ['proposed'], to: 'approved' },
+  reject: { from: ['proposed'], to: 'rejected' },
+  withdraw: { from: ['draft', 'proposed', 'approved'], to: 'withdrawn' },
+  activate: { from: ['approved'], to: 'active' },
+} as const satisfies Record<string, { from: readonly PolicyVersionState[]; to: PolicyVersionState }>;
+
+export type PolicyVersionStep = keyof typeof POLICY_VERSION_TRANSITIONS;
+
+/** Which version is active, and the marker every activation bumps (polled by each replica). */
+export interface ActivePolicyVersion {
+  generation: number;
+  version: PolicyVersion | undefined;
+}
+
+export interface PolicyVersionStoreOptions {
+  /** Epoch milliseconds. Default `Date.now`. */
+  now?: () => number;
+  /**
+   * Lets a version's author approve it (a single operator's installation). Default false: an
+   * approval needs an admin other than the author (four eyes).
+   */
+  allowSelfApproval?: boolean;
+}
+
+type Row = PolicyVersionTables['policy_version'];
+type Tx = Kysely<PolicyVersionTables> | Transaction<PolicyVersionTables>;
+
+function versionOf(row: Row): PolicyVersion {
+  return {
+    id: row.id,
+    name: row.name,
+    yaml: row.yaml,
+    revision: row.revision,
+    author: row.author,
+    createdMs: Number(row.created_ms),
+    message: row.message,
+    parentId: row.parent_id,
+    restoresId: row.restores_id,
+    state: row.state as PolicyVersionState,
+    stateChangedMs: Number(row.state_changed_ms),
+    stateChangedBy: row.state_changed_by,
+  };
+}
+
+/** Whether `error` is a database's refusal to change a version's content (either engine's trigger). */
+export function isImmutableRefusal(error: unknown): boolean {
+  return String((error as Error | undefined)?.message ?? '').includes(IMMUTABLE_MESSAGE);
+}
+
+/**
+ * The policy versions' queries, written once for both engines. There is no method that changes a
+ * version's content, and the database refuses one anyway (policy-version-tables.ts); a step moves
+ * `state` with a conditional UPDATE (`where state in from`), so two operators racing on one
+ * version see one succeed and the other `RG_ERR_POLICY_VERSION_CONFLICT`.
+ */
+export class PolicyVersionStore {
+  readonly #db: Kysely<PolicyVersionTables>;
+  readonly #now: () => number;
+  readonly #allowSelfApproval: boolean;
+
+  constructor(database: RiskgateDatabase, options: PolicyVersionStoreOptions = {}) {
+    this.#db = database.db.withTables<PolicyVersionTables>();
+    this.#now = options.now ?? Date.now;
+    this.#allowSelfApproval = options.allowSelfApproval ?? false;
+  }
+
+  /** Whether an author may approve their own version (the setting, for the audit trail). */
+  get allowSelfApproval(): boolean {
+    return this.#allowSelfApproval;
+  }
+
+  /** Stores a new draft. */
+  async create(input: NewPolicyVersion): Promise<PolicyVersion> {
+    return this.#insert(this.#db, input, 'draft', null);
+  }
+
+  async #insert(
+    db: Tx,
+    input: NewPolicyVersion,
+    state: PolicyVersionState,
+    restoresId: string | null,
+  ): Promise<PolicyVersion> {
+    const nowMs = this.#now();
+    // Sorts by time (12 hex digits of milliseconds), random bits keep two replicas apart.
+    const id = `${nowMs.toString(16).padStart(12, '0')}${randomBytes(6).toString('hex')}`;
+    const row: Row = {
+      id,
+      name: input.name,
+      yaml: input.yaml,
+      revision: policyRevision(input.yaml),
+      author: input.author,
+      created_ms: nowMs,
+      message: input.message,
+      parent_id: input.parentId ?? null,
+      restores_id: restoresId,
+      state,
+      state_changed_ms: nowMs,
+      state_changed_by: input.author,
+    };
+    await db.insertInto('policy_version').values(row).execute();
+    return versionOf(row);
+  }
+
+  async get(id: string): Promise<PolicyVersion | undefined> {
+    const row = await this.#db
+      .selectFrom('policy_version')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row === undefined ? undefined : versionOf(row);
+  }
+
+  /** Versions, newest first, before `before` (an id) when given. */
+  async list(limit: number, before?: string): Promise<PolicyVersion[]> {
+    let q = this.#db.selectFrom('policy_version').selectAll();
+    if (before !== undefined) q = q.where('id', '<', before);
+    const rows = await q.orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(versionOf);
+  }
+
+  /** The active version and the activation marker, read together. */
+  async active(): Promise<ActivePolicyVersion> {
+    const row = await this.#db
+      .selectFrom('policy_active')
+      .leftJoin('policy_version', 'policy_version.id', 'policy_active.version_id')
+      .selectAll('policy_version')
+      .select(['policy_active.generation as generation'])
+      .where('policy_active.id', '=', 1)
+      .executeTakeFirst();
+    const generation = Number(row?.generation ?? 0);
+    if (row === undefined || row.id === null) return { generation, version: undefined };
+    return { generation, version: versionOf(row as Row) };
+  }
+
+  /** The activation marker alone: the cheap poll. */
+  async generation(): Promise<number> {
+    const row = await this.#db
+      .selectFrom('policy_active')
+      .select('generation')
+      .where('id', '=', 1)
+      .executeTakeFirst();
+    return Number(row?.generation ?? 0);
+  }
+
+  /**
+   * Moves version `id` one step, by `actor`. Approval by the author is refused unless
+   * `allowSelfApproval`; activation retires the active version and bumps the marker in the same
+   * transaction.
+   */
+  async step(id: string, step: PolicyVersionStep, actor: string): Promise<PolicyVersion> {
+    return this.#db.transaction().execute(async (trx) => {
+      const current = await trx
+        .selectFrom('policy_version')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (current === undefined)
+        throw new RiskgateError(ErrorCode.NOT_FOUND, `policy version ${id} does not exist`);
+      if (step === 'approve' && current.author === actor && !this.#allowSelfApproval)
+        throw new RiskgateError(
+          ErrorCode.POLICY_SELF_APPROVAL,
+          `${actor} wrote policy version ${id}: an admin other than its author must approve it`,
+        );
+      return this.#move(trx, current, step, actor);
+    });
+  }
+
+  async #move(
+    trx: Transaction<PolicyVersionTables>,
+    current: Row,
+    step: PolicyVersionStep,
+    actor: string,
+  ): Promise<PolicyVersion> {
+    const { from, to } = POLICY_VERSION_TRANSITIONS[step];
+    const nowMs = this.#now();
+    if (to === 'active') {
+      await trx
+        .updateTable('policy_version')
+        .set({ state: 'retired', state_changed_ms: nowMs, state_changed_by: actor })
+        .where('state', '=', 'active')
+        .execute();
+    }
+    const moved = await trx
+      .updateTable('policy_version')
+      .set({ state: to, state_changed_ms: nowMs, state_changed_by: actor })
+      .where('id', '=', current.id)
+      .where('state', 'in', [...from])
+      .returningAll()
+      .executeTakeFirst();
+    if (moved === undefined)
+      throw new RiskgateError(
+        ErrorCode.POLICY_VERSION_CONFLICT,
+        `policy version ${current.id} is ${current.state}: ${step} needs it ${from.join(' or ')}`,
+      );
+    if (to === 'active') await this.#markActive(trx, current.id, nowMs);
+    return versionOf(moved);
+  }
+
+  async #markActive(trx: Transaction<PolicyVersionTables>, id: string, nowMs: number): Promise<void> {
+    await trx
+      .updateTable('policy_active')
+      .set((eb) => ({ version_id: id, generation: eb('generation', '+', 1), changed_ms: nowMs }))
+      .where('id', '=', 1)
+      .execute();
+  }
+
+  /**
+   * Reverts to `targetId`, an earlier version that was once active (its content was approved then):
+   * a new version carrying its YAML, pointing at it, made active in one transaction by `actor`.
+   * History is never rewritten.
+   */
+  async revert(targetId: string, actor: string, message: string): Promise<PolicyVersion> {
+    return this.#db.transaction().execute(async (trx) => {
+      const target = await trx
+        .selectFrom('policy_version')
+        .selectAll()
+        .where('id', '=', targetId)
+        .executeTakeFirst();
+      if (target === undefined)
+        throw new RiskgateError(ErrorCode.NOT_FOUND, `policy version ${targetId} does not exist`);
+      if (target.state !== 'retired' && target.state !== 'active')
+        throw new RiskgateError(
+          ErrorCode.POLICY_VERSION_CONFLICT,
+          `policy version ${targetId} is ${target.state}: only a version that was active can be reverted to`,
+        );
+      const active = await trx
+        .selectFrom('policy_active')
+        .select('version_id')
+        .where('id', '=', 1)
+        .executeTakeFirst();
+      const made = await this.#insert(
+        trx,
+        {
+          name: target.name,
+          yaml: target.yaml,
+          author: actor,
+          message,
+          parentId: active?.version_id ?? null,
+        },
+        'approved',
+        target.id,
+      );
+      return this.#move(trx, rowOf(made), 'activate', actor);
+    });
+  }
+}
+
+function rowOf(v: PolicyVersion): Row {
+  return {
+    id: v.id,
+    name: v.name,
+    yaml: v.yaml,
+    revision: v.revision,
+    author: v.author,
+    created_ms: v.createdMs,
+    message: v.message,
+    parent_id: v.parentId,
+    restores_id: v.restoresId,
+    state: v.state,
+    state_changed_ms: v.stateChangedMs,
+    state_changed_by: v.stateChangedBy,
+  };
+}

@@ -1,0 +1,160 @@
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import type { FeatureMigrations } from '../database/database.ts';
+
+/**
+ * Policy versions (issue 33), control state beside lists and the audit trail, the same on SQLite
+ * and PostgreSQL (src/database/database.ts):
+ *
+ * - `policy_version`: one row per version. Its content (id, name, YAML, revision, author, time,
+ *   message, parent, the version it restores) is written once: a trigger on either engine refuses
+ *   an UPDATE that changes any of it, and any DELETE (PostgreSQL: TRUNCATE too), so a reviewer's
+ *   evidence always describes the bytes that were approved. Only `state` moves, along
+ *   `POLICY_VERSION_TRANSITIONS` (checked by the store in the transition's own conditional UPDATE).
+ * - `policy_active`: one row naming the active version, with a `generation` every activation bumps
+ *   in its transaction: the cheap marker each replica polls (as `list_version` is for lists).
+ */
+
+/** A version's place in the promotion flow. */
+export type PolicyVersionState =
+  | 'draft'
+  | 'proposed'
+  | 'approved'
+  | 'active'
+  | 'retired'
+  | 'rejected'
+  | 'withdrawn';
+
+export const POLICY_VERSION_STATES: readonly PolicyVersionState[] = [
+  'draft',
+  'proposed',
+  'approved',
+  'active',
+  'retired',
+  'rejected',
+  'withdrawn',
+];
+
+// Types, not interfaces: kysely's withTables wants an index signature.
+export type PolicyVersionTables = {
+  policy_version: {
+    id: string;
+    name: string;
+    yaml: string;
+    revision: string;
+    author: string;
+    created_ms: number;
+    message: string;
+    parent_id: string | null;
+    restores_id: string | null;
+    state: string;
+    state_changed_ms: number;
+    state_changed_by: string;
+  };
+  policy_active: { id: number; version_id: string | null; generation: number; changed_ms: number };
+};
+
+/** The columns written once; the triggers name each. */
+export const POLICY_VERSION_CONTENT_COLUMNS = [
+  'id',
+  'name',
+  'yaml',
+  'revision',
+  'author',
+  'created_ms',
+  'message',
+  'parent_id',
+  'restores_id',
+] as const;
+
+/** The refusal both engines raise: the store recognises it by this text. */
+export const IMMUTABLE_MESSAGE = 'policy_version content is immutable';
+
+const changed = (prefix: 'NEW' | 'OLD', other: 'NEW' | 'OLD', op: string) =>
+  POLICY_VERSION_CONTENT_COLUMNS.map((c) => `${prefix}.${c} ${op} ${other}.${c}`).join(' OR ');
+
+export const policyVersionMigrations: FeatureMigrations = {
+  'policy-versions-001-tables': {
+    // biome-ignore lint/suspicious/noExplicitAny: a migration sees the database before its tables exist.
+    async up(db: Kysely<any>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const states = POLICY_VERSION_STATES.map((s) => `'${s}'`).join(', ');
+      await db.schema
+        .createTable('policy_version')
+        .ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('yaml', 'text', (c) => c.notNull())
+        .addColumn('revision', 'text', (c) => c.notNull())
+        .addColumn('author', 'text', (c) => c.notNull())
+        .addColumn('created_ms', 'bigint', (c) => c.notNull())
+        .addColumn('message', 'text', (c) => c.notNull())
+        .addColumn('parent_id', 'text', (c) => c.references('policy_version.id'))
+        .addColumn('restores_id', 'text', (c) => c.references('policy_version.id'))
+        .addColumn('state', 'text', (c) => c.notNull().check(sql.raw(`state in (${states})`)))
+        .addColumn('state_changed_ms', 'bigint', (c) => c.notNull())
+        .addColumn('state_changed_by', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('policy_version_created')
+        .ifNotExists()
+        .on('policy_version')
+        .columns(['created_ms', 'id'])
+        .execute();
+      await db.schema
+        .createTable('policy_active')
+        .ifNotExists()
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('version_id', 'text', (c) => c.references('policy_version.id'))
+        .addColumn('generation', 'bigint', (c) => c.notNull())
+        .addColumn('changed_ms', 'bigint', (c) => c.notNull())
+        .execute();
+      await db
+        .insertInto('policy_active')
+        .values({ id: 1, version_id: null, generation: 0, changed_ms: 0 })
+        .execute();
+      if (postgres) {
+        await sql
+          .raw(
+            `create or replace function policy_version_immutable() returns trigger language plpgsql as $$
+begin
+  -- Nested, not one OR: a DELETE's or TRUNCATE's NEW is unassigned and must not be read.
+  if tg_op <> 'UPDATE' then
+    raise exception '${IMMUTABLE_MESSAGE}' using errcode = 'integrity_constraint_violation';
+  end if;
+  if ${changed('NEW', 'OLD', 'is distinct from')} then
+    raise exception '${IMMUTABLE_MESSAGE}' using errcode = 'integrity_constraint_violation';
+  end if;
+  return new;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger policy_version_immutable before update or delete on policy_version
+             for each row execute function policy_version_immutable()`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger policy_version_no_truncate before truncate on policy_version
+             for each statement execute function policy_version_immutable()`,
+          )
+          .execute(db);
+      } else {
+        await sql
+          .raw(
+            `create trigger if not exists policy_version_immutable before update on policy_version
+             when ${changed('NEW', 'OLD', 'is not')}
+             begin select raise(abort, '${IMMUTABLE_MESSAGE}'); end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger if not exists policy_version_no_delete before delete on policy_version
+             begin select raise(abort, '${IMMUTABLE_MESSAGE}'); end`,
+          )
+          .execute(db);
+      }
+    },
+  },
+};
