@@ -83,6 +83,14 @@ export function decisionsLink(
   return s === '' ? '/console/decisions' : `/console/decisions?${s}`;
 }
 
+/** The export of the page's filter (every page of it, not the cursor's one). */
+function exportLink(q: DecisionsQuery, format: 'csv' | 'ndjson'): string {
+  return decisionsLink(q, { cursor: '', limit: '' }).replace(
+    '/console/decisions',
+    `/console/decisions.${format}`,
+  );
+}
+
 function Field(props: {
   name: keyof DecisionsQuery;
   label: string;
@@ -287,6 +295,16 @@ export function DecisionsView(props: {
       <h1>Decisions</h1>
       <Filters q={q} />
       <Counts counts={props.counts} />
+      <p class="export">
+        Export these decisions:{' '}
+        <a href={exportLink(q, 'csv')} download>
+          CSV
+        </a>{' '}
+        ·{' '}
+        <a href={exportLink(q, 'ndjson')} download>
+          NDJSON
+        </a>
+      </p>
       <div class="live">
         <button type="button" id="live-toggle" class="secondary" aria-pressed="false" hidden>
           Follow new decisions
