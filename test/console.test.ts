@@ -746,6 +746,13 @@ describe('the console export', () => {
     const counted = Number(/<strong>(\d+)<\/strong><span class="muted">in all/.exec(page)?.[1]);
     expect(counted).toBeGreaterThanOrEqual(3);
     expect(page).toContain('href="/console/decisions.csv?range=all"');
+    // The chart over the range: its slices' counts add up to the page's.
+    expect(page).toContain('<svg class="timeline" role="img"');
+    const charted = [...page.matchAll(/UTC: (\d+) allow, (\d+) challenge, (\d+) deny<\/title>/g)].reduce(
+      (n, m) => n + Number(m[1]) + Number(m[2]) + Number(m[3]),
+      0,
+    );
+    expect(charted).toBe(counted);
 
     const csv = await get(s, '/console/decisions.csv?range=all');
     expect(csv.status).toBe(200);

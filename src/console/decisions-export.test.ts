@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { csvField } from './decisions-export.ts';
+import { chartFrame } from './decisions-page.tsx';
 
 describe('a CSV field of an export', () => {
   it('quotes a quote, a comma or a line break, doubling the quotes', () => {
@@ -18,5 +19,21 @@ describe('a CSV field of an export', () => {
     expect(csvField(-3)).toBe('-3');
     expect(csvField(undefined)).toBe('');
     expect(csvField(false)).toBe('false');
+  });
+});
+
+describe('the decisions-over-time chart', () => {
+  it('picks the smallest slice that fits the range in 60, starting on a whole slice', () => {
+    const to = Date.parse('2026-11-28T17:47:00Z');
+    const hour = 3_600_000;
+    expect(chartFrame(to - hour, to).bucketMs).toBe(5 * 60_000);
+    expect(chartFrame(to - 24 * hour, to).bucketMs).toBe(hour);
+    expect(chartFrame(to - 7 * 24 * hour, to).bucketMs).toBe(3 * hour);
+    expect(chartFrame(to - 30 * 24 * hour, to).bucketMs).toBe(12 * hour);
+    const year = chartFrame(to - 365 * 24 * hour, to);
+    expect(year.bucketMs).toBe(24 * hour);
+    // Never more than 60 slices: a long range shows its last 60 days.
+    expect((to - year.fromMs) / year.bucketMs).toBeLessThanOrEqual(61);
+    expect(year.fromMs % year.bucketMs).toBe(0);
   });
 });
