@@ -191,6 +191,27 @@ function suite(name: string, target: () => DatabaseTarget | undefined) {
       });
     });
 
+    it('counts by verdict per slice of time, oldest first, empty slices left out', async () => {
+      // One decision a minute (T0 + 1..5 min): by the minute, five slices of one.
+      const byMinute = await reader.countOverTime({}, MINUTE);
+      expect(byMinute.map((s) => [s.atMs, s.total])).toEqual(
+        [1, 2, 3, 4, 5].map((k) => [T0 + k * MINUTE, 1]),
+      );
+      // By 2 minutes: [2,3] and [4,5] share a slice; the counts add up to the filter's.
+      const byTwo = await reader.countOverTime({}, 2 * MINUTE);
+      expect(byTwo.map((s) => [s.atMs, s.total])).toEqual([
+        [T0, 1],
+        [T0 + 2 * MINUTE, 2],
+        [T0 + 4 * MINUTE, 2],
+      ]);
+      const all = await reader.countByVerdict({});
+      for (const v of ['allow', 'challenge', 'deny'] as const)
+        expect(byTwo.reduce((n, s) => n + s[v], 0)).toBe(all[v]);
+      // The filter applies as to the counts.
+      const rule = await reader.countOverTime({ rule: 'new-browser' }, 60 * MINUTE);
+      expect(rule).toEqual([{ atMs: T0, allow: 0, challenge: 2, deny: 1, total: 3 }]);
+    });
+
     it('gets a decision whole: its summary, line, labels oldest first, and the newest action outcome', async () => {
       const d = await reader.get(idOf(3));
       expect(d).toMatchObject({

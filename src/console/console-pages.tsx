@@ -18,7 +18,8 @@ import {
   labelFormSchema,
 } from './console-routes.tsx';
 import { DecisionView } from './decision-page.tsx';
-import { DecisionsView, decisionFilterOf, decisionsQuerySchema } from './decisions-page.tsx';
+import { EXPORT_FORMATS, EXPORT_MAX_ROWS, type ExportFormat, exportStream } from './decisions-export.ts';
+import { chartFrame, DecisionsView, decisionFilterOf, decisionsQuerySchema } from './decisions-page.tsx';
 import { mountLists } from './lists-page.tsx';
 import { mountLockouts } from './lockouts-page.tsx';
 import { ACTION_TABS, ActionsView, AuditView, HealthView } from './other-pages.tsx';
@@ -66,18 +67,58 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     const q = decisionsQuerySchema.safeParse(c.req.query());
     if (!q.success) throw kit.edge.inputError(q.error, 'The filters');
     if (deps.decisions === undefined) return missing(kit, c, 'Decisions', 'decisions', NO_STORE);
-    const filter = decisionFilterOf(q.data, Date.now());
+    const nowMs = Date.now();
+    const filter = decisionFilterOf(q.data, nowMs);
     const { cursor: _c, limit: _l, ...range } = filter;
-    const [page, counts] = await Promise.all([
+    const toMs = Math.min(range.toMs ?? nowMs, nowMs);
+    const frame = chartFrame(range.fromMs, toMs);
+    const [page, counts, slices] = await Promise.all([
       deps.decisions.list(filter),
       deps.decisions.countByVerdict(range),
+      deps.decisions.countOverTime({ ...range, fromMs: frame.fromMs, toMs }, frame.bucketMs),
     ]);
     return kit.page(c, {
       title: 'Decisions',
       current: 'decisions',
-      body: <DecisionsView q={q.data} page={page} counts={counts} ruleIds={deps.ruleIds?.()} />,
+      body: (
+        <DecisionsView
+          q={q.data}
+          page={page}
+          counts={counts}
+          chart={{ slices, fromMs: frame.fromMs, toMs, bucketMs: frame.bucketMs }}
+          ruleIds={deps.ruleIds?.()}
+        />
+      ),
     });
   });
+  for (const format of Object.keys(EXPORT_FORMATS) as ExportFormat[]) {
+    ui.get(`/decisions.${format}`, async (c) => {
+      const q = decisionsQuerySchema.safeParse(c.req.query());
+      if (!q.success) throw kit.edge.inputError(q.error, 'The filters');
+      if (deps.decisions === undefined) return missing(kit, c, 'Decisions', 'decisions', NO_STORE);
+      const nowMs = Date.now();
+      const { cursor: _c, limit: _l, ...filter } = decisionFilterOf(q.data, nowMs);
+      // Ends now: the rows counted are the rows streamed, whatever arrives meanwhile.
+      const range = { ...filter, toMs: Math.min(filter.toMs ?? nowMs, nowMs) };
+      const { total } = await deps.decisions.countByVerdict(range);
+      if (total > EXPORT_MAX_ROWS)
+        return kit.fail(
+          c,
+          400,
+          'Too many decisions to export',
+          `This filter matches ${total} decisions; an export holds at most ${EXPORT_MAX_ROWS}. Narrow the time range or add a filter.`,
+        );
+      const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
+      return new Response(exportStream(deps.decisions, range, format), {
+        headers: {
+          'content-type': EXPORT_FORMATS[format],
+          'content-disposition': `attachment; filename="riskgate-decisions-${stamp}.${format}"`,
+          'x-riskgate-rows': String(total),
+          'cache-control': 'no-store',
+        },
+      });
+    });
+  }
   ui.get('/decisions.json', async (c) => {
     const q = decisionsQuerySchema.safeParse(c.req.query());
     if (!q.success) return c.json({ error: 'Invalid filters.' }, 400);

@@ -3,6 +3,7 @@ import type {
   DecisionFilter,
   DecisionPage,
   DecisionSummary,
+  TimeSlice,
   VerdictCounts,
 } from '../decision-store/decision-query.ts';
 import { storableLine } from '../text/storable-text.ts';
@@ -11,6 +12,71 @@ import { Time, VerdictBadge } from './console-layout.tsx';
 /** The Decisions page: filters (a GET form, so every view is a link), counts, rows, paging, live tail. */
 
 const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, all: 0 };
+
+/** Most slices the decisions-over-time chart draws. */
+const MAX_SLICES = 60;
+const MINUTE_MS = 60_000;
+/** Slice widths the chart picks from: the smallest that fits the range in {@link MAX_SLICES}. */
+const SLICE_STEPS_MS = [5, 15, 60, 180, 360, 720, 1440].map((m) => m * MINUTE_MS);
+
+/** The chart's slices over `fromMs`..`toMs` (the range of the page's filter). */
+export function chartFrame(fromMs: number | undefined, toMs: number): { fromMs: number; bucketMs: number } {
+  const start = fromMs ?? toMs - 30 * 86_400_000;
+  const span = Math.max(MINUTE_MS, toMs - start);
+  const bucketMs = SLICE_STEPS_MS.find((step) => span / step <= MAX_SLICES) ?? 1440 * MINUTE_MS;
+  // Whole slices: the first starts on a multiple of its width, as the database groups them.
+  const first = Math.floor(Math.max(start, toMs - bucketMs * MAX_SLICES) / bucketMs) * bucketMs;
+  return { fromMs: first, bucketMs };
+}
+
+/**
+ * Decisions over time as stacked bars (allow, challenge, deny), drawn on the server: no script, no
+ * library. Each bar says its slice and counts on hover (`<title>`), and the whole has a summary
+ * for a screen reader.
+ */
+export function DecisionsOverTime(props: {
+  slices: readonly TimeSlice[];
+  fromMs: number;
+  toMs: number;
+  bucketMs: number;
+}) {
+  const { slices, fromMs, toMs, bucketMs } = props;
+  const count = Math.max(1, Math.ceil((toMs - fromMs) / bucketMs));
+  const bySlice = new Map(slices.map((s) => [s.atMs, s]));
+  const most = Math.max(1, ...slices.map((s) => s.total));
+  const [width, height, gap] = [720, 96, 1];
+  const barW = width / count;
+  const total = slices.reduce((n, s) => n + s.total, 0);
+  const bars = Array.from({ length: count }, (_, i) => {
+    const atMs = fromMs + i * bucketMs;
+    const s = bySlice.get(atMs);
+    if (s === undefined) return null;
+    let y = height;
+    const parts = (['allow', 'challenge', 'deny'] as const).map((v) => {
+      const h = (s[v] / most) * height;
+      y -= h;
+      return h > 0 ? <rect class={v} x={i * barW} y={y} width={Math.max(1, barW - gap)} height={h} /> : null;
+    });
+    return (
+      <g>
+        <title>{`${new Date(atMs).toISOString().slice(0, 16).replace('T', ' ')} UTC: ${s.allow} allow, ${s.challenge} challenge, ${s.deny} deny`}</title>
+        {parts}
+      </g>
+    );
+  });
+  return (
+    <svg
+      class="timeline"
+      role="img"
+      aria-label={`${total} decisions over the range, in slices of ${bucketMs / MINUTE_MS} minutes; the busiest slice had ${most === 1 && total === 0 ? 0 : most}`}
+      viewBox={`0 0 ${width} ${height}`}
+      width={width}
+      height={height}
+    >
+      {bars}
+    </svg>
+  );
+}
 
 /** A text filter: blank means none (it goes to the database: what it cannot hold is refused). */
 const text = storableLine()
@@ -81,6 +147,14 @@ export function decisionsLink(
   }
   const s = params.toString();
   return s === '' ? '/console/decisions' : `/console/decisions?${s}`;
+}
+
+/** The export of the page's filter (every page of it, not the cursor's one). */
+function exportLink(q: DecisionsQuery, format: 'csv' | 'ndjson'): string {
+  return decisionsLink(q, { cursor: '', limit: '' }).replace(
+    '/console/decisions',
+    `/console/decisions.${format}`,
+  );
 }
 
 function Field(props: {
@@ -278,6 +352,8 @@ export function DecisionsView(props: {
   q: DecisionsQuery;
   page: DecisionPage;
   counts: VerdictCounts;
+  /** The decisions-over-time chart's slices and frame. */
+  chart?: { slices: readonly TimeSlice[]; fromMs: number; toMs: number; bucketMs: number } | undefined;
   /** The active policy's rule ids, for the hint on an unknown rule filter. */
   ruleIds?: readonly string[] | undefined;
 }) {
@@ -287,6 +363,17 @@ export function DecisionsView(props: {
       <h1>Decisions</h1>
       <Filters q={q} />
       <Counts counts={props.counts} />
+      {props.chart !== undefined && <DecisionsOverTime {...props.chart} />}
+      <p class="export">
+        Export these decisions:{' '}
+        <a href={exportLink(q, 'csv')} download>
+          CSV
+        </a>{' '}
+        ·{' '}
+        <a href={exportLink(q, 'ndjson')} download>
+          NDJSON
+        </a>
+      </p>
       <div class="live">
         <button type="button" id="live-toggle" class="secondary" aria-pressed="false" hidden>
           Follow new decisions

@@ -94,6 +94,11 @@ export interface VerdictCounts {
   total: number;
 }
 
+/** One slice of the decisions-over-time chart: its start (epoch ms) and its counts. */
+export interface TimeSlice extends VerdictCounts {
+  atMs: number;
+}
+
 /** Whether the store keeps up: shown in /healthz, metrics and the console. */
 export interface DecisionStoreStatus {
   engine: 'sqlite' | 'postgres' | 'off';
@@ -118,5 +123,10 @@ export interface DecisionReader {
   get(decisionId: string): Promise<StoredDecision | undefined>;
   /** Counts by verdict over `filter` (its cursor and limit ignored). */
   countByVerdict(filter: DecisionFilter): Promise<VerdictCounts>;
+  /**
+   * Counts by verdict per `bucketMs` slice of time over `filter` (its cursor and limit ignored),
+   * oldest first; slices with no decision are left out.
+   */
+  countOverTime(filter: DecisionFilter, bucketMs: number): Promise<TimeSlice[]>;
   status(): DecisionStoreStatus;
 }

@@ -10,6 +10,7 @@ import type {
   Label,
   StoredActionOutcome,
   StoredDecision,
+  TimeSlice,
   Verdict,
   VerdictCounts,
 } from './decision-query.ts';
@@ -240,6 +241,33 @@ export function createDecisionReader(db: DecisionDb, status: () => DecisionStore
         counts.total += n;
       }
       return counts;
+    },
+    async countOverTime(filter, bucketMs) {
+      const step = Math.max(1, Math.trunc(bucketMs));
+      // Integer division on both engines, at_ms never negative. The width is a literal (an integer
+      // riskgate computed): bound as a parameter, SQLite takes a JS number for a REAL and divides
+      // to a fraction, one slice per decision.
+      const slice = sql<number | string>`decision.at_ms / ${sql.lit(step)}`;
+      const rows = await filtered(
+        source(db, filter.rule).q.select((eb) => [
+          slice.as('slice'),
+          'decision.verdict',
+          eb.fn.countAll<number | string>().as('n'),
+        ]),
+        filter,
+      )
+        .groupBy([slice, 'decision.verdict'])
+        .execute();
+      const bySlice = new Map<number, TimeSlice>();
+      for (const r of rows) {
+        const atMs = Number(r.slice) * step;
+        const s = bySlice.get(atMs) ?? { atMs, allow: 0, challenge: 0, deny: 0, total: 0 };
+        const n = Number(r.n);
+        if (r.verdict === 'allow' || r.verdict === 'challenge' || r.verdict === 'deny') s[r.verdict] += n;
+        s.total += n;
+        bySlice.set(atMs, s);
+      }
+      return [...bySlice.values()].sort((a, b) => a.atMs - b.atMs);
     },
   };
 }

@@ -54,6 +54,7 @@ export const DECISION_STORE_OFF: DecisionStore = {
   list: async () => ({ decisions: [] }),
   get: async () => undefined,
   countByVerdict: async () => ({ allow: 0, challenge: 0, deny: 0, total: 0 }),
+  countOverTime: async () => [],
   status: () => OFF_STATUS,
 };
 
