@@ -82,10 +82,6 @@ const NOT_YET = new Map<string, { count: number; why: string }>([
     'test/service-aborted-requests.test.ts',
     { count: 1, why: 'asserts nothing logged: wants a drain (a stop) before asserting' },
   ],
-  [
-    'test/service-endpoints.test.ts',
-    { count: 1, why: 'a GC pause to show in /metrics: wants eventually on the metric' },
-  ],
   ['test/service-process.test.ts', { count: 3, why: 'child processes: wants awaited exits and log lines' }],
   [
     'test/service-shutdown.test.ts',

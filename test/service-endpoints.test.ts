@@ -3,6 +3,7 @@ import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
 import { decideResponseSchema } from '../src/decide/decide-response.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 import { signatureRespellings as respellings } from './support/signature-respellings.ts';
 
 /** Everything around /decide, over real HTTP against riskgate on the sandbox. */
@@ -94,8 +95,15 @@ describe('service endpoints', () => {
     let kept = 0;
     for (let i = 0; i < 200; i++) kept += new Array(50_000).fill(i).length;
     expect(kept).toBe(10_000_000);
-    await new Promise((r) => setTimeout(r, 50));
-    const text = await (await ops('/metrics')).text();
+    // The GC observer reports after the pause: scraped until it shows, not after a guessed wait.
+    const gcSeen = /^riskgate_gc_duration_seconds_count\{kind="(minor|major|incremental|weakcb)"\} [1-9]/m;
+    const text = await eventually(
+      async () => {
+        const scraped = await (await ops('/metrics')).text();
+        return gcSeen.test(scraped) ? scraped : undefined;
+      },
+      { what: 'a GC pause in /metrics' },
+    );
     const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1]);
     expect(value(/^riskgate_event_loop_delay_p99_seconds ([\d.e+-]+)$/m)).toBeGreaterThan(0);
     expect(value(/^riskgate_event_loop_delay_max_seconds ([\d.e+-]+)$/m)).toBeGreaterThan(0);
