@@ -17,10 +17,33 @@ function bindable(value: unknown): SqliteValue {
   return value as SqliteValue;
 }
 
+/**
+ * Switches a file to WAL. Connections opening one fresh file together each hold a read lock and
+ * want the write lock to convert it; SQLite answers one of them "database is locked" at once,
+ * without the busy handler, since waiting there could deadlock (a worker lost a start to it under
+ * load). That attempt is retried after a short pause, bounded by the busy timeout. Only ever
+ * called on a database thread (sqlite-query-thread.ts, the decision store's), so the pause blocks
+ * no event loop.
+ */
+function enterWalMode(db: DatabaseSync, busyTimeoutMs: number): void {
+  const until = performance.now() + busyTimeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      db.exec('PRAGMA journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!/database is locked/i.test((error as Error).message) || performance.now() > until) throw error;
+      Atomics.wait(pause, 0, 0, Math.min(50, attempt * 5));
+    }
+  }
+}
+
 /** Opens `path` (`:memory:` for a process-private database) for kysely's `SqliteDialect`. */
 export function openNodeSqlite(path: string, options: { busyTimeoutMs?: number } = {}): SqliteDatabase {
-  const db = new DatabaseSync(path, { timeout: options.busyTimeoutMs ?? 5000 });
-  if (path !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  const db = new DatabaseSync(path, { timeout: busyTimeoutMs });
+  if (path !== ':memory:') enterWalMode(db, busyTimeoutMs);
   db.exec('PRAGMA synchronous = NORMAL');
   return {
     close: () => db.close(),
