@@ -100,10 +100,6 @@ const NOT_YET = new Map<string, { count: number; why: string }>([
     { count: 2, why: 'the batch timer: wants the Clock in the decision log' },
   ],
   [
-    'src/http/accept-sockets.test.ts',
-    { count: 10, why: 'socket closes counted by polling: wants eventually and close events' },
-  ],
-  [
     'src/sandbox/faults/fault-injector.test.ts',
     { count: 1, why: "the sandbox's own timers: wants its clock" },
   ],

@@ -1,6 +1,8 @@
 import { createServer, request, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { type AcceptSockets, listenOnAcceptSockets } from './accept-sockets.ts';
 
 const opened: { server: Server; sockets: AcceptSockets }[] = [];
@@ -116,12 +118,26 @@ describe('listening sockets', () => {
     const { listening } = await start(8, 16);
     let closedByServer = 0;
     const sockets = await Promise.all(Array.from({ length: 40 }, () => connectTo(listening.port)));
-    for (const s of sockets) s.on('close', () => closedByServer++);
-    const until = performance.now() + 3000;
-    while (closedByServer < 24 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 100));
-    expect(closedByServer).toBe(24);
+    const open = new Set(sockets);
+    for (const s of sockets)
+      s.on('close', () => {
+        closedByServer++;
+        open.delete(s);
+      });
+    await eventually(() => closedByServer >= 24, { what: '24 connections closed by the server' });
     expect(listening.connections()).toBe(16);
+    // The 16 kept are served: none of them was closed late.
+    const answers = await Promise.all(
+      [...open].map(
+        (s) =>
+          new Promise<string>((resolve) => {
+            s.once('data', (chunk: Buffer) => resolve(chunk.toString().split('\r\n')[0] ?? ''));
+            s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+          }),
+      ),
+    );
+    expect(answers).toEqual(Array(16).fill('HTTP/1.1 200 OK'));
+    expect(closedByServer).toBe(24);
   });
 
   it('at the limit closes the longest idle connection for a new one, never one with a request in flight or arriving', async () => {
@@ -129,11 +145,15 @@ describe('listening sockets', () => {
     const server = createServer((_req, res) => {
       release.push(() => res.end('ok'));
     });
+    const accepted: Socket[] = [];
+    server.on('connection', (s: Socket) => accepted.push(s));
+    const clock = new DrivenClock();
     const listening = await listenOnAcceptSockets(server, {
       port: 0,
       host: '127.0.0.1',
       maxConnections: 16,
       silentGraceMs: 200,
+      clock,
     });
     opened.push({ server, sockets: listening });
     const closed = new Set<number>();
@@ -148,23 +168,26 @@ describe('listening sockets', () => {
     for (let i = 0; i < 14; i++) (await open(i)).write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     (await open(14)).write('GET / HTTP/1.1\r\n');
     await open(15);
-    const until = performance.now() + 3000;
-    while (release.length < 14 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 250));
+    // Every request and the half one read by the server, then the silent one past its grace.
+    await eventually(() => release.length === 14 && accepted.filter((s) => s.bytesRead > 0).length === 15, {
+      what: '14 requests and half of one read',
+    });
+    clock.tick(250);
     // The 17th takes the silent one's place; the 18th finds none idle (the 17th is within its
     // grace) and is closed itself.
     await open(16);
     await open(17);
-    const settle = performance.now() + 2000;
-    while (closed.size < 2 && performance.now() < settle) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => closed.size >= 2, { what: 'two connections closed' });
     expect([...closed].sort((a, b) => a - b)).toEqual([15, 17]);
     // Answered, a request's connection is idle again, and the next new one takes its place.
+    const answered = new Promise((r) => sockets[0]!.once('data', r));
     release.shift()!();
-    await new Promise((r) => setTimeout(r, 50));
+    await answered;
+    // The server marks it idle when its response closes, in the turn that wrote the answer.
+    await new Promise((r) => setImmediate(r));
     await open(18);
-    const next = performance.now() + 2000;
-    while (closed.size < 3 && performance.now() < next) await new Promise((r) => setTimeout(r, 10));
+    await eventually(() => closed.size >= 3, { what: 'a third connection closed' });
+    // Also no late close of another: the set is exactly these.
     expect([...closed].sort((a, b) => a - b)).toEqual([0, 15, 17]);
     for (const r of release) r();
   });
@@ -177,7 +200,18 @@ describe('listening sockets', () => {
     const done = listening.close().then(() => {
       closed = true;
     });
-    await new Promise((r) => setTimeout(r, 100));
+    // The listening sockets are closed (a new connection is refused), yet close() waits on.
+    await eventually(
+      () =>
+        connectTo(listening.port).then(
+          (s) => {
+            s.destroy();
+            return false;
+          },
+          () => true,
+        ),
+      { what: 'the listening sockets closed' },
+    );
     // Silent connections (no request yet) are neither idle nor ended by close().
     expect(closed).toBe(false);
     server.closeAllConnections();
@@ -185,9 +219,6 @@ describe('listening sockets', () => {
     expect(closed).toBe(true);
     await clientsClosed;
     // The server's side of each close is told a turn or two after the client's.
-    const until = performance.now() + 1000;
-    while (listening.connections() > 0 && performance.now() < until)
-      await new Promise((r) => setTimeout(r, 10));
-    expect(listening.connections()).toBe(0);
+    await eventually(() => listening.connections() === 0, { what: "the server's side of each close" });
   });
 });

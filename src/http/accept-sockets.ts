@@ -1,5 +1,6 @@
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { type Clock, systemClock } from '../timing/clock.ts';
 
 /**
  * Listening sockets for one HTTP server, so that a burst of new connections is accepted while the
@@ -44,6 +45,8 @@ export interface AcceptSocketsOptions {
    * are read.
    */
   silentGraceMs?: number;
+  /** Whose monotonic time measures `silentGraceMs`. Default: the system clock. */
+  clock?: Pick<Clock, 'monotonicMs'>;
   /**
    * Other processes (node:cluster workers) bind the same port: every socket is this process's own
    * (`exclusive`) with SO_REUSEPORT, and no plain bind is tried first (Linux; elsewhere the port is
@@ -72,6 +75,7 @@ export async function listenOnAcceptSockets(
   const { host } = options;
   let open = 0;
   const graceMs = options.silentGraceMs ?? 1000;
+  const clock = options.clock ?? systemClock;
   // Keep-alive connections between requests, oldest idle first, each with the bytes it had read
   // then (more read since: a request is arriving, so it is not idle); and connections that have
   // not had a request yet, oldest first, with when they were accepted.
@@ -83,7 +87,7 @@ export async function listenOnAcceptSockets(
       idle.delete(socket);
       if (socket.bytesRead === readWhenIdle) return socket;
     }
-    const now = performance.now();
+    const now = clock.monotonicMs();
     for (const [socket, acceptedAt] of fresh) {
       if (now - acceptedAt < graceMs) return undefined;
       fresh.delete(socket);
@@ -109,7 +113,7 @@ export async function listenOnAcceptSockets(
       }
       victim.destroy();
     }
-    fresh.set(socket, performance.now());
+    fresh.set(socket, clock.monotonicMs());
   });
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
