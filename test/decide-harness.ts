@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/riskgate-config.ts';
+import type { OutboxEntry } from '../src/outbox/outbox-store.ts';
 import type { DecisionLog } from '../src/decision-log/decision-log.ts';
 import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox, SandboxOptions } from '../src/sandbox/server.ts';
@@ -47,6 +48,11 @@ export interface Harness {
   control(method: string, path: string, body?: unknown): Promise<unknown>;
   /** Calls counted by the sandbox for `route` (e.g. `GET /api/v1/signals/new-browser`). */
   calls(route: string): Promise<number>;
+  /**
+   * The outbox's entries (any status) matching `filter`. A decision's actions are in the outbox
+   * before its answer, so "nothing was queued" is asserted on this at once, with no wait.
+   */
+  queued(filter?: { target?: string; decisionId?: unknown }): Promise<OutboxEntry[]>;
   stop(): Promise<void>;
 }
 
@@ -179,6 +185,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return { answer, hangUp: () => gone.abort() };
     },
     control,
+    async queued(filter = {}) {
+      const entries = await riskgate.outbox.store.list({ limit: 100_000 });
+      return entries.filter(
+        (e) =>
+          (filter.target === undefined || e.spec.target === filter.target) &&
+          (filter.decisionId === undefined || e.spec.decisionId === filter.decisionId),
+      );
+    },
     async calls(route) {
       const stats = (await control('GET', '/sandbox/stats')) as {
         routes: Record<string, Record<string, number>>;

@@ -87,8 +87,14 @@ describe.each(MODES)('an Admin read outage during a deny, with $name', (mode) =>
             reason: 'subject_unverified',
           }),
         ]);
-        // Nothing is locked while the subject cannot be verified.
-        await new Promise((r) => setTimeout(r, 300));
+        // Nothing is locked while the subject cannot be verified: both attempts have run, and
+        // been held back by the failing read.
+        for (const decisionId of [own.body.decisionId, confusedId]) {
+          await eventually(async () => {
+            const [entry] = await h.queued({ decisionId });
+            return entry !== undefined && entry.attempts >= 1 && entry.lastError !== undefined;
+          });
+        }
         expect(await h.calls(PUT_USER)).toBe(0);
       } finally {
         await h.control('DELETE', '/sandbox/faults');

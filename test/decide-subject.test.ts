@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * Subject binding (issue 15, item 1: the confused deputy), over real HTTP. A key holder sending
@@ -39,7 +40,8 @@ describe('subject binding', () => {
     expect(body).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field: 'userId' });
     // Nothing reveals whose account dave's id is.
     expect(JSON.stringify(body)).not.toContain('dave');
-    await new Promise((r) => setTimeout(r, 200));
+    // A refused request queues nothing: an action is in the outbox before any answer.
+    expect(await h.queued({ target: ids.dave })).toEqual([]);
     expect(await h.calls('PUT /srv/admin/v1/users/:id')).toBe(0);
     expect(await h.calls('POST /srv/admin/v1/users/:id/one_time_code')).toBe(0);
     expect((await adminStatus(ids.dave!)).status).toBe('enabled');
@@ -59,7 +61,7 @@ describe('subject binding', () => {
     const { status, body } = await h.decide(carol);
     expect(status).toBe(400);
     expect(body).toMatchObject({ field: 'userId' });
-    await new Promise((r) => setTimeout(r, 200));
+    expect(await h.queued({ target: ids.alice })).toEqual([]);
     expect((await adminStatus(ids.alice!)).allowed_factors).toEqual(before.allowed_factors);
   });
 
@@ -89,7 +91,13 @@ describe('subject binding', () => {
       expect(body.actions).toContainEqual(
         expect.objectContaining({ type: 'lock_out_user', status: 'deferred', reason: 'subject_unverified' }),
       );
-      await new Promise((r) => setTimeout(r, 200));
+      // Its attempt has run and been held back by the failing read: no lock-out call was made.
+      const decisionId = body.decisionId;
+      const tried = await eventually(async () => {
+        const [entry] = await h.queued({ decisionId });
+        return entry !== undefined && entry.attempts >= 1 && entry.lastError !== undefined && entry;
+      });
+      expect(tried.spec).toMatchObject({ type: 'lock_out_user', verifySubject: { userId: ids.mallory } });
       expect(await h.calls('PUT /srv/admin/v1/users/:id')).toBe(0);
     } finally {
       await h.control('DELETE', '/sandbox/faults');

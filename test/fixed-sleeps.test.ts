@@ -52,18 +52,6 @@ const NOT_YET = new Map<string, { count: number; why: string }>([
     'test/clients-signals.test.ts',
     { count: 1, why: 'late answers drained: no event says so yet (the pool keeps its late answers private)' },
   ],
-  [
-    'test/decide-outage.test.ts',
-    { count: 1, why: 'asserts no lock-out: wants a drain of the outbox instead of the sleep' },
-  ],
-  [
-    'test/decide-subject-deferred.test.ts',
-    { count: 1, why: 'asserts nothing locked: wants a drain of the outbox instead of the sleep' },
-  ],
-  [
-    'test/decide-subject.test.ts',
-    { count: 3, why: 'asserts nothing locked: wants a drain of the outbox instead of the sleep' },
-  ],
   ['test/outbox-crash.test.ts', { count: 1, why: "src/outbox is another helper's this round" }],
   ['test/outbox-delivery.test.ts', { count: 1, why: "src/outbox is another helper's this round" }],
   [
