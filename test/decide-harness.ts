@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/riskgate-config.ts';
-import type { OutboxEntry } from '../src/outbox/outbox-store.ts';
 import type { DecisionLog } from '../src/decision-log/decision-log.ts';
 import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
+import type { OutboxEntry } from '../src/outbox/outbox-store.ts';
 import type { RunningSandbox, SandboxOptions } from '../src/sandbox/server.ts';
 import {
   type RunningRiskgate,
