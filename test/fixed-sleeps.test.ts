@@ -66,19 +66,7 @@ const NOT_YET = new Map<string, { count: number; why: string }>([
     'test/sandbox-oauth.test.ts',
     { count: 1, why: 'a token expiring on the sandbox clock: wants POST /sandbox/clock' },
   ],
-  [
-    'test/service-aborted-requests.test.ts',
-    { count: 1, why: 'asserts nothing logged: wants a drain (a stop) before asserting' },
-  ],
   ['test/service-process.test.ts', { count: 3, why: 'child processes: wants awaited exits and log lines' }],
-  [
-    'test/service-shutdown.test.ts',
-    { count: 1, why: 'a request in flight at stop: wants an awaited arrival' },
-  ],
-  [
-    'test/service-start-failure.test.ts',
-    { count: 1, why: 'a start held at a component: wants an awaited hook' },
-  ],
   [
     'test/webhooks-receiver-outage.test.ts',
     { count: 1, why: 'an outage of a set length on real time: wants the outbox clock driven' },

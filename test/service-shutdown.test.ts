@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
+import { eventually } from './support/eventually.ts';
 import {
   buildDist,
   PROCESS_KEY,
@@ -143,11 +144,11 @@ describe('shutdown with 40 decisions in flight on a slow vendor', () => {
         );
         // Signalled once all 40 are inside riskgate or answered (admission may shed some at once),
         // none still in a listen queue.
-        const until = performance.now() + 20_000;
-        while (settled + (await inFlight(port)) < 40) {
-          if (performance.now() > until) throw new Error('the 40 decisions never were in flight together');
-          await new Promise((r) => setTimeout(r, 25));
-        }
+        await eventually(async () => settled + (await inFlight(port)) >= 40, {
+          timeoutMs: 20_000,
+          intervalMs: 25,
+          what: 'the 40 decisions in flight together',
+        });
         signal(p);
         const outcomes = await answers;
         expect(await p.exited, p.stderr().slice(-3000)).toBe(0);

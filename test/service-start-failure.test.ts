@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config/riskgate-config.ts';
 import { sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
 import { type RunningSandbox, startSandbox } from '../src/sandbox/server.ts';
 import { startRiskgate } from '../src/service/start-riskgate.ts';
+import { eventually } from './support/eventually.ts';
 
 /**
  * riskgate started with each of its components failing to start in turn: whatever had started is
@@ -85,18 +86,15 @@ async function bind(port: number): Promise<Server> {
   return server;
 }
 
-/** Polls `check` until it passes, for at most `timeoutMs` (closes finish on later turns). */
-async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const until = performance.now() + timeoutMs;
-  for (;;) {
-    try {
+/** Polls `check` until it stops throwing (closes finish on later turns); fails with its last error. */
+function eventuallyPasses(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<true> {
+  return eventually(
+    async () => {
       await check();
-      return;
-    } catch (error) {
-      if (performance.now() > until) throw error;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
+      return true as const;
+    },
+    { timeoutMs, what: 'the check' },
+  );
 }
 
 describe('a riskgate whose start fails', () => {
@@ -145,7 +143,7 @@ describe('a riskgate whose start fails', () => {
     try {
       await run();
       tracked.freeze();
-      await eventually(() => {
+      await eventuallyPasses(() => {
         expect(tracked.live()).toEqual([]);
         // Never more of a kind than before (fewer: something of the harness's finished meanwhile).
         const after = countByType(process.getActiveResourcesInfo());
@@ -171,7 +169,10 @@ describe('a riskgate whose start fails', () => {
       });
       await riskgate.ready;
       // Ready once the inputs the policy reads are warm (the Log API history read after the start).
-      await eventually(async () => expect((await fetch(`${riskgate.url}/readyz`)).status).toBe(200), 30_000);
+      await eventuallyPasses(
+        async () => expect((await fetch(`${riskgate.url}/readyz`)).status).toBe(200),
+        30_000,
+      );
       await riskgate.stop();
     });
     expect(names).toEqual([
