@@ -55,10 +55,6 @@ const NOT_YET = new Map<string, { count: number; why: string }>([
   ['test/outbox-crash.test.ts', { count: 1, why: "src/outbox is another helper's this round" }],
   ['test/outbox-delivery.test.ts', { count: 1, why: "src/outbox is another helper's this round" }],
   [
-    'test/policy-reload.test.ts',
-    { count: 3, why: 'asserts no reload: wants a settled-poll event from the policy store' },
-  ],
-  [
     'test/sandbox-faults.test.ts',
     { count: 1, why: "the sandbox's latency fault: wants the sandbox clock driven" },
   ],

@@ -167,11 +167,19 @@ describe('policy store: hot reload keeps the last good policy', () => {
   it('polls the content every pollIntervalMs, for mounts where file events never arrive', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
-      store = await createPolicyStore({ path: dir, watch: false, pollIntervalMs: 5000, log: () => {} });
+      let checks = 0;
+      store = await createPolicyStore({
+        path: dir,
+        watch: false,
+        pollIntervalMs: 5000,
+        log: () => {},
+        onChecked: () => checks++,
+      });
       const first = store.current();
       await writeFile(file, policyText(30));
       await vi.advanceTimersByTimeAsync(4999);
-      await new Promise((r) => setTimeout(r, 50));
+      // No check before the interval: a check that had run would have reloaded.
+      expect(checks).toBe(0);
       expect(store.current()).toBe(first);
 
       await vi.advanceTimersByTimeAsync(1);
@@ -185,12 +193,22 @@ describe('policy store: hot reload keeps the last good policy', () => {
   it('reports a broken file found by the poll once, not on every tick', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
-      store = await createPolicyStore({ path: dir, watch: false, pollIntervalMs: 1000, log: () => {} });
+      let checks = 0;
+      store = await createPolicyStore({
+        path: dir,
+        watch: false,
+        pollIntervalMs: 1000,
+        log: () => {},
+        onChecked: () => checks++,
+      });
       await writeFile(file, policyText(50, 'request.context.flag ==='));
       await vi.advanceTimersByTimeAsync(1000);
-      await eventually(() => store!.status().failedReloads === 1);
-      for (let i = 0; i < 3; i++) await vi.advanceTimersByTimeAsync(1000);
-      await new Promise((r) => setTimeout(r, 50));
+      await eventually(() => store!.status().failedReloads === 1 && checks === 1);
+      // Three more polls, each settled before the next, and none reported it again.
+      for (let i = 2; i <= 4; i++) {
+        await vi.advanceTimersByTimeAsync(1000);
+        await eventually(() => checks === i, { what: `poll ${i} settled` });
+      }
       expect(store.status().failedReloads).toBe(1);
     } finally {
       vi.useRealTimers();
@@ -199,19 +217,24 @@ describe('policy store: hot reload keeps the last good policy', () => {
 
   it('does not reload on an event in the directory that leaves the policy unchanged', async () => {
     const reloaded: string[] = [];
+    const checks: boolean[] = [];
     store = await createPolicyStore({
       path: dir,
       debounceMs: 20,
       pollIntervalMs: 0,
       log: () => {},
       onReload: (p) => reloaded.push(p.revision),
+      onChecked: (changed) => checks.push(changed),
     });
     const first = store.current();
     await writeFile(join(dir, 'notes.txt'), 'unrelated');
     await writeFile(file, policyText(60));
-    await eventually(() => store!.current() !== first);
+    await eventually(() => store!.current() !== first && checks.includes(true));
+    const before = checks.length;
     await writeFile(join(dir, 'notes.txt'), 'unrelated again');
-    await new Promise((r) => setTimeout(r, 100));
+    // The event's check has settled and found the policy unchanged.
+    await eventually(() => checks.length > before, { what: "the unrelated event's check" });
+    expect(checks.slice(before)).not.toContain(true);
     expect(reloaded).toHaveLength(1);
     expect(store.status()).toMatchObject({ reloads: 1, failedReloads: 0 });
   });

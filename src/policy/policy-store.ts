@@ -65,6 +65,11 @@ export interface PolicyStoreOptions {
   pollIntervalMs?: number;
   /** After a reload that changed the revision (metrics hook). */
   onReload?: (policy: CompiledPolicy, info: { previousRevision: string; durationMs: number }) => void;
+  /**
+   * After each content check (a file event's or the poll's) has settled, reload included; `changed`
+   * says whether the content had moved. Lets a test assert "no reload" after the check, not a sleep.
+   */
+  onChecked?: (changed: boolean) => void;
   /** After a refused reload (metrics hook). */
   onError?: (error: PolicyLoadError, info: { durationMs: number }) => void;
   /** One structured log line per reload outcome. Default: JSON on stderr. */
@@ -200,7 +205,9 @@ export async function createPolicyStore(options: PolicyStoreOptions): Promise<Po
         recheck = false;
         if (running) await running;
         if (closed) return;
-        if ((await contentHash(path)) !== seenHash) await reload();
+        const changed = (await contentHash(path)) !== seenHash;
+        if (changed) await reload();
+        options.onChecked?.(changed);
       } while (recheck && !closed);
     })().finally(() => {
       checking = undefined;
