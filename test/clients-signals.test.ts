@@ -7,6 +7,7 @@ import type { RemoteAccessToolParams } from '../src/signals/signal-params.ts';
 import type { CallInfo } from '../src/upstream/upstream-call.ts';
 import type { UpstreamResult } from '../src/upstream/upstream-result.ts';
 import { type ClientSandbox, startClientSandbox, startCountingProxy } from './clients-sandbox.ts';
+import { eventually } from './support/eventually.ts';
 
 const BATCH = 'POST /api/v1/signals/remote-access-tool';
 const NEW_BROWSER = 'GET /api/v1/signals/new-browser';
@@ -204,7 +205,8 @@ describe('typed errors from injected faults', () => {
       for (let round = 0; round < 3; round++) {
         const rs = await Promise.all(DEMO.slice(0, 4).map((a) => c.newBrowser({ subjectAccountId: a }, o)));
         expect(rs.map(codeOf)).toEqual(Array(4).fill(ErrorCode.UPSTREAM_TIMEOUT));
-        await new Promise((r) => setTimeout(r, 150)); // the late answers arrive and are drained
+        // The late answers arrive and are drained before the next round.
+        await eventually(() => c.stats().lateAnswers === 0, { what: 'the late answers drained' });
       }
       await env.clearFaults();
       for (let round = 0; round < 3; round++) {

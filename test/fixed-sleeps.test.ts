@@ -48,36 +48,12 @@ const ALLOWED = new Map<string, { count: number; why: string }>([
  * with what each wants instead. Only ever shrinks; an entry that no longer matches fails the test.
  */
 const NOT_YET = new Map<string, { count: number; why: string }>([
-  [
-    'test/clients-signals.test.ts',
-    { count: 1, why: 'late answers drained: no event says so yet (the pool keeps its late answers private)' },
-  ],
   ['test/outbox-crash.test.ts', { count: 1, why: "src/outbox is another helper's this round" }],
   ['test/outbox-delivery.test.ts', { count: 1, why: "src/outbox is another helper's this round" }],
-  [
-    'test/sandbox-faults.test.ts',
-    { count: 1, why: "the sandbox's latency fault: wants the sandbox clock driven" },
-  ],
-  [
-    'test/sandbox-oauth.test.ts',
-    { count: 1, why: 'a token expiring on the sandbox clock: wants POST /sandbox/clock' },
-  ],
   ['test/service-process.test.ts', { count: 3, why: 'child processes: wants awaited exits and log lines' }],
   [
     'test/webhooks-receiver-outage.test.ts',
     { count: 1, why: 'an outage of a set length on real time: wants the outbox clock driven' },
-  ],
-  [
-    'src/decision-log/decision-log-file.test.ts',
-    { count: 2, why: 'the batch timer: wants the Clock in the decision log' },
-  ],
-  [
-    'src/sandbox/faults/fault-injector.test.ts',
-    { count: 1, why: "the sandbox's own timers: wants its clock" },
-  ],
-  [
-    'src/upstream/upstream-call.test.ts',
-    { count: 2, why: 'the late-answer grace timer: wants ctx.clock in upstream-request.ts (hot path)' },
   ],
 ]);
 

@@ -2,6 +2,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FaultRule } from '../src/sandbox/faults/fault-rule.ts';
 import type { StatsSnapshot } from '../src/sandbox/stats/request-stats.ts';
 import { getSignal, getToken, requestToken } from './sandbox-helpers.ts';
+import { eventually } from './support/eventually.ts';
 import { sandboxForFile, startTestSandbox, withSandbox } from './support/test-sandbox.ts';
 
 const sb = sandboxForFile({ scenario: 'empty' });
@@ -159,7 +160,8 @@ describe('stop()', () => {
       (r) => r.status,
       () => 'closed',
     );
-    await new Promise((r) => setTimeout(r, 50));
+    // The request is hanging in the sandbox, not still on its way.
+    await eventually(() => own.sandbox.faults.pendingWaits() === 1, { what: 'the request hanging' });
     const t0 = performance.now();
     await own.stop();
     expect(performance.now() - t0).toBeLessThan(1000);

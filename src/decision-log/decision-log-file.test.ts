@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../../test/support/eventually.ts';
 import { openDecisionLog } from './decision-log.ts';
 
 const linesOf = (path: string) =>
@@ -30,22 +31,35 @@ describe('a decision log file', () => {
 
   it('reports a failing destination (ENOSPC) once, retries it, and counts what it lost', async () => {
     const changes: boolean[] = [];
+    const errors: Error[] = [];
     const log = openDecisionLog(
       { kind: 'file', path: '/dev/full' },
-      { onHealthChange: (ok) => changes.push(ok), retryMs: 20, redact: () => ({ redacted: true }) },
+      {
+        onHealthChange: (ok) => changes.push(ok),
+        onError: (e) => errors.push(e),
+        retryMs: 20,
+        redact: () => ({ redacted: true }),
+      },
     );
     expect(log.health?.().ok).toBe(true);
     log.write({ n: 1 });
     await log.flush();
     expect(log.health?.()).toMatchObject({ ok: false, lastError: expect.stringMatching(/^ENOSPC/) });
-    // Retried every 20 ms: each retry opens fine and fails its first write; never called healthy,
-    // and the failure is reported once, not per retry.
-    await new Promise((r) => setTimeout(r, 150));
-    log.write({ n: 2 });
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => errors.length === 1, { what: 'the failure told' });
+    // Retried every 20 ms: a retry opens fine and fails its first write. Written until a reopened
+    // stream has failed one (a record written while none is open is dropped at once).
+    await eventually(
+      async () => {
+        log.write({ n: 2 });
+        await log.flush();
+        return errors.length >= 2;
+      },
+      { what: 'a reopened file failing its first write' },
+    );
+    // Never called healthy, and the failure reported once, not per retry.
     expect(log.health?.().ok).toBe(false);
     expect(changes).toEqual([false]);
-    expect(log.dropped).toBeGreaterThanOrEqual(1);
+    expect(log.dropped).toBeGreaterThanOrEqual(2);
     await log.close();
   });
 });

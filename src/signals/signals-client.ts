@@ -145,8 +145,11 @@ export interface SignalsClient {
   geovelocity: Method<SingleUnitParams, GeovelocityResponse>;
   activeCall: Method<SingleUnitParams, ActiveCallResponse>;
   geolocation: Method<SingleUnitParams, GeolocationResponse>;
-  /** Batcher and cache counters. */
-  stats(): BatcherStats & { cacheHits: number };
+  /**
+   * Batcher and cache counters, and `lateAnswers`: timed-out calls whose answers are still being
+   * read and discarded (their sockets go back to the pool once read).
+   */
+  stats(): BatcherStats & { cacheHits: number; lateAnswers: number };
   /** Sends any open batch, then closes the connections once in-flight calls finish. */
   close(): Promise<void>;
 }
@@ -437,7 +440,7 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     geolocation: rejecting((p, o) =>
       get('geolocation', paths.geolocation + singleUnitQuery(queryPrefix, p, now()), parsers.geolocation, o),
     ),
-    stats: () => ({ ...batcher.stats, cacheHits }),
+    stats: () => ({ ...batcher.stats, cacheHits, lateAnswers: ctx.lateAnswers?.size ?? 0 }),
     async close() {
       batcher.flush();
       await closePool();

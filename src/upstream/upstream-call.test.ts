@@ -313,7 +313,6 @@ describe('callUpstream over real HTTP', () => {
   });
 
   describe('late answers keep their connection', () => {
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     // Its own server (the hanging answers above are still being drained on the shared one) and one
     // connection per test, so each new connection the server sees is a socket replaced.
     let own: Server;
@@ -390,15 +389,22 @@ describe('callUpstream over real HTTP', () => {
           closed = true;
         });
       };
+      // The grace on a driven clock: no stall of a busy machine can end it early or late.
+      const clock = new DrivenClock();
       await expectError(
-        callUpstream(ctx({ dispatcher: one, lateAnswerGraceMs: 1000 }), spec({ retry: false }), {
+        callUpstream(ctx({ dispatcher: one, lateAnswerGraceMs: 1000, clock }), spec({ retry: false }), {
           timeoutMs: 20,
         }),
         ErrorCode.UPSTREAM_TIMEOUT,
       );
-      // Kept through the grace (a busy machine may stall a tenth of it), destroyed after it.
-      await sleep(100);
+      // Kept through the grace: the late answer is being drained, its grace timer armed.
+      expect(clock.pendingTimers).toBe(1);
+      await clock.advance(999);
+      expect(clock.pendingTimers).toBe(1);
       expect(closed).toBe(false);
+      // Destroyed when the grace ends.
+      await clock.advance(1);
+      expect(clock.pendingTimers).toBe(0);
       await eventually(() => closed, { what: 'the socket destroyed after the grace' });
     });
 

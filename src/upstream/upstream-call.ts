@@ -207,6 +207,7 @@ export async function callUpstream<T>(
       signal,
       maxBodyBytes: ctx.maxBodyBytes,
       lateAnswerGraceMs: ctx.lateAnswerGraceMs,
+      clock: ctx.clock,
       lateAnswers: ctx.lateAnswers,
       onChunk: spec.onChunk,
     });

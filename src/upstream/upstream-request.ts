@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { UpstreamError, UpstreamName } from '../errors/riskgate-error.ts';
+import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 import { deadlineError, malformedError, timeoutError, transportError } from './upstream-errors.ts';
 
 /**
@@ -44,6 +45,8 @@ export interface AttemptSettings {
    * at once.
    */
   lateAnswerGraceMs: number;
+  /** Whose timer measures `lateAnswerGraceMs` (tests drive it). Default: the system clock. */
+  clock?: Clock | undefined;
   /** Where a draining attempt registers, so closing the client can end it (see `LateAnswers`). */
   lateAnswers?: LateAnswers | undefined;
   /**
@@ -74,7 +77,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
-  private graceTimer: NodeJS.Timeout | undefined;
+  private graceTimer: ClockTimer | undefined;
   /** When the attempt's timer is due (`performance.now()`). */
   private readonly dueAt: number;
   /** How late the timeout's timer fired, ms, once it has (the final look then runs). */
@@ -127,7 +130,11 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (controller === null) return;
     const graceMs = this.settings.lateAnswerGraceMs;
     if (drain && graceMs > 0) {
-      this.graceTimer = setTimeout(onGraceOver, graceMs, this, error);
+      // Only a timed-out attempt gets here: a closure per grace costs nothing on the answered path.
+      this.graceTimer = (this.settings.clock ?? systemClock).setTimeout(
+        () => onGraceOver(this, error),
+        graceMs,
+      );
       this.graceTimer.unref();
       this.settings.lateAnswers?.add(this);
     } else {
@@ -209,7 +216,7 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   private clearGrace(): void {
     if (this.graceTimer !== undefined) {
-      clearTimeout(this.graceTimer);
+      (this.settings.clock ?? systemClock).clearTimeout(this.graceTimer);
       this.graceTimer = undefined;
       this.settings.lateAnswers?.delete(this);
     }

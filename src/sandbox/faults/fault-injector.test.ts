@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/support/eventually.ts';
 import { FaultInjector } from './fault-injector.ts';
 
 /** A small app behind the fault middleware: one NDJSON route (as the Log API streams) and one JSON route. */
@@ -71,7 +72,8 @@ describe('FaultInjector', () => {
     const pending = Promise.resolve(app.request('/api/v1/x')).then(() => {
       settled = true;
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // Hanging: waiting on the fault, and unsettled.
+    await eventually(() => faults.pendingWaits() === 1, { what: 'the request hanging' });
     expect(settled).toBe(false);
     faults.stop();
     await pending;
