@@ -139,7 +139,10 @@ describe('short-lived tokens', () => {
       const body = (await res.json()) as { access_token: string; expires_in: number };
       expect(body.expires_in).toBe(0);
       // exp is whole seconds: the token dies within 1 s of issue (on the sandbox's clock).
-      await fetch(`${short.url}/sandbox/clock`, { method: 'POST', body: JSON.stringify({ advanceSeconds: 1 }) });
+      await fetch(`${short.url}/sandbox/clock`, {
+        method: 'POST',
+        body: JSON.stringify({ advanceSeconds: 1 }),
+      });
       const after = await getSignal(short, 'geolocation', { accountId: 'a' }, body.access_token);
       expect(after.status).toBe(401);
     });
