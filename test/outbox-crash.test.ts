@@ -197,8 +197,21 @@ describe('SIGKILL at any point while actions are queued', () => {
         const victim = p1;
         const timer = timed ? setTimeout(() => victim.kill(), Number(killAt.split(':')[1])) : undefined;
         const promised = await loginEveryone(port1);
-        // Let deliveries reach the kill point; a point never reached is a kill at the end.
-        await Promise.race([p1.exited, new Promise((r) => setTimeout(r, 300))]);
+        // Let deliveries reach the kill point: the process dies there, or (a point never reached)
+        // delivers everything and is killed at the end.
+        let died = false;
+        void victim.exited.then(() => {
+          died = true;
+        });
+        await eventually(
+          async () =>
+            died ||
+            (await outboxAt(port1).then(
+              (o) => o.pending === 0,
+              () => false,
+            )),
+          { timeoutMs: 20_000, what: 'the kill point or every delivery' },
+        );
         clearTimeout(timer);
         await stop(p1);
 

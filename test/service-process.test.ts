@@ -97,14 +97,25 @@ function run(env: Record<string, string>, nodeArgs: string[] = []): Started {
 }
 
 async function listeningPort(p: Started): Promise<number> {
-  const until = performance.now() + 15_000;
-  for (;;) {
-    const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(p.stderr());
-    if (m) return Number(m[1]);
-    if (performance.now() > until || p.child.exitCode !== null)
-      throw new Error(`did not start: ${p.stderr()}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  const port = await eventually(
+    () => {
+      if (p.child.exitCode !== null) throw new Error(`exited: ${p.stderr()}`);
+      const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(p.stderr());
+      return m ? Number(m[1]) : undefined;
+    },
+    { timeoutMs: 15_000, intervalMs: 25, what: 'riskgate listening' },
+  ).catch((error: Error) => {
+    throw new Error(`did not start: ${p.stderr()}`, { cause: error });
+  });
+  return port;
+}
+
+/** Waits until a call to the sandbox is held by a latency fault: a decision is in flight. */
+async function callHeldBySandbox(): Promise<void> {
+  await eventually(() => sandbox.sandbox.faults.pendingWaits() > 0, {
+    timeoutMs: 10_000,
+    what: 'a call held by the sandbox',
+  });
 }
 
 /** Polls until the sandbox has seen `route` answered or hanging, for up to 5 s. */
@@ -171,7 +182,7 @@ describe('node dist/main.js', () => {
         headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify(demoRequest('mallory', mallory)),
       });
-      await new Promise((r) => setTimeout(r, 40));
+      await callHeldBySandbox();
       p.child.kill('SIGTERM');
       const res = await answer;
       expect(res.status).toBe(200);
@@ -552,7 +563,7 @@ describe('RISKGATE_WORKERS=2: two processes on one port', () => {
         rules: [{ route: 'GET /api/v1/signals/*', latency: { kind: 'fixed', ms: 120 } }],
       });
       const inFlight = decideOnNewConnection(port, demoRequest('alice', alice));
-      await new Promise((r) => setTimeout(r, 40));
+      await callHeldBySandbox();
       p.child.kill('SIGTERM');
       expect((await inFlight).status).toBe(200);
       expect(await p.exited).toBe(0);
