@@ -5,6 +5,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { collectingEventSink, type RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { LockoutView } from '../src/lockouts/lockout-record.ts';
+import { systemClock } from '../src/timing/clock.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
@@ -48,7 +49,7 @@ beforeAll(async () => {
     riskgate: {
       audit,
       events: collectingEventSink(events),
-      outbox: { pollMs: 50, now: () => Date.now() + offsetMs },
+      outbox: { pollMs: 50, clock: { ...systemClock, nowMs: () => Date.now() + offsetMs } },
     },
   });
   ids = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'carol', 'dave', 'trudy']);

@@ -76,7 +76,7 @@ async function withStore(
 
 async function endsATemporaryLockoutWhicheverIsWrittenFirst(target: DatabaseTarget): Promise<void> {
   await withStore(target, async (store) => {
-    const gate = unlockGate(store, { now: () => T0 + TEN_MINUTES_MS });
+    const gate = unlockGate(store, { clock: { nowMs: () => T0 + TEN_MINUTES_MS } });
     const end = new Date(T0 + TEN_MINUTES_MS).toISOString();
     // The outcome first: the record, arriving late, fills in what the outcome did not know.
     await store.applyOutcome(lockDone('d-late', 'u-late'), T0 + 50);
@@ -126,7 +126,7 @@ async function endsATemporaryLockoutWhicheverIsWrittenFirst(target: DatabaseTarg
 
 async function keepsAnEscalatedLockout(target: DatabaseTarget): Promise<void> {
   await withStore(target, async (store) => {
-    const gate = unlockGate(store, { now: () => T0 + DAY_MS });
+    const gate = unlockGate(store, { clock: { nowMs: () => T0 + DAY_MS } });
     // The user's first lock-out, then a second within the window, its record after its outcome.
     await store.add(planned('d-1', 'u-esc', T0 - DAY_MS / 2), T0 - DAY_MS / 2);
     await store.applyOutcome(lockDone('d-1', 'u-esc'), T0 - DAY_MS / 2 + 50);

@@ -10,6 +10,7 @@ import {
 } from '../lifecycle/component.ts';
 import type { AttemptGate } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { LockoutRecorder } from './lockout-recorder.ts';
 import { type LockoutOperations, lockoutOperations, lockoutRoutes } from './lockout-routes.ts';
 import { LockoutStore } from './lockout-store.ts';
@@ -41,12 +42,15 @@ export function lockoutsComponent(o: {
   log: LifecycleLog;
   /** Longest wait for the records still queued on stop, milliseconds. Default 2000. */
   flushTimeoutMs?: number;
+  /** The component context's clock (src/timing/clock.ts). Default: the system clock. */
+  clock?: Clock | undefined;
 }): Component<Lockouts, MetricsRegistry> {
   return {
     name: 'lockouts',
     async start() {
       const store = new LockoutStore(o.database);
-      const recorder = new LockoutRecorder({ store, events: o.events, log: o.log });
+      const clock = o.clock ?? systemClock;
+      const recorder = new LockoutRecorder({ store, events: o.events, log: o.log, clock });
       let eventsLost = 0;
       const routeOptions = {
         store,
@@ -57,7 +61,7 @@ export function lockoutsComponent(o: {
       };
       const operations = lockoutOperations(routeOptions);
       return {
-        handle: { recorder, gate: unlockGate(store), operations },
+        handle: { recorder, gate: unlockGate(store, { clock }), operations },
         stop: (deadlineAtMs) => recorder.flush(stopWaitMs(deadlineAtMs, o.flushTimeoutMs ?? 2000)),
         routes: [lockoutRoutes(routeOptions, operations)],
         observe(metrics) {

@@ -2,6 +2,7 @@ import type { ActionOutcome, AppendCompanion } from '../actions/action-dispatche
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink, RiskgateEvent } from '../events/riskgate-event.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 import { type LockoutSink, OPERATOR_UNLOCK_SUFFIX, type PlannedLockout } from './lockout-record.ts';
 import { LockoutStore } from './lockout-store.ts';
@@ -19,7 +20,8 @@ export interface LockoutRecorderOptions {
   maxTries?: number;
   /** First wait after a failed write, milliseconds; doubles each try. Default 200. */
   retryDelayMs?: number;
-  now?: () => number;
+  /** Wall time of the records, monotonic time and timers of the retries. Default: the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -39,7 +41,7 @@ export class LockoutRecorder implements LockoutSink {
   #dropped = 0;
 
   constructor(options: LockoutRecorderOptions) {
-    this.#o = { maxQueued: 10_000, maxTries: 5, retryDelayMs: 200, now: Date.now, ...options };
+    this.#o = { maxQueued: 10_000, maxTries: 5, retryDelayMs: 200, clock: systemClock, ...options };
   }
 
   /** Writes dropped: the queue was full, or a write failed every try. */
@@ -88,9 +90,13 @@ export class LockoutRecorder implements LockoutSink {
 
   /** Resolves once what was told so far is written (or dropped), or after `timeoutMs`. */
   async flush(timeoutMs: number): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (this.#writing !== undefined && performance.now() < deadline) {
-      await Promise.race([this.#writing, sleep(Math.max(1, deadline - performance.now()))]);
+    const { clock } = this.#o;
+    const deadline = clock.monotonicMs() + timeoutMs;
+    while (this.#writing !== undefined && clock.monotonicMs() < deadline) {
+      await Promise.race([
+        this.#writing,
+        sleep(Math.max(1, deadline - clock.monotonicMs()), undefined, clock),
+      ]);
     }
   }
 
@@ -140,14 +146,14 @@ export class LockoutRecorder implements LockoutSink {
           });
           return;
         }
-        await sleep(this.#o.retryDelayMs * 2 ** (tries - 1));
+        await sleep(this.#o.retryDelayMs * 2 ** (tries - 1), undefined, this.#o.clock);
       }
     }
   }
 
   async #apply(item: Item): Promise<void> {
     const { store, events } = this.#o;
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     if (item.kind === 'planned') {
       const l = item.lockout;
       await store.add(l, now);

@@ -1,6 +1,7 @@
 import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
 import type { AttemptGate } from '../outbox/outbox.ts';
 import type { OutboxStore } from '../outbox/outbox-store.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { LockoutStore } from './lockout-store.ts';
 
 /**
@@ -24,11 +25,12 @@ export function unlockGate(
   options: {
     /** How long an unlock waits for its lock-out still pending, milliseconds. Default 5000. */
     waitMs?: number;
-    now?: () => number;
+    /** Whose wall time says a lock-out's window has passed. Default: the system clock. */
+    clock?: Pick<Clock, 'nowMs'>;
   } = {},
 ): (spec: ActionSpec, outbox: Pick<OutboxStore, 'get'>) => Promise<AttemptGate> {
   const waitMs = options.waitMs ?? 5000;
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
   return async (spec, outbox) => {
     const schedule = spec.scheduledUnlock;
     if (schedule === undefined) return { run: true };
@@ -48,7 +50,7 @@ export function unlockGate(
     if (schedule.escalateWithinMs !== undefined) {
       const previous = await store.previousWithin(userId, id, schedule.lockedAtMs, schedule.escalateWithinMs);
       if (previous !== undefined) {
-        await store.makePermanent(id, now());
+        await store.makePermanent(id, clock.nowMs());
         return { skip: `escalated:${previous}` };
       }
     }

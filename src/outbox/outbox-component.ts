@@ -9,6 +9,7 @@ import {
   type MetricsRegistry,
   stopWaitMs,
 } from '../lifecycle/component.ts';
+import type { Clock } from '../timing/clock.ts';
 import { actionsRoutes } from './actions-routes.ts';
 import { openOutboxStore } from './open-outbox-store.ts';
 import { Outbox, type OutboxOptions } from './outbox.ts';
@@ -37,6 +38,8 @@ export function outboxComponent(o: {
   tuning?: Partial<Omit<OutboxOptions, 'store' | 'admin' | 'onOutcome'>>;
   /** Longest wait for queued actions on stop, milliseconds. */
   drainTimeoutMs: number;
+  /** The component context's clock (src/timing/clock.ts). Default: the system clock. */
+  clock?: Clock | undefined;
 }): Component<Outbox, MetricsRegistry> {
   const { log } = o;
   return {
@@ -69,6 +72,7 @@ export function outboxComponent(o: {
         onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
         horizonMs: o.config.outboxHorizonMs,
         flushOutcomes: o.flushOutcomes,
+        ...(o.clock !== undefined && { clock: o.clock }),
         ...o.tuning,
       });
       outbox.start();

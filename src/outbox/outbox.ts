@@ -20,6 +20,7 @@ import { isRefusedRow } from '../database/refused-row.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
+import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
 import { type OutboxEntry, type OutboxStats, type OutboxStore, WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
@@ -78,8 +79,11 @@ export interface OutboxOptions {
   pollMs?: number;
   /** This process's name on its leases. Default `<hostname>:<pid>:<random>`. */
   owner?: string;
-  /** Wall clock, milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /**
+   * Wall time for what is stored (due times, the horizon), monotonic time for this process's
+   * waits, and the timers (src/timing/clock.ts). Default: the system clock.
+   */
+  clock?: Clock;
   /** Jitter source in [0, 1). Default `Math.random`. */
   random?: () => number;
   /**
@@ -153,15 +157,15 @@ export class Outbox implements ActionDispatcher {
   #claiming = false;
   /** A poll found a claim running: one more claim is due when it ends. */
   #wokenWhileClaiming = false;
-  #timer: NodeJS.Timeout | undefined;
-  /** performance.now() at which `#timer` fires. */
+  #timer: ClockTimer | undefined;
+  /** Monotonic time at which `#timer` fires. */
   #timerAt = 0;
   #idleWaiters: (() => void)[] = [];
   #lastPruneMs = 0;
   #lastHousekeepingMs = 0;
   /** Actions the store has not acknowledged in time, by id, until it does. */
   readonly #deferred = new Map<string, { spec: ActionSpec; atMs: number; submit: DeferredSubmit }>();
-  #deferredTimer: NodeJS.Timeout | undefined;
+  #deferredTimer: ClockTimer | undefined;
   #writingDeferred = false;
   #deferredFailures = 0;
 
@@ -174,7 +178,7 @@ export class Outbox implements ActionDispatcher {
       horizonMs: 24 * 60 * 60 * 1000,
       pollMs: 1000,
       owner: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
-      now: Date.now,
+      clock: systemClock,
       random: Math.random,
       maxDeferred: 10_000,
       submitTimeoutMs: 2000,
@@ -197,7 +201,7 @@ export class Outbox implements ActionDispatcher {
 
   async #releaseDeadOwners(): Promise<void> {
     try {
-      const now = this.#o.now();
+      const now = this.#o.clock.nowMs();
       for (const owner of await this.#o.store.leaseOwners(now)) {
         if (owner !== this.#o.owner && isGone(owner)) await this.#o.store.releaseOwner(owner, now);
       }
@@ -235,7 +239,7 @@ export class Outbox implements ActionDispatcher {
     const { companion } = options;
     // A companion's own entries (its event's deliveries) go in the same append, after the jobs'.
     const written = [...jobs.map((j) => j.spec), ...(companion?.specs ?? [])];
-    const appending = this.#o.store.append(written, this.#o.now(), companion && [companion]);
+    const appending = this.#o.store.append(written, this.#o.clock.nowMs(), companion && [companion]);
     let added: boolean[];
     try {
       added = await withDeadline(
@@ -262,7 +266,7 @@ export class Outbox implements ActionDispatcher {
     if (this.#closing || this.#deferred.size + specs.length > this.#o.maxDeferred) {
       return specs.map(() => 'refused');
     }
-    const atMs = performance.now();
+    const atMs = this.#o.clock.monotonicMs();
     for (const spec of specs) this.#deferred.set(spec.id, { spec, atMs, submit });
     // The write that timed out may still be answered: then these are in the store.
     appending.then(
@@ -290,7 +294,7 @@ export class Outbox implements ActionDispatcher {
   /** Writes the deferred actions in `delayMs`, unless a write is already due. */
   #writeDeferredLater(delayMs: number): void {
     if (this.#deferredTimer !== undefined || this.#deferred.size === 0) return;
-    this.#deferredTimer = setTimeout(() => {
+    this.#deferredTimer = this.#o.clock.setTimeout(() => {
       this.#deferredTimer = undefined;
       void this.#writeDeferred();
     }, delayMs);
@@ -316,7 +320,7 @@ export class Outbox implements ActionDispatcher {
       submits.add(submit);
       count += submit.specs.length;
     }
-    const nowMs = this.#o.now();
+    const nowMs = this.#o.clock.nowMs();
     const results = await Promise.allSettled(
       [...submits].map(async (submit) => {
         try {
@@ -346,7 +350,7 @@ export class Outbox implements ActionDispatcher {
 
   /** Ends the deferred actions of `submit` still held, each reported failed with `reason`. */
   #endDeferred(submit: DeferredSubmit, reason: string): void {
-    const now = performance.now();
+    const now = this.#o.clock.monotonicMs();
     for (const spec of submit.specs) {
       const held = this.#deferred.get(spec.id);
       if (held?.submit !== submit) continue;
@@ -357,8 +361,8 @@ export class Outbox implements ActionDispatcher {
 
   /** Ends every deferred action still unwritten, reported failed with `reason`. */
   #failDeferred(reason: string): void {
-    clearTimeout(this.#deferredTimer);
-    const now = performance.now();
+    this.#o.clock.clearTimeout(this.#deferredTimer);
+    const now = this.#o.clock.monotonicMs();
     for (const { spec, atMs } of this.#deferred.values()) {
       this.#o.onOutcome(actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - atMs, reason));
     }
@@ -372,16 +376,16 @@ export class Outbox implements ActionDispatcher {
    * retries due within `timeoutMs` are made too, and what is left is reported failed (`shutdown`).
    */
   async drain(timeoutMs: number): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
+    const deadline = this.#o.clock.monotonicMs() + timeoutMs;
     // What the store has not acknowledged is written first, while there is time.
-    while (this.#deferred.size > 0 && performance.now() < deadline) {
+    while (this.#deferred.size > 0 && this.#o.clock.monotonicMs() < deadline) {
       if (this.#writingDeferred) await sleep(20);
-      else await this.#writeDeferred(Math.max(1, deadline - performance.now()));
+      else await this.#writeDeferred(Math.max(1, deadline - this.#o.clock.monotonicMs()));
       if (this.#deferredFailures > 0) await sleep(50);
     }
     // Deliver what is due now (the last answers' actions too) within the grace period; what is
     // waiting for a retry, or still running at the end, stays in the store for the next process.
-    while (performance.now() < deadline) {
+    while (this.#o.clock.monotonicMs() < deadline) {
       if (this.#running.size === 0 && !this.#claiming) {
         let started = 0;
         try {
@@ -392,17 +396,18 @@ export class Outbox implements ActionDispatcher {
         if (started === 0) {
           const waitMs = await this.#untilNextRetry(deadline);
           if (waitMs === undefined) break;
-          await new Promise((r) => setTimeout(r, waitMs));
+          await new Promise<void>((r) => this.#o.clock.setTimeout(r, waitMs));
           continue;
         }
       }
       await settlesWithin(
         new Promise<void>((resolve) => this.#idleWaiters.push(resolve)),
-        Math.max(0, Math.min(20, deadline - performance.now())),
+        Math.max(0, Math.min(20, deadline - this.#o.clock.monotonicMs())),
+        { clock: this.#o.clock },
       );
     }
     this.#closing = true;
-    clearTimeout(this.#timer);
+    this.#o.clock.clearTimeout(this.#timer);
     this.#failDeferred('shutdown');
     const aborted = [...this.#running.values()];
     for (const c of aborted) c.abort();
@@ -410,6 +415,7 @@ export class Outbox implements ActionDispatcher {
     if (this.#running.size > 0) {
       await settlesWithin(new Promise<void>((resolve) => this.#idleWaiters.push(resolve)), 1000, {
         ref: false,
+        clock: this.#o.clock,
       });
     }
     await this.#endUndelivered('shutdown');
@@ -425,7 +431,7 @@ export class Outbox implements ActionDispatcher {
    */
   async abandon(reason: string): Promise<void> {
     this.#closing = true;
-    clearTimeout(this.#timer);
+    this.#o.clock.clearTimeout(this.#timer);
     // Only what this process held dies with it; the store keeps the rest.
     this.#failDeferred(reason);
     for (const c of this.#running.values()) c.abort();
@@ -437,7 +443,7 @@ export class Outbox implements ActionDispatcher {
   /**
    * How long a shutdown waits for the memory store's next retry, milliseconds; undefined when it
    * should not: a durable store keeps them for the next process, or none is due before `deadline`
-   * (performance.now() time).
+   * (monotonic time).
    */
   async #untilNextRetry(deadline: number): Promise<number | undefined> {
     if (this.#o.store.durable) return undefined;
@@ -448,8 +454,8 @@ export class Outbox implements ActionDispatcher {
       if (!heads.has(e.spec.orderingKey)) heads.set(e.spec.orderingKey, e.nextAttemptAtMs);
     }
     if (heads.size === 0) return undefined;
-    const waitMs = Math.max(1, Math.min(...heads.values()) - this.#o.now());
-    return waitMs < deadline - performance.now() ? waitMs : undefined;
+    const waitMs = Math.max(1, Math.min(...heads.values()) - this.#o.clock.nowMs());
+    return waitMs < deadline - this.#o.clock.monotonicMs() ? waitMs : undefined;
   }
 
   /**
@@ -461,7 +467,7 @@ export class Outbox implements ActionDispatcher {
     const { store } = this.#o;
     if (store.durable) return;
     try {
-      const now = this.#o.now();
+      const now = this.#o.clock.nowMs();
       for (const entry of await store.list({ status: 'pending', limit: Number.MAX_SAFE_INTEGER })) {
         if (await store.drop(entry.spec.id, reason, now)) {
           this.#o.onOutcome(outcomeOf(entry, 'failed', now, reason));
@@ -484,15 +490,15 @@ export class Outbox implements ActionDispatcher {
    */
   #wake(delayMs = 10): void {
     if (this.#closing) return;
-    const at = performance.now() + delayMs;
+    const at = this.#o.clock.monotonicMs() + delayMs;
     if (this.#timer !== undefined && this.#timerAt <= at) return;
     this.#schedule(delayMs);
   }
 
   #schedule(delayMs: number): void {
-    clearTimeout(this.#timer);
-    this.#timerAt = performance.now() + delayMs;
-    this.#timer = setTimeout(() => {
+    this.#o.clock.clearTimeout(this.#timer);
+    this.#timerAt = this.#o.clock.monotonicMs() + delayMs;
+    this.#timer = this.#o.clock.setTimeout(() => {
       this.#timer = undefined;
       void this.#poll();
     }, delayMs);
@@ -515,7 +521,7 @@ export class Outbox implements ActionDispatcher {
       claimed = await this.#claimAndStart();
       // The housekeeping reads (counts, untold lines, pruning) once per poll interval, not after
       // every attempt: under a deny-heavy burst they cost more than the deliveries.
-      const now = this.#o.now();
+      const now = this.#o.clock.nowMs();
       if (now - this.#lastHousekeepingMs >= this.#o.pollMs) {
         this.#lastHousekeepingMs = now;
         await this.#refreshStats();
@@ -533,14 +539,15 @@ export class Outbox implements ActionDispatcher {
     // which under a steady stream of submits claims back to back for users whose next action is
     // still running). Otherwise at the next poll. A wake-up due sooner is kept, never pushed back.
     const delayMs = (claimed === free && free > 0) || this.#wokenWhileClaiming ? 10 : this.#o.pollMs;
-    if (this.#timer === undefined || this.#timerAt > performance.now() + delayMs) this.#schedule(delayMs);
+    if (this.#timer === undefined || this.#timerAt > this.#o.clock.monotonicMs() + delayMs)
+      this.#schedule(delayMs);
   }
 
   /** Claims what is due into the free attempt slots and starts it; how many were started. */
   async #claimAndStart(): Promise<number> {
     const free = this.#o.concurrency - this.#running.size;
     if (free <= 0) return 0;
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     // The lease outlasts the longest attempt (a webhook's has its own timeout).
     const leaseMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0) + 5000;
     // Webhooks (up to all slots but one) and Admin actions, oldest first; then, the webhook lane
@@ -560,14 +567,14 @@ export class Outbox implements ActionDispatcher {
 
   async #refreshStats(): Promise<void> {
     try {
-      this.#stats = await this.#o.store.stats(this.#o.now());
+      this.#stats = await this.#o.store.stats(this.#o.clock.nowMs());
     } catch (error) {
       this.#o.onError?.(error);
     }
   }
 
   async #pruneNowAndThen(): Promise<void> {
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     if (now - this.#lastPruneMs < 10 * 60 * 1000) return;
     this.#lastPruneMs = now;
     // Delivered and dropped entries are kept two days for operators (GET /actions) and for
@@ -632,7 +639,7 @@ export class Outbox implements ActionDispatcher {
   ): Promise<void> {
     const { spec } = entry;
     const { store, owner } = this.#o;
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     if (failure === undefined) {
       if (await store.complete(spec.id, owner, now)) this.#outcome(entry, 'done', now);
       return;
@@ -694,7 +701,7 @@ export class Outbox implements ActionDispatcher {
   /** An attempt its gate skipped (done, no call made) or put off (not counted). */
   async #settleGated(entry: OutboxEntry, gate: { skip: string } | { waitMs: number }): Promise<void> {
     const { store, owner } = this.#o;
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     if ('skip' in gate) {
       if (await store.complete(entry.spec.id, owner, now)) this.#outcome(entry, 'done', now, gate.skip);
       return;
@@ -715,7 +722,7 @@ export class Outbox implements ActionDispatcher {
 
   /** Tells the final outcome of `entry` ended elsewhere (an operator's drop over HTTP). */
   reportFinal(entry: OutboxEntry): void {
-    this.#o.onOutcome(finalOutcomeOf(entry, this.#o.now()));
+    this.#o.onOutcome(finalOutcomeOf(entry, this.#o.clock.nowMs()));
     this.#confirmLater(entry.spec.id);
   }
 
@@ -746,7 +753,7 @@ export class Outbox implements ActionDispatcher {
    * or by an operator's CLI. Told now, so every final outcome has its line.
    */
   async #tellUnlogged(): Promise<void> {
-    const now = this.#o.now();
+    const now = this.#o.clock.nowMs();
     for (const e of await this.#o.store.unlogged(100)) {
       if (e.owner === this.#o.owner || this.#told.has(e.spec.id)) continue;
       if (now - e.updatedAtMs > 30_000 || e.owner === undefined || isGone(e.owner)) this.reportFinal(e);

@@ -199,6 +199,7 @@ async function startActionPath(
       events: deps.events,
       actions: () => started!,
       log,
+      clock: options.clock,
     }),
   );
   const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
@@ -219,6 +220,7 @@ async function startActionPath(
       log,
       tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
       drainTimeoutMs: ctx.drainTimeoutMs,
+      clock: options.clock,
     }),
   );
   started = outbox;
