@@ -151,7 +151,7 @@ export function isStale(path: string, o: LockFileOptions = {}, lockPath = path):
   const holder = holderOf(path);
   // This host's (a former version wrote the pid alone, and ran on one host): the pid can be asked.
   if (holder !== undefined && (holder.host === hostname() || holder.host === '')) {
-    return holder.pid === process.pid || !alive(holder.pid);
+    return holder.pid === process.pid || !isProcessAlive(holder.pid);
   }
   // Empty, unreadable, or another host's: only its age can say.
   let mtimeMs: number;
@@ -163,7 +163,14 @@ export function isStale(path: string, o: LockFileOptions = {}, lockPath = path):
   return (o.now ?? Date.now)() - mtimeMs > (o.staleAfterMs ?? LOCK_STALE_AFTER_MS);
 }
 
-function alive(pid: number): boolean {
+/**
+ * Whether process `pid` may exist on this host: only "no such process" (ESRCH) says it is gone
+ * (EPERM: it exists, owned by someone else). A pid that is not one is taken as alive: nothing is
+ * taken from a holder that cannot be checked. The one liveness rule of the lock files and the
+ * outbox's leases.
+ */
+export function isProcessAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return true;
   try {
     process.kill(pid, 0);
     return true;

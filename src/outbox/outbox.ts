@@ -17,6 +17,7 @@ import {
   type WebhookPoster,
 } from '../actions/admin-actions.ts';
 import { isRefusedRow } from '../database/refused-row.ts';
+import { isProcessAlive } from '../database/state-lock.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { StoreTimeoutError, withDeadline } from '../store/store-deadline.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
@@ -127,18 +128,7 @@ function isGone(owner: string): boolean {
   const [host, pid] = owner.split(':');
   if (host !== hostname()) return false;
   if (Number(pid) === process.pid) return !LIVE_OWNERS.has(owner);
-  return !isAlive(Number(pid));
-}
-
-/** Whether process `pid` exists on this host (EPERM: it does, owned by someone else). */
-export function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return !isProcessAlive(Number(pid));
 }
 
 export class Outbox implements ActionDispatcher {
