@@ -196,7 +196,7 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
   });
 });
 
-describe('a scheduled activation', () => {
+describe('policy version serving and rollout on one database: the schedule, the guards, an unreadable database', () => {
   it('is made when the driven clock passes its time, once, in the name of who scheduled it', async () => {
     const { DrivenClock } = await import('../src/timing/driven-clock.ts');
     const { PolicyVersionSync } = await import('../src/policy-versions/policy-version-sync.ts');
@@ -235,6 +235,28 @@ describe('a scheduled activation', () => {
       await sync.stop();
       await database.close();
     }
+  });
+
+  it('keeps serving the last version read while the database cannot be read, and says since when', async () => {
+    const { PolicyVersionSync } = await import('../src/policy-versions/policy-version-sync.ts');
+    const database = await openDatabase({ kind: 'memory' }, { migrations: CONTROL_MIGRATIONS });
+    const store = new PolicyVersionStore(database);
+    const log: Record<string, unknown>[] = [];
+    const sync = new PolicyVersionSync({ store, pollMs: 60_000, log: (l) => log.push(l) });
+    const v = await store.create({ name: 'login', yaml: CONTROL, author: 'ana', message: 'one' });
+    await store.step(v.id, 'propose', 'ana');
+    await store.step(v.id, 'approve', 'bob');
+    await store.step(v.id, 'activate', 'bob');
+    await sync.start();
+    expect(sync.active()?.version.id).toBe(v.id);
+    await database.close();
+    await expect(sync.refresh()).rejects.toThrow();
+    await expect(sync.refresh()).rejects.toThrow();
+    expect(sync.active()?.version.id).toBe(v.id);
+    expect(sync.status().failingSince).toBeDefined();
+    // Once per failure streak, not once per poll.
+    expect(log.filter((l) => l.level === 'warn')).toHaveLength(1);
+    await sync.stop();
   });
 
   it('refuses to schedule or stage a version that is not approved, and a time in the past', async () => {

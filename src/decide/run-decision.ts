@@ -106,7 +106,7 @@ function countersOf(policy: CompiledPolicy, shadow: CompiledPolicy | undefined):
  * answers, the staged one in the shadow's place. Inside its buckets: the staged one answers, the
  * active one in the shadow's place.
  */
-function pickPolicies(
+export function pickPolicies(
   deps: RunDecisionDeps,
   accountId: string | undefined,
 ): { policy: CompiledPolicy; shadow: CompiledPolicy | undefined; stagedId?: string } {
