@@ -40,12 +40,12 @@ export interface PolicyEvalResult {
   speedup: number;
 }
 
-async function suiteInputs(counterNames: readonly string[]): Promise<PolicyInput[]> {
+export async function suiteInputs(counterNames: readonly string[]): Promise<PolicyInput[]> {
   const suite: PolicyTestFile = policyTestFileSchema.parse(parseYaml(await readFile(SUITE, 'utf8')));
   return suite.cases.map((c) => buildInput(suite.defaults, c.given, suite.now, counterNames));
 }
 
-function figures(samples: Float64Array): EngineFigures {
+export function figures(samples: Float64Array): EngineFigures {
   samples.sort();
   let sum = 0;
   for (const s of samples) sum += s;

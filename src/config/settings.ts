@@ -529,6 +529,15 @@ export const SETTINGS = defineSettings({
     details:
       "a candidate policy (file or directory) evaluated beside the active one on every decision's inputs, after the answer, taking no action: its verdict, score and rules in the decision line (`shadow`), agreement in `riskgate_shadow_decisions_total{active,shadow}`, both revisions in `GET /policies`; signals only it reads are fetched within the same deadline (a cost, shown in Server-Timing as `shadow-signals-*`); one that does not load is reported and retried, never touching the active policy",
   },
+  RISKGATE_POLICY_VERSION_POLL_MS: {
+    group: 'policy',
+    fills: 'policyVersionPollMs',
+    ...num({ min: 50, max: 60_000, fallback: 500 }),
+    unit: 'milliseconds',
+    doc: 'How often each replica reads the policy activation marker of the control database',
+    details:
+      'how often each replica reads the policy activation marker (one small row of the control database); when it moved, the active and staged policy versions are read and compiled off the decision path and swapped in, so an activation anywhere is served everywhere within about this plus a compile (see [docs/policy-versions.md](docs/policy-versions.md)); a scheduled activation is made by the first replica to poll after its time',
+  },
   // --- Decision log
   RISKGATE_DECISION_LOG: {
     group: 'decisionLog',

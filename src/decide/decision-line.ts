@@ -34,6 +34,12 @@ export interface DecisionLine {
   degraded: boolean;
   /** The shadow policy's outcome on the same inputs (RISKGATE_SHADOW_POLICY_PATH); it took no action. */
   shadow?: ShadowOutcome;
+  /**
+   * Set when a policy version staged at a percentage served this account (its bucket): `fellBack`
+   * when it failed to evaluate and the active version's verdict answered (then in `policy`, the
+   * staged one's in `shadow`). Otherwise `shadow` holds the active version's verdict.
+   */
+  staged?: { versionId: string; fellBack: boolean };
   timings: {
     /** From the request's arrival to the answer, milliseconds. */
     totalMs: number;
@@ -85,6 +91,7 @@ export function decisionLine(
     ),
     degraded: response.degraded,
     ...(shadow !== undefined && { shadow }),
+    ...(run.staged !== undefined && { staged: run.staged }),
     timings: { totalMs, evaluationMs: run.evaluationMs, calls: run.calls },
   };
 }

@@ -9,6 +9,7 @@ import type {
   PolicyInput,
   PolicySignalName,
 } from '../policy/policy-types.ts';
+import { rolloutBucket } from '../policy-versions/policy-version-sync.ts';
 import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../subject/subject-binding.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource } from './decide-ports.ts';
@@ -35,6 +36,22 @@ export interface RunDecisionDeps extends InputPorts {
    * never acting. Inputs only it reads are fetched within the same deadline (`run.shadow.shadowOnly`).
    */
   shadow?: { current(): CompiledPolicy | undefined } | undefined;
+  /**
+   * The staged policy version (src/policy-versions/policy-version-sync.ts): in shadow it takes the
+   * shadow's place; at a percentage, the accounts in its buckets are served it, with the active
+   * policy in the shadow's place (so both verdicts are recorded), and fall back to the active
+   * policy's verdict when the staged one fails to evaluate.
+   */
+  rollout?: { staged(): StagedPolicy | undefined } | undefined;
+}
+
+/** What `RunDecisionDeps.rollout` hands a decision. */
+export interface StagedPolicy {
+  version: { id: string };
+  policy: CompiledPolicy;
+  stage: 'shadow' | 'percent';
+  /** Accounts whose bucket is below this are served the staged version. */
+  basisPoints: number;
 }
 
 export type OneTimeCodeOutcome =
@@ -56,6 +73,11 @@ export interface DecisionRun {
   oneTimeCode?: OneTimeCodeOutcome;
   /** Whether the Admin user (and device) named are the account's (src/subject/subject-binding.ts). */
   subject: SubjectCheck;
+  /**
+   * Set when a staged version (at a percentage) served this account: `fellBack` when it failed to
+   * evaluate and the active policy's verdict was answered instead.
+   */
+  staged?: { versionId: string; fellBack: boolean };
   /** The shadow policy and what it is evaluated on (after the answer); absent without one. */
   shadow?: { policy: CompiledPolicy; input: PolicyInput; shadowOnly: PolicySignalName[] };
   /** The velocity counters this decision applies to (active and shadow): counted once it is decided. */
@@ -77,6 +99,38 @@ function countersOf(policy: CompiledPolicy, shadow: CompiledPolicy | undefined):
   return [...active, ...candidate.filter((c) => !ids.has(c.storeId))];
 }
 
+/**
+ * The policy that answers this account and the one evaluated in the shadow's place. Without a
+ * staged version: the active policy and the file's shadow. A staged version in shadow, or at a
+ * percentage for an account outside its buckets (or with no accountId): the active policy
+ * answers, the staged one in the shadow's place. Inside its buckets: the staged one answers, the
+ * active one in the shadow's place.
+ */
+export function pickPolicies(
+  deps: RunDecisionDeps,
+  accountId: string | undefined,
+): { policy: CompiledPolicy; shadow: CompiledPolicy | undefined; stagedId?: string } {
+  const active = deps.policies.current();
+  const staged = deps.rollout?.staged();
+  if (staged === undefined) return { policy: active, shadow: deps.shadow?.current() };
+  if (
+    staged.stage === 'percent' &&
+    accountId !== undefined &&
+    accountId !== '' &&
+    rolloutBucket(accountId, staged.version.id) < staged.basisPoints
+  )
+    return { policy: staged.policy, shadow: active, stagedId: staged.version.id };
+  return { policy: active, shadow: staged.policy };
+}
+
+/** Whether the policy itself failed (an engine error, a rule's expression), not an input it lacked. */
+function failedToEvaluate(decision: PolicyDecision): boolean {
+  return (
+    decision.matchedRules.some((r) => r.error !== undefined) ||
+    (decision.degraded?.rules.some((r) => r.reason === 'evaluation_error') ?? false)
+  );
+}
+
 /** Floor of the one-time code's budget when the fan-out used the whole deadline, milliseconds. */
 export const ONE_TIME_CODE_MIN_BUDGET_MS = 100;
 
@@ -96,8 +150,9 @@ export async function runDecision(
   const startedAt = performance.now();
   const deadlineMs = Math.max(0, deps.deadlineMs - (arrivedAtMs === undefined ? 0 : startedAt - arrivedAtMs));
   const receivedAt = new Date();
-  const policy = deps.policies.current();
-  const shadow = deps.shadow?.current();
+  const picked = pickPolicies(deps, request.accountId);
+  let policy = picked.policy;
+  let shadow = picked.shadow;
   const binding = deps.subjectBinding ?? 'username';
   const policyRequest = toPolicyRequest(request);
   const counters = countersOf(policy, shadow);
@@ -118,9 +173,25 @@ export async function runDecision(
   const deadlineAtMs = startedAt + deadlineMs;
   const { draft, calls } = await gatherInputs(inputs, shadowOnly, { deadlineAtMs, signal: callerGone });
 
-  const input = policyInputOf(draft, policyRequest, receivedAt);
+  let input = policyInputOf(draft, policyRequest, receivedAt);
+  // What the policy in the shadow's place reads: the answer's inputs and those only it needed.
+  let shadowInput =
+    shadowOnly.length === 0
+      ? input
+      : { ...input, signals: { ...draft.values.signals, ...draft.shadowSignals } };
   const evaluationStartedAt = performance.now();
-  const decision = policy.evaluate(input);
+  let decision = policy.evaluate(input);
+  let staged: DecisionRun['staged'];
+  if (picked.stagedId !== undefined) {
+    staged = { versionId: picked.stagedId, fellBack: false };
+    if (shadow !== undefined && failedToEvaluate(decision)) {
+      // The candidate's failure is its own: the control's verdict answers, the candidate's is recorded.
+      staged.fellBack = true;
+      [policy, shadow] = [shadow, policy];
+      [input, shadowInput] = [shadowInput, input];
+      decision = policy.evaluate(input);
+    }
+  }
   const evaluationMs = performance.now() - evaluationStartedAt;
 
   const { adminUnavailable, devices } = input;
@@ -143,16 +214,8 @@ export async function runDecision(
     ),
   };
   if (counterPlan !== undefined) run.counters = counterPlan;
-  if (shadow !== undefined) {
-    run.shadow = {
-      policy: shadow,
-      input:
-        shadowOnly.length === 0
-          ? input
-          : { ...input, signals: { ...draft.values.signals, ...draft.shadowSignals } },
-      shadowOnly,
-    };
-  }
+  if (staged !== undefined) run.staged = staged;
+  if (shadow !== undefined) run.shadow = { policy: shadow, input: shadowInput, shadowOnly };
   const otc = decision.actions.find((a) => a.type === 'one_time_code');
   if (otc !== undefined) {
     run.oneTimeCode = await oneTimeCode(deps, run, otc, traceparent, deadlineAtMs);

@@ -59,6 +59,13 @@ export interface RiskgateMetrics {
    */
   observeBuildInfo(version: string, policyRevision: () => string | undefined): void;
   /**
+   * `riskgate_policy_version_info{source,version_id,revision,generation,staged_version_id,stage,percent} 1`:
+   * which policy version this replica serves (source `database` or `file`) and which it stages,
+   * read at scrape time; `riskgate_policy_version_refused` 1 while the version the database says
+   * to serve (or stage) does not compile here (the last good one is served): alert on it.
+   */
+  observePolicyVersion(read: () => PolicyVersionInfo): void;
+  /**
    * Every metric as collected (OpenTelemetry's data model, plain data): what a cluster worker
    * sends its primary and the console's Health page reads, never the text.
    */
@@ -66,6 +73,18 @@ export interface RiskgateMetrics {
   /** The Prometheus text exposition of every metric (`serializeMetrics` of `collect`). */
   render(): Promise<string>;
   shutdown(): Promise<void>;
+}
+
+/** The labels of `riskgate_policy_version_info`, and whether a version is refused. */
+export interface PolicyVersionInfo {
+  source: 'database' | 'file';
+  versionId: string;
+  revision: string;
+  generation: number;
+  stagedVersionId: string;
+  stage: string;
+  percent: number;
+  refused: boolean;
 }
 
 const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -311,6 +330,29 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
             policy_revision: policyRevision() ?? 'none',
           }),
         );
+    },
+    observePolicyVersion(read) {
+      meter
+        .createObservableGauge('riskgate_policy_version_info', {
+          description: 'Always 1: the labels say which policy version this replica serves and stages',
+        })
+        .addCallback((r) => {
+          const v = read();
+          r.observe(1, {
+            source: v.source,
+            version_id: v.versionId,
+            revision: v.revision,
+            generation: v.generation,
+            staged_version_id: v.stagedVersionId,
+            stage: v.stage,
+            percent: v.percent,
+          });
+        });
+      meter
+        .createObservableGauge('riskgate_policy_version_refused', {
+          description: '1 while the policy version the database says to serve does not compile here',
+        })
+        .addCallback((r) => r.observe(read().refused ? 1 : 0));
     },
     async collect() {
       return (await reader.collect()).resourceMetrics;

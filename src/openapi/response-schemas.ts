@@ -191,7 +191,43 @@ export const policyStatusSchema = z.object({
     .describe('The latest refused edit (the last good policy stays live); cleared by the next load.'),
 });
 
+const servedVersionSchema = z.object({
+  versionId: z.string(),
+  revision: z.string(),
+  since: timestamp.describe('When this replica began serving it.'),
+});
+
 export const policiesSchema = policyStatusSchema.extend({
+  source: z
+    .enum(['database', 'file'])
+    .describe(
+      'Where the served policy comes from: the control database’s active version (once one was activated), else the watched file.',
+    ),
+  version: z
+    .object({
+      generation: count.describe('The activation marker this replica last acted on.'),
+      active: servedVersionSchema.optional().describe('The active version this replica serves.'),
+      staged: servedVersionSchema
+        .extend({
+          stage: z.enum(['shadow', 'percent']),
+          percent: z.number().describe('The share of accounts served it (0 in shadow).'),
+        })
+        .optional()
+        .describe('The version rolled out beside the active one.'),
+      scheduled: z
+        .object({ versionId: z.string(), at: timestamp, by: z.string() })
+        .optional()
+        .describe('The approved version to be activated at `at`.'),
+      lastError: z
+        .object({ versionId: z.string(), message: z.string(), at: timestamp })
+        .optional()
+        .describe(
+          'A version this replica refused to serve (it does not compile); the last good one is served.',
+        ),
+      failingSince: timestamp.optional().describe('Since when the marker could not be read.'),
+    })
+    .optional()
+    .describe('The control database’s policy versions as this replica serves them.'),
   shadow: z
     .union([
       policyStatusSchema,

@@ -20,6 +20,7 @@ export const AUDIT_ACTIONS = [
   'action.retry',
   'action.drop',
   'policy.reload',
+  'policy.activate',
   'list.add',
   'list.remove',
   'lockout.unlock',

@@ -5,6 +5,7 @@ import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { policyRevision } from '../policy/policy-compiler.ts';
 import {
   IMMUTABLE_MESSAGE,
+  type PolicyRolloutStage,
   type PolicyVersionState,
   type PolicyVersionTables,
 } from './policy-version-tables.ts';
@@ -57,6 +58,34 @@ export interface ActivePolicyVersion {
   generation: number;
   version: PolicyVersion | undefined;
 }
+
+/** A version rolled out beside the active one: evaluated in shadow, or served to a share of accounts. */
+export interface StagedPolicyVersion {
+  version: PolicyVersion;
+  stage: PolicyRolloutStage;
+  /** The share of accounts (by `rolloutBucket`) served the staged version, in basis points (0 to 10000); 0 in shadow. */
+  basisPoints: number;
+}
+
+/** An approved version to be activated once the clock passes `atMs`. */
+export interface ScheduledPolicyActivation {
+  versionId: string;
+  /** Epoch milliseconds. */
+  atMs: number;
+  /** Who scheduled it: the activation is made in their name. */
+  by: string;
+}
+
+/** Everything a replica serves from, read together: what the `generation` marker stands for. */
+export interface ServedPolicyVersions {
+  generation: number;
+  active: PolicyVersion | undefined;
+  staged?: StagedPolicyVersion;
+  scheduled?: ScheduledPolicyActivation;
+}
+
+/** A rollout stage as asked for: shadow, or a percentage of accounts (0 < percent < 100, 0.01 steps). */
+export type RolloutRequest = { stage: 'shadow' } | { stage: 'percent'; percent: number };
 
 export interface PolicyVersionStoreOptions {
   /** Epoch milliseconds. Default `Date.now`. */
@@ -239,14 +268,39 @@ export class PolicyVersionStore {
         `policy version ${current.id} is ${current.state}: ${step} needs it ${from.join(' or ')}`,
       );
     if (to === 'active') await this.#markActive(trx, current.id, nowMs);
+    if (to === 'withdrawn') await this.#endStage(trx, current.id);
     return versionOf(moved);
   }
 
   async #markActive(trx: Transaction<PolicyVersionTables>, id: string, nowMs: number): Promise<void> {
     await trx
       .updateTable('policy_active')
-      .set((eb) => ({ version_id: id, generation: eb('generation', '+', 1), changed_ms: nowMs }))
+      // An activation ends any rollout: a stage was judged against the control it replaced.
+      .set((eb) => ({
+        version_id: id,
+        staged_version_id: null,
+        stage: null,
+        stage_basis_points: 0,
+        generation: eb('generation', '+', 1),
+        changed_ms: nowMs,
+      }))
       .where('id', '=', 1)
+      .execute();
+  }
+
+  /** A withdrawn version stops being staged (the replicas see it at the next marker). */
+  async #endStage(trx: Transaction<PolicyVersionTables>, id: string): Promise<void> {
+    await trx
+      .updateTable('policy_active')
+      .set((eb) => ({
+        staged_version_id: null,
+        stage: null,
+        stage_basis_points: 0,
+        generation: eb('generation', '+', 1),
+        changed_ms: this.#now(),
+      }))
+      .where('id', '=', 1)
+      .where('staged_version_id', '=', id)
       .execute();
   }
 
@@ -288,6 +342,196 @@ export class PolicyVersionStore {
       );
       return this.#move(trx, rowOf(made), 'activate', actor);
     });
+  }
+
+  /**
+   * The active version, the staged one and the scheduled activation, with the marker, in one read
+   * (what a replica compiles and serves when the marker moved).
+   */
+  async served(): Promise<ServedPolicyVersions> {
+    const marker = await this.#db
+      .selectFrom('policy_active')
+      .selectAll()
+      .where('id', '=', 1)
+      .executeTakeFirst();
+    const generation = Number(marker?.generation ?? 0);
+    const ids = [marker?.version_id, marker?.staged_version_id].filter((id): id is string => !!id);
+    const rows =
+      ids.length === 0
+        ? []
+        : await this.#db.selectFrom('policy_version').selectAll().where('id', 'in', ids).execute();
+    const byId = new Map(rows.map((r) => [r.id, versionOf(r)]));
+    const out: ServedPolicyVersions = {
+      generation,
+      active: marker?.version_id ? byId.get(marker.version_id) : undefined,
+    };
+    const staged = marker?.staged_version_id ? byId.get(marker.staged_version_id) : undefined;
+    if (staged !== undefined && marker?.stage != null)
+      out.staged = {
+        version: staged,
+        stage: marker.stage as PolicyRolloutStage,
+        basisPoints: Number(marker.stage_basis_points),
+      };
+    if (marker?.scheduled_version_id && marker.activate_at_ms != null)
+      out.scheduled = {
+        versionId: marker.scheduled_version_id,
+        atMs: Number(marker.activate_at_ms),
+        by: marker.scheduled_by ?? '',
+      };
+    return out;
+  }
+
+  /**
+   * Rolls approved version `id` out beside the active one: in shadow (its verdict
+   * recorded beside the active one's, never served) or to `percent` of accounts. Moving an already
+   * staged version to another stage is the same call. Full activation is `step(id, 'activate')`,
+   * which ends the stage. Refused (`RG_ERR_POLICY_VERSION_CONFLICT`) unless the version is approved
+   * and no other version is staged; a percentage outside (0, 100) is `RG_ERR_VALIDATION`.
+   */
+  async stage(id: string, rollout: RolloutRequest): Promise<StagedPolicyVersion> {
+    const basisPoints = rollout.stage === 'shadow' ? 0 : Math.round(rollout.percent * 100);
+    if (rollout.stage === 'percent' && !(basisPoints > 0 && basisPoints < 10_000))
+      throw new RiskgateError(
+        ErrorCode.INVALID_INPUT,
+        `percent must be above 0 and below 100 (0.01 steps); activate the version to serve it to all`,
+      );
+    return this.#db.transaction().execute(async (trx) => {
+      const version = await this.#approved(trx, id, 'staged');
+      const moved = await trx
+        .updateTable('policy_active')
+        .set((eb) => ({
+          staged_version_id: id,
+          stage: rollout.stage,
+          stage_basis_points: basisPoints,
+          generation: eb('generation', '+', 1),
+          changed_ms: this.#now(),
+        }))
+        .where('id', '=', 1)
+        .where((eb) => eb.or([eb('staged_version_id', 'is', null), eb('staged_version_id', '=', id)]))
+        .executeTakeFirst();
+      if (Number(moved.numUpdatedRows) === 0)
+        throw new RiskgateError(
+          ErrorCode.POLICY_VERSION_CONFLICT,
+          `another policy version is staged: end its rollout before staging ${id}`,
+        );
+      return { version, stage: rollout.stage, basisPoints };
+    });
+  }
+
+  /** Ends the rollout of the staged version (it stays approved). Refused when none is staged. */
+  async unstage(): Promise<void> {
+    const moved = await this.#db
+      .updateTable('policy_active')
+      .set((eb) => ({
+        staged_version_id: null,
+        stage: null,
+        stage_basis_points: 0,
+        generation: eb('generation', '+', 1),
+        changed_ms: this.#now(),
+      }))
+      .where('id', '=', 1)
+      .where('staged_version_id', 'is not', null)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) === 0)
+      throw new RiskgateError(ErrorCode.POLICY_VERSION_CONFLICT, 'no policy version is staged');
+  }
+
+  /**
+   * Schedules approved version `id` to be activated at `atMs` (epoch ms) in `actor`'s name; a
+   * replica polling after that time activates it (`activateDue`). One schedule at a time: a new one
+   * replaces the previous. Refused unless the version is approved and `atMs` is in the future.
+   */
+  async schedule(id: string, atMs: number, actor: string): Promise<ScheduledPolicyActivation> {
+    if (!Number.isSafeInteger(atMs) || atMs <= this.#now())
+      throw new RiskgateError(ErrorCode.INVALID_INPUT, 'the activation time must be in the future');
+    return this.#db.transaction().execute(async (trx) => {
+      await this.#approved(trx, id, 'scheduled');
+      await trx
+        .updateTable('policy_active')
+        .set((eb) => ({
+          scheduled_version_id: id,
+          activate_at_ms: atMs,
+          scheduled_by: actor,
+          generation: eb('generation', '+', 1),
+          changed_ms: this.#now(),
+        }))
+        .where('id', '=', 1)
+        .execute();
+      return { versionId: id, atMs, by: actor };
+    });
+  }
+
+  /** Cancels the scheduled activation. Refused when none is scheduled. */
+  async unschedule(): Promise<void> {
+    const moved = await this.#db
+      .updateTable('policy_active')
+      .set((eb) => ({
+        scheduled_version_id: null,
+        activate_at_ms: null,
+        scheduled_by: null,
+        generation: eb('generation', '+', 1),
+        changed_ms: this.#now(),
+      }))
+      .where('id', '=', 1)
+      .where('scheduled_version_id', 'is not', null)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) === 0)
+      throw new RiskgateError(ErrorCode.POLICY_VERSION_CONFLICT, 'no policy activation is scheduled');
+  }
+
+  /**
+   * Activates the scheduled version when `nowMs` has reached its time: the schedule is cleared by a
+   * conditional UPDATE, so of several replicas polling, exactly one activates it (the others get
+   * undefined). A version no longer approved (withdrawn meanwhile) clears the schedule unactivated.
+   */
+  async activateDue(nowMs: number): Promise<{ version: PolicyVersion; by: string } | undefined> {
+    return this.#db.transaction().execute(async (trx) => {
+      const due = await trx
+        .selectFrom('policy_active')
+        .select(['scheduled_version_id', 'activate_at_ms', 'scheduled_by'])
+        .where('id', '=', 1)
+        .executeTakeFirst();
+      if (!due?.scheduled_version_id || due.activate_at_ms == null || Number(due.activate_at_ms) > nowMs)
+        return undefined;
+      const taken = await trx
+        .updateTable('policy_active')
+        .set({ scheduled_version_id: null, activate_at_ms: null, scheduled_by: null })
+        .where('id', '=', 1)
+        .where('scheduled_version_id', '=', due.scheduled_version_id)
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 0) return undefined;
+      const current = await trx
+        .selectFrom('policy_version')
+        .selectAll()
+        .where('id', '=', due.scheduled_version_id)
+        .executeTakeFirst();
+      const by = due.scheduled_by ?? 'schedule';
+      if (current?.state !== 'approved') {
+        await this.#bump(trx);
+        return undefined;
+      }
+      return { version: await this.#move(trx, current, 'activate', by), by };
+    });
+  }
+
+  async #bump(trx: Transaction<PolicyVersionTables>): Promise<void> {
+    await trx
+      .updateTable('policy_active')
+      .set((eb) => ({ generation: eb('generation', '+', 1), changed_ms: this.#now() }))
+      .where('id', '=', 1)
+      .execute();
+  }
+
+  async #approved(trx: Transaction<PolicyVersionTables>, id: string, what: string): Promise<PolicyVersion> {
+    const row = await trx.selectFrom('policy_version').selectAll().where('id', '=', id).executeTakeFirst();
+    if (row === undefined)
+      throw new RiskgateError(ErrorCode.NOT_FOUND, `policy version ${id} does not exist`);
+    if (row.state !== 'approved')
+      throw new RiskgateError(
+        ErrorCode.POLICY_VERSION_CONFLICT,
+        `policy version ${id} is ${row.state}: only an approved version can be ${what}`,
+      );
+    return versionOf(row);
   }
 }
 

@@ -50,8 +50,27 @@ export type PolicyVersionTables = {
     state_changed_ms: number;
     state_changed_by: string;
   };
-  policy_active: { id: number; version_id: string | null; generation: number; changed_ms: number };
+  policy_active: {
+    id: number;
+    version_id: string | null;
+    generation: number;
+    changed_ms: number;
+    /** The approved version being rolled out beside the active one (policy-versions-002). */
+    staged_version_id: string | null;
+    /** `shadow` (evaluated, never served) or `percent` (served to a bucket of accounts). */
+    stage: string | null;
+    /** The share of accounts served the staged version, in basis points (0 to 10000). */
+    stage_basis_points: number;
+    /** The approved version to activate at `activate_at_ms` (epoch ms), and who scheduled it. */
+    scheduled_version_id: string | null;
+    activate_at_ms: number | null;
+    scheduled_by: string | null;
+  };
 };
+
+/** How a staged version meets traffic: evaluated beside the active one, or served to a share of accounts. */
+export type PolicyRolloutStage = 'shadow' | 'percent';
+export const POLICY_ROLLOUT_STAGES: readonly PolicyRolloutStage[] = ['shadow', 'percent'];
 
 /** The columns written once; the triggers name each. */
 export const POLICY_VERSION_CONTENT_COLUMNS = [
@@ -155,6 +174,30 @@ end $$`,
           )
           .execute(db);
       }
+    },
+  },
+  'policy-versions-002-rollout': {
+    // Staged and scheduled activation ride on the one `policy_active` row: every change bumps its
+    // generation, so the replicas' one cheap poll sees a stage move as it sees an activation.
+    // biome-ignore lint/suspicious/noExplicitAny: a migration sees the database before its tables exist.
+    async up(db: Kysely<any>) {
+      const stages = POLICY_ROLLOUT_STAGES.map((s) => `'${s}'`).join(', ');
+      const add = (column: string, type: 'text' | 'bigint' | 'integer', check?: string) =>
+        db.schema
+          .alterTable('policy_active')
+          .addColumn(column, type, (c) => {
+            let col = c;
+            if (type === 'integer') col = col.notNull().defaultTo(0);
+            if (check !== undefined) col = col.check(sql.raw(check));
+            return col;
+          })
+          .execute();
+      await add('staged_version_id', 'text');
+      await add('stage', 'text', `stage is null or stage in (${stages})`);
+      await add('stage_basis_points', 'integer', 'stage_basis_points between 0 and 10000');
+      await add('scheduled_version_id', 'text');
+      await add('activate_at_ms', 'bigint');
+      await add('scheduled_by', 'text');
     },
   },
 };

@@ -1,7 +1,9 @@
 import type { Component, LifecycleLog } from '../lifecycle/component.ts';
+import type { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
 import type { InputTable } from './inputs/input-row.ts';
 import { policyRoutes } from './policy-routes.ts';
-import { createPolicyStore, type PolicyStore } from './policy-store.ts';
+import { createPolicyStore, type PolicyStore, type PolicyStoreStatus } from './policy-store.ts';
+import type { CompiledPolicy } from './policy-types.ts';
 import { RuleStats } from './rule-stats.ts';
 import { openShadowPolicy, type ShadowPolicy } from './shadow-policy.ts';
 
@@ -17,25 +19,73 @@ export interface PolicyComponentOptions {
   onReload: (result: 'ok' | 'error') => void;
   /** The input table both policies compile against; default the built-in one. */
   inputs?: InputTable | undefined;
+  /**
+   * The policy versions of the control database, kept current (started and stopped here). Once
+   * the database has an active version it is served and the file is a draft source only; with
+   * none, the file serves (docs/policy-versions.md, "Which wins").
+   */
+  versions?: ((compile: { inputs: InputTable } | undefined) => PolicyVersionSync) | undefined;
 }
 
 export interface Policies {
+  /** What decisions are served: the database's active version, else the file's policy. */
   store: PolicyStore;
+  /** The file-based shadow (RISKGATE_SHADOW_POLICY_PATH); a staged database version takes its place. */
   shadow: ShadowPolicy | undefined;
   ruleStats: RuleStats;
+  /** The database's versions as this replica serves them; undefined without a control database. */
+  versions: PolicyVersionSync | undefined;
+}
+
+/** `GET /policies`'s status of the served policy: the file's, or the database version's over it. */
+export interface ServedPolicyStatus extends PolicyStoreStatus {
+  /** Where the served policy comes from: the control database's active version, or the file. */
+  source: 'database' | 'file';
+  version?: ReturnType<PolicyVersionSync['status']>;
 }
 
 /**
- * The active policy store and the shadow candidate, each watching its file; their rule statistics.
- * An active policy that does not load fails the start; a shadow that does not load is reported and
- * retried, never fatal. Mounts `GET /policies` and `GET /policies/stats` for operators.
+ * The served policy: the database's active version when there is one this replica compiled, else
+ * the watched file's. Both are read per call (a field read), so an activation or a file reload is
+ * one reference swap.
+ */
+export function servedPolicy(file: PolicyStore, versions: PolicyVersionSync | undefined): PolicyStore {
+  const current = (): CompiledPolicy => versions?.active()?.policy ?? file.current();
+  return {
+    current,
+    status: (): ServedPolicyStatus => {
+      const fileStatus = file.status();
+      const active = versions?.active();
+      if (versions === undefined) return { ...fileStatus, source: 'file' };
+      if (active === undefined) return { ...fileStatus, source: 'file', version: versions.status() };
+      const p = active.policy;
+      return {
+        ...fileStatus,
+        name: p.name,
+        revision: p.revision,
+        loadedAt: new Date(active.sinceMs).toISOString(),
+        warnings: p.warnings ?? [],
+        source: 'database',
+        version: versions.status(),
+      };
+    },
+    reload: () => file.reload(),
+    close: () => file.close(),
+  };
+}
+
+/**
+ * The active policy store and the shadow candidate, each watching its file; the database's
+ * versions over them; their rule statistics. An active policy file that does not load fails the
+ * start; a shadow that does not load is reported and retried, never fatal. Mounts
+ * `GET /policies` and `GET /policies/stats` for operators.
  */
 export function policyComponent(o: PolicyComponentOptions): Component<Policies> {
   return {
     name: 'policies',
     async start() {
       const compileOptions = o.inputs === undefined ? undefined : { inputs: o.inputs };
-      const store = await createPolicyStore({
+      const file = await createPolicyStore({
         path: o.path,
         debounceMs: o.debounceMs,
         log: o.log,
@@ -43,6 +93,14 @@ export function policyComponent(o: PolicyComponentOptions): Component<Policies> 
         onError: () => o.onReload('error'),
         compile: compileOptions,
       });
+      const versions = o.versions?.(compileOptions);
+      try {
+        await versions?.start();
+      } catch (error) {
+        file.close();
+        throw error;
+      }
+      const store = servedPolicy(file, versions);
       const shadow =
         o.shadowPath === undefined
           ? undefined
@@ -50,8 +108,9 @@ export function policyComponent(o: PolicyComponentOptions): Component<Policies> 
       await shadow?.ready;
       const ruleStats = new RuleStats();
       return {
-        handle: { store, shadow, ruleStats },
-        stop: () => {
+        handle: { store, shadow, ruleStats, versions },
+        stop: async () => {
+          await versions?.stop();
           store.close();
           shadow?.close();
         },

@@ -37,7 +37,11 @@ import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
+import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
+import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
+import { systemClock } from '../timing/clock.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { readsInput } from './input-readiness.ts';
@@ -85,8 +89,21 @@ export async function startServices(
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config, options.clock));
-  const policies = await l.start(policiesOf(ctx));
+  const policies = await l.start(policiesOf(ctx, { database, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
+  m.observePolicyVersion(() => {
+    const s = policies.versions?.status();
+    return {
+      source: s?.active === undefined ? 'file' : 'database',
+      versionId: s?.active?.versionId ?? 'none',
+      revision: policies.store.current().revision,
+      generation: s?.generation ?? 0,
+      stagedVersionId: s?.staged?.versionId ?? 'none',
+      stage: s?.staged?.stage ?? 'none',
+      percent: s?.staged?.percent ?? 0,
+      refused: s?.lastError !== undefined,
+    };
+  });
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
   const ruleReport = cachedRuleReport(createRuleReport({ database: state.decisions, policies }));
   const features = await l.start(
@@ -229,10 +246,40 @@ async function startActionPath(
   return { lockouts, outbox };
 }
 
-/** The active and shadow policies, compiled against the input table (`options.inputs`). */
-function policiesOf(ctx: { options: StartRiskgateOptions; log: ServiceLog; metrics: RiskgateMetrics }) {
+/**
+ * The active and shadow policies, compiled against the input table (`options.inputs`), with the
+ * control database's policy versions over them. A scheduled activation this replica makes is
+ * audited in the name of who scheduled it.
+ */
+function policiesOf(
+  ctx: { options: StartRiskgateOptions; log: ServiceLog; metrics: RiskgateMetrics },
+  control: { database: RiskgateDatabase; audit: AuditTrail },
+) {
   const { options, log, metrics } = ctx;
+  const versions = (compile: { inputs: InputTable } | undefined) =>
+    new PolicyVersionSync({
+      store: new PolicyVersionStore(control.database, { now: () => (options.clock ?? systemClock).nowMs() }),
+      compile,
+      pollMs: options.config.policyVersionPollMs,
+      clock: options.clock,
+      log,
+      onRefused: () => metrics.recordPolicyReload('error'),
+      onServed: () => metrics.recordPolicyReload('ok'),
+      onScheduledActivation: async (version, by) => {
+        const entry = await control.audit.record({
+          actor: by,
+          role: 'admin',
+          keyId: 'schedule',
+          action: 'policy.activate',
+          target: version.id,
+          from: 'riskgate',
+          detail: { scheduled: true, revision: version.revision },
+        });
+        await control.audit.settle(entry.id, { status: 'done' });
+      },
+    });
   return policyComponent({
+    versions,
     path: options.config.policyPath,
     shadowPath: options.config.shadowPolicyPath,
     debounceMs: options.policyDebounceMs ?? 200,

@@ -66,6 +66,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
         deadlineMs: config.deadlineMs,
         subjectBinding: config.subjectBinding,
         shadow: policies.shadow,
+        rollout: policies.versions,
         features: features.reader,
         lists,
       },
