@@ -63,6 +63,7 @@ describe('a shadow policy on live traffic', () => {
   const candidate = candidateDir(CANDIDATE);
   beforeAll(async () => {
     h = await startHarness({
+      deadlineMs: 2000,
       env: { RISKGATE_SHADOW_POLICY_PATH: candidate, RISKGATE_DECISION_LOG: log },
       riskgate: { decisionLog: undefined },
     });

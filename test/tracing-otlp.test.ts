@@ -54,7 +54,8 @@ beforeAll(async () => {
     { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: 'riskgate-otlp-test' },
     { version: '9.9.9' },
   )!;
-  h = await startHarness({ riskgate: { tracing } });
+  // A generous deadline: the spans, not the timing, are tested.
+  h = await startHarness({ deadlineMs: 2000, riskgate: { tracing } });
 });
 
 afterAll(async () => {
