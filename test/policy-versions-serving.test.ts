@@ -188,6 +188,36 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
     ).toBe(true);
   });
 
+  it('makes a scheduled activation once when two replicas find it due together', async () => {
+    const { DrivenClock } = await import('../src/timing/driven-clock.ts');
+    const { PolicyVersionSync } = await import('../src/policy-versions/policy-version-sync.ts');
+    const clock = new DrivenClock({ nowMs: Date.now() });
+    const made: string[] = [];
+    const replica = () =>
+      new PolicyVersionSync({
+        store: new PolicyVersionStore(database, { now: () => clock.nowMs() }),
+        clock,
+        pollMs: 60_000,
+        onScheduledActivation: async (v, by) => {
+          made.push(`${v.id} by ${by}`);
+        },
+      });
+    const [a, b] = [replica(), replica()];
+    const v = await approved(CONTROL, 'at ten');
+    await store.schedule(v.id, clock.nowMs() + 60_000, 'bob');
+    await Promise.all([a.start(), b.start()]);
+    try {
+      await clock.advance(60_000);
+      await Promise.all([a.refresh(), b.refresh()]);
+      expect(made).toEqual([`${v.id} by bob`]);
+      expect(a.active()?.version.id).toBe(v.id);
+      expect(b.active()?.version.id).toBe(v.id);
+      await serving(two, (p) => p.version?.active?.versionId === v.id, 'the server replica serving it');
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
   it("still refuses a change to a version's content", async () => {
     const [v] = await store.list(1);
     await expect(
