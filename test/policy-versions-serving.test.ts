@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
@@ -7,6 +8,7 @@ import { type PolicyVersionSync, rolloutBucket } from '../src/policy-versions/po
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { createAnswerValidator, type OpenApiDocument } from './support/openapi-validator.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -97,7 +99,23 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
     await pg?.stop();
   });
 
-  const policies = async (h: Harness) => (await (await h.ops('/policies')).json()) as PoliciesAnswer;
+  const violations = createAnswerValidator(
+    JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8')) as OpenApiDocument,
+  );
+  /** GET /policies, checked against the OpenAPI document (its database fields included). */
+  const policies = async (h: Harness) => {
+    const res = await h.ops('/policies');
+    const text = await res.text();
+    const answer = {
+      method: 'GET',
+      path: '/policies',
+      status: res.status,
+      contentType: res.headers.get('content-type'),
+      text,
+    };
+    expect(violations(answer)).toEqual([]);
+    return JSON.parse(text) as PoliciesAnswer;
+  };
   const approved = async (yaml: string, message: string) => {
     const v = await store.create({ name: 'login', yaml, author: 'ana', message });
     await store.step(v.id, 'propose', 'ana');
