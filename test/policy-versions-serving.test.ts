@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
@@ -7,6 +8,7 @@ import { type PolicyVersionSync, rolloutBucket } from '../src/policy-versions/po
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { createAnswerValidator, type OpenApiDocument } from './support/openapi-validator.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -97,7 +99,23 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
     await pg?.stop();
   });
 
-  const policies = async (h: Harness) => (await (await h.ops('/policies')).json()) as PoliciesAnswer;
+  const violations = createAnswerValidator(
+    JSON.parse(readFileSync(new URL('../docs/openapi.json', import.meta.url), 'utf8')) as OpenApiDocument,
+  );
+  /** GET /policies, checked against the OpenAPI document (its database fields included). */
+  const policies = async (h: Harness) => {
+    const res = await h.ops('/policies');
+    const text = await res.text();
+    const answer = {
+      method: 'GET',
+      path: '/policies',
+      status: res.status,
+      contentType: res.headers.get('content-type'),
+      text,
+    };
+    expect(violations(answer)).toEqual([]);
+    return JSON.parse(text) as PoliciesAnswer;
+  };
   const approved = async (yaml: string, message: string) => {
     const v = await store.create({ name: 'login', yaml, author: 'ana', message });
     await store.step(v.id, 'propose', 'ana');
@@ -186,6 +204,36 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
     expect(
       two.serviceLog.some((l) => l.msg === 'policy version refused; the last good policy stays served'),
     ).toBe(true);
+  });
+
+  it('makes a scheduled activation once when two replicas find it due together', async () => {
+    const { DrivenClock } = await import('../src/timing/driven-clock.ts');
+    const { PolicyVersionSync } = await import('../src/policy-versions/policy-version-sync.ts');
+    const clock = new DrivenClock({ nowMs: Date.now() });
+    const made: string[] = [];
+    const replica = () =>
+      new PolicyVersionSync({
+        store: new PolicyVersionStore(database, { now: () => clock.nowMs() }),
+        clock,
+        pollMs: 60_000,
+        onScheduledActivation: async (v, by) => {
+          made.push(`${v.id} by ${by}`);
+        },
+      });
+    const [a, b] = [replica(), replica()];
+    const v = await approved(CONTROL, 'at ten');
+    await store.schedule(v.id, clock.nowMs() + 60_000, 'bob');
+    await Promise.all([a.start(), b.start()]);
+    try {
+      await clock.advance(60_000);
+      await Promise.all([a.refresh(), b.refresh()]);
+      expect(made).toEqual([`${v.id} by bob`]);
+      expect(a.active()?.version.id).toBe(v.id);
+      expect(b.active()?.version.id).toBe(v.id);
+      await serving(two, (p) => p.version?.active?.versionId === v.id, 'the server replica serving it');
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
   });
 
   it("still refuses a change to a version's content", async () => {
