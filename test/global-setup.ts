@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { eventually } from './support/eventually.ts';
 import { processesOfRun, RUN_MARKER } from './support/process-tree.ts';
+import { sharedDistDir } from './support/riskgate-process.ts';
 
 /**
  * The test run leaves nothing behind. Setup names the run (`RUN_MARKER` in the environment, which
@@ -28,6 +29,8 @@ export function setup(): void {
 }
 
 export async function teardown(): Promise<void> {
+  // The run's compiled tree (test/support/riskgate-process.ts), copied by each file that runs dist/.
+  rmSync(sharedDistDir(run), { recursive: true, force: true });
   const problems: string[] = [];
   // The pool's own workers (this process's children) may still be on their way out.
   const leftovers = () => processesOfRun(run).filter((p) => p.pid !== process.pid && p.ppid !== process.pid);
