@@ -529,6 +529,15 @@ export const SETTINGS = defineSettings({
     details:
       "a candidate policy (file or directory) evaluated beside the active one on every decision's inputs, after the answer, taking no action: its verdict, score and rules in the decision line (`shadow`), agreement in `riskgate_shadow_decisions_total{active,shadow}`, both revisions in `GET /policies`; signals only it reads are fetched within the same deadline (a cost, shown in Server-Timing as `shadow-signals-*`); one that does not load is reported and retried, never touching the active policy",
   },
+  RISKGATE_MAX_SNOOZE_DAYS: {
+    group: 'policy',
+    fills: 'maxSnoozeDays',
+    ...num({ min: 1, max: 365, fallback: 90 }),
+    unit: 'days',
+    doc: 'Longest a rule may be snoozed for one entity (POST /snoozes refuses a later `until`)',
+    details:
+      "longest a rule may be snoozed for one account, user, unit or IP/CIDR (`POST /snoozes`, the console's snooze form): a later `until` is refused (400 naming `until`), so a forgotten snooze ends on its own",
+  },
   // --- Decision log
   RISKGATE_DECISION_LOG: {
     group: 'decisionLog',

@@ -9,6 +9,7 @@ import type {
   PolicyInput,
   PolicySignalName,
 } from '../policy/policy-types.ts';
+import type { SnoozeReader } from '../snoozes/snooze-sync.ts';
 import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../subject/subject-binding.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource } from './decide-ports.ts';
@@ -35,6 +36,8 @@ export interface RunDecisionDeps extends InputPorts {
    * never acting. Inputs only it reads are fetched within the same deadline (`run.shadow.shadowOnly`).
    */
   shadow?: { current(): CompiledPolicy | undefined } | undefined;
+  /** The rule snoozes' in-memory snapshot (src/snoozes/); absent: nothing is ever snoozed. */
+  snoozes?: SnoozeReader | undefined;
 }
 
 export type OneTimeCodeOutcome =
@@ -119,6 +122,7 @@ export async function runDecision(
   const { draft, calls } = await gatherInputs(inputs, shadowOnly, { deadlineAtMs, signal: callerGone });
 
   const input = policyInputOf(draft, policyRequest, receivedAt);
+  if (deps.snoozes !== undefined) input.snoozes = deps.snoozes.forDecision();
   const evaluationStartedAt = performance.now();
   const decision = policy.evaluate(input);
   const evaluationMs = performance.now() - evaluationStartedAt;

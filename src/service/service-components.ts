@@ -38,6 +38,8 @@ import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import { snoozeComponent } from '../snoozes/snooze-component.ts';
+import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { readsInput } from './input-readiness.ts';
@@ -110,6 +112,17 @@ export async function startServices(
       clock: options.clock,
     }),
   );
+  // After the policies (a snooze names one of their rules) and beside the lists, polled the same way.
+  const snoozes = await l.start(
+    snoozeComponent({
+      database,
+      ruleIds: () => policies.store.current().ruleIds ?? [],
+      maxDays: config.maxSnoozeDays,
+      log,
+      sync: options.lists,
+      clock: options.clock,
+    }),
+  );
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
@@ -138,7 +151,7 @@ export async function startServices(
     }),
   );
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
-  const operations = { lists: lists.operations, lockouts: lockouts.operations };
+  const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
   await l.start(consoleOf(l, ctx, { ...shown, ...operations, ruleIds }));
@@ -165,6 +178,7 @@ export async function startServices(
     ruleReport,
     features,
     lists: lists.sync,
+    snoozes: snoozes.sync,
     logs,
     lockouts,
     outbox,
@@ -260,6 +274,7 @@ function consoleOf(
     decisionLog: DecisionLog;
     lists: ListOperations;
     lockouts: LockoutOperations;
+    snoozes: SnoozeOperations;
     ruleIds: () => readonly string[];
   },
 ) {
@@ -273,6 +288,7 @@ function consoleOf(
     audit: s.audit,
     lists: s.lists,
     lockouts: s.lockouts,
+    snoozes: s.snoozes,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {
       health: () => l.health(),
