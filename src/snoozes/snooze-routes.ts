@@ -70,6 +70,8 @@ export function snoozeView(s: Snooze): SnoozeView {
 
 /** The snoozes' reads and changes, as the endpoints and the console share them. */
 export interface SnoozeOperations {
+  /** The time snoozes are dated and end on (the service's clock), epoch ms: a form's `until` from it. */
+  nowMs(): number;
   /** Active snoozes (by rule, by entity), and this process's snapshot's age. */
   list(query: Partial<z.output<typeof snoozeQuerySchema>>): Promise<z.output<typeof snoozeListSchema>>;
   /**
@@ -86,6 +88,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
   const now = () => clock.nowMs();
   const caughtUp = () => deps.sync.refresh().catch(() => {}); // the poll catches up; the change is committed
   return {
+    nowMs: now,
     async list(query) {
       let value = query.value;
       if (value !== undefined && query.entity !== undefined) {
