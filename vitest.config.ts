@@ -35,6 +35,7 @@ export const UNIT = [
 export const SLOW = [
   'test/console-browser.test.ts',
   'test/console-shipped-lists.test.ts',
+  'test/console-snoozes-browser.test.ts',
   'test/bench-orphans.test.ts',
   'test/bench-smoke.test.ts',
   'test/cluster-start.test.ts',

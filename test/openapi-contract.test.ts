@@ -155,7 +155,7 @@ describe('the OpenAPI document', () => {
         security: Record<string, string[]>[];
       };
       const operator =
-        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists)/.test(path);
+        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes)/.test(path);
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -301,6 +301,32 @@ describe('real answers of every route conform to the document', () => {
     } finally {
       await lists.stop();
     }
+  });
+
+  it('the rule snoozes: a snooze, the listing, its early end, their refusals', async () => {
+    const key = OPS_KEY;
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const create = (body: unknown) => call(h.url, 'POST', '/snoozes', { key, body: JSON.stringify(body) });
+    const made = await create({
+      ruleId: 'account-locked',
+      entity: 'ip',
+      value: '192.0.2.9/24',
+      until,
+      reason: 'r',
+    });
+    expect(made.status).toBe(201);
+    const { id } = made.json() as { id: string };
+    expect(
+      (await create({ ruleId: 'no-such-rule', entity: 'accountId', value: 'a', until, reason: 'r' })).status,
+    ).toBe(400);
+    expect((await call(h.url, 'GET', '/snoozes?ruleId=account-locked', { key })).status).toBe(200);
+    expect((await call(h.url, 'GET', '/snoozes?limit=0', { key })).status).toBe(400);
+    expect((await call(h.url, 'DELETE', `/snoozes/${id}?reason=done`, { key })).status).toBe(200);
+    const again = await call(h.url, 'DELETE', `/snoozes/${id}`, {
+      key,
+      body: JSON.stringify({ reason: 'done' }),
+    });
+    expect(again.status).toBe(404);
   });
 
   it('the decision store: a page, a decision whole, and their refusals', async () => {

@@ -538,6 +538,15 @@ export const SETTINGS = defineSettings({
     details:
       'how often each replica reads the policy activation marker (one small row of the control database); when it moved, the active and staged policy versions are read and compiled off the decision path and swapped in, so an activation anywhere is served everywhere within about this plus a compile (see [docs/policy-versions.md](docs/policy-versions.md)); a scheduled activation is made by the first replica to poll after its time',
   },
+  RISKGATE_MAX_SNOOZE_DAYS: {
+    group: 'policy',
+    fills: 'maxSnoozeDays',
+    ...num({ min: 1, max: 365, fallback: 90 }),
+    unit: 'days',
+    doc: 'Longest a rule may be snoozed for one entity (POST /snoozes refuses a later `until`)',
+    details:
+      "longest a rule may be snoozed for one account, user, unit or IP/CIDR (`POST /snoozes`, the console's snooze form): a later `until` is refused (400 naming `until`), so a forgotten snooze ends on its own",
+  },
   // --- Decision log
   RISKGATE_DECISION_LOG: {
     group: 'decisionLog',

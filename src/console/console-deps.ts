@@ -7,6 +7,7 @@ import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { OutboxControls } from '../outbox/actions-routes.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
+import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import type { SessionOptions } from './console-session.ts';
 
 /**
@@ -40,6 +41,8 @@ export interface ConsoleDeps {
   lists?: ListOperations | undefined;
   /** The lock-out records and the unlock (the Lock-outs page), the same as `/lockouts`'s. */
   lockouts?: LockoutOperations | undefined;
+  /** The rule snoozes' reads and changes (decision and rule pages), the same as `/snoozes`'s. */
+  snoozes?: SnoozeOperations | undefined;
   outbox: OutboxControls;
   health: ConsoleHealth;
   /**

@@ -24,6 +24,7 @@ import { mountLists } from './lists-page.tsx';
 import { mountLockouts } from './lockouts-page.tsx';
 import { ACTION_TABS, ActionsView, AuditView, HealthView } from './other-pages.tsx';
 import { RulesView } from './rules-page.tsx';
+import { mountSnoozes } from './snoozes-page.tsx';
 
 /** The signed-in pages of the console and the changes they make (src/console/console-routes.tsx guards them). */
 
@@ -144,6 +145,7 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
           outbox={await outboxOf(kit, d)}
           csrf={s.csrf}
           canLabel={roleAllows(s.operator.role, 'analyst')}
+          canSnooze={deps.snoozes !== undefined && roleAllows(s.operator.role, 'analyst')}
           notice={o.notice}
           error={o.error}
         />
@@ -307,6 +309,7 @@ export function consoleComponent(deps: ConsoleDeps): Component<void> {
           mountActions(ui, kit);
           mountLists(ui, kit);
           mountLockouts(ui, kit);
+          mountSnoozes(ui, kit);
           mountViews(ui, kit);
         }),
       ],

@@ -4,6 +4,7 @@ import { type InputTable, type InputValues, shortText as show } from '../policy/
 import { INPUT_ROWS } from '../policy/inputs/input-table.ts';
 import { visibleText } from '../text/visible-text.ts';
 import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
+import { SnoozeForms } from './snoozes-page.tsx';
 
 /**
  * One decision, whole: the verdict and why (every matched, failing, skipped and shadow rule with
@@ -53,6 +54,13 @@ function Rules(props: { line: Line }) {
       effect: 'not counted',
       cls: 'tag',
     })),
+    ...(o.snoozed ?? []).map((r) => ({
+      id: r.id,
+      state: 'snoozed',
+      description: `snoozed for ${r.entity} ${r.value} until ${r.until} (snooze ${r.snoozeId})`,
+      effect: 'not counted',
+      cls: 'tag',
+    })),
     ...(o.shadowMatches ?? []).map((r) => ({
       id: r.id,
       state: 'shadow rule matched',
@@ -91,6 +99,12 @@ function Rules(props: { line: Line }) {
             ))}
           </tbody>
         </table>
+      )}
+      {o.snoozesUnavailable !== undefined && (
+        <p class="muted">
+          The rule snoozes could not be read ({o.snoozesUnavailable}): every rule counted as if nothing were
+          snoozed.
+        </p>
       )}
       {(o.suppressedActions ?? []).length > 0 && (
         <p>
@@ -308,6 +322,8 @@ export function DecisionView(props: {
   outbox: readonly OutboxEntryView[];
   csrf: string;
   canLabel: boolean;
+  /** Whether the operator may snooze a rule here (an analyst, with the snoozes running). */
+  canSnooze?: boolean | undefined;
   notice?: string | undefined;
   /** A label form's error (the problem's detail). */
   error?: string | undefined;
@@ -358,6 +374,7 @@ export function DecisionView(props: {
       <Timings line={d.line} />
       <Actions d={d} outbox={props.outbox} />
       <Labels d={d} csrf={props.csrf} canLabel={props.canLabel} />
+      {props.canSnooze === true && <SnoozeForms d={d} csrf={props.csrf} />}
     </>
   );
 }

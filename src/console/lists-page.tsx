@@ -256,7 +256,7 @@ export function ListView(props: {
 }
 
 /** The 400 or 404 of a change as a message for the page (the problem's detail); anything else is thrown on. */
-function pageError(error: unknown): { status: 400 | 404; message: string } {
+export function pageError(error: unknown): { status: 400 | 404; message: string } {
   const problem = toProblem(error);
   if (problem.status !== 400 && problem.status !== 404) throw error;
   return { status: problem.status, message: problem.detail };

@@ -41,7 +41,10 @@ function RuleRow(props: { r: RuleQuality; policy: 'active' | 'shadow' }) {
     <tr>
       <th scope="row">
         <a href={`/console/decisions?range=7d&rule=${encodeURIComponent(r.ruleId)}`}>{r.ruleId}</a>
-        {r.neverFired && <span class="tag tag-warn">never fired</span>}
+        {r.neverFired && <span class="tag tag-warn">never fired</span>}{' '}
+        <a href={`/console/rules/${encodeURIComponent(r.ruleId)}`} class="muted">
+          snoozes
+        </a>
         {r.description !== undefined && <div class="muted">{r.description}</div>}
       </th>
       <td class="num">

@@ -3,6 +3,7 @@ import type { InputReport } from '../policy/inputs/input-row.ts';
 import { tableOf } from '../policy/inputs/input-table.ts';
 import { reasonWeight } from '../policy/inputs/unavailable-reason.ts';
 import type { PolicyAction, PolicyDecision, UnavailableTreatment } from '../policy/policy-types.ts';
+import { SNOOZE_ENTITIES } from '../policy-input/rule-snooze.ts';
 import type { CallTiming } from './gather.ts';
 import type { DecisionRun } from './run-decision.ts';
 
@@ -180,6 +181,26 @@ export const decideResponseSchema = z.object({
         .describe(
           'Actions asked for but not taken: a failing rule’s, withheld by a rule’s suppressActions, or a lock-out withheld because the request did not say its first factor passed (first_factor_not_passed; also in `actions` as skipped).',
         ),
+      snoozed: z
+        .array(
+          z.object({
+            id: z.string().describe('The rule.'),
+            snoozeId: z.string().describe('The snooze (`DELETE /snoozes/{id}` ends it).'),
+            entity: z.enum(SNOOZE_ENTITIES),
+            value: z.string().describe('What was snoozed: the id, or for `ip` the network.'),
+            until: z.string().describe('When the rule comes back for this entity (RFC 3339).'),
+          }),
+        )
+        .optional()
+        .describe(
+          'Rules that matched (or failed) but are snoozed for this login’s account, user, unit or IP: not counted (no score, verdict or action), as if they had not matched.',
+        ),
+      snoozesUnavailable: z
+        .string()
+        .optional()
+        .describe(
+          'The rule snoozes could not be read (RG_ERR_SNOOZES_UNAVAILABLE: their snapshot is stale): every rule counted as if nothing were snoozed, the careful side.',
+        ),
     })
     .describe('How the verdict came about, beyond the matched rules in `reasons`.'),
   elapsedMs: z.number(),
@@ -288,6 +309,8 @@ function explanationOf(decision: PolicyDecision): DecideResponse['explanation'] 
   if (decision.suppressedActions !== undefined && decision.suppressedActions.length > 0) {
     explanation.suppressedActions = decision.suppressedActions;
   }
+  if (decision.snoozed !== undefined) explanation.snoozed = decision.snoozed;
+  if (decision.snoozesUnavailable !== undefined) explanation.snoozesUnavailable = decision.snoozesUnavailable;
   return explanation;
 }
 

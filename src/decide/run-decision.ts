@@ -10,6 +10,7 @@ import type {
   PolicySignalName,
 } from '../policy/policy-types.ts';
 import { rolloutBucket } from '../policy-versions/policy-version-sync.ts';
+import type { SnoozeReader } from '../snoozes/snooze-sync.ts';
 import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../subject/subject-binding.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource } from './decide-ports.ts';
@@ -36,6 +37,8 @@ export interface RunDecisionDeps extends InputPorts {
    * never acting. Inputs only it reads are fetched within the same deadline (`run.shadow.shadowOnly`).
    */
   shadow?: { current(): CompiledPolicy | undefined } | undefined;
+  /** The rule snoozes' in-memory snapshot (src/snoozes/); absent: nothing is ever snoozed. */
+  snoozes?: SnoozeReader | undefined;
   /**
    * The staged policy version (src/policy-versions/policy-version-sync.ts): in shadow it takes the
    * shadow's place; at a percentage, the accounts in its buckets are served it, with the active
@@ -174,6 +177,7 @@ export async function runDecision(
   const { draft, calls } = await gatherInputs(inputs, shadowOnly, { deadlineAtMs, signal: callerGone });
 
   let input = policyInputOf(draft, policyRequest, receivedAt);
+  if (deps.snoozes !== undefined) input.snoozes = deps.snoozes.forDecision();
   // What the policy in the shadow's place reads: the answer's inputs and those only it needed.
   let shadowInput =
     shadowOnly.length === 0

@@ -105,6 +105,11 @@ export const ErrorCode = {
    */
   LISTS_UNAVAILABLE: 'RG_ERR_LISTS_UNAVAILABLE',
   /**
+   * The rule snoozes' snapshot is stale (no poll confirmed it for 10 s): decisions evaluate every
+   * rule as if nothing were snoozed, and say so (src/snoozes/snooze-sync.ts).
+   */
+  SNOOZES_UNAVAILABLE: 'RG_ERR_SNOOZES_UNAVAILABLE',
+  /**
    * A policy version cannot take the step asked: it is not in the state the step starts from
    * (another operator moved it first), or its content would change (versions are immutable) (HTTP 409).
    */
@@ -139,7 +144,15 @@ export class InputError extends RiskgateError {
 }
 
 /** The names of the vendor APIs riskgate calls; used in errors, metrics and Server-Timing. */
-export type UpstreamName = 'auth' | 'signals' | 'admin' | 'logs' | 'features' | 'webhook' | 'lists';
+export type UpstreamName =
+  | 'auth'
+  | 'signals'
+  | 'admin'
+  | 'logs'
+  | 'features'
+  | 'webhook'
+  | 'lists'
+  | 'snoozes';
 
 /** Details an upstream failure carries besides its code. */
 export interface UpstreamErrorDetails {

@@ -95,7 +95,8 @@ class Networks {
 /** `::ffff:0.0.0.0`: a network holding it (at 96 bits or shorter) holds every mapped address. */
 const MAPPED_ANY = new Uint32Array([0, 0, 0xffff, 0]);
 
-function v6Key(w: IpWords, bits: number): string {
+/** A network's key: its words masked to `bits` (0-128), as text (the rule snoozes index by it too). */
+export function v6Key(w: IpWords, bits: number): string {
   return `${maskWord(w[0]!, bits)}.${maskWord(w[1]!, bits - 32)}.${maskWord(w[2]!, bits - 64)}.${maskWord(w[3]!, bits - 96)}`;
 }
 

@@ -1,9 +1,8 @@
-import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
 import type { ListLookup } from '../policy/policy-types.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
-import { ListSnapshot } from './list-snapshot.ts';
-import type { ListStore } from './list-store.ts';
+import { ListSnapshot, type SnapshotEntry } from './list-snapshot.ts';
 
 /**
  * Keeps this process's list snapshot current: every `pollMs` it reads the change marker (one
@@ -22,8 +21,14 @@ export const DEFAULT_LIST_POLL_MS = 500;
 /** How long an unconfirmed snapshot is still used, milliseconds. */
 export const DEFAULT_LIST_STALE_AFTER_MS = 10_000;
 
+/** What a polled snapshot reads: the cheap change marker, and the active rows as of a version. */
+export interface SnapshotSource<E> {
+  version(): Promise<number>;
+  loadActive(nowMs: number): Promise<{ version: number; entries: E[] }>;
+}
+
 export interface ListSyncOptions {
-  store: ListStore;
+  store: SnapshotSource<SnapshotEntry>;
   /** Default `DEFAULT_LIST_POLL_MS` (500). */
   pollMs?: number;
   /** Default `DEFAULT_LIST_STALE_AFTER_MS` (10 000). */
@@ -39,9 +44,26 @@ export interface ListReader {
   read(nowMs: number): UpstreamResult<ListLookup>;
 }
 
-export class ListSync implements ListReader {
-  readonly #o: Required<Omit<ListSyncOptions, 'log'>> & Pick<ListSyncOptions, 'log'>;
-  #snapshot: ListSnapshot | undefined;
+/** What a kind of polled snapshot is: how it is built, what its staleness is called. */
+export interface PolledSnapshotKind<E, S> {
+  build(entries: E[]): S;
+  /** The code of a stale snapshot's unavailability. */
+  code: ErrorCode;
+  /** What it is called in log lines (`list`, `snooze`). */
+  name: string;
+  /** Its upstream name in a stale snapshot's error. */
+  upstream: UpstreamName;
+}
+
+/**
+ * A snapshot of control-state rows kept in memory and polled (the lists here; the rule snoozes,
+ * src/snoozes/, the same way): see the comment at the top of this file.
+ */
+export class PolledSnapshot<E, S> {
+  readonly #o: Required<Omit<ListSyncOptions, 'log' | 'store'>> &
+    Pick<ListSyncOptions, 'log'> & { store: SnapshotSource<E> };
+  readonly #kind: PolledSnapshotKind<E, S>;
+  #snapshot: S | undefined;
   #version = -1;
   /** When the snapshot was last confirmed current (epoch ms). */
   #confirmedMs = Number.NEGATIVE_INFINITY;
@@ -54,7 +76,11 @@ export class ListSync implements ListReader {
   /** Reloads of the entries (the marker changed), since start. */
   reloads = 0;
 
-  constructor(options: ListSyncOptions) {
+  constructor(
+    options: Omit<ListSyncOptions, 'store'> & { store: SnapshotSource<E> },
+    kind: PolledSnapshotKind<E, S>,
+  ) {
+    this.#kind = kind;
     this.#o = {
       pollMs: DEFAULT_LIST_POLL_MS,
       staleAfterMs: DEFAULT_LIST_STALE_AFTER_MS,
@@ -97,13 +123,13 @@ export class ListSync implements ListReader {
       const version = await this.#o.store.version();
       if (force || version !== this.#version || this.#snapshot === undefined) {
         const loaded = await this.#o.store.loadActive(startedMs);
-        this.#snapshot = new ListSnapshot(loaded.entries);
+        this.#snapshot = this.#kind.build(loaded.entries);
         this.#version = loaded.version;
         this.reloads++;
       }
       // Confirmed as of when the read started: a slow read does not make it look fresher.
       this.#confirmedMs = startedMs;
-      if (this.#failing) this.#o.log?.({ level: 'info', msg: 'list snapshot current again' });
+      if (this.#failing) this.#o.log?.({ level: 'info', msg: `${this.#kind.name} snapshot current again` });
       this.#failing = false;
       this.#lastError = undefined;
     } catch (error) {
@@ -111,7 +137,7 @@ export class ListSync implements ListReader {
       if (!this.#failing) {
         this.#o.log?.({
           level: 'warn',
-          msg: 'list snapshot refresh failed',
+          msg: `${this.#kind.name} snapshot refresh failed`,
           error: (error as Error).message,
         });
       }
@@ -137,20 +163,32 @@ export class ListSync implements ListReader {
   }
 
   /** The snapshot itself (counts for the API); undefined before the first load. */
-  snapshot(): ListSnapshot | undefined {
+  snapshot(): S | undefined {
     return this.#snapshot;
   }
 
-  read(nowMs: number): UpstreamResult<ListLookup> {
+  read(nowMs: number): UpstreamResult<S> {
     const snapshot = this.#snapshot;
     if (snapshot !== undefined && nowMs - this.#confirmedMs <= this.#o.staleAfterMs) {
       return { ok: true, value: snapshot, durationMs: 0 };
     }
     const error = new UpstreamError(
-      ErrorCode.LISTS_UNAVAILABLE,
-      `the list snapshot was last confirmed ${Math.round(this.ageMs(nowMs))} ms ago (bound ${this.#o.staleAfterMs} ms)`,
-      { upstream: 'lists' },
+      this.#kind.code,
+      `the ${this.#kind.name} snapshot was last confirmed ${Math.round(this.ageMs(nowMs))} ms ago (bound ${this.#o.staleAfterMs} ms)`,
+      { upstream: this.#kind.upstream },
     );
     return { ok: false, error, durationMs: 0 };
+  }
+}
+
+/** The runtime lists' snapshot, as decisions read it. */
+export class ListSync extends PolledSnapshot<SnapshotEntry, ListSnapshot> implements ListReader {
+  constructor(options: ListSyncOptions) {
+    super(options, {
+      build: (entries) => new ListSnapshot(entries),
+      code: ErrorCode.LISTS_UNAVAILABLE,
+      name: 'list',
+      upstream: 'lists',
+    });
   }
 }

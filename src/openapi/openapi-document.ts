@@ -32,6 +32,15 @@ import { actionsQuerySchema } from '../outbox/outbox-view.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
+  createSnoozeSchema,
+  endSnoozeBodySchema,
+  endSnoozeQuerySchema,
+  MAX_SNOOZE_BODY_BYTES,
+  snoozeListSchema,
+  snoozeQuerySchema,
+  snoozeSchema,
+} from '../snoozes/snooze-api.ts';
+import {
   actionsSchema,
   callbackAckSchema,
   decisionPageSchema,
@@ -291,6 +300,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
       ...probePaths(),
       ...operatorPaths(),
       ...listPaths(),
+      ...snoozePaths(),
       ...lockoutPaths(),
       ...vendorPaths(),
     },
@@ -320,6 +330,8 @@ function documentComponents(): Record<string, unknown> {
         ListImport: importBodySchema,
         RemoveListEntry: removeBodySchema,
         UnlockRequest: unlockRequestSchema,
+        CreateSnooze: createSnoozeSchema,
+        EndSnooze: endSnoozeBodySchema,
       }),
       ...componentSchemas('output', {
         DecideResponse: decideResponseSchema,
@@ -346,6 +358,8 @@ function documentComponents(): Record<string, unknown> {
         ListPage: listPageSchema,
         ListEntry: listEntrySchema,
         ListImportResult: importResultSchema,
+        Snooze: snoozeSchema,
+        Snoozes: snoozeListSchema,
       }),
     },
   };
@@ -773,6 +787,87 @@ function listPaths(): Record<string, unknown> {
       { description: 'How many entries were added.', content: json(ref('ListImportResult')) },
       { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_IMPORT_BODY_BYTES} bytes.` },
       '201',
+    ),
+  };
+}
+
+const SNOOZE_DATABASE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The snoozes database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const SNOOZE_CHANGE_NOTE =
+  'An analyst’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database; every replica’s decisions see it within 2 s.';
+
+/** Rule snoozes (src/snoozes/snooze-routes.ts). */
+function snoozePaths(): Record<string, unknown> {
+  return {
+    '/snoozes': {
+      ...operatorRoute(
+        'get',
+        {
+          operationId: 'listSnoozes',
+          summary: 'Active rule snoozes, by rule or by entity, the ones ending soonest first',
+          parameters: queryParameters(snoozeQuerySchema),
+        },
+        {
+          description: 'The active snoozes; how current this process’s snapshot is.',
+          content: json(ref('Snoozes')),
+        },
+        {
+          ...SNOOZE_DATABASE,
+          [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        },
+      ),
+      ...operatorRoute(
+        'post',
+        {
+          operationId: 'createSnooze',
+          summary: 'Snooze one rule for one account, user, unit or IP/CIDR until a time',
+          description: `${SNOOZE_CHANGE_NOTE} Decisions then treat the rule as not matched for that entity, and say so in \`explanation.snoozed\`.`,
+          requestBody: {
+            required: true,
+            description: `JSON, at most ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+            content: json(ref('CreateSnooze')),
+          },
+        },
+        { description: 'The snooze as kept (an `ip` snooze as its network).', content: json(ref('Snooze')) },
+        {
+          ...SNOOZE_DATABASE,
+          ...AUDITED_CHANGE,
+          [ErrorCode.INVALID_INPUT]:
+            'A rule the active policy does not have, a value not of its entity, an `until` past or beyond RISKGATE_MAX_SNOOZE_DAYS, a missing reason; `field` names it.',
+          [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+          [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+        },
+        '201',
+      ),
+    },
+    '/snoozes/{id}': operatorRoute(
+      'delete',
+      {
+        operationId: 'endSnooze',
+        summary: 'End a snooze early, with a reason (the rule is back for its entity)',
+        description: `${SNOOZE_CHANGE_NOTE} The reason comes as the \`reason\` query parameter or a JSON body; the snooze stays, ended, for the record.`,
+        parameters: [
+          {
+            name: 'id',
+            in: 'path',
+            required: true,
+            description: 'The snooze’s id.',
+            schema: { type: 'string' },
+          },
+          ...queryParameters(endSnoozeQuerySchema),
+        ],
+        requestBody: { required: false, content: json(ref('EndSnooze')) },
+      },
+      { description: 'The snooze, ended.', content: json(ref('Snooze')) },
+      {
+        ...SNOOZE_DATABASE,
+        ...AUDITED_CHANGE,
+        [ErrorCode.NOT_FOUND]: `No active snooze of this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+        [ErrorCode.INVALID_INPUT]: 'A missing or empty reason; `field` names it.',
+        [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+      },
     ),
   };
 }

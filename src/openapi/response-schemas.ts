@@ -126,6 +126,20 @@ export const healthSchema = z
       })
       .optional()
       .describe('The runtime lists (src/lists/).'),
+    snoozes: z
+      .object({
+        snapshotAgeMs: z
+          .number()
+          .describe("How long ago this process's rule snoozes were confirmed current."),
+        stale: z
+          .boolean()
+          .describe(
+            'Past the bound (10 s): decisions evaluate every rule as if nothing were snoozed, and say so.',
+          ),
+        active: z.number().int().min(0).describe("Snoozes in this process's snapshot."),
+      })
+      .optional()
+      .describe('The rule snoozes (src/snoozes/).'),
   })
   .describe('Details for people and dashboards; never a readiness check.');
 

@@ -25,6 +25,8 @@ export const AUDIT_ACTIONS = [
   'list.remove',
   'lockout.unlock',
   'lockout.extend',
+  'snooze.create',
+  'snooze.end',
 ] as const;
 /** What was done, as `<thing>.<verb>`. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

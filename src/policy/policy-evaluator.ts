@@ -31,6 +31,7 @@ import type {
   PolicySignalName,
   SignalSettings,
   SkippedRule,
+  SnoozedRule,
   SuppressedAction,
   UnavailableTreatment,
   Verdict,
@@ -251,6 +252,7 @@ interface Tally {
   erroredSources: string[] | undefined;
   suppressors: Map<string, string> | undefined;
   suppressed: SuppressedAction[] | undefined;
+  snoozed: SnoozedRule[] | undefined;
   verdict: Verdict;
   decidedBy: PolicyDecision['decidedBy'];
   cappedFrom: Verdict | undefined;
@@ -280,6 +282,7 @@ function newTally(): Tally {
     erroredSources: undefined,
     suppressors: undefined,
     suppressed: undefined,
+    snoozed: undefined,
     verdict: 'allow',
     decidedBy: 'score',
     cappedFrom: undefined,
@@ -397,6 +400,10 @@ export class PolicyEvaluator implements CompiledPolicy {
     if (t.skipped) decision.skippedRules = t.skipped;
     if (t.shadow) decision.shadowMatches = t.shadow;
     if (t.suppressed) decision.suppressedActions = t.suppressed;
+    if (t.snoozed) decision.snoozed = t.snoozed;
+    if (input.snoozes !== undefined && 'unavailable' in input.snoozes) {
+      decision.snoozesUnavailable = input.snoozes.unavailable;
+    }
     if (t.degradedInputs || t.degradedRules || t.cappedFrom) {
       const d: DegradedOutcome = {
         verdict: BY_RANK[p.degradedRank] as DegradedOutcome['verdict'],
@@ -462,10 +469,15 @@ export class PolicyEvaluator implements CompiledPolicy {
     t.hardRank = unavailableRank;
   }
 
-  /** Every rule in order: skipped for an unavailable input, else evaluated and, if true, counted. */
+  /**
+   * Every rule in order: skipped for an unavailable input, else evaluated and, if true, counted,
+   * unless it is snoozed for this login's entity (then reported in `snoozed`, not counted).
+   */
   #runRules(input: PolicyInput, unavailableMask: number, t: Tally): void {
     const act = this.#act;
     const rules = this.#p.rules;
+    // Read only for a rule that matched or failed: a decision where nothing matches pays nothing.
+    const snoozes = input.snoozes !== undefined && 'lookup' in input.snoozes ? input.snoozes : undefined;
     for (let i = 0; i < rules.length; i++) {
       const rule = rules[i]!;
       if ((rule.skipMask & unavailableMask) !== 0) {
@@ -487,6 +499,15 @@ export class PolicyEvaluator implements CompiledPolicy {
       if (rule.guards.length > 0 && !guardsPass(act, rule.guards)) continue;
       const outcome = this.#runRule(rule);
       if (outcome === false) continue;
+      if (snoozes !== undefined) {
+        // A snoozed rule is not matched for this entity: neither its score, verdict and actions,
+        // nor (failing) its onError; the explanation says which snooze and until when.
+        const snoozed = snoozes.lookup.match(rule.id, input.request, snoozes.nowMs);
+        if (snoozed !== undefined) {
+          t.snoozed = append(t.snoozed, snoozed);
+          continue;
+        }
+      }
       if (outcome === true) this.#countRule(rule, rule.matched, undefined, t);
       else this.#countFailedRule(rule, outcome, t);
     }

@@ -1,5 +1,9 @@
 import type { CompiledCounter } from '../features/velocity-counters.ts';
 import type { PolicyRequest } from '../policy-input/policy-request.ts';
+import type { SnoozedRule } from '../policy-input/rule-snooze.ts';
+
+export type { SnoozedRule };
+
 import type { Verdict } from '../policy-input/verdict.ts';
 import type { InputTable } from './inputs/input-row.ts';
 import type {
@@ -201,6 +205,13 @@ export interface PolicyDecision {
   shadowMatches?: MatchedRule[];
   /** Actions asked for but not taken (a failing rule's, or withheld by `suppressActions`). */
   suppressedActions?: SuppressedAction[];
+  /** Rules that matched (or failed) but are snoozed for this login's entity: not counted. */
+  snoozed?: SnoozedRule[];
+  /**
+   * Set when the rule snoozes could not be read (their snapshot is stale): every rule counted as
+   * if nothing were snoozed, the careful side (src/snoozes/snooze-sync.ts).
+   */
+  snoozesUnavailable?: string;
 }
 
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */

@@ -71,6 +71,7 @@ const CODES: Record<ErrorCode, CodeInfo> = {
   RG_ERR_AUDIT_UNAVAILABLE: { status: 503, title: 'Audit trail unavailable' },
   RG_ERR_SUBJECT_MISMATCH: { status: 400, title: 'Subject mismatch' },
   RG_ERR_LISTS_UNAVAILABLE: { status: 503, title: 'Lists unavailable' },
+  RG_ERR_SNOOZES_UNAVAILABLE: { status: 503, title: 'Rule snoozes unavailable' },
   RG_ERR_POLICY_VERSION_CONFLICT: { status: 409, title: 'Policy version conflict' },
   RG_ERR_POLICY_SELF_APPROVAL: { status: 403, title: 'Approval needs a second admin' },
   RG_ERR_INTERNAL: { status: 500, title: 'Internal error' },

@@ -7,9 +7,10 @@ import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
 import { outboxMigrations } from '../outbox/outbox-tables.ts';
 import { policyVersionMigrations } from '../policy-versions/policy-version-tables.ts';
+import { snoozeMigrations } from '../snoozes/snooze-store.ts';
 
 /**
- * Control state: the system of record (lists, lock-outs, the outbox, the audit trail, policy versions). Transactional,
+ * Control state: the system of record (lists, rule snoozes, lock-outs, the outbox, the audit trail, policy versions). Transactional,
  * never lost in silence; unreadable means unavailable (docs/architecture.md, "Two kinds of state").
  * A feature that keeps control state adds its migrations here.
  */
@@ -19,6 +20,7 @@ export const CONTROL_MIGRATIONS: FeatureMigrations = {
   ...lockoutMigrations,
   ...outboxMigrations,
   ...policyVersionMigrations,
+  ...snoozeMigrations,
 };
 
 /** Observations: the decision store (best effort, bounded, may drop with an exact count). */

@@ -42,6 +42,8 @@ import { policyComponent } from '../policy/policy-component.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
 import { systemClock } from '../timing/clock.ts';
+import { snoozeComponent } from '../snoozes/snooze-component.ts';
+import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { readsInput } from './input-readiness.ts';
@@ -127,6 +129,17 @@ export async function startServices(
       clock: options.clock,
     }),
   );
+  // After the policies (a snooze names one of their rules) and beside the lists, polled the same way.
+  const snoozes = await l.start(
+    snoozeComponent({
+      database,
+      ruleIds: () => policies.store.current().ruleIds ?? [],
+      maxDays: config.maxSnoozeDays,
+      log,
+      sync: options.lists,
+      clock: options.clock,
+    }),
+  );
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
@@ -155,7 +168,7 @@ export async function startServices(
     }),
   );
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
-  const operations = { lists: lists.operations, lockouts: lockouts.operations };
+  const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
   await l.start(consoleOf(l, ctx, { ...shown, ...operations, ruleIds }));
@@ -182,6 +195,7 @@ export async function startServices(
     ruleReport,
     features,
     lists: lists.sync,
+    snoozes: snoozes.sync,
     logs,
     lockouts,
     outbox,
@@ -309,6 +323,7 @@ function consoleOf(
     decisionLog: DecisionLog;
     lists: ListOperations;
     lockouts: LockoutOperations;
+    snoozes: SnoozeOperations;
     ruleIds: () => readonly string[];
   },
 ) {
@@ -322,6 +337,7 @@ function consoleOf(
     audit: s.audit,
     lists: s.lists,
     lockouts: s.lockouts,
+    snoozes: s.snoozes,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {
       health: () => l.health(),

@@ -1,6 +1,7 @@
 import type { AdminDevice, AdminUser } from '../../admin/admin-schemas.ts';
 import type { HistoryFeatures } from '../../features/history-features.ts';
 import type { PolicyRequest } from '../../policy-input/policy-request.ts';
+import type { DecisionSnoozes } from '../../policy-input/rule-snooze.ts';
 import type {
   ActiveCallResponse,
   GeolocationResponse,
@@ -94,6 +95,11 @@ export interface PolicyInput {
    * `valueRow` in src/policy/inputs/input-row.ts), by name: the value, or why it is unavailable.
    */
   extra?: Record<string, InputOutcome> | undefined;
+  /**
+   * The rule snoozes (src/snoozes/): a snoozed rule does not count for the entity it is snoozed
+   * for. Absent: no snoozes configured (tests, replay).
+   */
+  snoozes?: DecisionSnoozes | undefined;
   request: PolicyRequest;
   /** Evaluation time. */
   now: Date;

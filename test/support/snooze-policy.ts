@@ -1,0 +1,19 @@
+/**
+ * A policy whose rules fire on what the test sends (the request's context), for the rule snooze
+ * tests: `backend-flagged` denies, `new-region` adds 60 (a challenge on its own).
+ */
+export const SNOOZE_POLICY = `
+apiVersion: riskgate/v1
+kind: Policy
+name: snoozes
+thresholds: { challenge: 50, deny: 100 }
+rules:
+  - id: backend-flagged
+    description: The login backend flagged the login.
+    when: '"flagged" in request.context && request.context.flagged == true'
+    verdict: deny
+  - id: new-region
+    description: The login comes from a region the account never used.
+    when: '"newRegion" in request.context && request.context.newRegion == true'
+    score: 60
+`;
