@@ -21,6 +21,7 @@ import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import { laterEventSink } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
+import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
@@ -36,6 +37,7 @@ import { openApiRoute } from '../openapi/openapi-route.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
+import { outcomeRoutes } from '../outcomes/outcome-routes.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
@@ -137,7 +139,12 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
+  // A write of an operator (a label) or of a login backend (an outcome) is read back at once.
+  const settleOwnWrite = async () => {
+    await decisions.flush(OWN_WRITE_SETTLE_MS);
+    ruleReport.invalidate();
+  };
+  const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog, settleOwnWrite };
   const operations = { lists: lists.operations, lockouts: lockouts.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
@@ -150,6 +157,15 @@ export async function startServices(
       extra: [
         openApiRoute(version),
         ruleReportRoutes(ruleReport),
+        outcomeRoutes({
+          decisions: recent,
+          // With the log off, outcomes are refused as feedback is (it checks for the discarding log).
+          decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
+          operatorKeys: ctx.opsKeys,
+          rateLimit: new FeedbackRateLimit(config.feedback),
+          stored: async (id) => (await decisions.get(id)) !== undefined,
+          settle: settleOwnWrite,
+        }),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -241,8 +257,9 @@ function policiesOf(ctx: { options: StartRiskgateOptions; log: ServiceLog; metri
 }
 
 /**
- * Longest an operator's label waits for the store before its page is shown, ms: past it the page
- * shows what the store has (the store is behind, which the Health page says).
+ * Longest an operator's label (or a login backend's outcome) waits for the store before its page
+ * (its answer) is shown, ms: past it the page shows what the store has (the store is behind, which
+ * the Health page says).
  */
 const OWN_WRITE_SETTLE_MS = 5000;
 
@@ -261,6 +278,7 @@ function consoleOf(
     lists: ListOperations;
     lockouts: LockoutOperations;
     ruleIds: () => readonly string[];
+    settleOwnWrite: () => Promise<void>;
   },
 ) {
   const { options } = ctx;
@@ -287,9 +305,6 @@ function consoleOf(
     session: { ...options.config.console, operatorKeys: ctx.opsKeys },
     inputs: options.inputs === undefined ? undefined : () => options.inputs!,
     ruleIds: s.ruleIds,
-    settleOwnWrite: async () => {
-      await s.decisions.flush(OWN_WRITE_SETTLE_MS);
-      s.ruleReport.invalidate?.();
-    },
+    settleOwnWrite: s.settleOwnWrite,
   });
 }
