@@ -77,7 +77,7 @@ function outcomesOn(name: string, env: () => Record<string, string>) {
 
     // The same outcome again is the same outcome: kept once.
     expect((await outcome(id, { type: 'step_up', result: 'failed' })).status).toBe(202);
-    expect(((await stored(id))?.outcomes as unknown[]).length).toBe(1);
+    expect((await stored(id))?.outcomes).toHaveLength(1);
   });
 
   it(`lets an analyst's label win over the outcomes' (${name})`, async () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
