@@ -13,6 +13,27 @@ import { postgresAvailable, type RunningPostgres, startPostgres } from './suppor
 
 const OTHER_KEY = 'another-caller-key-0123456789';
 
+/** A console session of the operator key: its cookie. */
+async function signIn(h: Harness): Promise<string> {
+  const form = await fetch(`${h.url}/console/sign-in`);
+  const nonce = form.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('riskgate_console_sign_in='))!
+    .split(';')[0]!;
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+  const res = await fetch(`${h.url}/console/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonce },
+    body: new URLSearchParams({ csrf, key: OPS_KEY, next: '/console/decisions' }),
+  });
+  expect(res.status).toBe(303);
+  return res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('riskgate_console='))!
+    .split(';')[0]!;
+}
+
 function outcomesOn(name: string, env: () => Record<string, string>) {
   let h: Harness;
   let ids: Record<string, string | undefined>;
@@ -117,6 +138,18 @@ function outcomesOn(name: string, env: () => Record<string, string>) {
       },
       { type: 'step_up', value: 'failed', reportedBy: expect.any(String), at: expect.any(String) },
     ]);
+  });
+
+  it(`shows the outcomes and the label they point to on the console's decision page (${name})`, async () => {
+    const id = await decided('bob', 'challenge');
+    expect((await outcome(id, { type: 'step_up', result: 'failed' })).status).toBe(202);
+    const cookie = await signIn(h);
+    const page = await (await fetch(`${h.url}/console/decisions/${id}`, { headers: { cookie } })).text();
+    const section = page.slice(page.indexOf('Outcomes from the login backend'));
+    expect(section).toMatch(/<td>step-up<\/td><td>failed<\/td>/);
+    expect(section).toContain('<td>fraud</td>');
+    expect(page).toMatch(/<strong>fraud<\/strong> from the login backend(&#39;|')s outcomes/);
+    expect(page).not.toContain('Not labelled yet.');
   });
 
   it(`refuses a bad body naming the field, an unknown decision and another key's decision (${name})`, async () => {
