@@ -196,3 +196,93 @@ describe.runIf(postgresAvailable())('outcomes from the login backend on PostgreS
   afterAll(() => pg?.stop());
   outcomesOn('PostgreSQL', () => ({ RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' }));
 });
+
+/** A policy reading the `outcomes` input: an account that failed a step-up lately is challenged. */
+const OUTCOMES_POLICY = `
+apiVersion: riskgate/v1
+kind: Policy
+name: outcomes
+thresholds: { challenge: 50, deny: 100 }
+rules:
+  - id: failed-step-up-lately
+    description: The account failed a step-up in the last days.
+    when: outcomes.available && outcomes.stepUpsFailed >= 1.0
+    score: 60
+`;
+
+function outcomesInputOn(name: string, env: () => Record<string, string>, pause?: () => () => void) {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ policy: { yaml: OUTCOMES_POLICY }, env: env() });
+  }, 60_000);
+  afterAll(() => h?.stop());
+
+  const postOutcome = (id: string, body: unknown) =>
+    fetch(`${h.url}/decisions/${id}/outcome`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it(`reads an account's recent step-ups in CEL and reports them in the answer (${name})`, async () => {
+    const account = `acct-${crypto.randomUUID()}`;
+    const first = await h.decide({ accountId: account, unitId: 'unit-1' });
+    expect(first.body).toMatchObject({
+      verdict: 'allow',
+      signals: { outcomes: { status: 'ok', result: { stepUpsPassed: 0, stepUpsFailed: 0 } } },
+      degraded: false,
+    });
+    expect(
+      (await postOutcome(first.body.decisionId as string, { type: 'step_up', result: 'failed' })).status,
+    ).toBe(202);
+    const second = await h.decide({ accountId: account, unitId: 'unit-1' });
+    expect(second.body).toMatchObject({
+      verdict: 'challenge',
+      reasons: [{ id: 'failed-step-up-lately' }],
+      signals: { outcomes: { status: 'ok', result: { stepUpsFailed: 1, stepUpsPassed: 0 } } },
+      degraded: false,
+    });
+    // Another account's outcomes are not this one's.
+    const other = await h.decide({ accountId: `acct-${crypto.randomUUID()}` });
+    expect(other.body).toMatchObject({
+      verdict: 'allow',
+      signals: { outcomes: { result: { stepUpsFailed: 0 } } },
+    });
+  });
+
+  if (pause !== undefined) {
+    it(`makes the answer degraded, never more permissive, while the store does not answer (${name})`, async () => {
+      const resume = pause();
+      try {
+        const r = await h.decide({ accountId: `acct-${crypto.randomUUID()}` });
+        expect(r.status).toBe(200);
+        expect(r.body).toMatchObject({
+          degraded: true,
+          signals: { outcomes: { status: 'unavailable' } },
+        });
+      } finally {
+        resume();
+      }
+    });
+  }
+}
+
+describe('the outcomes input on the embedded SQLite', () => {
+  outcomesInputOn('SQLite', () => ({}));
+});
+
+describe.runIf(postgresAvailable())('the outcomes input on PostgreSQL', () => {
+  let pg: RunningPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  }, 60_000);
+  afterAll(() => pg?.stop());
+  outcomesInputOn(
+    'PostgreSQL',
+    () => ({ RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' }),
+    () => {
+      pg.pause();
+      return () => pg.resume();
+    },
+  );
+});

@@ -15,6 +15,7 @@ import {
   decisionStoreComponent,
   teeDecisionLog,
 } from '../decision-store/decision-store-component.ts';
+import type { DecisionTables } from '../decision-store/decision-tables.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
@@ -38,6 +39,7 @@ import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { outcomeRoutes } from '../outcomes/outcome-routes.ts';
+import { recentOutcomesReader } from '../outcomes/recent-outcomes.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
@@ -82,6 +84,10 @@ export async function startServices(
   const decisions = await l.start(
     decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
   );
+  // The `outcomes` input reads the login backend's outcomes from the store (none without one).
+  const outcomes = decisions.enabled
+    ? recentOutcomesReader(state.decisions.db.withTables<DecisionTables>())
+    : undefined;
   // Every record of the decision log also reaches the store (batched off the request path).
   const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
@@ -186,6 +192,7 @@ export async function startServices(
     outbox,
     events,
     recent,
+    outcomes,
   };
 }
 

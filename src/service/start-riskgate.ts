@@ -55,6 +55,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       outbox,
       events,
       recent,
+      outcomes,
     } = await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
@@ -68,6 +69,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
         shadow: policies.shadow,
         features: features.reader,
         lists,
+        outcomes,
       },
       ruleStats: policies.ruleStats,
       apiKeys: options.apiKeys,

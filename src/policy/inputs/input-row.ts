@@ -1,6 +1,7 @@
 import type { AdminClient } from '../../admin/admin-client.ts';
 import type { FeatureReader } from '../../features/feature-reader.ts';
 import type { CounterPlan } from '../../features/velocity-counters.ts';
+import type { RecentOutcomesReader } from '../../outcomes/recent-outcomes.ts';
 import type { CallOptions, UpstreamResult } from '../../upstream/upstream-result.ts';
 import type { Activation, CelBinding } from '../cel-environment.ts';
 import type {
@@ -53,6 +54,11 @@ export interface InputPorts {
    * sees them unavailable (`not_configured`).
    */
   lists?: ListSnapshotReader | undefined;
+  /**
+   * The login backend's outcomes in the decision store (src/outcomes/). Without it (no decision
+   * store), a policy that reads them sees them unavailable (`not_configured`).
+   */
+  outcomes?: RecentOutcomesReader | undefined;
 }
 
 /** What the rows read of a compiled policy (src/policy/policy-types.ts `CompiledPolicy`). */
