@@ -15,7 +15,7 @@ import {
   decisionStoreComponent,
   teeDecisionLog,
 } from '../decision-store/decision-store-component.ts';
-import type { DecisionTables } from '../decision-store/decision-tables.ts';
+import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
@@ -39,7 +39,6 @@ import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
 import { outcomeRoutes } from '../outcomes/outcome-routes.ts';
-import { recentOutcomesReader } from '../outcomes/recent-outcomes.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
@@ -85,9 +84,7 @@ export async function startServices(
     decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
   );
   // The `outcomes` input reads the login backend's outcomes from the store (none without one).
-  const outcomes = decisions.enabled
-    ? recentOutcomesReader(state.decisions.db.withTables<DecisionTables>())
-    : undefined;
+  const outcomes = decisions.enabled ? recentOutcomesReader(state.decisions.db.withTables()) : undefined;
   // Every record of the decision log also reaches the store (batched off the request path).
   const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
@@ -163,15 +160,7 @@ export async function startServices(
       extra: [
         openApiRoute(version),
         ruleReportRoutes(ruleReport),
-        outcomeRoutes({
-          decisions: recent,
-          // With the log off, outcomes are refused as feedback is (it checks for the discarding log).
-          decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
-          operatorKeys: ctx.opsKeys,
-          rateLimit: new FeedbackRateLimit(config.feedback),
-          stored: async (id) => (await decisions.get(id)) !== undefined,
-          settle: settleOwnWrite,
-        }),
+        outcomesOf(ctx, shown),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -194,6 +183,28 @@ export async function startServices(
     recent,
     outcomes,
   };
+}
+
+/** `POST /decisions/{id}/outcome`: authorised and kept as feedback is, read back at once. */
+function outcomesOf(
+  ctx: { options: StartRiskgateOptions; opsKeys: readonly string[] },
+  s: {
+    decisions: DecisionStore;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+    settleOwnWrite: () => Promise<void>;
+  },
+) {
+  return outcomeRoutes({
+    decisions: s.recent,
+    // With the log off, outcomes are refused as feedback is (it checks for the discarding log).
+    decisionLog: s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog,
+    operatorKeys: ctx.opsKeys,
+    rateLimit: new FeedbackRateLimit(ctx.options.config.feedback),
+    stored: async (id) => (await s.decisions.get(id)) !== undefined,
+    settle: s.settleOwnWrite,
+  });
 }
 
 /**

@@ -1,7 +1,6 @@
 import type { AdminClient } from '../../admin/admin-client.ts';
 import type { FeatureReader } from '../../features/feature-reader.ts';
 import type { CounterPlan } from '../../features/velocity-counters.ts';
-import type { RecentOutcomesReader } from '../../outcomes/recent-outcomes.ts';
 import type { CallOptions, UpstreamResult } from '../../upstream/upstream-result.ts';
 import type { Activation, CelBinding } from '../cel-environment.ts';
 import type {
@@ -40,6 +39,20 @@ export interface ListSnapshotReader {
   read(nowMs: number): UpstreamResult<ListLookup>;
 }
 
+/** Counts of the step-ups an account's decisions of a window were reported to have. */
+export interface RecentStepUps {
+  passed: number;
+  failed: number;
+  /** Passed on decisions from the same unit (device, browser) as this login. */
+  passedFromUnit: number;
+}
+
+/** The login backend's outcomes (src/decision-store/recent-outcomes.ts). */
+export interface RecentOutcomesReader {
+  /** The step-ups of `accountId`'s decisions made after `sinceMs` (epoch ms); rejects when the store fails. */
+  recentStepUps(accountId: string, unitId: string | undefined, sinceMs: number): Promise<RecentStepUps>;
+}
+
 /** The clients the rows fetch from. */
 export interface InputPorts {
   signals: SignalFetcher;
@@ -55,7 +68,7 @@ export interface InputPorts {
    */
   lists?: ListSnapshotReader | undefined;
   /**
-   * The login backend's outcomes in the decision store (src/outcomes/). Without it (no decision
+   * The login backend's outcomes in the decision store (src/decision-store/recent-outcomes.ts). Without it (no decision
    * store), a policy that reads them sees them unavailable (`not_configured`).
    */
   outcomes?: RecentOutcomesReader | undefined;

@@ -1,6 +1,5 @@
 import { ErrorCode, UpstreamError } from '../../errors/riskgate-error.ts';
-import type { RecentStepUps } from '../../outcomes/recent-outcomes.ts';
-import { type InputRow, valueRow } from './input-row.ts';
+import { type InputRow, type RecentStepUps, valueRow } from './input-row.ts';
 import { NOT_CONFIGURED } from './unavailable-reason.ts';
 
 /** How far back the `outcomes` input looks, days. */

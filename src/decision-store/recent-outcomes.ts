@@ -1,24 +1,12 @@
 import type { Kysely } from 'kysely';
-import type { DecisionTables } from '../decision-store/decision-tables.ts';
+import type { RecentOutcomesReader, RecentStepUps } from '../policy/inputs/input-row.ts';
+import type { DecisionTables } from './decision-tables.ts';
 
 /**
  * An account's recent step-up outcomes, read from the decision store for the `outcomes` input
- * (src/policy/inputs/outcome-row.ts): the account's decisions of the window (decision_account_at)
+ * (src/policy/inputs/outcome-row.ts, whose port this is): the account's decisions of the window (decision_account_at)
  * joined to their outcomes by `decision_outcome`'s primary key.
  */
-
-/** Counts of the step-ups an account's decisions of the window were reported to have. */
-export interface RecentStepUps {
-  passed: number;
-  failed: number;
-  /** Passed on decisions from the same unit (device, browser) as this login. */
-  passedFromUnit: number;
-}
-
-export interface RecentOutcomesReader {
-  /** The step-ups of `accountId`'s decisions made after `sinceMs` (epoch ms); rejects when the store fails. */
-  recentStepUps(accountId: string, unitId: string | undefined, sinceMs: number): Promise<RecentStepUps>;
-}
 
 export function recentOutcomesReader(db: Kysely<DecisionTables>): RecentOutcomesReader {
   return {
