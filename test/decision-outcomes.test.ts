@@ -152,6 +152,18 @@ function outcomesOn(name: string, env: () => Record<string, string>) {
     expect(page).not.toContain('Not labelled yet.');
   });
 
+  it(`takes an operator's report of a decision in the store, audited as decision.outcome (${name})`, async () => {
+    const id = await decided('alice', 'allow');
+    await expect.poll(() => stored(id), { timeout: 10_000 }).toBeDefined();
+    const r = await outcome(id, { type: 'account_event', event: 'user_reported_fraud' }, OPS_KEY);
+    expect(r.status).toBe(202);
+    expect(await stored(id)).toMatchObject({ label: 'fraud', outcomeLabel: 'fraud' });
+    const audit = (await (await h.ops(`/audit?action=decision.outcome&target=${id}`)).json()) as {
+      entries: { action: string; target: string; outcome?: { status: string } }[];
+    };
+    expect(audit.entries).toEqual([expect.objectContaining({ action: 'decision.outcome', target: id })]);
+  });
+
   it(`refuses a bad body naming the field, an unknown decision and another key's decision (${name})`, async () => {
     const id = await decided('mallory', 'deny');
     expect((await outcome(id, { type: 'step_up', result: 'maybe' })).body).toMatchObject({
