@@ -154,8 +154,11 @@ describe('the OpenAPI document', () => {
         tags: string[];
         security: Record<string, string[]>[];
       };
+      // A login backend reports a decision's outcome with its caller key, under /decisions/.
       const operator =
-        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes)/.test(path);
+        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes)/.test(
+          path,
+        ) && !path.endsWith('/outcome');
       expect(op['x-riskgate-surface'], operation).toBe(
         operator ? 'operator' : path === '/callbacks/admin' ? 'vendor' : /z$/.test(path) ? 'probe' : 'caller',
       );
@@ -234,6 +237,25 @@ describe('real answers of every route conform to the document', () => {
         .status,
     ).toBe(415);
     expect((await call(h.url, 'GET', '/feedback', { key: CALLER_KEY })).status).toBe(405);
+  });
+
+  it('POST /decisions/{decisionId}/outcome: an outcome, and its refusals', async () => {
+    const decision = await h.decide(demoRequest('alice', undefined));
+    const report = (decisionId: unknown, body: unknown, key: string | null = CALLER_KEY) =>
+      call(h.url, 'POST', `/decisions/${String(decisionId)}/outcome`, {
+        key: key ?? undefined,
+        body: JSON.stringify(body),
+      });
+    const id = decision.body.decisionId;
+    expect((await report(id, { type: 'step_up', result: 'passed' })).status).toBe(202);
+    expect((await report(id, { type: 'account_event', event: 'password_reset' })).status).toBe(202);
+    expect((await report(randomUUID(), { type: 'step_up', result: 'passed' })).status).toBe(404);
+    expect((await report(id, { type: 'step_up', result: 'maybe' })).status).toBe(400);
+    expect((await report(id, { type: 'step_up', result: 'passed' }, null)).status).toBe(401);
+    const big = JSON.stringify({ type: 'step_up', result: 'passed', pad: 'x'.repeat(2000) });
+    expect(
+      (await call(h.url, 'POST', `/decisions/${id}/outcome`, { key: CALLER_KEY, body: big })).status,
+    ).toBe(413);
   });
 
   it('the probes', async () => {

@@ -7,6 +7,7 @@ import {
 } from '../features/ipc-feature-store.ts';
 import type { MemoryFeatureStore } from '../features/memory-feature-store.ts';
 import {
+  FEEDBACK_ANSWERED,
   FEEDBACK_LABEL,
   FEEDBACK_REMEMBER,
   type FeedbackMessage,
@@ -148,7 +149,7 @@ export function startPrimary(options: PrimaryOptions): ClusterPrimary {
     if (m.type === FEATURES_REQUEST) {
       if (options.features !== undefined && from.isConnected())
         from.send(answerFeaturesRequest(options.features, m));
-    } else if (m.type === FEEDBACK_REMEMBER || m.type === FEEDBACK_LABEL) {
+    } else if (m.type === FEEDBACK_REMEMBER || m.type === FEEDBACK_LABEL || m.type === FEEDBACK_ANSWERED) {
       options.recentDecisions?.receive(m, (answer) => {
         if (from.isConnected()) from.send(answer);
       });

@@ -273,13 +273,58 @@ function Actions(props: { d: StoredDecision; outbox: readonly OutboxEntryView[] 
   );
 }
 
+/** What the login backend reported of the login (`POST /decisions/{id}/outcome`), and the label it points to. */
+function LoginOutcomes(props: { d: StoredDecision }) {
+  const { d } = props;
+  return (
+    <section class="card" aria-labelledby="h-login-outcomes">
+      <h2 id="h-login-outcomes">Outcomes from the login backend</h2>
+      {d.outcomes.length === 0 ? (
+        <p class="muted">No outcome reported.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">what</th>
+              <th scope="col">result</th>
+              <th scope="col">at</th>
+              <th scope="col">reported by</th>
+              <th scope="col">points to</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.outcomes.map((o) => (
+              <tr>
+                <td>{o.type === 'step_up' ? 'step-up' : 'account event'}</td>
+                <td>{o.value.replaceAll('_', ' ')}</td>
+                <td>
+                  <Time at={o.at} />
+                </td>
+                <td class="mono">{o.reportedBy}</td>
+                <td>{o.label ?? 'no label'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 function Labels(props: { d: StoredDecision; csrf: string; canLabel: boolean }) {
   const { d } = props;
   return (
     <section class="card" aria-labelledby="h-labels">
       <h2 id="h-labels">Label</h2>
       {d.labels.length === 0 ? (
-        <p class="muted">Not labelled yet.</p>
+        d.outcomeLabel !== undefined ? (
+          <p>
+            <strong>{d.outcomeLabel}</strong> from the login backend's outcomes (no analyst label: one would
+            win).
+          </p>
+        ) : (
+          <p class="muted">Not labelled yet.</p>
+        )
       ) : (
         <ul>
           {d.labels.map((l) => (
@@ -373,6 +418,7 @@ export function DecisionView(props: {
       <Inputs line={d.line} table={props.inputs ?? INPUT_ROWS} />
       <Timings line={d.line} />
       <Actions d={d} outbox={props.outbox} />
+      <LoginOutcomes d={d} />
       <Labels d={d} csrf={props.csrf} canLabel={props.canLabel} />
       {props.canSnooze === true && <SnoozeForms d={d} csrf={props.csrf} />}
     </>

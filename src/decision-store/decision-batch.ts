@@ -1,12 +1,14 @@
 import type { Kysely } from 'kysely';
-import type { ActionRow, DecisionRow, LabelRow, RuleRow, StoreOp } from './decision-rows.ts';
+import { outcomeLabelSql } from '../outcomes/outcome-labels.ts';
+import type { ActionRow, DecisionRow, LabelRow, OutcomeRow, RuleRow, StoreOp } from './decision-rows.ts';
 import type { DecisionTables } from './decision-tables.ts';
 
 /**
  * The store's writes, in kysely's builder (one text for SQLite and PostgreSQL): a batch of records
  * in one transaction, and retention. Every write is idempotent, so a batch whose deadline passed
  * (it may have landed after all) can be written again: decisions and rules are kept once, an
- * action keeps its newest outcome, a label is kept once (`decision_label_once`).
+ * action keeps its newest outcome, a label is kept once (`decision_label_once`), an outcome of the
+ * login once per kind and value (its first report).
  */
 
 export type DecisionDb = Kysely<DecisionTables>;
@@ -53,11 +55,13 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
   const rules: RuleRow[] = [];
   const labels: LabelRow[] = [];
   const actions: ActionRow[] = [];
+  const outcomes: OutcomeRow[] = [];
   for (const op of ops) {
     if (op.kind === 'decision') {
       decisions.push(op.row);
       rules.push(...op.rules);
     } else if (op.kind === 'label') labels.push(op.row);
+    else if (op.kind === 'outcome') outcomes.push(op.row);
     else actions.push(op.row);
   }
   await db.transaction().execute(async (tx) => {
@@ -110,38 +114,74 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
         .onConflict((oc) => oc.columns(['decision_id', 'at_ms', 'labelled_by', 'label']).doNothing())
         .execute();
     }
-    // The current label is the newest: set for each labelled decision, and for a decision whose
-    // label arrived first (given on another worker, written in an earlier batch).
-    const ids = [...new Set([...labels.map((l) => l.decision_id), ...decisions.map((d) => d.decision_id)])];
-    for (const part of chunks(ids, SMALL_ROWS_PER_INSERT)) {
+    const uniqueOutcomes = lastByKey(outcomes, (o) => `${o.decision_id}\0${o.type}\0${o.value}`);
+    for (const part of chunks(uniqueOutcomes, SMALL_ROWS_PER_INSERT)) {
       await tx
-        .updateTable('decision')
-        .set((eb) => ({
-          label: eb
+        .insertInto('decision_outcome')
+        .values(part)
+        .onConflict((oc) => oc.columns(['decision_id', 'type', 'value']).doNothing())
+        .execute();
+    }
+    await currentLabels(tx, [
+      ...new Set([...labels, ...outcomes, ...decisions].map((row) => row.decision_id)),
+    ]);
+  });
+}
+
+/**
+ * The labels of the decisions `ids` (labelled, given an outcome, or just written: a label or an
+ * outcome given on another worker may have come first): the outcomes' label by their rules
+ * (src/outcomes/outcome-labels.ts), then the current label, the newest analyst label, else the
+ * outcomes'. Decisions with neither are left as written (null).
+ */
+async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
+  for (const part of chunks(ids, SMALL_ROWS_PER_INSERT)) {
+    await tx
+      .updateTable('decision')
+      .set({ outcome_label: outcomeLabelSql() })
+      .where('decision.decision_id', 'in', part)
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('decision_outcome')
+            .select('decision_outcome.decision_id')
+            .whereRef('decision_outcome.decision_id', '=', 'decision.decision_id'),
+        ),
+      )
+      .execute();
+    await tx
+      .updateTable('decision')
+      .set((eb) => ({
+        label: eb.fn.coalesce(
+          eb
             .selectFrom('decision_label')
             .select('decision_label.label')
             .whereRef('decision_label.decision_id', '=', 'decision.decision_id')
             .orderBy('decision_label.at_ms', 'desc')
             .limit(1),
-        }))
-        .where('decision.decision_id', 'in', part)
-        .where((eb) =>
+          eb.ref('decision.outcome_label'),
+        ),
+      }))
+      .where('decision.decision_id', 'in', part)
+      .where((eb) =>
+        eb.or([
           eb.exists(
             eb
               .selectFrom('decision_label')
               .select('decision_label.decision_id')
               .whereRef('decision_label.decision_id', '=', 'decision.decision_id'),
           ),
-        )
-        .execute();
-    }
-  });
+          eb('decision.outcome_label', 'is not', null),
+        ]),
+      )
+      .execute();
+  }
 }
 
 /**
  * One bounded step of retention: the oldest decisions older than `maxAgeMs`, else (while the
  * lines add up to more than `maxBytes`) the oldest ones past it, at most `chunk`, with their rules,
- * labels and actions. Returns how many decisions went (0: nothing to do).
+ * labels, outcomes and actions. Returns how many decisions went (0: nothing to do).
  */
 export async function pruneStep(db: DecisionDb, retention: Retention, nowMs: number): Promise<number> {
   let ids = (
@@ -160,6 +200,7 @@ export async function pruneStep(db: DecisionDb, retention: Retention, nowMs: num
       await tx.deleteFrom('decision_rule').where('decision_id', 'in', part).execute();
       await tx.deleteFrom('decision_label').where('decision_id', 'in', part).execute();
       await tx.deleteFrom('decision_action').where('decision_id', 'in', part).execute();
+      await tx.deleteFrom('decision_outcome').where('decision_id', 'in', part).execute();
       await tx.deleteFrom('decision').where('decision_id', 'in', part).execute();
     }
   });

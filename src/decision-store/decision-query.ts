@@ -74,10 +74,27 @@ export interface StoredActionOutcome {
   detail: Record<string, unknown>;
 }
 
-/** A decision whole: its row, the logged line, its labels oldest first, its actions. */
+/** What the login backend reported of the login (`POST /decisions/{id}/outcome`). */
+export interface StoredOutcome {
+  type: 'step_up' | 'account_event';
+  /** The step-up's result or the account event. */
+  value: string;
+  /** The id of the key that reported it. */
+  reportedBy: string;
+  at: string;
+  /** The label it points to by the rules (src/outcomes/outcome-labels.ts), if any. */
+  label?: Label;
+}
+
+/** A decision whole: its row, the logged line, its labels oldest first, its outcomes, its actions. */
 export interface StoredDecision extends DecisionSummary {
   line: DecisionLine;
+  /** The analysts' labels (the current `label` is the newest of them, else `outcomeLabel`). */
   labels: StoredLabel[];
+  /** The login backend's outcomes, oldest first. */
+  outcomes: StoredOutcome[];
+  /** The label the outcomes point to, analyst labels aside. */
+  outcomeLabel?: Label;
   actions: StoredActionOutcome[];
 }
 

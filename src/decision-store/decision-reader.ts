@@ -1,5 +1,6 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { DecisionLine } from '../decide/decision-line.ts';
+import { outcomeLabelOf } from '../outcomes/outcome-labels.ts';
 import type { DecisionDb } from './decision-batch.ts';
 import type {
   DecisionFilter,
@@ -10,6 +11,7 @@ import type {
   Label,
   StoredActionOutcome,
   StoredDecision,
+  StoredOutcome,
   TimeSlice,
   Verdict,
   VerdictCounts,
@@ -194,10 +196,16 @@ export function createDecisionReader(db: DecisionDb, status: () => DecisionStore
         .where('decision_id', '=', decisionId)
         .executeTakeFirst();
       if (row === undefined) return undefined;
-      const [rules, labels, actions] = await Promise.all([
+      const [rules, labels, outcomes, actions] = await Promise.all([
         activeRules(db, [decisionId]),
         db
           .selectFrom('decision_label')
+          .selectAll()
+          .where('decision_id', '=', decisionId)
+          .orderBy('at_ms')
+          .execute(),
+        db
+          .selectFrom('decision_outcome')
           .selectAll()
           .where('decision_id', '=', decisionId)
           .orderBy('at_ms')
@@ -219,6 +227,17 @@ export function createDecisionReader(db: DecisionDb, status: () => DecisionStore
           at: new Date(Number(l.at_ms)).toISOString(),
           ...(l.note !== null && { note: l.note }),
         })),
+        outcomes: outcomes.map((o) => {
+          const label = outcomeLabelOf(row.verdict, o.type, o.value);
+          return {
+            type: o.type as StoredOutcome['type'],
+            value: o.value,
+            reportedBy: o.reported_by,
+            at: new Date(Number(o.at_ms)).toISOString(),
+            ...(label !== undefined && { label }),
+          };
+        }),
+        ...(row.outcome_label !== null && { outcomeLabel: row.outcome_label as Label }),
         actions: actionsOf(line, actions),
       };
       return whole;

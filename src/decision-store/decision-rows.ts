@@ -2,7 +2,8 @@ import type { DecisionTables } from './decision-tables.ts';
 
 /**
  * What one decision-log record becomes in the store: a `decision` line a decision row and its rule
- * rows, an `action` line its action's latest outcome, a `feedback` line a label. Built off the
+ * rows, an `action` line its action's latest outcome, a `feedback` line a label, an `outcome`
+ * line the login backend's report of the login. Built off the
  * request path (by the writer, per batch), and plain data: a worker thread can be handed them.
  * The store keeps what the decision log keeps before redaction (the raw accountId, userId, IP and
  * unitId, which the filters need); secrets never reach either (one-time codes are redacted in the
@@ -13,11 +14,13 @@ export type DecisionRow = DecisionTables['decision'];
 export type RuleRow = DecisionTables['decision_rule'];
 export type LabelRow = DecisionTables['decision_label'];
 export type ActionRow = DecisionTables['decision_action'];
+export type OutcomeRow = DecisionTables['decision_outcome'];
 
 export type StoreOp =
   | { kind: 'decision'; row: DecisionRow; rules: RuleRow[] }
   | { kind: 'action'; row: ActionRow }
-  | { kind: 'label'; row: LabelRow };
+  | { kind: 'label'; row: LabelRow }
+  | { kind: 'outcome'; row: OutcomeRow };
 
 type Loose = Record<string, unknown>;
 
@@ -60,9 +63,28 @@ export function storeOpOf(record: object, nowMs: number): StoreOp | undefined {
         },
       };
     }
+    case 'outcome':
+      return outcomeOp(r, decisionId, nowMs);
     default:
       return undefined;
   }
+}
+
+/** An `outcome` line (src/outcomes/outcome-line.ts): the login backend's report of the login. */
+function outcomeOp(r: Loose, decisionId: string, nowMs: number): StoreOp | undefined {
+  const type = text(r.type);
+  const value = text(r.value);
+  if (type === null || value === null) return undefined;
+  return {
+    kind: 'outcome',
+    row: {
+      decision_id: decisionId,
+      type,
+      value,
+      reported_by: text(r.reportedBy) ?? 'unknown',
+      at_ms: timeOf(r.occurredAt ?? r.at, nowMs),
+    },
+  };
 }
 
 function decisionOp(r: Loose, decisionId: string, nowMs: number): StoreOp {
@@ -113,6 +135,7 @@ function decisionOp(r: Loose, decisionId: string, nowMs: number): StoreOp {
       shadow_revision: shadowRevision,
       shadow_disagrees: shadowVerdict !== null && shadowVerdict !== verdict ? 1 : 0,
       label: null,
+      outcome_label: null,
       total_ms: num(obj(r.timings).totalMs),
       line,
       line_bytes: Buffer.byteLength(line),

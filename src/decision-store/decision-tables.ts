@@ -10,6 +10,9 @@ import type { FeatureMigrations } from '../database/database.ts';
  *   rule filter and the rules report.
  * - `decision_label`: every label given, oldest first; the current one is also on `decision`.
  * - `decision_action`: each action's latest outcome.
+ * - `decision_outcome`: what the login backend reported of the login (`POST
+ *   /decisions/{id}/outcome`), each kind and value once; its table and the decision's
+ *   `outcome_label` column are src/outcomes/outcome-tables.ts's migration.
  */
 
 // Types, not interfaces: kysely's withTables wants an index signature.
@@ -30,7 +33,10 @@ export type DecisionTables = {
     shadow_revision: string | null;
     /** 1 when a shadow ran and its verdict differs from the active one. */
     shadow_disagrees: number;
+    /** The newest analyst label, else the label the outcomes point to (src/outcomes/outcome-labels.ts). */
     label: string | null;
+    /** The label the decision's outcomes point to, analyst labels aside. */
+    outcome_label: string | null;
     total_ms: number;
     line: string;
     /** Bytes of `line`, for retention by size. */
@@ -48,6 +54,16 @@ export type DecisionTables = {
     label: string;
     labelled_by: string;
     note: string | null;
+    at_ms: number;
+  };
+  decision_outcome: {
+    decision_id: string;
+    /** `step_up` or `account_event`. */
+    type: string;
+    /** The step-up's result or the account event. */
+    value: string;
+    /** The id of the key that reported it. */
+    reported_by: string;
     at_ms: number;
   };
   decision_action: {

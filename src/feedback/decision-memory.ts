@@ -34,4 +34,9 @@ export interface DecisionMemory {
    * when the keeper of the decisions does not answer in time.
    */
   label(decisionId: string, event: LabelEvent, operator: boolean): Promise<LabelOutcome>;
+  /**
+   * Whether the key `keyId` was answered `decisionId` (an outcome of it may be reported with that
+   * key: src/outcomes/). Rejects like `label` when the keeper does not answer in time.
+   */
+  answered(decisionId: string, keyId: string): Promise<boolean>;
 }

@@ -23,8 +23,11 @@ export interface FeedbackRoutesOptions {
   decisionLog: DecisionLog;
 }
 
-/** Per-key token bucket in front of /feedback: 429 with Retry-After (seconds) past the key's rate. */
-function feedbackRateLimited(limiter: FeedbackRateLimit): MiddlewareHandler {
+/**
+ * Per-key token bucket in front of /feedback (and an outcome's report, src/outcomes/): 429 with
+ * Retry-After (seconds) past the key's rate.
+ */
+export function feedbackRateLimited(limiter: FeedbackRateLimit): MiddlewareHandler {
   return async (c, next) => {
     const waitMs = limiter.take(c.get('principal').keyId, performance.now());
     if (waitMs !== undefined) {

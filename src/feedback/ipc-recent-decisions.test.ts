@@ -49,6 +49,23 @@ describe('the recent decisions in the primary', () => {
     await expect(w.label(id, event('key-ffffffffffff'), false)).resolves.toEqual({ labelled: false });
   });
 
+  it('says whether a key was answered a decision (an outcome’s check), waiting for a remember still on its way', async () => {
+    const { primary, worker } = cluster();
+    const held: FeedbackMessage[] = [];
+    const deciding = worker(held);
+    const reporting = worker();
+    const id = crypto.randomUUID();
+    deciding.remember(id, KEY);
+    const answered = reporting.answered(id, KEY);
+    await vi.advanceTimersByTimeAsync(50);
+    for (const m of held) primary.receive(m, () => {});
+    await expect(answered).resolves.toBe(true);
+    await expect(reporting.answered(id, 'key-ffffffffffff')).resolves.toBe(false);
+    const unknown = reporting.answered(crypto.randomUUID(), KEY);
+    await vi.advanceTimersByTimeAsync(200);
+    await expect(unknown).resolves.toBe(false);
+  });
+
   it('answers 503 RG_ERR_FEEDBACK_UNAVAILABLE when the primary does not answer in time, or the channel is closed', async () => {
     const silent = new IpcRecentDecisions({ send: () => true, timeoutMs: 1000 });
     const waiting = silent.label(crypto.randomUUID(), event(), false);

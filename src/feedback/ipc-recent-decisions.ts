@@ -18,6 +18,7 @@ import type { RecentDecisions } from './recent-decisions.ts';
 
 export const FEEDBACK_REMEMBER = 'riskgate:feedback-remember';
 export const FEEDBACK_LABEL = 'riskgate:feedback-label';
+export const FEEDBACK_ANSWERED = 'riskgate:feedback-answered';
 
 export interface FeedbackRemember {
   type: typeof FEEDBACK_REMEMBER;
@@ -30,9 +31,17 @@ interface FeedbackLabel {
   event: LabelEvent;
   operator: boolean;
 }
+interface FeedbackAnswered {
+  type: typeof FEEDBACK_ANSWERED;
+  decisionId: string;
+  keyId: string;
+}
+
 /** A label, answered by an `IpcReply` whose result is the `LabelOutcome`. */
 export type FeedbackLabelRequest = IpcRequest<FeedbackLabel>;
-export type FeedbackMessage = FeedbackRemember | FeedbackLabelRequest;
+/** Whether a key was answered a decision (an outcome's check), answered with a boolean. */
+export type FeedbackAnsweredRequest = IpcRequest<FeedbackAnswered>;
+export type FeedbackMessage = FeedbackRemember | FeedbackLabelRequest | FeedbackAnsweredRequest;
 
 export interface PrimaryRecentDecisionsOptions {
   /**
@@ -58,7 +67,14 @@ export class PrimaryRecentDecisions {
   /** One worker's message; `reply` gets the answer to a label (perhaps after `missWaitMs`). */
   receive(m: FeedbackMessage, reply: (answer: IpcReply) => void): void {
     if (m.type === FEEDBACK_REMEMBER) this.#remember(m);
-    else this.#label(m, reply);
+    else if (m.type === FEEDBACK_LABEL)
+      this.#whenRemembered(m.decisionId, () =>
+        reply(replyTo(m, () => this.#decisions.labelNow(m.decisionId, m.event, m.operator))),
+      );
+    else
+      this.#whenRemembered(m.decisionId, () =>
+        reply(replyTo(m, () => this.#decisions.get(m.decisionId)?.keyId === m.keyId)),
+      );
   }
 
   #remember(m: FeedbackRemember): void {
@@ -70,14 +86,14 @@ export class PrimaryRecentDecisions {
     for (const wake of waiters) wake();
   }
 
-  #label(m: FeedbackLabelRequest, reply: (answer: IpcReply) => void): void {
-    const answer = () => reply(replyTo(m, () => this.#decisions.labelNow(m.decisionId, m.event, m.operator)));
-    if (this.#decisions.get(m.decisionId) !== undefined) {
+  /** Calls `answer` at once when `decisionId` is remembered, else at its remember or after `missWaitMs`. */
+  #whenRemembered(decisionId: string, answer: () => void): void {
+    if (this.#decisions.get(decisionId) !== undefined) {
       answer();
       return;
     }
     // Not (yet) remembered: its remember may still be on its way from the worker that decided.
-    const key = m.decisionId.toLowerCase();
+    const key = decisionId.toLowerCase();
     let done = false;
     const wake = () => {
       if (done) return;
@@ -107,6 +123,9 @@ export interface IpcRecentDecisionsOptions {
   timeoutMs?: number;
 }
 
+const unavailable = (why: string) =>
+  new RiskgateError(ErrorCode.FEEDBACK_UNAVAILABLE, `The recent decisions are not available: ${why}.`);
+
 /** In a worker: the primary's recent decisions. */
 export class IpcRecentDecisions implements DecisionMemory {
   readonly #send: IpcRecentDecisionsOptions['send'];
@@ -135,10 +154,11 @@ export class IpcRecentDecisions implements DecisionMemory {
 
   label(decisionId: string, event: LabelEvent, operator: boolean): Promise<LabelOutcome> {
     const message: FeedbackLabel = { type: FEEDBACK_LABEL, decisionId, event, operator };
-    return this.#requests.request<LabelOutcome, FeedbackLabel>(
-      message,
-      (why) =>
-        new RiskgateError(ErrorCode.FEEDBACK_UNAVAILABLE, `The recent decisions are not available: ${why}.`),
-    );
+    return this.#requests.request<LabelOutcome, FeedbackLabel>(message, unavailable);
+  }
+
+  answered(decisionId: string, keyId: string): Promise<boolean> {
+    const message: FeedbackAnswered = { type: FEEDBACK_ANSWERED, decisionId, keyId };
+    return this.#requests.request<boolean, FeedbackAnswered>(message, unavailable);
   }
 }

@@ -71,6 +71,10 @@ export class RecentDecisions implements DecisionMemory {
     return Promise.resolve(this.labelNow(decisionId, event, operator));
   }
 
+  answered(decisionId: string, keyId: string): Promise<boolean> {
+    return Promise.resolve(this.get(decisionId)?.keyId === keyId);
+  }
+
   get size(): number {
     return this.#decisions.size;
   }

@@ -29,6 +29,11 @@ import {
 import { lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 import { actionsQuerySchema } from '../outbox/outbox-view.ts';
+import {
+  MAX_OUTCOME_BODY_BYTES,
+  outcomeRequestSchema,
+  outcomeResponseSchema,
+} from '../outcomes/outcome-request.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
@@ -336,6 +341,8 @@ function documentComponents(): Record<string, unknown> {
       ...componentSchemas('output', {
         DecideResponse: decideResponseSchema,
         FeedbackResponse: feedbackResponseSchema,
+        OutcomeRequest: outcomeRequestSchema,
+        OutcomeResponse: outcomeResponseSchema,
         Problem: problemSchema,
         Health: healthSchema,
         Readiness: readinessSchema,
@@ -446,6 +453,59 @@ function callerPaths(): Record<string, unknown> {
             [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
             [ErrorCode.DECISION_LOG_UNAVAILABLE]:
               'RISKGATE_DECISION_LOG is off (the label would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
+            [ErrorCode.FEEDBACK_UNAVAILABLE]:
+              'With RISKGATE_WORKERS > 1: the primary, which keeps the recent decisions, did not answer in time.',
+            ...EVERY_ROUTE,
+          }),
+          ...REQUEST_TIMEOUT,
+        },
+      ),
+    },
+    '/decisions/{decisionId}/outcome': {
+      post: operation(
+        'caller',
+        {
+          operationId: 'reportOutcome',
+          summary: 'Report what became of a login: the step-up result or a later account event',
+          description:
+            'With the caller key that asked for the decision, or an operator key with the analyst role (for a decision in the decision store, recorded in the audit trail first). Kept with the decision; a failed step-up after a challenge and a user-reported fraud point to fraud, a passed step-up after a challenge to legit, below any analyst label (README, "Outcomes from the login backend"). Answered once the decision store has it: the rule report counts it at once.',
+          security: [{ callerKey: [] }, { opsKey: [] }],
+          parameters: [
+            {
+              name: 'decisionId',
+              in: 'path',
+              required: true,
+              description: 'The `decisionId` of a /decide answer (a UUID).',
+              schema: { type: 'string', format: 'uuid' },
+            },
+          ],
+          requestBody: {
+            required: true,
+            description: `JSON, at most ${MAX_OUTCOME_BODY_BYTES} bytes.`,
+            content: json(ref('OutcomeRequest')),
+          },
+        },
+        {
+          '202': {
+            description:
+              'Recorded in the decision log as an `outcome` line and in the decision store; the same outcome again is kept once.',
+            content: json(ref('OutcomeResponse')),
+          },
+          ...problems({
+            [ErrorCode.INVALID_INPUT]:
+              'Invalid JSON, a decisionId that is not a UUID, an unknown type, result or event, or an `at` that is not RFC 3339; `field` names it.',
+            [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+            [ErrorCode.FORBIDDEN]: 'An operator whose role is below analyst (the detail names both roles).',
+            ...AUDITED_CHANGE,
+            [ErrorCode.NOT_FOUND]:
+              'No decision with this id made with this caller key that this riskgate remembers (an operator key: none in the decision store).',
+            [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_OUTCOME_BODY_BYTES} bytes.`,
+            [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+            [ErrorCode.RATE_LIMITED]:
+              'This key reports past its rate (RISKGATE_FEEDBACK_RATE, RISKGATE_FEEDBACK_BURST, a bucket of its own).',
+            [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
+            [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+              'RISKGATE_DECISION_LOG is off (the outcome would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
             [ErrorCode.FEEDBACK_UNAVAILABLE]:
               'With RISKGATE_WORKERS > 1: the primary, which keeps the recent decisions, did not answer in time.',
             ...EVERY_ROUTE,

@@ -324,7 +324,23 @@ export const storedDecisionSchema = decisionSummarySchema.extend({
     ),
   labels: z
     .array(z.object({ label, labelledBy: z.string(), at: timestamp, note: z.string().optional() }))
-    .describe('Every label given, oldest first.'),
+    .describe('Every analyst label given, oldest first.'),
+  outcomes: z
+    .array(
+      z.object({
+        type: z.enum(['step_up', 'account_event']),
+        value: z.string().describe('The step-up result or the account event.'),
+        reportedBy: z.string().describe('The id of the key that reported it.'),
+        at: timestamp,
+        label: label.optional().describe('The label it points to by the documented rules, if any.'),
+      }),
+    )
+    .describe(
+      'What the login backend reported of the login (`POST /decisions/{decisionId}/outcome`), oldest first.',
+    ),
+  outcomeLabel: label
+    .optional()
+    .describe('The label the outcomes point to; the current `label` is an analyst’s when there is one.'),
   actions: z
     .array(
       z.object({

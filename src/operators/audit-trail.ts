@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   'session.sign_in',
   'session.sign_out',
   'decision.label',
+  'decision.outcome',
   'action.retry',
   'action.drop',
   'policy.reload',

@@ -6,6 +6,7 @@ import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
 import { outboxMigrations } from '../outbox/outbox-tables.ts';
+import { outcomeMigrations } from '../outcomes/outcome-tables.ts';
 import { policyVersionMigrations } from '../policy-versions/policy-version-tables.ts';
 import { snoozeMigrations } from '../snoozes/snooze-store.ts';
 
@@ -28,6 +29,7 @@ export const DECISION_MIGRATIONS: FeatureMigrations = {
   ...decisionMigrations,
   ...ruleReportMigrations,
   ...rejectMigrations,
+  ...outcomeMigrations,
 };
 
 /** Every feature's tables: one database holding both kinds (PostgreSQL, memory; tests). */

@@ -15,12 +15,14 @@ import {
   decisionStoreComponent,
   teeDecisionLog,
 } from '../decision-store/decision-store-component.ts';
+import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import { laterEventSink } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
+import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
 import { feedbackComponent } from '../feedback/feedback-routes.ts';
 import { recordLabel } from '../feedback/record-label.ts';
 import type { ServiceLog } from '../http/create-app.ts';
@@ -36,6 +38,7 @@ import { openApiRoute } from '../openapi/openapi-route.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Outbox } from '../outbox/outbox.ts';
 import { outboxComponent } from '../outbox/outbox-component.ts';
+import { outcomeRoutes } from '../outcomes/outcome-routes.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
@@ -86,6 +89,8 @@ export async function startServices(
   const decisions = await l.start(
     decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
   );
+  // The `outcomes` input reads the login backend's outcomes from the store (none without one).
+  const outcomes = decisions.enabled ? recentOutcomesReader(state.decisions.db.withTables()) : undefined;
   // Every record of the decision log also reaches the store (batched off the request path).
   const decisionLog = teeDecisionLog(loggedOnly, decisions);
   const tracer = options.tracing?.calls;
@@ -167,7 +172,12 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog };
+  // A write of an operator (a label) or of a login backend (an outcome) is read back at once.
+  const settleOwnWrite = async () => {
+    await decisions.flush(OWN_WRITE_SETTLE_MS);
+    ruleReport.invalidate();
+  };
+  const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog, settleOwnWrite };
   const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
@@ -180,6 +190,7 @@ export async function startServices(
       extra: [
         openApiRoute(version),
         ruleReportRoutes(ruleReport),
+        outcomesOf(ctx, shown),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -201,7 +212,30 @@ export async function startServices(
     outbox,
     events,
     recent,
+    outcomes,
   };
+}
+
+/** `POST /decisions/{id}/outcome`: authorised and kept as feedback is, read back at once. */
+function outcomesOf(
+  ctx: { options: StartRiskgateOptions; opsKeys: readonly string[] },
+  s: {
+    decisions: DecisionStore;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+    settleOwnWrite: () => Promise<void>;
+  },
+) {
+  return outcomeRoutes({
+    decisions: s.recent,
+    // With the log off, outcomes are refused as feedback is (it checks for the discarding log).
+    decisionLog: s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog,
+    operatorKeys: ctx.opsKeys,
+    rateLimit: new FeedbackRateLimit(ctx.options.config.feedback),
+    stored: async (id) => (await s.decisions.get(id)) !== undefined,
+    settle: s.settleOwnWrite,
+  });
 }
 
 /**
@@ -304,8 +338,9 @@ function policiesOf(
 }
 
 /**
- * Longest an operator's label waits for the store before its page is shown, ms: past it the page
- * shows what the store has (the store is behind, which the Health page says).
+ * Longest an operator's label (or a login backend's outcome) waits for the store before its page
+ * (its answer) is shown, ms: past it the page shows what the store has (the store is behind, which
+ * the Health page says).
  */
 const OWN_WRITE_SETTLE_MS = 5000;
 
@@ -325,6 +360,7 @@ function consoleOf(
     lockouts: LockoutOperations;
     snoozes: SnoozeOperations;
     ruleIds: () => readonly string[];
+    settleOwnWrite: () => Promise<void>;
   },
 ) {
   const { options } = ctx;
@@ -352,9 +388,6 @@ function consoleOf(
     session: { ...options.config.console, operatorKeys: ctx.opsKeys },
     inputs: options.inputs === undefined ? undefined : () => options.inputs!,
     ruleIds: s.ruleIds,
-    settleOwnWrite: async () => {
-      await s.decisions.flush(OWN_WRITE_SETTLE_MS);
-      s.ruleReport.invalidate?.();
-    },
+    settleOwnWrite: s.settleOwnWrite,
   });
 }

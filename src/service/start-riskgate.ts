@@ -56,6 +56,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       outbox,
       events,
       recent,
+      outcomes,
     } = await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
@@ -71,6 +72,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
         features: features.reader,
         lists,
         snoozes,
+        outcomes,
       },
       ruleStats: policies.ruleStats,
       apiKeys: options.apiKeys,

@@ -32,6 +32,7 @@ function stored(lines: readonly Line[]): StoredDecision[] {
         totalMs: line.timings.totalMs,
         line,
         labels: [],
+        outcomes: [],
         actions: [],
       });
     } else if (raw.kind === 'feedback') {

@@ -52,6 +52,7 @@ export function decisionRows(
       shadow_verdict: d.shadow?.verdict ?? null,
       shadow_revision: d.shadow?.revision ?? null,
       shadow_disagrees: d.shadow !== undefined && d.shadow.verdict !== d.verdict ? 1 : 0,
+      outcome_label: null,
       label: d.label ?? null,
       total_ms: 1,
       line,

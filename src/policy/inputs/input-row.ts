@@ -39,6 +39,20 @@ export interface ListSnapshotReader {
   read(nowMs: number): UpstreamResult<ListLookup>;
 }
 
+/** Counts of the step-ups an account's decisions of a window were reported to have. */
+export interface RecentStepUps {
+  passed: number;
+  failed: number;
+  /** Passed on decisions from the same unit (device, browser) as this login. */
+  passedFromUnit: number;
+}
+
+/** The login backend's outcomes (src/decision-store/recent-outcomes.ts). */
+export interface RecentOutcomesReader {
+  /** The step-ups of `accountId`'s decisions made after `sinceMs` (epoch ms); rejects when the store fails. */
+  recentStepUps(accountId: string, unitId: string | undefined, sinceMs: number): Promise<RecentStepUps>;
+}
+
 /** The clients the rows fetch from. */
 export interface InputPorts {
   signals: SignalFetcher;
@@ -53,6 +67,11 @@ export interface InputPorts {
    * sees them unavailable (`not_configured`).
    */
   lists?: ListSnapshotReader | undefined;
+  /**
+   * The login backend's outcomes in the decision store (src/decision-store/recent-outcomes.ts). Without it (no decision
+   * store), a policy that reads them sees them unavailable (`not_configured`).
+   */
+  outcomes?: RecentOutcomesReader | undefined;
 }
 
 /** What the rows read of a compiled policy (src/policy/policy-types.ts `CompiledPolicy`). */

@@ -3,6 +3,7 @@ import { ADMIN_DEVICES_ROW, ADMIN_USER_ROW } from './admin-rows.ts';
 import { HISTORY_ROW, LISTS_ROW, VELOCITY_ROW } from './feature-rows.ts';
 import type { InputPolicy, InputRow, InputTable } from './input-row.ts';
 import { INPUT_NAMES, type InputName } from './input-values.ts';
+import { OUTCOMES_ROW } from './outcome-row.ts';
 import { SIGNAL_ROWS } from './signal-rows.ts';
 
 /**
@@ -20,6 +21,7 @@ export const INPUT_ROWS: readonly InputRow<unknown, InputName>[] = [
   VELOCITY_ROW,
   HISTORY_ROW,
   LISTS_ROW,
+  OUTCOMES_ROW,
 ];
 
 if (INPUT_ROWS.some((row, i) => row.name !== INPUT_NAMES[i]) || INPUT_ROWS.length !== INPUT_NAMES.length)

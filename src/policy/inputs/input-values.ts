@@ -33,7 +33,8 @@ export type PolicySignalName = (typeof POLICY_SIGNAL_NAMES)[number];
 
 /**
  * Every input a policy can read, in the input table's order (src/policy/inputs/input-table.ts): the
- * signals, the two Admin reads, the two feature reads and the runtime lists. The order is the
+ * signals, the two Admin reads, the two feature reads, the runtime lists and the login backend's
+ * outcomes. The order is the
  * order of the answer's `signals`, of `explanation` entries and of the activation's bits.
  */
 export const INPUT_NAMES = [
@@ -43,6 +44,7 @@ export const INPUT_NAMES = [
   'velocity',
   'history',
   'lists',
+  'outcomes',
 ] as const;
 export type InputName = (typeof INPUT_NAMES)[number];
 
