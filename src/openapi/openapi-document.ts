@@ -302,6 +302,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
     components: documentComponents(),
     paths: {
       ...callerPaths(),
+      ...outcomePaths(),
       ...probePaths(),
       ...operatorPaths(),
       ...listPaths(),
@@ -461,6 +462,12 @@ function callerPaths(): Record<string, unknown> {
         },
       ),
     },
+  };
+}
+
+/** The caller surface's report of what became of a login: POST /decisions/{decisionId}/outcome. */
+function outcomePaths(): Record<string, unknown> {
+  return {
     '/decisions/{decisionId}/outcome': {
       post: operation(
         'caller',

@@ -1,5 +1,4 @@
 import type { Component, LifecycleLog } from '../lifecycle/component.ts';
-import type { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
 import type { InputTable } from './inputs/input-row.ts';
 import { policyRoutes } from './policy-routes.ts';
 import { createPolicyStore, type PolicyStore, type PolicyStoreStatus } from './policy-store.ts';
@@ -7,7 +6,23 @@ import type { CompiledPolicy } from './policy-types.ts';
 import { RuleStats } from './rule-stats.ts';
 import { openShadowPolicy, type ShadowPolicy } from './shadow-policy.ts';
 
-export interface PolicyComponentOptions {
+/**
+ * The control database's policy versions as a replica serves them (src/policy-versions/
+ * policy-version-sync.ts): declared here, where the served policy is chosen, so src/policy/ does
+ * not import the versions that are built on it.
+ */
+export interface PolicyVersionSource {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** The active version this replica compiled, if any. */
+  active():
+    | { policy: CompiledPolicy /** When this replica began serving it (epoch ms). */; sinceMs: number }
+    | undefined;
+  /** What `GET /policies` says of the versions. */
+  status(): object;
+}
+
+export interface PolicyComponentOptions<V extends PolicyVersionSource = PolicyVersionSource> {
   /** The active policy (RISKGATE_POLICY_PATH). */
   path: string;
   /** The shadow candidate (RISKGATE_SHADOW_POLICY_PATH); none by default. */
@@ -24,24 +39,24 @@ export interface PolicyComponentOptions {
    * the database has an active version it is served and the file is a draft source only; with
    * none, the file serves (docs/policy-versions.md, "Which wins").
    */
-  versions?: ((compile: { inputs: InputTable } | undefined) => PolicyVersionSync) | undefined;
+  versions?: ((compile: { inputs: InputTable } | undefined) => V) | undefined;
 }
 
-export interface Policies {
+export interface Policies<V extends PolicyVersionSource = PolicyVersionSource> {
   /** What decisions are served: the database's active version, else the file's policy. */
   store: PolicyStore;
   /** The file-based shadow (RISKGATE_SHADOW_POLICY_PATH); a staged database version takes its place. */
   shadow: ShadowPolicy | undefined;
   ruleStats: RuleStats;
   /** The database's versions as this replica serves them; undefined without a control database. */
-  versions: PolicyVersionSync | undefined;
+  versions: V | undefined;
 }
 
 /** `GET /policies`'s status of the served policy: the file's, or the database version's over it. */
 export interface ServedPolicyStatus extends PolicyStoreStatus {
   /** Where the served policy comes from: the control database's active version, or the file. */
   source: 'database' | 'file';
-  version?: ReturnType<PolicyVersionSync['status']>;
+  version?: object;
 }
 
 /**
@@ -49,7 +64,7 @@ export interface ServedPolicyStatus extends PolicyStoreStatus {
  * the watched file's. Both are read per call (a field read), so an activation or a file reload is
  * one reference swap.
  */
-export function servedPolicy(file: PolicyStore, versions: PolicyVersionSync | undefined): PolicyStore {
+export function servedPolicy(file: PolicyStore, versions: PolicyVersionSource | undefined): PolicyStore {
   const current = (): CompiledPolicy => versions?.active()?.policy ?? file.current();
   return {
     current,
@@ -80,7 +95,9 @@ export function servedPolicy(file: PolicyStore, versions: PolicyVersionSync | un
  * start; a shadow that does not load is reported and retried, never fatal. Mounts
  * `GET /policies` and `GET /policies/stats` for operators.
  */
-export function policyComponent(o: PolicyComponentOptions): Component<Policies> {
+export function policyComponent<V extends PolicyVersionSource>(
+  o: PolicyComponentOptions<V>,
+): Component<Policies<V>> {
   return {
     name: 'policies',
     async start() {

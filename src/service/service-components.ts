@@ -19,6 +19,7 @@ import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
+import type { EventSink } from '../events/riskgate-event.ts';
 import { laterEventSink } from '../events/riskgate-event.ts';
 import { featureComponent } from '../features/feature-component.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
@@ -42,6 +43,7 @@ import { outcomeRoutes } from '../outcomes/outcome-routes.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
+import type { DeclaredList } from '../policy/policy-types.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
 import { snoozeComponent } from '../snoozes/snooze-component.ts';
@@ -53,6 +55,63 @@ import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
+
+/** The runtime lists and the rule snoozes: both read by decisions from memory, polled the same way. */
+async function startListsAndSnoozes(
+  l: Lifecycle<RiskgateMetrics>,
+  ctx: { options: StartRiskgateOptions; log: ServiceLog },
+  o: {
+    database: RiskgateDatabase;
+    policies: { store: { current(): { lists?: readonly DeclaredList[]; ruleIds?: readonly string[] } } };
+    events: EventSink<ActionSpec>;
+  },
+) {
+  const { options, log } = ctx;
+  const { config } = options;
+  const { database, policies, events } = o;
+  const lists = await l.start(
+    listComponent({
+      database,
+      declared: () => policies.store.current().lists ?? [],
+      events,
+      log,
+      sync: options.lists,
+      clock: options.clock,
+    }),
+  );
+  // After the policies (a snooze names one of their rules) and beside the lists, polled the same way.
+  const snoozes = await l.start(
+    snoozeComponent({
+      database,
+      ruleIds: () => policies.store.current().ruleIds ?? [],
+      maxDays: config.maxSnoozeDays,
+      log,
+      sync: options.lists,
+      clock: options.clock,
+    }),
+  );
+  return { lists, snoozes };
+}
+
+/** `riskgate_policy_version_info`: which version this replica serves, and whether it refused one. */
+function observePolicyVersion(
+  m: RiskgateMetrics,
+  policies: { versions: PolicyVersionSync | undefined; store: { current(): { revision: string } } },
+): void {
+  m.observePolicyVersion(() => {
+    const s = policies.versions?.status();
+    return {
+      source: s?.active === undefined ? 'file' : 'database',
+      versionId: s?.active?.versionId ?? 'none',
+      revision: policies.store.current().revision,
+      generation: s?.generation ?? 0,
+      stagedVersionId: s?.staged?.versionId ?? 'none',
+      stage: s?.staged?.stage ?? 'none',
+      percent: s?.staged?.percent ?? 0,
+      refused: s?.lastError !== undefined,
+    };
+  });
+}
 
 /**
  * The components behind the HTTP surfaces, in start order (after the metrics): each one's
@@ -98,19 +157,7 @@ export async function startServices(
   const admission = await l.start(admissionComponent(config, options.clock));
   const policies = await l.start(policiesOf(ctx, { database, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
-  m.observePolicyVersion(() => {
-    const s = policies.versions?.status();
-    return {
-      source: s?.active === undefined ? 'file' : 'database',
-      versionId: s?.active?.versionId ?? 'none',
-      revision: policies.store.current().revision,
-      generation: s?.generation ?? 0,
-      stagedVersionId: s?.staged?.versionId ?? 'none',
-      stage: s?.staged?.stage ?? 'none',
-      percent: s?.staged?.percent ?? 0,
-      refused: s?.lastError !== undefined,
-    };
-  });
+  observePolicyVersion(m, policies);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
   const ruleReport = cachedRuleReport(createRuleReport({ database: state.decisions, policies }));
   const features = await l.start(
@@ -124,27 +171,7 @@ export async function startServices(
   );
   // List changes and lock-outs are told through the webhooks, started after the outbox below.
   const events = laterEventSink<ActionSpec>();
-  const lists = await l.start(
-    listComponent({
-      database,
-      declared: () => policies.store.current().lists ?? [],
-      events,
-      log,
-      sync: options.lists,
-      clock: options.clock,
-    }),
-  );
-  // After the policies (a snooze names one of their rules) and beside the lists, polled the same way.
-  const snoozes = await l.start(
-    snoozeComponent({
-      database,
-      ruleIds: () => policies.store.current().ruleIds ?? [],
-      maxDays: config.maxSnoozeDays,
-      log,
-      sync: options.lists,
-      clock: options.clock,
-    }),
-  );
+  const { lists, snoozes } = await startListsAndSnoozes(l, ctx, { database, policies, events });
   const logs = await l.start(
     logFollowerComponent({
       enabled: options.followLogs !== false,
