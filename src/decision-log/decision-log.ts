@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { DecisionLogTarget } from '../config/riskgate-config.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
+import { lineJson } from './line-json.ts';
 
 /**
  * The decision log: one JSON line per decision (and one per action outcome), enough to replay a
@@ -312,7 +313,7 @@ function errorText(error: NodeJS.ErrnoException): string {
 /** A record that cannot be serialised (a bug) still leaves a line saying so. */
 function safeStringify(record: object): string {
   try {
-    return JSON.stringify(record);
+    return lineJson(record);
   } catch (error) {
     return JSON.stringify({ kind: 'unserializable', error: (error as Error).message });
   }

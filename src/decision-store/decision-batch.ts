@@ -47,8 +47,21 @@ function lastByKey<T>(rows: T[], key: (row: T) => string): T[] {
   return [...new Map(rows.map((r) => [key(r), r])).values()];
 }
 
-/** Writes `ops` into `db` in one transaction. */
-export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise<void> {
+/** A batch's rows per table, each key once, and the decisions whose current label is to be set. */
+export interface BatchRows {
+  decisions: DecisionRow[];
+  rules: RuleRow[];
+  actions: ActionRow[];
+  labels: LabelRow[];
+  /**
+   * The current label is the newest: set for each labelled decision, and for a decision whose
+   * label arrived first (given on another worker, written in an earlier batch).
+   */
+  labelled: string[];
+}
+
+/** The rows of `ops`, the last of each key kept (one statement must not upsert a row twice). */
+export function batchRows(ops: readonly StoreOp[]): BatchRows {
   const decisions: DecisionRow[] = [];
   const rules: RuleRow[] = [];
   const labels: LabelRow[] = [];
@@ -60,29 +73,34 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
     } else if (op.kind === 'label') labels.push(op.row);
     else actions.push(op.row);
   }
+  return {
+    decisions: lastByKey(decisions, (d) => d.decision_id),
+    rules: lastByKey(rules, (r) => `${r.decision_id}\0${r.policy}\0${r.rule_id}`),
+    actions: lastByKey(actions, (a) => a.action_id),
+    labels: lastByKey(labels, (l) => `${l.decision_id}\0${l.at_ms}\0${l.labelled_by}\0${l.label}`),
+    labelled: [...new Set([...labels.map((l) => l.decision_id), ...decisions.map((d) => d.decision_id)])],
+  };
+}
+
+/** Writes `ops` into `db` in one transaction. */
+export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise<void> {
+  const { decisions, rules, actions, labels, labelled } = batchRows(ops);
   await db.transaction().execute(async (tx) => {
-    for (const part of chunks(
-      lastByKey(decisions, (d) => d.decision_id),
-      DECISION_ROWS_PER_INSERT,
-    )) {
+    for (const part of chunks(decisions, DECISION_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision')
         .values(part)
         .onConflict((oc) => oc.column('decision_id').doNothing())
         .execute();
     }
-    const uniqueRules = lastByKey(rules, (r) => `${r.decision_id}\0${r.policy}\0${r.rule_id}`);
-    for (const part of chunks(uniqueRules, SMALL_ROWS_PER_INSERT)) {
+    for (const part of chunks(rules, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_rule')
         .values(part)
         .onConflict((oc) => oc.columns(['decision_id', 'policy', 'rule_id']).doNothing())
         .execute();
     }
-    for (const part of chunks(
-      lastByKey(actions, (a) => a.action_id),
-      SMALL_ROWS_PER_INSERT,
-    )) {
+    for (const part of chunks(actions, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_action')
         .values(part)
@@ -99,21 +117,14 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
         )
         .execute();
     }
-    const uniqueLabels = lastByKey(
-      labels,
-      (l) => `${l.decision_id}\0${l.at_ms}\0${l.labelled_by}\0${l.label}`,
-    );
-    for (const part of chunks(uniqueLabels, SMALL_ROWS_PER_INSERT)) {
+    for (const part of chunks(labels, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_label')
         .values(part)
         .onConflict((oc) => oc.columns(['decision_id', 'at_ms', 'labelled_by', 'label']).doNothing())
         .execute();
     }
-    // The current label is the newest: set for each labelled decision, and for a decision whose
-    // label arrived first (given on another worker, written in an earlier batch).
-    const ids = [...new Set([...labels.map((l) => l.decision_id), ...decisions.map((d) => d.decision_id)])];
-    for (const part of chunks(ids, SMALL_ROWS_PER_INSERT)) {
+    for (const part of chunks(labelled, SMALL_ROWS_PER_INSERT)) {
       await tx
         .updateTable('decision')
         .set((eb) => ({

@@ -1,3 +1,4 @@
+import { lineJson } from '../decision-log/line-json.ts';
 import type { DecisionTables } from './decision-tables.ts';
 
 /**
@@ -72,7 +73,8 @@ function decisionOp(r: Loose, decisionId: string, nowMs: number): StoreOp {
   const shadow = r.shadow === undefined ? undefined : obj(r.shadow);
   const verdict = text(outcome.verdict) ?? 'allow';
   const atMs = timeOf(r.at, nowMs);
-  const line = JSON.stringify(r);
+  // The decision log serialised most of it already (its line shares all but what it redacted).
+  const line = lineJson(r);
   const revision = text(policy.revision) ?? '';
   const rules: RuleRow[] = [];
   const seen = new Set<string>();
