@@ -36,7 +36,8 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *    path (the decision log to a file with the default redaction, teed into the store's writer on
  *    its SQLite thread) fed `--rate` records/s for `--seconds`, against the log alone, interleaved
  *    pairs (`--runs`): CPU of the main thread (`process.threadCpuUsage`) and of the whole process
- *    (every thread) per record, store on minus store off, median over the pairs.
+ *    (every thread) per record, store on minus store off, median over the pairs. With
+ *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
  *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
@@ -46,6 +47,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
+ *     [--hot-cost --rate 300 --seconds 10 [--store-only]]
  */
 
 const RULES = [
@@ -450,6 +452,7 @@ async function main(): Promise<void> {
       'loop-delay': { type: 'boolean', default: false },
       'loop-seconds': { type: 'string', default: '5' },
       'hot-cost': { type: 'boolean', default: false },
+      'store-only': { type: 'boolean', default: false },
       rate: { type: 'string', default: '300' },
       seconds: { type: 'string', default: '10' },
     },
@@ -459,6 +462,11 @@ async function main(): Promise<void> {
   const lineBytes = Number(values['line-bytes']);
   const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-bench-'));
   try {
+    if (values['hot-cost'] && values['store-only']) {
+      // For a profile (--cpu-prof) of the shipped path alone: one run, store on.
+      await hotRun(dir, true, Number(values.rate), Number(values.seconds), lineBytes);
+      return;
+    }
     if (values['hot-cost']) {
       await hotCost(dir, Number(values.rate), Number(values.seconds), runs, lineBytes);
       return;
