@@ -1,45 +1,25 @@
 /**
- * A decision-log record's JSON, serialised once for its two readers. The decision log writes the
- * record as redacted and the decision store keeps it as it is (src/decision-store/decision-rows.ts);
- * redaction copies only the path it changes (src/decision-log/log-redaction.ts), so the two share
- * every other member, the bulk of the line (the request, the signals, the outcome, the timings).
- * The JSON of each object member of the record and of its `inputs` is kept (weakly) by the
- * member's identity: whichever reader comes second serialises only what redaction copied. Issue 32:
- * a second `JSON.stringify` of a ~3 KB line was ~14 µs of every decision on the event loop.
+ * A decision-log record's JSON, serialised once for its two readers: the decision log writes the
+ * record as redacted, the decision store keeps it as it is (src/decision-store/decision-rows.ts).
+ * When redaction leaves the record whole (RISKGATE_DECISION_LOG_REDACT=none, or no field it names is
+ * in the line) the log keeps its JSON here, and the store, whose batch comes later, takes it.
+ * Issue 32: a second `JSON.stringify` of a ~3.7 KB line is 14-20 µs of a decision on the event loop.
  *
- * Byte for byte `JSON.stringify(record)`. A record's members are not changed once it is logged (the
- * decide room builds a fresh line per decision; what it shares between decisions, such as a cached
- * Admin user, is read-only).
+ * Kept by the record's identity (weakly): a record is not changed once it is logged. Sharing the
+ * members redaction did not copy, serialised one by one, was measured and not kept: walking them
+ * in JavaScript cost more than the native `JSON.stringify` it saved (bench/RESULTS.md, issue 32).
  */
 
 const memo = new WeakMap<object, string>();
 
-/** How deep objects are memoised: the record (when redaction left it whole), its members, those of `inputs`. */
-const MEMO_DEPTH = 3;
-
-/** `JSON.stringify(record)`, reusing the JSON of members already serialised for another line. */
+/** `JSON.stringify(record)`, kept for the next reader of the same object. */
 export function lineJson(record: object): string {
-  return objectJson(record, MEMO_DEPTH) ?? 'null';
+  const json = JSON.stringify(record);
+  memo.set(record, json);
+  return json;
 }
 
-function objectJson(value: object, depth: number): string | undefined {
-  // Only plain objects are taken apart; arrays, a Date, a boxed string and the memo's bottom go to
-  // JSON.stringify whole, which knows their rules.
-  const proto: unknown = Object.getPrototypeOf(value);
-  if (depth === 0 || (proto !== Object.prototype && proto !== null) || 'toJSON' in value)
-    return JSON.stringify(value);
-  const known = memo.get(value);
-  if (known !== undefined) return known;
-  let out = '{';
-  for (const key of Object.keys(value)) {
-    const member = (value as Record<string, unknown>)[key];
-    const json =
-      member !== null && typeof member === 'object' ? objectJson(member, depth - 1) : JSON.stringify(member);
-    // undefined, a function or a symbol: left out, as JSON.stringify does.
-    if (json === undefined) continue;
-    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${json}`;
-  }
-  out += '}';
-  memo.set(value, out);
-  return out;
+/** The JSON `lineJson` kept for `record`, else `JSON.stringify(record)` (not kept: no one asks again). */
+export function takeLineJson(record: object): string {
+  return memo.get(record) ?? JSON.stringify(record);
 }

@@ -1,4 +1,4 @@
-import { lineJson } from '../decision-log/line-json.ts';
+import { takeLineJson } from '../decision-log/line-json.ts';
 import type { DecisionTables } from './decision-tables.ts';
 
 /**
@@ -73,8 +73,8 @@ function decisionOp(r: Loose, decisionId: string, nowMs: number): StoreOp {
   const shadow = r.shadow === undefined ? undefined : obj(r.shadow);
   const verdict = text(outcome.verdict) ?? 'allow';
   const atMs = timeOf(r.at, nowMs);
-  // The decision log serialised most of it already (its line shares all but what it redacted).
-  const line = lineJson(r);
+  // The decision log's own line when redaction left the record whole (serialised once).
+  const line = takeLineJson(r);
   const revision = text(policy.revision) ?? '';
   const rules: RuleRow[] = [];
   const seen = new Set<string>();
