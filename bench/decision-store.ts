@@ -37,6 +37,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *    its SQLite thread) fed `--rate` records/s for `--seconds`, against the log alone, interleaved
  *    pairs (`--runs`): CPU of the main thread (`process.threadCpuUsage`) and of the whole process
  *    (every thread) per record, store on minus store off, median over the pairs. With
+ *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
  *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
@@ -47,7 +48,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
- *     [--hot-cost --rate 300 --seconds 10 [--store-only]]
+ *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only]]
  */
 
 const RULES = [
@@ -352,6 +353,7 @@ interface HotFigures {
 /** CPU of the log (and the store, `withStore`) fed `rate` records/s for `seconds`, per record. */
 async function hotRun(
   dir: string,
+  target: DatabaseTarget | undefined,
   withStore: boolean,
   rate: number,
   seconds: number,
@@ -364,8 +366,11 @@ async function hotRun(
     redact: createRedactor(rules, undefined),
   });
   const path = join(dir, 'hot.sqlite');
-  const database = await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
-  const writer = withStore ? new DecisionStoreWriter({ sink: sqliteThreadSink(path) }) : undefined;
+  // SQLite (the default): written from the store's thread; PostgreSQL: through the pool, here.
+  const database = await openDatabase(target ?? { kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
+  const sink =
+    target === undefined ? sqliteThreadSink(path) : kyselySink(database.db.withTables<DecisionTables>());
+  const writer = withStore ? new DecisionStoreWriter({ sink }) : undefined;
   const rnd = mulberry32(3);
   const total = Math.round(rate * seconds);
   // Built first: what is measured is the log and the store, not the bench building records.
@@ -411,6 +416,7 @@ async function hotRun(
 
 async function hotCost(
   dir: string,
+  target: DatabaseTarget | undefined,
   rate: number,
   seconds: number,
   runs: number,
@@ -421,13 +427,13 @@ async function hotCost(
   const { loadavg } = await import('node:os');
   const load0 = loadavg()[0]!;
   // A warm-up pair, not counted (JIT, the thread's first start).
-  await hotRun(dir, false, rate, 1, lineBytes);
-  await hotRun(dir, true, rate, 1, lineBytes);
+  await hotRun(dir, target, false, rate, 1, lineBytes);
+  await hotRun(dir, target, true, rate, 1, lineBytes);
   for (let r = 0; r < runs; r++) {
     // Order alternates: a drift in the machine's load falls on both sides.
     const first = r % 2 === 0;
-    const a = await hotRun(dir, !first, rate, seconds, lineBytes);
-    const b = await hotRun(dir, first, rate, seconds, lineBytes);
+    const a = await hotRun(dir, target, !first, rate, seconds, lineBytes);
+    const b = await hotRun(dir, target, first, rate, seconds, lineBytes);
     const [on, off] = first ? [b, a] : [a, b];
     main.push(round(on.mainUsPerRecord - off.mainUsPerRecord));
     proc.push(round(on.processUsPerRecord - off.processUsPerRecord));
@@ -453,6 +459,7 @@ async function main(): Promise<void> {
       'loop-seconds': { type: 'string', default: '5' },
       'hot-cost': { type: 'boolean', default: false },
       'store-only': { type: 'boolean', default: false },
+      postgres: { type: 'boolean', default: false },
       rate: { type: 'string', default: '300' },
       seconds: { type: 'string', default: '10' },
     },
@@ -464,11 +471,17 @@ async function main(): Promise<void> {
   try {
     if (values['hot-cost'] && values['store-only']) {
       // For a profile (--cpu-prof) of the shipped path alone: one run, store on.
-      await hotRun(dir, true, Number(values.rate), Number(values.seconds), lineBytes);
+      await hotRun(dir, undefined, true, Number(values.rate), Number(values.seconds), lineBytes);
       return;
     }
     if (values['hot-cost']) {
-      await hotCost(dir, Number(values.rate), Number(values.seconds), runs, lineBytes);
+      const pg = values.postgres ? await startPostgres() : undefined;
+      try {
+        const target: DatabaseTarget | undefined = pg && { kind: 'postgres', url: pg.url };
+        await hotCost(dir, target, Number(values.rate), Number(values.seconds), runs, lineBytes);
+      } finally {
+        await pg?.stop();
+      }
       return;
     }
     if (!values['skip-inserts']) {

@@ -1,6 +1,5 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
-import { type BatchRows, batchRows } from './decision-batch.ts';
-import type { DecisionRow, StoreOp } from './decision-rows.ts';
+import type { StoreOp } from './decision-rows.ts';
 import type { DecisionTables } from './decision-tables.ts';
 
 /**
@@ -63,32 +62,44 @@ const COLUMNS = {
 
 type Table = keyof typeof COLUMNS;
 
-/** A batch on the wire: per table its rows' values one after another; the decisions whose label to set. */
-export type WireBatch = Record<Table, SQLInputValue[]> & { labelled: string[] };
+/** A batch on the wire: per table its rows' values one after another. */
+export type WireBatch = Record<Table, SQLInputValue[]>;
 
 // Every column holds text, a number or null (decision-rows.ts builds them so): bindable as is.
-function flat<T extends Table>(table: T, rows: readonly DecisionTables[T][]): SQLInputValue[] {
-  const columns = COLUMNS[table] as readonly string[];
-  const out: SQLInputValue[] = new Array(rows.length * columns.length);
-  let i = 0;
-  for (const row of rows) for (const c of columns) out[i++] = (row as Record<string, SQLInputValue>)[c]!;
-  return out;
+function push<T extends Table>(out: SQLInputValue[], table: T, row: DecisionTables[T]): void {
+  for (const c of COLUMNS[table] as readonly string[]) out.push((row as Record<string, SQLInputValue>)[c]!);
 }
 
-/** The flat form of `ops` (deduplicated as `writeOps` does). */
+/**
+ * The flat form of `ops`, in one pass on the event loop. Not deduplicated: the thread runs one
+ * statement per row, where a repeated key is harmless (`writeOps` deduplicates for PostgreSQL,
+ * which refuses one statement touching a row twice): a repeated decision, rule or label is kept
+ * once, and of an action's outcomes the newest stays.
+ */
 export function wireBatch(ops: readonly StoreOp[]): WireBatch {
-  const rows: BatchRows = batchRows(ops);
-  return {
-    decision: flat('decision', rows.decisions satisfies DecisionRow[]),
-    decision_rule: flat('decision_rule', rows.rules),
-    decision_action: flat('decision_action', rows.actions),
-    decision_label: flat('decision_label', rows.labels),
-    labelled: rows.labelled,
-  };
+  const batch: WireBatch = { decision: [], decision_rule: [], decision_action: [], decision_label: [] };
+  for (const op of ops) {
+    if (op.kind === 'decision') {
+      push(batch.decision, 'decision', op.row);
+      for (const rule of op.rules) push(batch.decision_rule, 'decision_rule', rule);
+    } else if (op.kind === 'action') push(batch.decision_action, 'decision_action', op.row);
+    else push(batch.decision_label, 'decision_label', op.row);
+  }
+  return batch;
 }
 
 const insert = (table: Table, conflict: string) =>
   `INSERT INTO ${table} (${COLUMNS[table].join(', ')}) VALUES (${COLUMNS[table].map(() => '?').join(', ')}) ${conflict}`;
+
+/** The decision ids of a batch's labels and decisions (each the first column of its table), once each. */
+function labelled(batch: WireBatch): Set<SQLInputValue> {
+  const ids = new Set<SQLInputValue>();
+  for (const table of ['decision_label', 'decision'] as const) {
+    const width = COLUMNS[table].length;
+    for (let i = 0; i < batch[table].length; i += width) ids.add(batch[table][i]!);
+  }
+  return ids;
+}
 
 /** Writes wire batches into `db` with statements prepared on first use, each batch one transaction. */
 export function wireWriter(db: DatabaseSync): (batch: WireBatch) => void {
@@ -129,7 +140,9 @@ export function wireWriter(db: DatabaseSync): (batch: WireBatch) => void {
       runAll('decision_rule', batch.decision_rule);
       runAll('decision_action', batch.decision_action);
       runAll('decision_label', batch.decision_label);
-      for (const id of batch.labelled) statements.label.run(id);
+      // The current label is the newest: set for each labelled decision, and for a decision whose
+      // label arrived first (given on another worker, written in an earlier batch).
+      for (const id of labelled(batch)) statements.label.run(id);
       db.exec('COMMIT');
     } catch (error) {
       // SQLite rolls back by itself on some errors (SQLITE_FULL, SQLITE_IOERR): nothing left to undo.
