@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Kysely, SqliteDialect, sql } from 'kysely';
+import { DEFAULT_REDACTION, parseRedaction } from '../src/config/redaction-rules.ts';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
+import { createDecisionLog } from '../src/decision-log/decision-log.ts';
+import { createRedactor } from '../src/decision-log/log-redaction.ts';
 import { type DecisionSink, kyselySink, writeOps } from '../src/decision-store/decision-batch.ts';
 import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
 import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
@@ -29,6 +32,14 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *    console offers queried `--queries` times with random values through the reader the route
  *    calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter.
  *
+ * 4. With `--hot-cost`, instead of 1-3 (issue 32): the store's cost on the hot process. The shipped
+ *    path (the decision log to a file with the default redaction, teed into the store's writer on
+ *    its SQLite thread) fed `--rate` records/s for `--seconds`, against the log alone, interleaved
+ *    pairs (`--runs`): CPU of the main thread (`process.threadCpuUsage`) and of the whole process
+ *    (every thread) per record, store on minus store off, median over the pairs. With
+ *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
+ *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
+ *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
  *    route makes) runs back to back for `--loop-seconds`, on kysely's own SQLite dialect (queries on
@@ -37,6 +48,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
+ *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only]]
  */
 
 const RULES = [
@@ -314,6 +326,126 @@ async function loopDelayRuns(path: string, seconds: number, runs: number): Promi
   }
 }
 
+/** A shipped-shaped decision record: `line` plus an Admin user and devices (with display names). */
+function hotRecord(rnd: () => number, lineBytes: number): Record<string, unknown> {
+  const r = line(rnd, Date.now(), lineBytes);
+  const inputs = r.inputs as Record<string, unknown>;
+  const account = (r.request as { accountId: string }).accountId;
+  inputs.user = {
+    id: account,
+    username: `${account}@example.com`,
+    display_name: `User ${account}`,
+    status: 'active',
+  };
+  inputs.devices = [
+    { id: `${account}-web`, display_name: 'Work laptop', platform: 'browser', trusted: true },
+    { id: `${account}-app`, display_name: 'Phone', platform: 'ios', trusted: true },
+  ];
+  inputs.adminUnavailable = false;
+  return r;
+}
+
+interface HotFigures {
+  mainUsPerRecord: number;
+  processUsPerRecord: number;
+}
+
+/** CPU of the log (and the store, `withStore`) fed `rate` records/s for `seconds`, per record. */
+async function hotRun(
+  dir: string,
+  target: DatabaseTarget | undefined,
+  withStore: boolean,
+  rate: number,
+  seconds: number,
+  lineBytes: number,
+): Promise<HotFigures> {
+  const rules = parseRedaction(DEFAULT_REDACTION);
+  if (typeof rules === 'string') throw new Error(rules);
+  const log = createDecisionLog(createWriteStream(join(dir, `hot-${withStore}.log`), { flags: 'a' }), {
+    ownsStream: true,
+    redact: createRedactor(rules, undefined),
+  });
+  const path = join(dir, 'hot.sqlite');
+  // SQLite (the default): written from the store's thread; PostgreSQL: through the pool, here.
+  const database = await openDatabase(target ?? { kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
+  const sink =
+    target === undefined ? sqliteThreadSink(path) : kyselySink(database.db.withTables<DecisionTables>());
+  const writer = withStore ? new DecisionStoreWriter({ sink }) : undefined;
+  const rnd = mulberry32(3);
+  const total = Math.round(rate * seconds);
+  // Built first: what is measured is the log and the store, not the bench building records.
+  const records = Array.from({ length: total }, () => hotRecord(rnd, lineBytes));
+  const tickMs = 10;
+  const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
+  // The writer's timers and thread are unref'd (they never hold a stopping riskgate): this holds the bench.
+  const keepAlive = setInterval(() => {}, 1000);
+  // The thread started and the log's file opened before the clock starts: a running riskgate has both.
+  const warm = hotRecord(rnd, lineBytes);
+  log.write(warm);
+  writer?.push(warm);
+  await log.flush();
+  await writer?.flush(30_000);
+  const main0 = process.threadCpuUsage();
+  const all0 = process.cpuUsage();
+  let pushed = 0;
+  const startedAt = performance.now();
+  while (pushed < total) {
+    for (let i = 0; i < perTick && pushed < total; i++) {
+      const record = records[pushed++]!;
+      log.write(record);
+      writer?.push(record);
+    }
+    // Paced as decisions arrive: at a few hundred per second the store's batches are small.
+    const due = startedAt + (pushed / perTick) * tickMs;
+    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+  }
+  await log.flush();
+  if (writer !== undefined && !(await writer.flush(30_000))) throw new Error('the store did not drain');
+  const main = process.threadCpuUsage(main0);
+  const all = process.cpuUsage(all0);
+  await log.close();
+  await writer?.close(5000);
+  await database.close();
+  clearInterval(keepAlive);
+  if (writer !== undefined && writer.status().written !== total + 1) throw new Error('records not written');
+  return {
+    mainUsPerRecord: (main.user + main.system) / total,
+    processUsPerRecord: (all.user + all.system) / total,
+  };
+}
+
+async function hotCost(
+  dir: string,
+  target: DatabaseTarget | undefined,
+  rate: number,
+  seconds: number,
+  runs: number,
+  lineBytes: number,
+): Promise<void> {
+  const main: number[] = [];
+  const proc: number[] = [];
+  const { loadavg } = await import('node:os');
+  const load0 = loadavg()[0]!;
+  // A warm-up pair, not counted (JIT, the thread's first start).
+  await hotRun(dir, target, false, rate, 1, lineBytes);
+  await hotRun(dir, target, true, rate, 1, lineBytes);
+  for (let r = 0; r < runs; r++) {
+    // Order alternates: a drift in the machine's load falls on both sides.
+    const first = r % 2 === 0;
+    const a = await hotRun(dir, target, !first, rate, seconds, lineBytes);
+    const b = await hotRun(dir, target, first, rate, seconds, lineBytes);
+    const [on, off] = first ? [b, a] : [a, b];
+    main.push(round(on.mainUsPerRecord - off.mainUsPerRecord));
+    proc.push(round(on.processUsPerRecord - off.processUsPerRecord));
+    process.stderr.write(
+      `[hot-cost] pair ${r + 1}: off main ${round(off.mainUsPerRecord)} / process ${round(off.processUsPerRecord)} µs, on main ${round(on.mainUsPerRecord)} / process ${round(on.processUsPerRecord)} µs per record (load ${loadavg()[0]!.toFixed(2)})\n`,
+    );
+  }
+  console.log(
+    `store's cost per record at ${rate}/s: main thread ${median(main)} µs (pairs: ${main.join(', ')}), whole process ${median(proc)} µs (pairs: ${proc.join(', ')}); load average ${load0.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}`,
+  );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -325,6 +457,11 @@ async function main(): Promise<void> {
       'skip-inserts': { type: 'boolean', default: false },
       'loop-delay': { type: 'boolean', default: false },
       'loop-seconds': { type: 'string', default: '5' },
+      'hot-cost': { type: 'boolean', default: false },
+      'store-only': { type: 'boolean', default: false },
+      postgres: { type: 'boolean', default: false },
+      rate: { type: 'string', default: '300' },
+      seconds: { type: 'string', default: '10' },
     },
   });
   const records = Number(values.records);
@@ -332,6 +469,21 @@ async function main(): Promise<void> {
   const lineBytes = Number(values['line-bytes']);
   const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-bench-'));
   try {
+    if (values['hot-cost'] && values['store-only']) {
+      // For a profile (--cpu-prof) of the shipped path alone: one run, store on.
+      await hotRun(dir, undefined, true, Number(values.rate), Number(values.seconds), lineBytes);
+      return;
+    }
+    if (values['hot-cost']) {
+      const pg = values.postgres ? await startPostgres() : undefined;
+      try {
+        const target: DatabaseTarget | undefined = pg && { kind: 'postgres', url: pg.url };
+        await hotCost(dir, target, Number(values.rate), Number(values.seconds), runs, lineBytes);
+      } finally {
+        await pg?.stop();
+      }
+      return;
+    }
     if (!values['skip-inserts']) {
       const pg = await startPostgres();
       try {

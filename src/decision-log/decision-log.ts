@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { DecisionLogTarget } from '../config/riskgate-config.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
+import { lineJson } from './line-json.ts';
 
 /**
  * The decision log: one JSON line per decision (and one per action outcome), enough to replay a
@@ -204,7 +205,8 @@ export function createDecisionLog(
     const batch = pending;
     pending = [];
     let text = '';
-    for (const record of batch) text += `${safeStringify(redact === undefined ? record : redact(record))}\n`;
+    for (const record of batch)
+      text += `${safeStringify(record, redact === undefined ? record : redact(record))}\n`;
     writesInFlight++;
     const s = stream;
     const records = batch.length;
@@ -309,10 +311,13 @@ function errorText(error: NodeJS.ErrnoException): string {
   return error.code === undefined ? error.message : `${error.code}: ${error.message}`;
 }
 
-/** A record that cannot be serialised (a bug) still leaves a line saying so. */
-function safeStringify(record: object): string {
+/**
+ * `line`, the redacted `record`; kept for the decision store when redaction left the record whole.
+ * A record that cannot be serialised (a bug) still leaves a line saying so.
+ */
+function safeStringify(record: object, line: object): string {
   try {
-    return JSON.stringify(record);
+    return line === record ? lineJson(record) : JSON.stringify(line);
   } catch (error) {
     return JSON.stringify({ kind: 'unserializable', error: (error as Error).message });
   }

@@ -49,8 +49,23 @@ function lastByKey<T>(rows: T[], key: (row: T) => string): T[] {
   return [...new Map(rows.map((r) => [key(r), r])).values()];
 }
 
-/** Writes `ops` into `db` in one transaction. */
-export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise<void> {
+/** A batch's rows per table, each key once, and the decisions whose current label is to be set. */
+export interface BatchRows {
+  decisions: DecisionRow[];
+  rules: RuleRow[];
+  actions: ActionRow[];
+  labels: LabelRow[];
+  /** The login backend's outcomes, each (decision, type, value) once. */
+  outcomes: OutcomeRow[];
+  /**
+   * The current label is the newest: set for each labelled decision, and for a decision whose
+   * label arrived first (given on another worker, written in an earlier batch).
+   */
+  labelled: string[];
+}
+
+/** The rows of `ops`, the last of each key kept (one statement must not upsert a row twice). */
+export function batchRows(ops: readonly StoreOp[]): BatchRows {
   const decisions: DecisionRow[] = [];
   const rules: RuleRow[] = [];
   const labels: LabelRow[] = [];
@@ -64,29 +79,35 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
     else if (op.kind === 'outcome') outcomes.push(op.row);
     else actions.push(op.row);
   }
+  return {
+    decisions: lastByKey(decisions, (d) => d.decision_id),
+    rules: lastByKey(rules, (r) => `${r.decision_id}\0${r.policy}\0${r.rule_id}`),
+    actions: lastByKey(actions, (a) => a.action_id),
+    labels: lastByKey(labels, (l) => `${l.decision_id}\0${l.at_ms}\0${l.labelled_by}\0${l.label}`),
+    outcomes: lastByKey(outcomes, (o) => `${o.decision_id}\0${o.type}\0${o.value}`),
+    labelled: [...new Set([...labels, ...outcomes, ...decisions].map((row) => row.decision_id))],
+  };
+}
+
+/** Writes `ops` into `db` in one transaction. */
+export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise<void> {
+  const { decisions, rules, actions, labels, outcomes, labelled } = batchRows(ops);
   await db.transaction().execute(async (tx) => {
-    for (const part of chunks(
-      lastByKey(decisions, (d) => d.decision_id),
-      DECISION_ROWS_PER_INSERT,
-    )) {
+    for (const part of chunks(decisions, DECISION_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision')
         .values(part)
         .onConflict((oc) => oc.column('decision_id').doNothing())
         .execute();
     }
-    const uniqueRules = lastByKey(rules, (r) => `${r.decision_id}\0${r.policy}\0${r.rule_id}`);
-    for (const part of chunks(uniqueRules, SMALL_ROWS_PER_INSERT)) {
+    for (const part of chunks(rules, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_rule')
         .values(part)
         .onConflict((oc) => oc.columns(['decision_id', 'policy', 'rule_id']).doNothing())
         .execute();
     }
-    for (const part of chunks(
-      lastByKey(actions, (a) => a.action_id),
-      SMALL_ROWS_PER_INSERT,
-    )) {
+    for (const part of chunks(actions, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_action')
         .values(part)
@@ -103,28 +124,21 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
         )
         .execute();
     }
-    const uniqueLabels = lastByKey(
-      labels,
-      (l) => `${l.decision_id}\0${l.at_ms}\0${l.labelled_by}\0${l.label}`,
-    );
-    for (const part of chunks(uniqueLabels, SMALL_ROWS_PER_INSERT)) {
+    for (const part of chunks(labels, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_label')
         .values(part)
         .onConflict((oc) => oc.columns(['decision_id', 'at_ms', 'labelled_by', 'label']).doNothing())
         .execute();
     }
-    const uniqueOutcomes = lastByKey(outcomes, (o) => `${o.decision_id}\0${o.type}\0${o.value}`);
-    for (const part of chunks(uniqueOutcomes, SMALL_ROWS_PER_INSERT)) {
+    for (const part of chunks(outcomes, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_outcome')
         .values(part)
         .onConflict((oc) => oc.columns(['decision_id', 'type', 'value']).doNothing())
         .execute();
     }
-    await currentLabels(tx, [
-      ...new Set([...labels, ...outcomes, ...decisions].map((row) => row.decision_id)),
-    ]);
+    await currentLabels(tx, labelled);
   });
 }
 
@@ -136,10 +150,21 @@ export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise
  */
 async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
   for (const part of chunks(ids, SMALL_ROWS_PER_INSERT)) {
-    await tx
+    for (const query of currentLabelQueries(tx, part)) await query.execute();
+  }
+}
+
+/**
+ * The two updates that set the current label of the decisions `ids`, in order: the outcomes' label,
+ * then the label. One definition for both paths: `writeOps` runs them, and the SQLite writer thread
+ * compiles them once (src/decision-store/sqlite-batch-wire.ts).
+ */
+export function currentLabelQueries(db: DecisionDb, ids: readonly string[]) {
+  return [
+    db
       .updateTable('decision')
       .set({ outcome_label: outcomeLabelSql() })
-      .where('decision.decision_id', 'in', part)
+      .where('decision.decision_id', 'in', ids)
       .where((eb) =>
         eb.exists(
           eb
@@ -147,9 +172,8 @@ async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
             .select('decision_outcome.decision_id')
             .whereRef('decision_outcome.decision_id', '=', 'decision.decision_id'),
         ),
-      )
-      .execute();
-    await tx
+      ),
+    db
       .updateTable('decision')
       .set((eb) => ({
         label: eb.fn.coalesce(
@@ -162,7 +186,7 @@ async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
           eb.ref('decision.outcome_label'),
         ),
       }))
-      .where('decision.decision_id', 'in', part)
+      .where('decision.decision_id', 'in', ids)
       .where((eb) =>
         eb.or([
           eb.exists(
@@ -173,9 +197,8 @@ async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
           ),
           eb('decision.outcome_label', 'is not', null),
         ]),
-      )
-      .execute();
-  }
+      ),
+  ] as const;
 }
 
 /**

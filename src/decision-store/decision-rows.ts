@@ -1,3 +1,4 @@
+import { takeLineJson } from '../decision-log/line-json.ts';
 import type { DecisionTables } from './decision-tables.ts';
 
 /**
@@ -94,7 +95,8 @@ function decisionOp(r: Loose, decisionId: string, nowMs: number): StoreOp {
   const shadow = r.shadow === undefined ? undefined : obj(r.shadow);
   const verdict = text(outcome.verdict) ?? 'allow';
   const atMs = timeOf(r.at, nowMs);
-  const line = JSON.stringify(r);
+  // The decision log's own line when redaction left the record whole (serialised once).
+  const line = takeLineJson(r);
   const revision = text(policy.revision) ?? '';
   const rules: RuleRow[] = [];
   const seen = new Set<string>();

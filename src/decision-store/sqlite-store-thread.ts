@@ -1,7 +1,9 @@
+import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kysely, SqliteDialect } from 'kysely';
 import { openNodeSqlite } from '../database/node-sqlite-database.ts';
-import { type DecisionDb, pruneStep, writeOps } from './decision-batch.ts';
+import { type DecisionDb, pruneStep } from './decision-batch.ts';
+import { wireWriter } from './sqlite-batch-wire.ts';
 import type { ThreadReply, ThreadRequest } from './sqlite-thread-sink.ts';
 
 /**
@@ -10,19 +12,25 @@ import type { ThreadReply, ThreadRequest } from './sqlite-thread-sink.ts';
  */
 
 const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
+// Retention (once a minute) in kysely's builder; the writes on prepared statements of their own
+// connection (sqlite-batch-wire.ts says why). Requests run one at a time: never both at once.
 const db: DecisionDb = new Kysely({
   dialect: new SqliteDialect({ database: openNodeSqlite(path, { busyTimeoutMs }) }),
 });
+const writer = new DatabaseSync(path, { timeout: busyTimeoutMs });
+writer.exec('PRAGMA synchronous = NORMAL');
+const write = wireWriter(writer);
 
 async function answer(request: ThreadRequest): Promise<ThreadReply> {
   try {
     switch (request.type) {
       case 'write':
-        await writeOps(db, request.ops);
+        write(request.batch);
         return { id: request.id, ok: true, value: 0 };
       case 'prune':
         return { id: request.id, ok: true, value: await pruneStep(db, request.retention, request.nowMs) };
       case 'close':
+        writer.close();
         await db.destroy();
         return { id: request.id, ok: true, value: 0 };
     }

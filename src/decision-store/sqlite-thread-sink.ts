@@ -1,19 +1,19 @@
 import { Worker } from 'node:worker_threads';
 import { settlesWithin } from '../timing/with-timeout.ts';
 import type { DecisionSink, Retention } from './decision-batch.ts';
-import type { StoreOp } from './decision-rows.ts';
+import { type WireBatch, wireBatch } from './sqlite-batch-wire.ts';
 
 /**
  * The decision store's SQLite writes on a worker thread. node:sqlite is synchronous: a batch of
  * 500 decisions written on the main thread holds its event loop 17 to 50 ms (measured on the 2-core
  * CI machine, bench/RESULTS.md "Issue 25"), which every decision waiting behind it would pay. On a
  * thread of its own, with its own connection (WAL: the main thread's reads go on meanwhile), the
- * main thread only builds the rows and hands them over. A thread that dies is started again on the
+ * main thread only builds the rows and hands them over, as flat arrays (sqlite-batch-wire.ts). A thread that dies is started again on the
  * next request.
  */
 
 export type ThreadRequest =
-  | { id: number; type: 'write'; ops: StoreOp[] }
+  | { id: number; type: 'write'; batch: WireBatch }
   | { id: number; type: 'prune'; retention: Retention; nowMs: number }
   | { id: number; type: 'close' };
 
@@ -88,7 +88,7 @@ export function sqliteThreadSink(path: string, options: { busyTimeoutMs?: number
   };
   return {
     write: async (ops) => {
-      await ask({ type: 'write', ops });
+      await ask({ type: 'write', batch: wireBatch(ops) });
     },
     prune: (retention, nowMs) => ask({ type: 'prune', retention, nowMs }),
     close,

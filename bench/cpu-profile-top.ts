@@ -1,0 +1,52 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * A `--cpu-prof` profile's self time by where the code lives (issue 32: the top 15 by package and by
+ * src/ folder): `node_modules/<package>`, `src/<folder>`, `bench`, Node's own JavaScript (`node:`),
+ * and V8's pseudo-frames (`(garbage collector)`, `(program)`, `(idle)`, left out of the shares).
+ *
+ *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15]
+ */
+
+interface ProfileNode {
+  id: number;
+  callFrame: { url: string; functionName: string };
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function place(url: string, name: string): string {
+  if (url === '') return name.startsWith('(') ? name : '(native)';
+  if (url.startsWith('node:')) return 'node internals';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1]!;
+  const src = /\/src\/([^/]+)\//.exec(url);
+  if (src) return `src/${src[1]}`;
+  if (url.includes('/bench/')) return 'bench';
+  return url;
+}
+
+const args = process.argv.slice(2);
+const topAt = args.indexOf('--top');
+const top = topAt >= 0 ? Number(args[topAt + 1]) : 15;
+const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1);
+const totals = new Map<string, number>();
+for (const file of files) {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  const where = new Map(profile.nodes.map((n) => [n.id, place(n.callFrame.url, n.callFrame.functionName)]));
+  profile.samples.forEach((id, i) => {
+    const key = where.get(id)!;
+    totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
+}
+const busy = [...totals].filter(([k]) => k !== '(idle)' && k !== '(program)');
+const sum = busy.reduce((s, [, t]) => s + t, 0);
+console.log(`| where | ms | share of busy |\n|---|---:|---:|`);
+for (const [k, t] of busy.sort((a, b) => b[1] - a[1]).slice(0, top))
+  console.log(`| ${k} | ${(t / 1000).toFixed(0)} | ${((100 * t) / sum).toFixed(1)} % |`);
+console.log(
+  `busy ${(sum / 1000).toFixed(0)} ms; (program) ${((totals.get('(program)') ?? 0) / 1000).toFixed(0)} ms, (idle) ${((totals.get('(idle)') ?? 0) / 1000).toFixed(0)} ms`,
+);

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { lineJson, takeLineJson } from './line-json.ts';
+import { createRedactor } from './log-redaction.ts';
+
+describe('lineJson', () => {
+  const record = () => ({
+    kind: 'decision',
+    decisionId: 'd-1',
+    at: '2026-11-28T19:00:00.000Z',
+    request: { accountId: 'acme', ip: '203.0.113.7', context: { 'odd "key"\n': 1, skip: undefined } },
+    inputs: {
+      signals: { rat: { value: true, nested: { deep: [1, 'two', null, { x: 3 }] } } },
+      user: { id: 'u1', display_name: 'Alice' },
+      devices: [{ id: 'dev', display_name: 'Phone' }],
+      when: new Date(0),
+      gone: () => 1,
+    },
+    outcome: { verdict: 'deny', score: 90.5, matchedRules: [{ id: 'rat' }] },
+    nothing: null,
+    empty: {},
+    degraded: false,
+  });
+
+  it('is JSON.stringify of the record; the store takes the log’s string when redaction left the record whole', () => {
+    const raw = record();
+    const same = createRedactor([{ path: ['inputs', 'nowhere'], mode: 'drop' }], undefined)(raw);
+    expect(same).toBe(raw);
+    const logged = lineJson(same);
+    expect(logged).toBe(JSON.stringify(raw));
+    expect(takeLineJson(raw)).toBe(logged);
+  });
+
+  it('serialises the record itself when the log wrote a redacted copy', () => {
+    const raw = record();
+    const redacted = createRedactor(
+      [{ path: ['inputs', 'user', 'display_name'], mode: 'drop' }],
+      undefined,
+    )(raw);
+    expect(redacted).not.toBe(raw);
+    expect(lineJson(redacted)).not.toContain('Alice');
+    expect(takeLineJson(raw)).toBe(JSON.stringify(raw));
+    expect(takeLineJson(raw)).toContain('Alice');
+  });
+
+  it('throws where JSON.stringify throws (a bigint), so the log still writes its unserializable line', () => {
+    expect(() => lineJson({ inputs: { n: 1n } })).toThrow();
+  });
+});
