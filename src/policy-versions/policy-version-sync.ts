@@ -100,9 +100,13 @@ export class PolicyVersionSync {
     this.#clock = options.clock ?? systemClock;
   }
 
-  /** Reads what is served (rejects when the database does not answer), then polls. */
+  /**
+   * Reads what is served, then polls. A control database that cannot be read at start (damaged,
+   * missing: riskgate starts degraded, docs/operations.md) does not stop the start: the file serves
+   * until a poll reads the versions, `failingSince` says so in `GET /policies`, and it is logged.
+   */
   async start(): Promise<void> {
-    await this.refresh();
+    await this.refresh().catch(() => {});
     this.#timer = setInterval(() => void this.refresh().catch(() => {}), this.#pollMs);
     this.#timer.unref();
   }
