@@ -187,6 +187,7 @@ describe('a riskgate whose start fails', () => {
       'policies',
       'feature store',
       'lists',
+      'snoozes',
       'log follower',
       'lockouts',
       'webhook delivery',
