@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const committed = async () => JSON.parse(await readFile(join(ROOT, OPENAPI_FILE), 'utf8')) as OpenApiDocument;
 
+const SECOND_ADMIN_KEY = 'second-admin-key-0123456789';
 let h: Harness;
 let doc: OpenApiDocument;
 let violations: (answer: Answer) => string[];
@@ -39,7 +41,11 @@ let violations: (answer: Answer) => string[];
 const checked: string[] = [];
 
 beforeAll(async () => {
-  h = await startHarness({ riskgate: { version: riskgateVersion() } });
+  h = await startHarness({
+    riskgate: { version: riskgateVersion() },
+    // A second admin: a policy version is approved by someone other than its author.
+    env: { RISKGATE_OPS_KEYS: `${OPS_KEY},second:admin:${SECOND_ADMIN_KEY}` },
+  });
   doc = await committed();
   violations = createAnswerValidator(doc);
 });
@@ -156,7 +162,7 @@ describe('the OpenAPI document', () => {
       };
       // A login backend reports a decision's outcome with its caller key, under /decisions/.
       const operator =
-        /^\/(metrics|policies|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes)/.test(
+        /^\/(metrics|policies|policy-versions|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes)/.test(
           path,
         ) && !path.endsWith('/outcome');
       expect(op['x-riskgate-surface'], operation).toBe(
@@ -323,6 +329,31 @@ describe('real answers of every route conform to the document', () => {
     } finally {
       await lists.stop();
     }
+  });
+
+  it('the policy versions: a draft through every step, a revert, their refusals', async () => {
+    const key = OPS_KEY;
+    const yaml = readFileSync(new URL('../policies/login.yaml', import.meta.url), 'utf8');
+    const post = (path: string, body?: unknown, as = key) =>
+      call(h.url, 'POST', path, { key: as, ...(body !== undefined && { body: JSON.stringify(body) }) });
+    const made = await post('/policy-versions', { yaml, message: 'the shipped policy' });
+    expect(made.status).toBe(201);
+    const { id } = made.json() as { id: string };
+    expect((await post('/policy-versions', { yaml: 'kind: Nope', message: 'x' })).status).toBe(400);
+    expect((await call(h.url, 'GET', '/policy-versions?limit=5', { key })).status).toBe(200);
+    expect((await call(h.url, 'GET', `/policy-versions/${id}`, { key })).status).toBe(200);
+    expect((await post(`/policy-versions/${id}/propose`)).status).toBe(200);
+    expect((await post(`/policy-versions/${id}/approve`)).status).toBe(403);
+    expect((await post(`/policy-versions/${id}/approve`, undefined, SECOND_ADMIN_KEY)).status).toBe(200);
+    expect((await post(`/policy-versions/${id}/propose`)).status).toBe(409);
+    expect((await post(`/policy-versions/${id}/activate`)).status).toBe(200);
+    expect((await post(`/policy-versions/${id}/revert`, { message: 'again' })).status).toBe(201);
+    const other = (await post('/policy-versions', { yaml, message: 'to withdraw' })).json() as { id: string };
+    expect((await post(`/policy-versions/${other.id}/withdraw`)).status).toBe(200);
+    const third = (await post('/policy-versions', { yaml, message: 'to reject' })).json() as { id: string };
+    expect((await post(`/policy-versions/${third.id}/propose`)).status).toBe(200);
+    expect((await post(`/policy-versions/${third.id}/reject`, undefined, SECOND_ADMIN_KEY)).status).toBe(200);
+    expect((await call(h.url, 'GET', '/policy-versions/nope', { key })).status).toBe(404);
   });
 
   it('the rule snoozes: a snooze, the listing, its early end, their refusals', async () => {

@@ -35,6 +35,15 @@ import {
   outcomeResponseSchema,
 } from '../outcomes/outcome-request.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
+import {
+  MAX_POLICY_VERSION_BODY_BYTES,
+  newPolicyVersionSchema,
+  POLICY_VERSION_STEP_ACTIONS,
+  policyVersionListQuerySchema,
+  policyVersionListSchema,
+  policyVersionSchema,
+  revertPolicyVersionSchema,
+} from '../policy-versions/policy-version-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
   createSnoozeSchema,
@@ -307,6 +316,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
       ...operatorPaths(),
       ...listPaths(),
       ...snoozePaths(),
+      ...policyVersionPaths(),
       ...lockoutPaths(),
       ...vendorPaths(),
     },
@@ -337,6 +347,8 @@ function documentComponents(): Record<string, unknown> {
         RemoveListEntry: removeBodySchema,
         UnlockRequest: unlockRequestSchema,
         CreateSnooze: createSnoozeSchema,
+        NewPolicyVersion: newPolicyVersionSchema,
+        RevertPolicyVersion: revertPolicyVersionSchema,
         EndSnooze: endSnoozeBodySchema,
       }),
       ...componentSchemas('output', {
@@ -348,6 +360,8 @@ function documentComponents(): Record<string, unknown> {
         Health: healthSchema,
         Readiness: readinessSchema,
         Policies: policiesSchema,
+        PolicyVersion: policyVersionSchema,
+        PolicyVersions: policyVersionListSchema,
         PolicyStatus: policyStatusSchema,
         RuleStats: ruleStatsSchema,
         RuleReport: ruleReportSchema,
@@ -853,6 +867,119 @@ function listPaths(): Record<string, unknown> {
       },
       { description: 'How many entries were added.', content: json(ref('ListImportResult')) },
       { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_IMPORT_BODY_BYTES} bytes.` },
+      '201',
+    ),
+  };
+}
+
+const VERSIONS_DATABASE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The policy versions database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const VERSION_STEP_NOTE =
+  'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be). A version’s content never changes (PUT, PATCH and DELETE answer 405); its state moves draft → proposed → approved → active (or rejected, withdrawn), docs/policy-versions.md.';
+const versionIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'The version’s id.',
+  schema: { type: 'string' },
+};
+
+/** Policy versions (src/policy-versions/policy-version-routes.ts). */
+function policyVersionPaths(): Record<string, unknown> {
+  const steps = Object.fromEntries(
+    Object.keys(POLICY_VERSION_STEP_ACTIONS).map((step) => [
+      `/policy-versions/{id}/${step}`,
+      operatorRoute(
+        'post',
+        {
+          operationId: `${step}PolicyVersion`,
+          summary: `${step[0]!.toUpperCase()}${step.slice(1)} a policy version`,
+          description: `${VERSION_STEP_NOTE}${step === 'approve' ? ' The author cannot approve their own version (four eyes).' : ''}${step === 'activate' ? ' Every replica serves it within about RISKGATE_POLICY_VERSION_POLL_MS.' : ''}`,
+          parameters: [versionIdParameter],
+        },
+        { description: 'The version after the step.', content: json(ref('PolicyVersion')) },
+        {
+          ...VERSIONS_DATABASE,
+          ...AUDITED_CHANGE,
+          [ErrorCode.NOT_FOUND]: 'No such version.',
+          [ErrorCode.POLICY_VERSION_CONFLICT]: 'The version is not in a state this step starts from.',
+          ...(step === 'approve' && {
+            [ErrorCode.POLICY_SELF_APPROVAL]: 'The approving admin is the version’s author.',
+          }),
+        },
+      ),
+    ]),
+  );
+  return {
+    '/policy-versions': {
+      ...operatorRoute(
+        'get',
+        {
+          operationId: 'listPolicyVersions',
+          summary: 'The policy versions, newest first',
+          parameters: queryParameters(policyVersionListQuerySchema),
+        },
+        { description: 'A page of versions (without their YAML).', content: json(ref('PolicyVersions')) },
+        {
+          ...VERSIONS_DATABASE,
+          [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule; `field` names it.',
+        },
+      ),
+      ...operatorRoute(
+        'post',
+        {
+          operationId: 'createPolicyVersion',
+          summary: 'Make a draft from a policy YAML (it must compile)',
+          description: VERSION_STEP_NOTE,
+          requestBody: {
+            required: true,
+            description: `JSON, the YAML at most ${MAX_POLICY_VERSION_BODY_BYTES} bytes.`,
+            content: json(ref('NewPolicyVersion')),
+          },
+        },
+        { description: 'The draft as kept.', content: json(ref('PolicyVersion')) },
+        {
+          ...VERSIONS_DATABASE,
+          ...AUDITED_CHANGE,
+          [ErrorCode.INVALID_INPUT]:
+            'A policy that does not compile (`field`: yaml, the detail says where and why), or a missing message.',
+          [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+          [ErrorCode.PAYLOAD_TOO_LARGE]: 'Body too large.',
+        },
+        '201',
+      ),
+    },
+    '/policy-versions/{id}': operatorRoute(
+      'get',
+      {
+        operationId: 'getPolicyVersion',
+        summary: 'One policy version, with its YAML',
+        parameters: [versionIdParameter],
+      },
+      { description: 'The version.', content: json(ref('PolicyVersion')) },
+      { ...VERSIONS_DATABASE, [ErrorCode.NOT_FOUND]: 'No such version.' },
+    ),
+    ...steps,
+    '/policy-versions/{id}/revert': operatorRoute(
+      'post',
+      {
+        operationId: 'revertPolicyVersion',
+        summary: 'Make a new version carrying an earlier one’s YAML (history is never rewritten)',
+        description: VERSION_STEP_NOTE,
+        parameters: [versionIdParameter],
+        requestBody: { required: true, content: json(ref('RevertPolicyVersion')) },
+      },
+      { description: 'The new version.', content: json(ref('PolicyVersion')) },
+      {
+        ...VERSIONS_DATABASE,
+        ...AUDITED_CHANGE,
+        [ErrorCode.NOT_FOUND]: 'No such version.',
+        [ErrorCode.POLICY_VERSION_CONFLICT]: 'The version cannot be restored from its state.',
+        [ErrorCode.INVALID_INPUT]: 'A missing message; `field` names it.',
+        [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+      },
       '201',
     ),
   };

@@ -14,17 +14,8 @@ import type { FeatureMigrations } from '../database/database.ts';
  *   in its transaction: the cheap marker each replica polls (as `list_version` is for lists).
  */
 
-/** A version's place in the promotion flow. */
-export type PolicyVersionState =
-  | 'draft'
-  | 'proposed'
-  | 'approved'
-  | 'active'
-  | 'retired'
-  | 'rejected'
-  | 'withdrawn';
-
-export const POLICY_VERSION_STATES: readonly PolicyVersionState[] = [
+/** A version's places in the promotion flow: the one list the type, the check constraint and the API read. */
+export const POLICY_VERSION_STATES = [
   'draft',
   'proposed',
   'approved',
@@ -32,7 +23,8 @@ export const POLICY_VERSION_STATES: readonly PolicyVersionState[] = [
   'retired',
   'rejected',
   'withdrawn',
-];
+] as const;
+export type PolicyVersionState = (typeof POLICY_VERSION_STATES)[number];
 
 // Types, not interfaces: kysely's withTables wants an index signature.
 export type PolicyVersionTables = {

@@ -44,6 +44,7 @@ import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import { policyVersionRoutes } from '../policy-versions/policy-version-routes.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
 import { snoozeComponent } from '../snoozes/snooze-component.ts';
@@ -155,7 +156,11 @@ export async function startServices(
   const tracer = options.tracing?.calls;
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config, options.clock));
-  const policies = await l.start(policiesOf(ctx, { database, audit }));
+  // The policy versions of the control database: served by every replica, moved by the API.
+  const versionStore = new PolicyVersionStore(database, {
+    now: () => (options.clock ?? systemClock).nowMs(),
+  });
+  const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
@@ -218,6 +223,7 @@ export async function startServices(
         openApiRoute(version),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
+        policyVersionRoutes({ store: versionStore, inputs: options.inputs }),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -328,12 +334,12 @@ async function startActionPath(
  */
 function policiesOf(
   ctx: { options: StartRiskgateOptions; log: ServiceLog; metrics: RiskgateMetrics },
-  control: { database: RiskgateDatabase; audit: AuditTrail },
+  control: { versionStore: PolicyVersionStore; audit: AuditTrail },
 ) {
   const { options, log, metrics } = ctx;
   const versions = (compile: { inputs: InputTable } | undefined) =>
     new PolicyVersionSync({
-      store: new PolicyVersionStore(control.database, { now: () => (options.clock ?? systemClock).nowMs() }),
+      store: control.versionStore,
       compile,
       pollMs: options.config.policyVersionPollMs,
       clock: options.clock,

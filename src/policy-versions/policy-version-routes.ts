@@ -1,0 +1,188 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import type { RouteMount } from '../lifecycle/component.ts';
+import type { AuditAction } from '../operators/audit-trail.ts';
+import type { InputTable } from '../policy/inputs/input-row.ts';
+import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
+import { formatIssue } from '../policy/policy-loader.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
+import type { PolicyVersion, PolicyVersionStep, PolicyVersionStore } from './policy-version-store.ts';
+import { POLICY_VERSION_STATES } from './policy-version-tables.ts';
+
+/**
+ * The operator API of the policy versions (docs/policy-versions.md): read by any operator; a draft
+ * made, moved along the promotion flow or reverted by an admin. Each change is written to the audit
+ * trail before it is made (`edge.recordChange`: refused, 503, when it cannot be). A version's
+ * content is never changed: PUT, PATCH and DELETE answer 405. Approval by the version's author is
+ * refused by the store (four eyes, RG_ERR_POLICY_SELF_APPROVAL); a step from the wrong state is a
+ * 409 (RG_ERR_POLICY_VERSION_CONFLICT), as when another admin moved it first.
+ */
+
+/** Largest policy YAML a draft may carry, bytes (the shipped policy is ~10 KB). */
+export const MAX_POLICY_VERSION_BODY_BYTES = 256 * 1024;
+
+export const newPolicyVersionSchema = z
+  .object({
+    yaml: z
+      .string()
+      .min(1)
+      .max(MAX_POLICY_VERSION_BODY_BYTES)
+      .describe('The policy, as a YAML file holds it.'),
+    message: z.string().min(1).max(500).describe('Why: shown beside the version, like a commit message.'),
+  })
+  .strict();
+
+export const revertPolicyVersionSchema = z
+  .object({ message: z.string().min(1).max(500).describe('Why the earlier version comes back.') })
+  .strict();
+
+export const policyVersionListQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+    before: z.string().min(1).max(64).optional().describe('A version id: the page before it.'),
+  })
+  .strict();
+
+/** The steps an admin takes by `POST /policy-versions/{id}/{step}`, with their audit actions. */
+export const POLICY_VERSION_STEP_ACTIONS = {
+  propose: 'policy.propose',
+  approve: 'policy.approve',
+  reject: 'policy.reject',
+  withdraw: 'policy.withdraw',
+  activate: 'policy.activate',
+} as const satisfies Record<PolicyVersionStep, AuditAction>;
+
+/** A version as the API shows it. */
+export const policyVersionSchema = z
+  .object({
+    id: z.string().describe('Time-ordered id.'),
+    name: z.string().describe("The policy's `name`."),
+    revision: z.string().describe('The content hash every decision served by it reports.'),
+    author: z.string().describe('The operator who made it.'),
+    createdAt: z.string().describe('RFC 3339.'),
+    message: z.string(),
+    parentId: z.string().nullable().describe('The version active when it was made.'),
+    restoresId: z.string().nullable().describe('A revert: the earlier version whose YAML it carries.'),
+    state: z.enum(POLICY_VERSION_STATES),
+    stateChangedAt: z.string().describe('RFC 3339.'),
+    stateChangedBy: z.string(),
+    yaml: z.string().optional().describe('The policy (a single version only).'),
+  })
+  .strict();
+
+export const policyVersionListSchema = z
+  .object({ versions: z.array(policyVersionSchema).describe('Newest first, without their YAML.') })
+  .strict();
+
+/** A version as the API shows it: times as RFC 3339, the YAML only when asked for one. */
+export function policyVersionView(v: PolicyVersion, withYaml: boolean): z.output<typeof policyVersionSchema> {
+  return {
+    id: v.id,
+    name: v.name,
+    revision: v.revision,
+    author: v.author,
+    createdAt: new Date(v.createdMs).toISOString(),
+    message: v.message,
+    parentId: v.parentId,
+    restoresId: v.restoresId,
+    state: v.state,
+    stateChangedAt: new Date(v.stateChangedMs).toISOString(),
+    stateChangedBy: v.stateChangedBy,
+    ...(withYaml && { yaml: v.yaml }),
+  };
+}
+
+function operatorOf(c: Context): string {
+  const principal = c.get('principal');
+  return principal.operator?.name ?? principal.keyId;
+}
+
+/** `work`, a database failure answered 503 RG_ERR_DATABASE_UNAVAILABLE. */
+const fromStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The policy versions database');
+
+export function policyVersionRoutes(o: {
+  store: PolicyVersionStore;
+  /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
+  inputs?: InputTable | undefined;
+}): RouteMount {
+  const { store } = o;
+  const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
+  const get = async (id: string) => {
+    const version = await fromStore(store.get(id));
+    if (version === undefined) throw new RiskgateError(ErrorCode.NOT_FOUND, `No policy version ${id}.`);
+    return version;
+  };
+  return {
+    surface: 'operator',
+    mount(app, edge) {
+      const admin = edge.requireRole('admin');
+      const viewer = edge.requireRole('viewer');
+      app.get('/policy-versions', edge.operatorAuth, viewer, async (c) => {
+        const query = policyVersionListQuerySchema.safeParse(c.req.query());
+        if (!query.success) throw edge.inputError(query.error, 'The query');
+        const versions = await fromStore(store.list(query.data.limit, query.data.before));
+        return c.json({ versions: versions.map((v) => policyVersionView(v, false)) });
+      });
+      app.get('/policy-versions/:id', edge.operatorAuth, viewer, async (c) =>
+        c.json(policyVersionView(await get(c.req.param('id')), true)),
+      );
+      app.post(
+        '/policy-versions',
+        edge.operatorAuth,
+        admin,
+        edge.limitBody(MAX_POLICY_VERSION_BODY_BYTES + 4096),
+        async (c) => {
+          const body = await edge.readJsonBody(c, newPolicyVersionSchema);
+          // Kept only if it compiles: a draft nobody could activate is refused here, with why.
+          const compiled = compilePolicy('policy-version', body.yaml, compileOptions);
+          const errors = compiled.issues.filter((i) => i.severity === 'error');
+          if (compiled.policy === undefined || errors.length > 0) {
+            throw new InputError(`The policy does not compile: ${errors.map(formatIssue).join('; ')}`, [
+              { field: 'yaml', message: errors[0] === undefined ? 'invalid policy' : formatIssue(errors[0]) },
+            ]);
+          }
+          const active = await fromStore(store.active());
+          await edge.recordChange(c, {
+            action: 'policy.create',
+            target: compiled.policy.name,
+            detail: { revision: compiled.policy.revision, message: body.message },
+          });
+          const version = await fromStore(
+            store.create({
+              name: compiled.policy.name,
+              yaml: body.yaml,
+              author: operatorOf(c),
+              message: body.message,
+              parentId: active.version?.id ?? null,
+            }),
+          );
+          return c.json(policyVersionView(version, true), 201);
+        },
+      );
+      app.post('/policy-versions/:id/revert', edge.operatorAuth, admin, edge.limitBody(4096), async (c) => {
+        const target = await get(c.req.param('id'));
+        const body = await edge.readJsonBody(c, revertPolicyVersionSchema);
+        await edge.recordChange(c, {
+          action: 'policy.revert',
+          target: target.id,
+          detail: { message: body.message },
+        });
+        const version = await fromStore(store.revert(target.id, operatorOf(c), body.message));
+        return c.json(policyVersionView(version, false), 201);
+      });
+      for (const [step, action] of Object.entries(POLICY_VERSION_STEP_ACTIONS) as [
+        PolicyVersionStep,
+        AuditAction,
+      ][]) {
+        app.post(`/policy-versions/:id/${step}`, edge.operatorAuth, admin, async (c) => {
+          const target = await get(c.req.param('id'));
+          await edge.recordChange(c, { action, target: target.id, detail: { revision: target.revision } });
+          const version = await fromStore(store.step(target.id, step, operatorOf(c)));
+          return c.json(policyVersionView(version, false));
+        });
+      }
+    },
+  };
+}
