@@ -101,7 +101,7 @@ describe('the OpenAPI document', () => {
       await new Promise<void>((resolve, reject) =>
         execFile(
           process.execPath,
-          ['--import', 'tsx', 'src/openapi/write-openapi-file.ts', out],
+          ['--import', 'tsx', 'src/service/write-openapi-file.ts', out],
           { cwd: ROOT, timeout: 30_000 },
           (error) => (error ? reject(error) : resolve()),
         ),

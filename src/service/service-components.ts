@@ -39,6 +39,7 @@ import { outboxComponent } from '../outbox/outbox-component.ts';
 import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
+import { apiDocument } from './api-routes.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
@@ -148,7 +149,7 @@ export async function startServices(
       health: () => l.health(),
       readiness: () => l.readiness(),
       extra: [
-        openApiRoute(version),
+        openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
