@@ -51,6 +51,7 @@ import { snoozeComponent } from '../snoozes/snooze-component.ts';
 import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import { systemClock } from '../timing/clock.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
+import { apiDocument } from './api-routes.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
@@ -220,7 +221,7 @@ export async function startServices(
       health: () => l.health(),
       readiness: () => l.readiness(),
       extra: [
-        openApiRoute(version),
+        openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
         policyVersionRoutes({ store: versionStore, inputs: options.inputs }),
