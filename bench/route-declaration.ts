@@ -81,5 +81,7 @@ if (args.json) console.log(JSON.stringify(result));
 else {
   console.log(`hand-registered: ${figures.hand.map((f) => f.toFixed(2)).join(' ')} µs/request`);
   console.log(`declared:        ${figures.declared.map((f) => f.toFixed(2)).join(' ')} µs/request`);
-  console.log(`medians ${result.handMedianUs} / ${result.declaredMedianUs} µs, declared ÷ hand ${result.ratio}`);
+  console.log(
+    `medians ${result.handMedianUs} / ${result.declaredMedianUs} µs, declared ÷ hand ${result.ratio}`,
+  );
 }
