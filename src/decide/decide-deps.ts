@@ -1,5 +1,6 @@
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
+import type { AskUserLinks } from '../ask-user/ask-user-links.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { LockoutSink } from '../lockouts/lockout-record.ts';
@@ -28,6 +29,8 @@ export interface DecideDeps {
   actions: ActionDispatcher;
   /** Where a deny or a challenge is told (signed webhooks, when configured); off the answer's path. */
   events?: EventSink | undefined;
+  /** Makes the "was this you?" links a policy asks for, carried by the decision's event (src/ask-user/). */
+  askUser?: AskUserLinks | undefined;
   /** Told the lock-outs each decision drove or withheld, after its answer (never waited for). */
   lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;

@@ -1,6 +1,7 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
+import { askUserComponent } from '../ask-user/ask-user-component.ts';
 import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
@@ -192,7 +193,14 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const { lockouts, outbox } = await startActionPath(l, ctx, { vendor, database, decisionLog, events });
+  const { lockouts, outbox, askUser } = await startActionPath(l, ctx, {
+    vendor,
+    database,
+    decisionLog,
+    events,
+    // With the log off, an answer is refused as feedback is (it checks for the discarding log).
+    labelLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
+  });
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
@@ -242,6 +250,7 @@ export async function startServices(
     lockouts,
     outbox,
     events,
+    askUser,
     recent,
     outcomes,
   };
@@ -272,7 +281,8 @@ function outcomesOf(
 /**
  * The action path, in start order: the lock-out records (before the outbox, whose outcomes and
  * unlock gate they serve, so they stop after it), the webhook receivers' connections, the outbox,
- * and the event sink (signed webhooks) that the lock-outs and decisions emit into.
+ * the event sink (signed webhooks) that the lock-outs and decisions emit into, and "was this
+ * you?" (src/ask-user/), whose "no" takes the lock-outs' path.
  */
 async function startActionPath(
   l: Lifecycle<RiskgateMetrics>,
@@ -283,6 +293,8 @@ async function startActionPath(
     decisionLog: DecisionLog;
     /** The sink the lock-outs (and lists) emit into; the webhooks attached to it once started. */
     events: ReturnType<typeof laterEventSink<ActionSpec>>;
+    /** Where a "was this you?" answer is kept (the decision log, or the discarding one when off). */
+    labelLog: DecisionLog;
   },
 ) {
   const { options, log, metrics: m } = ctx;
@@ -322,7 +334,19 @@ async function startActionPath(
   started = outbox;
   const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   deps.events.attach(options.events ?? webhooks);
-  return { lockouts, outbox };
+  // "Was this you?": after the outbox and the lock-outs, whose path a "no" takes.
+  const askUser = await l.start(
+    askUserComponent({
+      config,
+      database,
+      actions: outbox,
+      lockouts: lockouts.recorder,
+      decisionLog: deps.labelLog,
+      log,
+      clock: options.clock,
+    }),
+  );
+  return { lockouts, outbox, askUser };
 }
 
 /**
