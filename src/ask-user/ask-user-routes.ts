@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import { declareRoute } from '../edge/route-declaration.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import type { Clock } from '../timing/clock.ts';
@@ -101,6 +102,9 @@ export const ASK_USER_ANSWER_ROUTE = declareRoute({
       schema: HTML_PAGE,
     },
     ...refusals('a page saying so, nothing changed.'),
+  },
+  problems: {
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ANSWER_BODY_BYTES} bytes (refused before it is read; nothing changed).`,
   },
 });
 
