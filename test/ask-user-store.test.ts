@@ -77,10 +77,10 @@ async function badOnNoTakesNoAction(target: DatabaseTarget): Promise<void> {
   }
 }
 
-describe('the "was this you?" links', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'riskgate-ask-user-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = mkdtempSync(join(tmpdir(), 'riskgate-ask-user-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+describe('the "was this you?" links', () => {
   it('answer once, expire, and never answer on a read, on SQLite', async () => {
     await answersOnceAndExpires({ kind: 'sqlite', path: stateFiles(join(dir, 'a')).control });
   });

@@ -1,34 +1,15 @@
-import type { PolicyAction } from '../policy/policy-types.ts';
+import type { AskUserLinks } from '../decide/decide-ports.ts';
 import type { Clock } from '../timing/clock.ts';
 import type { AskUserStore } from './ask-user-store.ts';
 import type { TokenCodec } from './ask-user-token.ts';
 
 /**
  * Making a "was this you?" link (docs/ask-user.md): a row in the control database holding what it
- * asks about and what a "no" does, and a token that names the row and nothing else.
+ * asks about and what a "no" does, and a token that names the row and nothing else. The port
+ * decisions use (`AskUserLinks`) is src/decide/decide-ports.ts's.
  */
 
-/** What a link asks about: a challenged or denied login of a known user. */
-export interface AskUserQuestion {
-  decisionId: string;
-  accountId: string;
-  userId: string;
-  verdict: 'challenge' | 'deny';
-  /** The policy's `askUser.onNo` lock-outs, as they stand now. */
-  onNo: readonly PolicyAction[];
-}
-
-/** The link an event carries: where the user answers, and until when. */
-export interface AskUserLink {
-  url: string;
-  /** RFC 3339. */
-  expiresAt: string;
-}
-
-export interface AskUserLinks {
-  /** Stores the question and gives its link; rejects when the control database does not take it. */
-  ask(question: AskUserQuestion): Promise<AskUserLink>;
-}
+export type { AskUserLinks };
 
 /** The path of the public page, before the token (the route: src/ask-user/ask-user-routes.ts). */
 export const ASK_USER_PATH = '/ask-user';

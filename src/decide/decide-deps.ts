@@ -1,13 +1,12 @@
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
-import type { AskUserLinks } from '../ask-user/ask-user-links.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
-import type { PolicySource, SignalsPort } from './decide-ports.ts';
+import type { AskUserLinks, PolicySource, SignalsPort } from './decide-ports.ts';
 import type { RunDecisionDeps } from './run-decision.ts';
 
 /** What the /decide room is built from (src/decide/decide-route.ts): components, no behaviour. */

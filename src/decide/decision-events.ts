@@ -1,5 +1,5 @@
-import type { AskUserLinks, AskUserQuestion } from '../ask-user/ask-user-links.ts';
 import type { EventSink, RiskgateEvent } from '../events/riskgate-event.ts';
+import type { AskUserLinks, AskUserQuestion } from './decide-ports.ts';
 import type { DecideResponse } from './decide-response.ts';
 import type { DecisionRun } from './run-decision.ts';
 

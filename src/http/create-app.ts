@@ -2,9 +2,9 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
 import { admit } from '../admission/admit.ts';
-import type { AskUserLinks } from '../ask-user/ask-user-links.ts';
 import { changeAudit } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
+import type { AskUserLinks } from '../decide/decide-ports.ts';
 import { decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import {

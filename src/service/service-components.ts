@@ -193,21 +193,16 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const { lockouts, outbox, askUser } = await startActionPath(l, ctx, {
-    vendor,
-    database,
-    decisionLog,
-    events,
-    // With the log off, an answer is refused as feedback is (it checks for the discarding log).
-    labelLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
-  });
+  // With the log off, labels are refused (feedback, an answer: they check for the discarding log).
+  const labelLog = loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog;
+  const actionDeps = { vendor, database, decisionLog, events, labelLog };
+  const { lockouts, outbox, askUser } = await startActionPath(l, ctx, actionDeps);
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
       given: options.recentDecisions,
       operatorKeys: ctx.opsKeys,
-      // With the log off, feedback is refused as before (it checks for the discarding log).
-      decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
+      decisionLog: labelLog,
     }),
   );
   // A write of an operator (a label) or of a login backend (an outcome) is read back at once.
