@@ -50,7 +50,13 @@ const draftFormSchema = z.object({
   yaml: z
     .string()
     .transform((y) => y.replace(/\r\n?/g, '\n'))
-    .pipe(z.string().trim().min(1, 'is empty').max(MAX_POLICY_VERSION_BODY_BYTES)),
+    // Kept byte for byte otherwise (never trimmed): the revision is the content's hash.
+    .pipe(
+      z
+        .string()
+        .max(MAX_POLICY_VERSION_BODY_BYTES)
+        .refine((y) => y.trim() !== '', 'is empty'),
+    ),
   message: messageField,
 });
 const revertFormSchema = z.object({ message: messageField });

@@ -74,7 +74,8 @@ function ChangesTable(props: { changes: readonly FieldChange[]; label: string })
         {props.changes.map((ch) => (
           <tr>
             <th scope="row">
-              <span class="mono">{ch.field}</span> <span class="tag">{ch.kind}</span>
+              <span class="mono">{ch.field}</span>{' '}
+              {ch.kind !== ch.field && <span class="tag">{ch.kind}</span>}
             </th>
             <td class="before">
               <Value value={ch.before} />
