@@ -276,6 +276,8 @@ interface DiffBase {
 
 export function VersionView(props: {
   v: PolicyVersion;
+  /** The evidence kept for it, if any (shown as it comes). */
+  evidence: unknown;
   served: ServedPolicyVersions;
   base: DiffBase;
   csrf: string;
@@ -287,7 +289,6 @@ export function VersionView(props: {
   const { v, base } = props;
   const after = parsePolicyDocument(v.yaml);
   const before = base.version === undefined ? undefined : parsePolicyDocument(base.version.yaml);
-  const evidence = (v as PolicyVersion & { evidence?: unknown }).evidence;
   return (
     <>
       <p>
@@ -344,7 +345,7 @@ export function VersionView(props: {
       ) : (
         <DiffView diff={diffPolicies(before, after)} base={base.label} />
       )}
-      <EvidenceView evidence={evidence} />
+      <EvidenceView evidence={props.evidence ?? undefined} />
       <section class="card" aria-labelledby="h-yaml">
         <h2 id="h-yaml">Policy YAML</h2>
         <pre class="yaml wrap" id="yaml">
@@ -401,7 +402,8 @@ export function mountPolicies(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     ops: PolicyVersionOperations,
     o: { notice?: string; refusal?: Refusal } = {},
   ) => {
-    const [v, served] = await Promise.all([ops.get(c.req.param('id') ?? ''), ops.served()]);
+    const id = c.req.param('id') ?? '';
+    const [v, served, evidence] = await Promise.all([ops.get(id), ops.served(), ops.evidence(id)]);
     const s = c.get('session');
     return kit.page(c, {
       title: `Policy version ${v.id}`,
@@ -410,6 +412,7 @@ export function mountPolicies(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
       body: (
         <VersionView
           v={v}
+          evidence={evidence ?? (v as PolicyVersion & { evidence?: unknown }).evidence}
           served={served}
           base={await baseOf(ops, v, served)}
           csrf={s.csrf}

@@ -168,7 +168,7 @@ export function DiffView(props: { diff: PolicyDiff; base: Child }) {
 }
 
 /** How deep the evidence is shown as nested facts before the rest is JSON. */
-const EVIDENCE_DEPTH = 3;
+const EVIDENCE_DEPTH = 4;
 /** Items of a list shown before "and n more". */
 const EVIDENCE_ITEMS = 20;
 

@@ -38,6 +38,11 @@ export interface PolicyVersionOperations {
   /** The active, staged and scheduled versions, as the replicas read them. */
   served(): Promise<ServedPolicyVersions>;
   /**
+   * The evidence kept for version `id` (attached on proposal: its state, window and findings), as
+   * the evidence store holds it; undefined when there is none or no evidence store runs here.
+   */
+  evidence(id: string): Promise<unknown>;
+  /**
    * A draft made by the operator of `c`: compiled first (RG_ERR_INVALID_INPUT, one `yaml` issue
    * per error, when it does not compile: nothing is kept), audited, stored with the active version
    * as its parent.
@@ -62,6 +67,8 @@ export function policyVersionOperations(o: {
   store: PolicyVersionStore;
   /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
   inputs?: InputTable | undefined;
+  /** Where a version's evidence is kept (read by id). Default: none, no version shows evidence. */
+  evidence?: { get(id: string): Promise<unknown> } | undefined;
 }): PolicyVersionOperations {
   const { store } = o;
   const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
@@ -74,6 +81,7 @@ export function policyVersionOperations(o: {
     list: (limit, before) => fromStore(store.list(limit, before)),
     get,
     served: () => fromStore(store.served()),
+    evidence: async (id) => (o.evidence === undefined ? undefined : fromStore(o.evidence.get(id))),
     async create(c, edge, input) {
       // Kept only if it compiles: a draft nobody could activate is refused here, with why.
       const compiled = compilePolicy('policy-version', input.yaml, compileOptions);
