@@ -478,36 +478,33 @@ function mountVersionSteps(
       return kit.fail(c, refusal.status, 'Refused', refusal.message);
     }
   };
-  for (const step of STEPS) {
+  /** A change from a version's page: to the page of the version it made or moved, or refused there. */
+  const change = (
+    what: string,
+    done: keyof typeof DONE,
+    work: (c: ConsoleContext, id: string) => Promise<PolicyVersion>,
+  ) =>
     ui.post(
-      `/policies/:id/${step}`,
+      `/policies/:id/${done}`,
       kit.edge.limitBody(MAX_FORM_BYTES),
-      kit.role('admin', `${STEP_LABELS[step].split(' ')[0]} a policy version`),
+      kit.role('admin', what),
       kit.form,
       async (c) => {
         try {
-          const moved = await ops.step(c, kit.edge, c.req.param('id') ?? '', step);
-          return c.redirect(`/console/policies/${encodeURIComponent(moved.id)}?done=${step}`, 303);
+          const v = await work(c, c.req.param('id') ?? '');
+          return c.redirect(`/console/policies/${encodeURIComponent(v.id)}?done=${done}`, 303);
         } catch (error) {
           return refused(c, error);
         }
       },
     );
-  }
-  ui.post(
-    '/policies/:id/revert',
-    kit.edge.limitBody(MAX_FORM_BYTES),
-    kit.role('admin', 'Reverting to a policy version'),
-    kit.form,
-    async (c) => {
-      try {
-        const form = revertFormSchema.safeParse(c.get('form'));
-        if (!form.success) throw kit.edge.inputError(form.error, 'The revert form');
-        const made = await ops.revert(c, kit.edge, c.req.param('id') ?? '', form.data.message);
-        return c.redirect(`/console/policies/${encodeURIComponent(made.id)}?done=revert`, 303);
-      } catch (error) {
-        return refused(c, error);
-      }
-    },
-  );
+  for (const step of STEPS)
+    change(`${STEP_LABELS[step].split(' ')[0]} a policy version`, step, (c, id) =>
+      ops.step(c, kit.edge, id, step),
+    );
+  change('Reverting to a policy version', 'revert', (c, id) => {
+    const form = revertFormSchema.safeParse(c.get('form'));
+    if (!form.success) throw kit.edge.inputError(form.error, 'The revert form');
+    return ops.revert(c, kit.edge, id, form.data.message);
+  });
 }
