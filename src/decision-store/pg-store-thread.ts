@@ -17,6 +17,9 @@ import type { ThreadReply, ThreadRequest } from './store-thread.ts';
 
 const connection = workerData as PostgresConnection;
 
+/** The writer's `application_name` (pg_stat_activity). */
+const WRITER_APPLICATION_NAME = 'riskgate decision store writer';
+
 interface Open {
   client: pg.Client;
   write: (batch: WireBatch) => Promise<void>;
@@ -27,7 +30,8 @@ interface Open {
 let open: Open | undefined;
 
 async function connect(): Promise<Open> {
-  const client = new pg.Client(pgClientConfig(connection));
+  // Named, so an operator tells it from the pool's connections in pg_stat_activity.
+  const client = new pg.Client({ ...pgClientConfig(connection), application_name: WRITER_APPLICATION_NAME });
   const opened: Open = { client, write: async () => {}, broken: false };
   // Unheard, a connection's error (the server restarted while idle) would end the thread.
   client.on('error', () => {
