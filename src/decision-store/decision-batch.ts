@@ -13,7 +13,7 @@ import type { DecisionTables } from './decision-tables.ts';
 
 export type DecisionDb = Kysely<DecisionTables>;
 
-/** Where the store writes: kysely in this thread, or a worker thread's connection (SQLite). */
+/** Where the store writes: a worker thread's connection (SQLite, PostgreSQL), or kysely in this thread. */
 export interface DecisionSink {
   /** Writes `ops` in one transaction. */
   write(ops: StoreOp[]): Promise<void>;
@@ -258,7 +258,7 @@ async function overSize(db: DecisionDb, retention: Retention): Promise<string[]>
   return ids;
 }
 
-/** A sink writing through `db` in this thread (PostgreSQL's client is asynchronous). */
+/** A sink writing through `db` in this thread: a database handed over without its settings (tests). */
 export function kyselySink(db: DecisionDb): DecisionSink {
   return {
     write: (ops) => writeOps(db, ops),

@@ -83,7 +83,7 @@ export function teeDecisionLog(log: DecisionLog, store: DecisionStore): Decision
 
 /**
  * The decision store as a component, over the open `database`: a writer (batched, bounded, retried;
- * on a SQLite file from a worker thread of its own) and the reader, `GET /decisions` on the operator
+ * from a worker thread of its own, on SQLite and PostgreSQL) and the reader, `GET /decisions` on the operator
  * surface, its state in `/healthz` and the metrics. Never a readiness check: decisions go on
  * whatever the store does. On stop, what is buffered is written within the deadline.
  */
