@@ -8,7 +8,9 @@ import { storeSink } from '../src/decision-store/decision-store-component.ts';
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { pgThreadSink } from '../src/decision-store/pg-thread-sink.ts';
+import { demoRequest } from '../src/dev/demo-requests.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
@@ -237,7 +239,11 @@ describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread
 
   it('a connection killed between batches: the next batch is written on a new one, nothing failed', async () => {
     const database = await freshDatabase('killed');
-    const writer = new DecisionStoreWriter({ sink: storeSink(database, undefined) });
+    const changes: (string | undefined)[] = [];
+    const writer = new DecisionStoreWriter({
+      sink: storeSink(database, undefined),
+      onWritingChange: (error) => changes.push(error),
+    });
     try {
       writer.push(decision('before'));
       expect(await writer.flush(20_000)).toBe(true);
@@ -249,6 +255,8 @@ describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread
       writer.push(decision('after'));
       expect(await writer.flush(20_000)).toBe(true);
       expect(writer.status()).toMatchObject({ written: 2, dropped: 0, rejected: 0, writing: true });
+      // Found gone (its error heard, or its write failing): reconnected at once, never a failed batch.
+      expect(changes).toEqual([]);
       const stored = await database.db
         .withTables<DecisionTables>()
         .selectFrom('decision')
@@ -326,5 +334,34 @@ describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread
       what: 'the writer connection gone',
     });
     await database.close();
+  }, 60_000);
+
+  it('a riskgate on PostgreSQL writes its decisions from the thread, and its stop ends the thread’s connection', async () => {
+    await admin.query('create database riskgate_stop');
+    const url = server.url.replace(/\/postgres$/, '/riskgate_stop');
+    const h = await startHarness({ env: { RISKGATE_DATABASE: url, RISKGATE_FEATURE_STORE: 'memory' } });
+    let stopped = false;
+    try {
+      const { status } = await h.decide(demoRequest('alice', undefined));
+      expect(status).toBe(200);
+      await eventually(async () => (await writerConnections(server.url)) === 1, {
+        what: 'the writer connected',
+      });
+      await h.stop();
+      stopped = true;
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ n: number }>('select count(*)::int as n from decision');
+        expect(rows[0]!.n).toBe(1);
+      } finally {
+        await client.end();
+      }
+      await eventually(async () => (await writerConnections(server.url)) === 0, {
+        what: 'the writer connection gone',
+      });
+    } finally {
+      if (!stopped) await h.stop();
+    }
   }, 60_000);
 });
