@@ -134,6 +134,19 @@ describe('"was this you?" played by the user', () => {
     expect(await actionsOf(decisionId)).toHaveLength(2);
   });
 
+  it('takes one of three answers sent at once: its lock-out and label once, the others refused', async () => {
+    const decided = await h.decide(demoRequest('bob', 'u-bob'));
+    expect(decided.body.verdict).toBe('challenge');
+    const { decisionId } = decided.body;
+    const link = await linkOf(decisionId);
+    const answers = await Promise.all(['no', 'no', 'no'].map((v) => answer(link.url, v)));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 409, 409]);
+    // The winner's answer and its lock-out committed together; the losers' appends rolled back.
+    expect(outcomeLines(decisionId)).toHaveLength(1);
+    const queued = await actionsOf(decisionId);
+    expect(queued.map((e) => e.spec.type).sort()).toEqual(['lock_out_user', 'unlock_user']);
+  });
+
   it('refuses a changed token with a clear page and changes nothing', async () => {
     const decided = await h.decide(demoRequest('bob-2', 'u-bob-2'));
     const { decisionId } = decided.body;

@@ -1,4 +1,4 @@
-import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
+import type { ActionDispatcher, AppendCompanion } from '../actions/action-dispatcher.ts';
 import { planActions } from '../actions/admin-actions.ts';
 import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
@@ -6,16 +6,18 @@ import type { LifecycleLog } from '../lifecycle/component.ts';
 import type { LockoutSink, PlannedLockout } from '../lockouts/lockout-record.ts';
 import type { PolicyAction } from '../policy/policy-types.ts';
 import type { Clock } from '../timing/clock.ts';
-import type { AskUserAnswer, AskUserLink, AskUserStore, LinkState } from './ask-user-store.ts';
+import { type AskUserAnswer, type AskUserLink, AskUserStore, type LinkState } from './ask-user-store.ts';
 import type { TokenCodec } from './ask-user-token.ts';
 
 /**
  * What a "was this you?" answer does (docs/ask-user.md), in this order: the token is checked (its
  * mac, before any read), the answer recorded on the link's row (once: the store's conditional
  * UPDATE), then kept as an outcome of the decision (`ask_user`, `yes` or `no`: a label by
- * src/outcomes/outcome-labels.ts), and a "no" queues the lock-outs the policy named, through the
- * outbox with their records (the decisions' own path, src/decide/decide-actions.ts). An answer
- * never unlocks anyone. A refusal changes nothing.
+ * src/outcomes/outcome-labels.ts). A "no" whose link names lock-outs records the answer in the
+ * outbox append that queues them, with their records (the decisions' own path,
+ * src/decide/decide-actions.ts): the answer and its lock-outs commit together or not at all, so a
+ * crash between them cannot use up the link and lose the lock-out. An answer never unlocks anyone.
+ * A refusal changes nothing.
  */
 
 /** Who reported an answer, in the decision log and the decision store (`reported_by`). */
@@ -66,19 +68,44 @@ export class AskUserAnswers {
     if (this.#o.decisionLog === DISCARD_DECISION_LOG) return this.#refuse('unavailable');
     const nowMs = this.#o.clock.nowMs();
     let recorded: Awaited<ReturnType<AskUserStore['answer']>>;
+    let actionQueued = false;
     try {
-      recorded = await this.#o.store.answer(key, answer, nowMs);
+      const open = answer === 'no' ? await this.#o.store.state(key, nowMs) : undefined;
+      if (open?.state === 'open' && open.link.onNo.length > 0) {
+        actionQueued = await this.#lockOut(open.link, nowMs);
+        // Not queued: the append (and the answer in it) rolled back; what the link says now.
+        recorded = actionQueued
+          ? { state: 'answered', link: open.link }
+          : await this.#afterRollback(key, nowMs);
+      } else {
+        recorded = await this.#o.store.answer(key, answer, nowMs);
+      }
     } catch (error) {
       this.#o.log({ level: 'error', msg: 'ask-user answer not recorded', error: String(error) });
       return this.#refuse('unavailable');
     }
     if (recorded.state !== 'answered')
       return this.#refuse(recorded.state === 'unknown' ? 'invalid' : recorded.state);
-    const { link } = recorded;
-    this.#writeOutcome(link, answer, nowMs);
+    this.#writeOutcome(recorded.link, answer, nowMs);
     this.counts[answer]++;
-    const actionQueued = answer === 'no' && (await this.#lockOut(link, nowMs));
     return { ok: true, answer, actionQueued };
+  }
+
+  /**
+   * Why a "no" whose append did not commit was not recorded: another answer won the link, or it
+   * expired meanwhile (the link says so), or the outbox refused (open still: unavailable, the user
+   * may answer again; nothing changed).
+   */
+  async #afterRollback(key: string, nowMs: number): Promise<Exclude<LinkState, { state: 'open' }>> {
+    const now = await this.#o.store.state(key, nowMs);
+    if (now.state !== 'open') return now;
+    this.counts.actionFailures++;
+    this.#o.log({
+      level: 'error',
+      msg: 'ask-user "no": the outbox did not take its lock-out; nothing recorded, the link stays open',
+      decisionId: now.link.decisionId,
+    });
+    throw new Error('the outbox did not take the lock-out');
   }
 
   #refuse(reason: Refusal): { ok: false; reason: Refusal } {
@@ -101,9 +128,11 @@ export class AskUserAnswers {
     });
   }
 
-  /** Queues the link's lock-outs with their records; false when there were none or the outbox refused. */
+  /**
+   * Queues the link's lock-outs with their records and the answer, in one append; false when the
+   * append did not commit (the link was answered meanwhile, or the outbox refused).
+   */
   async #lockOut(link: AskUserLink, nowMs: number): Promise<boolean> {
-    if (link.onNo.length === 0) return false;
     const actions: PolicyAction[] = link.onNo.map((a) => ({
       type: 'lock_out_user',
       source: 'askUser.onNo',
@@ -127,22 +156,24 @@ export class AskUserAnswers {
       durationMs: a.durationMs,
       escalateWithinMs: a.escalateWithinMs,
     }));
-    try {
-      const results = await this.#o.actions().submit(
-        plans.flatMap((p) => p.jobs),
-        { companion: this.#o.lockouts.companion(planned) },
-      );
-      if (!results.some((r) => r === 'refused' || r === 'deferred')) return true;
-    } catch {
-      // Counted and logged below: the answer stands, its lock-out was not queued.
-    }
-    this.counts.actionFailures++;
-    this.#o.log({
-      level: 'error',
-      msg: 'ask-user "no": lock-out not queued by the outbox (the label was kept)',
-      decisionId: link.decisionId,
-    });
-    return false;
+    const records = this.#o.lockouts.companion(planned);
+    const companion: AppendCompanion = {
+      ...(records.specs !== undefined && { specs: records.specs }),
+      async write(tx, writtenMs) {
+        // Another answer first: fail the append, so nothing of this one is written.
+        if (!(await AskUserStore.answerIn(tx, link.tokenKey, 'no', nowMs)))
+          throw new Error('the link was answered meanwhile');
+        await records.write(tx, writtenMs);
+      },
+      committed: () => records.committed?.(),
+    };
+    const results = await this.#o.actions().submit(
+      plans.flatMap((p) => p.jobs),
+      { companion },
+    );
+    // Deferred: this process holds the append and writes it when the store answers (the outbox's
+    // own promise for a slow store, as for a decision's lock-out).
+    return !results.some((r) => r === 'refused');
   }
 }
 

@@ -114,6 +114,29 @@ export class AskUserStore {
   }
 
   /**
+   * Records `answer` on `tokenKey`'s link within `tx` (an outbox append's transaction: the answer
+   * and the lock-outs it queues commit together, or neither does) when the link is open at
+   * `nowMs`; false when it is not (used by another answer, expired, unknown), changing nothing.
+   */
+  static async answerIn(
+    tx: RiskgateDatabase['db'],
+    tokenKey: string,
+    answer: AskUserAnswer,
+    nowMs: number,
+  ): Promise<boolean> {
+    const row = await tx
+      .withTables<AskUserTables>()
+      .updateTable('ask_user_link')
+      .set({ answered_ms: nowMs, answer })
+      .where('token_key', '=', tokenKey)
+      .where('answered_ms', 'is', null)
+      .where('expires_ms', '>', nowMs)
+      .returning('token_key')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
    * Records `answer` on `tokenKey`'s link when it is open at `nowMs`: one conditional UPDATE, so
    * of two answers at once exactly one is `answered`; otherwise why not, and nothing changed.
    */
