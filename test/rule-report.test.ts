@@ -279,7 +279,7 @@ function reportsOn(name: string, target: () => DatabaseTarget) {
       database,
       policies: { store: { current: () => active }, shadow: { current: () => undefined } },
     }).report(NOW);
-    expect(Object.keys(report).sort()).toEqual(['active', 'generatedAt']);
+    expect(Object.keys(report).sort()).toEqual(['active', 'generatedAt', 'history']);
   });
 }
 
