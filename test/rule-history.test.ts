@@ -6,6 +6,7 @@ import type { RuleReport } from '../src/decision-store/rule-report.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { consoleSignIn } from './support/console-client.ts';
 import { eventually } from './support/eventually.ts';
 
 /**
@@ -25,7 +26,8 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'riskgate-rule-history-'));
   cpSync('policies', join(work, 'policies'), { recursive: true });
   policyFile = join(work, 'policies', 'login.yaml');
-  h = await startHarness({ policy: join(work, 'policies'), deadlineMs: 2000 });
+  // A generous deadline: what is counted, not the timing, is tested (a degraded verdict names no rule).
+  h = await startHarness({ policy: join(work, 'policies'), deadlineMs: 10_000 });
 });
 afterAll(async () => {
   await h?.stop();
@@ -40,33 +42,13 @@ async function ruleReport(query = ''): Promise<RuleReport> {
   return (await res.json()) as RuleReport;
 }
 
-/** A console session for the operator key (the sign-in form: its nonce cookie and CSRF token). */
-async function consoleCookie(): Promise<string> {
-  const cookieOf = (res: Response, name: string) =>
-    res.headers
-      .getSetCookie()
-      .find((c) => c.startsWith(`${name}=`))
-      ?.split(';')[0];
-  const form = await fetch(`${h.url}/console/sign-in`);
-  const nonce = cookieOf(form, 'riskgate_console_sign_in')!;
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
-  const res = await fetch(`${h.url}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonce },
-    body: new URLSearchParams({ csrf, key: OPS_KEY, next: '/console/rules' }),
-  });
-  expect(res.status).toBe(303);
-  return cookieOf(res, 'riskgate_console')!;
-}
-
 describe('rule quality across policy revisions', () => {
   it('keeps a rule’s precision from labels given under the previous revision after a switch', async () => {
     const before = await revisionNow();
     const ids = await lookUpUserIds(h.sandbox, ['mallory']);
     const decided = await h.decide(demoRequest('mallory', ids.mallory));
     expect(decided.status).toBe(200);
-    expect(decided.body.verdict).toBe('deny');
+    expect(decided.body.degraded).toBe(false);
     const decisionId = decided.body.decisionId as string;
     const fired = (decided.body.reasons as { id: string }[]).map((r) => r.id);
     const ruleId = fired[0]!;
@@ -136,7 +118,7 @@ describe('rule quality across policy revisions', () => {
     expect(((await bad.json()) as { field?: string }).field).toBe('revision');
 
     // The console's Rules page: the rule's row across revisions with its precision, and the age.
-    const page = await fetch(`${h.url}/console/rules`, { headers: { cookie: await consoleCookie() } });
+    const page = await (await consoleSignIn(h.url, OPS_KEY)).get('/console/rules');
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toMatch(/Computed \d+ s ago/);
