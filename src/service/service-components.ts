@@ -18,7 +18,12 @@ import {
 } from '../decision-store/decision-store-component.ts';
 import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
-import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
+import {
+  cachedRuleReport,
+  createRuleReport,
+  type RuleReportOptions,
+} from '../decision-store/rule-report-query.ts';
+
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import { laterEventSink } from '../events/riskgate-event.ts';
@@ -61,6 +66,9 @@ import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
+
+/** Policy versions read to name the rule history's revisions (the newest; a page of the list). */
+const RULE_HISTORY_VERSIONS = 100;
 
 /** The runtime lists and the rule snoozes: both read by decisions from memory, polled the same way. */
 async function startListsAndSnoozes(
@@ -168,7 +176,7 @@ export async function startServices(
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
-  const ruleReport = cachedRuleReport(createRuleReport({ database: state.decisions, policies }));
+  const ruleReport = ruleReportOf(state.decisions, policies, versionStore);
   const features = await l.start(
     featureComponent({
       config,
@@ -447,4 +455,19 @@ function consoleOf(
     ruleIds: s.ruleIds,
     settleOwnWrite: s.settleOwnWrite,
   });
+}
+
+/**
+ * The rule report, kept per active revision: the newest policy versions name the revisions of its
+ * history (who made each, why).
+ */
+function ruleReportOf(
+  database: RuleReportOptions['database'],
+  policies: RuleReportOptions['policies'],
+  versionStore: PolicyVersionStore,
+) {
+  return cachedRuleReport(
+    createRuleReport({ database, policies, versions: () => versionStore.list(RULE_HISTORY_VERSIONS) }),
+    { revision: () => policies.store.current().revision },
+  );
 }
