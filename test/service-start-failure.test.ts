@@ -194,6 +194,7 @@ describe('a riskgate whose start fails', () => {
       'outbox',
       'webhooks',
       'feedback',
+      'review queue',
       'console',
       'probes and routes',
       'caller listener',

@@ -46,6 +46,7 @@ import {
   POLICY_SIGNAL_NAMES,
   type PolicyAction,
   type PolicyIssue,
+  type PolicyReviewMarks,
   type PolicySignalName,
   type SignalSettings,
 } from './policy-types.ts';
@@ -477,6 +478,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     overrides,
     outage,
     overloadVerdict: p.overload?.verdict,
+    review: reviewMarksOf(p),
     evaluationBudgetMs:
       options.evaluationBudgetMs ?? defaults.evaluationBudgetMs ?? DEFAULT_EVALUATION_BUDGET_MS,
     degradedRank: VERDICT_RANK[degradedVerdict],
@@ -484,6 +486,13 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };
+}
+
+/** The rules and verdicts whose `review: true` opens a case; undefined when none does. */
+function reviewMarksOf(p: PolicyFile): PolicyReviewMarks | undefined {
+  const rules = new Set(p.rules.filter((r) => r.review === true).map((r) => r.id));
+  const verdicts = new Set((['allow', 'challenge', 'deny'] as const).filter((v) => p.review?.[v] === true));
+  return rules.size === 0 && verdicts.size === 0 ? undefined : { rules, verdicts };
 }
 
 /** The `lists` section as the evaluator and the list store read it. */

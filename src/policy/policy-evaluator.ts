@@ -28,6 +28,7 @@ import type {
   PolicyInput,
   PolicyIssue,
   PolicyRequirements,
+  PolicyReviewMarks,
   PolicySignalName,
   SignalSettings,
   SkippedRule,
@@ -137,6 +138,8 @@ export interface PolicyParts {
   outage: CompiledOutage | undefined;
   /** `overload.verdict`; undefined: shed decisions are answered 503. */
   overloadVerdict: Verdict | undefined;
+  /** The rules and verdicts that open a review case; undefined: none. */
+  review?: PolicyReviewMarks | undefined;
   /** `defaults.evaluationBudgetMs`: past it, each remaining rule fails per its `onError`. */
   evaluationBudgetMs: number;
   /** `degraded.verdict` as a rank: challenge (default) or deny. */
@@ -306,6 +309,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly ruleIds: readonly string[];
   readonly ruleDescriptions: ReadonlyMap<string, string>;
   readonly overloadVerdict: Verdict | undefined;
+  readonly review: PolicyReviewMarks | undefined;
   readonly thresholds: { challenge: number; deny: number };
   readonly velocityCounters: readonly CompiledCounter[];
   readonly featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
@@ -327,6 +331,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.ruleIds = parts.rules.map((r) => r.id);
     this.ruleDescriptions = new Map(parts.rules.map((r) => [r.id, r.matched.description]));
     this.overloadVerdict = parts.overloadVerdict;
+    this.review = parts.review;
     this.thresholds = parts.thresholds;
     this.velocityCounters = parts.velocityCounters;
     this.featureSettings = parts.featureSettings;

@@ -109,6 +109,12 @@ export const ruleSchema = z
       .boolean()
       .optional()
       .describe('Evaluate and report the rule, but never count it: trial an edit on live traffic.'),
+    review: z
+      .boolean()
+      .optional()
+      .describe(
+        "Open a review case when the rule matches and counts (after the answer, never delaying it): an analyst's disposition becomes the decision's label (docs/review-queue.md).",
+      ),
   })
   .strict();
 export type PolicyRule = z.infer<typeof ruleSchema>;
@@ -444,6 +450,17 @@ export const policyFileSchema = z
       .strict()
       .optional()
       .describe('Actions taken whenever the final verdict is this one.'),
+    review: z
+      .object({
+        allow: z.boolean().optional(),
+        challenge: z.boolean().optional(),
+        deny: z.boolean().optional(),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'Verdicts that open a review case (`review: {deny: true}`), after the answer, never delaying it (docs/review-queue.md).',
+      ),
     overrides: z
       .object({
         allow: z.array(overrideEntrySchema).optional(),

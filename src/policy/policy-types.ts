@@ -214,6 +214,14 @@ export interface PolicyDecision {
   snoozesUnavailable?: string;
 }
 
+/** What a policy says about review (`review: true` on a rule, `review` by verdict), compiled. */
+export interface PolicyReviewMarks {
+  /** Rules whose match opens a case. */
+  rules: ReadonlySet<string>;
+  /** Verdicts whose answer opens a case. */
+  verdicts: ReadonlySet<Verdict>;
+}
+
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
 export interface CompiledPolicy {
   name: string;
@@ -232,6 +240,8 @@ export interface CompiledPolicy {
   files?: readonly string[];
   /** Rule ids in file order. */
   ruleIds?: readonly string[];
+  /** The rules and verdicts that open a review case (`review: true`); absent: none. */
+  review?: PolicyReviewMarks;
   /** Each rule's `description`, by id. */
   ruleDescriptions?: ReadonlyMap<string, string>;
   /**

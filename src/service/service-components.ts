@@ -47,6 +47,8 @@ import type { DeclaredList } from '../policy/policy-types.ts';
 import { policyVersionRoutes } from '../policy-versions/policy-version-routes.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
+import { reviewComponent } from '../review-queue/review-component.ts';
+import type { ReviewOperations } from '../review-queue/review-operations.ts';
 import { snoozeComponent } from '../snoozes/snooze-component.ts';
 import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import { systemClock } from '../timing/clock.ts';
@@ -209,8 +211,16 @@ export async function startServices(
     await decisions.flush(OWN_WRITE_SETTLE_MS);
     ruleReport.invalidate();
   };
+  const review = await l.start(
+    reviewOf(ctx, { database, decisions, recent, loggedOnly, decisionLog, lockouts, settleOwnWrite }),
+  );
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog, settleOwnWrite };
-  const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
+  const operations = {
+    lists: lists.operations,
+    lockouts: lockouts.operations,
+    snoozes: snoozes.operations,
+    review: review.operations,
+  };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
   await l.start(consoleOf(l, ctx, { ...shown, ...operations, ruleIds }));
@@ -246,7 +256,50 @@ export async function startServices(
     events,
     recent,
     outcomes,
+    review,
   };
+}
+
+/**
+ * The review queue (src/review-queue/): its dispositions labelled as the console's label form
+ * labels (the decision log's `feedback` line), its cases' decisions read from the decision store.
+ */
+function reviewOf(
+  ctx: { options: StartRiskgateOptions; log: ServiceLog },
+  s: {
+    database: RiskgateDatabase;
+    decisions: DecisionStore;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+    lockouts: { operations: LockoutOperations };
+    settleOwnWrite: () => Promise<void>;
+  },
+) {
+  const { config } = ctx.options;
+  // With the log off, a disposition's label is refused as by POST /feedback.
+  const labels = s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog;
+  return reviewComponent({
+    database: s.database,
+    slaHours: config.reviewSlaHours,
+    sampleShare: config.reviewSampleShare,
+    label: ({ c, ...label }) => {
+      const principal = c.get('principal');
+      return recordLabel(
+        { decisions: s.recent, decisionLog: labels },
+        { ...label, keyId: principal.keyId, as: 'operator', operatorName: principal.operator?.name },
+      );
+    },
+    decision: async (id) => {
+      if (!s.decisions.enabled) return undefined;
+      const d = await s.decisions.get(id);
+      return d === undefined ? undefined : { verdict: d.verdict, userId: d.userId };
+    },
+    lockouts: s.lockouts.operations,
+    settle: s.settleOwnWrite,
+    log: ctx.log,
+    clock: ctx.options.clock,
+  });
 }
 
 /** `POST /decisions/{id}/outcome`: authorised and kept as feedback is, read back at once. */
@@ -392,6 +445,7 @@ function consoleOf(
     lists: ListOperations;
     lockouts: LockoutOperations;
     snoozes: SnoozeOperations;
+    review: ReviewOperations;
     ruleIds: () => readonly string[];
     settleOwnWrite: () => Promise<void>;
   },
@@ -407,6 +461,7 @@ function consoleOf(
     lists: s.lists,
     lockouts: s.lockouts,
     snoozes: s.snoozes,
+    review: s.review,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {
       health: () => l.health(),

@@ -57,6 +57,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       events,
       recent,
       outcomes,
+      review,
     } = await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
@@ -80,6 +81,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       actions: outbox,
       events,
       lockouts: lockouts.recorder,
+      review: review.intake,
       decisionLog,
       metrics,
       auditRequired:
