@@ -36,9 +36,11 @@ export function reviewReasonOf(
 ): { reason: ReviewReason; detail: string } | undefined {
   const marks = d.review;
   if (marks !== undefined) {
-    if (marks.rules.size > 0) {
-      const asked = d.matchedRules.filter((r) => marks.rules.has(r.id)).map((r) => r.id);
-      if (asked.length > 0) return { reason: 'policy', detail: `rules ${asked.join(', ')} ask for review` };
+    // A loop, no allocation: most decisions match no marked rule.
+    for (const r of d.matchedRules) {
+      if (!marks.rules.has(r.id)) continue;
+      const asked = d.matchedRules.filter((m) => marks.rules.has(m.id)).map((m) => m.id);
+      return { reason: 'policy', detail: `rules ${asked.join(', ')} ask for review` };
     }
     if (marks.verdicts.has(d.verdict))
       return { reason: 'policy', detail: `verdict ${d.verdict} asks for review` };
