@@ -209,19 +209,12 @@ export async function startServices(
     await decisions.flush(OWN_WRITE_SETTLE_MS);
     ruleReport.invalidate();
   };
-  const review = await l.start(
-    reviewOf(ctx, { database, decisions, recent, loggedOnly, decisionLog, lockouts, settleOwnWrite }),
-  );
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog, settleOwnWrite };
-  const operations = {
-    lists: lists.operations,
-    lockouts: lockouts.operations,
-    snoozes: snoozes.operations,
-    review: review.operations,
-  };
+  const review = await l.start(reviewOf(ctx, { ...shown, database, lockouts }));
+  const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
-  await l.start(consoleOf(l, ctx, { ...shown, ...operations, ruleIds }));
+  await l.start(consoleOf(l, ctx, { ...shown, ...operations, review: review.operations, ruleIds }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
