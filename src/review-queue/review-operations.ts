@@ -187,7 +187,7 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
       return { opened: result.opened, reviewCase: reviewCaseView(result.reviewCase, openedMs) };
     },
     async dispose(c, edge, id, input) {
-      const existing = (await get(id)) satisfies ReviewCaseView;
+      const existing: ReviewCaseView = await get(id);
       if (existing.status === 'closed') throw alreadyClosed(existing);
       await edge.recordChange(c, {
         action: 'review.disposition',
