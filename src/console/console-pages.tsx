@@ -23,6 +23,7 @@ import { chartFrame, DecisionsView, decisionFilterOf, decisionsQuerySchema } fro
 import { mountLists } from './lists-page.tsx';
 import { mountLockouts } from './lockouts-page.tsx';
 import { ACTION_TABS, ActionsView, AuditView, HealthView } from './other-pages.tsx';
+import { mountPolicies } from './policies-page.tsx';
 import { mountReview } from './review-page.tsx';
 import { RulesView } from './rules-page.tsx';
 import { mountSnoozes } from './snoozes-page.tsx';
@@ -320,6 +321,7 @@ export function consoleComponent(deps: ConsoleDeps): Component<void> {
           mountLockouts(ui, kit);
           mountSnoozes(ui, kit);
           mountReview(ui, kit);
+          mountPolicies(ui, kit);
           mountViews(ui, kit);
         }),
       ],

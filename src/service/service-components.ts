@@ -44,6 +44,10 @@ import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import {
+  type PolicyVersionOperations,
+  policyVersionOperations,
+} from '../policy-versions/policy-version-operations.ts';
 import { policyVersionRoutes } from '../policy-versions/policy-version-routes.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
@@ -160,6 +164,7 @@ export async function startServices(
   const admission = await l.start(admissionComponent(config, options.clock));
   // The policy versions of the control database: served by every replica, moved by the API.
   const versionStore = new PolicyVersionStore(database, { clock: options.clock });
+  const versionOperations = policyVersionOperations({ store: versionStore, inputs: options.inputs });
   const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
@@ -214,7 +219,15 @@ export async function startServices(
   const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
-  await l.start(consoleOf(l, ctx, { ...shown, ...operations, review: review.operations, ruleIds }));
+  await l.start(
+    consoleOf(l, ctx, {
+      ...shown,
+      ...operations,
+      review: review.operations,
+      policyVersions: versionOperations,
+      ruleIds,
+    }),
+  );
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -224,7 +237,7 @@ export async function startServices(
         openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
-        policyVersionRoutes({ store: versionStore, inputs: options.inputs }),
+        policyVersionRoutes({ store: versionStore, inputs: options.inputs }, versionOperations),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -437,6 +450,7 @@ function consoleOf(
     lockouts: LockoutOperations;
     snoozes: SnoozeOperations;
     review: ReviewOperations;
+    policyVersions: PolicyVersionOperations;
     ruleIds: () => readonly string[];
     settleOwnWrite: () => Promise<void>;
   },
@@ -453,6 +467,7 @@ function consoleOf(
     lockouts: s.lockouts,
     snoozes: s.snoozes,
     review: s.review,
+    policyVersions: s.policyVersions,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {
       health: () => l.health(),
