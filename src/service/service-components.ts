@@ -209,25 +209,14 @@ export async function startServices(
       decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
     }),
   );
-  // A write of an operator (a label) or of a login backend (an outcome) is read back at once.
-  const settleOwnWrite = async () => {
-    await decisions.flush(OWN_WRITE_SETTLE_MS);
-    ruleReport.invalidate();
-  };
+  const settleOwnWrite = ownWriteSettler(decisions, ruleReport);
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog, settleOwnWrite };
   const review = await l.start(reviewOf(ctx, { ...shown, database, lockouts }));
   const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
-  await l.start(
-    consoleOf(l, ctx, {
-      ...shown,
-      ...operations,
-      review: review.operations,
-      policyVersions: versionOperations,
-      ruleIds,
-    }),
-  );
+  const pages = { ...operations, review: review.operations, policyVersions: versionOperations, ruleIds };
+  await l.start(consoleOf(l, ctx, { ...shown, ...pages }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -304,6 +293,14 @@ function reviewOf(
     log: ctx.log,
     clock: ctx.options.clock,
   });
+}
+
+/** A write of an operator (a label) or of a login backend (an outcome), read back at once. */
+function ownWriteSettler(decisions: DecisionStore, ruleReport: { invalidate(): void }) {
+  return async () => {
+    await decisions.flush(OWN_WRITE_SETTLE_MS);
+    ruleReport.invalidate();
+  };
 }
 
 /** `POST /decisions/{id}/outcome`: authorised and kept as feedback is, read back at once. */
