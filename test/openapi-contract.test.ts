@@ -190,7 +190,7 @@ describe('the OpenAPI document', () => {
       };
       // A login backend reports a decision's outcome with its caller key, under /decisions/.
       const operator =
-        /^\/(metrics|policies|policy-versions|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes)/.test(
+        /^\/(metrics|policies|policy-versions|rules|openapi\.json|actions|decisions|audit|lockouts|lists|snoozes|review)/.test(
           path,
         ) && !path.endsWith('/outcome');
       expect(op['x-riskgate-surface'], operation).toBe(
@@ -519,6 +519,34 @@ describe('real answers of every route conform to the document', () => {
     const again = await unlock(JSON.stringify({ reason: 'vouched for by the help desk' }));
     expect(again.status).toBe(409);
     expect(again.json()).toMatchObject({ code: 'RG_ERR_CONFLICT' });
+  });
+
+  it('the review queue: a case sent by hand, claimed, noted, closed, an unlock from it, their refusals', async () => {
+    const key = OPS_KEY;
+    const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
+    const id = (await h.decide(demoRequest('mallory', mallory))).body.decisionId as string;
+    await eventually(async () => (await call(h.url, 'GET', `/lockouts/${id}`, { key })).status === 200);
+    await eventually(async () => (await call(h.url, 'GET', `/decisions/${id}`, { key })).status === 200);
+    const post = (path: string, body?: unknown) =>
+      call(h.url, 'POST', path, { key, ...(body !== undefined && { body: JSON.stringify(body) }) });
+    const opened = await post('/review/cases', { decisionId: id, note: 'looks odd' });
+    expect(opened.status).toBe(201);
+    expect((await post('/review/cases', { decisionId: id })).status).toBe(200);
+    expect((await post('/review/cases', { decisionId: 'nope' })).status).toBe(400);
+    expect((await post('/review/cases', { decisionId: randomUUID() })).status).toBe(404);
+    expect((await call(h.url, 'GET', '/review/cases?view=overdue', { key })).status).toBe(200);
+    expect((await call(h.url, 'GET', '/review/cases?view=nope', { key })).status).toBe(400);
+    const claimed = await post('/review/claim-next');
+    expect(claimed.status).toBe(200);
+    const caseId = (claimed.json() as { claimed: { id: string } }).claimed.id;
+    expect((await post(`/review/cases/${caseId}/notes`, { text: 'called the user' })).status).toBe(201);
+    expect((await call(h.url, 'GET', `/review/cases/${caseId}`, { key })).status).toBe(200);
+    expect((await call(h.url, 'GET', `/review/cases/${randomUUID()}`, { key })).status).toBe(404);
+    expect((await post(`/review/cases/${caseId}/unlock`, { reason: 'the user vouched' })).status).toBe(202);
+    expect((await post(`/review/cases/${caseId}/disposition`, { disposition: 'maybe' })).status).toBe(400);
+    expect((await post(`/review/cases/${caseId}/disposition`, { disposition: 'legit' })).status).toBe(200);
+    expect((await post(`/review/cases/${caseId}/disposition`, { disposition: 'fraud' })).status).toBe(409);
+    expect((await post('/review/claim-next')).json()).toEqual({ claimed: null });
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {

@@ -195,6 +195,7 @@ describe('a riskgate whose start fails', () => {
       'webhooks',
       'ask-user',
       'feedback',
+      'review queue',
       'console',
       'probes and routes',
       'caller listener',

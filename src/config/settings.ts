@@ -591,6 +591,23 @@ export const SETTINGS = defineSettings({
     details:
       "longest a rule may be snoozed for one account, user, unit or IP/CIDR (`POST /snoozes`, the console's snooze form): a later `until` is refused (400 naming `until`), so a forgotten snooze ends on its own",
   },
+  RISKGATE_REVIEW_SAMPLE_SHARE: {
+    group: 'policy',
+    fills: 'reviewSampleShare',
+    ...num({ min: 0, max: 1, fallback: 0, whole: false }),
+    doc: 'Share of allowed logins sampled into the review queue (0-1; 0: none)',
+    details:
+      "share of allowed logins opened as review cases at random (`0.001` is one in a thousand), to estimate what the rules miss: an analyst's disposition becomes the label the rule report counts; drawn after the answer, never delaying or failing a decision (see [docs/review-queue.md](docs/review-queue.md))",
+  },
+  RISKGATE_REVIEW_SLA_HOURS: {
+    group: 'policy',
+    fills: 'reviewSlaHours',
+    ...num({ min: 1, max: 720, fallback: 24 }),
+    unit: 'hours',
+    doc: 'How long after it opens a review case is due',
+    details:
+      "how long after it opens a review case is due: past it the case is overdue (the Review page's `overdue` view, `riskgate_review_queue_overdue`, the `RiskgateReviewQueueOverdue` alert)",
+  },
   // --- Decision log
   RISKGATE_DECISION_LOG: {
     group: 'decisionLog',

@@ -8,6 +8,7 @@ import type { Operator } from '../operators/operator.ts';
 import type { OutboxControls } from '../outbox/actions-routes.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import type { PolicyVersionOperations } from '../policy-versions/policy-version-operations.ts';
+import type { ReviewOperations } from '../review-queue/review-operations.ts';
 import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import type { SessionOptions } from './console-session.ts';
 
@@ -44,6 +45,8 @@ export interface ConsoleDeps {
   lockouts?: LockoutOperations | undefined;
   /** The rule snoozes' reads and changes (decision and rule pages), the same as `/snoozes`'s. */
   snoozes?: SnoozeOperations | undefined;
+  /** The review queue's reads and changes (the Review page), the same as `/review`'s. */
+  review?: ReviewOperations | undefined;
   /** The policy versions' reads and changes (the Policies pages), the same as `/policy-versions`'s. */
   policyVersions?: PolicyVersionOperations | undefined;
   outbox: OutboxControls;

@@ -11,6 +11,7 @@ import { CSRF_FIELD } from './console-session.ts';
 
 export const NAV = [
   { key: 'decisions', href: '/console/decisions', label: 'Decisions' },
+  { key: 'review', href: '/console/review', label: 'Review' },
   { key: 'rules', href: '/console/rules', label: 'Rules' },
   { key: 'policies', href: '/console/policies', label: 'Policies' },
   { key: 'lists', href: '/console/lists', label: 'Lists' },

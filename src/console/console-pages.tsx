@@ -26,6 +26,7 @@ import { mountLists } from './lists-page.tsx';
 import { mountLockouts } from './lockouts-page.tsx';
 import { ACTION_TABS, ActionsView, AuditView, HealthView } from './other-pages.tsx';
 import { mountPolicies } from './policies-page.tsx';
+import { mountReview } from './review-page.tsx';
 import { RulesView } from './rules-page.tsx';
 import { mountSnoozes } from './snoozes-page.tsx';
 
@@ -137,6 +138,9 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     if (d === undefined)
       return kit.fail(c, 404, 'No such decision', 'The decision store has no decision with this id.');
     const s = c.get('session');
+    // Unreadable, the review section is left out rather than failing the decision's page.
+    const inReview =
+      deps.review === undefined ? undefined : await deps.review.ofDecision(d.decisionId).catch(() => null);
     return kit.page(c, {
       title: `Decision ${d.decisionId.slice(0, 8)}`,
       current: 'decisions',
@@ -149,6 +153,11 @@ function mountDecisions(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
           csrf={s.csrf}
           canLabel={roleAllows(s.operator.role, 'analyst')}
           canSnooze={deps.snoozes !== undefined && roleAllows(s.operator.role, 'analyst')}
+          review={
+            inReview === null || deps.review === undefined
+              ? undefined
+              : { existing: inReview, canSend: roleAllows(s.operator.role, 'analyst') }
+          }
           notice={o.notice}
           error={o.error}
         />
@@ -319,6 +328,7 @@ export function consoleComponent(deps: ConsoleDeps): Component<void> {
           mountLists(ui, kit);
           mountLockouts(ui, kit);
           mountSnoozes(ui, kit);
+          mountReview(ui, kit);
           mountPolicies(ui, kit);
           mountViews(ui, kit);
         }),

@@ -2,8 +2,10 @@ import type { StoredDecision } from '../decision-store/decision-query.ts';
 import type { OutboxEntryView } from '../outbox/outbox-view.ts';
 import { type InputTable, type InputValues, shortText as show } from '../policy/inputs/input-row.ts';
 import { INPUT_ROWS } from '../policy/inputs/input-table.ts';
+import type { ReviewCaseView } from '../review-queue/review-api.ts';
 import { visibleText } from '../text/visible-text.ts';
 import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
+import { SendToReview } from './review-page.tsx';
 import { SnoozeForms } from './snoozes-page.tsx';
 
 /**
@@ -369,6 +371,8 @@ export function DecisionView(props: {
   canLabel: boolean;
   /** Whether the operator may snooze a rule here (an analyst, with the snoozes running). */
   canSnooze?: boolean | undefined;
+  /** The decision's review case, if any, and whether the operator may send it to review. */
+  review?: { existing: ReviewCaseView | undefined; canSend: boolean } | undefined;
   notice?: string | undefined;
   /** A label form's error (the problem's detail). */
   error?: string | undefined;
@@ -421,6 +425,9 @@ export function DecisionView(props: {
       <LoginOutcomes d={d} />
       <Labels d={d} csrf={props.csrf} canLabel={props.canLabel} />
       {props.canSnooze === true && <SnoozeForms d={d} csrf={props.csrf} />}
+      {props.review !== undefined && (props.review.existing !== undefined || props.review.canSend) && (
+        <SendToReview decisionId={d.decisionId} existing={props.review.existing} csrf={props.csrf} />
+      )}
     </>
   );
 }

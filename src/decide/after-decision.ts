@@ -54,6 +54,14 @@ export function afterDecision(
     };
   }
   deps.decisionLog.write(decisionLine(run, response, totalMs, shadow));
+  // After the line is written: a case's page links to the stored decision.
+  deps.review?.consider({
+    decisionId: run.decisionId,
+    verdict: response.verdict,
+    userId: run.request.userId,
+    matchedRules: decision.matchedRules,
+    review: policy.review,
+  });
   if (deps.events !== undefined) emitDecisionEvent(deps.events, run, response, deps.askUser);
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
   span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });

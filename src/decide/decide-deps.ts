@@ -6,7 +6,7 @@ import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
-import type { AskUserLinks, PolicySource, SignalsPort } from './decide-ports.ts';
+import type { AskUserLinks, PolicySource, ReviewSink, SignalsPort } from './decide-ports.ts';
 import type { RunDecisionDeps } from './run-decision.ts';
 
 /** What the /decide room is built from (src/decide/decide-route.ts): components, no behaviour. */
@@ -33,6 +33,8 @@ export interface DecideDeps {
   /** Told the lock-outs each decision drove or withheld, after its answer (never waited for). */
   lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;
+  /** The review queue's intake: handed each decision after its answer (never waited for). */
+  review?: ReviewSink | undefined;
   metrics: RiskgateMetrics;
   /** Rule hit counts for `GET /policies/stats` (active and shadow). */
   ruleStats?: RuleStats | undefined;

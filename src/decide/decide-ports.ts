@@ -1,6 +1,12 @@
 import type { AdminClient } from '../admin/admin-client.ts';
 import type { SignalFetcher } from '../policy/inputs/input-row.ts';
-import type { CompiledPolicy, PolicyAction, PolicySignalName } from '../policy/policy-types.ts';
+import type {
+  CompiledPolicy,
+  PolicyAction,
+  PolicyReviewMarks,
+  PolicySignalName,
+} from '../policy/policy-types.ts';
+import type { Verdict } from '../policy-input/verdict.ts';
 import type { SignalsClient } from '../signals/signals-client.ts';
 
 /**
@@ -57,4 +63,23 @@ export interface AskUserLink {
 export interface AskUserLinks {
   /** Stores the question and gives its link; rejects when the control database does not take it. */
   ask(question: AskUserQuestion): Promise<AskUserLink>;
+}
+
+/** The facts of a decided login the review queue's intake reads (nothing it would have to compute). */
+export interface DecisionForReview {
+  decisionId: string;
+  verdict: Verdict;
+  userId: string | undefined;
+  /** The rules that matched and counted. */
+  matchedRules: readonly { id: string }[];
+  /** The policy's `review: true` marks; undefined: none. */
+  review: PolicyReviewMarks | undefined;
+}
+
+/**
+ * Where a decided login is handed after its answer (src/review-queue/review-intake.ts): a case
+ * when its policy or the sample asks. Never blocks, never throws.
+ */
+export interface ReviewSink {
+  consider(d: DecisionForReview): void;
 }

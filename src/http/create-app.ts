@@ -4,7 +4,7 @@ import type { AdmissionControl } from '../admission/admission-control.ts';
 import { admit } from '../admission/admit.ts';
 import { changeAudit } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
-import type { AskUserLinks } from '../decide/decide-ports.ts';
+import type { AskUserLinks, ReviewSink } from '../decide/decide-ports.ts';
 import { decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import {
@@ -53,6 +53,8 @@ export interface AppDeps {
   askUser?: AskUserLinks | undefined;
   /** Where /decide tells the lock-outs it drove or withheld (src/lockouts/). Default: nowhere. */
   lockouts?: LockoutSink | undefined;
+  /** Where /decide hands each decision for the review queue (src/review-queue/). Default: nowhere. */
+  review?: ReviewSink | undefined;
   decisionLog: DecisionLog;
   metrics: RiskgateMetrics;
   /**

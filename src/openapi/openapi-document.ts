@@ -16,6 +16,12 @@ import { outcomeResponseSchema } from '../outcomes/outcome-request.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
 import { policyVersionListSchema, policyVersionSchema } from '../policy-versions/policy-version-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
+import {
+  claimNextSchema,
+  reviewCaseDetailSchema,
+  reviewCaseSchema,
+  reviewListSchema,
+} from '../review-queue/review-api.ts';
 import { snoozeListSchema, snoozeSchema } from '../snoozes/snooze-api.ts';
 import {
   actionsSchema,
@@ -108,6 +114,10 @@ const ANSWER_SCHEMAS: Record<string, z.ZodType> = {
   ListImportResult: importResultSchema,
   Snooze: snoozeSchema,
   Snoozes: snoozeListSchema,
+  ReviewCase: reviewCaseSchema,
+  ReviewCaseDetail: reviewCaseDetailSchema,
+  ReviewCases: reviewListSchema,
+  ReviewClaim: claimNextSchema,
 };
 
 /** The headers some answers come with (components.headers). */

@@ -140,6 +140,19 @@ export const healthSchema = z
       })
       .optional()
       .describe('The rule snoozes (src/snoozes/).'),
+    reviewQueue: z
+      .object({
+        open: z.number().int().min(0).describe('Cases not yet claimed (as last read, every 15 s).'),
+        claimed: z.number().int().min(0).describe('Cases claimed and not closed.'),
+        overdue: z.number().int().min(0).describe('Cases not closed past their due time.'),
+        pending: z
+          .number()
+          .int()
+          .min(0)
+          .describe('Cases decisions opened that this process has yet to write to the database.'),
+      })
+      .optional()
+      .describe('The review queue (src/review-queue/).'),
   })
   .describe('Details for people and dashboards; never a readiness check.');
 

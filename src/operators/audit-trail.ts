@@ -34,6 +34,10 @@ export const AUDIT_ACTIONS = [
   'lockout.extend',
   'snooze.create',
   'snooze.end',
+  'review.open',
+  'review.claim_next',
+  'review.disposition',
+  'review.note',
 ] as const;
 /** What was done, as `<thing>.<verb>`. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

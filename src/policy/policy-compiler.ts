@@ -47,6 +47,7 @@ import {
   POLICY_SIGNAL_NAMES,
   type PolicyAction,
   type PolicyIssue,
+  type PolicyReviewMarks,
   type PolicySignalName,
   type SignalSettings,
 } from './policy-types.ts';
@@ -479,6 +480,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     outage,
     overloadVerdict: p.overload?.verdict,
     askUser: askUserOf(p, actions),
+    review: reviewMarksOf(p),
     evaluationBudgetMs:
       options.evaluationBudgetMs ?? defaults.evaluationBudgetMs ?? DEFAULT_EVALUATION_BUDGET_MS,
     degradedRank: VERDICT_RANK[degradedVerdict],
@@ -497,6 +499,13 @@ function askUserOf(p: PolicyFile, actions: ReadonlyMap<string, CompiledAction>):
     return a === undefined ? [] : [{ ...a.template, source: 'askUser.onNo' }];
   });
   return { ruleIds, onNo };
+}
+
+/** The rules and verdicts whose `review: true` opens a case; undefined when none does. */
+function reviewMarksOf(p: PolicyFile): PolicyReviewMarks | undefined {
+  const rules = new Set(p.rules.filter((r) => r.review === true).map((r) => r.id));
+  const verdicts = new Set((['allow', 'challenge', 'deny'] as const).filter((v) => p.review?.[v] === true));
+  return rules.size === 0 && verdicts.size === 0 ? undefined : { rules, verdicts };
 }
 
 /** The `lists` section as the evaluator and the list store read it. */

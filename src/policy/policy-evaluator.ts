@@ -29,6 +29,7 @@ import type {
   PolicyInput,
   PolicyIssue,
   PolicyRequirements,
+  PolicyReviewMarks,
   PolicySignalName,
   SignalSettings,
   SkippedRule,
@@ -140,6 +141,8 @@ export interface PolicyParts {
   outage: CompiledOutage | undefined;
   /** `overload.verdict`; undefined: shed decisions are answered 503. */
   overloadVerdict: Verdict | undefined;
+  /** The rules and verdicts that open a review case; undefined: none. */
+  review?: PolicyReviewMarks | undefined;
   /** `defaults.evaluationBudgetMs`: past it, each remaining rule fails per its `onError`. */
   evaluationBudgetMs: number;
   /** `degraded.verdict` as a rank: challenge (default) or deny. */
@@ -310,6 +313,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly askUser: AskUserPolicy | undefined;
   readonly ruleDescriptions: ReadonlyMap<string, string>;
   readonly overloadVerdict: Verdict | undefined;
+  readonly review: PolicyReviewMarks | undefined;
   readonly thresholds: { challenge: number; deny: number };
   readonly velocityCounters: readonly CompiledCounter[];
   readonly featureSettings: NonNullable<CompiledPolicy['featureSettings']>;
@@ -332,6 +336,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.askUser = parts.askUser;
     this.ruleDescriptions = new Map(parts.rules.map((r) => [r.id, r.matched.description]));
     this.overloadVerdict = parts.overloadVerdict;
+    this.review = parts.review;
     this.thresholds = parts.thresholds;
     this.velocityCounters = parts.velocityCounters;
     this.featureSettings = parts.featureSettings;

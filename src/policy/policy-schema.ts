@@ -115,6 +115,12 @@ export const ruleSchema = z
       .describe(
         'Ask the user "was this you?" when the rule matches a challenged or denied login of a known user: the decision\'s webhook event carries a signed, single-use, expiring link (docs/ask-user.md). The answer becomes a label; a "no" takes the policy\'s `askUser.onNo` actions.',
       ),
+    review: z
+      .boolean()
+      .optional()
+      .describe(
+        "Open a review case when the rule matches and counts (after the answer, never delaying it): an analyst's disposition becomes the decision's label (docs/review-queue.md).",
+      ),
   })
   .strict();
 export type PolicyRule = z.infer<typeof ruleSchema>;
@@ -450,6 +456,17 @@ export const policyFileSchema = z
       .strict()
       .optional()
       .describe('Actions taken whenever the final verdict is this one.'),
+    review: z
+      .object({
+        allow: z.boolean().optional(),
+        challenge: z.boolean().optional(),
+        deny: z.boolean().optional(),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'Verdicts that open a review case (`review: {deny: true}`), after the answer, never delaying it (docs/review-queue.md).',
+      ),
     overrides: z
       .object({
         allow: z.array(overrideEntrySchema).optional(),

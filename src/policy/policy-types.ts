@@ -221,6 +221,14 @@ export interface AskUserPolicy {
   onNo: readonly PolicyAction[];
 }
 
+/** What a policy says about review (`review: true` on a rule, `review` by verdict), compiled. */
+export interface PolicyReviewMarks {
+  /** Rules whose match opens a case. */
+  rules: ReadonlySet<string>;
+  /** Verdicts whose answer opens a case. */
+  verdicts: ReadonlySet<Verdict>;
+}
+
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
 export interface CompiledPolicy {
   name: string;
@@ -244,6 +252,8 @@ export interface CompiledPolicy {
    * "no" takes (`askUser.onNo`); absent when no rule asks.
    */
   askUser?: AskUserPolicy | undefined;
+  /** The rules and verdicts that open a review case (`review: true`); absent: none. */
+  review?: PolicyReviewMarks;
   /** Each rule's `description`, by id. */
   ruleDescriptions?: ReadonlyMap<string, string>;
   /**

@@ -22,6 +22,7 @@ import { ACTIONS_ROUTE, DROP_ACTION_ROUTE, RETRY_ACTION_ROUTE } from '../outbox/
 import { OUTCOME_ROUTE } from '../outcomes/outcome-routes.ts';
 import { POLICIES_ROUTE, POLICY_RELOAD_ROUTE, POLICY_STATS_ROUTE } from '../policy/policy-routes.ts';
 import { POLICY_VERSION_ROUTES } from '../policy-versions/policy-version-routes.ts';
+import { REVIEW_ROUTES } from '../review-queue/review-routes.ts';
 import { CREATE_SNOOZE_ROUTE, END_SNOOZE_ROUTE, SNOOZES_ROUTE } from '../snoozes/snooze-routes.ts';
 
 /**
@@ -63,6 +64,7 @@ export const API_ROUTES: readonly AnyRouteDeclaration[] = [
   LOCKOUTS_ROUTE,
   LOCKOUT_ROUTE,
   UNLOCK_ROUTE,
+  ...REVIEW_ROUTES,
   ADMIN_CALLBACK_ROUTE,
 ];
 

@@ -9,10 +9,11 @@ import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
 import { outboxMigrations } from '../outbox/outbox-tables.ts';
 import { outcomeMigrations } from '../outcomes/outcome-tables.ts';
 import { policyVersionMigrations } from '../policy-versions/policy-version-tables.ts';
+import { reviewMigrations } from '../review-queue/review-store.ts';
 import { snoozeMigrations } from '../snoozes/snooze-store.ts';
 
 /**
- * Control state: the system of record (lists, rule snoozes, "was this you?" links, lock-outs, the outbox, the audit trail, policy versions). Transactional,
+ * Control state: the system of record (lists, rule snoozes, "was this you?" links, review cases, lock-outs, the outbox, the audit trail, policy versions). Transactional,
  * never lost in silence; unreadable means unavailable (docs/architecture.md, "Two kinds of state").
  * A feature that keeps control state adds its migrations here.
  */
@@ -24,6 +25,7 @@ export const CONTROL_MIGRATIONS: FeatureMigrations = {
   ...outboxMigrations,
   ...policyVersionMigrations,
   ...snoozeMigrations,
+  ...reviewMigrations,
 };
 
 /** Observations: the decision store (best effort, bounded, may drop with an exact count). */

@@ -57,6 +57,8 @@ import {
 import { policyVersionRoutes } from '../policy-versions/policy-version-routes.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
+import { reviewComponent } from '../review-queue/review-component.ts';
+import type { ReviewOperations } from '../review-queue/review-operations.ts';
 import { snoozeComponent } from '../snoozes/snooze-component.ts';
 import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
@@ -218,16 +220,14 @@ export async function startServices(
       decisionLog: labelLog,
     }),
   );
-  // A write of an operator (a label) or of a login backend (an outcome) is read back at once.
-  const settleOwnWrite = async () => {
-    await decisions.flush(OWN_WRITE_SETTLE_MS);
-    ruleReport.invalidate();
-  };
+  const settleOwnWrite = ownWriteSettler(decisions, ruleReport);
   const shown = { decisions, ruleReport, audit, outbox, recent, loggedOnly, decisionLog, settleOwnWrite };
+  const review = await l.start(reviewOf(ctx, { ...shown, database, lockouts }));
   const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
-  await l.start(consoleOf(l, ctx, { ...shown, ...operations, policyVersions: versionOperations, ruleIds }));
+  const pages = { ...operations, review: review.operations, policyVersions: versionOperations, ruleIds };
+  await l.start(consoleOf(l, ctx, { ...shown, ...pages }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -261,6 +261,57 @@ export async function startServices(
     askUser,
     recent,
     outcomes,
+    review,
+  };
+}
+
+/**
+ * The review queue (src/review-queue/): its dispositions labelled as the console's label form
+ * labels (the decision log's `feedback` line), its cases' decisions read from the decision store.
+ */
+function reviewOf(
+  ctx: { options: StartRiskgateOptions; log: ServiceLog },
+  s: {
+    database: RiskgateDatabase;
+    decisions: DecisionStore;
+    recent: DecisionMemory;
+    loggedOnly: DecisionLog;
+    decisionLog: DecisionLog;
+    lockouts: { operations: LockoutOperations };
+    settleOwnWrite: () => Promise<void>;
+  },
+) {
+  const { config } = ctx.options;
+  // With the log off, a disposition's label is refused as by POST /feedback.
+  const labels = s.loggedOnly === DISCARD_DECISION_LOG ? s.loggedOnly : s.decisionLog;
+  return reviewComponent({
+    database: s.database,
+    slaHours: config.reviewSlaHours,
+    sampleShare: config.reviewSampleShare,
+    label: ({ c, ...label }) => {
+      const principal = c.get('principal');
+      return recordLabel(
+        { decisions: s.recent, decisionLog: labels },
+        { ...label, keyId: principal.keyId, as: 'operator', operatorName: principal.operator?.name },
+      );
+    },
+    decision: async (id) => {
+      if (!s.decisions.enabled) return undefined;
+      const d = await s.decisions.get(id);
+      return d === undefined ? undefined : { verdict: d.verdict, userId: d.userId };
+    },
+    lockouts: s.lockouts.operations,
+    settle: s.settleOwnWrite,
+    log: ctx.log,
+    clock: ctx.options.clock,
+  });
+}
+
+/** A write of an operator (a label) or of a login backend (an outcome), read back at once. */
+function ownWriteSettler(decisions: DecisionStore, ruleReport: { invalidate(): void }) {
+  return async () => {
+    await decisions.flush(OWN_WRITE_SETTLE_MS);
+    ruleReport.invalidate();
   };
 }
 
@@ -422,6 +473,7 @@ function consoleOf(
     lists: ListOperations;
     lockouts: LockoutOperations;
     snoozes: SnoozeOperations;
+    review: ReviewOperations;
     policyVersions: PolicyVersionOperations;
     ruleIds: () => readonly string[];
     settleOwnWrite: () => Promise<void>;
@@ -438,6 +490,7 @@ function consoleOf(
     lists: s.lists,
     lockouts: s.lockouts,
     snoozes: s.snoozes,
+    review: s.review,
     policyVersions: s.policyVersions,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {

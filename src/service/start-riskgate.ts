@@ -58,6 +58,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       askUser,
       recent,
       outcomes,
+      review,
     } = await startServices(l, ctx);
     const { admin, signals } = vendor;
     const appDeps: AppDeps = {
@@ -82,6 +83,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       events,
       askUser,
       lockouts: lockouts.recorder,
+      review: review.intake,
       decisionLog,
       metrics,
       auditRequired:

@@ -1,0 +1,409 @@
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import type { LockoutView } from '../lockouts/lockout-record.ts';
+import { unlockRequestSchema } from '../lockouts/lockout-routes.ts';
+import { roleAllows } from '../operators/operator.ts';
+import { toProblem } from '../problem/problem-details.ts';
+import {
+  dispositionSchema,
+  noteSchema,
+  REVIEW_VIEWS,
+  type ReviewCaseDetail,
+  type ReviewCaseView,
+  type ReviewList,
+  type ReviewView,
+} from '../review-queue/review-api.ts';
+import { DISPOSITIONS } from '../review-queue/review-store.ts';
+import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
+import type { ConsoleContext, ConsoleEnv, ConsoleKit } from './console-routes.tsx';
+
+/**
+ * The Review page (`/console/review`): the queue by view (open, claimed, mine, overdue, closed),
+ * a claim-next button, and each case's page with its decision, notes, a disposition form (fraud
+ * and legit become the decision's label) and an unlock of the lock-out its decision drove. The
+ * decision page's "Send to review" opens a case by hand. Every change goes through the same
+ * `ReviewOperations` as `/review` (src/review-queue/review-operations.ts): audited first, then made.
+ */
+
+const MAX_FORM_BYTES = 16 * 1024;
+
+const VIEW_LABEL: Record<ReviewView, string> = {
+  open: 'Open',
+  claimed: 'Claimed',
+  mine: 'Mine',
+  overdue: 'Overdue',
+  closed: 'Closed',
+};
+
+const pageQuery = z.object({
+  view: z.enum(REVIEW_VIEWS).default('open'),
+  empty: z.literal('1').optional(),
+});
+
+function CaseRow(props: { r: ReviewCaseView }) {
+  const { r } = props;
+  return (
+    <tr>
+      <td>
+        <a href={`/console/review/${r.id}`} class="mono">
+          {r.id.slice(0, 8)}
+        </a>
+      </td>
+      <td>
+        <a href={`/console/decisions/${r.decisionId}`} class="mono">
+          {r.decisionId.slice(0, 8)}
+        </a>{' '}
+        <VerdictBadge verdict={r.verdict} />
+      </td>
+      <td>
+        {r.reason}: <bdi>{r.detail}</bdi>
+      </td>
+      <td>{r.status}</td>
+      <td>
+        <bdi>{r.assignee ?? '—'}</bdi>
+      </td>
+      <td>
+        <Time at={r.dueAt} /> {r.overdue && <strong>overdue</strong>}
+      </td>
+    </tr>
+  );
+}
+
+export function ReviewQueueView(props: {
+  view: ReviewView;
+  list: ReviewList;
+  csrf: string;
+  canClaim: boolean;
+  notice?: string | undefined;
+}) {
+  const { list } = props;
+  const q = list.queue;
+  return (
+    <>
+      <h1>Review</h1>
+      {props.notice !== undefined && <Notice kind="ok">{props.notice}</Notice>}
+      <p>
+        {q.open} open, {q.claimed} claimed, {q.overdue} overdue
+        {q.oldestOpenAgeSeconds > 0 &&
+          `; the oldest opened ${Math.round(q.oldestOpenAgeSeconds / 60)} min ago`}
+        .
+      </p>
+      {props.canClaim && (
+        <form method="post" action="/console/review/claim-next">
+          <CsrfField token={props.csrf} />
+          <button type="submit">Claim next case</button>
+        </form>
+      )}
+      <nav aria-label="Review views">
+        <ul class="counts">
+          {REVIEW_VIEWS.map((v) => (
+            <li>
+              <a href={`/console/review?view=${v}`} aria-current={v === props.view ? 'page' : undefined}>
+                {VIEW_LABEL[v]}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <section class="card">
+        {list.items.length === 0 ? (
+          <p class="muted">No {VIEW_LABEL[props.view].toLowerCase()} cases.</p>
+        ) : (
+          <div>
+            <table>
+              <thead>
+                <tr>
+                  <th>Case</th>
+                  <th>Decision</th>
+                  <th>Why</th>
+                  <th>Status</th>
+                  <th>Assignee</th>
+                  <th>Due</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.items.map((r) => (
+                  <CaseRow r={r} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+    </>
+  );
+}
+
+function DispositionForm(props: { r: ReviewCaseDetail; csrf: string }) {
+  return (
+    <section class="card" aria-labelledby="h-disposition">
+      <h2 id="h-disposition">Disposition</h2>
+      <p class="muted">
+        Fraud and legit become the decision's label (the Rules page counts it); unsure closes the case without
+        one.
+      </p>
+      <form method="post" action={`/console/review/${props.r.id}/disposition`}>
+        <CsrfField token={props.csrf} />
+        <fieldset>
+          <legend>The login was</legend>
+          {DISPOSITIONS.map((d, i) => (
+            <label>
+              <input type="radio" name="disposition" value={d} required={i === 0} /> {d}
+            </label>
+          ))}
+        </fieldset>
+        <label for="d-note">Note (optional)</label>
+        <textarea id="d-note" name="note" rows={2} maxlength={2000} />
+        <p>
+          <button type="submit">Close the case</button>
+        </p>
+      </form>
+    </section>
+  );
+}
+
+function UnlockForm(props: { r: ReviewCaseDetail; lockout: LockoutView; csrf: string }) {
+  return (
+    <section class="card" aria-labelledby="h-case-unlock">
+      <h2 id="h-case-unlock">Lock-out</h2>
+      <p>
+        This decision locked out <bdi>{props.lockout.userId}</bdi> (
+        <a href={`/console/lockouts/${encodeURIComponent(props.lockout.id)}`}>lock-out record</a>).
+      </p>
+      <form method="post" action={`/console/review/${props.r.id}/unlock`}>
+        <CsrfField token={props.csrf} />
+        <label for="c-reason">Why unlock (kept on the record and in the audit trail)</label>
+        <input type="text" id="c-reason" name="reason" required maxlength={500} />
+        <p>
+          <button type="submit" class="danger">
+            Unlock the user
+          </button>
+        </p>
+      </form>
+    </section>
+  );
+}
+
+export function ReviewCasePage(props: {
+  r: ReviewCaseDetail;
+  csrf: string;
+  canChange: boolean;
+  /** The lock-out the case's decision drove, while it is in force and the operator may unlock. */
+  unlockable?: LockoutView | undefined;
+  notice?: string | undefined;
+  error?: string | undefined;
+}) {
+  const { r } = props;
+  return (
+    <>
+      <h1>
+        Review case <span class="mono muted">{r.id}</span>
+      </h1>
+      {props.notice !== undefined && <Notice kind="ok">{props.notice}</Notice>}
+      {props.error !== undefined && <Notice kind="error">{props.error}</Notice>}
+      <section class="card" aria-labelledby="h-case">
+        <h2 id="h-case">Case</h2>
+        <dl class="facts">
+          <dt>decision</dt>
+          <dd>
+            <a href={`/console/decisions/${r.decisionId}`} class="mono">
+              {r.decisionId}
+            </a>{' '}
+            <VerdictBadge verdict={r.verdict} />
+          </dd>
+          <dt>why</dt>
+          <dd>
+            {r.reason}: <bdi>{r.detail}</bdi> (opened by <bdi>{r.openedBy}</bdi>, <Time at={r.openedAt} />)
+          </dd>
+          <dt>status</dt>
+          <dd>
+            {r.status}
+            {r.disposition !== null && `: ${r.disposition}`}
+            {r.closedBy !== null && (
+              <>
+                {' '}
+                by <bdi>{r.closedBy}</bdi>
+              </>
+            )}
+          </dd>
+          <dt>assignee</dt>
+          <dd>
+            <bdi>{r.assignee ?? 'nobody yet'}</bdi>
+          </dd>
+          <dt>due</dt>
+          <dd>
+            <Time at={r.dueAt} /> {r.overdue && <strong>overdue</strong>}
+          </dd>
+        </dl>
+      </section>
+      {props.canChange && r.status !== 'closed' && <DispositionForm r={r} csrf={props.csrf} />}
+      {props.unlockable !== undefined && <UnlockForm r={r} lockout={props.unlockable} csrf={props.csrf} />}
+      <section class="card" aria-labelledby="h-notes">
+        <h2 id="h-notes">Notes</h2>
+        {r.notes.length === 0 ? (
+          <p class="muted">No notes yet.</p>
+        ) : (
+          <ul>
+            {r.notes.map((n) => (
+              <li>
+                <bdi>{n.author}</bdi>, <Time at={n.at} />: <bdi class="wrap">{n.text}</bdi>
+              </li>
+            ))}
+          </ul>
+        )}
+        {props.canChange && (
+          <form method="post" action={`/console/review/${r.id}/notes`}>
+            <CsrfField token={props.csrf} />
+            <label for="n-text">Add a note</label>
+            <textarea id="n-text" name="text" rows={2} maxlength={2000} required />
+            <p>
+              <button type="submit">Add note</button>
+            </p>
+          </form>
+        )}
+      </section>
+    </>
+  );
+}
+
+/** The decision page's "Send to review": the case it has, or a button to open one. */
+export function SendToReview(props: {
+  decisionId: string;
+  existing?: ReviewCaseView | undefined;
+  csrf: string;
+}) {
+  return (
+    <section class="card" aria-labelledby="h-review">
+      <h2 id="h-review">Review</h2>
+      {props.existing !== undefined ? (
+        <p>
+          In review: <a href={`/console/review/${props.existing.id}`}>case {props.existing.id.slice(0, 8)}</a>{' '}
+          ({props.existing.status}).
+        </p>
+      ) : (
+        <form method="post" action={`/console/decisions/${props.decisionId}/review`}>
+          <CsrfField token={props.csrf} />
+          <button type="submit">Send to review</button>
+        </form>
+      )}
+    </section>
+  );
+}
+
+const caseIdSchema = z.uuid();
+const DONE: Record<string, string> = {
+  claimed: 'Claimed: this case is yours.',
+  opened: 'Sent to review.',
+  noted: 'Note added.',
+  closed: 'Closed; a fraud or legit disposition is now the decision’s label.',
+  unlocked: 'Unlocked: the Admin API unlock is queued in the outbox.',
+};
+
+/** The Review pages and their changes, when the review queue runs in this riskgate. */
+export function mountReview(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
+  const review = kit.deps.review;
+  const absent = (c: ConsoleContext) =>
+    kit.fail(c, 503, 'Review', 'The review queue is not running in this riskgate.');
+  const casePage = async (c: ConsoleContext, o: { notice?: string; error?: string } = {}) => {
+    const id = caseIdSchema.safeParse(c.req.param('id'));
+    if (!id.success) return kit.fail(c, 404, 'No such case', 'A review case id is a UUID.');
+    const r = await review!.get(id.data);
+    const s = c.get('session');
+    let unlockable: LockoutView | undefined;
+    if (kit.deps.lockouts !== undefined && roleAllows(s.operator.role, 'admin')) {
+      const l = await kit.deps.lockouts.get(r.decisionId).catch(() => undefined);
+      if (l !== undefined && (l.status === 'queued' || l.status === 'locked')) unlockable = l;
+    }
+    return kit.page(c, {
+      title: `Review case ${r.id.slice(0, 8)}`,
+      current: 'review',
+      status: o.error === undefined ? 200 : 400,
+      body: (
+        <ReviewCasePage
+          r={r}
+          csrf={s.csrf}
+          canChange={roleAllows(s.operator.role, 'analyst')}
+          unlockable={unlockable}
+          notice={o.notice}
+          error={o.error}
+        />
+      ),
+    });
+  };
+  const formError = (c: ConsoleContext, error: z.ZodError) =>
+    casePage(c, { error: toProblem(kit.edge.inputError(error, 'The form')).detail });
+  ui.get('/review', async (c) => {
+    if (review === undefined) return absent(c);
+    const q = pageQuery.safeParse(c.req.query());
+    if (!q.success) throw kit.edge.inputError(q.error, 'The query');
+    const s = c.get('session');
+    const list = await review.list(c, q.data.view, 200);
+    return kit.page(c, {
+      title: 'Review',
+      current: 'review',
+      body: (
+        <ReviewQueueView
+          view={q.data.view}
+          list={list}
+          csrf={s.csrf}
+          canClaim={roleAllows(s.operator.role, 'analyst')}
+          notice={q.data.empty === undefined ? undefined : 'No open case to claim.'}
+        />
+      ),
+    });
+  });
+  const change = kit.edge.limitBody(MAX_FORM_BYTES);
+  ui.post('/review/claim-next', change, kit.role('analyst', 'Claiming a case'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const claimed = await review.claimNext(c, kit.edge);
+    return c.redirect(
+      claimed === null ? '/console/review?empty=1' : `/console/review/${claimed.id}?done=claimed`,
+      303,
+    );
+  });
+  ui.get('/review/:id', async (c) => {
+    if (review === undefined) return absent(c);
+    return casePage(c, { notice: DONE[c.req.query('done') ?? ''] });
+  });
+  ui.post('/review/:id/disposition', change, kit.role('analyst', 'Closing a case'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const id = caseIdSchema.parse(c.req.param('id'));
+    const f = c.get('form');
+    const form = dispositionSchema.safeParse({
+      disposition: f.disposition ?? '',
+      ...(f.note !== undefined && f.note.trim() !== '' && { note: f.note }),
+    });
+    if (!form.success) return formError(c, form.error);
+    await review.dispose(c, kit.edge, id, form.data);
+    return c.redirect(`/console/review/${id}?done=closed`, 303);
+  });
+  ui.post('/review/:id/notes', change, kit.role('analyst', 'Adding a note'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const id = caseIdSchema.parse(c.req.param('id'));
+    const form = noteSchema.safeParse({ text: c.get('form').text ?? '' });
+    if (!form.success) return formError(c, form.error);
+    await review.note(c, kit.edge, id, form.data.text);
+    return c.redirect(`/console/review/${id}?done=noted`, 303);
+  });
+  ui.post('/review/:id/unlock', change, kit.role('admin', 'Unlocking a user'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const id = caseIdSchema.parse(c.req.param('id'));
+    const form = unlockRequestSchema.safeParse({ reason: c.get('form').reason ?? '' });
+    if (!form.success) return formError(c, form.error);
+    await review.unlock(c, kit.edge, id, form.data.reason);
+    return c.redirect(`/console/review/${id}?done=unlocked`, 303);
+  });
+  ui.post(
+    '/decisions/:id/review',
+    change,
+    kit.role('analyst', 'Sending a decision to review'),
+    kit.form,
+    async (c) => {
+      if (review === undefined) return absent(c);
+      const id = z.uuid().safeParse(c.req.param('id'));
+      if (!id.success) return kit.fail(c, 404, 'No such decision', 'A decision id is a UUID.');
+      const { reviewCase } = await review.open(c, kit.edge, { decisionId: id.data });
+      return c.redirect(`/console/review/${reviewCase.id}?done=opened`, 303);
+    },
+  );
+}

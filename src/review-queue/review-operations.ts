@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'hono';
+import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
+import type { RouteEdge } from '../lifecycle/component.ts';
+import type { LockoutView } from '../lockouts/lockout-record.ts';
+import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
+import type { Label } from '../replay/replay-labels.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
+import type {
+  DispositionInput,
+  OpenCase,
+  ReviewCaseDetail,
+  ReviewCaseView,
+  ReviewList,
+  ReviewView,
+} from './review-api.ts';
+import type { ReviewCase, ReviewFilter, ReviewNote, ReviewStore } from './review-store.ts';
+
+/**
+ * The review queue's reads and changes, as the endpoints and the console's Review page share them
+ * (docs/review-queue.md). A change is audited first (`edge.recordChange`: refused, 503, when the
+ * trail cannot take it, and nothing changes), then made in the control database; a store that
+ * does not answer is a 503 `RG_ERR_DATABASE_UNAVAILABLE`, never an empty queue.
+ */
+
+export interface ReviewOperationsDeps {
+  store: ReviewStore;
+  /** A case is due this long after it opens, ms (RISKGATE_REVIEW_SLA_HOURS). */
+  slaMs: number;
+  /**
+   * Records a disposition's label as the console's label form does (src/feedback/record-label.ts:
+   * the decision log's `feedback` line, which the rule report counts).
+   */
+  label(input: { decisionId: string; label: Label; note?: string | undefined; c: Context }): Promise<unknown>;
+  /** A decision's verdict and user, from the decision store; undefined when it has none. */
+  decision(id: string): Promise<{ verdict: string; userId: string | undefined } | undefined>;
+  /** The lock-outs' unlock (`POST /lockouts/{id}/unlock`); undefined without lock-outs. */
+  lockouts?: LockoutOperations | undefined;
+  /** Waits (bounded) until a label just recorded is what the next read sees. */
+  settle?: (() => Promise<void>) | undefined;
+  /** The service's clock. Default {@link systemClock}. */
+  clock?: Clock | undefined;
+}
+
+export interface ReviewOperations {
+  nowMs(): number;
+  list(c: Context, view: ReviewView, limit: number): Promise<ReviewList>;
+  /** Claims the open case due first for the operator of `c` (audited); null when none is open. */
+  claimNext(c: Context, edge: RouteEdge): Promise<ReviewCaseView | null>;
+  /** One case with its notes (404 when there is none). */
+  get(id: string): Promise<ReviewCaseDetail>;
+  /** The case of a decision, if it has one. */
+  ofDecision(decisionId: string): Promise<ReviewCaseView | undefined>;
+  /** Opens a case by hand (audited); the decision's case when it has one already. */
+  open(
+    c: Context,
+    edge: RouteEdge,
+    input: OpenCase,
+  ): Promise<{ opened: boolean; reviewCase: ReviewCaseView }>;
+  /** Closes a case with a disposition: fraud and legit become the decision's label. 409 when closed. */
+  dispose(c: Context, edge: RouteEdge, id: string, input: DispositionInput): Promise<ReviewCaseView>;
+  /** Adds a note (audited). */
+  note(c: Context, edge: RouteEdge, id: string, text: string): Promise<ReviewCaseDetail>;
+  /** Unlocks the lock-out the case's decision drove (the lock-outs' unlock, audited there). */
+  unlock(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
+}
+
+const fromReviewStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The review queue database');
+
+/** Who the operator of `c` is, as the queue records them. */
+export function reviewerOf(c: Context): string {
+  const principal = c.get('principal');
+  return principal.operator?.name ?? principal.keyId;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function reviewCaseView(r: ReviewCase, nowMs: number): ReviewCaseView {
+  return {
+    id: r.id,
+    decisionId: r.decisionId,
+    reason: r.reason,
+    detail: r.detail,
+    verdict: r.verdict,
+    userId: r.userId,
+    status: r.status,
+    openedAt: iso(r.openedMs),
+    openedBy: r.openedBy,
+    dueAt: iso(r.dueMs),
+    overdue: r.status !== 'closed' && r.dueMs < nowMs,
+    assignee: r.assignee,
+    claimedAt: r.claimedMs === null ? null : iso(r.claimedMs),
+    disposition: r.disposition,
+    closedAt: r.closedMs === null ? null : iso(r.closedMs),
+    closedBy: r.closedBy,
+  };
+}
+
+function noteView(n: ReviewNote) {
+  return { id: n.id, author: n.author, at: iso(n.atMs), text: n.text };
+}
+
+function caseNotFound(id: string): RiskgateError {
+  return new RiskgateError(ErrorCode.NOT_FOUND, `No review case ${JSON.stringify(id.slice(0, 64))}.`);
+}
+
+function filterOf(view: ReviewView, who: string, nowMs: number, limit: number): ReviewFilter {
+  switch (view) {
+    case 'mine':
+      return { status: 'claimed', assignee: who, limit };
+    case 'overdue':
+      return { overdueAtMs: nowMs, limit };
+    default:
+      return { status: view, limit };
+  }
+}
+
+export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
+  const clock = deps.clock ?? systemClock;
+  const now = () => clock.nowMs();
+  const get = async (id: string): Promise<ReviewCaseDetail> => {
+    const found = await fromReviewStore(deps.store.get(id));
+    if (found === undefined) throw caseNotFound(id);
+    return { ...reviewCaseView(found.reviewCase, now()), notes: found.notes.map(noteView) };
+  };
+  return {
+    nowMs: now,
+    async list(c, view, limit) {
+      const nowMs = now();
+      const [cases, stats] = await fromReviewStore(
+        Promise.all([deps.store.list(filterOf(view, reviewerOf(c), nowMs, limit)), deps.store.stats(nowMs)]),
+      );
+      return {
+        items: cases.map((r) => reviewCaseView(r, nowMs)),
+        queue: {
+          open: stats.open,
+          claimed: stats.claimed,
+          overdue: stats.overdue,
+          oldestOpenAgeSeconds:
+            stats.oldestOpenMs === undefined ? 0 : Math.max(0, (nowMs - stats.oldestOpenMs) / 1000),
+        },
+      };
+    },
+    async claimNext(c, edge) {
+      const who = reviewerOf(c);
+      const nowMs = now();
+      // Audited first, as every change; the target names the queue (the case is not known yet).
+      await edge.recordChange(c, { action: 'review.claim_next', target: 'review-queue' });
+      const claimed = await fromReviewStore(deps.store.claimNext(who, nowMs));
+      return claimed === undefined ? null : reviewCaseView(claimed, nowMs);
+    },
+    get,
+    async ofDecision(decisionId) {
+      const found = await fromReviewStore(deps.store.ofDecision(decisionId));
+      return found === undefined ? undefined : reviewCaseView(found, now());
+    },
+    async open(c, edge, input) {
+      const decision = await deps.decision(input.decisionId);
+      if (decision === undefined) {
+        throw new RiskgateError(
+          ErrorCode.NOT_FOUND,
+          `The decision store has no decision ${input.decisionId}: a case reviews a stored decision.`,
+        );
+      }
+      await edge.recordChange(c, {
+        action: 'review.open',
+        target: input.decisionId,
+        detail: input.note === undefined ? {} : { note: input.note },
+      });
+      const openedMs = now();
+      const who = reviewerOf(c);
+      const result = await fromReviewStore(
+        deps.store.open({
+          id: randomUUID(),
+          decisionId: input.decisionId,
+          reason: 'manual',
+          detail: input.note ?? `sent to review by ${who}`,
+          verdict: decision.verdict,
+          userId: decision.userId ?? null,
+          openedMs,
+          openedBy: who,
+          dueMs: openedMs + deps.slaMs,
+        }),
+      );
+      return { opened: result.opened, reviewCase: reviewCaseView(result.reviewCase, openedMs) };
+    },
+    async dispose(c, edge, id, input) {
+      const existing: ReviewCaseView = await get(id);
+      if (existing.status === 'closed') throw alreadyClosed(existing);
+      await edge.recordChange(c, {
+        action: 'review.disposition',
+        target: id,
+        detail: {
+          decisionId: existing.decisionId,
+          disposition: input.disposition,
+          ...(input.note && { note: input.note }),
+        },
+      });
+      // The label first: a close that then fails leaves the case open (try again; the same label
+      // again changes nothing), never a case closed whose label was lost.
+      if (input.disposition !== 'unsure') {
+        await deps.label({ decisionId: existing.decisionId, label: input.disposition, note: input.note, c });
+      }
+      const nowMs = now();
+      const who = reviewerOf(c);
+      const closed = await fromReviewStore(
+        (async () => {
+          if (input.note !== undefined) {
+            await deps.store.addNote({
+              id: randomUUID(),
+              caseId: id,
+              author: who,
+              atMs: nowMs,
+              text: input.note,
+            });
+          }
+          return deps.store.close(id, input.disposition, who, nowMs);
+        })(),
+      );
+      if (closed === undefined) throw alreadyClosed(existing);
+      await deps.settle?.();
+      return reviewCaseView(closed, nowMs);
+    },
+    async note(c, edge, id, text) {
+      await get(id);
+      await edge.recordChange(c, { action: 'review.note', target: id, detail: { text } });
+      const added = await fromReviewStore(
+        deps.store.addNote({ id: randomUUID(), caseId: id, author: reviewerOf(c), atMs: now(), text }),
+      );
+      if (!added) throw caseNotFound(id);
+      return get(id);
+    },
+    async unlock(c, edge, id, reason) {
+      const existing = await get(id);
+      if (deps.lockouts === undefined) {
+        throw new RiskgateError(ErrorCode.NOT_FOUND, 'The lock-outs are not running in this riskgate.');
+      }
+      // A decision's lock-out record is keyed by the decision's id (src/lockouts/lockout-tables.ts).
+      return deps.lockouts.unlock(c, edge, existing.decisionId, reason);
+    },
+  };
+}
+
+function alreadyClosed(r: ReviewCaseView): RiskgateError {
+  return new RiskgateError(
+    ErrorCode.CONFLICT,
+    `Review case ${r.id} is closed already (${r.disposition ?? 'no disposition'} by ${r.closedBy ?? 'unknown'}).`,
+  );
+}

@@ -1,0 +1,219 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+
+/**
+ * The review queue end to end (issue 34) over real HTTP, on SQLite and PostgreSQL: a policy's
+ * `review: true` opens a case after the answer, the sample opens one for an allowed login; two
+ * analysts claiming at once get different cases; a disposition becomes the decision's label, which
+ * the rule report counts at once; the console's Review page, claim-next, disposition and the
+ * decision page's Send to review.
+ */
+
+/** The shipped policy, with `new-browser` asking for review. */
+const REVIEW_POLICY = readFileSync(new URL('../policies/login.yaml', import.meta.url), 'utf8').replace(
+  '  - id: new-browser\n',
+  '  - id: new-browser\n    review: true\n',
+);
+
+/** A console session of the operator key: its cookie and its CSRF token. */
+async function signIn(h: Harness): Promise<{ cookie: string; csrf: string }> {
+  const form = await fetch(`${h.url}/console/sign-in`);
+  const nonce = form.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('riskgate_console_sign_in='))!
+    .split(';')[0]!;
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+  const res = await fetch(`${h.url}/console/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonce },
+    body: new URLSearchParams({ csrf, key: OPS_KEY, next: '/console/review' }),
+  });
+  expect(res.status).toBe(303);
+  const cookie = res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('riskgate_console='))!
+    .split(';')[0]!;
+  const page = await (await fetch(`${h.url}/console/review`, { headers: { cookie } })).text();
+  return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)![1]! };
+}
+
+interface CaseView {
+  id: string;
+  decisionId: string;
+  reason: string;
+  status: string;
+  assignee: string | null;
+  disposition: string | null;
+}
+
+function reviewOn(name: string, env: () => Record<string, string>) {
+  let h: Harness;
+  let ids: Record<string, string | undefined>;
+  beforeAll(async () => {
+    h = await startHarness({
+      apiKeys: [CALLER_KEY],
+      policy: { yaml: REVIEW_POLICY },
+      env: { ...env(), RISKGATE_REVIEW_SAMPLE_SHARE: '1' },
+    });
+    ids = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory']);
+  }, 60_000);
+  afterAll(() => h?.stop());
+
+  const post = async (path: string, body?: unknown) => {
+    const res = await fetch(`${h.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPS_KEY}`, 'content-type': 'application/json' },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const cases = async (view = 'open') =>
+    ((await (await h.ops(`/review/cases?view=${view}`)).json()) as { items: CaseView[] }).items;
+  const caseOf = async (decisionId: string) =>
+    expect
+      .poll(async () => (await cases('open')).find((c) => c.decisionId === decisionId), { timeout: 10_000 })
+      .toBeDefined()
+      .then(async () => (await cases('open')).find((c) => c.decisionId === decisionId)!);
+  const newBrowser = async () => {
+    const report = (await (await h.ops('/rules/report')).json()) as {
+      active: { rules: { ruleId: string; labelled: Record<string, number> }[] };
+    };
+    return report.active.rules.find((r) => r.ruleId === 'new-browser')!;
+  };
+
+  it(`opens a case for a rule with review: true and for a sampled allowed login, after the answer (${name})`, async () => {
+    const bob = await h.decide(demoRequest('bob', ids.bob));
+    expect(bob.body.verdict).toBe('challenge');
+    const alice = await h.decide(demoRequest('alice', ids.alice));
+    expect(alice.body.verdict).toBe('allow');
+    const policyCase = await caseOf(bob.body.decisionId as string);
+    expect(policyCase).toMatchObject({ reason: 'policy', status: 'open' });
+    expect(await caseOf(alice.body.decisionId as string)).toMatchObject({ reason: 'sample' });
+    const metrics = await (await h.ops('/metrics')).text();
+    expect(metrics).toMatch(/riskgate_review_intake_opened_total\S* [1-9]/);
+    expect(metrics).toMatch(/riskgate_review_intake_dropped_total\S* 0/);
+    expect(metrics).toContain('riskgate_review_queue_oldest_open_age_seconds');
+  });
+
+  it(`gives two analysts claiming at once different cases, and a disposition becomes the label the rule report counts (${name})`, async () => {
+    const bob = await h.decide(demoRequest('bob', ids.bob));
+    await caseOf(bob.body.decisionId as string);
+    const open = await cases('open');
+    expect(open.length).toBeGreaterThanOrEqual(2);
+    const [a, b] = await Promise.all([post('/review/claim-next'), post('/review/claim-next')]);
+    const claimedA = a.body.claimed as CaseView;
+    const claimedB = b.body.claimed as CaseView;
+    expect(claimedA.id).not.toBe(claimedB.id);
+    // Drain the queue; a claim then finds nothing.
+    for (;;) if ((await post('/review/claim-next')).body.claimed === null) break;
+    const mine = await cases('mine');
+    const bobCase = mine.find((c) => c.decisionId === bob.body.decisionId)!;
+    expect(bobCase).toMatchObject({ status: 'claimed' });
+
+    const before = (await newBrowser()).labelled.truePositives ?? 0;
+    const closed = await post(`/review/cases/${bobCase.id}/disposition`, {
+      disposition: 'fraud',
+      note: 'not him',
+    });
+    expect(closed.status).toBe(200);
+    expect(closed.body).toMatchObject({ status: 'closed', disposition: 'fraud' });
+    // No wait: the answer came once the label was in the store and the report stale.
+    expect((await newBrowser()).labelled.truePositives).toBe(before + 1);
+    const stored = (await (await h.ops(`/decisions/${bob.body.decisionId}`)).json()) as { label?: string };
+    expect(stored.label).toBe('fraud');
+    expect(h.lines.find((l) => l.kind === 'feedback' && l.decisionId === bob.body.decisionId)).toMatchObject({
+      label: 'fraud',
+      labelledAs: 'operator',
+    });
+    const again = await post(`/review/cases/${bobCase.id}/disposition`, { disposition: 'legit' });
+    expect(again).toMatchObject({ status: 409, body: { code: 'RG_ERR_CONFLICT' } });
+    const bad = await post(`/review/cases/${bobCase.id}/disposition`, { disposition: 'perhaps' });
+    expect(bad).toMatchObject({ status: 400, body: { field: 'disposition' } });
+    const detail = (await (await h.ops(`/review/cases/${bobCase.id}`)).json()) as {
+      notes: { text: string }[];
+    };
+    expect(detail.notes.map((n) => n.text)).toEqual(['not him']);
+    const audit = (await (await h.ops(`/audit?action=review.disposition&target=${bobCase.id}`)).json()) as {
+      entries: unknown[];
+    };
+    expect(audit.entries).toHaveLength(1);
+  });
+
+  it(`serves the Review page: a decision sent to review, claimed next, closed from its form (${name})`, async () => {
+    const { cookie, csrf } = await signIn(h);
+    const mallory = await h.decide(demoRequest('mallory', ids.mallory));
+    const decisionId = mallory.body.decisionId as string;
+    await expect
+      .poll(async () => (await h.ops(`/decisions/${decisionId}`)).status, { timeout: 10_000 })
+      .toBe(200);
+    const form = (action: string, fields: Record<string, string> = {}) =>
+      fetch(`${h.url}${action}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          cookie,
+          'sec-fetch-site': 'same-origin',
+        },
+        body: new URLSearchParams({ csrf, ...fields }),
+      });
+    const decisionPage = await (
+      await fetch(`${h.url}/console/decisions/${decisionId}`, { headers: { cookie } })
+    ).text();
+    expect(decisionPage).toContain('Send to review');
+    const sent = await form(`/console/decisions/${decisionId}/review`);
+    expect(sent.status).toBe(303);
+    const caseUrl = sent.headers.get('location')!;
+    expect(caseUrl).toMatch(/^\/console\/review\/[0-9a-f-]{36}\?done=opened$/);
+    // Without the CSRF token nothing happens.
+    const forged = await fetch(`${h.url}/console/review/claim-next`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      body: '',
+    });
+    expect(forged.status).toBe(403);
+    const queue = await (await fetch(`${h.url}/console/review`, { headers: { cookie } })).text();
+    expect(queue).toContain(decisionId.slice(0, 8));
+    expect(queue).toContain('Claim next case');
+    const claimed = await form('/console/review/claim-next');
+    expect(claimed.headers.get('location')).toBe(`${caseUrl.split('?')[0]}?done=claimed`);
+    const page = await (
+      await fetch(`${h.url}${claimed.headers.get('location')}`, { headers: { cookie } })
+    ).text();
+    expect(page).toContain('Close the case');
+    expect(page).toContain(`/console/decisions/${decisionId}`);
+    expect(page).toContain('Unlock the user');
+    const badForm = await form(`${caseUrl.split('?')[0]}/disposition`, { disposition: 'perhaps' });
+    expect(badForm.status).toBe(400);
+    const closed = await form(`${caseUrl.split('?')[0]}/disposition`, { disposition: 'unsure' });
+    expect(closed.status).toBe(303);
+    const after = await (
+      await fetch(`${h.url}${closed.headers.get('location')}`, { headers: { cookie } })
+    ).text();
+    expect(after).toContain('closed: unsure');
+    expect(after).not.toContain('Close the case');
+    // Unsure labels nothing.
+    expect(h.lines.some((l) => l.kind === 'feedback' && l.decisionId === decisionId)).toBe(false);
+    const empty = await form('/console/review/claim-next');
+    expect(empty.headers.get('location')).toBe('/console/review?empty=1');
+  });
+}
+
+describe('the review queue on the embedded SQLite', () => {
+  reviewOn('SQLite', () => ({}));
+});
+
+describe.runIf(postgresAvailable())('the review queue on PostgreSQL', () => {
+  let pg: RunningPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  }, 60_000);
+  afterAll(() => pg?.stop());
+  reviewOn('PostgreSQL', () => ({ RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' }));
+});
