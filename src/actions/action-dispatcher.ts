@@ -24,6 +24,15 @@ export interface AppendCompanion {
   committed?(): void;
 }
 
+/**
+ * What a companion throws to refuse its own append (a condition it checks in the transaction no
+ * longer holds: a "was this you?" link answered meanwhile). Like a row the database refuses, it
+ * fails that append alone: appends committed in one group with it are written without it.
+ */
+export class CompanionRefusedError extends Error {
+  override readonly name = 'CompanionRefusedError';
+}
+
 /** How a decision submits its actions. */
 export interface SubmitOptions {
   /**

@@ -1,4 +1,8 @@
-import type { ActionDispatcher, AppendCompanion } from '../actions/action-dispatcher.ts';
+import {
+  type ActionDispatcher,
+  type AppendCompanion,
+  CompanionRefusedError,
+} from '../actions/action-dispatcher.ts';
 import { planActions } from '../actions/admin-actions.ts';
 import { type DecisionLog, DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
 import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
@@ -162,7 +166,7 @@ export class AskUserAnswers {
       async write(tx, writtenMs) {
         // Another answer first: fail the append, so nothing of this one is written.
         if (!(await AskUserStore.answerIn(tx, link.tokenKey, 'no', nowMs)))
-          throw new Error('the link was answered meanwhile');
+          throw new CompanionRefusedError('the link was answered meanwhile');
         await records.write(tx, writtenMs);
       },
       committed: () => records.committed?.(),

@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { CompanionRefusedError } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import type { DatabaseEngine, RiskgateDatabase } from '../database/database.ts';
 import { isRefusedRow } from '../database/refused-row.ts';
@@ -200,10 +201,11 @@ export class DatabaseOutboxStore implements OutboxStore {
       const results = await this.#db.transaction().execute((tx) => this.#write(tx, batch));
       for (const [i, a] of batch.entries()) a.resolve(results[i]!);
     } catch (error) {
-      // A row the database refuses (a constraint, a byte it cannot store): each append alone, so
-      // the refused one fails only itself. Anything else (the database down, a full disk, a
-      // timeout) would fail each of them again: the group fails once, not N times the load.
-      if (batch.length === 1 || !isRefusedRow(error)) {
+      // A row the database refuses (a constraint, a byte it cannot store), or a companion refusing
+      // its own append: each append alone, so the refused one fails only itself. Anything else (the
+      // database down, a full disk, a timeout) would fail each of them again: the group fails
+      // once, not N times the load.
+      if (batch.length === 1 || !(isRefusedRow(error) || error instanceof CompanionRefusedError)) {
         for (const a of batch) a.reject(error);
         return;
       }

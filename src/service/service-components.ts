@@ -192,20 +192,12 @@ export async function startServices(
   const events = laterEventSink<ActionSpec>();
   const { lists, snoozes } = await startListsAndSnoozes(l, ctx, { database, policies, events });
   const logs = await l.start(
-    logFollowerComponent({
-      enabled: options.followLogs !== false,
+    logsOf(ctx, {
+      admin: vendor.admin,
+      onCall: vendor.recordCall,
+      features: features.store,
       // The bound decisions read the history with (its row), so ready means they read it fresh.
       maxLagMs: () => historyMaxLagMs(policies.store.current(), policies.shadow?.current()),
-      upstream,
-      stateDir: config.stateDir,
-      admin: vendor.admin,
-      metrics: m,
-      log,
-      onCall: vendor.recordCall,
-      tracer,
-      features: features.store,
-      clock: options.clock,
-      ...options.logs,
     }),
   );
   // With the log off, labels are refused (feedback, an answer: they check for the discarding log).
@@ -263,6 +255,25 @@ export async function startServices(
     outcomes,
     review,
   };
+}
+
+/** The Log API follower, feeding the history the active (and shadow) policy reads. */
+function logsOf(
+  ctx: Parameters<typeof startServices>[1],
+  o: Pick<Parameters<typeof logFollowerComponent>[0], 'admin' | 'onCall' | 'features' | 'maxLagMs'>,
+) {
+  const { options, log, metrics } = ctx;
+  return logFollowerComponent({
+    enabled: options.followLogs !== false,
+    upstream: options.upstream,
+    stateDir: options.config.stateDir,
+    metrics,
+    log,
+    tracer: options.tracing?.calls,
+    clock: options.clock,
+    ...o,
+    ...options.logs,
+  });
 }
 
 /**
