@@ -11,6 +11,7 @@ import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
 import type { DecisionLog } from '../src/decision-log/decision-log.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
+import { declarationOf } from '../src/edge/route-declaration.ts';
 import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
@@ -97,6 +98,23 @@ describe('the OpenAPI document', () => {
     expect(new Set(documentedOperations(doc))).toEqual(served);
   });
 
+  it('serves no route but through its declaration: each handler is registered by the declaration of its method and path', () => {
+    const api = h.riskgate.app.routes.filter(
+      (r) => r.method !== 'ALL' && r.path !== '/console' && !r.path.startsWith('/console/'),
+    );
+    const undeclared = new Map<string, boolean>();
+    for (const r of api) {
+      const key = `${r.method} ${r.path}`;
+      const declared = declarationOf(r.handler);
+      const matches =
+        declared !== undefined && declared.method.toUpperCase() === r.method && declared.honoPath === r.path;
+      undeclared.set(key, (undeclared.get(key) ?? false) || matches);
+    }
+    expect(undeclared.size).toBeGreaterThanOrEqual(12);
+    // A route registered with app.get/app.post beside a declaration has no handler carrying one.
+    expect([...undeclared].filter(([, ok]) => !ok).map(([key]) => key)).toEqual([]);
+  });
+
   it('is what riskgate serves at /openapi.json and what `npm run openapi` writes', async () => {
     const servedDoc = await (await h.ops('/openapi.json')).json();
     expect(servedDoc, `${OPENAPI_FILE} is stale: run npm run openapi`).toEqual(doc);
@@ -107,7 +125,7 @@ describe('the OpenAPI document', () => {
       await new Promise<void>((resolve, reject) =>
         execFile(
           process.execPath,
-          ['--import', 'tsx', 'src/openapi/write-openapi-file.ts', out],
+          ['--import', 'tsx', 'src/service/write-openapi-file.ts', out],
           { cwd: ROOT, timeout: 30_000 },
           (error) => (error ? reject(error) : resolve()),
         ),

@@ -6,6 +6,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { PolicyVersionStore } from '../src/policy-versions/policy-version-store.ts';
 import { type PolicyVersionSync, rolloutBucket } from '../src/policy-versions/policy-version-sync.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { systemClock } from '../src/timing/clock.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { createAnswerValidator, type OpenApiDocument } from './support/openapi-validator.ts';
@@ -213,7 +214,7 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
     const made: string[] = [];
     const replica = () =>
       new PolicyVersionSync({
-        store: new PolicyVersionStore(database, { now: () => clock.nowMs() }),
+        store: new PolicyVersionStore(database, { clock }),
         clock,
         pollMs: 60_000,
         onScheduledActivation: async (v, by) => {
@@ -250,7 +251,7 @@ describe('policy version serving and rollout on one database: the schedule, the 
     const { PolicyVersionSync } = await import('../src/policy-versions/policy-version-sync.ts');
     const clock = new DrivenClock();
     const database = await openDatabase({ kind: 'memory' }, { migrations: CONTROL_MIGRATIONS });
-    const store = new PolicyVersionStore(database, { now: () => clock.nowMs() });
+    const store = new PolicyVersionStore(database, { clock });
     const made: string[] = [];
     const sync: PolicyVersionSync = new PolicyVersionSync({
       store,
@@ -310,7 +311,7 @@ describe('policy version serving and rollout on one database: the schedule, the 
   it('refuses to schedule or stage a version that is not approved, and a time in the past', async () => {
     const clock = { now: Date.parse('2026-05-01T10:00:00Z') };
     const database = await openDatabase({ kind: 'memory' }, { migrations: CONTROL_MIGRATIONS });
-    const store = new PolicyVersionStore(database, { now: () => clock.now });
+    const store = new PolicyVersionStore(database, { clock: { ...systemClock, nowMs: () => clock.now } });
     try {
       const v = await store.create({ name: 'login', yaml: CONTROL, author: 'ana', message: 'draft' });
       await expect(store.schedule(v.id, clock.now + 1000, 'bob')).rejects.toMatchObject({

@@ -8,6 +8,7 @@ import { ErrorCode } from '../src/errors/riskgate-error.ts';
 import { isImmutableRefusal, PolicyVersionStore } from '../src/policy-versions/policy-version-store.ts';
 import { policyVersionMigrations } from '../src/policy-versions/policy-version-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { systemClock } from '../src/timing/clock.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -41,7 +42,7 @@ async function refusal(promise: Promise<unknown>): Promise<unknown> {
 
 async function behavesAsPolicyVersions(database: RiskgateDatabase): Promise<void> {
   let nowMs = Date.parse('2026-05-01T10:00:00.000Z');
-  const store = new PolicyVersionStore(database, { now: () => nowMs });
+  const store = new PolicyVersionStore(database, { clock: { ...systemClock, nowMs: () => nowMs } });
   expect(await store.active()).toEqual({ generation: 0, version: undefined });
 
   const one = await store.create({ name: 'login', yaml: V1, author: 'ana', message: 'first' });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { declareRoute, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Component, MetricsRegistry, RouteMount } from '../lifecycle/component.ts';
 import { AUDIT_ACTIONS, AUDIT_OUTCOMES, type AuditTrail } from '../operators/audit-trail.ts';
@@ -71,15 +72,30 @@ export function auditUnavailable(message: string, cause?: unknown): RiskgateErro
   return new RiskgateError(ErrorCode.AUDIT_UNAVAILABLE, message, { cause });
 }
 
+export const AUDIT_ROUTE = declareRoute({
+  method: 'get',
+  path: '/audit',
+  surface: 'operator',
+  operationId: 'listAudit',
+  summary: 'The audit trail: every change operators made, newest first',
+  description:
+    'Who (name, role, key id or `sso`), what, to what, when and from where; filtered by actor, action or target, paged with `cursor`.',
+  query: auditQuerySchema,
+  responses: { 200: { description: 'A page of entries, newest first.', schema: 'AuditPage' } },
+  problems: {
+    [ErrorCode.INVALID_INPUT]: QUERY_RULE_NOTE,
+    [ErrorCode.AUDIT_UNAVAILABLE]: 'The audit trail’s database did not answer.',
+  },
+});
+
 /** `GET /audit`: the audit trail, newest first, filtered and paged (operator surface, any role). */
 export function auditRoutes(audit: AuditTrail): RouteMount {
   return {
     surface: 'operator',
+    routes: [AUDIT_ROUTE],
     mount(app, edge) {
-      app.get('/audit', edge.operatorAuth, edge.requireRole('viewer'), async (c) => {
-        const query = auditQuerySchema.safeParse(c.req.query());
-        if (!query.success) throw edge.inputError(query.error, 'The query');
-        const page = await audit.list(query.data).catch((error: unknown) => {
+      AUDIT_ROUTE.mount(app, edge.operatorAuth, edge.requireRole('viewer'), async (c) => {
+        const page = await audit.list(AUDIT_ROUTE.queryOf(c)).catch((error: unknown) => {
           throw auditUnavailable('The audit trail’s database did not answer.', error);
         });
         return c.json(page);

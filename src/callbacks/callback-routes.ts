@@ -1,3 +1,4 @@
+import { declareRoute } from '../edge/route-declaration.ts';
 import { ErrorCode, InputError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog, RouteMount } from '../lifecycle/component.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
@@ -27,6 +28,31 @@ function callbackIds(body: unknown): Record<string, string> {
   return ids;
 }
 
+export const ADMIN_CALLBACK_ROUTE = declareRoute({
+  method: 'post',
+  path: '/callbacks/admin',
+  surface: 'vendor',
+  operationId: 'adminCallback',
+  summary: 'The Admin API’s enrollment and migration callbacks',
+  description:
+    'Served on RISKGATE_PORT once a callback signature key is configured (RISKGATE_CALLBACK_SIGNATURE_KEY), else 404. Logged by kind and ids, never the activation code.',
+  body: {
+    // Verified over its raw bytes before it is parsed: the handler reads it itself.
+    jsonSchema: { type: 'object' },
+    maxBytes: MAX_CALLBACK_BODY_BYTES,
+    description: `The callback as the Admin API sends it (JSON, at most ${MAX_CALLBACK_BODY_BYTES} bytes), signed over its raw bytes.`,
+  },
+  responses: { 200: { description: 'Verified and logged.', schema: 'CallbackAck' } },
+  problems: {
+    [ErrorCode.INVALID_INPUT]: 'The body, signed correctly, is not valid JSON.',
+    [ErrorCode.INVALID_SIGNATURE]:
+      'x-jws-signature missing, not verifying over this body, or not canonical unpadded base64url.',
+    [ErrorCode.CALLBACK_REPLAYED]: 'This signed callback was already received: not processed again.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_CALLBACK_BODY_BYTES} bytes.`,
+    [ErrorCode.NOT_FOUND]: 'No callback signature key is configured: the route is not served.',
+  },
+});
+
 /**
  * `POST /callbacks/admin`: the Admin API's signed callbacks, verified (JWS over the body with the
  * callback signature key) and refused when replayed; logged by kind and ids.
@@ -42,8 +68,9 @@ export function callbackRoutes(o: {
   const replays = o.replays ?? new CallbackReplayGuard();
   return {
     surface: 'caller',
-    mount(app, edge) {
-      app.post('/callbacks/admin', edge.limitBody(MAX_CALLBACK_BODY_BYTES), async (c) => {
+    routes: [ADMIN_CALLBACK_ROUTE],
+    mount(app) {
+      ADMIN_CALLBACK_ROUTE.mount(app, async (c) => {
         const raw = new Uint8Array(await c.req.arrayBuffer());
         const verified = await verifyCallbackSignature(c.req.header('x-jws-signature'), raw, signatureKey);
         if (!verified.ok) {

@@ -365,6 +365,9 @@ export function consoleRoutesWith(
 ): RouteMount {
   return {
     surface: 'operator',
+    // HTML pages for a browser (README, "Console"), not the API: no declarations, not documented.
+    routes: [],
+    pagesUnder: '/console',
     mount(app, edge) {
       app.route('/console', consoleApp(deps, edge, mountPages));
     },

@@ -392,7 +392,7 @@ export function auditTargetHref(action: string, target: string): string | undefi
 
 function AuditTarget(props: { action: string; target: string }) {
   const href = auditTargetHref(props.action, props.target);
-  return href === undefined ? <>{props.target}</> : <a href={href}>{props.target}</a>;
+  return href === undefined ? props.target : <a href={href}>{props.target}</a>;
 }
 
 export function AuditView(props: {

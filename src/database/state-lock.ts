@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 
 /**
@@ -32,8 +33,8 @@ export const LOCK_STALE_AFTER_MS = 60_000;
 export interface LockFileOptions {
   /** An unverifiable lock older than this is stale, ms. Default {@link LOCK_STALE_AFTER_MS}. */
   staleAfterMs?: number;
-  /** Wall clock, epoch ms (tests drive it). Default `Date.now`. */
-  now?: () => number;
+  /** Reads the lock's age (wall time) and the wait's deadline (monotonic). Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }
 
 /** A lock taken: release it once (releasing twice, or after a takeover, removes nothing of another's). */
@@ -66,10 +67,10 @@ export async function withLockFile<T>(
   work: () => Promise<T>,
   o: LockFileOptions & { timeoutMs: number; pollMs?: number; onTimeout?: () => void },
 ): Promise<T> {
-  const now = o.now ?? Date.now;
-  const until = now() + o.timeoutMs;
+  const clock = o.clock ?? systemClock;
+  const until = clock.monotonicMs() + o.timeoutMs;
   let lock = tryLockFile(path, o);
-  while (lock === undefined && now() < until) {
+  while (lock === undefined && clock.monotonicMs() < until) {
     await sleep(o.pollMs ?? 50);
     lock = tryLockFile(path, o);
   }
@@ -160,7 +161,7 @@ export function isStale(path: string, o: LockFileOptions = {}, lockPath = path):
   } catch {
     return true;
   }
-  return (o.now ?? Date.now)() - mtimeMs > (o.staleAfterMs ?? LOCK_STALE_AFTER_MS);
+  return (o.clock ?? systemClock).nowMs() - mtimeMs > (o.staleAfterMs ?? LOCK_STALE_AFTER_MS);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { admit } from '../admission/admit.ts';
-import { limitBody, readJsonBody } from '../edge/json-body.ts';
-import { InputError } from '../errors/riskgate-error.ts';
+import { declareRoute } from '../edge/route-declaration.ts';
+import { ErrorCode, InputError } from '../errors/riskgate-error.ts';
 import { mismatchMessage } from '../subject/subject-binding.ts';
 import { afterDecision } from './after-decision.ts';
 import { startActions } from './decide-actions.ts';
@@ -28,18 +28,56 @@ export interface DecideEdge {
   recent: { remember(decisionId: string, keyId: string): void };
 }
 
+/** `POST /decide`, declared once: the handler below and the OpenAPI document read it. */
+export const DECIDE_ROUTE = declareRoute({
+  method: 'post',
+  path: '/decide',
+  surface: 'caller',
+  operationId: 'decide',
+  summary: 'Decide on one login attempt',
+  body: {
+    schema: { component: 'DecideRequest', schema: decideRequestSchema },
+    maxBytes: MAX_DECIDE_BODY_BYTES,
+    description: `JSON, at most ${MAX_DECIDE_BODY_BYTES} bytes.`,
+  },
+  responses: {
+    200: {
+      description:
+        'The decision. Upstream failures never fail it: they mark it `degraded`. Under overload, a policy with an `overload` verdict answers it here (`reason: overloaded`).',
+      headers: {
+        'Server-Timing': {
+          description:
+            'total, each upstream call, policy evaluation and queue, in milliseconds (absent on an overload verdict).',
+          schema: { type: 'string' },
+        },
+      },
+      schema: 'DecideResponse',
+    },
+  },
+  problems: {
+    [ErrorCode.INVALID_INPUT]:
+      'Invalid JSON, a field breaking its rule (`field` names it), or userId/deviceId naming Admin records of another account.',
+    [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown caller key.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_DECIDE_BODY_BYTES} bytes.`,
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+    [ErrorCode.OVERLOADED]:
+      'Shed by admission control (RISKGATE_MAX_IN_FLIGHT, RISKGATE_MAX_EVENT_LOOP_DELAY_MS), before any work; `Retry-After` says when to try again.',
+    [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+      'The decision log is failing and RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision goes unaudited.',
+  },
+});
+
 /** The sub-app serving `POST /decide`. */
 export function decideRoutes(deps: DecideDeps, edge: DecideEdge): Hono {
   const runDeps: RunDecisionDeps = { ...deps.decide, signals: signalFetcher(deps.decide.signals) };
   const app = new Hono();
-  app.post(
-    '/decide',
+  DECIDE_ROUTE.mount(
+    app,
     admit({ admission: deps.admission, metrics: deps.metrics, answerShed: overloadAnswer(deps) }),
     ...edge.guards,
-    limitBody(MAX_DECIDE_BODY_BYTES),
     async (c) => {
       const startedAt = performance.now();
-      const request = await readJsonBody(c, decideRequestSchema);
+      const request = await DECIDE_ROUTE.bodyOf(c);
       const span = deps.tracing?.startDecision(c.req.header('traceparent'), c.req.header('tracestate'), {
         method: 'POST',
         url: c.req.url,

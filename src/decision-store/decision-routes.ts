@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { declareRoute, notFoundNote, OPERATOR_KEY } from '../edge/route-declaration.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
@@ -72,31 +73,72 @@ const storeOff = () =>
     'The decision store is off (RISKGATE_DECISION_STORE=off): no decisions are kept.',
   );
 
+const DECISION_STORE_ROUTE = {
+  [ErrorCode.DECISION_STORE_UNAVAILABLE]:
+    'The decision store (SQLite, PostgreSQL) did not answer: down, refused or too slow. Decisions go on meanwhile.',
+};
+const STORE_OFF = 'With RISKGATE_DECISION_STORE=off there is no decision store: 404.';
+
+export const DECISIONS_ROUTE = declareRoute({
+  method: 'get',
+  path: '/decisions',
+  surface: 'operator',
+  operationId: 'listDecisions',
+  summary: 'Decisions from the decision store, filtered, newest first',
+  description: `Paged by cursor: each page's \`nextCursor\` gives the older ones. ${STORE_OFF}`,
+  query: decisionsQuerySchema,
+  responses: {
+    200: {
+      description: 'A page of decisions (and counts by verdict with `counts=true`).',
+      schema: 'DecisionPage',
+    },
+  },
+  problems: {
+    [ErrorCode.INVALID_INPUT]: 'A query parameter breaking its rule (or unknown); `field` names it.',
+    ...DECISION_STORE_ROUTE,
+    [ErrorCode.NOT_FOUND]: `${OPERATOR_KEY[ErrorCode.NOT_FOUND]} ${STORE_OFF}`,
+  },
+});
+
+export const DECISION_ROUTE = declareRoute({
+  method: 'get',
+  path: '/decisions/{decisionId}',
+  surface: 'operator',
+  operationId: 'getDecision',
+  summary: 'One decision whole: its logged line, labels and actions',
+  params: z.object({ decisionId: z.string().describe('The decision’s id.') }),
+  responses: { 200: { description: 'The decision.', schema: 'StoredDecision' } },
+  problems: {
+    ...DECISION_STORE_ROUTE,
+    [ErrorCode.NOT_FOUND]: `${notFoundNote('No such decision in the store (never made, past retention, not written yet).')} ${STORE_OFF}`,
+  },
+});
+
 /** The routes over `reader`; `off`: the store is off, both answer 404 saying so. */
 export function decisionRoutes(reader: DecisionReader, options: { off?: boolean } = {}): RouteMount {
   return {
     surface: 'operator',
+    routes: [DECISIONS_ROUTE, DECISION_ROUTE],
     mount(app, edge) {
       if (options.off) {
-        app.get('/decisions', edge.operatorAuth, () => {
+        DECISIONS_ROUTE.mount(app, edge.operatorAuth, () => {
           throw storeOff();
         });
-        app.get('/decisions/:decisionId', edge.operatorAuth, () => {
+        DECISION_ROUTE.mount(app, edge.operatorAuth, () => {
           throw storeOff();
         });
         return;
       }
-      app.get('/decisions', edge.operatorAuth, async (c) => {
-        const query = decisionsQuerySchema.safeParse(c.req.query());
-        if (!query.success) throw edge.inputError(query.error, 'The query');
-        const filter = filterOf(query.data);
+      DECISIONS_ROUTE.mount(app, edge.operatorAuth, async (c) => {
+        const query = DECISIONS_ROUTE.queryOf(c);
+        const filter = filterOf(query);
         const [page, counts] = await fromStore(
-          Promise.all([reader.list(filter), query.data.counts ? reader.countByVerdict(filter) : undefined]),
+          Promise.all([reader.list(filter), query.counts ? reader.countByVerdict(filter) : undefined]),
         );
         return c.json({ ...page, ...(counts !== undefined && { counts }) });
       });
-      app.get('/decisions/:decisionId', edge.operatorAuth, async (c) => {
-        const decisionId = c.req.param('decisionId');
+      DECISION_ROUTE.mount(app, edge.operatorAuth, async (c) => {
+        const { decisionId } = DECISION_ROUTE.pathOf(c);
         const decision = decisionId.length > 200 ? undefined : await fromStore(reader.get(decisionId));
         if (decision === undefined) {
           throw new RiskgateError(

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { declareRoute } from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
@@ -8,11 +9,29 @@ import type { RuleReport, RuleReportReader } from './rule-report.ts';
  * `GET /rules/report` (operators): each rule's quality on live traffic, from the decision store
  * (src/decision-store/rule-report-query.ts), for the console's Rules page and for scripts.
  */
+export const RULE_REPORT_ROUTE = declareRoute({
+  method: 'get',
+  path: '/rules/report',
+  surface: 'operator',
+  operationId: 'ruleReport',
+  summary: 'Each rule’s quality on live traffic, from the decision store',
+  description:
+    'For the active and the shadow revision: decisions and each rule’s fires over 1 h, 24 h and 7 d, an hourly series, precision and recall against the current labels, the rules that never fired, and the active × shadow verdict agreement.',
+  responses: {
+    200: { description: 'The report, its windows ending at `generatedAt`.', schema: 'RuleReport' },
+  },
+  problems: {
+    [ErrorCode.DECISION_STORE_UNAVAILABLE]:
+      'The decision store’s database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+  },
+});
+
 export function ruleReportRoutes(reader: RuleReportReader): RouteMount {
   return {
     surface: 'operator',
+    routes: [RULE_REPORT_ROUTE],
     mount(app, edge) {
-      app.get('/rules/report', edge.operatorAuth, async (c) =>
+      RULE_REPORT_ROUTE.mount(app, edge.operatorAuth, async (c) =>
         c.json(await fromDecisionStore(reader.report())),
       );
     },

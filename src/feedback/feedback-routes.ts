@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { AUDITED_CHANGE, declareRoute } from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
@@ -43,25 +44,66 @@ export function feedbackRateLimited(limiter: FeedbackRateLimit): MiddlewareHandl
   };
 }
 
+/** `POST /feedback`, declared once. */
+export const FEEDBACK_ROUTE = declareRoute({
+  method: 'post',
+  path: '/feedback',
+  surface: 'caller',
+  operationId: 'feedback',
+  summary: 'Label a decision fraud or legit (for replay --labels)',
+  description:
+    'With the caller key that asked for the decision, or an operator key with the analyst role (which labels any decision, recorded in the audit trail first).',
+  security: [{ callerKey: [] }, { opsKey: [] }],
+  body: {
+    schema: { component: 'FeedbackRequest', schema: feedbackRequestSchema },
+    maxBytes: MAX_FEEDBACK_BODY_BYTES,
+    description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+  },
+  responses: {
+    202: {
+      description: 'Recorded in the decision log as a `feedback` line, with the id of the key that sent it.',
+      schema: 'FeedbackResponse',
+    },
+  },
+  problems: {
+    [ErrorCode.INVALID_INPUT]:
+      'Invalid JSON, a decisionId that is not a UUID, or a label other than fraud or legit; `field` names it.',
+    [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+    [ErrorCode.FORBIDDEN]: 'An operator whose role is below analyst (the detail names both roles).',
+    ...AUDITED_CHANGE,
+    [ErrorCode.NOT_FOUND]:
+      'No decision with this id made with this caller key that this riskgate remembers (an operator key labels any).',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+    [ErrorCode.RATE_LIMITED]:
+      'This key sends feedback past its rate (RISKGATE_FEEDBACK_RATE, RISKGATE_FEEDBACK_BURST).',
+    [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
+    [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+      'RISKGATE_DECISION_LOG is off (the label would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
+    [ErrorCode.FEEDBACK_UNAVAILABLE]:
+      'With RISKGATE_WORKERS > 1: the primary, which keeps the recent decisions, did not answer in time.',
+  },
+});
+
 /** `POST /feedback`: an analyst's label on a decision, kept in the decision log for `riskgate replay --labels`. */
 export function feedbackRoutes(o: FeedbackRoutesOptions): RouteMount {
   const recent = o.decisions;
   const limiter = o.rateLimit ?? new FeedbackRateLimit();
   return {
     surface: 'caller',
+    routes: [FEEDBACK_ROUTE],
     mount(app, edge) {
-      // Inside admission like /decide: it shares the decisions' CPU (503 when shed, never a verdict).
-      app.on('POST', '/feedback', edge.admit());
-      app.post(
-        '/feedback',
+      FEEDBACK_ROUTE.mount(
+        app,
+        // Inside admission like /decide: it shares the decisions' CPU (503 when shed, never a verdict).
+        edge.admit(),
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
         // An operator labels with the analyst role; a caller key labels its own decisions, as before.
         edge.requireRole('analyst', { orCaller: true }),
         feedbackRateLimited(limiter),
         edge.audited,
-        edge.limitBody(MAX_FEEDBACK_BODY_BYTES),
         async (c) => {
-          const feedback = await edge.readJsonBody(c, feedbackRequestSchema);
+          const feedback = await FEEDBACK_ROUTE.bodyOf(c);
           const principal = c.get('principal');
           // An operator's label is a change: audited before it is made (refused when it cannot be).
           assertLabelsKept(o.decisionLog);

@@ -117,7 +117,7 @@ function build(options: { vendor?: Vendor; deps?: Partial<AppDeps> } = {}) {
     }),
     metricsRoute(() => metrics.collect()),
     policyRoutes({ policies }),
-    openApiRoute('0.0.0-unit'),
+    openApiRoute(() => ({ openapi: '3.1.0', info: {}, paths: {} })),
   ];
   const app = createApp({
     decide: {

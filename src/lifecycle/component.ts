@@ -1,5 +1,6 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
+import type { AnyRouteDeclaration } from '../edge/route-declaration.ts';
 import type { AuditAction, AuditEntry, AuditOutcome } from '../operators/audit-trail.ts';
 import type { Operator, OperatorRole } from '../operators/operator.ts';
 
@@ -171,9 +172,19 @@ export interface RouteEdge {
   inputError(error: z.ZodError, what: string): Error;
 }
 
-/** Routes a component brings, and the surface they belong on. */
+/**
+ * Routes a component brings, and the surface they belong on. `routes`: the declaration of each
+ * route `mount` registers (src/edge/route-declaration.ts), which the OpenAPI document is assembled
+ * from; a handler `mount` registers without one fails test/openapi-contract.test.ts.
+ */
 export interface RouteMount {
   surface: RouteSurface;
+  routes: readonly AnyRouteDeclaration[];
+  /**
+   * Pages for a browser under this prefix (the console), not the API: left out of the document.
+   * Default none.
+   */
+  pagesUnder?: string;
   mount(app: Hono, edge: RouteEdge): void;
 }
 

@@ -107,7 +107,7 @@ describe('a lifecycle', () => {
       noting('a', [], {
         health: () => ({ a: 1 }),
         ready: () => ({ policy: true }),
-        routes: [{ surface: 'every', mount }],
+        routes: [{ surface: 'every', routes: [], mount }],
       }),
     );
     expect(l.readiness()).toEqual({ ready: true, checks: { policy: true } });

@@ -1,5 +1,13 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { z as zod } from 'zod';
+import {
+  AUDITED_CHANGE,
+  type CodeNotes,
+  declareRoute,
+  notFoundNote,
+  QUERY_RULE_NOTE,
+} from '../edge/route-declaration.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import { type EventSink, eventIdPart, type RiskgateEventType } from '../events/riskgate-event.ts';
@@ -148,63 +156,153 @@ export function listOperations(deps: ListRoutesDeps): ListOperations {
   };
 }
 
+const LIST_ROUTE: CodeNotes = {
+  [ErrorCode.NOT_FOUND]: notFoundNote('No list of this name in the active policy (its `lists`).'),
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The lists database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const LIST_CHANGE: CodeNotes = {
+  ...LIST_ROUTE,
+  ...AUDITED_CHANGE,
+  [ErrorCode.INVALID_INPUT]:
+    'A value not of the list’s kind (an `ip` list takes an address or CIDR), a missing reason, a ttl out of range; `field` names it.',
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+};
+const listName = zod.string().describe('A list the active policy declares (`lists.<name>`).');
+const LIST_CHANGE_NOTE =
+  'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database, then told as an event; every replica’s decisions see it within 2 s.';
+
+export const LISTS_ROUTE = declareRoute({
+  method: 'get',
+  path: '/lists',
+  surface: 'operator',
+  operationId: 'listLists',
+  summary: 'The runtime lists the active policy declares, with their counts',
+  responses: {
+    200: {
+      description: 'Each list and its unexpired entries; how current this process’s snapshot is.',
+      schema: 'Lists',
+    },
+  },
+  problems: { [ErrorCode.DATABASE_UNAVAILABLE]: LIST_ROUTE[ErrorCode.DATABASE_UNAVAILABLE]! },
+});
+
+export const LIST_ROUTE_GET = declareRoute({
+  method: 'get',
+  path: '/lists/{name}',
+  surface: 'operator',
+  operationId: 'listEntries',
+  summary: 'One list’s unexpired entries, by value, a page at a time',
+  params: zod.object({ name: listName }),
+  query: pageQuerySchema,
+  responses: { 200: { description: 'The list and a page of its entries.', schema: 'ListPage' } },
+  problems: { ...LIST_ROUTE, [ErrorCode.INVALID_INPUT]: QUERY_RULE_NOTE },
+});
+
+export const ADD_LIST_ENTRY_ROUTE = declareRoute({
+  method: 'post',
+  path: '/lists/{name}/entries',
+  surface: 'operator',
+  operationId: 'addListEntry',
+  summary: 'Add an entry (or replace one: its author, reason and expiry)',
+  description: LIST_CHANGE_NOTE,
+  params: zod.object({ name: listName }),
+  body: {
+    schema: { component: 'AddListEntry', schema: addEntrySchema },
+    maxBytes: MAX_ENTRY_BODY_BYTES,
+    description: `JSON, at most ${MAX_ENTRY_BODY_BYTES} bytes.`,
+  },
+  responses: {
+    201: { description: 'The entry as kept (an `ip` entry as its network).', schema: 'ListEntry' },
+  },
+  problems: { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ENTRY_BODY_BYTES} bytes.` },
+});
+
+export const REMOVE_LIST_ENTRY_ROUTE = declareRoute({
+  method: 'delete',
+  path: '/lists/{name}/entries/{value}',
+  surface: 'operator',
+  operationId: 'removeListEntry',
+  summary: 'Remove an entry, with a reason',
+  description: `${LIST_CHANGE_NOTE} The reason comes as the \`reason\` query parameter or a JSON body.`,
+  params: zod.object({
+    name: listName,
+    value: zod.string().describe('The entry (a CIDR’s `/` URL-encoded as `%2F`).'),
+  }),
+  query: reasonQuerySchema,
+  body: {
+    schema: { component: 'RemoveListEntry', schema: removeBodySchema },
+    required: false,
+    maxBytes: MAX_ENTRY_BODY_BYTES,
+  },
+  responses: { 200: { description: 'The entry removed.', schema: 'ListEntry' } },
+  problems: {
+    ...LIST_CHANGE,
+    [ErrorCode.NOT_FOUND]: notFoundNote('No such list, or no unexpired entry of this value in it.'),
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_ENTRY_BODY_BYTES} bytes.`,
+  },
+});
+
+export const IMPORT_LIST_ROUTE = declareRoute({
+  method: 'post',
+  path: '/lists/{name}/import',
+  surface: 'operator',
+  operationId: 'importListEntries',
+  summary: 'Add many entries at once',
+  description: `${LIST_CHANGE_NOTE} One audit entry for the import, one event per entry. A JSON array, or JSON lines (\`application/x-ndjson\`), of at most ${MAX_IMPORT_ENTRIES} entries; an entry without a reason or ttl takes the query's.`,
+  params: zod.object({ name: listName }),
+  query: importQuerySchema,
+  body: {
+    schema: { component: 'ListImport', schema: importBodySchema },
+    maxBytes: MAX_IMPORT_BODY_BYTES,
+    description: `At most ${MAX_IMPORT_BODY_BYTES} bytes.`,
+    alsoAccepts: {
+      'application/x-ndjson': { schema: { type: 'string', description: 'One entry object per line.' } },
+    },
+  },
+  responses: { 201: { description: 'How many entries were added.', schema: 'ListImportResult' } },
+  problems: { ...LIST_CHANGE, [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_IMPORT_BODY_BYTES} bytes.` },
+});
+
 export function listRoutes(deps: ListRoutesDeps, operations = listOperations(deps)): RouteMount {
   const clock = deps.clock ?? systemClock;
   const now = () => clock.nowMs();
   return {
     surface: 'operator',
+    routes: [LISTS_ROUTE, LIST_ROUTE_GET, ADD_LIST_ENTRY_ROUTE, REMOVE_LIST_ENTRY_ROUTE, IMPORT_LIST_ROUTE],
     mount(app, edge) {
       const change = changeSteps(deps, edge, now);
       const admin = edge.requireRole('admin');
       const viewer = edge.requireRole('viewer');
-      app.get('/lists', edge.operatorAuth, viewer, async (c) => c.json(await operations.overview()));
-      app.get('/lists/:name', edge.operatorAuth, viewer, async (c) => {
-        const list = operations.list(c.req.param('name'));
-        const query = pageQuerySchema.safeParse(c.req.query());
-        if (!query.success) throw edge.inputError(query.error, 'The query');
-        return c.json(await operations.page(list.name, query.data));
+      LISTS_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) => c.json(await operations.overview()));
+      LIST_ROUTE_GET.mount(app, edge.operatorAuth, viewer, async (c) => {
+        const list = operations.list(LIST_ROUTE_GET.pathOf(c).name);
+        return c.json(await operations.page(list.name, LIST_ROUTE_GET.queryOf(c)));
       });
-      app.post(
-        '/lists/:name/entries',
-        edge.operatorAuth,
-        admin,
-        edge.limitBody(MAX_ENTRY_BODY_BYTES),
-        async (c) => {
-          const list = operations.list(c.req.param('name'));
-          const body = await edge.readJsonBody(c, addEntrySchema);
-          return c.json(await operations.add(c, edge, list.name, body), 201);
-        },
-      );
-      app.delete(
-        '/lists/:name/entries/:value',
-        edge.operatorAuth,
-        admin,
-        edge.limitBody(MAX_ENTRY_BODY_BYTES),
-        async (c) => {
-          const list = operations.list(c.req.param('name'));
-          const reason = await removeReason(c, edge);
-          return c.json(await operations.remove(c, edge, list.name, c.req.param('value') ?? '', reason));
-        },
-      );
-      app.post(
-        '/lists/:name/import',
-        edge.operatorAuth,
-        admin,
-        edge.limitBody(MAX_IMPORT_BODY_BYTES),
-        async (c) => {
-          const list = operations.list(c.req.param('name'));
-          const entries = await importEntries(c, edge, list, change);
-          await change.audit(c, 'list.add', `${list.name}:import`, {
-            entries: entries.length,
-            // Every value (an import is at most MAX_IMPORT_ENTRIES): the trail says what was added.
-            values: entries.map((e) => e.value),
-            reasons: [...new Set(entries.map((e) => e.reason))].slice(0, 10),
-          });
-          await fromListStore(deps.store.add(entries));
-          await change.after('list.entry_added', entries);
-          return c.json({ list: list.name, added: entries.length }, 201);
-        },
-      );
+      ADD_LIST_ENTRY_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
+        const list = operations.list(ADD_LIST_ENTRY_ROUTE.pathOf(c).name);
+        const body = await ADD_LIST_ENTRY_ROUTE.bodyOf(c);
+        return c.json(await operations.add(c, edge, list.name, body), 201);
+      });
+      REMOVE_LIST_ENTRY_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
+        const { name, value } = REMOVE_LIST_ENTRY_ROUTE.pathOf(c);
+        const list = operations.list(name);
+        const reason = await removeReason(c);
+        return c.json(await operations.remove(c, edge, list.name, value, reason));
+      });
+      IMPORT_LIST_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
+        const list = operations.list(IMPORT_LIST_ROUTE.pathOf(c).name);
+        const entries = await importEntries(c, edge, list, change);
+        await change.audit(c, 'list.add', `${list.name}:import`, {
+          entries: entries.length,
+          // Every value (an import is at most MAX_IMPORT_ENTRIES): the trail says what was added.
+          values: entries.map((e) => e.value),
+          reasons: [...new Set(entries.map((e) => e.reason))].slice(0, 10),
+        });
+        await fromListStore(deps.store.add(entries));
+        await change.after('list.entry_added', entries);
+        return c.json({ list: list.name, added: entries.length }, 201);
+      });
     },
   };
 }
@@ -269,12 +367,11 @@ function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
 }
 
 /** A removal's reason: the `reason` query parameter or a JSON body's (400 when neither has one). */
-async function removeReason(c: Context, edge: RouteEdge): Promise<string> {
-  const query = reasonQuerySchema.safeParse(c.req.query());
-  if (!query.success) throw edge.inputError(query.error, 'The query');
+async function removeReason(c: Context): Promise<string> {
+  const query = REMOVE_LIST_ENTRY_ROUTE.queryOf(c);
   const hasBody =
     (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
-  const reason = hasBody ? (await edge.readJsonBody(c, removeBodySchema)).reason : query.data.reason;
+  const reason = hasBody ? (await REMOVE_LIST_ENTRY_ROUTE.bodyOf(c)).reason : query.reason;
   if (reason === undefined) {
     throw new InputError('reason is required (the `reason` query parameter or a JSON body)', [
       { field: 'reason', message: 'is required' },
@@ -321,8 +418,7 @@ async function importEntries(
   list: DeclaredList,
   change: ChangeSteps,
 ): Promise<ListEntry[]> {
-  const query = importQuerySchema.safeParse(c.req.query());
-  if (!query.success) throw edge.inputError(query.error, 'The query');
+  const query = { data: IMPORT_LIST_ROUTE.queryOf(c) };
   let given: z.output<typeof importBodySchema>;
   if (/^application\/x-ndjson\b/i.test(c.req.header('content-type') ?? '')) {
     const lines = (await c.req.text()).split('\n').filter((l) => l.trim() !== '');
@@ -336,7 +432,7 @@ async function importEntries(
     const parsed = importBodySchema.safeParse(raw);
     if (!parsed.success) throw edge.inputError(parsed.error, 'The entries');
     given = parsed.data;
-  } else given = await edge.readJsonBody(c, importBodySchema);
+  } else given = await IMPORT_LIST_ROUTE.bodyOf(c);
   if (given.length === 0) {
     throw new InputError('there are no entries to import', [{ field: '', message: 'is empty' }]);
   }

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { ActionDispatcher, CompanionTx } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
+import { DATABASE_ROUTE, declareRoute, notFoundNote, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
@@ -33,7 +34,9 @@ export const lockoutsQuerySchema = z.strictObject({
 });
 
 /** A lock-out id in a path: it goes to the database as is, so what one refuses is a 400 here. */
-const lockoutPathSchema = z.object({ id: storableLine().min(1).max(512) });
+const lockoutPathSchema = z.object({
+  id: storableLine().min(1).max(512).describe('The lock-out’s id (its decision’s).'),
+});
 
 /** The lock-out id of `c`'s path (400 naming `id` when it cannot be looked up). */
 export function lockoutIdOf(c: Context, edge: Pick<RouteEdge, 'inputError'>): string {
@@ -96,6 +99,70 @@ export function lockoutOperations(o: LockoutRoutesOptions): LockoutOperations {
   };
 }
 
+const lockoutNotFoundNote = notFoundNote('No lock-out with this id.');
+
+export const LOCKOUTS_ROUTE = declareRoute({
+  method: 'get',
+  path: '/lockouts',
+  surface: 'operator',
+  operationId: 'listLockouts',
+  summary: 'The lock-outs riskgate drove or withheld, newest first',
+  query: lockoutsQuerySchema,
+  responses: { 200: { description: 'A page of lock-outs.', schema: 'Lockouts' } },
+  problems: { [ErrorCode.INVALID_INPUT]: QUERY_RULE_NOTE, ...DATABASE_ROUTE },
+});
+
+export const LOCKOUT_ROUTE = declareRoute({
+  method: 'get',
+  path: '/lockouts/{id}',
+  surface: 'operator',
+  operationId: 'getLockout',
+  summary: 'One lock-out',
+  params: lockoutPathSchema,
+  responses: { 200: { description: 'The lock-out.', schema: 'Lockout' } },
+  problems: { [ErrorCode.NOT_FOUND]: lockoutNotFoundNote, ...DATABASE_ROUTE },
+});
+
+/** The most an unlock's body may weigh, bytes. */
+const MAX_UNLOCK_BODY_BYTES = 4096;
+
+export const UNLOCK_ROUTE = declareRoute({
+  method: 'post',
+  path: '/lockouts/{id}/unlock',
+  surface: 'operator',
+  operationId: 'unlockLockout',
+  summary: 'Unlock the user of a lock-out (Admin API status enabled, through the outbox)',
+  description:
+    'Written to the audit trail first (refused when it cannot be), then, in one database transaction, queued in the outbox (durable, retried over its horizon) and recorded: this lock-out and the user’s others still in force become `unlocked`, and `lockout.ended` is queued (emitted once that transaction committed). The Admin API call is the outbox’s, after the answer: 202, `unlockStatus` `queued` (later `done`, or `failed` once dead-lettered), and the audit entry’s outcome reads `queued`. A lock-out that had ended (unlocked by another admin, its end come), before or during the unlock, is refused 409, nothing done, the audit outcome `refused`. An outbox that did not take the unlock durably in time is a 503 with `Retry-After`, nothing done, the audit outcome `failed`: an unlock held in this process only (the database did not answer in time) is withdrawn, so if its write lands later it changes nothing.',
+  params: lockoutPathSchema,
+  body: {
+    schema: { component: 'UnlockRequest', schema: unlockRequestSchema },
+    maxBytes: MAX_UNLOCK_BODY_BYTES,
+    description: `JSON, at most ${MAX_UNLOCK_BODY_BYTES} bytes.`,
+  },
+  responses: {
+    202: {
+      description:
+        'Queued: the lock-out, `unlocked`, with `unlockStatus` `queued` (the Admin API call follows through the outbox; `GET /lockouts/{id}` shows it `done`).',
+      schema: 'Lockout',
+    },
+  },
+  problems: {
+    [ErrorCode.INVALID_INPUT]: 'Invalid JSON or a missing or blank `reason`; `field` names it.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `A body over ${MAX_UNLOCK_BODY_BYTES} bytes.`,
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+    [ErrorCode.NOT_FOUND]: lockoutNotFoundNote,
+    [ErrorCode.CONFLICT]:
+      'The lock-out had ended (another admin unlocked it, or its end came), before or during this unlock: nothing done; `detail` says how it ended.',
+    [ErrorCode.AUDIT_UNAVAILABLE]:
+      'The audit trail did not take the unlock (or none is configured): nothing changed.',
+    [ErrorCode.OUTBOX_UNAVAILABLE]:
+      'The outbox’s database (RISKGATE_DATABASE) did not take the unlock durably in time (down, refused, too slow): nothing changed; try again after `Retry-After`.',
+    ...DATABASE_ROUTE,
+  },
+  retryAfterOn: [503],
+});
+
 /**
  * `GET /lockouts`, `GET /lockouts/{id}` (operators) and `POST /lockouts/{id}/unlock` (an admin):
  * an unlock is written to the audit trail first (refused 503 when it cannot be), then, in one
@@ -106,34 +173,27 @@ export function lockoutOperations(o: LockoutRoutesOptions): LockoutOperations {
 export function lockoutRoutes(o: LockoutRoutesOptions, operations = lockoutOperations(o)): RouteMount {
   return {
     surface: 'operator',
+    routes: [LOCKOUTS_ROUTE, LOCKOUT_ROUTE, UNLOCK_ROUTE],
     mount(app, edge) {
       const viewer: MiddlewareHandler = edge.operatorAuth;
-      app.get('/lockouts', viewer, async (c) => {
-        const query = lockoutsQuerySchema.safeParse(c.req.query());
-        if (!query.success) throw edge.inputError(query.error, 'The query');
-        return c.json(await operations.list(query.data));
-      });
-      app.get('/lockouts/:id', viewer, async (c) => c.json(await operations.get(lockoutIdOf(c, edge))));
-      app.post(
-        '/lockouts/:id/unlock',
-        edge.operatorAuth,
-        edge.requireRole('admin'),
-        edge.limitBody(4096),
-        async (c) => {
-          const id = lockoutIdOf(c, edge);
-          const { reason } = await edge.readJsonBody(c, unlockRequestSchema);
-          try {
-            // 202: queued in the outbox (durable, retried); the Admin API call is made after.
-            return c.json(await operations.unlock(c, edge, id, reason), 202);
-          } catch (error) {
-            // Nothing changed and a later try may work (the outbox, the audit trail, the database):
-            // the usual problem, with when to try again.
-            const problem = toProblem(error);
-            if (problem.status !== 503) throw error;
-            return problemResponse(problem, { 'retry-after': String(UNLOCK_RETRY_AFTER_S) });
-          }
-        },
+      LOCKOUTS_ROUTE.mount(app, viewer, async (c) =>
+        c.json(await operations.list(LOCKOUTS_ROUTE.queryOf(c))),
       );
+      LOCKOUT_ROUTE.mount(app, viewer, async (c) => c.json(await operations.get(LOCKOUT_ROUTE.pathOf(c).id)));
+      UNLOCK_ROUTE.mount(app, edge.operatorAuth, edge.requireRole('admin'), async (c) => {
+        const { id } = UNLOCK_ROUTE.pathOf(c);
+        const { reason } = await UNLOCK_ROUTE.bodyOf(c);
+        try {
+          // 202: queued in the outbox (durable, retried); the Admin API call is made after.
+          return c.json(await operations.unlock(c, edge, id, reason), 202);
+        } catch (error) {
+          // Nothing changed and a later try may work (the outbox, the audit trail, the database):
+          // the usual problem, with when to try again.
+          const problem = toProblem(error);
+          if (problem.status !== 503) throw error;
+          return problemResponse(problem, { 'retry-after': String(UNLOCK_RETRY_AFTER_S) });
+        }
+      });
     },
   };
 }

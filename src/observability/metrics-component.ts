@@ -1,14 +1,31 @@
 import type { ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { declareRoute } from '../edge/route-declaration.ts';
 import type { Component, RouteMount } from '../lifecycle/component.ts';
 import { createMetrics, PROMETHEUS_CONTENT_TYPE, type RiskgateMetrics, serializeMetrics } from './metrics.ts';
 import type { DecisionTracing } from './tracing.ts';
+
+export const METRICS_ROUTE = declareRoute({
+  method: 'get',
+  path: '/metrics',
+  surface: 'operator',
+  operationId: 'metrics',
+  summary: 'Prometheus metrics',
+  responses: {
+    200: {
+      description: 'Prometheus text exposition (every worker’s, gathered, with RISKGATE_WORKERS above 1).',
+      contentType: PROMETHEUS_CONTENT_TYPE,
+      schema: { type: 'string' },
+    },
+  },
+});
 
 /** `GET /metrics`: the Prometheus text of what `gather` collects (an operator endpoint). */
 export function metricsRoute(gather: () => Promise<ResourceMetrics>): RouteMount {
   return {
     surface: 'operator',
+    routes: [METRICS_ROUTE],
     mount(app, edge) {
-      app.get('/metrics', edge.operatorAuth, async (c) =>
+      METRICS_ROUTE.mount(app, edge.operatorAuth, async (c) =>
         c.body(serializeMetrics(await gather()), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE }),
       );
     },

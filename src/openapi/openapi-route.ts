@@ -1,15 +1,33 @@
+import { declareRoute } from '../edge/route-declaration.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
-import { buildOpenApiDocument } from './openapi-document.ts';
 
-/** `GET /openapi.json`: the API document, built once on first request (an operator endpoint). */
-export function openApiRoute(version: string): RouteMount {
-  let document: string | undefined;
+export const OPENAPI_ROUTE = declareRoute({
+  method: 'get',
+  path: '/openapi.json',
+  surface: 'operator',
+  operationId: 'openapi',
+  summary: 'This document',
+  responses: {
+    200: {
+      description: 'The OpenAPI 3.1 document (also committed as docs/openapi.json).',
+      schema: { type: 'object', required: ['openapi', 'info', 'paths'] },
+    },
+  },
+});
+
+/**
+ * `GET /openapi.json`: the API document, built once on first request (an operator endpoint).
+ * `document` assembles it (src/service/api-routes.ts: every route riskgate serves).
+ */
+export function openApiRoute(document: () => object): RouteMount {
+  let text: string | undefined;
   return {
     surface: 'operator',
+    routes: [OPENAPI_ROUTE],
     mount(app, edge) {
-      app.get('/openapi.json', edge.operatorAuth, (c) => {
-        document ??= JSON.stringify(buildOpenApiDocument(version));
-        return c.body(document, 200, { 'content-type': 'application/json' });
+      OPENAPI_ROUTE.mount(app, edge.operatorAuth, (c) => {
+        text ??= JSON.stringify(document());
+        return c.body(text, 200, { 'content-type': 'application/json' });
       });
     },
   };

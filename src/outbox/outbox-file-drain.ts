@@ -6,6 +6,7 @@ import { parseStoredSpec } from '../actions/admin-actions.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { tryLockFile } from '../database/state-lock.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { OutboxTables } from './outbox-tables.ts';
 
 /**
@@ -57,7 +58,8 @@ export async function drainOutboxFile(o: {
   stateDir: string;
   database: RiskgateDatabase;
   log: LifecycleLog;
-  now?: () => number;
+  /** Dates the drained file's new name. Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }): Promise<DrainResult | undefined> {
   const path = join(o.stateDir, LEGACY_OUTBOX_FILE);
   if (!existsSync(path)) return undefined;
@@ -71,7 +73,7 @@ export async function drainOutboxFile(o: {
     if (!existsSync(path)) return undefined;
     const { rows, skipped } = readLegacy(path, o.log);
     const moved = await insertAll(o.database.db.withTables<OutboxTables>(), rows);
-    const renamedTo = `${path}.migrated-${(o.now ?? Date.now)()}`;
+    const renamedTo = `${path}.migrated-${(o.clock ?? systemClock).nowMs()}`;
     for (const suffix of ['-wal', '-shm', '']) {
       if (existsSync(path + suffix)) renameSync(path + suffix, renamedTo + suffix);
     }

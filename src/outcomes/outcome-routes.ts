@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DECISION_LOG_SCHEMA_VERSION } from '../decision-log/decision-record.ts';
+import { AUDITED_CHANGE, declareRoute } from '../edge/route-declaration.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { DecisionMemory } from '../feedback/decision-memory.ts';
 import type { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
@@ -35,25 +36,65 @@ export interface OutcomeRoutesOptions {
   settle(): Promise<void>;
 }
 
-const decisionIdSchema = z.uuid();
+/** `POST /decisions/{decisionId}/outcome`, declared once. */
+export const OUTCOME_ROUTE = declareRoute({
+  method: 'post',
+  path: '/decisions/{decisionId}/outcome',
+  surface: 'caller',
+  operationId: 'reportOutcome',
+  summary: 'Report what became of a login: the step-up result or a later account event',
+  description:
+    'With the caller key that asked for the decision, or an operator key with the analyst role (for a decision in the decision store, recorded in the audit trail first). Kept with the decision; a failed step-up after a challenge and a user-reported fraud point to fraud, a passed step-up after a challenge to legit, below any analyst label (README, "Outcomes from the login backend"). Answered once the decision store has it: the rule report counts it at once.',
+  security: [{ callerKey: [] }, { opsKey: [] }],
+  params: z.object({ decisionId: z.uuid().describe('The `decisionId` of a /decide answer (a UUID).') }),
+  body: {
+    schema: { component: 'OutcomeRequest', schema: outcomeRequestSchema },
+    maxBytes: MAX_OUTCOME_BODY_BYTES,
+    description: `JSON, at most ${MAX_OUTCOME_BODY_BYTES} bytes.`,
+  },
+  responses: {
+    202: {
+      description:
+        'Recorded in the decision log as an `outcome` line and in the decision store; the same outcome again is kept once.',
+      schema: 'OutcomeResponse',
+    },
+  },
+  problems: {
+    [ErrorCode.INVALID_INPUT]:
+      'Invalid JSON, a decisionId that is not a UUID, an unknown type, result or event, or an `at` that is not RFC 3339; `field` names it.',
+    [ErrorCode.UNAUTHENTICATED]: 'Missing or unknown key (a caller key, or an operator key).',
+    [ErrorCode.FORBIDDEN]: 'An operator whose role is below analyst (the detail names both roles).',
+    ...AUDITED_CHANGE,
+    [ErrorCode.NOT_FOUND]:
+      'No decision with this id made with this caller key that this riskgate remembers (an operator key: none in the decision store).',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_OUTCOME_BODY_BYTES} bytes.`,
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'Content type other than application/json.',
+    [ErrorCode.RATE_LIMITED]:
+      'This key reports past its rate (RISKGATE_FEEDBACK_RATE, RISKGATE_FEEDBACK_BURST, a bucket of its own).',
+    [ErrorCode.OVERLOADED]: 'Shed by admission control, like a decision.',
+    [ErrorCode.DECISION_LOG_UNAVAILABLE]:
+      'RISKGATE_DECISION_LOG is off (the outcome would be lost), or failing with RISKGATE_DECISION_LOG_ON_FAILURE=refuse.',
+    [ErrorCode.FEEDBACK_UNAVAILABLE]:
+      'With RISKGATE_WORKERS > 1: the primary, which keeps the recent decisions, did not answer in time.',
+  },
+});
 
 export function outcomeRoutes(o: OutcomeRoutesOptions): RouteMount {
   return {
     surface: 'caller',
+    routes: [OUTCOME_ROUTE],
     mount(app, edge) {
-      app.on('POST', '/decisions/:decisionId/outcome', edge.admit());
-      app.post(
-        '/decisions/:decisionId/outcome',
+      OUTCOME_ROUTE.mount(
+        app,
+        // Inside admission like /decide and /feedback: it shares the decisions' CPU.
+        edge.admit(),
         edge.keyAuth({ caller: edge.apiKeys, operator: o.operatorKeys }),
         edge.requireRole('analyst', { orCaller: true }),
         feedbackRateLimited(o.rateLimit),
         edge.audited,
-        edge.limitBody(MAX_OUTCOME_BODY_BYTES),
         async (c) => {
-          const id = decisionIdSchema.safeParse(c.req.param('decisionId'));
-          if (!id.success) throw edge.inputError(pathError(id.error), 'The path');
-          const decisionId = id.data;
-          const outcome = await edge.readJsonBody(c, outcomeRequestSchema);
+          const { decisionId } = OUTCOME_ROUTE.pathOf(c);
+          const outcome = await OUTCOME_ROUTE.bodyOf(c);
           const principal = c.get('principal');
           assertLabelsKept(o.decisionLog);
           const operator = principal.role === 'operator';
@@ -84,11 +125,6 @@ export function outcomeRoutes(o: OutcomeRoutesOptions): RouteMount {
       );
     },
   };
-}
-
-/** A bad decision id as the issue naming `decisionId`. */
-function pathError(error: z.ZodError): z.ZodError {
-  return new z.ZodError(error.issues.map((issue) => ({ ...issue, path: ['decisionId'] })));
 }
 
 /** Writes the `outcome` line of the decision log; returns the answer. */

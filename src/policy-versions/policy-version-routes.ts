@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
+import { AUDITED_CHANGE, type CodeNotes, declareRoute, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
@@ -102,6 +103,117 @@ function operatorOf(c: Context): string {
 const fromStore = <T>(work: Promise<T>) =>
   storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The policy versions database');
 
+const VERSIONS_DATABASE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The policy versions database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const VERSION_STEP_NOTE =
+  'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be). A version’s content never changes (PUT, PATCH and DELETE answer 405); its state moves draft → proposed → approved → active (or rejected, withdrawn), docs/policy-versions.md.';
+const versionIdParams = z.object({ id: z.string().describe('The version’s id.') });
+
+export const POLICY_VERSIONS_ROUTE = declareRoute({
+  method: 'get',
+  path: '/policy-versions',
+  surface: 'operator',
+  operationId: 'listPolicyVersions',
+  summary: 'The policy versions, newest first',
+  query: policyVersionListQuerySchema,
+  responses: { 200: { description: 'A page of versions (without their YAML).', schema: 'PolicyVersions' } },
+  problems: { ...VERSIONS_DATABASE, [ErrorCode.INVALID_INPUT]: QUERY_RULE_NOTE },
+});
+
+export const CREATE_POLICY_VERSION_ROUTE = declareRoute({
+  method: 'post',
+  path: '/policy-versions',
+  surface: 'operator',
+  operationId: 'createPolicyVersion',
+  summary: 'Make a draft from a policy YAML (it must compile)',
+  description: VERSION_STEP_NOTE,
+  body: {
+    schema: { component: 'NewPolicyVersion', schema: newPolicyVersionSchema },
+    maxBytes: MAX_POLICY_VERSION_BODY_BYTES + 4096,
+    description: `JSON, the YAML at most ${MAX_POLICY_VERSION_BODY_BYTES} bytes.`,
+  },
+  responses: { 201: { description: 'The draft as kept.', schema: 'PolicyVersion' } },
+  problems: {
+    ...VERSIONS_DATABASE,
+    ...AUDITED_CHANGE,
+    [ErrorCode.INVALID_INPUT]:
+      'A policy that does not compile (`field`: yaml, the detail says where and why), or a missing message.',
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: 'Body too large.',
+  },
+});
+
+export const POLICY_VERSION_ROUTE = declareRoute({
+  method: 'get',
+  path: '/policy-versions/{id}',
+  surface: 'operator',
+  operationId: 'getPolicyVersion',
+  summary: 'One policy version, with its YAML',
+  params: versionIdParams,
+  responses: { 200: { description: 'The version.', schema: 'PolicyVersion' } },
+  problems: { ...VERSIONS_DATABASE, [ErrorCode.NOT_FOUND]: 'No such version.' },
+});
+
+export const REVERT_POLICY_VERSION_ROUTE = declareRoute({
+  method: 'post',
+  path: '/policy-versions/{id}/revert',
+  surface: 'operator',
+  operationId: 'revertPolicyVersion',
+  summary: 'Make a new version carrying an earlier one’s YAML (history is never rewritten)',
+  description: VERSION_STEP_NOTE,
+  params: versionIdParams,
+  body: { schema: { component: 'RevertPolicyVersion', schema: revertPolicyVersionSchema }, maxBytes: 4096 },
+  responses: { 201: { description: 'The new version.', schema: 'PolicyVersion' } },
+  problems: {
+    ...VERSIONS_DATABASE,
+    ...AUDITED_CHANGE,
+    [ErrorCode.NOT_FOUND]: 'No such version.',
+    [ErrorCode.POLICY_VERSION_CONFLICT]: 'The version cannot be restored from its state.',
+    [ErrorCode.INVALID_INPUT]: 'A missing message; `field` names it.',
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+  },
+});
+
+/** `POST /policy-versions/{id}/{step}`, one declaration per step of the promotion flow. */
+export const POLICY_VERSION_STEP_ROUTES = (
+  Object.keys(POLICY_VERSION_STEP_ACTIONS) as PolicyVersionStep[]
+).map(
+  (step) =>
+    [
+      step,
+      declareRoute({
+        method: 'post',
+        path: `/policy-versions/{id}/${step}`,
+        surface: 'operator',
+        operationId: `${step}PolicyVersion`,
+        summary: `${step[0]!.toUpperCase()}${step.slice(1)} a policy version`,
+        description: `${VERSION_STEP_NOTE}${step === 'approve' ? ' The author cannot approve their own version (four eyes).' : ''}${step === 'activate' ? ' Every replica serves it within about RISKGATE_POLICY_VERSION_POLL_MS.' : ''}`,
+        params: versionIdParams,
+        responses: { 200: { description: 'The version after the step.', schema: 'PolicyVersion' } },
+        problems: {
+          ...VERSIONS_DATABASE,
+          ...AUDITED_CHANGE,
+          [ErrorCode.NOT_FOUND]: 'No such version.',
+          [ErrorCode.POLICY_VERSION_CONFLICT]: 'The version is not in a state this step starts from.',
+          ...(step === 'approve' && {
+            [ErrorCode.POLICY_SELF_APPROVAL]: 'The approving admin is the version’s author.',
+          }),
+        },
+      }),
+    ] as const,
+);
+
+/** Every policy-version route, in the order the document lists them. */
+export const POLICY_VERSION_ROUTES = [
+  POLICY_VERSIONS_ROUTE,
+  CREATE_POLICY_VERSION_ROUTE,
+  POLICY_VERSION_ROUTE,
+  ...POLICY_VERSION_STEP_ROUTES.map(([, route]) => route),
+  REVERT_POLICY_VERSION_ROUTE,
+];
+
 export function policyVersionRoutes(o: {
   store: PolicyVersionStore;
   /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
@@ -116,54 +228,48 @@ export function policyVersionRoutes(o: {
   };
   return {
     surface: 'operator',
+    routes: POLICY_VERSION_ROUTES,
     mount(app, edge) {
       const admin = edge.requireRole('admin');
       const viewer = edge.requireRole('viewer');
-      app.get('/policy-versions', edge.operatorAuth, viewer, async (c) => {
-        const query = policyVersionListQuerySchema.safeParse(c.req.query());
-        if (!query.success) throw edge.inputError(query.error, 'The query');
-        const versions = await fromStore(store.list(query.data.limit, query.data.before));
+      POLICY_VERSIONS_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) => {
+        const query = POLICY_VERSIONS_ROUTE.queryOf(c);
+        const versions = await fromStore(store.list(query.limit, query.before));
         return c.json({ versions: versions.map((v) => policyVersionView(v, false)) });
       });
-      app.get('/policy-versions/:id', edge.operatorAuth, viewer, async (c) =>
-        c.json(policyVersionView(await get(c.req.param('id')), true)),
+      POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) =>
+        c.json(policyVersionView(await get(POLICY_VERSION_ROUTE.pathOf(c).id), true)),
       );
-      app.post(
-        '/policy-versions',
-        edge.operatorAuth,
-        admin,
-        edge.limitBody(MAX_POLICY_VERSION_BODY_BYTES + 4096),
-        async (c) => {
-          const body = await edge.readJsonBody(c, newPolicyVersionSchema);
-          // Kept only if it compiles: a draft nobody could activate is refused here, with why.
-          const compiled = compilePolicy('policy-version', body.yaml, compileOptions);
-          const errors = compiled.issues.filter((i) => i.severity === 'error');
-          if (compiled.policy === undefined || errors.length > 0) {
-            throw new InputError(`The policy does not compile: ${errors.map(formatIssue).join('; ')}`, [
-              { field: 'yaml', message: errors[0] === undefined ? 'invalid policy' : formatIssue(errors[0]) },
-            ]);
-          }
-          const active = await fromStore(store.active());
-          await edge.recordChange(c, {
-            action: 'policy.create',
-            target: compiled.policy.name,
-            detail: { revision: compiled.policy.revision, message: body.message },
-          });
-          const version = await fromStore(
-            store.create({
-              name: compiled.policy.name,
-              yaml: body.yaml,
-              author: operatorOf(c),
-              message: body.message,
-              parentId: active.version?.id ?? null,
-            }),
-          );
-          return c.json(policyVersionView(version, true), 201);
-        },
-      );
-      app.post('/policy-versions/:id/revert', edge.operatorAuth, admin, edge.limitBody(4096), async (c) => {
-        const target = await get(c.req.param('id'));
-        const body = await edge.readJsonBody(c, revertPolicyVersionSchema);
+      CREATE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
+        const body = await CREATE_POLICY_VERSION_ROUTE.bodyOf(c);
+        // Kept only if it compiles: a draft nobody could activate is refused here, with why.
+        const compiled = compilePolicy('policy-version', body.yaml, compileOptions);
+        const errors = compiled.issues.filter((i) => i.severity === 'error');
+        if (compiled.policy === undefined || errors.length > 0) {
+          throw new InputError(`The policy does not compile: ${errors.map(formatIssue).join('; ')}`, [
+            { field: 'yaml', message: errors[0] === undefined ? 'invalid policy' : formatIssue(errors[0]) },
+          ]);
+        }
+        const active = await fromStore(store.active());
+        await edge.recordChange(c, {
+          action: 'policy.create',
+          target: compiled.policy.name,
+          detail: { revision: compiled.policy.revision, message: body.message },
+        });
+        const version = await fromStore(
+          store.create({
+            name: compiled.policy.name,
+            yaml: body.yaml,
+            author: operatorOf(c),
+            message: body.message,
+            parentId: active.version?.id ?? null,
+          }),
+        );
+        return c.json(policyVersionView(version, true), 201);
+      });
+      REVERT_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
+        const target = await get(REVERT_POLICY_VERSION_ROUTE.pathOf(c).id);
+        const body = await REVERT_POLICY_VERSION_ROUTE.bodyOf(c);
         await edge.recordChange(c, {
           action: 'policy.revert',
           target: target.id,
@@ -172,12 +278,10 @@ export function policyVersionRoutes(o: {
         const version = await fromStore(store.revert(target.id, operatorOf(c), body.message));
         return c.json(policyVersionView(version, false), 201);
       });
-      for (const [step, action] of Object.entries(POLICY_VERSION_STEP_ACTIONS) as [
-        PolicyVersionStep,
-        AuditAction,
-      ][]) {
-        app.post(`/policy-versions/:id/${step}`, edge.operatorAuth, admin, async (c) => {
-          const target = await get(c.req.param('id'));
+      for (const [step, route] of POLICY_VERSION_STEP_ROUTES) {
+        const action: AuditAction = POLICY_VERSION_STEP_ACTIONS[step];
+        route.mount(app, edge.operatorAuth, admin, async (c) => {
+          const target = await get(route.pathOf(c).id);
           await edge.recordChange(c, { action, target: target.id, detail: { revision: target.revision } });
           const version = await fromStore(store.step(target.id, step, operatorOf(c)));
           return c.json(policyVersionView(version, false));

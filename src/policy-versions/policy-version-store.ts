@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { policyRevision } from '../policy/policy-compiler.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import {
   IMMUTABLE_MESSAGE,
   type PolicyRolloutStage,
@@ -88,8 +89,8 @@ export interface ServedPolicyVersions {
 export type RolloutRequest = { stage: 'shadow' } | { stage: 'percent'; percent: number };
 
 export interface PolicyVersionStoreOptions {
-  /** Epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /** Dates versions, steps and schedules (wall time). Default {@link systemClock}. */
+  clock?: Clock | undefined;
   /**
    * Lets a version's author approve it (a single operator's installation). Default false: an
    * approval needs an admin other than the author (four eyes).
@@ -135,7 +136,8 @@ export class PolicyVersionStore {
 
   constructor(database: RiskgateDatabase, options: PolicyVersionStoreOptions = {}) {
     this.#db = database.db.withTables<PolicyVersionTables>();
-    this.#now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.#now = () => clock.nowMs();
     this.#allowSelfApproval = options.allowSelfApproval ?? false;
   }
 

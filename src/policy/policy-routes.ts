@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AUDITED_CHANGE, declareRoute } from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import type { ReloadOutcome } from './policy-store.ts';
@@ -15,6 +16,52 @@ export const policyReloadSchema = z.object({
     .describe('Why the files were refused (also in `GET /policies` as `lastError`).'),
 });
 
+export const POLICIES_ROUTE = declareRoute({
+  method: 'get',
+  path: '/policies',
+  surface: 'operator',
+  operationId: 'policies',
+  summary: 'The active policy (and the shadow one)',
+  responses: {
+    200: {
+      description: 'Name, revision, when loaded, its files, reload counts, warnings, the last refused edit.',
+      schema: 'Policies',
+    },
+  },
+});
+
+export const POLICY_RELOAD_ROUTE = declareRoute({
+  method: 'post',
+  path: '/policies/reload',
+  surface: 'operator',
+  operationId: 'reloadPolicy',
+  summary: 'Load the policy files now (the admin role; audited)',
+  description:
+    'The watcher reloads on its own; this is for a change it cannot see. Recorded in the audit trail before the reload.',
+  responses: {
+    200: {
+      description:
+        'The outcome: the new revision, or why the files were refused (the last good policy stays live).',
+      schema: 'PolicyReload',
+    },
+  },
+  problems: AUDITED_CHANGE,
+});
+
+export const POLICY_STATS_ROUTE = declareRoute({
+  method: 'get',
+  path: '/policies/stats',
+  surface: 'operator',
+  operationId: 'policyStats',
+  summary: 'Rule hit counts on live traffic, per revision',
+  responses: {
+    200: {
+      description: 'Since start, the last few revisions of the active and the shadow policy.',
+      schema: 'RuleStats',
+    },
+  },
+});
+
 /**
  * `GET /policies` (the active policy's revision, path and reload errors, and the shadow's),
  * `GET /policies/stats` (rule hit counts): operator endpoints; `POST /policies/reload` (load the
@@ -27,17 +74,18 @@ export function policyRoutes(o: {
 }): RouteMount {
   return {
     surface: 'operator',
+    routes: [POLICIES_ROUTE, POLICY_RELOAD_ROUTE, POLICY_STATS_ROUTE],
     mount(app, edge) {
-      app.get('/policies', edge.operatorAuth, (c) =>
+      POLICIES_ROUTE.mount(app, edge.operatorAuth, (c) =>
         c.json({
           ...o.policies.status(),
           ...(o.shadowStatus !== undefined && { shadow: o.shadowStatus() }),
         }),
       );
-      app.get('/policies/stats', edge.operatorAuth, (c) =>
+      POLICY_STATS_ROUTE.mount(app, edge.operatorAuth, (c) =>
         c.json({ revisions: o.ruleStats?.snapshot() ?? [] }),
       );
-      app.post('/policies/reload', edge.operatorAuth, edge.requireRole('admin'), async (c) => {
+      POLICY_RELOAD_ROUTE.mount(app, edge.operatorAuth, edge.requireRole('admin'), async (c) => {
         await edge.recordChange(c, { action: 'policy.reload', target: o.policies.status().name });
         const outcome = await o.policies.reload();
         // Answered 200 either way: the audit trail must not call a failed reload done.

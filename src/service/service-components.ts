@@ -49,8 +49,8 @@ import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
 import { snoozeComponent } from '../snoozes/snooze-component.ts';
 import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
-import { systemClock } from '../timing/clock.ts';
 import { webhookDeliveryComponent, webhooksComponent } from '../webhooks/webhooks-component.ts';
+import { apiDocument } from './api-routes.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from './database-migrations.ts';
 import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
@@ -157,9 +157,7 @@ export async function startServices(
   const vendor = await l.start(vendorClientsComponent({ ...options, metrics: m, log, tracer }));
   const admission = await l.start(admissionComponent(config, options.clock));
   // The policy versions of the control database: served by every replica, moved by the API.
-  const versionStore = new PolicyVersionStore(database, {
-    now: () => (options.clock ?? systemClock).nowMs(),
-  });
+  const versionStore = new PolicyVersionStore(database, { clock: options.clock });
   const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
@@ -220,7 +218,7 @@ export async function startServices(
       health: () => l.health(),
       readiness: () => l.readiness(),
       extra: [
-        openApiRoute(version),
+        openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
         policyVersionRoutes({ store: versionStore, inputs: options.inputs }),

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
-import type { z } from 'zod';
+import { z } from 'zod';
+import {
+  AUDITED_CHANGE,
+  type CodeNotes,
+  declareRoute,
+  OPERATOR_KEY,
+  QUERY_RULE_NOTE,
+} from '../edge/route-declaration.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import { normaliseListValue } from '../lists/list-values.ts';
@@ -184,42 +191,103 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
   };
 }
 
+const SNOOZE_DATABASE: CodeNotes = {
+  [ErrorCode.DATABASE_UNAVAILABLE]:
+    'The snoozes database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
+};
+const SNOOZE_CHANGE_NOTE =
+  'An analyst’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database; every replica’s decisions see it within 2 s.';
+
+export const SNOOZES_ROUTE = declareRoute({
+  method: 'get',
+  path: '/snoozes',
+  surface: 'operator',
+  operationId: 'listSnoozes',
+  summary: 'Active rule snoozes, by rule or by entity, the ones ending soonest first',
+  query: snoozeQuerySchema,
+  responses: {
+    200: { description: 'The active snoozes; how current this process’s snapshot is.', schema: 'Snoozes' },
+  },
+  problems: { ...SNOOZE_DATABASE, [ErrorCode.INVALID_INPUT]: QUERY_RULE_NOTE },
+});
+
+export const CREATE_SNOOZE_ROUTE = declareRoute({
+  method: 'post',
+  path: '/snoozes',
+  surface: 'operator',
+  operationId: 'createSnooze',
+  summary: 'Snooze one rule for one account, user, unit or IP/CIDR until a time',
+  description: `${SNOOZE_CHANGE_NOTE} Decisions then treat the rule as not matched for that entity, and say so in \`explanation.snoozed\`.`,
+  body: {
+    schema: { component: 'CreateSnooze', schema: createSnoozeSchema },
+    maxBytes: MAX_SNOOZE_BODY_BYTES,
+    description: `JSON, at most ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+  },
+  responses: {
+    201: { description: 'The snooze as kept (an `ip` snooze as its network).', schema: 'Snooze' },
+  },
+  problems: {
+    ...SNOOZE_DATABASE,
+    ...AUDITED_CHANGE,
+    [ErrorCode.INVALID_INPUT]:
+      'A rule the active policy does not have, a value not of its entity, an `until` past or beyond RISKGATE_MAX_SNOOZE_DAYS, a missing reason; `field` names it.',
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+  },
+});
+
+export const END_SNOOZE_ROUTE = declareRoute({
+  method: 'delete',
+  path: '/snoozes/{id}',
+  surface: 'operator',
+  operationId: 'endSnooze',
+  summary: 'End a snooze early, with a reason (the rule is back for its entity)',
+  description: `${SNOOZE_CHANGE_NOTE} The reason comes as the \`reason\` query parameter or a JSON body; the snooze stays, ended, for the record.`,
+  params: z.object({ id: z.string().describe('The snooze’s id.') }),
+  query: endSnoozeQuerySchema,
+  body: {
+    schema: { component: 'EndSnooze', schema: endSnoozeBodySchema },
+    required: false,
+    maxBytes: MAX_SNOOZE_BODY_BYTES,
+  },
+  responses: { 200: { description: 'The snooze, ended.', schema: 'Snooze' } },
+  problems: {
+    ...SNOOZE_DATABASE,
+    ...AUDITED_CHANGE,
+    [ErrorCode.NOT_FOUND]: `No active snooze of this id. ${OPERATOR_KEY[ErrorCode.NOT_FOUND]}`,
+    [ErrorCode.INVALID_INPUT]: 'A missing or empty reason; `field` names it.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+  },
+});
+
 export function snoozeRoutes(deps: SnoozeRoutesDeps, operations = snoozeOperations(deps)): RouteMount {
   return {
     surface: 'operator',
+    routes: [SNOOZES_ROUTE, CREATE_SNOOZE_ROUTE, END_SNOOZE_ROUTE],
     mount(app, edge) {
       const analyst = edge.requireRole('analyst');
       const viewer = edge.requireRole('viewer');
-      app.get('/snoozes', edge.operatorAuth, viewer, async (c) => {
-        const query = snoozeQuerySchema.safeParse(c.req.query());
-        if (!query.success) throw edge.inputError(query.error, 'The query');
-        return c.json(await operations.list(query.data));
-      });
-      app.post('/snoozes', edge.operatorAuth, analyst, edge.limitBody(MAX_SNOOZE_BODY_BYTES), async (c) => {
-        const body = await edge.readJsonBody(c, createSnoozeSchema);
+      SNOOZES_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) =>
+        c.json(await operations.list(SNOOZES_ROUTE.queryOf(c))),
+      );
+      CREATE_SNOOZE_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
+        const body = await CREATE_SNOOZE_ROUTE.bodyOf(c);
         return c.json(await operations.create(c, edge, body), 201);
       });
-      app.delete(
-        '/snoozes/:id',
-        edge.operatorAuth,
-        analyst,
-        edge.limitBody(MAX_SNOOZE_BODY_BYTES),
-        async (c) => {
-          const reason = await endReason(c, edge);
-          return c.json(await operations.end(c, edge, c.req.param('id') ?? '', reason));
-        },
-      );
+      END_SNOOZE_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
+        const reason = await endReason(c);
+        return c.json(await operations.end(c, edge, END_SNOOZE_ROUTE.pathOf(c).id, reason));
+      });
     },
   };
 }
 
 /** An end's reason: the `reason` query parameter or a JSON body's (400 when neither has one). */
-async function endReason(c: Context, edge: RouteEdge): Promise<string> {
-  const query = endSnoozeQuerySchema.safeParse(c.req.query());
-  if (!query.success) throw edge.inputError(query.error, 'The query');
+async function endReason(c: Context): Promise<string> {
+  const query = END_SNOOZE_ROUTE.queryOf(c);
   const hasBody =
     (c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding') !== undefined;
-  const reason = hasBody ? (await edge.readJsonBody(c, endSnoozeBodySchema)).reason : query.data.reason;
+  const reason = hasBody ? (await END_SNOOZE_ROUTE.bodyOf(c)).reason : query.reason;
   if (reason === undefined) {
     throw new InputError('reason is required (the `reason` query parameter or a JSON body)', [
       { field: 'reason', message: 'is required' },
