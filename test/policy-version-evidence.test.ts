@@ -13,6 +13,7 @@ import {
 import { PolicyVersionStore } from '../src/policy-versions/policy-version-store.ts';
 import { EVIDENCE_IMMUTABLE_MESSAGE } from '../src/policy-versions/policy-version-tables.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { systemClock } from '../src/timing/clock.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type ReplayableDecision, storeReplayable } from './support/stored-decisions.ts';
 
@@ -97,7 +98,7 @@ async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
     policyPath: policies,
     decisions: () => decisions,
     batchSize: 3,
-    now: () => T0 + HOUR,
+    clock: { ...systemClock, nowMs: () => T0 + HOUR },
   });
   expect(evidence.check).toEqual({ ok: true, issues: [] });
   expect(evidence.tests).toEqual({
@@ -185,7 +186,10 @@ describe('policy version evidence on SQLite', () => {
       let nowMs = T0;
       const versions = new PolicyVersionStore(database);
       const v = await versions.create({ name: 'login', yaml: DRAFT, author: 'ana', message: 'm' });
-      const store = new PolicyEvidenceStore(database, { now: () => nowMs, staleAfterMs: 1000 });
+      const store = new PolicyEvidenceStore(database, {
+        clock: { ...systemClock, nowMs: () => nowMs },
+        staleAfterMs: 1000,
+      });
       await store.begin(v.id, { fromMs: T0 - HOUR, toMs: T0 }, 'ana');
       expect((await store.get(v.id))?.state).toBe('pending');
       nowMs += 1001;

@@ -9,6 +9,7 @@ import { runPolicyTestFile } from '../policy/policy-test-runner.ts';
 import type { CompiledPolicy, Verdict } from '../policy/policy-types.ts';
 import type { EvidenceWindow } from '../policy-versions/policy-version-evidence-store.ts';
 import { type ReplayChange, ReplayTally } from '../replay/replay-tally.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 
 /**
  * The evidence a reviewer approves a policy version with (issue 33, docs/policy-versions.md "The
@@ -87,8 +88,8 @@ export interface EvidenceOptions {
   timeLimitMs?: number;
   /** Rows per page, each followed by a turn of the event loop. Default 1000. */
   batchSize?: number;
-  /** Epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /** Dates the evidence (wall time). Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }
 
 /** The evidence of `yaml` over `window`. Never throws for a bad draft: that is evidence too. */
@@ -97,7 +98,7 @@ export async function computeEvidence(
   window: EvidenceWindow,
   o: EvidenceOptions = {},
 ): Promise<PolicyEvidence> {
-  const now = o.now ?? Date.now;
+  const clock = o.clock ?? systemClock;
   const compiled = compilePolicy('policy-version', yaml, o.compile ?? {});
   const issues = compiled.issues.map((i) => ({
     line: i.line,
@@ -121,7 +122,7 @@ export async function computeEvidence(
     if (o.decisions === undefined) evidence.backtestNote = 'the decision store is off: nothing to replay';
     else evidence.backtest = await backtest(compiled.policy, o.decisions(), window, o);
   }
-  evidence.computedAt = new Date(now()).toISOString();
+  evidence.computedAt = new Date(clock.nowMs()).toISOString();
   return evidence;
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { PolicyEvidenceState, PolicyVersionTables } from './policy-version-tables.ts';
 
 /**
@@ -61,8 +62,8 @@ function storedOf(row: Row): StoredEvidence {
 }
 
 export interface PolicyEvidenceStoreOptions {
-  /** Epoch milliseconds. Default `Date.now`. */
-  now?: () => number;
+  /** Dates requests and results (wall time). Default {@link systemClock}. */
+  clock?: Clock | undefined;
   /** A pending row older than this is closed as failed when read, milliseconds. Default 600,000. */
   staleAfterMs?: number;
 }
@@ -74,7 +75,8 @@ export class PolicyEvidenceStore {
 
   constructor(database: RiskgateDatabase, o: PolicyEvidenceStoreOptions = {}) {
     this.#db = database.db.withTables<PolicyVersionTables>();
-    this.#now = o.now ?? Date.now;
+    const clock = o.clock ?? systemClock;
+    this.#now = () => clock.nowMs();
     this.#staleAfterMs = o.staleAfterMs ?? 600_000;
   }
 

@@ -6,6 +6,7 @@ import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
+import type { StateDatabases } from '../database/state-databases.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
@@ -15,6 +16,7 @@ import {
   decisionStoreComponent,
   teeDecisionLog,
 } from '../decision-store/decision-store-component.ts';
+import type { DecisionTables } from '../decision-store/decision-tables.ts';
 import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
@@ -44,6 +46,11 @@ import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import { computeEvidence } from '../policy-evidence/policy-evidence.ts';
+import {
+  PolicyEvidenceRunner,
+  PolicyEvidenceStore,
+} from '../policy-versions/policy-version-evidence-store.ts';
 import { policyVersionRoutes } from '../policy-versions/policy-version-routes.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
@@ -221,7 +228,7 @@ export async function startServices(
         openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
-        policyVersionRoutes({ store: versionStore, inputs: options.inputs }),
+        policyVersionRoutesOf(ctx, { versionStore, database, state, decisionsEnabled: decisions.enabled }),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -323,6 +330,40 @@ async function startActionPath(
   const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   deps.events.attach(options.events ?? webhooks);
   return { lockouts, outbox };
+}
+
+/**
+ * The policy versions' operator API, with a proposal's evidence computed (src/policy-evidence/):
+ * the draft's check, the suites the policies directory ships for it, a backtest over the decision
+ * store when there is one.
+ */
+function policyVersionRoutesOf(
+  ctx: { options: StartRiskgateOptions; log: ServiceLog },
+  o: {
+    versionStore: PolicyVersionStore;
+    database: RiskgateDatabase;
+    state: StateDatabases;
+    decisionsEnabled: boolean;
+  },
+) {
+  const { options } = ctx;
+  const evidence = new PolicyEvidenceRunner({
+    store: new PolicyEvidenceStore(o.database, { clock: options.clock }),
+    compute: (yaml, window) =>
+      computeEvidence(yaml, window, {
+        compile: options.inputs === undefined ? undefined : { inputs: options.inputs },
+        policyPath: options.config.policyPath,
+        decisions: o.decisionsEnabled ? () => o.state.decisions.db.withTables<DecisionTables>() : undefined,
+        clock: options.clock,
+      }),
+    log: ctx.log,
+  });
+  return policyVersionRoutes({
+    store: o.versionStore,
+    inputs: options.inputs,
+    evidence,
+    clock: options.clock,
+  });
 }
 
 /**
