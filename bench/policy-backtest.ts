@@ -24,6 +24,7 @@ const args = parseArgs({
     file: { type: 'string' },
     runs: { type: 'string', default: '3' },
     batch: { type: 'string', default: '1000' },
+    slice: { type: 'string', default: '10' },
   },
 }).values;
 const count = Number(args.decisions);
@@ -79,7 +80,13 @@ for (let r = 0; r < Number(args.runs); r++) {
   const evidence = await computeEvidence(
     DRAFT,
     { fromMs: T0, toMs: T0 + 86_400_000 },
-    { decisions: () => db, batchSize: Number(args.batch), maxDecisions: 10_000_000, timeLimitMs: 3_600_000 },
+    {
+      decisions: () => db,
+      batchSize: Number(args.batch),
+      sliceMs: Number(args.slice),
+      maxDecisions: 10_000_000,
+      timeLimitMs: 3_600_000,
+    },
   );
   const seconds = (performance.now() - started) / 1000;
   loop.disable();
