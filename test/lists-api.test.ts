@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
@@ -96,6 +97,31 @@ describe('the runtime lists on SQLite', () => {
     expect(body.verdict).toBe('deny');
     expect((body.reasons as { id: string }[]).map((r) => r.id)).toContain('blocked-network');
     expect((await h.decide(login('203.0.114.9'))).body.verdict).not.toBe('deny');
+  });
+
+  it('counts and names a hand-edited entry it cannot read, never dropping it in silence', async () => {
+    const metric = async () =>
+      Number(/^riskgate_lists_unreadable_rows (\S+)$/m.exec(await (await h.ops('/metrics')).text())?.[1]);
+    expect(await metric()).toBe(0);
+    // What psql or sqlite3 could do: an `ip` entry whose value is no address, the version bumped.
+    await sql`insert into list_entry (list, value, kind, author, reason, created_ms, expires_ms)
+      values ('blockedNetworks', 'not-an-address', 'ip', 'dba', 'by hand', ${Date.now()}, ${null})`.execute(
+      database.db,
+    );
+    await sql`update list_version set version = version + 1 where id = 1`.execute(database.db);
+    await expect.poll(metric, { timeout: 10_000 }).toBe(1);
+    expect(h.serviceLog).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        unreadable: 1,
+        rows: ['blockedNetworks:not-an-address'],
+      }),
+    );
+    // Removed: the gauge and the log say so.
+    await sql`delete from list_entry where value = 'not-an-address'`.execute(database.db);
+    await sql`update list_version set version = version + 1 where id = 1`.execute(database.db);
+    await expect.poll(metric, { timeout: 10_000 }).toBe(0);
+    expect(h.serviceLog).toContainEqual(expect.objectContaining({ level: 'info', unreadable: 0 }));
   });
 
   it('lists the declared lists with their counts, and one list by page', async () => {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { type Harness, OPS_KEY } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, type RunningPostgres } from './support/postgres-server.ts';
+import { startTwoReplicasOnPostgres, type TwoReplicas } from './support/two-replicas.ts';
 
 /**
  * Issue 26's shared lists: two riskgates on one PostgreSQL (RISKGATE_DATABASE). A CIDR added to a
@@ -16,31 +17,17 @@ import { postgresAvailable, type RunningPostgres, startPostgres } from './suppor
 const login = (ip: string) => ({ ...demoRequest('alice', undefined), ip });
 
 describe.runIf(postgresAvailable())('runtime lists shared by two riskgates on PostgreSQL', () => {
+  let replicas: TwoReplicas;
   let pg: RunningPostgres;
   let one: Harness;
   let two: Harness;
 
   beforeAll(async () => {
-    pg = await startPostgres();
-    // Counters in each process, said so (the lists are what is shared here).
-    const env = {
-      RISKGATE_DATABASE: pg.url,
-      RISKGATE_FEATURE_STORE: 'memory',
-      RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}`,
-    };
-    one = await startHarness({ policy: { yaml: LIST_POLICY }, env });
-    two = await startHarness({
-      policy: { yaml: LIST_POLICY },
-      env,
-      sharedSandbox: one.sandbox,
-      riskgate: { lists: { staleAfterMs: 4000 } },
-    });
+    // Counters in each process (the lists are what is shared here).
+    replicas = await startTwoReplicasOnPostgres(LIST_POLICY, { riskgate: { lists: { staleAfterMs: 4000 } } });
+    ({ pg, one, two } = replicas);
   }, 60_000);
-  afterAll(async () => {
-    await two?.stop();
-    await one?.stop();
-    await pg?.stop();
-  });
+  afterAll(() => replicas?.stop());
 
   const ops = (h: Harness, method: string, path: string, body?: unknown) =>
     fetch(`${h.url}${path}`, {

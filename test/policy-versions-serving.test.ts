@@ -7,10 +7,11 @@ import { PolicyVersionStore } from '../src/policy-versions/policy-version-store.
 import { type PolicyVersionSync, rolloutBucket } from '../src/policy-versions/policy-version-sync.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { systemClock } from '../src/timing/clock.ts';
-import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import type { Harness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { createAnswerValidator, type OpenApiDocument } from './support/openapi-validator.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, type RunningPostgres } from './support/postgres-server.ts';
+import { startTwoReplicasOnPostgres, type TwoReplicas } from './support/two-replicas.ts';
 
 /**
  * Issue 33's serving: two riskgates on one PostgreSQL. A version activated in the control
@@ -70,6 +71,7 @@ interface PoliciesAnswer {
 }
 
 describe.runIf(postgresAvailable())('policy versions served by two riskgates on PostgreSQL', () => {
+  let replicas: TwoReplicas;
   let pg: RunningPostgres;
   let one: Harness;
   let two: Harness;
@@ -77,14 +79,8 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
   let store: PolicyVersionStore;
 
   beforeAll(async () => {
-    pg = await startPostgres();
-    const env = {
-      RISKGATE_DATABASE: pg.url,
-      RISKGATE_FEATURE_STORE: 'memory',
-      RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}`,
-    };
-    one = await startHarness({ policy: { yaml: FILE }, env });
-    two = await startHarness({ policy: { yaml: FILE }, env, sharedSandbox: one.sandbox });
+    replicas = await startTwoReplicasOnPostgres(FILE);
+    ({ pg, one, two } = replicas);
     // What the versions API does, on the shared database (the replicas only read it).
     // One PostgreSQL holds both kinds of state: open it with every migration riskgate ran.
     database = await openDatabase(
@@ -95,9 +91,7 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
   }, 60_000);
   afterAll(async () => {
     await database?.close();
-    await two?.stop();
-    await one?.stop();
-    await pg?.stop();
+    await replicas?.stop();
   });
 
   const violations = createAnswerValidator(

@@ -3,8 +3,9 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, type RunningPostgres } from './support/postgres-server.ts';
 import { SNOOZE_POLICY } from './support/snooze-policy.ts';
+import { startTwoReplicasOnPostgres, type TwoReplicas } from './support/two-replicas.ts';
 
 /**
  * Issue 34's rule snoozes over real HTTP: a snooze made through `POST /snoozes` stops one rule for
@@ -207,25 +208,16 @@ describe('rule snoozes on one riskgate', () => {
 });
 
 describe.runIf(postgresAvailable())('rule snoozes shared by two riskgates on PostgreSQL', () => {
+  let replicas: TwoReplicas;
   let pg: RunningPostgres;
   let one: Harness;
   let two: Harness;
 
   beforeAll(async () => {
-    pg = await startPostgres();
-    const env = {
-      RISKGATE_DATABASE: pg.url,
-      RISKGATE_FEATURE_STORE: 'memory',
-      RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}`,
-    };
-    one = await startHarness({ policy: { yaml: SNOOZE_POLICY }, env });
-    two = await startHarness({ policy: { yaml: SNOOZE_POLICY }, env, sharedSandbox: one.sandbox });
+    replicas = await startTwoReplicasOnPostgres(SNOOZE_POLICY);
+    ({ pg, one, two } = replicas);
   }, 60_000);
-  afterAll(async () => {
-    await two?.stop();
-    await one?.stop();
-    await pg?.stop();
-  });
+  afterAll(() => replicas?.stop());
 
   it('applies a snooze made on the first on the second within 2 s, and its early end too', async () => {
     expect((await two.decide(login('erin', { flagged: true }))).body.verdict).toBe('deny');

@@ -1,111 +1,30 @@
 import { readFile } from 'node:fs/promises';
-import { resolveSecretFiles } from '../config/riskgate-config.ts';
-import { parseOperatorKeyEntry } from '../operators/operator-keys.ts';
 import { parseTtl } from '../policy/policy-schema.ts';
+import {
+  callOperator,
+  type OperatorTarget,
+  type OperatorTargetOptions,
+  operatorTarget,
+} from './operator-client.ts';
 import type { CliIo } from './policy-commands.ts';
 
 /**
  * `riskgate lists show|add|remove|import`: the runtime lists of a running riskgate, through its
- * operator endpoints (so every change is checked, audited and shared exactly as from the API).
- * Where: `--url`, else 127.0.0.1 on RISKGATE_OPS_PORT (or RISKGATE_PORT, default 8080), as the
- * service reads them. Who: the key in `--key-file`, else the first RISKGATE_OPS_KEYS entry: its
- * operator is the one the audit trail names. Exit 0 ok, 1 when riskgate refused or did not answer,
- * 2 on a usage error.
+ * operator endpoints (src/cli/operator-client.ts: where, as whom), so every change is checked,
+ * audited and shared exactly as from the API. Exit 0 ok, 1 when riskgate refused or did not
+ * answer, 2 on a usage error.
  */
 
 export const LISTS_EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
 
-/** Each request's own timeout, milliseconds. */
-const REQUEST_TIMEOUT_MS = 10_000;
 /** Entries per import request (riskgate takes up to 5000). */
 const IMPORT_CHUNK = 1000;
 
-export interface ListsCommandOptions {
-  env: Readonly<Record<string, string | undefined>>;
-  url?: string | undefined;
-  keyFile?: string | undefined;
+export interface ListsCommandOptions extends OperatorTargetOptions {
   reason?: string | undefined;
   /** Seconds, or a duration: `90s`, `30m`, `24h`, `7d`. */
   ttl?: string | undefined;
   json: boolean;
-}
-
-interface Target {
-  url: string;
-  key: string;
-}
-
-type Answer = { ok: true; body: Record<string, unknown> } | { ok: false };
-
-async function targetOf(o: ListsCommandOptions, io: CliIo): Promise<Target | undefined> {
-  const port = o.env.RISKGATE_OPS_PORT?.trim() || o.env.RISKGATE_PORT?.trim() || '8080';
-  const url = (o.url ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
-  if (o.keyFile !== undefined) {
-    try {
-      return { url, key: (await readFile(o.keyFile, 'utf8')).trim() };
-    } catch (error) {
-      io.err(`riskgate: cannot read --key-file: ${(error as Error).message}`);
-      return undefined;
-    }
-  }
-  let env: Record<string, string | undefined>;
-  try {
-    env = resolveSecretFiles(o.env);
-  } catch (error) {
-    io.err(`riskgate: ${(error as Error).message}`);
-    return undefined;
-  }
-  const first = env.RISKGATE_OPS_KEYS?.split(',')[0]?.trim();
-  const entry = first ? parseOperatorKeyEntry(first) : undefined;
-  if (entry === undefined || typeof entry === 'string') {
-    io.err(
-      'riskgate: no operator key: pass --key-file <file> or set RISKGATE_OPS_KEYS as the service has it',
-    );
-    return undefined;
-  }
-  return { url, key: entry.key };
-}
-
-/** One call to riskgate; a refusal or a failure is printed (its problem detail), never the key. */
-async function call(
-  t: Target,
-  io: CliIo,
-  method: string,
-  path: string,
-  body?: { json: unknown } | { ndjson: string },
-): Promise<Answer> {
-  let res: Response;
-  try {
-    res = await fetch(`${t.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${t.key}`,
-        ...(body !== undefined && {
-          'content-type': 'json' in body ? 'application/json' : 'application/x-ndjson',
-        }),
-      },
-      ...(body !== undefined && { body: 'json' in body ? JSON.stringify(body.json) : body.ndjson }),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-  } catch (error) {
-    io.err(`riskgate: ${t.url} did not answer: ${(error as Error).message}`);
-    return { ok: false };
-  }
-  const text = await res.text();
-  let parsed: Record<string, unknown> = {};
-  try {
-    parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  } catch {
-    // not JSON: the status says enough
-  }
-  if (!res.ok) {
-    const field = typeof parsed.field === 'string' ? ` (${parsed.field})` : '';
-    io.err(
-      `riskgate: ${res.status} ${String(parsed.code ?? '')}: ${String(parsed.detail ?? text.slice(0, 200))}${field}`,
-    );
-    return { ok: false };
-  }
-  return { ok: true, body: parsed };
 }
 
 function ttlSecondsOf(ttl: string | undefined): number | undefined | 'bad' {
@@ -136,14 +55,14 @@ export async function listsCommand(
   if ((command === 'add' || command === 'remove') && o.reason === undefined) {
     return usage(io, `lists ${command} needs --reason (it goes to the audit trail)`);
   }
-  const t = await targetOf(o, io);
+  const t = await operatorTarget(o, io);
   if (t === undefined) return LISTS_EXIT.FAILED;
   const list = name === undefined ? '' : encodeURIComponent(name);
   switch (command) {
     case 'show':
       return name === undefined ? showLists(t, o, io) : showList(t, list, o, io);
     case 'add': {
-      const answer = await call(t, io, 'POST', `/lists/${list}/entries`, {
+      const answer = await callOperator(t, io, 'POST', `/lists/${list}/entries`, {
         json: { value: arg, reason: o.reason, ...(ttlSeconds !== undefined && { ttlSeconds }) },
       });
       if (answer.ok)
@@ -156,7 +75,7 @@ export async function listsCommand(
     }
     case 'remove': {
       const path = `/lists/${list}/entries/${encodeURIComponent(arg!)}`;
-      const answer = await call(t, io, 'DELETE', path, { json: { reason: o.reason } });
+      const answer = await callOperator(t, io, 'DELETE', path, { json: { reason: o.reason } });
       if (answer.ok)
         io.out(o.json ? JSON.stringify(answer.body) : `removed ${String(answer.body.value)} from ${name}`);
       return answer.ok ? LISTS_EXIT.OK : LISTS_EXIT.FAILED;
@@ -166,8 +85,8 @@ export async function listsCommand(
   }
 }
 
-async function showLists(t: Target, o: ListsCommandOptions, io: CliIo): Promise<number> {
-  const answer = await call(t, io, 'GET', '/lists');
+async function showLists(t: OperatorTarget, o: ListsCommandOptions, io: CliIo): Promise<number> {
+  const answer = await callOperator(t, io, 'GET', '/lists');
   if (!answer.ok) return LISTS_EXIT.FAILED;
   if (o.json) io.out(JSON.stringify(answer.body));
   else {
@@ -185,12 +104,12 @@ async function showLists(t: Target, o: ListsCommandOptions, io: CliIo): Promise<
   return LISTS_EXIT.OK;
 }
 
-async function showList(t: Target, list: string, o: ListsCommandOptions, io: CliIo): Promise<number> {
+async function showList(t: OperatorTarget, list: string, o: ListsCommandOptions, io: CliIo): Promise<number> {
   const items: Record<string, unknown>[] = [];
   let cursor: string | undefined;
   do {
     const query = `?limit=1000${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
-    const answer = await call(t, io, 'GET', `/lists/${list}${query}`);
+    const answer = await callOperator(t, io, 'GET', `/lists/${list}${query}`);
     if (!answer.ok) return LISTS_EXIT.FAILED;
     items.push(...(answer.body.items as Record<string, unknown>[]));
     cursor = answer.body.nextCursor as string | undefined;
@@ -211,7 +130,7 @@ async function showList(t: Target, list: string, o: ListsCommandOptions, io: Cli
  * "ttlSeconds": ...}`); blank lines and `#` comments skipped. Sent in chunks.
  */
 async function importFile(
-  t: Target,
+  t: OperatorTarget,
   list: string,
   file: string,
   o: ListsCommandOptions & { ttlSeconds: number | undefined },
@@ -236,7 +155,7 @@ async function importFile(
   let added = 0;
   for (let i = 0; i < lines.length; i += IMPORT_CHUNK) {
     const chunk = lines.slice(i, i + IMPORT_CHUNK).join('\n');
-    const answer = await call(t, io, 'POST', `/lists/${list}/import?${query}`, { ndjson: chunk });
+    const answer = await callOperator(t, io, 'POST', `/lists/${list}/import?${query}`, { ndjson: chunk });
     if (!answer.ok) {
       io.err(`riskgate: stopped at line ${i + 1} of the entries; ${added} added before`);
       return LISTS_EXIT.FAILED;

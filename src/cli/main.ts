@@ -3,6 +3,7 @@ import { riskgateVersion } from '../build-info/riskgate-version.ts';
 import { actionsCommand } from './actions-commands.ts';
 import { listsCommand } from './lists-commands.ts';
 import { type CliIo, EXIT, policyCheck, policySchema, policyTest } from './policy-commands.ts';
+import { POLICY_VERSION_COMMANDS, policyVersionCommand } from './policy-version-commands.ts';
 import { replayCommand } from './replay-command.ts';
 
 const USAGE = `usage: riskgate policy <command> [path] [options]
@@ -17,6 +18,16 @@ commands:
   test [path]     run the *.test.yaml suites beside the policies
                   exit 0 ok, 4 on a failing case, 3 when a suite or policy does not load (or is missing)
   schema [dir]    write policy.schema.json and policy-test.schema.json (default dir: policies)
+
+policy versions (a running riskgate's, through its operator API, where and as whom as for lists:
+  --url, --key-file, else the first RISKGATE_OPS_KEYS entry; docs/policy-versions.md)
+  push <file> -m <message>  a draft of the file's policy (it must compile)
+  propose|approve|reject|withdraw|activate <id>
+                            one step of the flow (approve: an admin other than the author)
+  revert <id> [-m <message>]  a new active version carrying earlier version <id>'s policy
+  versions                  the versions, newest first (--limit, --json)
+                  exit 0 ok, 1 when riskgate refused (its problem printed) or did not answer,
+                  3 when a pushed policy does not compile
 
 replay: logged decisions evaluated again with a candidate policy, from their recorded inputs
   (no vendor call; '-' reads standard input): verdict changes as a from→to matrix, score shift,
@@ -43,11 +54,12 @@ options:
   --json                 machine-readable output (check, test)
   --require-coverage     test: also fail (exit 4) on a coverage gap
   --status <status>      actions list: pending, delivered, dead or dropped
-  --limit <n>            actions list: at most n actions (default 100)
+  --limit <n>            actions list: at most n actions (default 100); policy versions: (default 50)
   --reason <text>        lists add, remove, import: why (the audit trail keeps it)
   --ttl <duration>       lists add, import: seconds, or 90s, 30m, 24h, 7d (default: the list's)
-  --url <url>            lists: riskgate's operator endpoints
-  --key-file <file>      lists: the operator key to act with
+  --url <url>            lists, policy versions: riskgate's operator endpoints
+  --key-file <file>      lists, policy versions: the operator key to act with
+  -m, --message <text>   policy push, revert: why (shown beside the version, audited)
   --policy <path>        replay: the candidate policy (file, or directory with one policy)
   --max-changed <n>      replay: verdict changes allowed before exit 4 (default 0)
   --stats                replay: rule hit counts and rates over the log
@@ -142,6 +154,21 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io,
     );
   }
+  if (group === 'policy' && command !== undefined && Object.hasOwn(POLICY_VERSION_COMMANDS, command)) {
+    return policyVersionCommand(
+      command,
+      positionals.slice(2),
+      {
+        env: process.env,
+        url: values.url,
+        keyFile: values['key-file'],
+        message: values.message,
+        limit: values.limit,
+        json: values.json ?? false,
+      },
+      io,
+    );
+  }
   if (group !== 'policy' || command === undefined || extra !== undefined) {
     io.err(USAGE);
     return EXIT.USAGE;
@@ -181,6 +208,7 @@ function parse(argv: string[]) {
       ttl: { type: 'string' },
       url: { type: 'string' },
       'key-file': { type: 'string' },
+      message: { type: 'string', short: 'm' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },

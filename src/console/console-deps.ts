@@ -7,6 +7,7 @@ import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { Operator } from '../operators/operator.ts';
 import type { OutboxControls } from '../outbox/actions-routes.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
+import type { PolicyVersionOperations } from '../policy-versions/policy-version-operations.ts';
 import type { SnoozeOperations } from '../snoozes/snooze-routes.ts';
 import type { SessionOptions } from './console-session.ts';
 
@@ -43,6 +44,8 @@ export interface ConsoleDeps {
   lockouts?: LockoutOperations | undefined;
   /** The rule snoozes' reads and changes (decision and rule pages), the same as `/snoozes`'s. */
   snoozes?: SnoozeOperations | undefined;
+  /** The policy versions' reads and changes (the Policies pages), the same as `/policy-versions`'s. */
+  policyVersions?: PolicyVersionOperations | undefined;
   outbox: OutboxControls;
   health: ConsoleHealth;
   /**

@@ -12,6 +12,7 @@ import { CSRF_FIELD } from './console-session.ts';
 export const NAV = [
   { key: 'decisions', href: '/console/decisions', label: 'Decisions' },
   { key: 'rules', href: '/console/rules', label: 'Rules' },
+  { key: 'policies', href: '/console/policies', label: 'Policies' },
   { key: 'lists', href: '/console/lists', label: 'Lists' },
   { key: 'lockouts', href: '/console/lockouts', label: 'Lock-outs' },
   { key: 'actions', href: '/console/actions', label: 'Actions' },

@@ -23,6 +23,7 @@ import { chartFrame, DecisionsView, decisionFilterOf, decisionsQuerySchema } fro
 import { mountLists } from './lists-page.tsx';
 import { mountLockouts } from './lockouts-page.tsx';
 import { ACTION_TABS, ActionsView, AuditView, HealthView } from './other-pages.tsx';
+import { mountPolicies } from './policies-page.tsx';
 import { RulesView } from './rules-page.tsx';
 import { mountSnoozes } from './snoozes-page.tsx';
 
@@ -310,6 +311,7 @@ export function consoleComponent(deps: ConsoleDeps): Component<void> {
           mountLists(ui, kit);
           mountLockouts(ui, kit);
           mountSnoozes(ui, kit);
+          mountPolicies(ui, kit);
           mountViews(ui, kit);
         }),
       ],

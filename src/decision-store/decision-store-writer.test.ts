@@ -115,6 +115,32 @@ describe('the decision store writer', () => {
     expect(changes).toEqual(['a batch write took longer than 500 ms', undefined]);
   });
 
+  it('says so again when the cause changes while writes fail, not again for the same cause', async () => {
+    const sink = fakeSink();
+    const changes: (string | undefined)[] = [];
+    const writer = new DecisionStoreWriter({
+      sink,
+      writeTimeoutMs: 500,
+      backoff: { initialMs: 100, maxMs: 200 },
+      onWritingChange: (e) => changes.push(e),
+    });
+    sink.set('hang');
+    writer.push(decision(1));
+    await vi.advanceTimersByTimeAsync(100 + 500);
+    expect(changes).toEqual(['a batch write took longer than 500 ms']);
+    sink.set('fail');
+    sink.release();
+    await vi.advanceTimersByTimeAsync(2000);
+    // Several failed attempts of the new cause: told once, secret-free.
+    expect(changes).toHaveLength(2);
+    expect(changes[1]).toMatch(/ECONNREFUSED/);
+    expect(changes[1]).not.toMatch(/secret/);
+    sink.set('ok');
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(changes.at(-1)).toBeUndefined();
+    expect(writer.status()).toMatchObject({ writing: true, pending: 0, written: 1 });
+  });
+
   it('on close, writes what waits within the deadline, then counts the rest dropped', async () => {
     const sink = fakeSink();
     const writer = new DecisionStoreWriter({ sink, intervalMs: 100 });

@@ -36,7 +36,10 @@ export interface DecisionStoreWriterOptions {
   retention?: Retention;
   /** How often retention runs, milliseconds. Default 60 000. */
   pruneEveryMs?: number;
-  /** Told when writes start failing (with the reason) and when they succeed again (undefined). */
+  /**
+   * Told when writes start failing (with the reason), when the reason changes while they fail, and
+   * when they succeed again (undefined).
+   */
   onWritingChange?: (error: string | undefined) => void;
   /** Told of every failed write's error (a damaged file is set aside by whoever owns it). */
   onWriteError?: (error: unknown) => void;
@@ -208,7 +211,9 @@ export class DecisionStoreWriter {
       this.#o.onWriteError?.(error);
       this.#failures++;
       const text = safeErrorText(error);
-      if (this.#writing) this.#o.onWritingChange?.(text);
+      // Told when writes start failing, and again when the cause changes while they fail (a
+      // stalled store that then fills its disk): the log says what is wrong now, not only first.
+      if (this.#writing || text !== this.#lastError) this.#o.onWritingChange?.(text);
       this.#writing = false;
       this.#lastError = text;
       const backoff = this.#o.backoff ?? { initialMs: 100, maxMs: 5000 };

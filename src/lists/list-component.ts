@@ -89,6 +89,11 @@ export function listComponent(o: {
             "How long ago this process's runtime list snapshot was last confirmed current (stale past 10 s: rules reading lists see them unavailable)",
             () => sync.ageMs() / 1000,
           );
+          registry.observeGauge(
+            'riskgate_lists_unreadable_rows',
+            'Runtime list entries left out of the snapshot because their stored value cannot be read (hand-edited rows): they do not apply',
+            () => sync.unreadableRows(),
+          );
           registry.observeCounter(
             'riskgate_lists_refresh_failures_total',
             'Refreshes of the runtime list snapshot that failed (the database did not answer)',

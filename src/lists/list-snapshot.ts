@@ -106,17 +106,20 @@ class ListIndex {
   readonly exact = new Map<string, number>();
   readonly networks = new Networks();
 
-  add(e: SnapshotEntry): void {
+  /** Adds `e`; false when its value cannot be used (an `ip` row that is not an address or CIDR). */
+  add(e: SnapshotEntry): boolean {
     const expiresMs = e.expiresMs ?? Number.POSITIVE_INFINITY;
     if (e.kind !== 'ip') {
       this.exact.set(e.value, Math.max(expiresMs, this.exact.get(e.value) ?? 0));
-      return;
+      return true;
     }
     const cidr = parseCidr(
       e.value.includes('/') ? e.value : `${e.value}/${e.value.includes(':') ? 128 : 32}`,
     );
-    if (cidr === null) return; // stored canonical: only a hand-edited row gets here
+    // Stored canonical: only a hand-edited row gets here. Counted, never silently gone.
+    if (cidr === null) return false;
     this.networks.add(cidr.words, cidr.bits, expiresMs);
+    return true;
   }
 
   contains(value: string, nowMs: number): boolean {
@@ -136,15 +139,20 @@ class ListIndex {
 export class ListSnapshot implements ListLookup {
   readonly #lists = new Map<string, ListIndex>();
 
+  /** Rows that could not be used (`<list>:<value>`): see `PolledSnapshot`'s unreadable rows. */
+  readonly unreadable: readonly string[];
+
   constructor(entries: Iterable<SnapshotEntry>) {
+    const unreadable: string[] = [];
     for (const e of entries) {
       let index = this.#lists.get(e.list);
       if (index === undefined) {
         index = new ListIndex();
         this.#lists.set(e.list, index);
       }
-      index.add(e);
+      if (!index.add(e)) unreadable.push(`${e.list}:${e.value.slice(0, 64)}`);
     }
+    this.unreadable = unreadable;
   }
 
   contains(name: string, value: string, nowMs: number): boolean {

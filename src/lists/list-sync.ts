@@ -45,7 +45,8 @@ export interface ListReader {
 }
 
 /** What a kind of polled snapshot is: how it is built, what its staleness is called. */
-export interface PolledSnapshotKind<E, S> {
+export interface PolledSnapshotKind<E, S extends { readonly unreadable: readonly string[] }> {
+  /** The snapshot of `entries`, with the rows it could not use named in its `unreadable`. */
   build(entries: E[]): S;
   /** The code of a stale snapshot's unavailability. */
   code: ErrorCode;
@@ -59,7 +60,7 @@ export interface PolledSnapshotKind<E, S> {
  * A snapshot of control-state rows kept in memory and polled (the lists here; the rule snoozes,
  * src/snoozes/, the same way): see the comment at the top of this file.
  */
-export class PolledSnapshot<E, S> {
+export class PolledSnapshot<E, S extends { readonly unreadable: readonly string[] }> {
   readonly #o: Required<Omit<ListSyncOptions, 'log' | 'store'>> &
     Pick<ListSyncOptions, 'log'> & { store: SnapshotSource<E> };
   readonly #kind: PolledSnapshotKind<E, S>;
@@ -123,7 +124,9 @@ export class PolledSnapshot<E, S> {
       const version = await this.#o.store.version();
       if (force || version !== this.#version || this.#snapshot === undefined) {
         const loaded = await this.#o.store.loadActive(startedMs);
-        this.#snapshot = this.#kind.build(loaded.entries);
+        const built = this.#kind.build(loaded.entries);
+        this.#reportUnreadable(built.unreadable, this.#snapshot?.unreadable.length ?? 0);
+        this.#snapshot = built;
         this.#version = loaded.version;
         this.reloads++;
       }
@@ -163,6 +166,28 @@ export class PolledSnapshot<E, S> {
   }
 
   /** The snapshot itself (counts for the API); undefined before the first load. */
+  /**
+   * Rows of the current snapshot it could not use (a hand-edited value that is not one of its
+   * kind): left out of what decisions read, so a deny-list entry or a snooze of that row does not
+   * apply. A gauge of each kind and a warning whenever their number changes say so.
+   */
+  unreadableRows(): number {
+    return this.#snapshot?.unreadable.length ?? 0;
+  }
+
+  #reportUnreadable(unreadable: readonly string[], before: number): void {
+    if (unreadable.length === before) return;
+    this.#o.log?.({
+      level: unreadable.length > 0 ? 'warn' : 'info',
+      msg:
+        unreadable.length > 0
+          ? `${this.#kind.name} rows left out: their values cannot be read (fix or remove them)`
+          : `${this.#kind.name} rows all readable again`,
+      unreadable: unreadable.length,
+      rows: unreadable.slice(0, 10),
+    });
+  }
+
   snapshot(): S | undefined {
     return this.#snapshot;
   }

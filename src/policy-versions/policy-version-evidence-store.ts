@@ -158,6 +158,11 @@ export class PolicyEvidenceRunner {
     return this.#o.store;
   }
 
+  /** Version `versionId`'s evidence as kept (the console and the API read it so). */
+  get(versionId: string): Promise<StoredEvidence | undefined> {
+    return this.#o.store.get(versionId);
+  }
+
   /**
    * Writes the pending row (awaited: a proposal the database cannot record evidence for fails) and
    * starts the computation; false when the version has evidence already.

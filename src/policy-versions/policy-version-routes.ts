@@ -1,19 +1,15 @@
-import type { Context } from 'hono';
 import { z } from 'zod';
 import { AUDITED_CHANGE, type CodeNotes, declareRoute, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
-import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
-import type { AuditAction } from '../operators/audit-trail.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
-import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
-import { formatIssue } from '../policy/policy-loader.ts';
-import { storeAnswer } from '../store/store-unavailable.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
-import type {
-  EvidenceWindow,
-  PolicyEvidenceRunner,
-  StoredEvidence,
-} from './policy-version-evidence-store.ts';
+import type { EvidenceWindow } from './policy-version-evidence-store.ts';
+import {
+  POLICY_VERSION_STEP_ACTIONS,
+  type PolicyVersionOperations,
+  policyVersionOperations,
+} from './policy-version-operations.ts';
 import { mountRolloutRoutes, POLICY_ROLLOUT_ROUTES } from './policy-version-rollout-routes.ts';
 import type { PolicyVersion, PolicyVersionStep, PolicyVersionStore } from './policy-version-store.ts';
 import { POLICY_VERSION_STATES } from './policy-version-tables.ts';
@@ -124,15 +120,6 @@ export const policyVersionListQuerySchema = z
   })
   .strict();
 
-/** The steps an admin takes by `POST /policy-versions/{id}/{step}`, with their audit actions. */
-export const POLICY_VERSION_STEP_ACTIONS = {
-  propose: 'policy.propose',
-  approve: 'policy.approve',
-  reject: 'policy.reject',
-  withdraw: 'policy.withdraw',
-  activate: 'policy.activate',
-} as const satisfies Record<PolicyVersionStep, AuditAction>;
-
 /** A version as the API shows it. */
 export const policyVersionSchema = z
   .object({
@@ -176,15 +163,6 @@ export function policyVersionView(v: PolicyVersion, withYaml: boolean): z.output
     ...(withYaml && { yaml: v.yaml }),
   };
 }
-
-function operatorOf(c: Context): string {
-  const principal = c.get('principal');
-  return principal.operator?.name ?? principal.keyId;
-}
-
-/** `work`, a database failure answered 503 RG_ERR_DATABASE_UNAVAILABLE. */
-const fromStore = <T>(work: Promise<T>) =>
-  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The policy versions database');
 
 const VERSIONS_DATABASE: CodeNotes = {
   [ErrorCode.DATABASE_UNAVAILABLE]:
@@ -306,22 +284,16 @@ export const POLICY_VERSION_ROUTES = [
   ...POLICY_ROLLOUT_ROUTES,
 ];
 
-export function policyVersionRoutes(o: {
-  store: PolicyVersionStore;
-  /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
-  inputs?: InputTable | undefined;
-  /** Computes a proposal's evidence and keeps it; without it a proposal carries none. */
-  evidence?: PolicyEvidenceRunner | undefined;
-  /** Where a default backtest window ends (wall time). Default {@link systemClock}. */
-  clock?: Clock | undefined;
-}): RouteMount {
-  const { store } = o;
-  const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
-  const get = async (id: string) => {
-    const version = await fromStore(store.get(id));
-    if (version === undefined) throw new RiskgateError(ErrorCode.NOT_FOUND, `No policy version ${id}.`);
-    return version;
-  };
+export function policyVersionRoutes(
+  o: {
+    store: PolicyVersionStore;
+    /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
+    inputs?: InputTable | undefined;
+    /** Where a default backtest window ends (wall time). Default {@link systemClock}. */
+    clock?: Clock | undefined;
+  },
+  operations: PolicyVersionOperations = policyVersionOperations(o),
+): RouteMount {
   return {
     surface: 'operator',
     routes: POLICY_VERSION_ROUTES,
@@ -330,57 +302,26 @@ export function policyVersionRoutes(o: {
       const viewer = edge.requireRole('viewer');
       POLICY_VERSIONS_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) => {
         const query = POLICY_VERSIONS_ROUTE.queryOf(c);
-        const versions = await fromStore(store.list(query.limit, query.before));
+        const versions = await operations.list(query.limit, query.before);
         return c.json({ versions: versions.map((v) => policyVersionView(v, false)) });
       });
       POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) => {
-        const version = await get(POLICY_VERSION_ROUTE.pathOf(c).id);
-        const evidence: StoredEvidence | undefined =
-          o.evidence === undefined ? undefined : await fromStore(o.evidence.store.get(version.id));
+        const version = await operations.get(POLICY_VERSION_ROUTE.pathOf(c).id);
+        const evidence = await operations.evidence(version.id);
         return c.json({ ...policyVersionView(version, true), evidence: evidence ?? null });
       });
       CREATE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
         const body = await CREATE_POLICY_VERSION_ROUTE.bodyOf(c);
-        // Kept only if it compiles: a draft nobody could activate is refused here, with why.
-        const compiled = compilePolicy('policy-version', body.yaml, compileOptions);
-        const errors = compiled.issues.filter((i) => i.severity === 'error');
-        if (compiled.policy === undefined || errors.length > 0) {
-          throw new InputError(`The policy does not compile: ${errors.map(formatIssue).join('; ')}`, [
-            { field: 'yaml', message: errors[0] === undefined ? 'invalid policy' : formatIssue(errors[0]) },
-          ]);
-        }
-        const active = await fromStore(store.active());
-        await edge.recordChange(c, {
-          action: 'policy.create',
-          target: compiled.policy.name,
-          detail: { revision: compiled.policy.revision, message: body.message },
-        });
-        const version = await fromStore(
-          store.create({
-            name: compiled.policy.name,
-            yaml: body.yaml,
-            author: operatorOf(c),
-            message: body.message,
-            parentId: active.version?.id ?? null,
-          }),
-        );
-        return c.json(policyVersionView(version, true), 201);
+        return c.json(policyVersionView(await operations.create(c, edge, body), true), 201);
       });
       REVERT_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-        const target = await get(REVERT_POLICY_VERSION_ROUTE.pathOf(c).id);
+        const { id } = REVERT_POLICY_VERSION_ROUTE.pathOf(c);
         const body = await REVERT_POLICY_VERSION_ROUTE.bodyOf(c);
-        await edge.recordChange(c, {
-          action: 'policy.revert',
-          target: target.id,
-          detail: { message: body.message },
-        });
-        const version = await fromStore(store.revert(target.id, operatorOf(c), body.message));
-        return c.json(policyVersionView(version, false), 201);
+        return c.json(policyVersionView(await operations.revert(c, edge, id, body.message), false), 201);
       });
       for (const [step, route] of POLICY_VERSION_STEP_ROUTES) {
-        const action: AuditAction = POLICY_VERSION_STEP_ACTIONS[step];
         route.mount(app, edge.operatorAuth, admin, async (c) => {
-          const target = await get(route.pathOf(c).id);
+          const { id } = route.pathOf(c);
           // A proposal's body is optional (the backtest window); read before anything is recorded.
           const window =
             step === 'propose'
@@ -389,18 +330,13 @@ export function policyVersionRoutes(o: {
                   (o.clock ?? systemClock).nowMs(),
                 )
               : undefined;
-          await edge.recordChange(c, {
-            action,
-            target: target.id,
-            detail: { revision: target.revision, ...(window && { window }) },
-          });
-          const version = await fromStore(store.step(target.id, step, operatorOf(c)));
-          if (window !== undefined && o.evidence !== undefined)
-            await fromStore(o.evidence.request(version, window, operatorOf(c)));
-          return c.json(policyVersionView(version, false));
+          return c.json(policyVersionView(await operations.step(c, edge, id, step, window), false));
         });
       }
-      mountRolloutRoutes(app, edge, store, operatorOf);
+      mountRolloutRoutes(app, edge, o.store, (c) => {
+        const principal = c.get('principal');
+        return principal.operator?.name ?? principal.keyId;
+      });
     },
   };
 }

@@ -51,6 +51,10 @@ import {
   PolicyEvidenceRunner,
   PolicyEvidenceStore,
 } from '../policy-versions/policy-version-evidence-store.ts';
+import {
+  type PolicyVersionOperations,
+  policyVersionOperations,
+} from '../policy-versions/policy-version-operations.ts';
 import { policyVersionRoutes } from '../policy-versions/policy-version-routes.ts';
 import { PolicyVersionStore } from '../policy-versions/policy-version-store.ts';
 import { PolicyVersionSync } from '../policy-versions/policy-version-sync.ts';
@@ -165,6 +169,7 @@ export async function startServices(
   const admission = await l.start(admissionComponent(config, options.clock));
   // The policy versions of the control database: served by every replica, moved by the API.
   const versionStore = new PolicyVersionStore(database, { clock: options.clock });
+  const versionOperations = versionOperationsOf(ctx, { versionStore, database, state, decisions });
   const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
@@ -218,7 +223,7 @@ export async function startServices(
   const operations = { lists: lists.operations, lockouts: lockouts.operations, snoozes: snoozes.operations };
   l.checkInputs({ reads: readsInput(() => policies.store.current()), graceMs: config.readyGraceMs });
   const ruleIds = () => policies.store.current().ruleIds ?? [];
-  await l.start(consoleOf(l, ctx, { ...shown, ...operations, ruleIds }));
+  await l.start(consoleOf(l, ctx, { ...shown, ...operations, policyVersions: versionOperations, ruleIds }));
   const callbackKey = upstream.callbackSignatureKey;
   await l.start(
     probesComponent({
@@ -228,7 +233,7 @@ export async function startServices(
         openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
-        policyVersionRoutesOf(ctx, { versionStore, database, state, decisionsEnabled: decisions.enabled }),
+        policyVersionRoutes({ store: versionStore, ...options }, versionOperations),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -333,19 +338,19 @@ async function startActionPath(
 }
 
 /**
- * The policy versions' operator API, with a proposal's evidence computed (src/policy-evidence/):
- * the draft's check, the suites the policies directory ships for it, a backtest over the decision
- * store when there is one.
+ * The policy versions' operations (the API's and the console's), with a proposal's evidence
+ * computed (src/policy-evidence/): the draft's check, the suites the policies directory ships for
+ * it, a backtest over the decision store when there is one.
  */
-function policyVersionRoutesOf(
+function versionOperationsOf(
   ctx: { options: StartRiskgateOptions; log: ServiceLog },
   o: {
     versionStore: PolicyVersionStore;
     database: RiskgateDatabase;
     state: StateDatabases;
-    decisionsEnabled: boolean;
+    decisions: { enabled: boolean };
   },
-) {
+): PolicyVersionOperations {
   const { options } = ctx;
   const evidence = new PolicyEvidenceRunner({
     store: new PolicyEvidenceStore(o.database, { clock: options.clock }),
@@ -353,17 +358,12 @@ function policyVersionRoutesOf(
       computeEvidence(yaml, window, {
         compile: options.inputs === undefined ? undefined : { inputs: options.inputs },
         policyPath: options.config.policyPath,
-        decisions: o.decisionsEnabled ? () => o.state.decisions.db.withTables<DecisionTables>() : undefined,
+        decisions: o.decisions.enabled ? () => o.state.decisions.db.withTables<DecisionTables>() : undefined,
         clock: options.clock,
       }),
     log: ctx.log,
   });
-  return policyVersionRoutes({
-    store: o.versionStore,
-    inputs: options.inputs,
-    evidence,
-    clock: options.clock,
-  });
+  return policyVersionOperations({ store: o.versionStore, inputs: options.inputs, evidence });
 }
 
 /**
@@ -431,6 +431,7 @@ function consoleOf(
     lists: ListOperations;
     lockouts: LockoutOperations;
     snoozes: SnoozeOperations;
+    policyVersions: PolicyVersionOperations;
     ruleIds: () => readonly string[];
     settleOwnWrite: () => Promise<void>;
   },
@@ -446,6 +447,7 @@ function consoleOf(
     lists: s.lists,
     lockouts: s.lockouts,
     snoozes: s.snoozes,
+    policyVersions: s.policyVersions,
     outbox: { store: outbox.store, onDropped: (e) => outbox.reportFinal(e), onRetried: () => outbox.nudge() },
     health: {
       health: () => l.health(),

@@ -61,6 +61,11 @@ export function snoozeComponent(o: {
             "Rule snoozes in this process's snapshot",
             () => sync.snapshot()?.size ?? 0,
           );
+          registry.observeGauge(
+            'riskgate_snoozes_unreadable_rows',
+            'Rule snoozes left out of the snapshot because their stored value cannot be read (hand-edited rows): the rule fires',
+            () => sync.unreadableRows(),
+          );
           registry.observeCounter(
             'riskgate_snoozes_refresh_failures_total',
             'Refreshes of the rule snoozes that failed (the database did not answer)',

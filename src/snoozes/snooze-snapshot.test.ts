@@ -23,6 +23,16 @@ describe('the rule snoozes snapshot', () => {
     expect(snapshot.match('r1', req(), NOW + 2000)?.snoozeId).toBe('a2');
   });
 
+  it('names a row whose ip value it cannot read, and leaves it out (the rule fires)', () => {
+    const withBad = new SnoozeSnapshot([
+      { id: 'ok', ruleId: 'r1', entity: 'accountId', value: 'alice', untilMs: NOW + 1000 },
+      { id: 'bad', ruleId: 'r3', entity: 'ip', value: 'not-an-address', untilMs: NOW + 1000 },
+    ]);
+    expect(withBad.unreadable).toEqual(['bad']);
+    expect(withBad.size).toBe(1);
+    expect(snapshot.unreadable).toEqual([]);
+  });
+
   it('stops at its until, checked at lookup', () => {
     expect(snapshot.match('r1', req(), NOW + 5000)).toBeUndefined();
     expect(snapshot.match('r2', req({ userId: 'u-9' }), NOW + 999)?.snoozeId).toBe('u1');

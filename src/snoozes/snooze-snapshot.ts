@@ -33,7 +33,8 @@ class RuleSnoozes {
   readonly networks = new Map<number, Map<string, Held[]>>();
   lengths: number[] = [];
 
-  add(row: SnoozeRow): void {
+  /** Adds `row`; false when its value cannot be used (an `ip` snooze that is not an address or CIDR). */
+  add(row: SnoozeRow): boolean {
     const held: Held = {
       untilMs: row.untilMs,
       match: Object.freeze({
@@ -48,7 +49,8 @@ class RuleSnoozes {
       const cidr = parseCidr(
         row.value.includes('/') ? row.value : `${row.value}/${row.value.includes(':') ? 128 : 32}`,
       );
-      if (cidr === null) return; // stored canonical: only a hand-edited row gets here
+      // Stored canonical: only a hand-edited row gets here. Counted, never silently gone.
+      if (cidr === null) return false;
       let byKey = this.networks.get(cidr.bits);
       if (byKey === undefined) {
         byKey = new Map();
@@ -56,7 +58,7 @@ class RuleSnoozes {
         this.lengths = [...this.networks.keys()];
       }
       push(byKey, v6Key(cidr.words, cidr.bits), held);
-      return;
+      return true;
     }
     let byValue = this.exact.get(row.entity);
     if (byValue === undefined) {
@@ -64,6 +66,7 @@ class RuleSnoozes {
       this.exact.set(row.entity, byValue);
     }
     push(byValue, row.value, held);
+    return true;
   }
 
   match(request: PolicyRequest, nowMs: number): SnoozedRule | undefined {
@@ -106,19 +109,23 @@ export class SnoozeSnapshot implements SnoozeLookup {
   readonly #rules = new Map<string, RuleSnoozes>();
   /** Snoozes held (expired ones included until the next refresh). */
   readonly size: number;
+  /** Snooze ids whose rows could not be used: see `PolledSnapshot`'s unreadable rows. */
+  readonly unreadable: readonly string[];
 
   constructor(rows: Iterable<SnoozeRow>) {
     let size = 0;
+    const unreadable: string[] = [];
     for (const row of rows) {
       let rule = this.#rules.get(row.ruleId);
       if (rule === undefined) {
         rule = new RuleSnoozes();
         this.#rules.set(row.ruleId, rule);
       }
-      rule.add(row);
-      size++;
+      if (rule.add(row)) size++;
+      else unreadable.push(row.id);
     }
     this.size = size;
+    this.unreadable = unreadable;
   }
 
   match(ruleId: string, request: PolicyRequest, nowMs: number): SnoozedRule | undefined {

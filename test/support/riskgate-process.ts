@@ -162,14 +162,15 @@ export function startProcess(
       else if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
     port: async () => {
-      // The port it logs once listening, or -1 once it exited (or after 20 s) without.
+      // The port it logs once listening, or -1 once it exited (or after 45 s: a start on a starved
+      // machine, two workers forked and each compiling its policy, can take tens of seconds) without.
       const port = await eventually(
         () => {
           const m = /"msg":"riskgate listening","host":"[^"]*","port":(\d+)/.exec(stderr);
           if (m) return Number(m[1]);
           return child.exitCode !== null || child.signalCode !== null ? -1 : undefined;
         },
-        { timeoutMs: 20_000, what: 'riskgate listening' },
+        { timeoutMs: 45_000, what: 'riskgate listening' },
       ).catch(() => -1);
       if (port < 0) throw new Error(`riskgate did not start: ${stderr.slice(-2000)}`);
       return port;

@@ -1,0 +1,155 @@
+import type { Context } from 'hono';
+import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import type { RouteEdge } from '../lifecycle/component.ts';
+import type { AuditAction } from '../operators/audit-trail.ts';
+import type { InputTable } from '../policy/inputs/input-row.ts';
+import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
+import { formatIssue } from '../policy/policy-loader.ts';
+import { storeAnswer } from '../store/store-unavailable.ts';
+import { systemClock } from '../timing/clock.ts';
+import type { EvidenceWindow } from './policy-version-evidence-store.ts';
+import type {
+  PolicyVersion,
+  PolicyVersionStep,
+  PolicyVersionStore,
+  ServedPolicyVersions,
+} from './policy-version-store.ts';
+
+/**
+ * The policy versions' reads and changes, as the operator API (policy-version-routes.ts) and the
+ * console's Policies pages share them: one place where a draft is compiled before it is kept and
+ * where each change is written to the audit trail (`edge.recordChange`) before the store makes it.
+ * Four eyes and the state checks are the store's (RG_ERR_POLICY_SELF_APPROVAL,
+ * RG_ERR_POLICY_VERSION_CONFLICT); a database that does not answer is RG_ERR_DATABASE_UNAVAILABLE.
+ */
+
+/** The steps an admin takes by `POST /policy-versions/{id}/{step}`, with their audit actions. */
+export const POLICY_VERSION_STEP_ACTIONS = {
+  propose: 'policy.propose',
+  approve: 'policy.approve',
+  reject: 'policy.reject',
+  withdraw: 'policy.withdraw',
+  activate: 'policy.activate',
+} as const satisfies Record<PolicyVersionStep, AuditAction>;
+
+export interface PolicyVersionOperations {
+  /** Versions, newest first, before `before` (an id) when given. */
+  list(limit: number, before?: string): Promise<PolicyVersion[]>;
+  /** One version; RG_ERR_NOT_FOUND when there is none. */
+  get(id: string): Promise<PolicyVersion>;
+  /** The active, staged and scheduled versions, as the replicas read them. */
+  served(): Promise<ServedPolicyVersions>;
+  /**
+   * The evidence kept for version `id` (attached on proposal: its state, window and findings), as
+   * the evidence store holds it; undefined when there is none or no evidence store runs here.
+   */
+  evidence(id: string): Promise<unknown>;
+  /**
+   * A draft made by the operator of `c`: compiled first (RG_ERR_INVALID_INPUT, one `yaml` issue
+   * per error, when it does not compile: nothing is kept), audited, stored with the active version
+   * as its parent.
+   */
+  create(c: Context, edge: RouteEdge, input: { yaml: string; message: string }): Promise<PolicyVersion>;
+  /**
+   * One step of the promotion flow by the operator of `c`, audited first. A proposal with an
+   * evidence runner asks for its evidence over `window` (computed after the answer).
+   */
+  step(
+    c: Context,
+    edge: RouteEdge,
+    id: string,
+    step: PolicyVersionStep,
+    window?: EvidenceWindow,
+  ): Promise<PolicyVersion>;
+  /** A new active version carrying earlier version `id`'s YAML, by the operator of `c`, audited first. */
+  revert(c: Context, edge: RouteEdge, id: string, message: string): Promise<PolicyVersion>;
+}
+
+/** The last 24 hours: a proposal's backtest window when none is asked for (the console's). */
+function defaultWindow(): EvidenceWindow {
+  const nowMs = systemClock.nowMs();
+  return { fromMs: nowMs - 86_400_000, toMs: nowMs };
+}
+
+function operatorOf(c: Context): string {
+  const principal = c.get('principal');
+  return principal.operator?.name ?? principal.keyId;
+}
+
+/** `work`, a database failure answered 503 RG_ERR_DATABASE_UNAVAILABLE. */
+const fromStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The policy versions database');
+
+export function policyVersionOperations(o: {
+  store: PolicyVersionStore;
+  /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
+  inputs?: InputTable | undefined;
+  /** Where a version's evidence is kept (read by id). Default: none, no version shows evidence. */
+  evidence?:
+    | {
+        get(id: string): Promise<unknown>;
+        /** Starts the evidence of a proposed version (PolicyEvidenceRunner). */
+        request?(version: PolicyVersion, window: EvidenceWindow, by: string): Promise<boolean>;
+      }
+    | undefined;
+}): PolicyVersionOperations {
+  const { store } = o;
+  const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
+  const get = async (id: string) => {
+    const version = await fromStore(store.get(id));
+    if (version === undefined) throw new RiskgateError(ErrorCode.NOT_FOUND, `No policy version ${id}.`);
+    return version;
+  };
+  return {
+    list: (limit, before) => fromStore(store.list(limit, before)),
+    get,
+    served: () => fromStore(store.served()),
+    evidence: async (id) => (o.evidence === undefined ? undefined : fromStore(o.evidence.get(id))),
+    async create(c, edge, input) {
+      // Kept only if it compiles: a draft nobody could activate is refused here, with why.
+      const compiled = compilePolicy('policy-version', input.yaml, compileOptions);
+      const errors = compiled.issues.filter((i) => i.severity === 'error');
+      if (compiled.policy === undefined || errors.length > 0) {
+        const issues = errors.map((e) => ({ field: 'yaml', message: formatIssue(e) }));
+        throw new InputError(
+          `The policy does not compile: ${errors.map(formatIssue).join('; ')}`,
+          issues.length > 0 ? issues : [{ field: 'yaml', message: 'invalid policy' }],
+        );
+      }
+      const active = await fromStore(store.active());
+      await edge.recordChange(c, {
+        action: 'policy.create',
+        target: compiled.policy.name,
+        detail: { revision: compiled.policy.revision, message: input.message },
+      });
+      return fromStore(
+        store.create({
+          name: compiled.policy.name,
+          yaml: input.yaml,
+          author: operatorOf(c),
+          message: input.message,
+          parentId: active.version?.id ?? null,
+        }),
+      );
+    },
+    async step(c, edge, id, step, window) {
+      const target = await get(id);
+      const action: AuditAction = POLICY_VERSION_STEP_ACTIONS[step];
+      const asked = step === 'propose' ? (window ?? defaultWindow()) : undefined;
+      await edge.recordChange(c, {
+        action,
+        target: target.id,
+        detail: { revision: target.revision, ...(asked && { window: asked }) },
+      });
+      const moved = await fromStore(store.step(target.id, step, operatorOf(c)));
+      if (asked !== undefined && o.evidence?.request !== undefined)
+        await fromStore(o.evidence.request(moved, asked, operatorOf(c)));
+      return moved;
+    },
+    async revert(c, edge, id, message) {
+      const target = await get(id);
+      await edge.recordChange(c, { action: 'policy.revert', target: target.id, detail: { message } });
+      return fromStore(store.revert(target.id, operatorOf(c), message));
+    },
+  };
+}

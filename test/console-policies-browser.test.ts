@@ -1,0 +1,131 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Harness, startHarness } from './decide-harness.ts';
+
+/**
+ * Issue 33's Policies page in Debian's chromium at 390 px: an admin uploads a draft that adds a
+ * rule by typing it into the page's text area (a browser's CRLF lines included), sees it saved,
+ * its diff against the active version name the added rule and the changed verdict, proposes it,
+ * and is refused approving it herself with the reason on the page; neither page scrolls sideways,
+ * a long YAML line included. A second admin's approval makes it active.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const WIDTH = 390;
+const KEYS = { alice: 'alice-admin-key-0123456789', bob: 'bob-admin-key-0123456789abc' };
+
+const policy = (verdict: string, extra = '') => `apiVersion: riskgate/v1
+kind: Policy
+name: login
+thresholds: { challenge: 50, deny: 100 }
+rules:
+  - id: browser
+    description: every browser login, described at a length no phone shows on one line ${'and more '.repeat(20)}
+    when: request.platform == "browser"
+    verdict: ${verdict}
+${extra}`;
+
+const ADDED = `  - id: mallory-denied
+    description: the draft's new rule
+    when: request.accountId == "mallory"
+    verdict: deny
+`;
+
+let h: Harness;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+
+const overflow = () =>
+  page.evaluate(
+    'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+  ) as Promise<number>;
+
+async function api(who: keyof typeof KEYS, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${h.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${KEYS[who]}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+beforeAll(async () => {
+  h = await startHarness({
+    policy: { yaml: policy('challenge') },
+    env: { RISKGATE_OPS_KEYS: `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob}` },
+  });
+  // An active version to compare with, made through the API by both admins.
+  const first = await api('alice', 'POST', '/policy-versions', { yaml: policy('challenge'), message: 'v1' });
+  await api('alice', 'POST', `/policy-versions/${first.id}/propose`);
+  await api('bob', 'POST', `/policy-versions/${first.id}/approve`);
+  await api('bob', 'POST', `/policy-versions/${first.id}/activate`);
+  profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: WIDTH, height: 844 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+    ],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  await page.goto(`${h.url}/console/sign-in`);
+  await page.getByLabel('Operator key').fill(KEYS.alice);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL('**/console/decisions');
+}, 90_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await h?.stop();
+});
+
+describe('uploading a policy draft from the console', () => {
+  it('saves a draft that adds a rule, shows its diff, and refuses its author’s approval', async () => {
+    await page.getByRole('link', { name: 'Policies' }).click();
+    await page.waitForURL('**/console/policies');
+    expect(await page.textContent('#versions')).toContain('v1');
+    const form = page.getByRole('form', { name: 'Upload a draft' });
+    await form.getByLabel('Policy YAML').fill(policy('deny', ADDED));
+    await form.getByLabel('Message').fill('deny browsers, and mallory');
+    await form.getByRole('button', { name: 'Save the draft' }).click();
+    await page.waitForURL('**/console/policies/*?done=create');
+    const main = (await page.textContent('main')) ?? '';
+    expect(main).toContain('Draft saved.');
+    expect(main).toContain('1 rule(s) added, 0 removed, 1 changed, 0 unchanged.');
+    expect(await page.textContent('#diff')).toContain('mallory-denied');
+    const changed = page.getByRole('table', { name: 'Rule browser: changed fields' });
+    expect(await changed.locator('td.before').textContent()).toBe('challenge');
+    expect(await changed.locator('td.after').textContent()).toBe('deny');
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    const id = new URL(page.url()).pathname.split('/').at(-1)!;
+    // Stored as the file would hold it: the same revision as the text with LF lines.
+    expect((await api('bob', 'GET', `/policy-versions/${id}`)).yaml).toBe(policy('deny', ADDED));
+
+    await page.getByRole('button', { name: 'Propose for review' }).click();
+    await page.waitForURL('**?done=propose');
+    expect(await page.textContent('main')).toContain('an admin other than its author must approve it');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.waitForLoadState();
+    expect(await page.getByRole('alert').textContent()).toContain('alice wrote policy version');
+    expect(await overflow()).toBeLessThanOrEqual(0);
+
+    expect((await api('bob', 'POST', `/policy-versions/${id}/approve`)).state).toBe('approved');
+    await page.goto(`${h.url}/console/policies/${id}`);
+    await page.getByRole('button', { name: /^Activate/ }).click();
+    await page.waitForURL('**?done=activate');
+    expect(await page.textContent('main')).toContain('Activated: every replica serves it');
+  });
+});

@@ -1,0 +1,176 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../src/cli/main.ts';
+import { demoRequest } from '../src/dev/demo-requests.ts';
+import { type Harness, startHarness } from './decide-harness.ts';
+import { eventually } from './support/eventually.ts';
+
+/**
+ * Issue 33: `riskgate policy push|propose|approve|activate|versions|revert` against a real
+ * riskgate on port 0 (embedded database), through its operator API: a draft pushed from a file, a
+ * second admin's approval (the author's refused, exit 1 with the problem printed), activation
+ * served to logins, the list, a revert; a policy that does not compile exits 3 and keeps nothing;
+ * the key is never printed.
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const KEYS = { alice: 'alice-admin-key-0123456789', bob: 'bob-admin-key-0123456789abc' };
+const OPS_KEYS = `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob}`;
+
+const policy = (verdict: string) => `apiVersion: riskgate/v1
+kind: Policy
+name: login
+thresholds: { challenge: 50, deny: 100 }
+rules:
+  - id: browser
+    description: every browser login
+    when: request.platform == "browser"
+    verdict: ${verdict}
+`;
+
+let h: Harness;
+let dir: string;
+beforeAll(async () => {
+  h = await startHarness({
+    policy: { yaml: policy('challenge') },
+    env: { RISKGATE_OPS_KEYS: OPS_KEYS, RISKGATE_POLICY_VERSION_POLL_MS: '100' },
+  });
+  dir = mkdtempSync(join(tmpdir(), 'riskgate-versions-cli-'));
+  for (const who of ['alice', 'bob'] as const) writeFileSync(join(dir, who), `${KEYS[who]}\n`);
+}, 60_000);
+afterAll(() => h?.stop());
+
+/** The CLI in process, as `who` (their key in a file), against the harness. */
+async function cli(who: 'alice' | 'bob', ...args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli([...args, '--url', h.url, '--key-file', join(dir, who)], {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+  });
+  for (const key of Object.values(KEYS)) expect([...out, ...err].join('\n')).not.toContain(key);
+  return { code, out, err };
+}
+
+const verdict = async () => (await h.decide(demoRequest('alice', undefined))).body.verdict;
+
+/** Waits until the replica serves `versionId`. */
+const served = (versionId: string) =>
+  eventually(
+    async () => {
+      const res = await fetch(`${h.url}/policies`, { headers: { authorization: `Bearer ${KEYS.bob}` } });
+      const body = (await res.json()) as { version?: { active?: { versionId: string } } };
+      return body.version?.active?.versionId === versionId;
+    },
+    { what: `version ${versionId} served` },
+  );
+
+/** The version id at the start of a line the CLI printed (`draft <id> ...` or `<id>  <state> ...`). */
+const idIn = (line: string | undefined) => /\b([0-9a-f]{24})\b/.exec(line ?? '')?.[1];
+
+describe('riskgate policy push, propose, approve, activate, versions, revert', () => {
+  it('takes a pushed file through a second admin to every login, lists it and reverts', async () => {
+    const file = join(dir, 'login.yaml');
+    writeFileSync(file, policy('deny'));
+    const pushed = await cli('alice', 'policy', 'push', file, '-m', 'deny browsers');
+    expect(pushed.code).toBe(0);
+    expect(pushed.out[0]).toMatch(/^draft [0-9a-f]{24} \(login @ [0-9a-f]{16}\): deny browsers$/);
+    const id = idIn(pushed.out[0])!;
+
+    expect((await cli('alice', 'policy', 'propose', id)).out[0]).toMatch(new RegExp(`^${id}  proposed `));
+    const self = await cli('alice', 'policy', 'approve', id);
+    expect(self.code).toBe(1);
+    expect(self.err.join('\n')).toMatch(
+      /403 RG_ERR_POLICY_SELF_APPROVAL: .*an admin other than its author must approve it/,
+    );
+    expect((await cli('bob', 'policy', 'approve', id)).code).toBe(0);
+    const again = await cli('bob', 'policy', 'approve', id);
+    expect(again.code).toBe(1);
+    expect(again.err[0]).toMatch(/^riskgate: 409 RG_ERR_POLICY_VERSION_CONFLICT: /);
+    const activated = await cli('bob', 'policy', 'activate', id);
+    expect(activated.code).toBe(0);
+    expect(activated.out[0]).toMatch(new RegExp(`^${id}  active `));
+    await served(id);
+    expect(await verdict()).toBe('deny');
+
+    // A second version, active; then back to the first by a revert.
+    writeFileSync(file, policy('allow'));
+    const second = idIn((await cli('alice', 'policy', 'push', file, '-m', 'allow browsers')).out[0])!;
+    for (const [who, step] of [
+      ['alice', 'propose'],
+      ['bob', 'approve'],
+      ['alice', 'activate'],
+    ] as const)
+      expect((await cli(who, 'policy', step, second)).code).toBe(0);
+    await served(second);
+    expect(await verdict()).toBe('allow');
+
+    const listed = await cli('bob', 'policy', 'versions');
+    expect(listed.code).toBe(0);
+    expect(listed.out.map((l) => [idIn(l), l.split(/\s+/)[1]])).toEqual([
+      [second, 'active'],
+      [id, 'retired'],
+    ]);
+    expect(listed.out[1]).toContain('alice');
+    expect(listed.out[1]).toContain('deny browsers');
+
+    const reverted = await cli('bob', 'policy', 'revert', id, '-m', 'deny again');
+    expect(reverted.code).toBe(0);
+    expect(reverted.out[0]).toMatch(new RegExp(` active .* deny again \\(restores ${id}\\)$`));
+    await served(idIn(reverted.out[0])!);
+    expect(await verdict()).toBe('deny');
+    const json = await cli('bob', 'policy', 'versions', '--json', '--limit', '1');
+    expect(JSON.parse(json.out[0]!)).toMatchObject({
+      versions: [{ state: 'active', restoresId: id, author: 'bob' }],
+    });
+  });
+
+  it('exits 3 on a policy that does not compile, printing why, and keeps nothing', async () => {
+    const before = (await cli('bob', 'policy', 'versions')).out.length;
+    const file = join(dir, 'broken.yaml');
+    writeFileSync(file, policy('deny').replace('request.platform', 'request.noSuchField'));
+    const pushed = await cli('alice', 'policy', 'push', file, '-m', 'broken');
+    expect(pushed.code).toBe(3);
+    expect(pushed.err[0]).toMatch(
+      /^riskgate: 400 RG_ERR_INVALID_INPUT: The policy does not compile: .*noSuchField/,
+    );
+    expect((await cli('bob', 'policy', 'versions')).out).toHaveLength(before);
+  });
+
+  it('refuses a usage error with exit 2 and a riskgate that does not answer with exit 1', async () => {
+    expect((await cli('alice', 'policy', 'push', join(dir, 'login.yaml'))).code).toBe(2);
+    expect((await cli('alice', 'policy', 'approve')).code).toBe(2);
+    expect((await cli('alice', 'policy', 'versions', 'extra')).code).toBe(2);
+    expect((await cli('alice', 'policy', 'versions', '--limit', '0')).code).toBe(2);
+    expect((await cli('alice', 'policy', 'push', join(dir, 'missing.yaml'), '-m', 'x')).code).toBe(1);
+    const out: string[] = [];
+    const code = await runCli(
+      ['policy', 'versions', '--url', 'http://127.0.0.1:9', '--key-file', join(dir, 'alice')],
+      { out: (l) => out.push(l), err: (l) => out.push(l) },
+    );
+    expect(code).toBe(1);
+    expect(out.join('\n')).toMatch(/did not answer/);
+  });
+
+  it('acts as the first RISKGATE_OPS_KEYS entry from the real launcher, never printing the key', async () => {
+    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          [join(ROOT, 'bin', 'riskgate.js'), 'policy', 'versions', '--url', h.url],
+          { cwd: ROOT, timeout: 30_000, env: { ...process.env, RISKGATE_OPS_KEYS: OPS_KEYS } },
+          (error, stdout, stderr) =>
+            resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+        );
+      },
+    );
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/ active /);
+    for (const key of Object.values(KEYS)) expect(stdout + stderr).not.toContain(key);
+  }, 60_000);
+});
