@@ -10,13 +10,13 @@ import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
 import { createDecisionLog } from '../src/decision-log/decision-log.ts';
 import { createRedactor } from '../src/decision-log/log-redaction.ts';
-import { type DecisionSink, kyselySink, writeOps } from '../src/decision-store/decision-batch.ts';
+import { type DecisionSink, writeOps } from '../src/decision-store/decision-batch.ts';
 import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
 import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
 import { storeOpOf } from '../src/decision-store/decision-rows.ts';
+import { storeSink } from '../src/decision-store/decision-store-component.ts';
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
-import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { startPostgres } from '../test/support/postgres-server.ts';
 
@@ -366,10 +366,9 @@ async function hotRun(
     redact: createRedactor(rules, undefined),
   });
   const path = join(dir, 'hot.sqlite');
-  // SQLite (the default): written from the store's thread; PostgreSQL: through the pool, here.
+  // As shipped: SQLite (the default) and PostgreSQL each written from the store's thread.
   const database = await openDatabase(target ?? { kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
-  const sink =
-    target === undefined ? sqliteThreadSink(path) : kyselySink(database.db.withTables<DecisionTables>());
+  const sink = storeSink(database, target === undefined ? path : undefined);
   const writer = withStore ? new DecisionStoreWriter({ sink }) : undefined;
   const rnd = mulberry32(3);
   const total = Math.round(rate * seconds);
@@ -495,10 +494,10 @@ async function main(): Promise<void> {
                 ? { kind: 'sqlite', path: join(dir, `insert-${r}.sqlite`) }
                 : { kind: 'postgres', url: pg.url };
             const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
-            const sink =
-              engine === 'sqlite'
-                ? sqliteThreadSink(join(dir, `insert-${r}.sqlite`))
-                : kyselySink(database.db.withTables<DecisionTables>());
+            const sink = storeSink(
+              database,
+              engine === 'sqlite' ? join(dir, `insert-${r}.sqlite`) : undefined,
+            );
             perRun.push(await insertRate(engine, sink, records, lineBytes));
             await database.close();
           }

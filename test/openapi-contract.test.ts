@@ -6,13 +6,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AskUserStore } from '../src/ask-user/ask-user-store.ts';
+import { tokenCodec } from '../src/ask-user/ask-user-token.ts';
 import { riskgateVersion } from '../src/build-info/riskgate-version.ts';
 import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
+import { openDatabase } from '../src/database/database.ts';
+import { CONTROL_FILE } from '../src/database/state-files.ts';
 import type { DecisionLog } from '../src/decision-log/decision-log.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { declarationOf } from '../src/edge/route-declaration.ts';
 import { OPENAPI_FILE } from '../src/openapi/openapi-document.ts';
+import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
@@ -35,6 +40,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const committed = async () => JSON.parse(await readFile(join(ROOT, OPENAPI_FILE), 'utf8')) as OpenApiDocument;
 
 const SECOND_ADMIN_KEY = 'second-admin-key-0123456789';
+const ASK_USER_SECRET = 'the-contract-test-ask-user-secret-0123456789';
 let h: Harness;
 let doc: OpenApiDocument;
 let violations: (answer: Answer) => string[];
@@ -45,7 +51,11 @@ beforeAll(async () => {
   h = await startHarness({
     riskgate: { version: riskgateVersion() },
     // A second admin: a policy version is approved by someone other than its author.
-    env: { RISKGATE_OPS_KEYS: `${OPS_KEY},second:admin:${SECOND_ADMIN_KEY}` },
+    env: {
+      RISKGATE_OPS_KEYS: `${OPS_KEY},second:admin:${SECOND_ADMIN_KEY}`,
+      RISKGATE_ASK_USER_SECRET: ASK_USER_SECRET,
+      RISKGATE_ASK_USER_BASE_URL: 'https://risk.example.com',
+    },
   });
   doc = await committed();
   violations = createAnswerValidator(doc);
@@ -280,6 +290,39 @@ describe('real answers of every route conform to the document', () => {
     expect(
       (await call(h.url, 'POST', `/decisions/${id}/outcome`, { key: CALLER_KEY, body: big })).status,
     ).toBe(413);
+  });
+
+  it('GET and POST /ask-user/{token}: the question, the answer, and the refusals (HTML pages)', async () => {
+    // A link as a decision makes it: its row in the control database, its token from the same secret.
+    const database = await openDatabase(
+      { kind: 'sqlite', path: join(h.stateDir, CONTROL_FILE) },
+      { migrations: CONTROL_MIGRATIONS },
+    );
+    const { token, key } = tokenCodec(ASK_USER_SECRET).issue();
+    try {
+      await new AskUserStore(database).add({
+        tokenKey: key,
+        decisionId: randomUUID(),
+        accountId: 'alice',
+        userId: 'u-alice',
+        verdict: 'challenge',
+        onNo: [],
+        createdMs: Date.now(),
+        expiresMs: Date.now() + 60_000,
+        answeredMs: null,
+        answer: null,
+      });
+    } finally {
+      await database.close();
+    }
+    const form = (t: string, body: string) =>
+      call(h.url, 'POST', `/ask-user/${t}`, { body, contentType: 'application/x-www-form-urlencoded' });
+    expect((await call(h.url, 'GET', `/ask-user/${token}`)).status).toBe(200);
+    expect((await form(token, 'answer=maybe')).status).toBe(400);
+    expect((await form(token, 'answer=yes')).status).toBe(200);
+    expect((await form(token, 'answer=no')).status).toBe(409);
+    expect((await call(h.url, 'GET', '/ask-user/not-a-token')).status).toBe(404);
+    expect((await form('not-a-token', `answer=${'x'.repeat(300)}`)).status).toBe(413);
   });
 
   it('the probes', async () => {

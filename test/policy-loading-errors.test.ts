@@ -60,6 +60,28 @@ describe('policy loading errors carry file, line, column and a readable message'
     expect(e!.message).toBe('rules[0].actions[0]: unknown action "lockout"');
   });
 
+  it('takes only lock-outs as what a "was this you?" no does, and compiles the asking rules', () => {
+    const rule = '  - { id: a, description: d, when: "true", verdict: challenge, askUser: true }';
+    const [e] = errorsOf(
+      policy(rule, 'actions:\n  archive: { type: archive_device }\naskUser:\n  onNo: [archive, nothing]'),
+    );
+    expect(e!.message).toBe(
+      'askUser.onNo[0]: action "archive" is not a lock_out_user: a "no" only locks the user out',
+    );
+    expect(errorsOf(policy(rule, 'askUser:\n  onNo: [nothing]'))[0]!.message).toBe(
+      'askUser.onNo[0]: unknown action "nothing"',
+    );
+    const ok = compilePolicy(
+      'p.yaml',
+      policy(rule, 'actions:\n  lockOut: { type: lock_out_user, duration: 1h }\naskUser:\n  onNo: [lockOut]'),
+    );
+    expect(ok.issues).toEqual([]);
+    expect([...(ok.policy?.askUser?.ruleIds ?? [])]).toEqual(['a']);
+    expect(ok.policy?.askUser?.onNo).toMatchObject([
+      { type: 'lock_out_user', name: 'lockOut', source: 'askUser.onNo', durationMs: 3_600_000 },
+    ]);
+  });
+
   it('explains the accepted forms of a bad onUnavailable', () => {
     const text = policy(
       '  - { id: a, description: d, when: signals.newBrowser.known, score: 1 }',

@@ -273,13 +273,63 @@ function reportsOn(name: string, target: () => DatabaseTarget) {
     expect(report.agreement?.deny).toEqual({ allow: 0, challenge: 0, deny: 0 });
   });
 
+  it(`keeps each rule id as one series across the active policy's revisions (${name})`, async () => {
+    // rev-old also had a rule rev-a no longer has, fired on a decision labelled legit.
+    const gone = { id: 'd14', atMs: NOW - 2 * DAY, verdict: 'deny', revision: 'rev-old', rules: ['gone'] };
+    await seedDecisions(database, [...DECISIONS, { ...gone, verdict: 'deny' as const, label: 'legit' }]);
+    const reader = createRuleReport({
+      database,
+      policies: { store: { current: () => active } },
+      versions: async () => [
+        { id: 'v1', name: 'login', revision: 'rev-old', author: 'ana', message: 'first', state: 'retired' },
+      ],
+    });
+    const { active: a, history } = await reader.report(NOW);
+    expect(history.scope).toBe('all');
+    expect(history.revisions.map((m) => [m.revision, m.current, m.version?.id])).toEqual([
+      ['rev-a', true, undefined],
+      ['rev-old', false, 'v1'],
+    ]);
+    expect(history.revisions[1]).toMatchObject({
+      firstDecisionAt: new Date(NOW - 2 * DAY).toISOString(),
+      lastDecisionAt: new Date(NOW - HOUR).toISOString(),
+      decisions: { h1: 0, h24: 1, d7: 2 },
+    });
+    // The active revision's rules first (its order), then the removed one.
+    expect(history.rules.map((r) => [r.ruleId, r.status])).toEqual([
+      ...a.rules.map((r) => [r.ruleId, 'current']),
+      ['gone', 'removed'],
+    ]);
+    // new-browser: rev-a's counts plus d10 (rev-old, fraud) for it.
+    const inActive = a.rules.find((r) => r.ruleId === 'new-browser')!;
+    const across = history.rules.find((r) => r.ruleId === 'new-browser')!;
+    expect(across.labelled.truePositives).toBe(inActive.labelled.truePositives + 1);
+    expect(across.fires.d7).toBe(inActive.fires.d7 + 1);
+    expect(across.byRevision.map((b) => b.revision)).toEqual(['rev-a', 'rev-old']);
+    expect(history.rules.find((r) => r.ruleId === 'gone')).toMatchObject({
+      fires: { d7: 1 },
+      precision: 0,
+      labelled: { truePositives: 0, falsePositives: 1, falseNegatives: 1 },
+      byRevision: [{ revision: 'rev-old', fires: 1, truePositives: 0, falsePositives: 1, falseNegatives: 1 }],
+    });
+    // One earlier revision alone: the rules its rows name.
+    const one = (await reader.report(NOW, { revision: 'rev-old' })).history;
+    expect(one.scope).toBe('revision');
+    expect(one.revisions.map((m) => m.revision)).toEqual(['rev-old']);
+    expect(one.rules.map((r) => [r.ruleId, r.status])).toEqual([
+      ['gone', 'removed'],
+      ['new-browser', 'current'],
+      ['silent', 'current'],
+    ]);
+  });
+
   it(`leaves the shadow out while the shadow policy is not loaded (${name})`, async () => {
     await seedDecisions(database, DECISIONS);
     const report = await createRuleReport({
       database,
       policies: { store: { current: () => active }, shadow: { current: () => undefined } },
     }).report(NOW);
-    expect(Object.keys(report).sort()).toEqual(['active', 'generatedAt']);
+    expect(Object.keys(report).sort()).toEqual(['active', 'generatedAt', 'history']);
   });
 }
 

@@ -193,6 +193,7 @@ describe('a riskgate whose start fails', () => {
       'webhook delivery',
       'outbox',
       'webhooks',
+      'ask-user',
       'feedback',
       'console',
       'probes and routes',

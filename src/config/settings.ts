@@ -39,6 +39,7 @@ export const SETTING_GROUPS = {
   state: 'State and actions (the outbox)',
   webhooks: 'Signed webhooks (docs/webhooks.md)',
   feedback: 'Feedback (POST /feedback)',
+  askUser: '"Was this you?" links (docs/ask-user.md)',
   console: 'Console (/console on the operator surface)',
   policy: 'Policy',
   decisionLog: 'Decision log',
@@ -459,6 +460,49 @@ export const SETTINGS = defineSettings({
     doc: 'How long one delivery is retried before it is dead-lettered (also the longest one refused event holds the later events of its user or list); never past RISKGATE_OUTBOX_HORIZON_SECONDS',
     details:
       "how long one delivery is retried before it is dead-lettered for an operator (1 to 2592000; never past `RISKGATE_OUTBOX_HORIZON_SECONDS`). A receiver's events of one user or list go out in order, so this is also the longest one event the receiver refuses holds the later ones back; a receiver down for longer gets each event dead-lettered after it (`riskgate actions retry` sends them again)",
+  },
+  // --- "Was this you?"
+  RISKGATE_ASK_USER_SECRET: {
+    group: 'askUser',
+    fills: 'askUser.secret',
+    schema: optional(
+      z
+        .string()
+        .min(32, 'must be at least 32 characters')
+        .refine((k) => !/[\s#]/.test(k), NO_COMMENT),
+    ),
+    defaultText: 'unset: no link is made',
+    secret: true,
+    doc: 'Key (32+ characters) the "was this you?" links are signed with (HMAC-SHA256); unset: no link',
+    details:
+      'the key (32+ characters, its UTF-8 bytes) the ["was this you?"](docs/ask-user.md) links are signed with (HMAC-SHA256), the same on every replica; unset: a policy\'s `askUser` makes no link and the public page refuses every token. Changing it voids the links already sent',
+  },
+  RISKGATE_ASK_USER_BASE_URL: {
+    group: 'askUser',
+    fills: 'askUser.baseUrl',
+    schema: optional(httpUrl),
+    defaultText: 'required with `RISKGATE_ASK_USER_SECRET`',
+    doc: 'Public base URL of the caller surface the links point to (https://risk.example.com)',
+    details:
+      "the public base URL of the caller surface, as a user's browser reaches it: a link is `<base>/ask-user/<token>`. Required with `RISKGATE_ASK_USER_SECRET`",
+  },
+  RISKGATE_ASK_USER_TTL_MS: {
+    group: 'askUser',
+    fills: 'askUser.ttlMs',
+    ...num({ min: 60_000, max: 30 * 24 * 3600 * 1000, fallback: 24 * 3600 * 1000 }),
+    unit: 'milliseconds',
+    doc: 'How long a "was this you?" link can be answered',
+    details:
+      'how long a "was this you?" link can be answered (60000 to 2592000000, default a day); past it the page says the link expired and changes nothing',
+  },
+  RISKGATE_ASK_USER_RATE: {
+    group: 'askUser',
+    fills: 'askUser.ratePerSecond',
+    ...num({ min: 1, max: 10_000, fallback: 20 }),
+    unit: 'per second',
+    doc: 'Requests the public "was this you?" page serves (token bucket, per process, burst 5x)',
+    details:
+      "requests the unauthenticated `/ask-user/<token>` page serves a second in this process (a token bucket holding five seconds' worth); past it a 429 page with `Retry-After`",
   },
   // --- Feedback
   RISKGATE_FEEDBACK_RATE: {

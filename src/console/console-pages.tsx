@@ -1,6 +1,8 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { StoredDecision } from '../decision-store/decision-query.ts';
+import { RULE_REPORT_MAX_AGE_MS } from '../decision-store/rule-report-query.ts';
+import { ruleReportQuerySchema } from '../decision-store/rule-report-routes.ts';
 import type { Component } from '../lifecycle/component.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { changeAction } from '../outbox/actions-routes.ts';
@@ -256,8 +258,14 @@ function mountViews(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
   ui.get('/rules', async (c) => {
     if (deps.rules === undefined)
       return missing(kit, c, 'Rules', 'rules', 'The rule report is not running in this riskgate.');
-    const report = await deps.rules.report();
-    return kit.page(c, { title: 'Rules', current: 'rules', body: <RulesView report={report} /> });
+    const q = ruleReportQuerySchema.safeParse(c.req.query());
+    if (!q.success) throw kit.edge.inputError(q.error, 'The query');
+    const report = await deps.rules.report(undefined, q.data);
+    return kit.page(c, {
+      title: 'Rules',
+      current: 'rules',
+      body: <RulesView report={report} nowMs={Date.now()} maxAgeMs={RULE_REPORT_MAX_AGE_MS} />,
+    });
   });
   ui.get('/health', async (c) => {
     const [collected, outbox] = await Promise.all([

@@ -1,5 +1,12 @@
 import type { Verdict } from '../decision-store/decision-query.ts';
-import type { RevisionReport, RuleQuality, RuleReport } from '../decision-store/rule-report.ts';
+import type {
+  RevisionMarker,
+  RevisionReport,
+  RuleAcrossRevisions,
+  RuleHistory,
+  RuleQuality,
+  RuleReport,
+} from '../decision-store/rule-report.ts';
 import { Time, VerdictBadge } from './console-layout.tsx';
 
 /**
@@ -12,8 +19,11 @@ const percent = (rate: number) => `${(rate * 100).toFixed(rate > 0 && rate < 0.0
 const ratio = (value: number | undefined) => (value === undefined ? '—' : value.toFixed(2));
 const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
 
-/** 24 hourly counts as bars (inline SVG: attributes only, the CSP allows no inline style). */
-export function Sparkline(props: { hourly: readonly number[]; ruleId: string }) {
+/**
+ * 24 hourly counts as bars (inline SVG: attributes only, the CSP allows no inline style), with a
+ * tick above each hour in which a revision began deciding (`markers`: hour indexes, oldest 0).
+ */
+export function Sparkline(props: { hourly: readonly number[]; ruleId: string; markers?: readonly number[] }) {
   const max = Math.max(1, ...props.hourly);
   const w = 4;
   const h = 22;
@@ -30,6 +40,9 @@ export function Sparkline(props: { hourly: readonly number[]; ruleId: string }) 
         const bar = n === 0 ? 0 : Math.max(1, Math.round((n / max) * h));
         return <rect x={i * (w + 1)} y={h - bar} width={w} height={bar} />;
       })}
+      {(props.markers ?? []).map((i) => (
+        <line class="marker" x1={i * (w + 1)} x2={i * (w + 1)} y1={0} y2={h} stroke="currentColor" />
+      ))}
     </svg>
   );
 }
@@ -166,15 +179,129 @@ function Agreement(props: { agreement: NonNullable<RuleReport['agreement']> }) {
   );
 }
 
-export function RulesView(props: { report: RuleReport }) {
+const HOUR_MS = 3_600_000;
+const shortRevision = (revision: string) => revision.slice(0, 12);
+
+/** The hour indexes (0: 24 h ago) of the last 24 h in which a revision of `history` began deciding. */
+export function markerHours(history: RuleHistory, generatedAt: string): number[] {
+  const end = Date.parse(generatedAt);
+  return history.revisions.flatMap((m) => {
+    const hoursAgo = Math.floor((end - Date.parse(m.firstDecisionAt)) / HOUR_MS);
+    return hoursAgo >= 0 && hoursAgo < 24 ? [23 - hoursAgo] : [];
+  });
+}
+
+function MarkerRow(props: { m: RevisionMarker }) {
+  const { m } = props;
+  return (
+    <li>
+      <a href={`/console/rules?revision=${encodeURIComponent(m.revision)}`} class="mono">
+        {shortRevision(m.revision)}
+      </a>{' '}
+      {m.current && <span class="tag">active</span>} from <Time at={m.firstDecisionAt} /> to{' '}
+      <Time at={m.lastDecisionAt} />, {m.decisions.d7} decisions in 7 days
+      {m.version !== undefined && (
+        <span class="muted">
+          {' '}
+          (version {m.version.id} by {m.version.author}: {m.version.message})
+        </span>
+      )}
+    </li>
+  );
+}
+
+function HistoryRow(props: { r: RuleAcrossRevisions; markers: readonly number[] }) {
+  const { r } = props;
+  return (
+    <tr>
+      <th scope="row">
+        <a href={`/console/decisions?range=7d&rule=${encodeURIComponent(r.ruleId)}`}>{r.ruleId}</a>
+        {r.status === 'removed' && <span class="tag tag-warn">removed</span>}
+      </th>
+      <td class="num">{r.fires.d7}</td>
+      <td>
+        <Sparkline hourly={r.hourly} ruleId={r.ruleId} markers={props.markers} />
+      </td>
+      <td class="num">{ratio(r.precision)}</td>
+      <td class="num">{ratio(r.recall)}</td>
+      <td class="muted">
+        {r.byRevision.map((b) => (
+          <span class="mono">
+            {shortRevision(b.revision)}: {b.fires} fires, precision {ratio(b.precision)}{' '}
+          </span>
+        ))}
+      </td>
+    </tr>
+  );
+}
+
+/** Each rule by id across the active policy's revisions, with the revisions as markers. */
+function History(props: { history: RuleHistory; generatedAt: string }) {
+  const { history } = props;
+  const markers = markerHours(history, props.generatedAt);
+  return (
+    <section class="card" aria-labelledby="h-history">
+      <h2 id="h-history">
+        Across revisions: {history.name}
+        {history.scope === 'revision' && (
+          <>
+            {' '}
+            (one revision; <a href="/console/rules">all revisions</a>)
+          </>
+        )}
+      </h2>
+      <p class="muted">
+        A rule id is one series over the revisions below: labels given under an earlier revision count for it.
+        {history.omittedRevisions > 0 && ` ${history.omittedRevisions} older revisions left out.`}
+      </p>
+      <ol>
+        {history.revisions.map((m) => (
+          <MarkerRow m={m} />
+        ))}
+      </ol>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Rule</th>
+            <th scope="col" class="num">
+              Fires 7 d
+            </th>
+            <th scope="col">Last 24 h (| a revision began)</th>
+            <th scope="col" class="num">
+              Precision
+            </th>
+            <th scope="col" class="num">
+              Recall
+            </th>
+            <th scope="col">By revision</th>
+          </tr>
+        </thead>
+        <tbody>
+          {history.rules.map((r) => (
+            <HistoryRow r={r} markers={markers} />
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+/** How old the kept report is, in words: it is computed at most once per `maxAgeMs`. */
+export function reportAge(generatedAt: string, nowMs: number, maxAgeMs: number): string {
+  const seconds = Math.max(0, Math.round((nowMs - Date.parse(generatedAt)) / 1000));
+  return `Computed ${seconds} s ago (kept for up to ${Math.round(maxAgeMs / 1000)} s, then recomputed).`;
+}
+
+export function RulesView(props: { report: RuleReport; nowMs: number; maxAgeMs: number }) {
   const { report } = props;
   return (
     <>
       <h1>Rules</h1>
       <p class="muted">
-        As of <Time at={report.generatedAt} />. Precision and recall count labelled decisions of the last 7
-        days.
+        As of <Time at={report.generatedAt} />. {reportAge(report.generatedAt, props.nowMs, props.maxAgeMs)}{' '}
+        Precision and recall count labelled decisions of the last 7 days.
       </p>
+      <History history={report.history} generatedAt={report.generatedAt} />
       <Revision rev={report.active} />
       {report.shadow !== undefined && <Revision rev={report.shadow} />}
       {report.agreement !== undefined && <Agreement agreement={report.agreement} />}

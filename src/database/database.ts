@@ -6,6 +6,7 @@ import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
 import { type DatabaseGate, GatedDialect } from './gated-dialect.ts';
 import { openNodeSqlite } from './node-sqlite-database.ts';
+import { type PostgresConnection, pgClientConfig } from './postgres-connection.ts';
 import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
 import { ownerOnly } from './state-files.ts';
 
@@ -40,6 +41,12 @@ export interface RiskgateDatabase {
   // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema; features add theirs with withTables<T>().
   db: Kysely<{}>;
   engine: DatabaseEngine;
+  /**
+   * PostgreSQL: how its pool connects (URL and timeouts), for a connection of one's own on another
+   * thread (the decision store's writer: src/decision-store/pg-thread-sink.ts). Holds the URL,
+   * which may carry a password: never logged.
+   */
+  postgres?: PostgresConnection;
   /** Closes the pool or the file. */
   close(): Promise<void>;
 }
@@ -115,13 +122,14 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
   }
   // Loaded only when configured: the embedded default never loads the PostgreSQL client.
   const { default: pg } = await import('pg');
-  const timeoutMs = options.statementTimeoutMs ?? 5000;
+  const postgres: PostgresConnection = {
+    url: target.url,
+    statementTimeoutMs: options.statementTimeoutMs ?? 5000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+  };
   const pool = new pg.Pool({
-    connectionString: target.url,
+    ...pgClientConfig(postgres),
     max: options.poolSize ?? 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    statement_timeout: timeoutMs,
-    query_timeout: timeoutMs,
     idleTimeoutMillis: 30_000,
   });
   // An idle client's error (the server restarted) must not crash the process: the pool replaces it.
@@ -144,7 +152,7 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
       `RISKGATE_DATABASE: cannot reach PostgreSQL: ${(error as Error).message}`,
     );
   }
-  return { db, engine: 'postgres', close: () => db.destroy() };
+  return { db, engine: 'postgres', postgres, close: () => db.destroy() };
 }
 
 /** kysely's record of the migrations applied: a database without it was never riskgate's. */

@@ -54,7 +54,7 @@ export function afterDecision(
     };
   }
   deps.decisionLog.write(decisionLine(run, response, totalMs, shadow));
-  if (deps.events !== undefined) emitDecisionEvent(deps.events, run, response);
+  if (deps.events !== undefined) emitDecisionEvent(deps.events, run, response, deps.askUser);
   deps.metrics.recordDecision(response.verdict, response.degraded, totalMs);
   span?.end({ verdict: response.verdict, degraded: response.degraded, policyRevision: run.policy.revision });
 }

@@ -6,7 +6,7 @@ import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import type { DecisionTracing } from '../observability/tracing.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
-import type { PolicySource, SignalsPort } from './decide-ports.ts';
+import type { AskUserLinks, PolicySource, SignalsPort } from './decide-ports.ts';
 import type { RunDecisionDeps } from './run-decision.ts';
 
 /** What the /decide room is built from (src/decide/decide-route.ts): components, no behaviour. */
@@ -28,6 +28,8 @@ export interface DecideDeps {
   actions: ActionDispatcher;
   /** Where a deny or a challenge is told (signed webhooks, when configured); off the answer's path. */
   events?: EventSink | undefined;
+  /** Makes the "was this you?" links a policy asks for, carried by the decision's event (src/ask-user/). */
+  askUser?: AskUserLinks | undefined;
   /** Told the lock-outs each decision drove or withheld, after its answer (never waited for). */
   lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;

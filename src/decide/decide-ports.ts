@@ -1,6 +1,6 @@
 import type { AdminClient } from '../admin/admin-client.ts';
 import type { SignalFetcher } from '../policy/inputs/input-row.ts';
-import type { CompiledPolicy, PolicySignalName } from '../policy/policy-types.ts';
+import type { CompiledPolicy, PolicyAction, PolicySignalName } from '../policy/policy-types.ts';
 import type { SignalsClient } from '../signals/signals-client.ts';
 
 /**
@@ -33,4 +33,28 @@ export type AdminPort = Pick<
 /** The active policy; hot reload swaps what `current()` returns. */
 export interface PolicySource {
   current(): CompiledPolicy;
+}
+
+/* "Was this you?" (src/ask-user/, docs/ask-user.md): what a decision asks for, and what it gets. */
+
+/** What a link asks about: a challenged or denied login of a known user. */
+export interface AskUserQuestion {
+  decisionId: string;
+  accountId: string;
+  userId: string;
+  verdict: 'challenge' | 'deny';
+  /** The policy's `askUser.onNo` lock-outs, as they stand now. */
+  onNo: readonly PolicyAction[];
+}
+
+/** The link an event carries: where the user answers, and until when. */
+export interface AskUserLink {
+  url: string;
+  /** RFC 3339. */
+  expiresAt: string;
+}
+
+export interface AskUserLinks {
+  /** Stores the question and gives its link; rejects when the control database does not take it. */
+  ask(question: AskUserQuestion): Promise<AskUserLink>;
 }

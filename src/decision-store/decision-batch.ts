@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type SqlBool, sql } from 'kysely';
 import { outcomeLabelSql } from '../outcomes/outcome-labels.ts';
 import type { ActionRow, DecisionRow, LabelRow, OutcomeRow, RuleRow, StoreOp } from './decision-rows.ts';
 import type { DecisionTables } from './decision-tables.ts';
@@ -13,7 +13,7 @@ import type { DecisionTables } from './decision-tables.ts';
 
 export type DecisionDb = Kysely<DecisionTables>;
 
-/** Where the store writes: kysely in this thread, or a worker thread's connection (SQLite). */
+/** Where the store writes: a worker thread's connection (SQLite, PostgreSQL), or kysely in this thread. */
 export interface DecisionSink {
   /** Writes `ops` in one transaction. */
   write(ops: StoreOp[]): Promise<void>;
@@ -156,15 +156,20 @@ async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
 
 /**
  * The two updates that set the current label of the decisions `ids`, in order: the outcomes' label,
- * then the label. One definition for both paths: `writeOps` runs them, and the SQLite writer thread
- * compiles them once (src/decision-store/sqlite-batch-wire.ts).
+ * then the label. One definition for every path: `writeOps` runs them, and the writer threads
+ * compile them once (src/decision-store/sqlite-batch-wire.ts, pg-batch-wire.ts). `ids` is a list
+ * (`IN (...)`), or `{ array }`: one PostgreSQL array parameter (`= ANY($n::text[])`, a fixed text).
  */
-export function currentLabelQueries(db: DecisionDb, ids: readonly string[]) {
+export function currentLabelQueries(db: DecisionDb, ids: readonly string[] | { array: unknown }) {
+  const ofIds = (eb: ExpressionBuilder<DecisionTables, 'decision'>) =>
+    Array.isArray(ids)
+      ? eb('decision.decision_id', 'in', ids as readonly string[])
+      : sql<SqlBool>`decision.decision_id = any(${(ids as { array: unknown }).array}::text[])`;
   return [
     db
       .updateTable('decision')
       .set({ outcome_label: outcomeLabelSql() })
-      .where('decision.decision_id', 'in', ids)
+      .where(ofIds)
       .where((eb) =>
         eb.exists(
           eb
@@ -186,7 +191,7 @@ export function currentLabelQueries(db: DecisionDb, ids: readonly string[]) {
           eb.ref('decision.outcome_label'),
         ),
       }))
-      .where('decision.decision_id', 'in', ids)
+      .where(ofIds)
       .where((eb) =>
         eb.or([
           eb.exists(
@@ -253,7 +258,7 @@ async function overSize(db: DecisionDb, retention: Retention): Promise<string[]>
   return ids;
 }
 
-/** A sink writing through `db` in this thread (PostgreSQL's client is asynchronous). */
+/** A sink writing through `db` in this thread: a database handed over without its settings (tests). */
 export function kyselySink(db: DecisionDb): DecisionSink {
   return {
     write: (ops) => writeOps(db, ops),

@@ -76,7 +76,7 @@ export interface StoredActionOutcome {
 
 /** What the login backend reported of the login (`POST /decisions/{id}/outcome`). */
 export interface StoredOutcome {
-  type: 'step_up' | 'account_event';
+  type: 'step_up' | 'account_event' | 'ask_user';
   /** The step-up's result or the account event. */
   value: string;
   /** The id of the key that reported it. */

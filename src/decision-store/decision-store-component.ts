@@ -1,4 +1,5 @@
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import type { StateDatabases } from '../database/state-databases.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import {
@@ -14,6 +15,7 @@ import { keepRejects, type RejectTables } from './decision-rejects.ts';
 import { decisionRoutes } from './decision-routes.ts';
 import { DecisionStoreWriter, type DecisionStoreWriterOptions } from './decision-store-writer.ts';
 import type { DecisionTables } from './decision-tables.ts';
+import { pgThreadSink } from './pg-thread-sink.ts';
 import { sqliteThreadSink } from './sqlite-thread-sink.ts';
 
 /**
@@ -81,7 +83,7 @@ export function teeDecisionLog(log: DecisionLog, store: DecisionStore): Decision
 
 /**
  * The decision store as a component, over the open `database`: a writer (batched, bounded, retried;
- * on a SQLite file from a worker thread of its own) and the reader, `GET /decisions` on the operator
+ * from a worker thread of its own, on SQLite and PostgreSQL) and the reader, `GET /decisions` on the operator
  * surface, its state in `/healthz` and the metrics. Never a readiness check: decisions go on
  * whatever the store does. On stop, what is buffered is written within the deadline.
  */
@@ -106,7 +108,7 @@ export function decisionStoreComponent(o: {
       const { state } = o;
       const db = state.decisions.db.withTables<DecisionTables>();
       const path = state.decisionsFile;
-      const sink: DecisionSink = path === undefined ? kyselySink(db) : sqliteThreadSink(path);
+      const sink = storeSink(state.decisions, path);
       state.onDecisionsReopened(() => sink.restart?.());
       const writer = new DecisionStoreWriter({
         sink,
@@ -140,6 +142,16 @@ export function decisionStoreComponent(o: {
       };
     },
   };
+}
+
+/**
+ * What the store writes through, off the event loop: the SQLite `file` and PostgreSQL each from a
+ * thread of its own; a database handed over without its connection settings (tests), here.
+ */
+export function storeSink(decisions: RiskgateDatabase, file: string | undefined): DecisionSink {
+  const db = decisions.db.withTables<DecisionTables>();
+  if (file !== undefined) return sqliteThreadSink(file);
+  return decisions.postgres !== undefined ? pgThreadSink(decisions.postgres, db) : kyselySink(db);
 }
 
 function observeStore(metrics: MetricsRegistry, status: () => DecisionStoreStatus): void {

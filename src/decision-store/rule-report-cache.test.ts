@@ -10,7 +10,7 @@ describe('the cached rule report', () => {
   it('runs the queries once per period for every caller, again after it, never for an explicit now', async () => {
     vi.useFakeTimers();
     let calls = 0;
-    const cached = cachedRuleReport({ report: async () => report(++calls) }, 30_000);
+    const cached = cachedRuleReport({ report: async () => report(++calls) }, { maxAgeMs: 30_000 });
     const [a, b] = await Promise.all([cached.report(), cached.report()]);
     expect(a).toBe(b);
     expect(calls).toBe(1);
@@ -38,10 +38,27 @@ describe('the cached rule report', () => {
 
   it('recomputes on the next read after an invalidation (an operator’s own label)', async () => {
     let calls = 0;
-    const cached = cachedRuleReport({ report: async () => report(++calls) }, 30_000);
+    const cached = cachedRuleReport({ report: async () => report(++calls) }, { maxAgeMs: 30_000 });
     expect((await cached.report()).generatedAt).toBe('1');
     expect((await cached.report()).generatedAt).toBe('1');
     cached.invalidate();
     expect((await cached.report()).generatedAt).toBe('2');
+  });
+});
+
+describe('the cached rule report across revisions', () => {
+  it('keeps a report per active revision and per revision asked for', async () => {
+    let calls = 0;
+    let active = 'rev-1';
+    const cached = cachedRuleReport(
+      { report: async () => report(++calls) },
+      { maxAgeMs: 30_000, revision: () => active },
+    );
+    expect((await cached.report()).generatedAt).toBe('1');
+    expect((await cached.report(undefined, { revision: 'rev-0' })).generatedAt).toBe('2');
+    expect((await cached.report()).generatedAt).toBe('1');
+    // An activation: the previous revision's kept report is never served for the new one.
+    active = 'rev-2';
+    expect((await cached.report()).generatedAt).toBe('3');
   });
 });

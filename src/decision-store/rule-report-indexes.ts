@@ -34,4 +34,16 @@ export const ruleReportMigrations: FeatureMigrations = {
       }
     },
   },
+  // Issue 33, the rule history (src/decision-store/rule-history-query.ts): a policy name's
+  // revisions by a skip scan, each one's first and last decision by a seek.
+  'decisions-005-rule-history': {
+    async up(db) {
+      await db.schema
+        .createIndex('decision_name_revision_at')
+        .ifNotExists()
+        .on('decision')
+        .columns(['policy_name', 'policy_revision', 'at_ms'])
+        .execute();
+    },
+  },
 };

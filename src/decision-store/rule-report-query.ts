@@ -4,7 +4,15 @@ import { INTERNAL_ERROR } from '../policy/policy-evaluator.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 import type { Verdict } from './decision-query.ts';
 import type { DecisionTables } from './decision-tables.ts';
-import type { FireCounts, RevisionReport, RuleQuality, RuleReport, RuleReportReader } from './rule-report.ts';
+import { type KnownVersion, ruleHistory } from './rule-history-query.ts';
+import type {
+  FireCounts,
+  RevisionReport,
+  RuleQuality,
+  RuleReport,
+  RuleReportReader,
+  RuleReportScope,
+} from './rule-report.ts';
 
 /**
  * The rule report (src/decision-store/rule-report.ts) computed from the decision store's tables with
@@ -35,6 +43,11 @@ export interface RuleReportOptions {
     store: { current(): ReportedPolicy };
     shadow?: { current(): ReportedPolicy | undefined } | undefined;
   };
+  /**
+   * The policy versions of the control database, to name the revisions of the history (who made
+   * each, why). Unreadable: the history names none (the decision store alone is its source).
+   */
+  versions?: () => Promise<readonly KnownVersion[]>;
 }
 
 type Db = Kysely<DecisionTables>;
@@ -44,25 +57,36 @@ type PolicyKind = 'active' | 'shadow';
 export function createRuleReport(o: RuleReportOptions): RuleReportReader {
   const db = o.database.db.withTables<DecisionTables>();
   return {
-    async report(nowMs = Date.now()) {
+    async report(nowMs = Date.now(), scope: RuleReportScope = {}) {
       const active = o.policies.store.current();
       const shadow = o.policies.shadow?.current();
-      const [activeReport, shadowReport, agreement] = await Promise.all([
+      const [activeReport, shadowReport, agreement, versions] = await Promise.all([
         revisionReport(db, 'active', active, nowMs),
         shadow === undefined ? undefined : revisionReport(db, 'shadow', shadow, nowMs),
         shadow === undefined ? undefined : agreementMatrix(db, active.revision, shadow.revision, nowMs),
+        o.versions?.().catch(() => []) ?? [],
       ]);
+      const history = await ruleHistory({
+        db,
+        active,
+        activeReport,
+        nowMs,
+        scope,
+        versions,
+        reportOf: (revision) => revisionReport(db, 'active', { name: active.name, revision }, nowMs),
+      });
       return {
         generatedAt: new Date(nowMs).toISOString(),
         active: activeReport,
         ...(shadowReport !== undefined && { shadow: shadowReport }),
         ...(agreement !== undefined && { agreement }),
+        history,
       } satisfies RuleReport;
     },
   };
 }
 
-async function revisionReport(
+export async function revisionReport(
   db: Db,
   policy: PolicyKind,
   ref: ReportedPolicy,
@@ -70,7 +94,8 @@ async function revisionReport(
 ): Promise<RevisionReport> {
   const listed = ref.ruleIds ?? [];
   // A revision is its content: its rows name its rules, or the engine's internal-error pseudo-rule.
-  const ruleIds = [...listed, INTERNAL_ERROR];
+  // An earlier revision's rules are not known here: every rule its rows name.
+  const ruleIds = ref.ruleIds === undefined ? undefined : [...listed, INTERNAL_ERROR];
   const scope: Scope = { db, policy, revision: ref.revision, nowMs };
   const [decisions, fraud, week, hourly, labelled] = await Promise.all([
     decisionCounts(scope),
@@ -160,13 +185,13 @@ async function labelledFraud(s: Scope): Promise<number> {
  * Each rule's fires over 7 d: one range per rule of decision_rule_revision, grouped in index order
  * (naming the rules lets both engines seek each rule's range instead of sorting every row).
  */
-async function weekFires(s: Scope, ruleIds: readonly string[]): Promise<Map<string, number>> {
+async function weekFires(s: Scope, ruleIds: readonly string[] | undefined): Promise<Map<string, number>> {
   const rows = await s.db
     .selectFrom('decision_rule')
     .select((eb) => ['rule_id', eb.fn.countAll<number>().as('fires')])
     .where('policy_revision', '=', s.revision)
     .where('policy', '=', s.policy)
-    .where('rule_id', 'in', ruleIds)
+    .$if(ruleIds !== undefined, (q) => q.where('rule_id', 'in', ruleIds!))
     .where('at_ms', '>', s.nowMs - WINDOW_MS.d7)
     .where('at_ms', '<=', s.nowMs)
     .groupBy('rule_id')
@@ -175,7 +200,7 @@ async function weekFires(s: Scope, ruleIds: readonly string[]): Promise<Map<stri
 }
 
 /** Each rule's fires per hour over the last 24 h, oldest first (hours ago 0: the last hour). */
-async function hourlyFires(s: Scope, ruleIds: readonly string[]): Promise<Map<string, number[]>> {
+async function hourlyFires(s: Scope, ruleIds: readonly string[] | undefined): Promise<Map<string, number[]>> {
   const rows = await s.db
     .selectFrom('decision_rule')
     .select((eb) => [
@@ -188,7 +213,7 @@ async function hourlyFires(s: Scope, ruleIds: readonly string[]): Promise<Map<st
     ])
     .where('policy_revision', '=', s.revision)
     .where('policy', '=', s.policy)
-    .where('rule_id', 'in', ruleIds)
+    .$if(ruleIds !== undefined, (q) => q.where('rule_id', 'in', ruleIds!))
     .where('at_ms', '>', s.nowMs - WINDOW_MS.h24)
     .where('at_ms', '<=', s.nowMs)
     .groupBy(['rule_id', 'hours_ago'])
@@ -263,36 +288,56 @@ async function agreementMatrix(
 const rate = (part: number, whole: number) => (whole === 0 ? 0 : round(part / whole));
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
+/** How long a report is kept and shared (ms): what the Rules page says of its age. */
+export const RULE_REPORT_MAX_AGE_MS = 30_000;
+/** Scopes (revisions asked for) kept at once: an operator browsing earlier revisions. */
+const MAX_CACHED_SCOPES = 16;
+
 /**
- * `reader` with its report kept for `maxAgeMs` (default 30 000) and shared by concurrent callers:
- * on SQLite the report's queries take ~80 ms of CPU over 1,000,000 decisions (bench/RESULTS.md
- * "Issue 25: rule report"; on the database's thread, off the event loop, but holding the one
- * connection the other features query), so operators refreshing the Rules page must not run them
- * once each while the process is deciding logins. A report for an explicit `nowMs` (tests,
- * replays of a moment) is never cached. A revision change is seen at the next refresh.
+ * `reader` with each scope's report kept for `maxAgeMs` (`RuleReportCacheOptions`) and
+ * shared by concurrent callers: on SQLite the report's queries take ~80 ms of CPU per revision
+ * over 1,000,000 decisions (bench/RESULTS.md "Issue 25: rule report"; on the database's thread,
+ * off the event loop, but holding the one connection the other features query), so operators
+ * refreshing the Rules page must not run them once each while the process is deciding logins. At
+ * most `MAX_CACHED_SCOPES` scopes are kept (the oldest forgotten first). A report for an explicit
+ * `nowMs` (tests, replays of a moment) is never cached. Kept per active revision (with
+ * `options.revision`): after an activation the next read computes the new revision's report.
  */
+export interface RuleReportCacheOptions {
+  /** How long a report is kept (ms). Default `RULE_REPORT_MAX_AGE_MS` (30 000). */
+  maxAgeMs?: number;
+  /** The active revision: a report of another is never served (an activation shows at once). */
+  revision?: () => string;
+}
+
 export function cachedRuleReport(
   reader: RuleReportReader,
-  maxAgeMs = 30_000,
+  options: RuleReportCacheOptions = {},
 ): RuleReportReader & { invalidate(): void } {
-  let cached: { atMs: number; report: Promise<RuleReport> } | undefined;
+  const maxAgeMs = options.maxAgeMs ?? RULE_REPORT_MAX_AGE_MS;
+  const cached = new Map<string, { atMs: number; report: Promise<RuleReport> }>();
   return {
-    report(nowMs?: number) {
-      if (nowMs !== undefined) return reader.report(nowMs);
+    report(nowMs?: number, scope: RuleReportScope = {}) {
+      if (nowMs !== undefined) return reader.report(nowMs, scope);
+      const key = `${options.revision?.() ?? ''} ${scope.revision ?? ''}`;
       const now = Date.now();
-      if (cached === undefined || now - cached.atMs >= maxAgeMs) {
-        const report = reader.report(now);
-        cached = { atMs: now, report };
+      let entry = cached.get(key);
+      if (entry === undefined || now - entry.atMs >= maxAgeMs) {
+        const report = reader.report(now, scope);
+        entry = { atMs: now, report };
+        cached.delete(key);
+        cached.set(key, entry);
+        if (cached.size > MAX_CACHED_SCOPES) cached.delete(cached.keys().next().value!);
         // A failed report is not kept: the next caller asks again.
         report.catch(() => {
-          if (cached?.report === report) cached = undefined;
+          if (cached.get(key)?.report === report) cached.delete(key);
         });
       }
-      return cached.report;
+      return entry.report;
     },
-    /** Forgets the kept report: the next reader sees a label just written. */
+    /** Forgets the kept reports: the next reader sees a label just written. */
     invalidate() {
-      cached = undefined;
+      cached.clear();
     },
   };
 }

@@ -4,7 +4,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { openNodeSqlite } from '../database/node-sqlite-database.ts';
 import { type DecisionDb, pruneStep } from './decision-batch.ts';
 import { wireWriter } from './sqlite-batch-wire.ts';
-import type { ThreadReply, ThreadRequest } from './sqlite-thread-sink.ts';
+import type { ThreadReply, ThreadRequest } from './store-thread.ts';
 
 /**
  * The decision store's SQLite writer thread (src/decision-store/sqlite-thread-sink.ts says why):

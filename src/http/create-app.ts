@@ -4,6 +4,7 @@ import type { AdmissionControl } from '../admission/admission-control.ts';
 import { admit } from '../admission/admit.ts';
 import { changeAudit } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
+import type { AskUserLinks } from '../decide/decide-ports.ts';
 import { decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import {
@@ -48,6 +49,8 @@ export interface AppDeps {
   actions: ActionDispatcher;
   /** Where events go (signed webhooks): decisions emit `decision.denied`/`decision.challenged`. */
   events?: EventSink | undefined;
+  /** Makes the "was this you?" links a policy asks for (src/ask-user/); none: no link. */
+  askUser?: AskUserLinks | undefined;
   /** Where /decide tells the lock-outs it drove or withheld (src/lockouts/). Default: nowhere. */
   lockouts?: LockoutSink | undefined;
   decisionLog: DecisionLog;

@@ -328,7 +328,7 @@ export const storedDecisionSchema = decisionSummarySchema.extend({
   outcomes: z
     .array(
       z.object({
-        type: z.enum(['step_up', 'account_event']),
+        type: z.enum(['step_up', 'account_event', 'ask_user']),
         value: z.string().describe('The step-up result or the account event.'),
         reportedBy: z.string().describe('The id of the key that reported it.'),
         at: timestamp,

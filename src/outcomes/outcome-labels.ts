@@ -8,6 +8,8 @@ import type { Label } from '../replay/replay-labels.ts';
  * - A `failed` step-up after a `challenge` points to fraud; a `passed` one to legit. A step-up
  *   outcome of a decision that was not challenged says nothing (nobody was asked).
  * - `user_reported_fraud` points to fraud, whatever the verdict.
+ * - The user's own answer to "was this you?" (`ask_user`, src/ask-user/): `no` points to fraud,
+ *   `yes` to legit.
  * - `abandoned`, `password_reset` and `account_recovered` are kept and shown, and label nothing:
  *   each is as likely from the owner as from an attacker.
  * - Fraud outweighs legit: a decision with both kinds of outcome (a passed step-up, then the user
@@ -16,7 +18,7 @@ import type { Label } from '../replay/replay-labels.ts';
  *   current label is the newest analyst label, else the outcomes' label.
  */
 export interface OutcomeLabelRule {
-  type: 'step_up' | 'account_event';
+  type: 'step_up' | 'account_event' | 'ask_user';
   value: string;
   /** The decision's verdict the outcome must follow to count; undefined: any. */
   afterVerdict?: 'challenge';
@@ -26,7 +28,9 @@ export interface OutcomeLabelRule {
 export const OUTCOME_LABEL_RULES: readonly OutcomeLabelRule[] = [
   { type: 'step_up', value: 'failed', afterVerdict: 'challenge', label: 'fraud' },
   { type: 'account_event', value: 'user_reported_fraud', label: 'fraud' },
+  { type: 'ask_user', value: 'no', label: 'fraud' },
   { type: 'step_up', value: 'passed', afterVerdict: 'challenge', label: 'legit' },
+  { type: 'ask_user', value: 'yes', label: 'legit' },
 ];
 
 /** The label one outcome points to for a decision with `verdict`, or undefined. */

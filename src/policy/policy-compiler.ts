@@ -42,6 +42,7 @@ import {
 } from './policy-schema.ts';
 import {
   type AdminReadSettings,
+  type AskUserPolicy,
   type DeclaredList,
   POLICY_SIGNAL_NAMES,
   type PolicyAction,
@@ -477,6 +478,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     overrides,
     outage,
     overloadVerdict: p.overload?.verdict,
+    askUser: askUserOf(p, actions),
     evaluationBudgetMs:
       options.evaluationBudgetMs ?? defaults.evaluationBudgetMs ?? DEFAULT_EVALUATION_BUDGET_MS,
     degradedRank: VERDICT_RANK[degradedVerdict],
@@ -484,6 +486,17 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     warnings: sortIssues(issues),
   });
   return { policy, issues: sortIssues(issues) };
+}
+
+/** The rules that ask "was this you?" and the lock-outs a "no" takes; undefined when none asks. */
+function askUserOf(p: PolicyFile, actions: ReadonlyMap<string, CompiledAction>): AskUserPolicy | undefined {
+  const ruleIds = new Set(p.rules.filter((r) => r.askUser === true).map((r) => r.id));
+  if (ruleIds.size === 0) return undefined;
+  const onNo = (p.askUser?.onNo ?? []).flatMap((name) => {
+    const a = actions.get(name);
+    return a === undefined ? [] : [{ ...a.template, source: 'askUser.onNo' }];
+  });
+  return { ruleIds, onNo };
 }
 
 /** The `lists` section as the evaluator and the list store read it. */
@@ -612,6 +625,7 @@ function warnUnused(
   const used = new Set<string>([
     ...p.rules.flatMap((r) => r.actions ?? []),
     ...Object.values(p.verdictActions ?? {}).flat(),
+    ...(p.askUser?.onNo ?? []),
   ]);
   for (const name of actions.keys())
     if (!used.has(name)) warn(['actions', name], `action "${name}" is never used`);

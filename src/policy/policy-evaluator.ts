@@ -17,6 +17,7 @@ import type { RuleGuard } from './policy-analysis.ts';
 import type { OnError, OnUnavailable } from './policy-schema.ts';
 import type {
   AdminReadSettings,
+  AskUserPolicy,
   CompiledPolicy,
   DeclaredList,
   DegradedOutcome,
@@ -121,6 +122,8 @@ export interface CompiledOutage {
 
 export interface PolicyParts {
   name: string;
+  /** "Was this you?": the rules that ask, and what a "no" takes. */
+  askUser?: AskUserPolicy | undefined;
   revision: string;
   files: readonly string[];
   thresholds: { challenge: number; deny: number };
@@ -304,6 +307,7 @@ export class PolicyEvaluator implements CompiledPolicy {
   readonly warnings: readonly PolicyIssue[];
   readonly files: readonly string[];
   readonly ruleIds: readonly string[];
+  readonly askUser: AskUserPolicy | undefined;
   readonly ruleDescriptions: ReadonlyMap<string, string>;
   readonly overloadVerdict: Verdict | undefined;
   readonly thresholds: { challenge: number; deny: number };
@@ -325,6 +329,7 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.warnings = parts.warnings;
     this.files = parts.files;
     this.ruleIds = parts.rules.map((r) => r.id);
+    this.askUser = parts.askUser;
     this.ruleDescriptions = new Map(parts.rules.map((r) => [r.id, r.matched.description]));
     this.overloadVerdict = parts.overloadVerdict;
     this.thresholds = parts.thresholds;

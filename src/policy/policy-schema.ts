@@ -109,6 +109,12 @@ export const ruleSchema = z
       .boolean()
       .optional()
       .describe('Evaluate and report the rule, but never count it: trial an edit on live traffic.'),
+    askUser: z
+      .boolean()
+      .optional()
+      .describe(
+        'Ask the user "was this you?" when the rule matches a challenged or denied login of a known user: the decision\'s webhook event carries a signed, single-use, expiring link (docs/ask-user.md). The answer becomes a label; a "no" takes the policy\'s `askUser.onNo` actions.',
+      ),
   })
   .strict();
 export type PolicyRule = z.infer<typeof ruleSchema>;
@@ -451,6 +457,18 @@ export const policyFileSchema = z
       })
       .strict()
       .optional(),
+    askUser: z
+      .object({
+        onNo: z
+          .array(idSchema)
+          .optional()
+          .describe(
+            'Names from `actions` (each a `lock_out_user`) taken when the user answers "no, this was not me". Never an unlock: a "yes" only labels.',
+          ),
+      })
+      .strict()
+      .optional()
+      .describe('What a "was this you?" answer does (rules ask with `askUser: true`; docs/ask-user.md).'),
     outage: outageSchema.optional(),
     degraded: degradedSchema.optional(),
     overload: z
@@ -510,6 +528,12 @@ export function crossCheckPolicy(p: PolicyFile): { path: (string | number)[]; me
         issues.push({ path: ['verdictActions', v, j], message: `unknown action "${a}"` });
     });
   }
+  p.askUser?.onNo?.forEach((a, j) => {
+    const path = ['askUser', 'onNo', j];
+    if (!actionNames.has(a)) issues.push({ path, message: `unknown action "${a}"` });
+    else if (p.actions?.[a]?.type !== 'lock_out_user')
+      issues.push({ path, message: `action "${a}" is not a lock_out_user: a "no" only locks the user out` });
+  });
   for (const [name, c] of Object.entries(p.velocity?.counters ?? {})) {
     if (c.count === 'distinct' && c.of === undefined)
       issues.push({ path: ['velocity', 'counters', name], message: 'a `distinct` counter needs `of`' });

@@ -214,6 +214,13 @@ export interface PolicyDecision {
   snoozesUnavailable?: string;
 }
 
+/** A policy's "was this you?" settings, compiled. */
+export interface AskUserPolicy {
+  ruleIds: ReadonlySet<string>;
+  /** The `lock_out_user` actions a "no" takes (`source` is `askUser.onNo`). */
+  onNo: readonly PolicyAction[];
+}
+
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
 export interface CompiledPolicy {
   name: string;
@@ -232,6 +239,11 @@ export interface CompiledPolicy {
   files?: readonly string[];
   /** Rule ids in file order. */
   ruleIds?: readonly string[];
+  /**
+   * "Was this you?" (docs/ask-user.md): the rules that ask (`askUser: true`) and the lock-outs a
+   * "no" takes (`askUser.onNo`); absent when no rule asks.
+   */
+  askUser?: AskUserPolicy | undefined;
   /** Each rule's `description`, by id. */
   ruleDescriptions?: ReadonlyMap<string, string>;
   /**

@@ -1,3 +1,4 @@
+import { ASK_USER_ANSWER_ROUTE, ASK_USER_GET_ROUTE } from '../ask-user/ask-user-routes.ts';
 import { AUDIT_ROUTE } from '../audit/audit-routes.ts';
 import { ADMIN_CALLBACK_ROUTE } from '../callbacks/callback-routes.ts';
 import { DECIDE_ROUTE } from '../decide/decide-route.ts';
@@ -34,6 +35,8 @@ export const API_ROUTES: readonly AnyRouteDeclaration[] = [
   DECIDE_ROUTE,
   FEEDBACK_ROUTE,
   OUTCOME_ROUTE,
+  ASK_USER_GET_ROUTE,
+  ASK_USER_ANSWER_ROUTE,
   HEALTH_ROUTE,
   READY_ROUTE,
   METRICS_ROUTE,

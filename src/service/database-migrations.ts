@@ -1,3 +1,4 @@
+import { askUserMigrations } from '../ask-user/ask-user-store.ts';
 import { auditMigrations } from '../audit/database-audit-trail.ts';
 import type { FeatureMigrations } from '../database/database.ts';
 import { rejectMigrations } from '../decision-store/decision-rejects.ts';
@@ -11,12 +12,13 @@ import { policyVersionMigrations } from '../policy-versions/policy-version-table
 import { snoozeMigrations } from '../snoozes/snooze-store.ts';
 
 /**
- * Control state: the system of record (lists, rule snoozes, lock-outs, the outbox, the audit trail, policy versions). Transactional,
+ * Control state: the system of record (lists, rule snoozes, "was this you?" links, lock-outs, the outbox, the audit trail, policy versions). Transactional,
  * never lost in silence; unreadable means unavailable (docs/architecture.md, "Two kinds of state").
  * A feature that keeps control state adds its migrations here.
  */
 export const CONTROL_MIGRATIONS: FeatureMigrations = {
   ...auditMigrations,
+  ...askUserMigrations,
   ...listMigrations,
   ...lockoutMigrations,
   ...outboxMigrations,

@@ -1,6 +1,7 @@
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
+import { askUserComponent } from '../ask-user/ask-user-component.ts';
 import { auditComponent } from '../audit/audit-routes.ts';
 import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
@@ -19,7 +20,12 @@ import {
 import type { DecisionTables } from '../decision-store/decision-tables.ts';
 import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
-import { cachedRuleReport, createRuleReport } from '../decision-store/rule-report-query.ts';
+import {
+  cachedRuleReport,
+  createRuleReport,
+  type RuleReportOptions,
+} from '../decision-store/rule-report-query.ts';
+
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import { laterEventSink } from '../events/riskgate-event.ts';
@@ -67,6 +73,9 @@ import { readsInput } from './input-readiness.ts';
 import { logFollowerComponent } from './log-follower.ts';
 import type { StartRiskgateOptions } from './riskgate-options.ts';
 import { vendorClientsComponent } from './vendor-clients.ts';
+
+/** Policy versions read to name the rule history's revisions (the newest; a page of the list). */
+const RULE_HISTORY_VERSIONS = 100;
 
 /** The runtime lists and the rule snoozes: both read by decisions from memory, polled the same way. */
 async function startListsAndSnoozes(
@@ -174,7 +183,7 @@ export async function startServices(
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
-  const ruleReport = cachedRuleReport(createRuleReport({ database: state.decisions, policies }));
+  const ruleReport = ruleReportOf(state.decisions, policies, versionStore);
   const features = await l.start(
     featureComponent({
       config,
@@ -204,14 +213,16 @@ export async function startServices(
       ...options.logs,
     }),
   );
-  const { lockouts, outbox } = await startActionPath(l, ctx, { vendor, database, decisionLog, events });
+  // With the log off, labels are refused (feedback, an answer: they check for the discarding log).
+  const labelLog = loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog;
+  const actionDeps = { vendor, database, decisionLog, events, labelLog };
+  const { lockouts, outbox, askUser } = await startActionPath(l, ctx, actionDeps);
   const recent = await l.start(
     feedbackComponent({
       ...config.feedback,
       given: options.recentDecisions,
       operatorKeys: ctx.opsKeys,
-      // With the log off, feedback is refused as before (it checks for the discarding log).
-      decisionLog: loggedOnly === DISCARD_DECISION_LOG ? loggedOnly : decisionLog,
+      decisionLog: labelLog,
     }),
   );
   // A write of an operator (a label) or of a login backend (an outcome) is read back at once.
@@ -254,6 +265,7 @@ export async function startServices(
     lockouts,
     outbox,
     events,
+    askUser,
     recent,
     outcomes,
   };
@@ -284,7 +296,8 @@ function outcomesOf(
 /**
  * The action path, in start order: the lock-out records (before the outbox, whose outcomes and
  * unlock gate they serve, so they stop after it), the webhook receivers' connections, the outbox,
- * and the event sink (signed webhooks) that the lock-outs and decisions emit into.
+ * the event sink (signed webhooks) that the lock-outs and decisions emit into, and "was this
+ * you?" (src/ask-user/), whose "no" takes the lock-outs' path.
  */
 async function startActionPath(
   l: Lifecycle<RiskgateMetrics>,
@@ -295,6 +308,8 @@ async function startActionPath(
     decisionLog: DecisionLog;
     /** The sink the lock-outs (and lists) emit into; the webhooks attached to it once started. */
     events: ReturnType<typeof laterEventSink<ActionSpec>>;
+    /** Where a "was this you?" answer is kept (the decision log, or the discarding one when off). */
+    labelLog: DecisionLog;
   },
 ) {
   const { options, log, metrics: m } = ctx;
@@ -334,7 +349,19 @@ async function startActionPath(
   started = outbox;
   const webhooks = await l.start(webhooksComponent({ config, delivery: webhookDelivery, actions: outbox }));
   deps.events.attach(options.events ?? webhooks);
-  return { lockouts, outbox };
+  // "Was this you?": after the outbox and the lock-outs, whose path a "no" takes.
+  const askUser = await l.start(
+    askUserComponent({
+      config,
+      database,
+      actions: outbox,
+      lockouts: lockouts.recorder,
+      decisionLog: deps.labelLog,
+      log,
+      clock: options.clock,
+    }),
+  );
+  return { lockouts, outbox, askUser };
 }
 
 /**
@@ -464,4 +491,19 @@ function consoleOf(
     ruleIds: s.ruleIds,
     settleOwnWrite: s.settleOwnWrite,
   });
+}
+
+/**
+ * The rule report, kept per active revision: the newest policy versions name the revisions of its
+ * history (who made each, why).
+ */
+function ruleReportOf(
+  database: RuleReportOptions['database'],
+  policies: RuleReportOptions['policies'],
+  versionStore: PolicyVersionStore,
+) {
+  return cachedRuleReport(
+    createRuleReport({ database, policies, versions: () => versionStore.list(RULE_HISTORY_VERSIONS) }),
+    { revision: () => policies.store.current().revision },
+  );
 }

@@ -55,6 +55,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       lockouts,
       outbox,
       events,
+      askUser,
       recent,
       outcomes,
     } = await startServices(l, ctx);
@@ -79,6 +80,7 @@ export async function startRiskgate(options: StartRiskgateOptions): Promise<Runn
       feedback: { decisions: recent },
       actions: outbox,
       events,
+      askUser,
       lockouts: lockouts.recorder,
       decisionLog,
       metrics,

@@ -107,6 +107,14 @@ export function memoryRuleReport(
       const report: RuleReport = {
         generatedAt: new Date(nowMs).toISOString(),
         active: { policy: 'active', ...policy, decisions: total, rules },
+        // One revision here: the history is the active revision's rules, each its one series.
+        history: {
+          name: policy.name,
+          scope: 'all',
+          revisions: [],
+          omittedRevisions: 0,
+          rules: rules.map((r) => ({ ...r, status: 'current' as const, byRevision: [] })),
+        },
       };
       return report;
     },
