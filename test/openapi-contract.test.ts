@@ -415,6 +415,22 @@ describe('real answers of every route conform to the document', () => {
     expect((await post(`/policy-versions/${third.id}/propose`)).status).toBe(200);
     expect((await post(`/policy-versions/${third.id}/reject`, undefined, SECOND_ADMIN_KEY)).status).toBe(200);
     expect((await call(h.url, 'GET', '/policy-versions/nope', { key })).status).toBe(404);
+    // Staged and scheduled activation, and a proposal's evidence as GET shows it.
+    const fourth = (await post('/policy-versions', { yaml, message: 'to stage' })).json() as { id: string };
+    expect((await post(`/policy-versions/${fourth.id}/propose`, { windowHours: 2 })).status).toBe(200);
+    expect((await call(h.url, 'GET', `/policy-versions/${fourth.id}`, { key })).status).toBe(200);
+    expect((await post(`/policy-versions/${fourth.id}/approve`, undefined, SECOND_ADMIN_KEY)).status).toBe(
+      200,
+    );
+    expect((await post(`/policy-versions/${fourth.id}/stage`, { percent: 0 })).status).toBe(400);
+    expect((await post(`/policy-versions/${fourth.id}/stage`, { percent: 10 })).status).toBe(200);
+    expect((await post('/policy-versions/unstage')).status).toBe(204);
+    expect((await post('/policy-versions/unstage')).status).toBe(409);
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await post(`/policy-versions/${fourth.id}/schedule`, { at: 'soon' })).status).toBe(400);
+    expect((await post(`/policy-versions/${fourth.id}/schedule`, { at })).status).toBe(200);
+    expect((await post('/policy-versions/unschedule')).status).toBe(204);
+    expect((await post('/policy-versions/unschedule')).status).toBe(409);
   });
 
   it('the rule snoozes: a snooze, the listing, its early end, their refusals', async () => {

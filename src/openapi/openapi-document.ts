@@ -14,6 +14,10 @@ import { feedbackResponseSchema } from '../feedback/feedback-request.ts';
 import { importResultSchema, listEntrySchema, listPageSchema, listsSchema } from '../lists/list-api.ts';
 import { outcomeResponseSchema } from '../outcomes/outcome-request.ts';
 import { policyReloadSchema } from '../policy/policy-routes.ts';
+import {
+  policyRolloutSchema,
+  policyScheduleSchema,
+} from '../policy-versions/policy-version-rollout-routes.ts';
 import { policyVersionListSchema, policyVersionSchema } from '../policy-versions/policy-version-routes.ts';
 import { PROBLEM_CONTENT_TYPE, statusOfCode } from '../problem/problem-details.ts';
 import {
@@ -94,6 +98,8 @@ const ANSWER_SCHEMAS: Record<string, z.ZodType> = {
   Policies: policiesSchema,
   PolicyVersion: policyVersionSchema,
   PolicyVersions: policyVersionListSchema,
+  PolicyRollout: policyRolloutSchema,
+  PolicySchedule: policyScheduleSchema,
   PolicyStatus: policyStatusSchema,
   RuleStats: ruleStatsSchema,
   RuleReport: ruleReportSchema,

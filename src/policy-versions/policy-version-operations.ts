@@ -6,6 +6,8 @@ import type { InputTable } from '../policy/inputs/input-row.ts';
 import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
 import { formatIssue } from '../policy/policy-loader.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
+import { systemClock } from '../timing/clock.ts';
+import type { EvidenceWindow } from './policy-version-evidence-store.ts';
 import type {
   PolicyVersion,
   PolicyVersionStep,
@@ -48,10 +50,25 @@ export interface PolicyVersionOperations {
    * as its parent.
    */
   create(c: Context, edge: RouteEdge, input: { yaml: string; message: string }): Promise<PolicyVersion>;
-  /** One step of the promotion flow by the operator of `c`, audited first. */
-  step(c: Context, edge: RouteEdge, id: string, step: PolicyVersionStep): Promise<PolicyVersion>;
+  /**
+   * One step of the promotion flow by the operator of `c`, audited first. A proposal with an
+   * evidence runner asks for its evidence over `window` (computed after the answer).
+   */
+  step(
+    c: Context,
+    edge: RouteEdge,
+    id: string,
+    step: PolicyVersionStep,
+    window?: EvidenceWindow,
+  ): Promise<PolicyVersion>;
   /** A new active version carrying earlier version `id`'s YAML, by the operator of `c`, audited first. */
   revert(c: Context, edge: RouteEdge, id: string, message: string): Promise<PolicyVersion>;
+}
+
+/** The last 24 hours: a proposal's backtest window when none is asked for (the console's). */
+function defaultWindow(): EvidenceWindow {
+  const nowMs = systemClock.nowMs();
+  return { fromMs: nowMs - 86_400_000, toMs: nowMs };
 }
 
 function operatorOf(c: Context): string {
@@ -68,7 +85,13 @@ export function policyVersionOperations(o: {
   /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
   inputs?: InputTable | undefined;
   /** Where a version's evidence is kept (read by id). Default: none, no version shows evidence. */
-  evidence?: { get(id: string): Promise<unknown> } | undefined;
+  evidence?:
+    | {
+        get(id: string): Promise<unknown>;
+        /** Starts the evidence of a proposed version (PolicyEvidenceRunner). */
+        request?(version: PolicyVersion, window: EvidenceWindow, by: string): Promise<boolean>;
+      }
+    | undefined;
 }): PolicyVersionOperations {
   const { store } = o;
   const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
@@ -109,11 +132,19 @@ export function policyVersionOperations(o: {
         }),
       );
     },
-    async step(c, edge, id, step) {
+    async step(c, edge, id, step, window) {
       const target = await get(id);
       const action: AuditAction = POLICY_VERSION_STEP_ACTIONS[step];
-      await edge.recordChange(c, { action, target: target.id, detail: { revision: target.revision } });
-      return fromStore(store.step(target.id, step, operatorOf(c)));
+      const asked = step === 'propose' ? (window ?? defaultWindow()) : undefined;
+      await edge.recordChange(c, {
+        action,
+        target: target.id,
+        detail: { revision: target.revision, ...(asked && { window: asked }) },
+      });
+      const moved = await fromStore(store.step(target.id, step, operatorOf(c)));
+      if (asked !== undefined && o.evidence?.request !== undefined)
+        await fromStore(o.evidence.request(moved, asked, operatorOf(c)));
+      return moved;
     },
     async revert(c, edge, id, message) {
       const target = await get(id);

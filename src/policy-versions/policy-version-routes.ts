@@ -3,11 +3,14 @@ import { AUDITED_CHANGE, type CodeNotes, declareRoute, QUERY_RULE_NOTE } from '.
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
+import type { EvidenceWindow } from './policy-version-evidence-store.ts';
 import {
   POLICY_VERSION_STEP_ACTIONS,
   type PolicyVersionOperations,
   policyVersionOperations,
 } from './policy-version-operations.ts';
+import { mountRolloutRoutes, POLICY_ROLLOUT_ROUTES } from './policy-version-rollout-routes.ts';
 import type { PolicyVersion, PolicyVersionStep, PolicyVersionStore } from './policy-version-store.ts';
 import { POLICY_VERSION_STATES } from './policy-version-tables.ts';
 
@@ -38,6 +41,78 @@ export const revertPolicyVersionSchema = z
   .object({ message: z.string().min(1).max(500).describe('Why the earlier version comes back.') })
   .strict();
 
+/** Longest backtest window a proposal may ask for, hours (31 days). */
+export const MAX_EVIDENCE_WINDOW_HOURS = 744;
+const HOUR_MS = 3_600_000;
+
+export const proposePolicyVersionSchema = z
+  .object({
+    windowHours: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_EVIDENCE_WINDOW_HOURS)
+      .optional()
+      .describe('The backtest replays the stored decisions of the last this many hours. Default 24.'),
+    from: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .describe('The backtest window’s start (RFC 3339), with `to`.'),
+    to: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .describe('The backtest window’s end (RFC 3339, exclusive).'),
+  })
+  .strict()
+  .superRefine((v, ctx) => {
+    if ((v.from === undefined) !== (v.to === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: [v.from === undefined ? 'from' : 'to'],
+        message: 'give from and to together',
+      });
+    else if (v.from !== undefined && v.windowHours !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['windowHours'],
+        message: 'give windowHours or from and to, not both',
+      });
+    else if (v.from !== undefined && v.to !== undefined) {
+      const span = Date.parse(v.to) - Date.parse(v.from);
+      if (!(span > 0 && span <= MAX_EVIDENCE_WINDOW_HOURS * HOUR_MS))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['to'],
+          message: `must be after from, at most ${MAX_EVIDENCE_WINDOW_HOURS} hours`,
+        });
+    }
+  });
+
+/** The window a proposal's backtest replays. */
+function evidenceWindow(body: z.output<typeof proposePolicyVersionSchema>, nowMs: number): EvidenceWindow {
+  if (body.from !== undefined && body.to !== undefined)
+    return { fromMs: Date.parse(body.from), toMs: Date.parse(body.to) };
+  return { fromMs: nowMs - (body.windowHours ?? 24) * HOUR_MS, toMs: nowMs };
+}
+
+export const policyVersionEvidenceSchema = z
+  .object({
+    state: z.enum(['pending', 'complete', 'failed']).describe('Computed after the proposal; written once.'),
+    window: z
+      .object({ from: z.string(), to: z.string() })
+      .strict()
+      .describe('The backtest window, RFC 3339.'),
+    requestedBy: z.string(),
+    requestedAt: z.string(),
+    completedAt: z.string().optional(),
+    evidence: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('check, tests, backtest (docs/policy-versions.md, "The evidence").'),
+    error: z.string().optional().describe('Why no evidence was written (failed).'),
+  })
+  .strict();
+
 export const policyVersionListQuerySchema = z
   .object({
     limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -60,6 +135,10 @@ export const policyVersionSchema = z
     stateChangedAt: z.string().describe('RFC 3339.'),
     stateChangedBy: z.string(),
     yaml: z.string().optional().describe('The policy (a single version only).'),
+    evidence: policyVersionEvidenceSchema
+      .nullable()
+      .optional()
+      .describe('The evidence attached on proposal (a single version only); null before one.'),
   })
   .strict();
 
@@ -173,6 +252,14 @@ export const POLICY_VERSION_STEP_ROUTES = (
         summary: `${step[0]!.toUpperCase()}${step.slice(1)} a policy version`,
         description: `${VERSION_STEP_NOTE}${step === 'approve' ? ' The author cannot approve their own version (four eyes).' : ''}${step === 'activate' ? ' Every replica serves it within about RISKGATE_POLICY_VERSION_POLL_MS.' : ''}`,
         params: versionIdParams,
+        ...(step === 'propose' && {
+          body: {
+            schema: { component: 'ProposePolicyVersion', schema: proposePolicyVersionSchema },
+            required: false,
+            maxBytes: 1024,
+            description: 'Optional JSON: the backtest window (default the last 24 hours).',
+          },
+        }),
         responses: { 200: { description: 'The version after the step.', schema: 'PolicyVersion' } },
         problems: {
           ...VERSIONS_DATABASE,
@@ -194,6 +281,7 @@ export const POLICY_VERSION_ROUTES = [
   POLICY_VERSION_ROUTE,
   ...POLICY_VERSION_STEP_ROUTES.map(([, route]) => route),
   REVERT_POLICY_VERSION_ROUTE,
+  ...POLICY_ROLLOUT_ROUTES,
 ];
 
 export function policyVersionRoutes(
@@ -201,6 +289,8 @@ export function policyVersionRoutes(
     store: PolicyVersionStore;
     /** The input table a draft is compiled against before it is kept. Default: the built-in one. */
     inputs?: InputTable | undefined;
+    /** Where a default backtest window ends (wall time). Default {@link systemClock}. */
+    clock?: Clock | undefined;
   },
   operations: PolicyVersionOperations = policyVersionOperations(o),
 ): RouteMount {
@@ -215,9 +305,11 @@ export function policyVersionRoutes(
         const versions = await operations.list(query.limit, query.before);
         return c.json({ versions: versions.map((v) => policyVersionView(v, false)) });
       });
-      POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) =>
-        c.json(policyVersionView(await operations.get(POLICY_VERSION_ROUTE.pathOf(c).id), true)),
-      );
+      POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) => {
+        const version = await operations.get(POLICY_VERSION_ROUTE.pathOf(c).id);
+        const evidence = await operations.evidence(version.id);
+        return c.json({ ...policyVersionView(version, true), evidence: evidence ?? null });
+      });
       CREATE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
         const body = await CREATE_POLICY_VERSION_ROUTE.bodyOf(c);
         return c.json(policyVersionView(await operations.create(c, edge, body), true), 201);
@@ -228,10 +320,23 @@ export function policyVersionRoutes(
         return c.json(policyVersionView(await operations.revert(c, edge, id, body.message), false), 201);
       });
       for (const [step, route] of POLICY_VERSION_STEP_ROUTES) {
-        route.mount(app, edge.operatorAuth, admin, async (c) =>
-          c.json(policyVersionView(await operations.step(c, edge, route.pathOf(c).id, step), false)),
-        );
+        route.mount(app, edge.operatorAuth, admin, async (c) => {
+          const { id } = route.pathOf(c);
+          // A proposal's body is optional (the backtest window); read before anything is recorded.
+          const window =
+            step === 'propose'
+              ? evidenceWindow(
+                  c.req.header('content-type') === undefined ? {} : await route.bodyOf(c),
+                  (o.clock ?? systemClock).nowMs(),
+                )
+              : undefined;
+          return c.json(policyVersionView(await operations.step(c, edge, id, step, window), false));
+        });
       }
+      mountRolloutRoutes(app, edge, o.store, (c) => {
+        const principal = c.get('principal');
+        return principal.operator?.name ?? principal.keyId;
+      });
     },
   };
 }

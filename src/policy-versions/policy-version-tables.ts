@@ -58,7 +58,28 @@ export type PolicyVersionTables = {
     activate_at_ms: number | null;
     scheduled_by: string | null;
   };
+  /**
+   * The evidence attached on proposal (policy-versions-003): one row per version, `pending` while
+   * it is computed, then its JSON written once (a trigger refuses any later change, and a DELETE).
+   */
+  policy_version_evidence: {
+    version_id: string;
+    state: string;
+    window_from_ms: number;
+    window_to_ms: number;
+    requested_by: string;
+    requested_ms: number;
+    evidence: string | null;
+    completed_ms: number | null;
+  };
 };
+
+/** An evidence row's states: computed, written, or failed with its reason (then written too). */
+export const POLICY_EVIDENCE_STATES = ['pending', 'complete', 'failed'] as const;
+export type PolicyEvidenceState = (typeof POLICY_EVIDENCE_STATES)[number];
+
+/** The refusal both engines raise on a change to written evidence. */
+export const EVIDENCE_IMMUTABLE_MESSAGE = 'policy_version_evidence is immutable once written';
 
 /** How a staged version meets traffic: evaluated beside the active one, or served to a share of accounts. */
 export type PolicyRolloutStage = 'shadow' | 'percent';
@@ -190,6 +211,72 @@ end $$`,
       await add('scheduled_version_id', 'text');
       await add('activate_at_ms', 'bigint');
       await add('scheduled_by', 'text');
+    },
+  },
+  'policy-versions-003-evidence': {
+    // biome-ignore lint/suspicious/noExplicitAny: a migration sees the database before its tables exist.
+    async up(db: Kysely<any>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const states = POLICY_EVIDENCE_STATES.map((s) => `'${s}'`).join(', ');
+      await db.schema
+        .createTable('policy_version_evidence')
+        .ifNotExists()
+        .addColumn('version_id', 'text', (c) => c.primaryKey().references('policy_version.id'))
+        .addColumn('state', 'text', (c) => c.notNull().check(sql.raw(`state in (${states})`)))
+        .addColumn('window_from_ms', 'bigint', (c) => c.notNull())
+        .addColumn('window_to_ms', 'bigint', (c) => c.notNull())
+        .addColumn('requested_by', 'text', (c) => c.notNull())
+        .addColumn('requested_ms', 'bigint', (c) => c.notNull())
+        .addColumn('evidence', 'text')
+        .addColumn('completed_ms', 'bigint')
+        .execute();
+      // Written once: only a pending row may change (to its result); nothing is ever deleted.
+      if (postgres) {
+        await sql
+          .raw(
+            `create or replace function policy_version_evidence_immutable() returns trigger language plpgsql as $$
+begin
+  if tg_op <> 'UPDATE' then
+    raise exception '${EVIDENCE_IMMUTABLE_MESSAGE}' using errcode = 'integrity_constraint_violation';
+  end if;
+  if OLD.state <> 'pending' or NEW.version_id is distinct from OLD.version_id
+     or NEW.window_from_ms is distinct from OLD.window_from_ms or NEW.window_to_ms is distinct from OLD.window_to_ms
+     or NEW.requested_by is distinct from OLD.requested_by or NEW.requested_ms is distinct from OLD.requested_ms then
+    raise exception '${EVIDENCE_IMMUTABLE_MESSAGE}' using errcode = 'integrity_constraint_violation';
+  end if;
+  return new;
+end $$`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger policy_version_evidence_immutable before update or delete on policy_version_evidence
+             for each row execute function policy_version_evidence_immutable()`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger policy_version_evidence_no_truncate before truncate on policy_version_evidence
+             for each statement execute function policy_version_evidence_immutable()`,
+          )
+          .execute(db);
+      } else {
+        await sql
+          .raw(
+            `create trigger if not exists policy_version_evidence_immutable before update on policy_version_evidence
+             when OLD.state <> 'pending' or NEW.version_id is not OLD.version_id
+               or NEW.window_from_ms is not OLD.window_from_ms or NEW.window_to_ms is not OLD.window_to_ms
+               or NEW.requested_by is not OLD.requested_by or NEW.requested_ms is not OLD.requested_ms
+             begin select raise(abort, '${EVIDENCE_IMMUTABLE_MESSAGE}'); end`,
+          )
+          .execute(db);
+        await sql
+          .raw(
+            `create trigger if not exists policy_version_evidence_no_delete before delete on policy_version_evidence
+             begin select raise(abort, '${EVIDENCE_IMMUTABLE_MESSAGE}'); end`,
+          )
+          .execute(db);
+      }
     },
   },
 };

@@ -84,21 +84,39 @@ function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undef
   return missing.length === 0 ? undefined : missing;
 }
 
+/**
+ * A changed decision with the rules it matched as recorded and as replayed: what a policy version's
+ * evidence tallies by rule (src/policy-versions/policy-version-evidence.ts).
+ */
+export type ReplayChangeListener = (
+  change: ReplayChange,
+  rulesBefore: string[],
+  rulesAfter: string[],
+) => void;
+
 /** Replays lines one at a time into a `ReplayPartial`. */
 export class ReplayTally {
   readonly #policy: CompiledPolicy;
   readonly #changedLimit: number;
   readonly #labelIds: ReadonlySet<string> | undefined;
+  readonly #onChange: ReplayChangeListener | undefined;
   readonly partial: ReplayPartial;
 
   /**
    * @param changedLimit changes listed (all are counted).
    * @param labelIds decisions whose replayed verdict the labels report needs.
+   * @param onChange told of every changed decision, listed or not.
    */
-  constructor(policy: CompiledPolicy, changedLimit: number, labelIds?: ReadonlySet<string>) {
+  constructor(
+    policy: CompiledPolicy,
+    changedLimit: number,
+    labelIds?: ReadonlySet<string>,
+    onChange?: ReplayChangeListener,
+  ) {
     this.#policy = policy;
     this.#changedLimit = changedLimit;
     this.#labelIds = labelIds;
+    this.#onChange = onChange;
     this.partial = {
       lines: 0,
       decisions: 0,
@@ -161,15 +179,19 @@ export class ReplayTally {
     if (missing !== undefined) for (const m of missing) p.missingInputs[m] = (p.missingInputs[m] ?? 0) + 1;
     if (outcome.verdict === d.recorded.verdict) return;
     p.changed++;
-    if (p.changes.length < this.#changedLimit) {
-      p.changes.push({
-        decisionId: d.decisionId,
-        from: d.recorded.verdict,
-        to: outcome.verdict,
-        scoreFrom: d.recorded.score,
-        scoreTo: outcome.score,
-        ...(missing !== undefined && { missing }),
-      });
-    }
+    const change: ReplayChange = {
+      decisionId: d.decisionId,
+      from: d.recorded.verdict,
+      to: outcome.verdict,
+      scoreFrom: d.recorded.score,
+      scoreTo: outcome.score,
+      ...(missing !== undefined && { missing }),
+    };
+    if (p.changes.length < this.#changedLimit) p.changes.push(change);
+    this.#onChange?.(
+      change,
+      d.recorded.rules,
+      outcome.matchedRules.map((m) => m.id),
+    );
   }
 }

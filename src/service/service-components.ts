@@ -7,6 +7,7 @@ import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
+import type { StateDatabases } from '../database/state-databases.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { DISCARD_DECISION_LOG } from '../decision-log/decision-log.ts';
@@ -16,6 +17,7 @@ import {
   decisionStoreComponent,
   teeDecisionLog,
 } from '../decision-store/decision-store-component.ts';
+import type { DecisionTables } from '../decision-store/decision-tables.ts';
 import { recentOutcomesReader } from '../decision-store/recent-outcomes.ts';
 import type { RuleReportReader } from '../decision-store/rule-report.ts';
 import {
@@ -50,6 +52,11 @@ import { historyMaxLagMs } from '../policy/inputs/feature-rows.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { policyComponent } from '../policy/policy-component.ts';
 import type { DeclaredList } from '../policy/policy-types.ts';
+import { computeEvidence } from '../policy-evidence/policy-evidence.ts';
+import {
+  PolicyEvidenceRunner,
+  PolicyEvidenceStore,
+} from '../policy-versions/policy-version-evidence-store.ts';
 import {
   type PolicyVersionOperations,
   policyVersionOperations,
@@ -173,7 +180,7 @@ export async function startServices(
   const admission = await l.start(admissionComponent(config, options.clock));
   // The policy versions of the control database: served by every replica, moved by the API.
   const versionStore = new PolicyVersionStore(database, { clock: options.clock });
-  const versionOperations = policyVersionOperations({ store: versionStore, inputs: options.inputs });
+  const versionOperations = versionOperationsOf(ctx, { versionStore, database, state, decisions });
   const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
@@ -229,7 +236,7 @@ export async function startServices(
         openApiRoute(() => apiDocument(version)),
         ruleReportRoutes(ruleReport),
         outcomesOf(ctx, shown),
-        policyVersionRoutes({ store: versionStore, inputs: options.inputs }, versionOperations),
+        policyVersionRoutes({ store: versionStore, ...options }, versionOperations),
         ...(callbackKey === undefined ? [] : [callbackRoutes({ signatureKey: callbackKey, log })]),
       ],
     }),
@@ -417,6 +424,35 @@ async function startActionPath(
     }),
   );
   return { lockouts, outbox, askUser };
+}
+
+/**
+ * The policy versions' operations (the API's and the console's), with a proposal's evidence
+ * computed (src/policy-evidence/): the draft's check, the suites the policies directory ships for
+ * it, a backtest over the decision store when there is one.
+ */
+function versionOperationsOf(
+  ctx: { options: StartRiskgateOptions; log: ServiceLog },
+  o: {
+    versionStore: PolicyVersionStore;
+    database: RiskgateDatabase;
+    state: StateDatabases;
+    decisions: { enabled: boolean };
+  },
+): PolicyVersionOperations {
+  const { options } = ctx;
+  const evidence = new PolicyEvidenceRunner({
+    store: new PolicyEvidenceStore(o.database, { clock: options.clock }),
+    compute: (yaml, window) =>
+      computeEvidence(yaml, window, {
+        compile: options.inputs === undefined ? undefined : { inputs: options.inputs },
+        policyPath: options.config.policyPath,
+        decisions: o.decisions.enabled ? () => o.state.decisions.db.withTables<DecisionTables>() : undefined,
+        clock: options.clock,
+      }),
+    log: ctx.log,
+  });
+  return policyVersionOperations({ store: o.versionStore, inputs: options.inputs, evidence });
 }
 
 /**

@@ -1,0 +1,223 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
+import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
+import { computeEvidence, type PolicyEvidence } from '../src/policy-evidence/policy-evidence.ts';
+import {
+  PolicyEvidenceRunner,
+  PolicyEvidenceStore,
+} from '../src/policy-versions/policy-version-evidence-store.ts';
+import { PolicyVersionStore } from '../src/policy-versions/policy-version-store.ts';
+import { EVIDENCE_IMMUTABLE_MESSAGE } from '../src/policy-versions/policy-version-tables.ts';
+import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { systemClock } from '../src/timing/clock.ts';
+import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { type ReplayableDecision, storeReplayable } from './support/stored-decisions.ts';
+
+/**
+ * Issue 33: the evidence a proposal carries. Over a real decision store: the draft's check, its
+ * own suites from the policies directory, and a backtest of the window's stored decisions (changes
+ * by verdict pair and by rule, with sample ids), bounded by a cap on decisions; written once in
+ * the control database (SQLite and PostgreSQL refuse a change to written evidence).
+ */
+
+const ACTIVE = `apiVersion: riskgate/v1
+kind: Policy
+name: login
+thresholds: { challenge: 50, deny: 100 }
+rules:
+  - id: browser
+    description: every browser login
+    when: request.platform == "browser"
+    verdict: challenge
+`;
+
+/** Denies browsers (was challenge) and challenges mobile logins of some accounts (new rule). */
+const DRAFT = `${ACTIVE.replace('verdict: challenge', 'verdict: deny')}  - id: mobile
+    description: mobile logins of the accounts under watch
+    when: request.platform == "mobile" && request.accountId != "b"
+    verdict: challenge
+`;
+
+const SUITE = `apiVersion: riskgate/v1
+kind: PolicyTest
+policy: login.yaml
+now: 2026-11-20T12:00:00Z
+cases:
+  - name: a browser login is denied
+    given: { request: { accountId: a, platform: browser } }
+    expect: { verdict: deny }
+  - name: a mobile login is allowed
+    given: { request: { accountId: b, platform: mobile } }
+    expect: { verdict: allow }
+`;
+
+const T0 = Date.parse('2026-11-28T00:00:00.000Z');
+const HOUR = 3_600_000;
+
+/** 6 browser logins (challenged by `browser`), 4 mobile (allowed) in the window; 2 browser logins before it. */
+function stored(): ReplayableDecision[] {
+  const out: ReplayableDecision[] = [];
+  const d = (i: number, atMs: number, platform: 'browser' | 'mobile'): ReplayableDecision => ({
+    id: `d-${String(i).padStart(3, '0')}`,
+    atMs,
+    accountId: `acct-${i}`,
+    platform,
+    verdict: platform === 'browser' ? 'challenge' : 'allow',
+    score: 0,
+    rules: platform === 'browser' ? ['browser'] : [],
+    revision: 'r1',
+  });
+  for (let i = 0; i < 2; i++) out.push(d(i, T0 - 2 * HOUR, 'browser'));
+  for (let i = 2; i < 12; i++) out.push(d(i, T0 + i * 60_000, i < 8 ? 'browser' : 'mobile'));
+  return out;
+}
+
+let dir: string;
+let policies: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'rg-evidence-'));
+  policies = join(dir, 'policies');
+  mkdirSync(policies);
+  writeFileSync(join(policies, 'login.yaml'), ACTIVE);
+  writeFileSync(join(policies, 'login.test.yaml'), SUITE);
+  // Another policy's suite is not the draft's: it is not run.
+  writeFileSync(join(policies, 'other.yaml'), ACTIVE.replace('name: login', 'name: other'));
+  writeFileSync(join(policies, 'other.test.yaml'), SUITE.replace('login.yaml', 'other.yaml'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
+  const decisions = database.db.withTables<DecisionTables>();
+  await storeReplayable(decisions, stored());
+  const window = { fromMs: T0, toMs: T0 + HOUR };
+  const evidence = await computeEvidence(DRAFT, window, {
+    policyPath: policies,
+    decisions: () => decisions,
+    batchSize: 3,
+    clock: { ...systemClock, nowMs: () => T0 + HOUR },
+  });
+  expect(evidence.check).toEqual({ ok: true, issues: [] });
+  expect(evidence.tests).toEqual({
+    ran: true,
+    suites: [{ file: 'login.test.yaml', passed: 2, failed: 0, issues: [], failures: [] }],
+  });
+  const b = evidence.backtest!;
+  expect(b).toMatchObject({ decisions: 10, unreadable: 0, changed: 10, truncated: null });
+  expect(b.byPair).toEqual([
+    { from: 'challenge', to: 'deny', count: 6, samples: ['d-002', 'd-003', 'd-004', 'd-005', 'd-006'] },
+    { from: 'allow', to: 'challenge', count: 4, samples: ['d-008', 'd-009', 'd-010', 'd-011'] },
+  ]);
+  expect(b.byRule).toEqual([
+    { rule: 'mobile', fires: 4, stops: 0, samples: ['d-008', 'd-009', 'd-010', 'd-011'] },
+  ]);
+
+  // The cap on decisions read: the counts cover what was read, and it says so.
+  const capped = await computeEvidence(DRAFT, window, {
+    decisions: () => decisions,
+    batchSize: 3,
+    maxDecisions: 4,
+  });
+  expect(capped.backtest).toMatchObject({ decisions: 4, changed: 4, truncated: { reason: 'max-decisions' } });
+  expect(capped.tests).toMatchObject({ ran: false, note: 'no policies directory configured' });
+
+  // Written once, beside its version.
+  const versions = new PolicyVersionStore(database);
+  const v = await versions.create({ name: 'login', yaml: DRAFT, author: 'ana', message: 'deny browsers' });
+  const runner = new PolicyEvidenceRunner({
+    store: new PolicyEvidenceStore(database),
+    compute: (yaml, w) => computeEvidence(yaml, w, { policyPath: policies, decisions: () => decisions }),
+  });
+  expect(await runner.request(v, window, 'ana')).toBe(true);
+  expect(await runner.request(v, window, 'ana')).toBe(false);
+  await runner.settled();
+  const written = await runner.store.get(v.id);
+  expect(written).toMatchObject({ state: 'complete', requestedBy: 'ana' });
+  expect((written?.evidence as PolicyEvidence | undefined)?.backtest?.changed).toBe(10);
+  const db = database.db;
+  for (const change of [
+    sql`update policy_version_evidence set evidence = '{}' where version_id = ${v.id}`,
+    sql`update policy_version_evidence set state = 'pending' where version_id = ${v.id}`,
+    sql`delete from policy_version_evidence where version_id = ${v.id}`,
+  ]) {
+    const refused = await change.execute(db).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    expect(refused).toContain(EVIDENCE_IMMUTABLE_MESSAGE);
+  }
+  expect(await runner.store.finish(v.id, { error: 'late' })).toBe(false);
+}
+
+describe('policy version evidence on SQLite', () => {
+  it('checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged', async () => {
+    const database = await openDatabase(
+      { kind: 'sqlite', path: join(dir, 'state.sqlite') },
+      { migrations: ALL_MIGRATIONS },
+    );
+    try {
+      await behavesAsEvidence(database);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('says why there is no suite and no backtest for a draft that does not compile', async () => {
+    const evidence = await computeEvidence(
+      'name: login\nrules: [',
+      { fromMs: T0, toMs: T0 + HOUR },
+      {
+        policyPath: policies,
+      },
+    );
+    expect(evidence.check.ok).toBe(false);
+    expect(evidence.check.issues.length).toBeGreaterThan(0);
+    expect(evidence.tests).toMatchObject({ ran: false, note: 'the policy does not compile: no suite ran' });
+    expect(evidence.backtest).toBeNull();
+    expect(evidence.backtestNote).toBe('the policy does not compile: nothing replayed');
+  });
+
+  it('closes evidence left pending by a stopped replica as failed on the first read after it is stale', async () => {
+    const database = await openDatabase({ kind: 'memory' }, { migrations: ALL_MIGRATIONS });
+    try {
+      let nowMs = T0;
+      const versions = new PolicyVersionStore(database);
+      const v = await versions.create({ name: 'login', yaml: DRAFT, author: 'ana', message: 'm' });
+      const store = new PolicyEvidenceStore(database, {
+        clock: { ...systemClock, nowMs: () => nowMs },
+        staleAfterMs: 1000,
+      });
+      await store.begin(v.id, { fromMs: T0 - HOUR, toMs: T0 }, 'ana');
+      expect((await store.get(v.id))?.state).toBe('pending');
+      nowMs += 1001;
+      expect(await store.get(v.id)).toMatchObject({
+        state: 'failed',
+        error: expect.stringContaining('interrupted'),
+      });
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe.runIf(postgresAvailable())('policy version evidence on PostgreSQL', () => {
+  let pg: RunningPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await pg?.stop();
+  });
+
+  it('checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged (PostgreSQL)', async () => {
+    const database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });
+    try {
+      await behavesAsEvidence(database);
+    } finally {
+      await database.close();
+    }
+  });
+});
