@@ -174,8 +174,12 @@ describe('the console in a browser', () => {
     await page.getByRole('link', { name: 'Rules', exact: true }).click();
     await eventually(async () => {
       await page.reload();
-      const row = page.locator('tr', { has: page.getByRole('link', { name: 'rat-confirmed', exact: true }) });
-      return (await row.textContent())?.includes('1 / 0 / 0') ? true : undefined;
+      // Its row in the active revision's table (tp / fp / fn), and in the history across revisions.
+      const rows = page.locator('tr', {
+        has: page.getByRole('link', { name: 'rat-confirmed', exact: true }),
+      });
+      const texts = await rows.allTextContents();
+      return texts.some((t) => t.includes('1 / 0 / 0')) ? true : undefined;
     });
     await shot('rules');
 
