@@ -8,6 +8,7 @@ import type {
   RuleInRevision,
   RuleReportScope,
 } from './rule-report.ts';
+import { rate, round } from './rule-report.ts';
 
 /**
  * The rule report's history (issue 33): each rule id of the active policy's name as one series
@@ -221,5 +222,3 @@ function precisionAndRecall(l: RuleAcrossRevisions['labelled']): { precision?: n
 
 const sumWindows = (all: { h1: number; h24: number; d7: number }[]) =>
   all.reduce((a, w) => ({ h1: a.h1 + w.h1, h24: a.h24 + w.h24, d7: a.d7 + w.d7 }), { h1: 0, h24: 0, d7: 0 });
-const rate = (part: number, whole: number) => (whole === 0 ? 0 : round(part / whole));
-const round = (x: number) => Math.round(x * 10_000) / 10_000;

@@ -13,6 +13,7 @@ import type {
   RuleReportReader,
   RuleReportScope,
 } from './rule-report.ts';
+import { rate, round } from './rule-report.ts';
 
 /**
  * The rule report (src/decision-store/rule-report.ts) computed from the decision store's tables with
@@ -284,9 +285,6 @@ async function agreementMatrix(
   for (const r of rows) matrix[r.verdict as Verdict][r.shadow_verdict as Verdict] += Number(r.decisions);
   return matrix;
 }
-
-const rate = (part: number, whole: number) => (whole === 0 ? 0 : round(part / whole));
-const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /** How long a report is kept and shared (ms): what the Rules page says of its age. */
 export const RULE_REPORT_MAX_AGE_MS = 30_000;

@@ -111,3 +111,13 @@ export interface RuleReportScope {
 export interface RuleReportReader {
   report(nowMs?: number, scope?: RuleReportScope): Promise<RuleReport>;
 }
+
+/** A figure of the report, to four decimals. */
+export const round = (x: number) => Math.round(x * 10_000) / 10_000;
+
+/**
+ * `part` of `whole`, at most 1. The report's counts are separate queries over a store being
+ * written: a decision stored between the decisions' count and the fires' count can make a rule
+ * that fires on every decision read 5 fires of 4 decisions. A share of decisions is never above 1.
+ */
+export const rate = (part: number, whole: number) => (whole === 0 ? 0 : round(Math.min(1, part / whole)));
