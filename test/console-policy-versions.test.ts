@@ -8,7 +8,8 @@ import { type ConsoleClient, consoleSignIn } from './support/console-client.ts';
  * database): the versions newest first, a draft uploaded from the page (one that does not compile
  * shows its errors and is not kept), a version's page with its escaped YAML and its diff against
  * the active version by rule, the steps an admin's role allows (four eyes refused on the page with
- * the store's words, never a 500), a viewer who sees no form, and a revert, each step audited.
+ * the store's words, never a 500), a viewer who sees no form, and a revert, each step audited; an
+ * approved version staged, unstaged, scheduled and unscheduled from its page.
  */
 
 const KEYS = {
@@ -144,6 +145,88 @@ describe('the Policies pages', () => {
         ['policy.activate', 'bob', 'done'],
       ]),
     );
+  });
+
+  it('stage, unstage, schedule and unschedule an approved version from its page, for an admin only', async () => {
+    const alice = await signIn('alice');
+    const bob = await signIn('bob');
+    const vera = await signIn('vera');
+    const id = await upload(alice, policy({ verdict: 'deny', extra: FRESH_RULE }), 'staged');
+    await step(alice, id, 'propose');
+    const proposed = await (await bob.get(`/console/policies/${id}`)).text();
+    // Only an approved version is staged or scheduled: no form before.
+    expect(proposed).not.toContain(`action="/console/policies/${id}/stage"`);
+    await step(bob, id, 'approve');
+    const approved = await (await bob.get(`/console/policies/${id}`)).text();
+    expect(approved).toContain('Share of accounts (%)');
+    expect(approved).toContain('Stage in shadow');
+    expect(approved).toContain('Activate at (UTC)');
+    expect(approved).not.toContain('End the rollout');
+    // A viewer sees none of the forms, and a post from one is refused.
+    const seen = await (await vera.get(`/console/policies/${id}`)).text();
+    expect(seen).not.toContain(`action="/console/policies/${id}/stage"`);
+    expect(seen).not.toContain(`action="/console/policies/${id}/schedule"`);
+    for (const change of ['stage', 'unstage', 'schedule', 'unschedule'])
+      expect((await vera.post(`/console/policies/${id}/${change}`, { percent: '10' })).status).toBe(403);
+
+    // A share out of range is refused on the page, naming the field, and nothing is staged.
+    const tooMuch = await bob.post(`/console/policies/${id}/stage`, { percent: '100' });
+    expect(tooMuch.status).toBe(400);
+    expect(await tooMuch.text()).toContain('Refused.');
+    const staged = await bob.post(`/console/policies/${id}/stage`, { percent: '10' });
+    expect(staged.status).toBe(303);
+    const stagedPage = await (await bob.get(staged.headers.get('location')!)).text();
+    expect(stagedPage).toContain('Staged: every replica serves it to its share of accounts');
+    expect(stagedPage).toContain('staged: 10 % of accounts');
+    expect(stagedPage).toContain('End the rollout');
+    const shadow = await bob.post(`/console/policies/${id}/stage`, { shadow: '1' });
+    expect(shadow.status).toBe(303);
+    expect(await (await bob.get(shadow.headers.get('location')!)).text()).toContain('staged: shadow');
+    const ended = await bob.post(`/console/policies/${id}/unstage`);
+    expect(ended.status).toBe(303);
+    const endedPage = await (await bob.get(ended.headers.get('location')!)).text();
+    expect(endedPage).toContain('Rollout ended');
+    expect(endedPage).not.toContain('staged:');
+    // The page was out of date: this version is no longer staged.
+    const stale = await bob.post(`/console/policies/${id}/unstage`);
+    expect(stale.status).toBe(409);
+    expect(await stale.text()).toContain(`policy version ${id} is not staged`);
+
+    // A browser's datetime-local field: read as UTC.
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    const local = inAnHour.toISOString().slice(0, 16);
+    const past = await bob.post(`/console/policies/${id}/schedule`, { at: '2020-01-01T00:00' });
+    expect(past.status).toBe(400);
+    expect(await past.text()).toContain('the activation time must be in the future');
+    expect((await bob.post(`/console/policies/${id}/schedule`, { at: 'soon' })).status).toBe(400);
+    const scheduled = await bob.post(`/console/policies/${id}/schedule`, { at: local });
+    expect(scheduled.status).toBe(303);
+    const scheduledPage = await (await bob.get(scheduled.headers.get('location')!)).text();
+    expect(scheduledPage).toContain('Scheduled: the first replica to poll after that time activates it.');
+    expect(scheduledPage).toContain(`${local}:00.000Z`);
+    expect(scheduledPage).toContain('Cancel the scheduled activation');
+    const cancelled = await alice.post(`/console/policies/${id}/unschedule`);
+    expect(cancelled.status).toBe(303);
+    const cancelledPage = await (await alice.get(cancelled.headers.get('location')!)).text();
+    expect(cancelledPage).toContain('Scheduled activation cancelled');
+    expect(cancelledPage).not.toContain('Cancel the scheduled activation');
+
+    const audit = await fetch(`${h.url}/audit?target=${id}`, {
+      headers: { authorization: `Bearer ${KEYS.vera}` },
+    });
+    const steps = ((await audit.json()) as { entries: AuditEntry[] }).entries
+      .filter((e) => /stage|schedule/.test(e.action))
+      .map((e) => [e.action, e.actor, e.outcome?.status])
+      .reverse();
+    expect(steps).toEqual([
+      ['policy.stage', 'bob', 'done'],
+      ['policy.stage', 'bob', 'done'],
+      ['policy.unstage', 'bob', 'done'],
+      ['policy.unstage', 'bob', 'refused'],
+      ['policy.schedule', 'bob', 'refused'],
+      ['policy.schedule', 'bob', 'done'],
+      ['policy.unschedule', 'alice', 'done'],
+    ]);
   });
 
   it('show a version’s diff against the active one by rule, to a viewer without a form, and revert', async () => {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
+import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 
@@ -14,7 +15,8 @@ import { eventually } from './support/eventually.ts';
  * riskgate on port 0 (embedded database), through its operator API: a draft pushed from a file, a
  * second admin's approval (the author's refused, exit 1 with the problem printed), activation
  * served to logins, the list, a revert; a policy that does not compile exits 3 and keeps nothing;
- * the key is never printed.
+ * the key is never printed. An approved version staged (a share of accounts, shadow), scheduled,
+ * and each undone, audited once a step.
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -127,6 +129,83 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
     expect(JSON.parse(json.out[0]!)).toMatchObject({
       versions: [{ state: 'active', restoresId: id, author: 'bob' }],
     });
+  });
+
+  it('stages an approved version to a share of accounts, schedules it, and undoes both, audited', async () => {
+    const file = join(dir, 'staged.yaml');
+    writeFileSync(file, policy('deny'));
+    const id = idIn((await cli('alice', 'policy', 'push', file, '-m', 'deny browsers, staged')).out[0])!;
+    expect((await cli('alice', 'policy', 'propose', id)).code).toBe(0);
+    // Only an approved version is staged: riskgate's 409, printed.
+    const early = await cli('bob', 'policy', 'stage', id, '--percent', '10');
+    expect(early.code).toBe(1);
+    expect(early.err[0]).toMatch(/^riskgate: 409 RG_ERR_POLICY_VERSION_CONFLICT: /);
+    expect((await cli('bob', 'policy', 'approve', id)).code).toBe(0);
+
+    const staged = await cli('bob', 'policy', 'stage', id, '--percent', '10');
+    expect(staged).toMatchObject({ code: 0, out: [`staged ${id}: 10 % of accounts`] });
+    await eventually(
+      async () => {
+        const res = await fetch(`${h.url}/policies`, { headers: { authorization: `Bearer ${KEYS.bob}` } });
+        const body = (await res.json()) as { version?: { staged?: { versionId: string; percent: number } } };
+        return body.version?.staged?.versionId === id && body.version.staged.percent === 10;
+      },
+      { what: `version ${id} staged to 10 %` },
+    );
+    expect((await cli('bob', 'policy', 'stage', id, '--shadow')).out).toEqual([`staged ${id}: in shadow`]);
+    expect(await cli('alice', 'policy', 'unstage')).toMatchObject({ code: 0, out: ['rollout ended'] });
+    const nothing = await cli('alice', 'policy', 'unstage');
+    expect(nothing.code).toBe(1);
+    expect(nothing.err[0]).toMatch(/409 RG_ERR_POLICY_VERSION_CONFLICT: no policy version is staged/);
+
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const scheduled = await cli('bob', 'policy', 'schedule', id, '--at', at, '--json');
+    expect(scheduled.code).toBe(0);
+    expect(JSON.parse(scheduled.out[0]!)).toEqual({ versionId: id, at, by: 'bob' });
+    const past = await cli('bob', 'policy', 'schedule', id, '--at', '2020-01-01T00:00:00Z');
+    expect(past.code).toBe(1);
+    expect(past.err[0]).toMatch(/^riskgate: 400 RG_ERR_INVALID_INPUT: .*\(at\)$/);
+    expect(await cli('bob', 'policy', 'unschedule')).toMatchObject({
+      code: 0,
+      out: ['scheduled activation cancelled'],
+    });
+    expect((await cli('bob', 'policy', 'unschedule')).code).toBe(1);
+    const outOfRange = await cli('bob', 'policy', 'stage', id, '--percent', '100');
+    expect(outOfRange.code).toBe(1);
+    expect(outOfRange.err[0]).toMatch(/^riskgate: 400 RG_ERR_INVALID_INPUT: .*\(percent\)$/);
+
+    // Each step once in the audit trail, with its operator and what became of it (a body the
+    // route refuses, as percent 100, is refused before anything is recorded).
+    const audit = await fetch(`${h.url}/audit?target=${id}`, {
+      headers: { authorization: `Bearer ${KEYS.bob}` },
+    });
+    const entries = ((await audit.json()) as { entries: AuditEntry[] }).entries
+      .filter((e) => /stage|schedule/.test(e.action))
+      .map((e) => [e.action, e.actor, e.outcome?.status])
+      .reverse();
+    expect(entries).toEqual([
+      ['policy.stage', 'bob', 'refused'],
+      ['policy.stage', 'bob', 'done'],
+      ['policy.stage', 'bob', 'done'],
+      ['policy.unstage', 'alice', 'done'],
+      ['policy.schedule', 'bob', 'done'],
+      ['policy.schedule', 'bob', 'refused'],
+      ['policy.unschedule', 'bob', 'done'],
+    ]);
+  });
+
+  it('refuses a rollout command without its option, or with another command’s, with exit 2', async () => {
+    for (const args of [
+      ['stage', 'x'],
+      ['stage', 'x', '--percent', '10', '--shadow'],
+      ['stage', 'x', '--percent', 'ten'],
+      ['stage', '--percent', '10'],
+      ['schedule', 'x'],
+      ['unstage', 'x'],
+      ['unschedule', '--at', '2030-01-01T00:00:00Z'],
+      ['approve', 'x', '--percent', '10'],
+    ])
+      expect((await cli('bob', 'policy', ...args)).code, args.join(' ')).toBe(2);
   });
 
   it('exits 3 on a policy that does not compile, printing why, and keeps nothing', async () => {

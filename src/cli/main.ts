@@ -26,6 +26,10 @@ policy versions (a running riskgate's, through its operator API, where and as wh
                             one step of the flow (approve: an admin other than the author)
   revert <id> [-m <message>]  a new active version carrying earlier version <id>'s policy
   versions                  the versions, newest first (--limit, --json)
+  stage <id> --percent <n>  an approved version served to n % of accounts (--shadow: in shadow)
+  unstage                   the rollout ended (the version stays approved)
+  schedule <id> --at <time> an approved version activated at an RFC 3339 time
+  unschedule                the scheduled activation cancelled
                   exit 0 ok, 1 when riskgate refused (its problem printed) or did not answer,
                   3 when a pushed policy does not compile
 
@@ -60,6 +64,9 @@ options:
   --url <url>            lists, policy versions: riskgate's operator endpoints
   --key-file <file>      lists, policy versions: the operator key to act with
   -m, --message <text>   policy push, revert: why (shown beside the version, audited)
+  --percent <n>          policy stage: the share of accounts (above 0, below 100, 0.01 steps)
+  --shadow               policy stage: in shadow (evaluated beside the active version, never served)
+  --at <time>            policy schedule: when to activate (RFC 3339, in the future)
   --policy <path>        replay: the candidate policy (file, or directory with one policy)
   --max-changed <n>      replay: verdict changes allowed before exit 4 (default 0)
   --stats                replay: rule hit counts and rates over the log
@@ -164,6 +171,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         keyFile: values['key-file'],
         message: values.message,
         limit: values.limit,
+        percent: values.percent,
+        shadow: values.shadow,
+        at: values.at,
         json: values.json ?? false,
       },
       io,
@@ -209,6 +219,9 @@ function parse(argv: string[]) {
       url: { type: 'string' },
       'key-file': { type: 'string' },
       message: { type: 'string', short: 'm' },
+      percent: { type: 'string' },
+      shadow: { type: 'boolean' },
+      at: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },

@@ -10,7 +10,8 @@ import {
 import { type CliIo, EXIT } from './policy-commands.ts';
 
 /**
- * `riskgate policy push|propose|approve|reject|withdraw|activate|revert|versions`: the policy
+ * `riskgate policy push|propose|approve|reject|withdraw|activate|revert|versions` and
+ * `stage|unstage|schedule|unschedule`: the policy
  * versions of a running riskgate, through its operator API (`/policy-versions`, where and as whom
  * as src/cli/operator-client.ts says), so a change from CI is compiled, audited and held to four
  * eyes exactly as from the console. Exit 0 ok, 1 when riskgate refused (its problem printed) or
@@ -24,6 +25,12 @@ export interface PolicyVersionCommandOptions extends OperatorTargetOptions {
   message?: string | undefined;
   /** `versions`: at most this many, newest first (default 50, riskgate takes up to 200). */
   limit?: string | undefined;
+  /** `stage`: the share of accounts served the version (above 0, below 100, 0.01 steps). */
+  percent?: string | undefined;
+  /** `stage`: in shadow instead (evaluated beside the active version, never served). */
+  shadow?: boolean | undefined;
+  /** `schedule`: when to activate it, RFC 3339 (in the future). */
+  at?: string | undefined;
   json: boolean;
 }
 
@@ -35,6 +42,28 @@ export const POLICY_VERSION_COMMANDS: Record<string, string> = {
   ...Object.fromEntries(STEPS.map((s) => [s, '<id>'])),
   revert: '<id> [-m <message>]',
   versions: '',
+  stage: '<id> --percent <n> | --shadow',
+  unstage: '',
+  schedule: '<id> --at <RFC 3339 time>',
+  unschedule: '',
+};
+
+/** The rollout commands: their call, and the line that says what riskgate did. */
+const ROLLOUT: Record<
+  string,
+  { path: (id: string) => string; said: (body: Record<string, unknown>) => string }
+> = {
+  stage: {
+    path: (id) => `/policy-versions/${id}/stage`,
+    said: (b) =>
+      `staged ${String(b.versionId)}: ${b.stage === 'shadow' ? 'in shadow' : `${String(b.percent)} % of accounts`}`,
+  },
+  unstage: { path: () => '/policy-versions/unstage', said: () => 'rollout ended' },
+  schedule: {
+    path: (id) => `/policy-versions/${id}/schedule`,
+    said: (b) => `scheduled ${String(b.versionId)} at ${String(b.at)} by ${String(b.by)}`,
+  },
+  unschedule: { path: () => '/policy-versions/unschedule', said: () => 'scheduled activation cancelled' },
 };
 
 interface VersionView {
@@ -64,6 +93,8 @@ export async function policyVersionCommand(
   if (args.length !== wanted) return usage(io, `policy ${command} takes ${takes || 'no argument'}`);
   if (command === 'push' && (o.message === undefined || o.message.trim() === ''))
     return usage(io, 'policy push needs -m <message> (why: it is shown beside the version)');
+  const rolloutBody = rolloutBodyOf(command, o);
+  if (typeof rolloutBody === 'string') return usage(io, rolloutBody);
   const limit = o.limit === undefined ? 50 : Number(o.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 200)
     return usage(io, '--limit must be a whole number from 1 to 200');
@@ -80,6 +111,19 @@ export async function policyVersionCommand(
     return POLICY_VERSION_EXIT.OK;
   }
   if (command === 'push') return push(t, arg!, o, io);
+  const rollout = ROLLOUT[command];
+  if (rollout !== undefined) {
+    const answer = await callOperator(
+      t,
+      io,
+      'POST',
+      rollout.path(encodeURIComponent(arg ?? '')),
+      rolloutBody && { json: rolloutBody },
+    );
+    if (!answer.ok) return POLICY_VERSION_EXIT.FAILED;
+    io.out(o.json ? JSON.stringify(answer.body) : rollout.said(answer.body));
+    return POLICY_VERSION_EXIT.OK;
+  }
   const id = encodeURIComponent(arg!);
   const answer =
     command === 'revert'
@@ -116,6 +160,32 @@ async function push(
   const v = answer.body as unknown as VersionView;
   io.out(o.json ? JSON.stringify(answer.body) : `draft ${v.id} (${v.name} @ ${v.revision}): ${v.message}`);
   return POLICY_VERSION_EXIT.OK;
+}
+
+/**
+ * The body of a `stage` or `schedule` call from the options (riskgate checks the values: a bad one
+ * is its 400, naming the field), undefined for another command, or a usage error.
+ */
+function rolloutBodyOf(
+  command: string,
+  o: PolicyVersionCommandOptions,
+): Record<string, unknown> | string | undefined {
+  if (command === 'stage') {
+    if ((o.percent === undefined) === (o.shadow !== true))
+      return 'policy stage takes --percent <n> (the share of accounts) or --shadow';
+    if (o.shadow === true) return { shadow: true };
+    const percent = Number(o.percent);
+    return o.percent?.trim() === '' || !Number.isFinite(percent)
+      ? '--percent must be a number, above 0 and below 100'
+      : { percent };
+  }
+  if (o.percent !== undefined || o.shadow === true) return '--percent and --shadow are for policy stage';
+  if (command === 'schedule')
+    return o.at === undefined || o.at.trim() === ''
+      ? 'policy schedule takes --at <time> (RFC 3339, as 2026-12-01T09:00:00Z)'
+      : { at: o.at.trim() };
+  if (o.at !== undefined) return '--at is for policy schedule';
+  return undefined;
 }
 
 function usage(io: CliIo, message: string): number {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { roleAllows } from '../operators/operator.ts';
 import { diffPolicies, parsePolicyDocument } from '../policy-versions/policy-version-diff.ts';
 import type { PolicyVersionOperations } from '../policy-versions/policy-version-operations.ts';
+import { ROLLOUT_PERCENT } from '../policy-versions/policy-version-rollout-routes.ts';
 import { MAX_POLICY_VERSION_BODY_BYTES } from '../policy-versions/policy-version-routes.ts';
 import {
   POLICY_VERSION_TRANSITIONS,
@@ -60,8 +61,37 @@ const draftFormSchema = z.object({
   message: messageField,
 });
 const revertFormSchema = z.object({ message: messageField });
+/** A share of accounts as typed (`10`, `2.5`); the shadow button sends `shadow=1` instead. */
+const stageFormSchema = z
+  .object({
+    percent: z
+      .string()
+      .trim()
+      .min(1, 'is required: the share of accounts, above 0 and below 100')
+      .transform(Number)
+      .pipe(ROLLOUT_PERCENT),
+  })
+  .transform(({ percent }) => ({ stage: 'percent' as const, percent }));
+/**
+ * A time as a browser's `datetime-local` field sends it (`2026-12-01T09:00`), read as UTC (the
+ * page says so), or RFC 3339 with its offset.
+ */
+const scheduleFormSchema = z.object({
+  at: z
+    .string()
+    .trim()
+    .transform((t) =>
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(t) ? `${t.length === 16 ? `${t}:00` : t}Z` : t,
+    )
+    .pipe(z.iso.datetime({ offset: true, error: 'must be a time, as 2026-12-01T09:00 (UTC) or RFC 3339' })),
+});
+const SHADOW = { stage: 'shadow' } as const;
+const ROLLOUT_CHANGES = ['stage', 'unstage', 'schedule', 'unschedule'] as const;
+type RolloutChange = (typeof ROLLOUT_CHANGES)[number];
 const listQuerySchema = z.object({ before: z.string().max(64).optional() });
-const versionQuerySchema = z.object({ done: z.enum([...STEPS, 'create', 'revert']).optional() });
+const versionQuerySchema = z.object({
+  done: z.enum([...STEPS, ...ROLLOUT_CHANGES, 'create', 'revert']).optional(),
+});
 
 const DONE: Record<z.output<typeof versionQuerySchema>['done'] & string, string> = {
   create: 'Draft saved. Propose it when it is ready for review.',
@@ -71,6 +101,10 @@ const DONE: Record<z.output<typeof versionQuerySchema>['done'] & string, string>
   withdraw: 'Withdrawn.',
   activate: 'Activated: every replica serves it within about 2 s.',
   revert: 'Reverted: this new version carries the earlier one’s policy and is active.',
+  stage: 'Staged: every replica serves it to its share of accounts within about 2 s (see its state).',
+  unstage: 'Rollout ended: every login is answered by the active version again (it stays approved).',
+  schedule: 'Scheduled: the first replica to poll after that time activates it.',
+  unschedule: 'Scheduled activation cancelled (it stays approved).',
 };
 
 /** A refusal the page shows (the store's or the form's words), with the status the API answers. */
@@ -231,7 +265,95 @@ export function PoliciesView(props: {
   );
 }
 
-function StepForms(props: { v: PolicyVersion; csrf: string; operator: string }) {
+/** A form of one button posting to `/console/policies/{id}/{change}`. */
+function ButtonForm(props: { id: string; change: string; csrf: string; label: string; danger?: boolean }) {
+  return (
+    <form method="post" action={`/console/policies/${props.id}/${props.change}`} class="inline-form">
+      <CsrfField token={props.csrf} />
+      <button type="submit" class={props.danger === true ? 'danger' : undefined}>
+        {props.label}
+      </button>{' '}
+    </form>
+  );
+}
+
+/**
+ * Staged and scheduled activation of an approved version (a share of accounts, shadow, a time),
+ * and the undoing of either when it is this version's.
+ */
+function RolloutForms(props: { v: PolicyVersion; csrf: string; served: ServedPolicyVersions }) {
+  const { v, csrf, served } = props;
+  const id = encodeURIComponent(v.id);
+  const staged = served.staged?.version.id === v.id;
+  const scheduled = served.scheduled?.versionId === v.id;
+  if (v.state !== 'approved' && !staged && !scheduled) return null;
+  return (
+    <section aria-labelledby="h-rollout">
+      <h3 id="h-rollout">Rollout</h3>
+      {v.state === 'approved' && (
+        <>
+          <form
+            method="post"
+            action={`/console/policies/${id}/stage`}
+            aria-label="Stage to a share of accounts"
+          >
+            <CsrfField token={csrf} />
+            <div>
+              <label for="s-percent">Share of accounts (%), above 0 and below 100</label>
+              <input
+                type="number"
+                id="s-percent"
+                name="percent"
+                required
+                min="0.01"
+                max="99.99"
+                step="0.01"
+              />
+            </div>
+            <p class="muted">
+              An account is in or out on every login and every replica; the active version’s verdict is
+              recorded beside it. Activate the version to serve it to all.
+            </p>
+            <div class="actions">
+              <button type="submit">Stage</button>
+            </div>
+          </form>
+          <form method="post" action={`/console/policies/${id}/stage`} class="inline-form">
+            <CsrfField token={csrf} />
+            <button type="submit" name="shadow" value="1">
+              Stage in shadow (never served)
+            </button>
+          </form>
+          <form
+            method="post"
+            action={`/console/policies/${id}/schedule`}
+            aria-label="Schedule the activation"
+          >
+            <CsrfField token={csrf} />
+            <div>
+              <label for="s-at">Activate at (UTC)</label>
+              <input type="datetime-local" id="s-at" name="at" required />
+            </div>
+            <div class="actions">
+              <button type="submit">Schedule</button>
+            </div>
+          </form>
+        </>
+      )}
+      {staged && <ButtonForm id={id} change="unstage" csrf={csrf} label="End the rollout" danger />}
+      {scheduled && (
+        <ButtonForm id={id} change="unschedule" csrf={csrf} label="Cancel the scheduled activation" danger />
+      )}
+    </section>
+  );
+}
+
+function StepForms(props: {
+  v: PolicyVersion;
+  csrf: string;
+  operator: string;
+  served: ServedPolicyVersions;
+}) {
   const { v } = props;
   const id = encodeURIComponent(v.id);
   const steps = STEPS.filter((s) =>
@@ -245,13 +367,15 @@ function StepForms(props: { v: PolicyVersion; csrf: string; operator: string }) 
         <p class="muted">You wrote this version: an admin other than its author must approve it.</p>
       )}
       {steps.map((step) => (
-        <form method="post" action={`/console/policies/${id}/${step}`} class="inline-form">
-          <CsrfField token={props.csrf} />
-          <button type="submit" class={step === 'reject' || step === 'withdraw' ? 'danger' : undefined}>
-            {STEP_LABELS[step]}
-          </button>{' '}
-        </form>
+        <ButtonForm
+          id={id}
+          change={step}
+          csrf={props.csrf}
+          label={STEP_LABELS[step]}
+          danger={step === 'reject' || step === 'withdraw'}
+        />
       ))}
+      <RolloutForms v={v} csrf={props.csrf} served={props.served} />
       {v.state === 'retired' && (
         <form method="post" action={`/console/policies/${id}/revert`} aria-label="Revert to this version">
           <CsrfField token={props.csrf} />
@@ -334,7 +458,7 @@ export function VersionView(props: {
         )}
       </dl>
       {props.canChange ? (
-        <StepForms v={v} csrf={props.csrf} operator={props.operator} />
+        <StepForms v={v} csrf={props.csrf} operator={props.operator} served={props.served} />
       ) : (
         <p class="muted">The steps of a version take the admin role.</p>
       )}
@@ -482,7 +606,7 @@ function mountVersionSteps(
   const change = (
     what: string,
     done: keyof typeof DONE,
-    work: (c: ConsoleContext, id: string) => Promise<PolicyVersion>,
+    work: (c: ConsoleContext, id: string) => Promise<{ id: string }>,
   ) =>
     ui.post(
       `/policies/:id/${done}`,
@@ -506,5 +630,39 @@ function mountVersionSteps(
     const form = revertFormSchema.safeParse(c.get('form'));
     if (!form.success) throw kit.edge.inputError(form.error, 'The revert form');
     return ops.revert(c, kit.edge, id, form.data.message);
+  });
+  mountRolloutChanges(ops, kit, change);
+}
+
+/** Stage, unstage, schedule and unschedule from a version's page, each back to it. */
+function mountRolloutChanges(
+  ops: PolicyVersionOperations,
+  kit: ConsoleKit,
+  change: (
+    what: string,
+    done: RolloutChange,
+    work: (c: ConsoleContext, id: string) => Promise<{ id: string }>,
+  ) => void,
+): void {
+  change('Staging a policy version', 'stage', async (c, id) => {
+    const sent = c.get('form');
+    const form =
+      sent.shadow === '1' ? { success: true as const, data: SHADOW } : stageFormSchema.safeParse(sent);
+    if (!form.success) throw kit.edge.inputError(form.error, 'The stage form');
+    return (await ops.stage(c, kit.edge, id, form.data)).version;
+  });
+  change('Ending a rollout', 'unstage', async (c, id) => {
+    await ops.unstage(c, kit.edge, id);
+    return { id };
+  });
+  change('Scheduling a policy version', 'schedule', async (c, id) => {
+    const form = scheduleFormSchema.safeParse(c.get('form'));
+    if (!form.success) throw kit.edge.inputError(form.error, 'The schedule form');
+    await ops.schedule(c, kit.edge, id, Date.parse(form.data.at));
+    return { id };
+  });
+  change('Cancelling a scheduled activation', 'unschedule', async (c, id) => {
+    await ops.unschedule(c, kit.edge, id);
+    return { id };
   });
 }

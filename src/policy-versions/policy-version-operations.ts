@@ -12,13 +12,18 @@ import type {
   PolicyVersion,
   PolicyVersionStep,
   PolicyVersionStore,
+  RolloutRequest,
+  ScheduledPolicyActivation,
   ServedPolicyVersions,
+  StagedPolicyVersion,
 } from './policy-version-store.ts';
 
 /**
- * The policy versions' reads and changes, as the operator API (policy-version-routes.ts) and the
- * console's Policies pages share them: one place where a draft is compiled before it is kept and
- * where each change is written to the audit trail (`edge.recordChange`) before the store makes it.
+ * The policy versions' reads and changes, as the operator API (policy-version-routes.ts and
+ * policy-version-rollout-routes.ts), the console's Policies pages and, through the API, the CLI
+ * share them: one place where a draft is compiled before it is kept and where every change (a
+ * draft, a step, a revert, a stage or a schedule and their undoing) is written to the audit trail
+ * once (`edge.recordChange`) before the store makes it.
  * Four eyes and the state checks are the store's (RG_ERR_POLICY_SELF_APPROVAL,
  * RG_ERR_POLICY_VERSION_CONFLICT); a database that does not answer is RG_ERR_DATABASE_UNAVAILABLE.
  */
@@ -63,6 +68,20 @@ export interface PolicyVersionOperations {
   ): Promise<PolicyVersion>;
   /** A new active version carrying earlier version `id`'s YAML, by the operator of `c`, audited first. */
   revert(c: Context, edge: RouteEdge, id: string, message: string): Promise<PolicyVersion>;
+  /** Approved version `id` staged in shadow or to a percentage of accounts, audited first. */
+  stage(c: Context, edge: RouteEdge, id: string, rollout: RolloutRequest): Promise<StagedPolicyVersion>;
+  /**
+   * The rollout ended, audited first (naming the staged version); given `id`, only when `id` is
+   * the version staged (a page that showed it staged may be out of date: 409 otherwise).
+   */
+  unstage(c: Context, edge: RouteEdge, id?: string): Promise<void>;
+  /**
+   * Approved version `id` to be activated at `atMs` (epoch ms, wall time) in the name of the
+   * operator of `c`, audited first; a time not in the future is RG_ERR_INVALID_INPUT naming `at`.
+   */
+  schedule(c: Context, edge: RouteEdge, id: string, atMs: number): Promise<ScheduledPolicyActivation>;
+  /** The scheduled activation cancelled, audited first; given `id`, only when `id` is the one scheduled. */
+  unschedule(c: Context, edge: RouteEdge, id?: string): Promise<void>;
 }
 
 /** The last 24 hours: a proposal's backtest window when none is asked for (the console's). */
@@ -95,6 +114,16 @@ export function policyVersionOperations(o: {
 }): PolicyVersionOperations {
   const { store } = o;
   const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
+  /** Every change: written to the audit trail once, then made by the store (503 when it does not answer). */
+  const audited = async <T>(
+    c: Context,
+    edge: RouteEdge,
+    change: { action: AuditAction; target: string; detail: Record<string, unknown> },
+    work: () => Promise<T>,
+  ): Promise<T> => {
+    await edge.recordChange(c, change);
+    return fromStore(work());
+  };
   const get = async (id: string) => {
     const version = await fromStore(store.get(id));
     if (version === undefined) throw new RiskgateError(ErrorCode.NOT_FOUND, `No policy version ${id}.`);
@@ -116,15 +145,16 @@ export function policyVersionOperations(o: {
           issues.length > 0 ? issues : [{ field: 'yaml', message: 'invalid policy' }],
         );
       }
+      const { name, revision } = compiled.policy;
       const active = await fromStore(store.active());
-      await edge.recordChange(c, {
+      const change = {
         action: 'policy.create',
-        target: compiled.policy.name,
-        detail: { revision: compiled.policy.revision, message: input.message },
-      });
-      return fromStore(
+        target: name,
+        detail: { revision, message: input.message },
+      } as const;
+      return audited(c, edge, change, () =>
         store.create({
-          name: compiled.policy.name,
+          name,
           yaml: input.yaml,
           author: operatorOf(c),
           message: input.message,
@@ -134,22 +164,54 @@ export function policyVersionOperations(o: {
     },
     async step(c, edge, id, step, window) {
       const target = await get(id);
-      const action: AuditAction = POLICY_VERSION_STEP_ACTIONS[step];
       const asked = step === 'propose' ? (window ?? defaultWindow()) : undefined;
-      await edge.recordChange(c, {
-        action,
-        target: target.id,
-        detail: { revision: target.revision, ...(asked && { window: asked }) },
-      });
-      const moved = await fromStore(store.step(target.id, step, operatorOf(c)));
+      const detail = { revision: target.revision, ...(asked && { window: asked }) };
+      const change = { action: POLICY_VERSION_STEP_ACTIONS[step], target: target.id, detail };
+      const moved = await audited(c, edge, change, () => store.step(target.id, step, operatorOf(c)));
       if (asked !== undefined && o.evidence?.request !== undefined)
         await fromStore(o.evidence.request(moved, asked, operatorOf(c)));
       return moved;
     },
     async revert(c, edge, id, message) {
       const target = await get(id);
-      await edge.recordChange(c, { action: 'policy.revert', target: target.id, detail: { message } });
-      return fromStore(store.revert(target.id, operatorOf(c), message));
+      const change = { action: 'policy.revert', target: target.id, detail: { message } } as const;
+      return audited(c, edge, change, () => store.revert(target.id, operatorOf(c), message));
+    },
+    async stage(c, edge, id, rollout) {
+      const target = await get(id);
+      const change = {
+        action: 'policy.stage',
+        target: target.id,
+        detail: { ...rollout, revision: target.revision },
+      } as const;
+      return audited(c, edge, change, () => store.stage(target.id, rollout));
+    },
+    async unstage(c, edge, id) {
+      const staged = id ?? (await fromStore(store.served())).staged?.version.id;
+      const change = { action: 'policy.unstage', target: staged ?? 'staged', detail: {} } as const;
+      await audited(c, edge, change, () => store.unstage(staged));
+    },
+    async schedule(c, edge, id, atMs) {
+      const target = await get(id);
+      const at = Number.isFinite(atMs) ? new Date(atMs).toISOString() : String(atMs);
+      const change = {
+        action: 'policy.schedule',
+        target: target.id,
+        detail: { at, revision: target.revision },
+      } as const;
+      try {
+        return await audited(c, edge, change, () => store.schedule(target.id, atMs, operatorOf(c)));
+      } catch (e) {
+        // The store's one validation here is the time: named as the field a form or body sent.
+        if (e instanceof RiskgateError && e.code === ErrorCode.INVALID_INPUT && !(e instanceof InputError))
+          throw new InputError(e.message, [{ field: 'at', message: e.message }]);
+        throw e;
+      }
+    },
+    async unschedule(c, edge, id) {
+      const scheduled = id ?? (await fromStore(store.served())).scheduled?.versionId;
+      const change = { action: 'policy.unschedule', target: scheduled ?? 'scheduled', detail: {} } as const;
+      await audited(c, edge, change, () => store.unschedule(scheduled));
     },
   };
 }

@@ -1,28 +1,28 @@
-import type { Context, Hono } from 'hono';
+import type { Hono } from 'hono';
 import { z } from 'zod';
 import { AUDITED_CHANGE, type CodeNotes, declareRoute } from '../edge/route-declaration.ts';
-import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
+import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
-import { storeAnswer } from '../store/store-unavailable.ts';
-import type { PolicyVersionStore } from './policy-version-store.ts';
+import type { PolicyVersionOperations } from './policy-version-operations.ts';
+import type { RolloutRequest } from './policy-version-store.ts';
 
 /**
  * Staged and scheduled activation over the API (docs/policy-versions.md, "Staged and scheduled
  * activation over the API"): an approved version staged in shadow or to a percentage of accounts
  * (each account's bucket is stable, `rolloutBucket` in policy-version-sync.ts), or scheduled to be
- * activated at a time; each undone by its own call. An admin's, audited before it is made like
- * every step; the store refuses what the state does not allow (409).
+ * activated at a time; each undone by its own call. An admin's, made by `PolicyVersionOperations`
+ * like every step (audited once, before it is made); the store refuses what the state does not
+ * allow (409).
  */
+
+/** A rollout's share of accounts, percent: above 0 and below 100, in 0.01 steps (basis points). */
+export const ROLLOUT_PERCENT = z.number().gt(0).lt(100).multipleOf(0.01);
 
 export const stagePolicyVersionSchema = z
   .object({
-    percent: z
-      .number()
-      .gt(0)
-      .lt(100)
-      .multipleOf(0.01)
-      .optional()
-      .describe('The share of accounts served the version, above 0 and below 100 (0.01 steps).'),
+    percent: ROLLOUT_PERCENT.optional().describe(
+      'The share of accounts served the version, above 0 and below 100 (0.01 steps).',
+    ),
     shadow: z
       .literal(true)
       .optional()
@@ -142,67 +142,33 @@ export const POLICY_ROLLOUT_ROUTES = [
   UNSCHEDULE_POLICY_VERSION_ROUTE,
 ];
 
-const fromStore = <T>(work: Promise<T>) =>
-  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The policy versions database');
-
-/** Mounts the rollout routes; `operatorOf` names the admin for the schedule. */
-export function mountRolloutRoutes(
-  app: Hono,
-  edge: RouteEdge,
-  store: PolicyVersionStore,
-  operatorOf: (c: Context) => string,
-): void {
+/** Mounts the rollout routes: each change made by `operations`, as the console's and the CLI's are. */
+export function mountRolloutRoutes(app: Hono, edge: RouteEdge, operations: PolicyVersionOperations): void {
   const admin = edge.requireRole('admin');
-  const exists = async (id: string) => {
-    const version = await fromStore(store.get(id));
-    if (version === undefined) throw new RiskgateError(ErrorCode.NOT_FOUND, `No policy version ${id}.`);
-    return version;
-  };
   STAGE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    const target = await exists(STAGE_POLICY_VERSION_ROUTE.pathOf(c).id);
+    const { id } = STAGE_POLICY_VERSION_ROUTE.pathOf(c);
     const body = await STAGE_POLICY_VERSION_ROUTE.bodyOf(c);
-    const rollout =
-      body.percent === undefined
-        ? ({ stage: 'shadow' } as const)
-        : { stage: 'percent' as const, percent: body.percent };
-    await edge.recordChange(c, {
-      action: 'policy.stage',
-      target: target.id,
-      detail: { ...rollout, revision: target.revision },
-    });
-    const staged = await fromStore(store.stage(target.id, rollout));
+    const rollout: RolloutRequest =
+      body.percent === undefined ? { stage: 'shadow' } : { stage: 'percent', percent: body.percent };
+    const staged = await operations.stage(c, edge, id, rollout);
     return c.json({ versionId: staged.version.id, stage: staged.stage, percent: staged.basisPoints / 100 });
   });
   UNSTAGE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    await edge.recordChange(c, { action: 'policy.unstage', target: 'staged', detail: {} });
-    await fromStore(store.unstage());
+    await operations.unstage(c, edge);
     return c.body(null, 204);
   });
   SCHEDULE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    const target = await exists(SCHEDULE_POLICY_VERSION_ROUTE.pathOf(c).id);
+    const { id } = SCHEDULE_POLICY_VERSION_ROUTE.pathOf(c);
     const { at } = await SCHEDULE_POLICY_VERSION_ROUTE.bodyOf(c);
-    const atMs = Date.parse(at);
-    await edge.recordChange(c, {
-      action: 'policy.schedule',
-      target: target.id,
-      detail: { at, revision: target.revision },
+    const scheduled = await operations.schedule(c, edge, id, Date.parse(at));
+    return c.json({
+      versionId: scheduled.versionId,
+      at: new Date(scheduled.atMs).toISOString(),
+      by: scheduled.by,
     });
-    try {
-      const scheduled = await fromStore(store.schedule(target.id, atMs, operatorOf(c)));
-      return c.json({
-        versionId: scheduled.versionId,
-        at: new Date(scheduled.atMs).toISOString(),
-        by: scheduled.by,
-      });
-    } catch (e) {
-      if (e instanceof RiskgateError && e.code === ErrorCode.INVALID_INPUT && !(e instanceof InputError))
-        throw new InputError(e.message, [{ field: 'at', message: 'must be in the future' }]);
-      throw e;
-    }
   });
   UNSCHEDULE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    await edge.recordChange(c, { action: 'policy.unschedule', target: 'scheduled', detail: {} });
-    await fromStore(store.unschedule());
+    await operations.unschedule(c, edge);
     return c.body(null, 204);
   });
 }

@@ -333,10 +333,7 @@ export function policyVersionRoutes(
           return c.json(policyVersionView(await operations.step(c, edge, id, step, window), false));
         });
       }
-      mountRolloutRoutes(app, edge, o.store, (c) => {
-        const principal = c.get('principal');
-        return principal.operator?.name ?? principal.keyId;
-      });
+      mountRolloutRoutes(app, edge, operations);
     },
   };
 }

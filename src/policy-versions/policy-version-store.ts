@@ -420,8 +420,11 @@ export class PolicyVersionStore {
     });
   }
 
-  /** Ends the rollout of the staged version (it stays approved). Refused when none is staged. */
-  async unstage(): Promise<void> {
+  /**
+   * Ends the rollout of the staged version (it stays approved). Refused when none is staged, or,
+   * given `id`, when the staged version is not `id` (a page showing it staged may be out of date).
+   */
+  async unstage(id?: string): Promise<void> {
     const moved = await this.#db
       .updateTable('policy_active')
       .set((eb) => ({
@@ -432,10 +435,13 @@ export class PolicyVersionStore {
         changed_ms: this.#now(),
       }))
       .where('id', '=', 1)
-      .where('staged_version_id', 'is not', null)
+      .where('staged_version_id', id === undefined ? 'is not' : '=', id ?? null)
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) === 0)
-      throw new RiskgateError(ErrorCode.POLICY_VERSION_CONFLICT, 'no policy version is staged');
+      throw new RiskgateError(
+        ErrorCode.POLICY_VERSION_CONFLICT,
+        id === undefined ? 'no policy version is staged' : `policy version ${id} is not staged`,
+      );
   }
 
   /**
@@ -463,8 +469,11 @@ export class PolicyVersionStore {
     });
   }
 
-  /** Cancels the scheduled activation. Refused when none is scheduled. */
-  async unschedule(): Promise<void> {
+  /**
+   * Cancels the scheduled activation. Refused when none is scheduled, or, given `id`, when the
+   * scheduled version is not `id`.
+   */
+  async unschedule(id?: string): Promise<void> {
     const moved = await this.#db
       .updateTable('policy_active')
       .set((eb) => ({
@@ -475,10 +484,13 @@ export class PolicyVersionStore {
         changed_ms: this.#now(),
       }))
       .where('id', '=', 1)
-      .where('scheduled_version_id', 'is not', null)
+      .where('scheduled_version_id', id === undefined ? 'is not' : '=', id ?? null)
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) === 0)
-      throw new RiskgateError(ErrorCode.POLICY_VERSION_CONFLICT, 'no policy activation is scheduled');
+      throw new RiskgateError(
+        ErrorCode.POLICY_VERSION_CONFLICT,
+        id === undefined ? 'no policy activation is scheduled' : `policy version ${id} is not scheduled`,
+      );
   }
 
   /**
