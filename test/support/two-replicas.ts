@@ -13,23 +13,24 @@ export interface TwoReplicas {
 /**
  * Starts a PostgreSQL and two riskgates on it, serving the policy `yaml`, with the operator key
  * {@link OPS_KEY} as the admin `olga`. The velocity counters stay in each process (memory), so
- * what the replicas share is the database's state alone. `two` takes `second`'s options besides
- * (a shorter staleness bound, say).
+ * what the replicas share is the database's state alone. `two` takes `second`'s `riskgate` options
+ * besides (a shorter staleness bound, say); `second.env` goes to both (other operators' keys).
  */
 export async function startTwoReplicasOnPostgres(
   yaml: string,
-  second: Pick<HarnessOptions, 'riskgate'> = {},
+  second: Pick<HarnessOptions, 'riskgate' | 'env'> = {},
 ): Promise<TwoReplicas> {
   const pg = await startPostgres();
   const env = {
     RISKGATE_DATABASE: pg.url,
     RISKGATE_FEATURE_STORE: 'memory',
     RISKGATE_OPS_KEYS: `olga:admin:${OPS_KEY}`,
+    ...second.env,
   };
   let one: Harness | undefined;
   try {
     one = await startHarness({ policy: { yaml }, env });
-    const two = await startHarness({ policy: { yaml }, env, sharedSandbox: one.sandbox, ...second });
+    const two = await startHarness({ policy: { yaml }, sharedSandbox: one.sandbox, ...second, env });
     return {
       pg,
       one,
