@@ -70,6 +70,32 @@ interface PoliciesAnswer {
   };
 }
 
+/**
+ * An unstage or an unschedule naming a version (as the console's, from that version's page) ends
+ * only that version's rollout or schedule: another version's is refused (409) and left in place.
+ */
+async function undoneByVersionOnly(
+  store: PolicyVersionStore,
+  approved: (yaml: string, message: string) => Promise<{ id: string }>,
+  nowMs: number,
+): Promise<void> {
+  const v = await approved(CANDIDATE, 'staged, then scheduled');
+  const w = await approved(CANDIDATE, 'another approved version');
+  await store.stage(v.id, { stage: 'percent', percent: 10 });
+  await expect(store.unstage(w.id)).rejects.toMatchObject({
+    code: 'RG_ERR_POLICY_VERSION_CONFLICT',
+    message: `policy version ${w.id} is not staged`,
+  });
+  expect((await store.served()).staged?.version.id).toBe(v.id);
+  await store.unstage(v.id);
+  expect((await store.served()).staged).toBeUndefined();
+  await store.schedule(v.id, nowMs + 3_600_000, 'bob');
+  await expect(store.unschedule(w.id)).rejects.toMatchObject({ code: 'RG_ERR_POLICY_VERSION_CONFLICT' });
+  expect((await store.served()).scheduled?.versionId).toBe(v.id);
+  await store.unschedule(v.id);
+  expect((await store.served()).scheduled).toBeUndefined();
+}
+
 describe.runIf(postgresAvailable())('policy versions served by two riskgates on PostgreSQL', () => {
   let replicas: TwoReplicas;
   let pg: RunningPostgres;
@@ -231,6 +257,10 @@ describe.runIf(postgresAvailable())('policy versions served by two riskgates on 
     }
   });
 
+  it("ends a rollout or a schedule named by version only when it is that version's", async () => {
+    await undoneByVersionOnly(store, approved, Date.now());
+  });
+
   it("still refuses a change to a version's content", async () => {
     const [v] = await store.list(1);
     await expect(
@@ -336,6 +366,21 @@ describe('policy version serving and rollout on one database: the schedule, the 
       await store.step(v.id, 'withdraw', 'ana');
       expect((await store.served()).staged).toBeUndefined();
       await expect(store.unstage()).rejects.toMatchObject({ code: 'RG_ERR_POLICY_VERSION_CONFLICT' });
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("ends a rollout or a schedule named by version only when it is that version's", async () => {
+    const database = await openDatabase({ kind: 'memory' }, { migrations: CONTROL_MIGRATIONS });
+    const store = new PolicyVersionStore(database);
+    const approved = async (yaml: string, message: string) => {
+      const v = await store.create({ name: 'login', yaml, author: 'ana', message });
+      await store.step(v.id, 'propose', 'ana');
+      return store.step(v.id, 'approve', 'bob');
+    };
+    try {
+      await undoneByVersionOnly(store, approved, Date.now());
     } finally {
       await database.close();
     }
