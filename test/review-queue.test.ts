@@ -217,6 +217,33 @@ function reviewOn(name: string, env: () => Record<string, string>) {
         { from: 'ana', to: 'bo' },
       ]),
     );
+    // The same from the console's case page: handed over, then released, by its forms.
+    const { cookie, csrf } = await signIn(h);
+    const form = (action: string, fields: Record<string, string> = {}) =>
+      fetch(`${h.url}/console/review/${id}/${action}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          cookie,
+          'sec-fetch-site': 'same-origin',
+        },
+        body: new URLSearchParams({ csrf, ...fields }),
+      });
+    const casePage = async () =>
+      (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+    expect(await casePage()).toContain('Hand over');
+    expect((await form('assign', { assignee: 'not a name' })).status).toBe(400);
+    const handedOver = await form('assign', { assignee: 'bo' });
+    expect(handedOver.headers.get('location')).toBe(`/console/review/${id}?done=assigned`);
+    expect(await casePage()).toMatch(/<dt>assignee<\/dt><dd><bdi>bo<\/bdi>/);
+    expect(await casePage()).toContain('Release to the queue');
+    const releasedThere = await form('release');
+    expect(releasedThere.headers.get('location')).toBe(`/console/review/${id}?done=released`);
+    const after = await casePage();
+    expect(after).toContain('nobody yet');
+    expect(after).not.toContain('Release to the queue');
+    expect((await audit('review.release')).length).toBe(3);
     // Closed, a case is neither released nor handed over.
     await post(`/review/cases/${id}/disposition`, { disposition: 'unsure' }, ANA_KEY);
     expect((await post(`/review/cases/${id}/assign`, { assignee: 'bo' }, ANA_KEY)).status).toBe(409);
