@@ -244,6 +244,11 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     expect(after).toContain('nobody yet');
     expect(after).not.toContain('Release to the queue');
     expect((await audit('review.release')).length).toBe(3);
+    // The Audit page links each entry to its case.
+    const trail = await (
+      await fetch(`${h.url}/console/audit?action=review.assign`, { headers: { cookie } })
+    ).text();
+    expect(trail).toContain(`href="/console/review/${id}"`);
     // Closed, a case is neither released nor handed over.
     await post(`/review/cases/${id}/disposition`, { disposition: 'unsure' }, ANA_KEY);
     expect((await post(`/review/cases/${id}/assign`, { assignee: 'bo' }, ANA_KEY)).status).toBe(409);
