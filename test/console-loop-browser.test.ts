@@ -192,10 +192,11 @@ describe("an analyst's loop in the console", () => {
         new RegExp(`${disposition}\\s+by ${p === ana.page ? 'ana' : 'bo'}`),
       );
     }
-    // The Rules page counts both on its first load.
+    // The Rules page counts both on its first load: new-region fired on ana's fraud and bo's legit
+    // and missed dave's fraud; new-device missed ana's.
     await page.goto(`${h.url}/console/rules`);
-    expect(await ruleCounts(page, 'new-region')).toEqual({ labelled: '1 / 1 / 0', precision: '0.50' });
-    expect(await ruleCounts(page, 'new-device')).toEqual({ labelled: '1 / 0 / 0', precision: '1.00' });
+    expect(await ruleCounts(page, 'new-region')).toEqual({ labelled: '1 / 1 / 1', precision: '0.50' });
+    expect(await ruleCounts(page, 'new-device')).toEqual({ labelled: '1 / 0 / 1', precision: '1.00' });
   }, 180_000);
 
   it('exports a filter as CSV with exactly the rows the page counts', async () => {
