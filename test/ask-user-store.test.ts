@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AskUserPruning } from '../src/ask-user/ask-user-pruning.ts';
-import { type AskUserLink, AskUserStore, askUserMigrations } from '../src/ask-user/ask-user-store.ts';
+import {
+  type AskUserLink,
+  AskUserStore,
+  type AskUserTables,
+  askUserMigrations,
+} from '../src/ask-user/ask-user-store.ts';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
@@ -92,6 +97,8 @@ async function prunesExpiredLinks(target: DatabaseTarget): Promise<void> {
   const lines: Record<string, unknown>[] = [];
   try {
     const store = new AskUserStore(database);
+    // The links of the tests before (PostgreSQL's one database) would be pruned too.
+    await database.db.withTables<AskUserTables>().deleteFrom('ask_user_link').execute();
     // 25 links long past their keep (5 answered), 3 just expired, 2 open.
     for (let i = 0; i < 25; i++)
       await store.add(
