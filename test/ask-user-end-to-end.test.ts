@@ -187,6 +187,10 @@ describe('"was this you?" played by the user', () => {
     expect((await fetch(link.url)).status).toBe(410);
     expect(outcomeLines(decisionId)).toEqual([]);
     expect(await actionsOf(decisionId)).toEqual([]);
+    // Expired, it is kept (its page says so) until the pruning's keep has passed: none pruned yet.
+    const metrics = await (await h.ops('/metrics')).text();
+    expect(metrics).toMatch(/^riskgate_ask_user_links_pruned(_total)? 0$/m);
+    expect(metrics).toMatch(/^riskgate_ask_user_prune_failures(_total)? 0$/m);
   });
 
   it('sends no link for a rule that does not ask', async () => {

@@ -123,6 +123,11 @@ beforeAll(async () => {
     },
   );
   await h.control('DELETE', '/sandbox/faults');
+  // The decision store writes off the request path: on a busy machine mallory's row may come after.
+  await eventually(async () => ((await h.ops(`/decisions/${malloryId}`)).status === 200 ? true : undefined), {
+    timeoutMs: 20_000,
+    what: "mallory's decision stored",
+  });
 }, 60_000);
 
 afterAll(async () => {

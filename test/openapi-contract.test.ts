@@ -537,7 +537,7 @@ describe('real answers of every route conform to the document', () => {
     expect(again.json()).toMatchObject({ code: 'RG_ERR_CONFLICT' });
   });
 
-  it('the review queue: a case sent by hand, claimed, noted, closed, an unlock from it, their refusals', async () => {
+  it('the review queue: a case sent by hand, claimed, handed over, released, noted, closed, a lock-out and an unlock from it, their refusals', async () => {
     const key = OPS_KEY;
     const { mallory } = await lookUpUserIds(h.sandbox, ['mallory']);
     const id = (await h.decide(demoRequest('mallory', mallory))).body.decisionId as string;
@@ -558,11 +558,30 @@ describe('real answers of every route conform to the document', () => {
     expect((await post(`/review/cases/${caseId}/notes`, { text: 'called the user' })).status).toBe(201);
     expect((await call(h.url, 'GET', `/review/cases/${caseId}`, { key })).status).toBe(200);
     expect((await call(h.url, 'GET', `/review/cases/${randomUUID()}`, { key })).status).toBe(404);
+    expect((await post(`/review/cases/${caseId}/assign`, { assignee: 'ana' })).status).toBe(200);
+    expect((await post(`/review/cases/${caseId}/assign`, { assignee: 'a b' })).status).toBe(400);
+    expect((await post(`/review/cases/${caseId}/release`)).status).toBe(200);
+    expect((await post(`/review/cases/${caseId}/release`)).status).toBe(409);
+    expect((await post('/review/claim-next')).status).toBe(200);
+    // Its decision drove a lock-out: another is refused.
+    expect((await post(`/review/cases/${caseId}/lockout`, { reason: 'again' })).status).toBe(409);
     expect((await post(`/review/cases/${caseId}/unlock`, { reason: 'the user vouched' })).status).toBe(202);
     expect((await post(`/review/cases/${caseId}/disposition`, { disposition: 'maybe' })).status).toBe(400);
     expect((await post(`/review/cases/${caseId}/disposition`, { disposition: 'legit' })).status).toBe(200);
     expect((await post(`/review/cases/${caseId}/disposition`, { disposition: 'fraud' })).status).toBe(409);
     expect((await post('/review/claim-next')).json()).toEqual({ claimed: null });
+    // A decision that locked nobody out: its user locked out from its case.
+    const { bob } = await lookUpUserIds(h.sandbox, ['bob']);
+    const bobId = (await h.decide(demoRequest('bob', bob))).body.decisionId as string;
+    await eventually(async () => (await call(h.url, 'GET', `/decisions/${bobId}`, { key })).status === 200);
+    const bobCase = (await post('/review/cases', { decisionId: bobId })).json() as { id: string };
+    expect((await post(`/review/cases/${bobCase.id}/lockout`, {})).status).toBe(400);
+    expect((await post(`/review/cases/${bobCase.id}/lockout`, { reason: 'the bank confirmed' })).status).toBe(
+      202,
+    );
+    expect((await post(`/review/cases/${bobCase.id}/disposition`, { disposition: 'fraud' })).status).toBe(
+      200,
+    );
   });
 
   it('POST /callbacks/admin: a signed callback, a replay, a forgery', async () => {

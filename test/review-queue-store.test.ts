@@ -15,7 +15,8 @@ import { postgresAvailable, type RunningPostgres, startPostgres } from './suppor
 /**
  * The review queue's store (issue 34) on a SQLite file and on PostgreSQL: one case per decision;
  * claim-next hands concurrent analysts different cases and nothing once the queue is empty; a
- * disposition closes a case once; the queue's depth and age; a row riskgate did not write, or a
+ * disposition closes a case once; a release and a hand-over are conditional writes (one of two at
+ * once wins); the queue's depth and age; a row riskgate did not write, or a
  * database that does not answer, is a clear error, never an empty queue.
  */
 
@@ -122,6 +123,28 @@ async function behavesAsReviewQueue(database: RiskgateDatabase): Promise<void> {
     assignee: 'bob',
     claimedMs: T0 + 8,
   });
+
+  // Release and hand-over are conditional writes: a release and a hand-over of one claim at once,
+  // one of them wins; a holder who is not the assignee, or a case claimed meanwhile, changes nothing.
+  const held = claims[1]!;
+  const [released, handed] = await Promise.all([
+    store.release(held.id, 'analyst-1'),
+    store.assign(held.id, 'analyst-1', 'zoe', T0 + 9),
+  ]);
+  expect([released, handed].filter((r) => r !== undefined)).toHaveLength(1);
+  expect(await store.release(held.id, 'analyst-2')).toBeUndefined();
+  if (released !== undefined) {
+    expect(released).toMatchObject({ status: 'open', assignee: null, claimedMs: null });
+    expect(await store.assign(held.id, 'analyst-1', 'zoe', T0 + 9)).toBeUndefined();
+    // Open again, it is the next claim's.
+    expect((await store.claimNext('analyst-1', T0 + 10))?.id).toBe(held.id);
+  } else {
+    expect(handed).toMatchObject({ status: 'claimed', assignee: 'zoe', claimedMs: T0 + 9 });
+    expect(await store.assign(held.id, null, 'analyst-1', T0 + 10)).toBeUndefined();
+    expect(await store.assign(held.id, 'zoe', 'analyst-1', T0 + 10)).toMatchObject({ assignee: 'analyst-1' });
+  }
+  expect(await store.release(closed!.id, 'ana')).toBeUndefined();
+  expect(await store.assign(closed!.id, 'ana', 'zoe', T0 + 11)).toBeUndefined();
 
   // A row riskgate did not write: a clear error naming the column, never a case read as another.
   const bad = newCase();

@@ -10,8 +10,15 @@ import { postgresAvailable, type RunningPostgres, startPostgres } from './suppor
  * `review: true` opens a case after the answer, the sample opens one for an allowed login; two
  * analysts claiming at once get different cases; a disposition becomes the decision's label, which
  * the rule report counts at once; the console's Review page, claim-next, disposition and the
- * decision page's Send to review.
+ * decision page's Send to review; release and hand-over of a claim, and a lock-out and unlock of
+ * the case's user (role-checked, audited, shown at once on the case page).
  */
+
+/** Named operators beside the harness's plain (admin) key. */
+const ANA_KEY = 'ana-analyst-key-0123456789';
+const BO_KEY = 'bo-analyst-key-01234567890';
+const VIC_KEY = 'vic-viewer-key-01234567890';
+const OPERATORS = `${OPS_KEY},ana:analyst:${ANA_KEY},bo:analyst:${BO_KEY},vic:viewer:${VIC_KEY}`;
 
 /** The shipped policy, with `new-browser` asking for review. */
 const REVIEW_POLICY = readFileSync(new URL('../policies/login.yaml', import.meta.url), 'utf8').replace(
@@ -58,16 +65,16 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     h = await startHarness({
       apiKeys: [CALLER_KEY],
       policy: { yaml: REVIEW_POLICY },
-      env: { ...env(), RISKGATE_REVIEW_SAMPLE_SHARE: '1' },
+      env: { ...env(), RISKGATE_REVIEW_SAMPLE_SHARE: '1', RISKGATE_OPS_KEYS: OPERATORS },
     });
     ids = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory']);
   }, 60_000);
   afterAll(() => h?.stop());
 
-  const post = async (path: string, body?: unknown) => {
+  const post = async (path: string, body?: unknown, key = OPS_KEY) => {
     const res = await fetch(`${h.url}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${OPS_KEY}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -142,6 +149,167 @@ function reviewOn(name: string, env: () => Record<string, string>) {
       entries: unknown[];
     };
     expect(audit.entries).toHaveLength(1);
+  });
+
+  it(`releases a claim and hands a case over (its assignee, or an admin), audited, one conditional write each (${name})`, async () => {
+    const bob = await h.decide(demoRequest('bob', ids.bob));
+    const decisionId = bob.body.decisionId as string;
+    await expect
+      .poll(async () => (await h.ops(`/decisions/${decisionId}`)).status, { timeout: 10_000 })
+      .toBe(200);
+    const opened = await post('/review/cases', { decisionId }, ANA_KEY);
+    expect([200, 201]).toContain(opened.status);
+    const id = opened.body.id as string;
+    // An open case handed to ana: claimed for her.
+    expect(await post(`/review/cases/${id}/assign`, { assignee: 'ana' }, ANA_KEY)).toMatchObject({
+      status: 200,
+      body: { status: 'claimed', assignee: 'ana' },
+    });
+    // bo holds nothing of it: neither a release nor a hand-over of ana's case.
+    expect(await post(`/review/cases/${id}/release`, undefined, BO_KEY)).toMatchObject({
+      status: 403,
+      body: { code: 'RG_ERR_FORBIDDEN' },
+    });
+    expect(await post(`/review/cases/${id}/assign`, { assignee: 'bo' }, BO_KEY)).toMatchObject({
+      status: 403,
+    });
+    // A viewer changes nothing; a name that is not an operator's is named.
+    expect((await post(`/review/cases/${id}/release`, undefined, VIC_KEY)).status).toBe(403);
+    expect(await post(`/review/cases/${id}/assign`, { assignee: 'a b' }, ANA_KEY)).toMatchObject({
+      status: 400,
+      body: { field: 'assignee' },
+    });
+    // ana hands it to bo; bo releases it: open again, nobody's; a second release finds no claim.
+    expect(await post(`/review/cases/${id}/assign`, { assignee: 'bo' }, ANA_KEY)).toMatchObject({
+      status: 200,
+      body: { assignee: 'bo' },
+    });
+    const boMine = (await (
+      await fetch(`${h.url}/review/cases?view=mine`, { headers: { authorization: `Bearer ${BO_KEY}` } })
+    ).json()) as { items: CaseView[] };
+    expect(boMine.items.map((c) => c.id)).toContain(id);
+    expect(await post(`/review/cases/${id}/release`, undefined, BO_KEY)).toMatchObject({
+      status: 200,
+      body: { status: 'open', assignee: null, claimedAt: null },
+    });
+    expect(await post(`/review/cases/${id}/release`, undefined, BO_KEY)).toMatchObject({
+      status: 409,
+      body: { code: 'RG_ERR_CONFLICT' },
+    });
+    // An admin acts on anyone's claim.
+    await post(`/review/cases/${id}/assign`, { assignee: 'ana' }, ANA_KEY);
+    expect(await post(`/review/cases/${id}/release`)).toMatchObject({
+      status: 200,
+      body: { status: 'open' },
+    });
+    const audit = async (action: string) =>
+      (
+        (await (await h.ops(`/audit?action=${action}&target=${id}`)).json()) as {
+          entries: { actor: string; detail?: Record<string, unknown> }[];
+        }
+      ).entries;
+    const releasedBy = (await audit('review.release')).map((e) => e.actor);
+    expect(releasedBy).toHaveLength(2);
+    expect(releasedBy).toEqual(expect.arrayContaining(['bo', expect.stringMatching(/^key-/)]));
+    expect((await audit('review.assign')).map((e) => e.detail)).toEqual(
+      expect.arrayContaining([
+        { from: null, to: 'ana' },
+        { from: 'ana', to: 'bo' },
+      ]),
+    );
+    // The same from the console's case page: handed over, then released, by its forms.
+    const { cookie, csrf } = await signIn(h);
+    const form = (action: string, fields: Record<string, string> = {}) =>
+      fetch(`${h.url}/console/review/${id}/${action}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          cookie,
+          'sec-fetch-site': 'same-origin',
+        },
+        body: new URLSearchParams({ csrf, ...fields }),
+      });
+    const casePage = async () =>
+      (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+    expect(await casePage()).toContain('Hand over');
+    expect((await form('assign', { assignee: 'not a name' })).status).toBe(400);
+    const handedOver = await form('assign', { assignee: 'bo' });
+    expect(handedOver.headers.get('location')).toBe(`/console/review/${id}?done=assigned`);
+    expect(await casePage()).toMatch(/<dt>assignee<\/dt><dd><bdi>bo<\/bdi>/);
+    expect(await casePage()).toContain('Release to the queue');
+    const releasedThere = await form('release');
+    expect(releasedThere.headers.get('location')).toBe(`/console/review/${id}?done=released`);
+    const after = await casePage();
+    expect(after).toContain('nobody yet');
+    expect(after).not.toContain('Release to the queue');
+    expect((await audit('review.release')).length).toBe(3);
+    // The Audit page links each entry to its case.
+    const trail = await (
+      await fetch(`${h.url}/console/audit?action=review.assign`, { headers: { cookie } })
+    ).text();
+    expect(trail).toContain(`href="/console/review/${id}"`);
+    // Closed, a case is neither released nor handed over.
+    await post(`/review/cases/${id}/disposition`, { disposition: 'unsure' }, ANA_KEY);
+    expect((await post(`/review/cases/${id}/assign`, { assignee: 'bo' }, ANA_KEY)).status).toBe(409);
+    expect((await post(`/review/cases/${id}/release`)).status).toBe(409);
+  });
+
+  it(`locks the case's user out and unlocks them from the case (an admin), through the outbox, audited, shown at once on its page (${name})`, async () => {
+    const bob = await h.decide(demoRequest('bob', ids.bob));
+    const decisionId = bob.body.decisionId as string;
+    await expect
+      .poll(async () => (await h.ops(`/decisions/${decisionId}`)).status, { timeout: 10_000 })
+      .toBe(200);
+    const id = (await post('/review/cases', { decisionId })).body.id as string;
+    expect((await h.ops(`/lockouts/${decisionId}`)).status).toBe(404);
+    // An analyst may not; a blank reason is named.
+    expect((await post(`/review/cases/${id}/lockout`, { reason: 'stolen' }, ANA_KEY)).status).toBe(403);
+    expect(await post(`/review/cases/${id}/lockout`, { reason: ' ' })).toMatchObject({
+      status: 400,
+      body: { field: 'reason' },
+    });
+    const locked = await post(`/review/cases/${id}/lockout`, { reason: 'confirmed with the bank' });
+    expect(locked).toMatchObject({
+      status: 202,
+      body: { id: decisionId, userId: ids.bob, rule: 'operator', status: 'queued' },
+    });
+    // One lock-out per decision: a second is refused, nothing done.
+    expect(await post(`/review/cases/${id}/lockout`, { reason: 'again' })).toMatchObject({
+      status: 409,
+      body: { code: 'RG_ERR_CONFLICT' },
+    });
+    // The console's case page shows it at once (read after the change), with its unlock.
+    const { cookie } = await signIn(h);
+    const page = await (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+    expect(page).toMatch(/data-lockout-status="(queued|locked)"/);
+    expect(page).toContain('Unlock the user');
+    expect(page).not.toContain('Lock the user out');
+    // The outbox makes the Admin API call: the record reads locked.
+    await expect
+      .poll(
+        async () => ((await (await h.ops(`/lockouts/${decisionId}`)).json()) as { status: string }).status,
+        {
+          timeout: 15_000,
+        },
+      )
+      .toBe('locked');
+    const lockAudit = (await (await h.ops(`/audit?action=lockout.lock&target=${decisionId}`)).json()) as {
+      entries: { detail: Record<string, unknown>; outcome: { status: string } }[];
+    };
+    // Newest first: the refused second one, then the one made.
+    expect(lockAudit.entries.map((e) => [e.detail.reason, e.outcome.status])).toEqual([
+      ['again', 'refused'],
+      ['confirmed with the bank', 'queued'],
+    ]);
+    expect(lockAudit.entries[1]?.detail.userId).toBe(ids.bob);
+    const unlocked = await post(`/review/cases/${id}/unlock`, { reason: 'the bank was wrong' });
+    expect(unlocked).toMatchObject({ status: 202, body: { status: 'unlocked' } });
+    const after = await (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+    expect(after).toContain('data-lockout-status="unlocked"');
+    expect(after).not.toContain('Unlock the user');
+    // Closed, it leaves the queue as the next test finds it.
+    expect((await post(`/review/cases/${id}/disposition`, { disposition: 'unsure' })).status).toBe(200);
   });
 
   it(`serves the Review page: a decision sent to review, claimed next, closed from its form (${name})`, async () => {

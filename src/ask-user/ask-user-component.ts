@@ -4,19 +4,29 @@ import type { RiskgateDatabase } from '../database/database.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { FeedbackRateLimit } from '../feedback/feedback-rate-limit.ts';
-import type { Component, LifecycleLog, MetricsRegistry } from '../lifecycle/component.ts';
+import {
+  type Component,
+  type LifecycleLog,
+  type MetricsRegistry,
+  stopWaitMs,
+} from '../lifecycle/component.ts';
 import type { LockoutSink } from '../lockouts/lockout-record.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import { AskUserAnswers } from './ask-user-answers.ts';
 import { type AskUserLinks, askUserLinks } from './ask-user-links.ts';
+import { AskUserPruning, type AskUserPruningOptions } from './ask-user-pruning.ts';
 import { askUserRoutes } from './ask-user-routes.ts';
 import { AskUserStore } from './ask-user-store.ts';
 import { tokenCodec } from './ask-user-token.ts';
 
+/** Longest a stop waits for a pruning round's statement, ms. */
+const PRUNE_STOP_CAP_MS = 2000;
+
 /**
  * "Was this you?" as a component (docs/ask-user.md): the links decisions put in their events
  * (undefined without RISKGATE_ASK_USER_SECRET: no link is made) and the public page that answers
- * them. Starts after the outbox and the lock-outs, whose path a "no" takes.
+ * them; the expired links pruned now and then (src/ask-user/ask-user-pruning.ts). Starts after the
+ * outbox and the lock-outs, whose path a "no" takes.
  */
 export function askUserComponent(o: {
   config: Pick<RiskgateConfig, 'askUser'>;
@@ -26,6 +36,8 @@ export function askUserComponent(o: {
   decisionLog: DecisionLog;
   log: LifecycleLog;
   clock?: Clock | undefined;
+  /** The expired links' pruning (tests: its keep, period and bounds). Defaults as documented there. */
+  pruning?: Omit<AskUserPruningOptions, 'store' | 'clock' | 'log'> | undefined;
 }): Component<AskUserLinks | undefined, MetricsRegistry> {
   return {
     name: 'ask-user',
@@ -55,13 +67,28 @@ export function askUserComponent(o: {
           ? undefined
           : countedLinks(askUserLinks({ store, codec, baseUrl, ttlMs, clock }), made);
       const rateLimit = new FeedbackRateLimit({ ratePerSecond, burst: ratePerSecond * 5 });
+      // Runs with links or without (rows a deployment made before it dropped its secret expire too).
+      const pruning = new AskUserPruning({ store, clock, log: o.log, ...o.pruning });
+      pruning.start();
       return {
         handle: links,
         routes: [askUserRoutes({ answers, rateLimit, clock })],
+        stop: (deadlineAtMs, reason) =>
+          pruning.stop(reason === 'fatal' ? 0 : stopWaitMs(deadlineAtMs, PRUNE_STOP_CAP_MS)),
         observe(registry) {
           const counter = (name: string, help: string, read: () => number) =>
             registry.observeCounter(`riskgate_ask_user_${name}`, help, read);
           counter('links', '"Was this you?" links made (each in a decision event)', () => made.links);
+          counter(
+            'links_pruned',
+            'Links deleted past their expiry and its keep (7 days): their page then reads invalid, not expired',
+            () => pruning.counts.pruned,
+          );
+          counter(
+            'prune_failures',
+            'Rounds of the expired links pruning that failed (the control database did not answer; the next round tries again)',
+            () => pruning.counts.failures,
+          );
           counter(
             'link_failures',
             'Links not made: the control database did not take the row (the event went without one)',

@@ -47,6 +47,17 @@ export const askUserMigrations: FeatureMigrations = {
         .execute();
     },
   },
+  // The pruning's reads (src/ask-user/ask-user-pruning.ts): the links past their expiry, oldest first.
+  'ask-user-002-expiry-index': {
+    async up(db) {
+      await db.schema
+        .createIndex('ask_user_link_expiry')
+        .ifNotExists()
+        .on('ask_user_link')
+        .column('expires_ms')
+        .execute();
+    },
+  },
 };
 
 /** A lock-out a "no" takes: the policy's `lock_out_user` action as it stood when it asked. */
@@ -164,6 +175,25 @@ export class AskUserStore {
       // Open here cannot be (the UPDATE found it not): a row that changed between is "used".
       return s.state === 'open' ? { state: 'used' as const, link: s.link } : s;
     });
+  }
+
+  /**
+   * Deletes at most `limit` links that expired before `beforeMs` (answered or not), the ones that
+   * expired first; how many it deleted. One statement: a link is either kept whole or gone.
+   */
+  async pruneExpired(beforeMs: number, limit: number): Promise<number> {
+    const result = await this.#db
+      .deleteFrom('ask_user_link')
+      .where('token_key', 'in', (eb) =>
+        eb
+          .selectFrom('ask_user_link')
+          .select('token_key')
+          .where('expires_ms', '<', beforeMs)
+          .orderBy('expires_ms')
+          .limit(limit),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 }
 

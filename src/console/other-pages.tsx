@@ -371,8 +371,8 @@ function AuditOutcomeCell(props: { outcome: AuditEntry['outcome'] }) {
 
 /**
  * The console page of what an audit entry changed: the decision labelled or whose action was
- * retried (an action id starts with its decision's id), the list, the lock-out. Sign-ins and
- * policy reloads have no page.
+ * retried (an action id starts with its decision's id), the list, the lock-out, the review case
+ * (or the queue). Sign-ins and policy reloads have no page.
  */
 export function auditTargetHref(action: string, target: string): string | undefined {
   const [thing] = action.split('.');
@@ -385,6 +385,10 @@ export function auditTargetHref(action: string, target: string): string | undefi
       return `/console/lists/${encodeURIComponent(head)}`;
     case 'lockout':
       return `/console/lockouts/${encodeURIComponent(target)}`;
+    case 'review':
+      // A case opened by hand names its decision; a claim-next the queue; the rest their case.
+      if (action === 'review.open') return `/console/decisions/${encodeURIComponent(head)}`;
+      return target === 'review-queue' ? '/console/review' : `/console/review/${encodeURIComponent(target)}`;
     default:
       return undefined;
   }

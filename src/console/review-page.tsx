@@ -5,7 +5,9 @@ import { unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { toProblem } from '../problem/problem-details.ts';
 import {
+  assignSchema,
   dispositionSchema,
+  lockOutSchema,
   noteSchema,
   REVIEW_VIEWS,
   type ReviewCaseDetail,
@@ -20,7 +22,8 @@ import type { ConsoleContext, ConsoleEnv, ConsoleKit } from './console-routes.ts
 /**
  * The Review page (`/console/review`): the queue by view (open, claimed, mine, overdue, closed),
  * a claim-next button, and each case's page with its decision, notes, a disposition form (fraud
- * and legit become the decision's label) and an unlock of the lock-out its decision drove. The
+ * and legit become the decision's label), release and hand-over of the claim, and the case's
+ * lock-out: an admin locks the user out when there is none, or unlocks the one in force. The
  * decision page's "Send to review" opens a case by hand. Every change goes through the same
  * `ReviewOperations` as `/review` (src/review-queue/review-operations.ts): audited first, then made.
  */
@@ -162,22 +165,83 @@ function DispositionForm(props: { r: ReviewCaseDetail; csrf: string }) {
   );
 }
 
-function UnlockForm(props: { r: ReviewCaseDetail; lockout: LockoutView; csrf: string }) {
+/**
+ * The case's lock-out: the one its decision drove or an operator made (status and record), an
+ * admin's unlock while it is in force, an admin's lock-out when there is none.
+ */
+function LockoutCard(props: {
+  r: ReviewCaseDetail;
+  lockout: LockoutView | undefined;
+  isAdmin: boolean;
+  csrf: string;
+}) {
+  const { r, lockout } = props;
+  const inForce = lockout !== undefined && (lockout.status === 'queued' || lockout.status === 'locked');
+  if (lockout === undefined && (!props.isAdmin || r.userId === null || r.status === 'closed')) return null;
   return (
-    <section class="card" aria-labelledby="h-case-unlock">
-      <h2 id="h-case-unlock">Lock-out</h2>
-      <p>
-        This decision locked out <bdi>{props.lockout.userId}</bdi> (
-        <a href={`/console/lockouts/${encodeURIComponent(props.lockout.id)}`}>lock-out record</a>).
-      </p>
-      <form method="post" action={`/console/review/${props.r.id}/unlock`}>
-        <CsrfField token={props.csrf} />
-        <label for="c-reason">Why unlock (kept on the record and in the audit trail)</label>
-        <input type="text" id="c-reason" name="reason" required maxlength={500} />
+    <section class="card" aria-labelledby="h-case-lockout">
+      <h2 id="h-case-lockout">Lock-out</h2>
+      {lockout === undefined ? (
+        <form method="post" action={`/console/review/${r.id}/lockout`}>
+          <CsrfField token={props.csrf} />
+          <p>
+            Lock out <bdi>{r.userId}</bdi> (Admin API, through the outbox; permanent until unlocked).
+          </p>
+          <label for="c-lock-reason">Why lock out (kept on the record and in the audit trail)</label>
+          <input type="text" id="c-lock-reason" name="reason" required maxlength={500} />
+          <p>
+            <button type="submit" class="danger">
+              Lock the user out
+            </button>
+          </p>
+        </form>
+      ) : (
         <p>
-          <button type="submit" class="danger">
-            Unlock the user
-          </button>
+          <bdi>{lockout.userId}</bdi>: lock-out{' '}
+          <strong data-lockout-status={lockout.status}>{lockout.status}</strong> (
+          <a href={`/console/lockouts/${encodeURIComponent(lockout.id)}`}>lock-out record</a>
+          {lockout.rule !== undefined && (
+            <>
+              , by <bdi>{lockout.rule}</bdi>
+            </>
+          )}
+          ).
+        </p>
+      )}
+      {inForce && props.isAdmin && (
+        <form method="post" action={`/console/review/${r.id}/unlock`}>
+          <CsrfField token={props.csrf} />
+          <label for="c-reason">Why unlock (kept on the record and in the audit trail)</label>
+          <input type="text" id="c-reason" name="reason" required maxlength={500} />
+          <p>
+            <button type="submit" class="danger">
+              Unlock the user
+            </button>
+          </p>
+        </form>
+      )}
+    </section>
+  );
+}
+
+/** Release (its assignee, or an admin) and hand-over of a case not closed. */
+function ClaimForms(props: { r: ReviewCaseDetail; mayRelease: boolean; csrf: string }) {
+  const { r } = props;
+  return (
+    <section class="card" aria-labelledby="h-claim">
+      <h2 id="h-claim">Assignment</h2>
+      {props.mayRelease && (
+        <form method="post" action={`/console/review/${r.id}/release`}>
+          <CsrfField token={props.csrf} />
+          <button type="submit">Release to the queue</button>
+        </form>
+      )}
+      <form method="post" action={`/console/review/${r.id}/assign`}>
+        <CsrfField token={props.csrf} />
+        <label for="a-assignee">Hand to analyst (operator name)</label>
+        <input type="text" id="a-assignee" name="assignee" required maxlength={64} />
+        <p>
+          <button type="submit">Hand over</button>
         </p>
       </form>
     </section>
@@ -188,8 +252,11 @@ export function ReviewCasePage(props: {
   r: ReviewCaseDetail;
   csrf: string;
   canChange: boolean;
-  /** The lock-out the case's decision drove, while it is in force and the operator may unlock. */
-  unlockable?: LockoutView | undefined;
+  /** The operator: their own claim they may release or hand over; an admin, anyone's. */
+  operator: { name: string; isAdmin: boolean };
+  /** The lock-outs run here: the case's lock-out (undefined: none yet) is shown. */
+  lockouts: boolean;
+  lockout?: LockoutView | undefined;
   notice?: string | undefined;
   error?: string | undefined;
 }) {
@@ -237,7 +304,14 @@ export function ReviewCasePage(props: {
         </dl>
       </section>
       {props.canChange && r.status !== 'closed' && <DispositionForm r={r} csrf={props.csrf} />}
-      {props.unlockable !== undefined && <UnlockForm r={r} lockout={props.unlockable} csrf={props.csrf} />}
+      {props.canChange &&
+        r.status !== 'closed' &&
+        (r.assignee === null || r.assignee === props.operator.name || props.operator.isAdmin) && (
+          <ClaimForms r={r} mayRelease={r.status === 'claimed'} csrf={props.csrf} />
+        )}
+      {props.lockouts && (
+        <LockoutCard r={r} lockout={props.lockout} isAdmin={props.operator.isAdmin} csrf={props.csrf} />
+      )}
       <section class="card" aria-labelledby="h-notes">
         <h2 id="h-notes">Notes</h2>
         {r.notes.length === 0 ? (
@@ -297,6 +371,9 @@ const DONE: Record<string, string> = {
   noted: 'Note added.',
   closed: 'Closed; a fraud or legit disposition is now the decision’s label.',
   unlocked: 'Unlocked: the Admin API unlock is queued in the outbox.',
+  locked: 'Locked out: the Admin API lock-out is queued in the outbox.',
+  released: 'Released: the case is back in the queue.',
+  assigned: 'Handed over.',
 };
 
 /** The Review pages and their changes, when the review queue runs in this riskgate. */
@@ -309,11 +386,11 @@ export function mountReview(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     if (!id.success) return kit.fail(c, 404, 'No such case', 'A review case id is a UUID.');
     const r = await review!.get(id.data);
     const s = c.get('session');
-    let unlockable: LockoutView | undefined;
-    if (kit.deps.lockouts !== undefined && roleAllows(s.operator.role, 'admin')) {
-      const l = await kit.deps.lockouts.get(r.decisionId).catch(() => undefined);
-      if (l !== undefined && (l.status === 'queued' || l.status === 'locked')) unlockable = l;
-    }
+    // Read after the change this page follows (a redirect): a lock-out just made shows at once.
+    const lockout =
+      kit.deps.lockouts === undefined
+        ? undefined
+        : await kit.deps.lockouts.get(r.decisionId).catch(() => undefined);
     return kit.page(c, {
       title: `Review case ${r.id.slice(0, 8)}`,
       current: 'review',
@@ -323,7 +400,9 @@ export function mountReview(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
           r={r}
           csrf={s.csrf}
           canChange={roleAllows(s.operator.role, 'analyst')}
-          unlockable={unlockable}
+          operator={{ name: s.operator.name, isAdmin: roleAllows(s.operator.role, 'admin') }}
+          lockouts={kit.deps.lockouts !== undefined}
+          lockout={lockout}
           notice={o.notice}
           error={o.error}
         />
@@ -392,6 +471,28 @@ export function mountReview(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     if (!form.success) return formError(c, form.error);
     await review.unlock(c, kit.edge, id, form.data.reason);
     return c.redirect(`/console/review/${id}?done=unlocked`, 303);
+  });
+  ui.post('/review/:id/lockout', change, kit.role('admin', 'Locking a user out'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const id = caseIdSchema.parse(c.req.param('id'));
+    const form = lockOutSchema.safeParse({ reason: c.get('form').reason ?? '' });
+    if (!form.success) return formError(c, form.error);
+    await review.lockOut(c, kit.edge, id, form.data.reason);
+    return c.redirect(`/console/review/${id}?done=locked`, 303);
+  });
+  ui.post('/review/:id/release', change, kit.role('analyst', 'Releasing a case'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const id = caseIdSchema.parse(c.req.param('id'));
+    await review.release(c, kit.edge, id);
+    return c.redirect(`/console/review/${id}?done=released`, 303);
+  });
+  ui.post('/review/:id/assign', change, kit.role('analyst', 'Handing a case over'), kit.form, async (c) => {
+    if (review === undefined) return absent(c);
+    const id = caseIdSchema.parse(c.req.param('id'));
+    const form = assignSchema.safeParse({ assignee: c.get('form').assignee?.trim() ?? '' });
+    if (!form.success) return formError(c, form.error);
+    await review.assign(c, kit.edge, id, form.data.assignee);
+    return c.redirect(`/console/review/${id}?done=assigned`, 303);
   });
   ui.post(
     '/decisions/:id/review',

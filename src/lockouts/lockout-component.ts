@@ -58,6 +58,8 @@ export function lockoutsComponent(o: {
         actions: o.actions,
         log: o.log,
         onEventLost: () => eventsLost++,
+        records: recorder,
+        clock,
       };
       const operations = lockoutOperations(routeOptions);
       return {

@@ -1,17 +1,24 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { ActionDispatcher, CompanionTx } from '../actions/action-dispatcher.ts';
-import { type ActionSpec, actionId } from '../actions/admin-actions.ts';
+import { type ActionSpec, actionId, planActions } from '../actions/admin-actions.ts';
 import { DATABASE_ROUTE, declareRoute, notFoundNote, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import type { RouteEdge, RouteMount } from '../lifecycle/component.ts';
 import type { OutboxTables } from '../outbox/outbox-tables.ts';
+import type { PolicyAction } from '../policy/policy-types.ts';
 import { problemResponse, toProblem } from '../problem/problem-details.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
 import { storableLine, storableText } from '../text/storable-text.ts';
-import { LOCKOUT_STATUSES, type LockoutView, OPERATOR_UNLOCK_SUFFIX } from './lockout-record.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
+import {
+  LOCKOUT_STATUSES,
+  type LockoutSink,
+  type LockoutView,
+  OPERATOR_UNLOCK_SUFFIX,
+} from './lockout-record.ts';
 import { lockoutEvent } from './lockout-recorder.ts';
 import { decodeCursor, LockoutStore, lockoutView } from './lockout-store.ts';
 
@@ -64,6 +71,19 @@ export interface LockoutRoutesOptions {
   log: (line: Record<string, unknown>) => void;
   /** Told each event lost (every emit try failed after its change committed): a metric. */
   onEventLost?: () => void;
+  /** The lock-out records' writes in an outbox append (an operator's lock-out: `lockOut`). */
+  records?: Pick<LockoutSink, 'companion'> | undefined;
+  /** Wall clock of an operator's lock-out. Default {@link systemClock}. */
+  clock?: Clock | undefined;
+}
+
+/** What an operator's lock-out (from a review case) is of: the case's decision and its user. */
+export interface OperatorLockout {
+  decisionId: string;
+  userId: string;
+  accountId?: string | undefined;
+  /** Why (kept in the audit trail and on the record). */
+  reason: string;
 }
 
 /** The lock-out records and their unlock, as the endpoints and the console's Lock-outs page share them. */
@@ -84,6 +104,16 @@ export interface LockoutOperations {
    * `RG_ERR_OUTBOX_UNAVAILABLE`, nothing done (a held write that lands later changes nothing).
    */
   unlock(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
+  /**
+   * Locks a decision's user out as the operator of `c` (a review case's lock-out, permanent until
+   * an unlock): audited first (503, nothing done, when the trail cannot take it), then the Admin
+   * API `status: locked_out` queued in the outbox with its record and `lockout.created`, in one
+   * append (the decisions' own path): together or not at all. One lock-out per decision (its
+   * record's id): a decision that has one, in force or ended, is refused 409 `RG_ERR_CONFLICT`,
+   * nothing done. An outbox that refused is a 503 `RG_ERR_OUTBOX_UNAVAILABLE`, nothing done; one
+   * that holds the append in this process (the database slow) keeps it as it does a decision's.
+   */
+  lockOut(c: Context, edge: RouteEdge, target: OperatorLockout): Promise<LockoutView>;
 }
 
 /** The lock-outs' reads and the unlock over `o` (the endpoints below and the console use these). */
@@ -96,7 +126,74 @@ export function lockoutOperations(o: LockoutRoutesOptions): LockoutOperations {
       return lockoutView(row);
     },
     unlock: (c, edge, id, reason) => unlock(c, edge, o, id, reason),
+    lockOut: (c, edge, target) => lockOut(c, edge, o, target),
   };
+}
+
+/** The `rule` of an operator's lock-out record (a lock-out no rule asked for). */
+export const OPERATOR_LOCKOUT_RULE = 'operator';
+
+async function lockOut(
+  c: Context,
+  edge: RouteEdge,
+  o: LockoutRoutesOptions,
+  t: OperatorLockout,
+): Promise<LockoutView> {
+  const { decisionId, userId } = t;
+  const existing = await fromDatabase(o.store.get(decisionId));
+  const entry = await edge.recordChange(c, {
+    action: 'lockout.lock',
+    target: decisionId,
+    detail: { userId, reason: t.reason },
+  });
+  if (existing !== undefined) throw decisionLockedBefore(existing);
+  if (o.records === undefined)
+    throw new RiskgateError(ErrorCode.OUTBOX_UNAVAILABLE, 'The lock-out records are not running here.');
+  const nowMs = (o.clock ?? systemClock).nowMs();
+  const action: PolicyAction = { type: 'lock_out_user', source: OPERATOR_LOCKOUT_RULE };
+  const plans = planActions([action], { decisionId, userId, deviceId: undefined, nowMs });
+  const records = o.records.companion([
+    {
+      decisionId,
+      userId,
+      accountId: t.accountId,
+      rule: OPERATOR_LOCKOUT_RULE,
+      createdMs: nowMs,
+      status: 'queued',
+      reason: `${entry.actor}: ${t.reason}`.slice(0, 500),
+    },
+  ]);
+  const results = await o.actions().submit(
+    plans.flatMap((p) => p.jobs),
+    { companion: records },
+  );
+  if (results.some((r) => r === 'refused'))
+    throw new RiskgateError(
+      ErrorCode.OUTBOX_UNAVAILABLE,
+      'The outbox did not take the lock-out; nothing changed. Try again shortly.',
+    );
+  edge.changeOutcome(c, { status: 'queued' });
+  const row = await fromDatabase(o.store.get(decisionId));
+  // Held in this process (the database slow): the outbox's promise, its record written with it.
+  return row === undefined
+    ? {
+        id: decisionId,
+        userId,
+        ...(t.accountId !== undefined && { accountId: t.accountId }),
+        decisionId,
+        rule: OPERATOR_LOCKOUT_RULE,
+        createdAt: new Date(nowMs).toISOString(),
+        status: 'queued',
+        escalated: false,
+      }
+    : lockoutView(row);
+}
+
+function decisionLockedBefore(row: { id: string; status: string }): RiskgateError {
+  return new RiskgateError(
+    ErrorCode.CONFLICT,
+    `The decision ${JSON.stringify(row.id.slice(0, 200))} has a lock-out already (${row.status}); nothing was done.`,
+  );
 }
 
 const lockoutNotFoundNote = notFoundNote('No lock-out with this id.');

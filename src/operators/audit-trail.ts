@@ -35,6 +35,7 @@ export const AUDIT_ACTIONS = [
   'list.add',
   'list.remove',
   'lockout.unlock',
+  'lockout.lock',
   'lockout.extend',
   'snooze.create',
   'snooze.end',
@@ -42,6 +43,8 @@ export const AUDIT_ACTIONS = [
   'review.claim_next',
   'review.disposition',
   'review.note',
+  'review.release',
+  'review.assign',
 ] as const;
 /** What was done, as `<thing>.<verb>`. */
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OPERATOR_NAME } from '../operators/operator-keys.ts';
 import { storableText } from '../text/storable-text.ts';
 import { DISPOSITIONS, REVIEW_REASONS, REVIEW_STATUSES } from './review-store.ts';
 
@@ -48,6 +49,25 @@ export const dispositionSchema = z
 export type DispositionInput = z.infer<typeof dispositionSchema>;
 
 export const noteSchema = z.object({ text: noteText }).strict();
+
+export const assignSchema = z
+  .object({
+    assignee: z
+      .string()
+      .regex(OPERATOR_NAME, 'must be an operator name: 1-64 letters, digits, ".", "_", "-" or "@"')
+      .describe('The analyst who takes the case (an operator name, as the audit trail records them).'),
+  })
+  .strict();
+
+export const lockOutSchema = z
+  .object({
+    reason: storableText()
+      .trim()
+      .min(1)
+      .max(500)
+      .describe('Why the user is locked out: kept on the lock-out record and in the audit trail.'),
+  })
+  .strict();
 
 const timestamp = z.iso.datetime().describe('RFC 3339, UTC.');
 

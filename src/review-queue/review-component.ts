@@ -10,7 +10,7 @@ import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
 import type { Label } from '../replay/replay-labels.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import { ReviewIntake } from './review-intake.ts';
-import { type ReviewOperations, reviewOperations } from './review-operations.ts';
+import { type ReviewedDecision, type ReviewOperations, reviewOperations } from './review-operations.ts';
 import { reviewRoutes } from './review-routes.ts';
 import { type ReviewQueueStats, ReviewStore } from './review-store.ts';
 
@@ -35,8 +35,8 @@ export interface ReviewComponentOptions {
   sampleShare: number;
   /** Records a disposition's label as the console's label form does. */
   label(input: { decisionId: string; label: Label; note?: string | undefined; c: Context }): Promise<unknown>;
-  /** A decision's verdict and user, from the decision store. */
-  decision(id: string): Promise<{ verdict: string; userId: string | undefined } | undefined>;
+  /** A decision's verdict, user and account, from the decision store. */
+  decision(id: string): Promise<ReviewedDecision | undefined>;
   lockouts?: LockoutOperations | undefined;
   settle?: (() => Promise<void>) | undefined;
   log: LifecycleLog;

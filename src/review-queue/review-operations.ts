@@ -4,6 +4,7 @@ import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
 import type { LockoutView } from '../lockouts/lockout-record.ts';
 import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
+import { roleAllows } from '../operators/operator.ts';
 import type { Label } from '../replay/replay-labels.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
@@ -33,14 +34,21 @@ export interface ReviewOperationsDeps {
    * the decision log's `feedback` line, which the rule report counts).
    */
   label(input: { decisionId: string; label: Label; note?: string | undefined; c: Context }): Promise<unknown>;
-  /** A decision's verdict and user, from the decision store; undefined when it has none. */
-  decision(id: string): Promise<{ verdict: string; userId: string | undefined } | undefined>;
+  /** A decision's verdict, user and account, from the decision store; undefined when it has none. */
+  decision(id: string): Promise<ReviewedDecision | undefined>;
   /** The lock-outs' unlock (`POST /lockouts/{id}/unlock`); undefined without lock-outs. */
   lockouts?: LockoutOperations | undefined;
   /** Waits (bounded) until a label just recorded is what the next read sees. */
   settle?: (() => Promise<void>) | undefined;
   /** The service's clock. Default {@link systemClock}. */
   clock?: Clock | undefined;
+}
+
+/** What the queue reads of a case's decision. */
+export interface ReviewedDecision {
+  verdict: string;
+  userId: string | undefined;
+  accountId?: string | undefined;
 }
 
 export interface ReviewOperations {
@@ -64,6 +72,22 @@ export interface ReviewOperations {
   note(c: Context, edge: RouteEdge, id: string, text: string): Promise<ReviewCaseDetail>;
   /** Unlocks the lock-out the case's decision drove (the lock-outs' unlock, audited there). */
   unlock(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
+  /**
+   * Locks the case's user out (the lock-outs' own path: audited, through the outbox, its record
+   * keyed by the case's decision). 409 when the case's decision has no user or a lock-out already.
+   */
+  lockOut(c: Context, edge: RouteEdge, id: string, reason: string): Promise<LockoutView>;
+  /**
+   * Gives a claimed case back to the queue (audited): its assignee's own, or any case for an
+   * admin (403 otherwise); 409 when it is not claimed (or changed meanwhile).
+   */
+  release(c: Context, edge: RouteEdge, id: string): Promise<ReviewCaseView>;
+  /**
+   * Claims a case for analyst `to` (audited): an open case, or one the caller holds; an admin's,
+   * any case not closed (403 otherwise); 409 when closed (or changed meanwhile). To its assignee,
+   * it is answered as it is and nothing is recorded.
+   */
+  assign(c: Context, edge: RouteEdge, id: string, to: string): Promise<ReviewCaseView>;
 }
 
 const fromReviewStore = <T>(work: Promise<T>) =>
@@ -100,6 +124,26 @@ export function reviewCaseView(r: ReviewCase, nowMs: number): ReviewCaseView {
 
 function noteView(n: ReviewNote) {
   return { id: n.id, author: n.author, at: iso(n.atMs), text: n.text };
+}
+
+/** Whether the operator of `c` may change a case another analyst holds (an admin). */
+function actsForOthers(c: Context): boolean {
+  const role = c.get('principal').operator?.role;
+  return role !== undefined && roleAllows(role, 'admin');
+}
+
+function notYours(r: ReviewCaseView, what: string): RiskgateError {
+  return new RiskgateError(
+    ErrorCode.FORBIDDEN,
+    `Review case ${r.id} is claimed by ${r.assignee ?? 'nobody'}: ${what} another analyst's case takes an admin.`,
+  );
+}
+
+function changedMeanwhile(r: ReviewCaseView): RiskgateError {
+  return new RiskgateError(
+    ErrorCode.CONFLICT,
+    `Review case ${r.id} changed meanwhile (closed, claimed or released by someone else); nothing was done.`,
+  );
 }
 
 function caseNotFound(id: string): RiskgateError {
@@ -239,6 +283,56 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
       }
       // A decision's lock-out record is keyed by the decision's id (src/lockouts/lockout-tables.ts).
       return deps.lockouts.unlock(c, edge, existing.decisionId, reason);
+    },
+    async lockOut(c, edge, id, reason) {
+      const existing = await get(id);
+      if (deps.lockouts === undefined) {
+        throw new RiskgateError(ErrorCode.NOT_FOUND, 'The lock-outs are not running in this riskgate.');
+      }
+      if (existing.userId === null) {
+        throw new RiskgateError(
+          ErrorCode.CONFLICT,
+          `Review case ${id}'s decision names no Admin user: there is nobody to lock out.`,
+        );
+      }
+      const accountId = (await deps.decision(existing.decisionId))?.accountId;
+      return deps.lockouts.lockOut(c, edge, {
+        decisionId: existing.decisionId,
+        userId: existing.userId,
+        accountId,
+        reason,
+      });
+    },
+    async release(c, edge, id) {
+      const existing = await get(id);
+      if (existing.status !== 'claimed' || existing.assignee === null) {
+        throw new RiskgateError(
+          ErrorCode.CONFLICT,
+          `Review case ${id} is ${existing.status}, not claimed: there is no claim to release.`,
+        );
+      }
+      if (existing.assignee !== reviewerOf(c) && !actsForOthers(c)) throw notYours(existing, 'releasing');
+      await edge.recordChange(c, {
+        action: 'review.release',
+        target: id,
+        detail: { from: existing.assignee },
+      });
+      const released = await fromReviewStore(deps.store.release(id, existing.assignee));
+      if (released === undefined) throw changedMeanwhile(existing);
+      return reviewCaseView(released, now());
+    },
+    async assign(c, edge, id, to) {
+      const existing = await get(id);
+      if (existing.status === 'closed') throw alreadyClosed(existing);
+      if (existing.assignee === to) return existing;
+      const from = existing.assignee;
+      if (from !== null && from !== reviewerOf(c) && !actsForOthers(c))
+        throw notYours(existing, 'reassigning');
+      await edge.recordChange(c, { action: 'review.assign', target: id, detail: { from, to } });
+      const nowMs = now();
+      const assigned = await fromReviewStore(deps.store.assign(id, from, to, nowMs));
+      if (assigned === undefined) throw changedMeanwhile(existing);
+      return reviewCaseView(assigned, nowMs);
     },
   };
 }

@@ -10,7 +10,9 @@ import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import { unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import {
+  assignSchema,
   dispositionSchema,
+  lockOutSchema,
   MAX_REVIEW_BODY_BYTES,
   noteSchema,
   openCaseSchema,
@@ -22,8 +24,9 @@ import type { ReviewOperations } from './review-operations.ts';
  * The review queue's operator endpoints (docs/review-queue.md): `GET /review/cases` (a view:
  * open, claimed, closed, mine, overdue), `POST /review/claim-next`, `GET /review/cases/{id}`,
  * `POST /review/cases` (by hand), `POST /review/cases/{id}/disposition`,
- * `POST /review/cases/{id}/notes` and `POST /review/cases/{id}/unlock`. Reads take any operator;
- * a change an analyst (an unlock an admin, as `POST /lockouts/{id}/unlock`).
+ * `POST /review/cases/{id}/notes`, `.../release`, `.../assign`, `.../lockout` and `.../unlock`.
+ * Reads take any operator; a change an analyst (a lock-out or unlock an admin, as
+ * `POST /lockouts/{id}/unlock`; another analyst's case an admin).
  */
 
 const casePathSchema = z.object({ id: z.uuid().describe('The case’s id.') });
@@ -180,6 +183,71 @@ export const REVIEW_UNLOCK_ROUTE = declareRoute({
   },
 });
 
+export const REVIEW_LOCKOUT_ROUTE = declareRoute({
+  method: 'post',
+  path: '/review/cases/{id}/lockout',
+  surface: 'operator',
+  operationId: 'lockOutFromReviewCase',
+  summary: 'Lock out the user of the case’s decision (an admin; through the outbox)',
+  description:
+    'Audited first (refused, 503, when the trail cannot take it), then the Admin API `status: locked_out` queued in the outbox with its lock-out record (keyed by the case’s decision id, rule `operator`, permanent until an unlock) and `lockout.created`, in one append: 202, the record `queued` (`GET /lockouts/{id}` shows it `locked` once made).',
+  params: casePathSchema,
+  body: bodyOf('ReviewLockout', lockOutSchema),
+  responses: {
+    202: { description: 'The lock-out, queued (its Admin API call follows).', schema: 'Lockout' },
+  },
+  problems: {
+    ...REVIEW_DATABASE,
+    ...AUDITED_CHANGE,
+    ...BODY_PROBLEMS,
+    [ErrorCode.INVALID_INPUT]: 'A missing or blank `reason`; `field` names it.',
+    [ErrorCode.NOT_FOUND]: NO_CASE,
+    [ErrorCode.CONFLICT]:
+      'The case’s decision names no user, or has a lock-out already (in force or ended): nothing done.',
+    [ErrorCode.OUTBOX_UNAVAILABLE]: 'The outbox did not take the lock-out: nothing done.',
+  },
+});
+
+export const REVIEW_RELEASE_ROUTE = declareRoute({
+  method: 'post',
+  path: '/review/cases/{id}/release',
+  surface: 'operator',
+  operationId: 'releaseReviewCase',
+  summary: 'Give a claimed case back to the queue (its assignee, or an admin)',
+  description: `${REVIEW_CHANGE_NOTE} The case is open again, nobody's, next for claim-next by its due time. One conditional write: a release racing a disposition or another change finds the case changed (409). No body.`,
+  params: casePathSchema,
+  responses: { 200: { description: 'The case, open again.', schema: 'ReviewCase' } },
+  problems: {
+    ...REVIEW_DATABASE,
+    ...AUDITED_CHANGE,
+    [ErrorCode.INVALID_INPUT]: 'An id that is not a UUID.',
+    [ErrorCode.NOT_FOUND]: NO_CASE,
+    [ErrorCode.FORBIDDEN]: 'Another analyst holds the case and you are not an admin.',
+    [ErrorCode.CONFLICT]: 'The case is not claimed (open, closed, or changed meanwhile): nothing done.',
+  },
+});
+
+export const REVIEW_ASSIGN_ROUTE = declareRoute({
+  method: 'post',
+  path: '/review/cases/{id}/assign',
+  surface: 'operator',
+  operationId: 'assignReviewCase',
+  summary: 'Hand a case to another analyst (an open case or your own; any case for an admin)',
+  description: `${REVIEW_CHANGE_NOTE} The case is claimed for \`assignee\` (its \`mine\` view shows it). Handed to who holds it already, it is answered as it is, nothing recorded.`,
+  params: casePathSchema,
+  body: bodyOf('ReviewAssign', assignSchema),
+  responses: { 200: { description: 'The case, claimed for the assignee.', schema: 'ReviewCase' } },
+  problems: {
+    ...REVIEW_DATABASE,
+    ...AUDITED_CHANGE,
+    ...BODY_PROBLEMS,
+    [ErrorCode.INVALID_INPUT]: 'An `assignee` that is not an operator name; `field` names it.',
+    [ErrorCode.NOT_FOUND]: NO_CASE,
+    [ErrorCode.FORBIDDEN]: 'Another analyst holds the case and you are not an admin.',
+    [ErrorCode.CONFLICT]: 'The case is closed, or changed meanwhile: nothing done.',
+  },
+});
+
 export const REVIEW_ROUTES = [
   REVIEW_CASES_ROUTE,
   OPEN_REVIEW_CASE_ROUTE,
@@ -188,6 +256,9 @@ export const REVIEW_ROUTES = [
   DISPOSITION_ROUTE,
   REVIEW_NOTE_ROUTE,
   REVIEW_UNLOCK_ROUTE,
+  REVIEW_LOCKOUT_ROUTE,
+  REVIEW_RELEASE_ROUTE,
+  REVIEW_ASSIGN_ROUTE,
 ] as const;
 
 export function reviewRoutes(operations: ReviewOperations): RouteMount {
@@ -225,6 +296,19 @@ export function reviewRoutes(operations: ReviewOperations): RouteMount {
         const { id } = REVIEW_UNLOCK_ROUTE.pathOf(c);
         const { reason } = await REVIEW_UNLOCK_ROUTE.bodyOf(c);
         return c.json(await operations.unlock(c, edge, id, reason), 202);
+      });
+      REVIEW_LOCKOUT_ROUTE.mount(app, edge.operatorAuth, edge.requireRole('admin'), async (c) => {
+        const { id } = REVIEW_LOCKOUT_ROUTE.pathOf(c);
+        const { reason } = await REVIEW_LOCKOUT_ROUTE.bodyOf(c);
+        return c.json(await operations.lockOut(c, edge, id, reason), 202);
+      });
+      REVIEW_RELEASE_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) =>
+        c.json(await operations.release(c, edge, REVIEW_RELEASE_ROUTE.pathOf(c).id)),
+      );
+      REVIEW_ASSIGN_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
+        const { id } = REVIEW_ASSIGN_ROUTE.pathOf(c);
+        const { assignee } = await REVIEW_ASSIGN_ROUTE.bodyOf(c);
+        return c.json(await operations.assign(c, edge, id, assignee));
       });
     },
   };

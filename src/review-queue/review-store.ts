@@ -281,6 +281,42 @@ export class ReviewStore {
     return row === undefined ? undefined : caseOf(row);
   }
 
+  /**
+   * Gives claimed case `id` back to the queue (open, no assignee), when `assignee` still holds it;
+   * undefined otherwise (closed, open, or claimed by someone else meanwhile). One conditional
+   * UPDATE, the same on both engines: a release racing a disposition or another release finds the
+   * row changed and does nothing.
+   */
+  async release(id: string, assignee: string): Promise<ReviewCase | undefined> {
+    const row = await this.#db
+      .updateTable('review_case')
+      .set({ status: 'open', assignee: null, claimed_ms: null })
+      .where('id', '=', id)
+      .where('status', '=', 'claimed')
+      .where('assignee', '=', assignee)
+      .returningAll()
+      .executeTakeFirst();
+    return row === undefined ? undefined : caseOf(row);
+  }
+
+  /**
+   * Claims case `id` for `to` (a reassignment, or an open case handed to someone), when it is as
+   * read: `from` its assignee (null: open, nobody's). Undefined when it changed meanwhile (closed,
+   * claimed or released by someone else): one conditional UPDATE, as `release`.
+   */
+  async assign(id: string, from: string | null, to: string, nowMs: number): Promise<ReviewCase | undefined> {
+    let q = this.#db
+      .updateTable('review_case')
+      .set({ status: 'claimed', assignee: to, claimed_ms: nowMs })
+      .where('id', '=', id);
+    q =
+      from === null
+        ? q.where('status', '=', 'open').where('assignee', 'is', null)
+        : q.where('status', '=', 'claimed').where('assignee', '=', from);
+    const row = await q.returningAll().executeTakeFirst();
+    return row === undefined ? undefined : caseOf(row);
+  }
+
   /** Adds a note to case `id`; false when there is no such case. */
   async addNote(note: ReviewNote): Promise<boolean> {
     return this.#db.transaction().execute(async (trx) => {

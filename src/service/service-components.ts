@@ -316,7 +316,7 @@ function reviewOf(
     decision: async (id) => {
       if (!s.decisions.enabled) return undefined;
       const d = await s.decisions.get(id);
-      return d === undefined ? undefined : { verdict: d.verdict, userId: d.userId };
+      return d === undefined ? undefined : { verdict: d.verdict, userId: d.userId, accountId: d.accountId };
     },
     lockouts: s.lockouts.operations,
     settle: s.settleOwnWrite,
