@@ -382,11 +382,25 @@ const overflow = () =>
     'document.documentElement.scrollWidth - document.documentElement.clientWidth',
   ) as Promise<number>;
 
-/** The last few elements reaching past the viewport (what to fix when a page is too wide). */
+/**
+ * The elements reaching past the viewport outside any box of their own that scrolls or clips (what
+ * to fix when a page is too wide), the outermost first.
+ */
 const widest = (width: number) =>
-  page.evaluate(
-    `[...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > ${width + 1}).slice(-3).map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ')[0] : '') + ':' + Math.round(e.getBoundingClientRect().right)).join(' ')`,
-  ) as Promise<string>;
+  page.evaluate(`(() => {
+    const clipped = (e) => {
+      for (let p = e.parentElement; p !== null && p !== document.body; p = p.parentElement)
+        if (getComputedStyle(p).overflowX !== 'visible') return true;
+      return false;
+    };
+    const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+      + (e.getAttribute('class') ? '.' + e.getAttribute('class').split(' ')[0] : '');
+    return [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > ${width + 1} && !clipped(e))
+      .slice(0, 4)
+      .map((e) => name(e) + ':' + Math.round(e.getBoundingClientRect().right))
+      .join(' ');
+  })()`) as Promise<string>;
 
 /** A screenshot of the viewport, after scrolling `scrollTo` into view; a short page only as tall as it is. */
 async function shoot(shot: Shot, w: (typeof WIDTHS)[number]): Promise<void> {
@@ -446,7 +460,7 @@ describe('every console page', () => {
       await page.setViewportSize({ width: w.width, height: w.height });
       const link = seeded.askLinks[i]!;
       await page.goto(`${h.url}${link}`);
-      // The first width's question page was shot above (a GET changes nothing).
+      // Its question page was shot above at each width: opening it changes nothing.
       await page.getByRole('button', { name: 'Yes, it was me' }).click();
       await expect.poll(() => page.textContent('h1')).toBe('Thank you');
       await shoot(ASK_USER_AFTER[0]!, w);
