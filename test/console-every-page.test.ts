@@ -426,6 +426,15 @@ async function signIn(w: (typeof WIDTHS)[number]): Promise<void> {
   await page.goto(`${h.url}/console/sign-in`);
 }
 
+/** Opens a console page, signing in first when the session is gone (a test run alone, `-t`). */
+async function openSignedIn(path: string): Promise<void> {
+  await page.goto(`${h.url}${path}`);
+  if (new URL(page.url()).pathname !== '/console/sign-in') return;
+  await page.getByLabel('Operator key').fill(OPS_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`**${path}`);
+}
+
 describe('every console page', () => {
   it('has its screenshots here: every GET route of the console and the "was this you?" page', () => {
     const pages = h.riskgate.app.routes
@@ -527,7 +536,7 @@ describe('a hostile user agent', () => {
   for (const w of WIDTHS) {
     it(`of 1,024 characters with a U+202E renders inside the viewport and in the order it was sent (${w.width} px)`, async () => {
       await page.setViewportSize({ width: w.width, height: w.height });
-      await page.goto(`${h.url}/console/decisions/${seeded.hostile}`);
+      await openSignedIn(`/console/decisions/${seeded.hostile}`);
       expect(await overflow()).toBeLessThanOrEqual(0);
       const shown = visibleText(HOSTILE_UA);
       // The override is named where it stood, not obeyed.
@@ -557,7 +566,7 @@ describe('a hostile user agent', () => {
 
 describe('the console in the reader’s zone', () => {
   it('shows each time in the browser’s zone with UTC on hover', async () => {
-    await page.goto(`${h.url}/console/decisions`);
+    await openSignedIn('/console/decisions');
     const time = page.locator('#decisions time').first();
     const iso = (await time.getAttribute('datetime'))!;
     const shown = (await time.textContent())!;
