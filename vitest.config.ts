@@ -34,6 +34,7 @@ export const UNIT = [
 
 export const SLOW = [
   'test/console-browser.test.ts',
+  'test/console-every-page.test.ts',
   'test/console-loop-browser.test.ts',
   'test/console-policies-browser.test.ts',
   'test/console-policy-flow-browser.test.ts',

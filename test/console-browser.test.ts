@@ -18,8 +18,8 @@ import { shippedPolicyWithLists } from './support/list-policy.ts';
  * retries its dead lock-out on the actions page and sees it done; the keyboard reaches the
  * content; then blocks a network on the Lists page and unlocks mallory on the Lock-outs page (the
  * sandbox's user enabled, the unlock in the audit trail); no console error and no CSP violation
- * on the way. A screenshot of each page goes to
- * test-results/console/ (docs/console/ holds the README's copies).
+ * on the way. A screenshot of each page goes to test-results/console/ (the docs' copies of every
+ * page are test/console-every-page.test.ts's).
  */
 
 const CHROMIUM = '/usr/bin/chromium';
