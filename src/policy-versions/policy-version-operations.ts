@@ -6,7 +6,7 @@ import type { InputTable } from '../policy/inputs/input-row.ts';
 import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
 import { formatIssue } from '../policy/policy-loader.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
-import { systemClock } from '../timing/clock.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { EvidenceWindow } from './policy-version-evidence-store.ts';
 import type {
   PolicyVersion,
@@ -65,11 +65,8 @@ export interface PolicyVersionOperations {
   revert(c: Context, edge: RouteEdge, id: string, message: string): Promise<PolicyVersion>;
 }
 
-/** The last 24 hours: a proposal's backtest window when none is asked for (the console's). */
-function defaultWindow(): EvidenceWindow {
-  const nowMs = systemClock.nowMs();
-  return { fromMs: nowMs - 86_400_000, toMs: nowMs };
-}
+/** Default of RISKGATE_BACKTEST_WINDOW_HOURS. */
+export const DEFAULT_BACKTEST_WINDOW_HOURS = 24;
 
 function operatorOf(c: Context): string {
   const principal = c.get('principal');
@@ -92,8 +89,22 @@ export function policyVersionOperations(o: {
         request?(version: PolicyVersion, window: EvidenceWindow, by: string): Promise<boolean>;
       }
     | undefined;
+  /**
+   * A proposal's backtest window when none is asked for (the console's, an API call without one):
+   * the last this many hours (RISKGATE_BACKTEST_WINDOW_HOURS). Default 24.
+   */
+  defaultWindowHours?: number | undefined;
+  /** Where that window ends (wall time). Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }): PolicyVersionOperations {
   const { store } = o;
+  const defaultWindow = (): EvidenceWindow => {
+    const nowMs = (o.clock ?? systemClock).nowMs();
+    return {
+      fromMs: nowMs - (o.defaultWindowHours ?? DEFAULT_BACKTEST_WINDOW_HOURS) * 3_600_000,
+      toMs: nowMs,
+    };
+  };
   const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
   const get = async (id: string) => {
     const version = await fromStore(store.get(id));
