@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/database/database.ts';
@@ -99,7 +100,11 @@ for (let r = 0; r < Number(args.runs); r++) {
     rssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
   runs.push(run);
-  console.log(`run ${r + 1}: ${b.decisions} decisions, ${b.changed} changed, ${JSON.stringify(run)}`);
+  console.log(
+    `run ${r + 1}: ${b.decisions} decisions, ${b.changed} changed, ${JSON.stringify(run)}, load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(
