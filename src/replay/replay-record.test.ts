@@ -39,6 +39,24 @@ describe('reading a decision line for replay', () => {
     expect(readDecisionLine(damaged)).toEqual(readDecisionLine(text));
   });
 
+  it('reads a line whose outcome ends with its matched rules, as a short line has it', () => {
+    const line = (rules: string) =>
+      '{"kind":"decision","schemaVersion":1,"decisionId":"d1","at":"2026-11-28T00:00:00.000Z","request":{"accountId":"a","platform":"browser"},' +
+      `"policy":{"name":"login","revision":"r1"},"inputs":{"signals":{},"devices":[]},"outcome":{"verdict":"challenge","score":0,"matchedRules":${rules}}}`;
+    const text = line('[{"id":"browser"},{"id":"b"}]');
+    const read = readDecisionLine(text);
+    expect(read).toEqual(wholeRead(text));
+    expect(read.kind === 'decision' && read.decision.recorded.rules).toEqual(['browser', 'b']);
+    // What follows is never parsed: read all the same.
+    const damaged = `${text.slice(0, -1)},"x":#}`;
+    expect(wholeRead(damaged)).toEqual({ kind: 'bad', why: 'not JSON' });
+    expect(readDecisionLine(damaged)).toEqual(read);
+    // A rule holding an array of its own: its end is no cut, the line is read whole.
+    const nested = line('[{"id":"browser","tags":["x"]},{"id":"b"}]');
+    expect(readDecisionLine(nested)).toEqual(wholeRead(nested));
+    expect(readDecisionLine(`${nested.slice(0, -1)},"x":#}`)).toEqual({ kind: 'bad', why: 'not JSON' });
+  });
+
   it('is not misled by keys named as the cuts deeper in the line', () => {
     const v = JSON.parse(lines[0]!) as LineFields;
     // A caller's context holding an outcome of its own, before the real one.

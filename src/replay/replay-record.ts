@@ -65,7 +65,11 @@ function neededFields(text: string): DecisionLineShape | undefined {
   if (at === -1) return undefined;
   const rules = text.indexOf(MATCHED_RULES_KEY, at);
   if (rules === -1) return undefined;
-  const rulesEnd = text.indexOf('],"', rules + MATCHED_RULES_KEY.length - 1);
+  // The array's end: followed by the outcome's next key, or by the outcome's own end.
+  const from = rules + MATCHED_RULES_KEY.length - 1;
+  const beforeKey = text.indexOf('],"', from);
+  const beforeEnd = text.indexOf(']}', from);
+  const rulesEnd = beforeKey === -1 || (beforeEnd !== -1 && beforeEnd < beforeKey) ? beforeEnd : beforeKey;
   if (rulesEnd === -1) return undefined;
   try {
     const head = JSON.parse(`${text.slice(0, at)}}`) as DecisionLineShape;
