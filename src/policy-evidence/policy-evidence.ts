@@ -210,11 +210,9 @@ async function backtest(
   o: EvidenceOptions,
 ): Promise<EvidenceBacktest> {
   const startedAt = performance.now();
-  const read = (stretch: StoreStretch): StoreRead => ({
-    stretch,
-    pageSize: o.batchSize ?? 1000,
-    deadlineMs: Date.now() + (o.timeLimitMs ?? 120_000),
-  });
+  // The time limit runs from here: planning counts towards it.
+  const deadlineMs = Date.now() + (o.timeLimitMs ?? 120_000);
+  const read = (stretch: StoreStretch): StoreRead => ({ stretch, pageSize: o.batchSize ?? 1000, deadlineMs });
   // A thread compiles the draft against the built-in input table and opens the store by itself: a
   // test's own table, or a process-private database, is replayed here instead, page by page.
   const threaded =
@@ -284,7 +282,7 @@ function mergeBacktest(
     if (reply.changes !== undefined) changes.merge(reply.changes);
     if (reply.stoppedAtMs !== undefined) stoppedAtMs = Math.min(stoppedAtMs ?? Infinity, reply.stoppedAtMs);
   }
-  // The time limit cut every stretch short: the counts cover less than the cap would have.
+  // The time limit cut a stretch short: that says more than the cap (the counts cover less).
   if (stoppedAtMs !== undefined) b.truncated = { reason: 'time-limit', atMs: stoppedAtMs };
   ({ byPair: b.byPair, byRule: b.byRule } = changes.changes);
   b.elapsedMs = Math.round(performance.now() - startedAt);
