@@ -2,6 +2,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Kysely } from 'kysely';
+import { DEFAULT_BACKTEST_MAX_DECISIONS, DEFAULT_BACKTEST_TIME_LIMIT_SECONDS } from '../config/settings.ts';
 import type { PostgresConnection } from '../database/postgres-connection.ts';
 import type { DecisionTables } from '../decision-store/decision-tables.ts';
 import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
@@ -106,9 +107,9 @@ export interface EvidenceOptions {
   policyPath?: string | undefined;
   /** The decision store; undefined when it is off (the backtest says so). */
   decisions?: (() => BacktestSource) | undefined;
-  /** Decisions read at most. Default 1,000,000 (RISKGATE_BACKTEST_MAX_DECISIONS). */
+  /** Decisions read at most. Default {@link DEFAULT_BACKTEST_MAX_DECISIONS} (RISKGATE_BACKTEST_MAX_DECISIONS). */
   maxDecisions?: number | undefined;
-  /** Longest a backtest reads, milliseconds. Default 120,000 (RISKGATE_BACKTEST_TIME_LIMIT_SECONDS). */
+  /** Longest a backtest reads, milliseconds. Default {@link DEFAULT_BACKTEST_TIME_LIMIT_SECONDS} s (RISKGATE_BACKTEST_TIME_LIMIT_SECONDS). */
   timeLimitMs?: number | undefined;
   /** Rows per page a thread reads. Default 1000. */
   batchSize?: number;
@@ -211,14 +212,14 @@ async function backtest(
 ): Promise<EvidenceBacktest> {
   const startedAt = performance.now();
   // The time limit runs from here: planning counts towards it.
-  const deadlineMs = Date.now() + (o.timeLimitMs ?? 120_000);
+  const deadlineMs = Date.now() + (o.timeLimitMs ?? DEFAULT_BACKTEST_TIME_LIMIT_SECONDS * 1000);
   const read = (stretch: StoreStretch): StoreRead => ({ stretch, pageSize: o.batchSize ?? 1000, deadlineMs });
   // A thread compiles the draft against the built-in input table and opens the store by itself: a
   // test's own table, or a process-private database, is replayed here instead, page by page.
   const threaded =
     o.compile?.inputs === undefined && (source.file !== undefined || source.postgres !== undefined);
   const plan = await planStore(source.db, window, {
-    maxDecisions: o.maxDecisions ?? 1_000_000,
+    maxDecisions: o.maxDecisions ?? DEFAULT_BACKTEST_MAX_DECISIONS,
     parts: threaded ? (o.threads ?? availableParallelism()) : 1,
     minPerPart: o.minPerThread ?? 20_000,
   });

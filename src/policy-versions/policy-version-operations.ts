@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { DEFAULT_BACKTEST_WINDOW_HOURS } from '../config/settings.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
@@ -65,9 +66,6 @@ export interface PolicyVersionOperations {
   revert(c: Context, edge: RouteEdge, id: string, message: string): Promise<PolicyVersion>;
 }
 
-/** Default of RISKGATE_BACKTEST_WINDOW_HOURS. */
-export const DEFAULT_BACKTEST_WINDOW_HOURS = 24;
-
 function operatorOf(c: Context): string {
   const principal = c.get('principal');
   return principal.operator?.name ?? principal.keyId;
@@ -91,7 +89,7 @@ export function policyVersionOperations(o: {
     | undefined;
   /**
    * A proposal's backtest window when none is asked for (the console's, an API call without one):
-   * the last this many hours (RISKGATE_BACKTEST_WINDOW_HOURS). Default 24.
+   * the last this many hours (RISKGATE_BACKTEST_WINDOW_HOURS). Default {@link DEFAULT_BACKTEST_WINDOW_HOURS}.
    */
   defaultWindowHours?: number | undefined;
   /** Where that window ends (wall time). Default {@link systemClock}. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_BACKTEST_WINDOW_HOURS } from '../config/settings.ts';
 import { AUDITED_CHANGE, type CodeNotes, declareRoute, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
@@ -42,7 +43,7 @@ export const revertPolicyVersionSchema = z
   .strict();
 
 /** Longest backtest window a proposal may ask for, hours (31 days). */
-export const MAX_EVIDENCE_WINDOW_HOURS = 744;
+export const MAX_EVIDENCE_WINDOW_HOURS = MAX_BACKTEST_WINDOW_HOURS;
 const HOUR_MS = 3_600_000;
 
 export const proposePolicyVersionSchema = z
