@@ -31,8 +31,9 @@ export interface StoredLine {
 
 /**
  * One page of `stretch` as SQL text and parameters, `placeholder(n)` writing the n-th parameter
- * (`?` for SQLite, `$n` for PostgreSQL). The plain `at_ms` bounds keep the index range narrow
- * whichever way a planner reads the key comparisons.
+ * (`?` for SQLite, `$n` for PostgreSQL). One lower and one upper bound on `at_ms` (the tighter of
+ * the window's and the keys'), so the index range starts at the page, not at the window's start:
+ * given two lower bounds SQLite picks the first, and every page read the window from its start.
  */
 export function pageQuery(
   stretch: StoreStretch,
@@ -44,14 +45,17 @@ export function pageQuery(
     params.push(v);
     return placeholder(params.length);
   };
-  const where = [`at_ms >= ${p(stretch.fromMs)}`, `at_ms < ${p(stretch.toMs)}`];
   const { after, through } = stretch;
-  if (after !== undefined) {
-    where.push(`at_ms >= ${p(after.atMs)}`);
+  const where: string[] = [];
+  if (after === undefined) where.push(`at_ms >= ${p(stretch.fromMs)}`);
+  else {
+    where.push(`at_ms >= ${p(Math.max(stretch.fromMs, after.atMs))}`);
     where.push(`(at_ms > ${p(after.atMs)} or decision_id > ${p(after.id)})`);
   }
-  if (through !== undefined) {
-    where.push(`at_ms <= ${p(through.atMs)}`);
+  // Times are whole milliseconds: before `toMs` is at most `toMs - 1`.
+  if (through === undefined) where.push(`at_ms < ${p(stretch.toMs)}`);
+  else {
+    where.push(`at_ms <= ${p(Math.min(Math.ceil(stretch.toMs) - 1, through.atMs))}`);
     where.push(`(at_ms < ${p(through.atMs)} or decision_id <= ${p(through.id)})`);
   }
   return {
