@@ -79,6 +79,13 @@ function stored(): ReplayableDecision[] {
   return out;
 }
 
+/**
+ * A hang guard, not a measure: these tests start seven replay threads, each compiling the draft
+ * from source (Node's type stripping loads the compiler's modules), which takes seconds apiece on
+ * a loaded 2-core machine.
+ */
+const THREADED_TEST_TIMEOUT_MS = 90_000;
+
 let dir: string;
 let policies: string;
 beforeAll(() => {
@@ -180,17 +187,21 @@ async function behavesAsEvidence(database: RiskgateDatabase, file?: string): Pro
 }
 
 describe('policy version evidence on SQLite', () => {
-  it('checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged', async () => {
-    const database = await openDatabase(
-      { kind: 'sqlite', path: join(dir, 'state.sqlite') },
-      { migrations: ALL_MIGRATIONS },
-    );
-    try {
-      await behavesAsEvidence(database, join(dir, 'state.sqlite'));
-    } finally {
-      await database.close();
-    }
-  });
+  it(
+    'checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged',
+    async () => {
+      const database = await openDatabase(
+        { kind: 'sqlite', path: join(dir, 'state.sqlite') },
+        { migrations: ALL_MIGRATIONS },
+      );
+      try {
+        await behavesAsEvidence(database, join(dir, 'state.sqlite'));
+      } finally {
+        await database.close();
+      }
+    },
+    THREADED_TEST_TIMEOUT_MS,
+  );
 
   it('backtests a process-private database in process, page by page, with the same evidence', async () => {
     const database = await openDatabase({ kind: 'memory' }, { migrations: ALL_MIGRATIONS });
@@ -295,12 +306,16 @@ describe.runIf(postgresAvailable())('policy version evidence on PostgreSQL', () 
     await pg?.stop();
   });
 
-  it('checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged (PostgreSQL)', async () => {
-    const database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });
-    try {
-      await behavesAsEvidence(database);
-    } finally {
-      await database.close();
-    }
-  });
+  it(
+    'checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged (PostgreSQL)',
+    async () => {
+      const database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });
+      try {
+        await behavesAsEvidence(database);
+      } finally {
+        await database.close();
+      }
+    },
+    THREADED_TEST_TIMEOUT_MS,
+  );
 });
