@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../src/database/database.ts';
@@ -15,7 +16,7 @@ import { type ReplayableDecision, storeReplayable } from '../test/support/stored
  * reused; each run replays all of it with a draft that denies browsers and challenges some mobile
  * logins (about 70 % of the decisions change). Prints each run and the median.
  *
- *   npx tsx bench/policy-backtest.ts [--decisions 1000000] [--file /tmp/rg-backtest-1000000.sqlite] [--runs 3]
+ *   npx tsx bench/policy-backtest.ts [--decisions 1000000] [--file /tmp/rg-backtest-1000000.sqlite] [--runs 3] [--threads N]
  */
 
 const args = parseArgs({
@@ -24,7 +25,7 @@ const args = parseArgs({
     file: { type: 'string' },
     runs: { type: 'string', default: '3' },
     batch: { type: 'string', default: '1000' },
-    slice: { type: 'string', default: '10' },
+    threads: { type: 'string' },
   },
 }).values;
 const count = Number(args.decisions);
@@ -81,9 +82,10 @@ for (let r = 0; r < Number(args.runs); r++) {
     DRAFT,
     { fromMs: T0, toMs: T0 + 86_400_000 },
     {
-      decisions: () => db,
+      // The replay threads open the file read-only, each a connection of its own.
+      decisions: () => ({ db, file }),
       batchSize: Number(args.batch),
-      sliceMs: Number(args.slice),
+      ...(args.threads !== undefined && { threads: Number(args.threads) }),
       maxDecisions: 10_000_000,
       timeLimitMs: 3_600_000,
     },
@@ -98,7 +100,11 @@ for (let r = 0; r < Number(args.runs); r++) {
     rssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   };
   runs.push(run);
-  console.log(`run ${r + 1}: ${b.decisions} decisions, ${b.changed} changed, ${JSON.stringify(run)}`);
+  console.log(
+    `run ${r + 1}: ${b.decisions} decisions, ${b.changed} changed, ${JSON.stringify(run)}, load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(

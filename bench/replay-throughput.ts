@@ -1,14 +1,15 @@
 /**
  * Replay throughput (issues 16, 32): `npx tsx bench/replay-throughput.ts [--decisions 1000000]
- * [--action-lines 1] [--threads N]` (threads default: the cores there are).
+ * [--action-lines 1] [--threads N] [--log FILE]` (threads default: the cores there are; `--log`: the
+ * log is kept there and reused when it exists, so builds are compared over the same bytes).
  * Writes a decision log of N lines made from real ones (bench/fixtures/decision-lines.jsonl: lines a
  * running riskgate wrote for the sandbox's demo accounts with the shipped policy; each copy gets its
  * own decisionId), then times `replayDecisions` over it with the shipped policy, as
  * `riskgate replay --policy policies/ <log>` runs it. Prints decisions/s, elapsed seconds and peak RSS.
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { actionLine } from '../src/decision-log/decision-record.ts';
@@ -20,41 +21,45 @@ const { values } = parseArgs({
     decisions: { type: 'string', default: '1000000' },
     threads: { type: 'string' },
     'action-lines': { type: 'string', default: '1' },
+    log: { type: 'string' },
   },
 });
 const n = Number(values.decisions);
 const root = resolve(import.meta.dirname, '..');
 const templates = readFileSync(join(root, 'bench/fixtures/decision-lines.jsonl'), 'utf8').trim().split('\n');
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-replay-bench-'));
-const log = join(dir, 'decisions.jsonl');
+const log = values.log ?? join(dir, 'decisions.jsonl');
+const reused = values.log !== undefined && existsSync(log);
 
-const writeStartedAt = performance.now();
-const out = createWriteStream(log, { highWaterMark: 1 << 20 });
 // A real log holds action outcomes and labels between the decisions: `--action-lines` of them per
 // decision (default 1), each an outcome line as riskgate writes it (src/decision-log/decision-record.ts).
 const actionLines = Number(values['action-lines']);
-for (let i = 0; i < n; i++) {
-  const decisionId = randomUUID();
-  let chunk = `${templates[i % templates.length]!.replace(/"decisionId":"[^"]+"/, `"decisionId":"${decisionId}"`)}\n`;
-  for (let a = 0; a < actionLines; a++) {
-    chunk += `${JSON.stringify(
-      actionLine({
-        key: `${decisionId}:lock_out_user:${a}`,
-        decisionId,
-        type: 'lock_out_user',
-        target: 'DU0000000000000000',
-        status: 'done',
-        attempts: 1,
-        elapsedMs: 42,
-      }),
-    )}\n`;
+const writeStartedAt = performance.now();
+if (!reused) {
+  const out = createWriteStream(log, { highWaterMark: 1 << 20 });
+  for (let i = 0; i < n; i++) {
+    const decisionId = randomUUID();
+    let chunk = `${templates[i % templates.length]!.replace(/"decisionId":"[^"]+"/, `"decisionId":"${decisionId}"`)}\n`;
+    for (let a = 0; a < actionLines; a++) {
+      chunk += `${JSON.stringify(
+        actionLine({
+          key: `${decisionId}:lock_out_user:${a}`,
+          decisionId,
+          type: 'lock_out_user',
+          target: 'DU0000000000000000',
+          status: 'done',
+          attempts: 1,
+          elapsedMs: 42,
+        }),
+      )}\n`;
+    }
+    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
-  if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+  await new Promise<void>((r) => out.end(r));
 }
-await new Promise<void>((r) => out.end(r));
 const bytes = statSync(log).size;
 console.log(
-  `wrote ${n} decisions and ${n * actionLines} action lines, ${(bytes / 1e9).toFixed(2)} GB, in ${((performance.now() - writeStartedAt) / 1000).toFixed(1)} s`,
+  `${reused ? 'reused' : 'wrote'} ${n} decisions and ${n * actionLines} action lines, ${(bytes / 1e9).toFixed(2)} GB, in ${((performance.now() - writeStartedAt) / 1000).toFixed(1)} s`,
 );
 
 let peakRss = 0;
@@ -71,6 +76,8 @@ const elapsedS = (performance.now() - startedAt) / 1000;
 clearInterval(sampler);
 console.log(
   `replayed ${report.decisions} decisions in ${elapsedS.toFixed(1)} s: ${Math.round(report.decisions / elapsedS)} decisions/s, ` +
-    `${(bytes / 1e6 / elapsedS).toFixed(0)} MB/s, ${report.changed} changed, peak RSS ${(peakRss / 1e6).toFixed(0)} MB`,
+    `${(bytes / 1e6 / elapsedS).toFixed(0)} MB/s, ${report.changed} changed, peak RSS ${(peakRss / 1e6).toFixed(0)} MB, load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
 );
 rmSync(dir, { recursive: true, force: true });

@@ -5,10 +5,13 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
+import { Lifecycle } from '../src/lifecycle/lifecycle.ts';
 import { computeEvidence, type PolicyEvidence } from '../src/policy-evidence/policy-evidence.ts';
 import {
+  EVIDENCE_STOPPED,
   PolicyEvidenceRunner,
   PolicyEvidenceStore,
+  policyEvidenceComponent,
 } from '../src/policy-versions/policy-version-evidence-store.ts';
 import { PolicyVersionStore } from '../src/policy-versions/policy-version-store.ts';
 import { EVIDENCE_IMMUTABLE_MESSAGE } from '../src/policy-versions/policy-version-tables.ts';
@@ -76,6 +79,13 @@ function stored(): ReplayableDecision[] {
   return out;
 }
 
+/**
+ * A hang guard, not a measure: these tests start seven replay threads, each compiling the draft
+ * from source (Node's type stripping loads the compiler's modules), which takes seconds apiece on
+ * a loaded 2-core machine.
+ */
+const THREADED_TEST_TIMEOUT_MS = 90_000;
+
 let dir: string;
 let policies: string;
 beforeAll(() => {
@@ -90,14 +100,19 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
+async function behavesAsEvidence(database: RiskgateDatabase, file?: string): Promise<void> {
   const decisions = database.db.withTables<DecisionTables>();
+  // What a replay thread opens by itself: the SQLite file, or a PostgreSQL client of its own.
+  const source = { db: decisions, file, postgres: database.postgres };
   await storeReplayable(decisions, stored());
   const window = { fromMs: T0, toMs: T0 + HOUR };
   const evidence = await computeEvidence(DRAFT, window, {
     policyPath: policies,
-    decisions: () => decisions,
+    decisions: () => source,
     batchSize: 3,
+    // The window cut in three stretches, each replayed on a thread of its own, merged in order.
+    threads: 3,
+    minPerThread: 2,
     clock: { ...systemClock, nowMs: () => T0 + HOUR },
   });
   expect(evidence.check).toEqual({ ok: true, issues: [] });
@@ -107,6 +122,7 @@ async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
   });
   const b = evidence.backtest!;
   expect(b).toMatchObject({ decisions: 10, unreadable: 0, changed: 10, truncated: null });
+  expect(b.threads).toBe(file === undefined && database.postgres === undefined ? 0 : 3);
   expect(b.byPair).toEqual([
     { from: 'challenge', to: 'deny', count: 6, samples: ['d-002', 'd-003', 'd-004', 'd-005', 'd-006'] },
     { from: 'allow', to: 'challenge', count: 4, samples: ['d-008', 'd-009', 'd-010', 'd-011'] },
@@ -117,11 +133,29 @@ async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
 
   // The cap on decisions read: the counts cover what was read, and it says so.
   const capped = await computeEvidence(DRAFT, window, {
-    decisions: () => decisions,
+    decisions: () => source,
     batchSize: 3,
     maxDecisions: 4,
+    threads: 2,
+    minPerThread: 1,
   });
-  expect(capped.backtest).toMatchObject({ decisions: 4, changed: 4, truncated: { reason: 'max-decisions' } });
+  expect(capped.backtest).toMatchObject({
+    decisions: 4,
+    changed: 4,
+    // The fifth decision of the window (d-006) is the first one left out.
+    truncated: { reason: 'max-decisions', atMs: T0 + 6 * 60_000 },
+  });
+  expect(capped.backtest?.byPair).toEqual([
+    { from: 'challenge', to: 'deny', count: 4, samples: ['d-002', 'd-003', 'd-004', 'd-005'] },
+  ]);
+
+  // The time limit: a stretch reads no page past its deadline, and the evidence says where it was.
+  const late = await computeEvidence(DRAFT, window, {
+    decisions: () => source,
+    batchSize: 3,
+    timeLimitMs: -1,
+  });
+  expect(late.backtest).toMatchObject({ decisions: 0, truncated: { reason: 'time-limit', atMs: T0 } });
   expect(capped.tests).toMatchObject({ ran: false, note: 'no policies directory configured' });
 
   // Written once, beside its version.
@@ -129,7 +163,7 @@ async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
   const v = await versions.create({ name: 'login', yaml: DRAFT, author: 'ana', message: 'deny browsers' });
   const runner = new PolicyEvidenceRunner({
     store: new PolicyEvidenceStore(database),
-    compute: (yaml, w) => computeEvidence(yaml, w, { policyPath: policies, decisions: () => decisions }),
+    compute: (yaml, w) => computeEvidence(yaml, w, { policyPath: policies, decisions: () => source }),
   });
   expect(await runner.request(v, window, 'ana')).toBe(true);
   expect(await runner.request(v, window, 'ana')).toBe(false);
@@ -153,13 +187,73 @@ async function behavesAsEvidence(database: RiskgateDatabase): Promise<void> {
 }
 
 describe('policy version evidence on SQLite', () => {
-  it('checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged', async () => {
-    const database = await openDatabase(
-      { kind: 'sqlite', path: join(dir, 'state.sqlite') },
-      { migrations: ALL_MIGRATIONS },
-    );
+  it(
+    'checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged',
+    async () => {
+      const database = await openDatabase(
+        { kind: 'sqlite', path: join(dir, 'state.sqlite') },
+        { migrations: ALL_MIGRATIONS },
+      );
+      try {
+        await behavesAsEvidence(database, join(dir, 'state.sqlite'));
+      } finally {
+        await database.close();
+      }
+    },
+    THREADED_TEST_TIMEOUT_MS,
+  );
+
+  it('backtests a process-private database in process, page by page, with the same evidence', async () => {
+    const database = await openDatabase({ kind: 'memory' }, { migrations: ALL_MIGRATIONS });
     try {
       await behavesAsEvidence(database);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('ends a backtest in progress when riskgate stops, and writes its evidence as incomplete: stopped', async () => {
+    const file = join(dir, 'stopping.sqlite');
+    const database = await openDatabase({ kind: 'sqlite', path: file }, { migrations: ALL_MIGRATIONS });
+    try {
+      const decisions = database.db.withTables<DecisionTables>();
+      await storeReplayable(decisions, stored());
+      const v = await new PolicyVersionStore(database).create({
+        name: 'login',
+        yaml: DRAFT,
+        author: 'ana',
+        message: 'deny browsers',
+      });
+      const l = new Lifecycle({ registry: () => undefined, log: () => {} });
+      let aborted: AbortSignal | undefined;
+      const runner = await l.start(
+        policyEvidenceComponent(
+          new PolicyEvidenceRunner({
+            store: new PolicyEvidenceStore(database),
+            compute: (yaml, w, signal) => {
+              aborted = signal;
+              return computeEvidence(yaml, w, {
+                decisions: () => ({ db: decisions, file }),
+                threads: 2,
+                minPerThread: 1,
+                signal,
+              });
+            },
+          }),
+        ),
+      );
+      expect(await runner.request(v, { fromMs: T0, toMs: T0 + HOUR }, 'ana')).toBe(true);
+      // The computation started and awaits its first step: the stop meets it in progress.
+      expect(aborted?.aborted).toBe(false);
+      await l.stop(Date.now() + 10_000);
+      expect(aborted?.aborted).toBe(true);
+      const written = await runner.store.get(v.id);
+      expect(written).toMatchObject({ state: 'failed', error: EVIDENCE_STOPPED });
+      expect(written?.error).toMatch(/^evidence incomplete: stopped/);
+      // Nothing more is computed once stopped: a later proposal is refused, the row stays as written.
+      await expect(runner.request(v, { fromMs: T0, toMs: T0 + HOUR }, 'ana')).rejects.toThrow('stopped');
+      await runner.settled();
+      expect(await runner.store.get(v.id)).toEqual(written);
     } finally {
       await database.close();
     }
@@ -212,12 +306,16 @@ describe.runIf(postgresAvailable())('policy version evidence on PostgreSQL', () 
     await pg?.stop();
   });
 
-  it('checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged (PostgreSQL)', async () => {
-    const database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });
-    try {
-      await behavesAsEvidence(database);
-    } finally {
-      await database.close();
-    }
-  });
+  it(
+    'checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged (PostgreSQL)',
+    async () => {
+      const database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });
+      try {
+        await behavesAsEvidence(database);
+      } finally {
+        await database.close();
+      }
+    },
+    THREADED_TEST_TIMEOUT_MS,
+  );
 });

@@ -8,6 +8,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { MAX_REPLAY_LINE_BYTES } from '../src/replay/replay-labels.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';
+import { ReplayStopped, replayOnThreads } from '../src/replay/replay-threads.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 
 /**
@@ -216,5 +217,30 @@ describe('replay of a log cut across worker threads', () => {
       maxLineBytes: limit,
     });
     await expect(run).rejects.toThrow(`${file}: line ${total + 1} is longer than ${limit} bytes`);
+  });
+
+  it('ends its threads at once when stopped, rejecting with what stopped it', async () => {
+    const file = mixedLog();
+    const policy = await loadPolicy('policies/');
+    const controller = new AbortController();
+    const tasks = [0, 1].map((k) => ({
+      policy: { path: 'policies/', revision: policy.revision },
+      source: {
+        kind: 'file' as const,
+        file,
+        start: 0,
+        end: k === 0 ? 0 : 1,
+        maxLineBytes: MAX_REPLAY_LINE_BYTES,
+      },
+      changedLimit: 0,
+      labelIds: [],
+      tallyChanges: false,
+    }));
+    const run = replayOnThreads(tasks, controller.signal);
+    // The threads started (a policy compiled by each takes longer than this turn): stopped mid-way.
+    controller.abort();
+    await expect(run).rejects.toBeInstanceOf(ReplayStopped);
+    // Stopped before it starts: no thread at all.
+    await expect(replayOnThreads(tasks, controller.signal)).rejects.toThrow();
   });
 });

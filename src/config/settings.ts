@@ -31,6 +31,16 @@ import {
  * all come from this table; adding a setting is adding an entry (and using its field).
  */
 
+/**
+ * A policy version's backtest bounds by default (RISKGATE_BACKTEST_*; src/policy-evidence/ and
+ * src/policy-versions/ read them here): the window when a proposal names none, and its longest,
+ * hours; decisions replayed at most; the time limit, seconds.
+ */
+export const DEFAULT_BACKTEST_WINDOW_HOURS = 24;
+export const MAX_BACKTEST_WINDOW_HOURS = 744;
+export const DEFAULT_BACKTEST_MAX_DECISIONS = 1_000_000;
+export const DEFAULT_BACKTEST_TIME_LIMIT_SECONDS = 120;
+
 /** The sections of riskgate.env.example and of the README table, in their order. */
 export const SETTING_GROUPS = {
   service: 'Service',
@@ -581,6 +591,31 @@ export const SETTINGS = defineSettings({
     doc: 'How often each replica reads the policy activation marker of the control database',
     details:
       'how often each replica reads the policy activation marker (one small row of the control database); when it moved, the active and staged policy versions are read and compiled off the decision path and swapped in, so an activation anywhere is served everywhere within about this plus a compile (see [docs/policy-versions.md](docs/policy-versions.md)); a scheduled activation is made by the first replica to poll after its time',
+  },
+  RISKGATE_BACKTEST_WINDOW_HOURS: {
+    group: 'policy',
+    fills: 'backtest.windowHours',
+    ...num({ min: 1, max: MAX_BACKTEST_WINDOW_HOURS, fallback: DEFAULT_BACKTEST_WINDOW_HOURS }),
+    unit: 'hours',
+    doc: "A proposal's backtest window when it names none: the stored decisions of the last this many hours",
+    details: `the window of stored decisions a proposed policy version's backtest replays when the proposal names none (the console's; \`POST /policy-versions/{id}/propose\` without a body); a proposal may name its own, up to ${MAX_BACKTEST_WINDOW_HOURS} hours (see [docs/policy-versions.md](docs/policy-versions.md))`,
+  },
+  RISKGATE_BACKTEST_MAX_DECISIONS: {
+    group: 'policy',
+    fills: 'backtest.maxDecisions',
+    ...num({ min: 1, max: 100_000_000, fallback: DEFAULT_BACKTEST_MAX_DECISIONS }),
+    doc: 'Most stored decisions a backtest replays (the oldest of its window first)',
+    details:
+      "most stored decisions a proposed version's backtest replays, the oldest of its window first; past it the evidence says `truncated: max-decisions` with the time of the first decision left out. The backtest runs on replay threads (one per core) with connections of their own, never on the event loop",
+  },
+  RISKGATE_BACKTEST_TIME_LIMIT_SECONDS: {
+    group: 'policy',
+    fills: 'backtest.timeLimitSeconds',
+    ...num({ min: 1, max: 86_400, fallback: DEFAULT_BACKTEST_TIME_LIMIT_SECONDS }),
+    unit: 'seconds',
+    doc: 'Longest a backtest reads before its evidence is written with what it read',
+    details:
+      "longest a proposed version's backtest reads; past it the evidence is written with the counts it reached and `truncated: time-limit`. A backtest in progress when riskgate stops is ended and its evidence written as `evidence incomplete: stopped`",
   },
   RISKGATE_MAX_SNOOZE_DAYS: {
     group: 'policy',

@@ -1,15 +1,21 @@
 import { readdir, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
+import { DEFAULT_BACKTEST_MAX_DECISIONS, DEFAULT_BACKTEST_TIME_LIMIT_SECONDS } from '../config/settings.ts';
+import type { PostgresConnection } from '../database/postgres-connection.ts';
 import type { DecisionTables } from '../decision-store/decision-tables.ts';
 import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
 import { compilePolicyFile, formatIssue, isTestFileName } from '../policy/policy-loader.ts';
 import { runPolicyTestFile } from '../policy/policy-test-runner.ts';
 import type { CompiledPolicy, Verdict } from '../policy/policy-types.ts';
 import type { EvidenceWindow } from '../policy-versions/policy-version-evidence-store.ts';
-import { type ReplayChange, ReplayTally } from '../replay/replay-tally.ts';
+import { CHANGE_SAMPLES, ChangeTally } from '../replay/replay-changes.ts';
+import type { StoreStretch } from '../replay/replay-store.ts';
+import { type ReplayStretchReply, replayStretch, type StoreRead } from '../replay/replay-stretch.ts';
+import { replayOnThreads } from '../replay/replay-threads.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
+import { kyselyPage, planStore } from './backtest-plan.ts';
 
 /**
  * The evidence a reviewer approves a policy version with (issue 33, docs/policy-versions.md "The
@@ -18,14 +24,27 @@ import { type Clock, systemClock } from '../timing/clock.ts';
  * decisions of a window replayed with it (as `riskgate replay` does a log), verdict changes
  * counted by verdict pair and by rule, with sample decision ids.
  *
- * Bounded, as an observation must be: at most `maxDecisions` decisions read, for at most
- * `timeLimitMs`, in keyset pages of `batchSize` rows with a turn of the event loop between pages
- * and every `sliceMs` of evaluation within one, so a backtest over a million decisions holds the
- * decision path for about one slice (plus one page's read) at a time. A backtest cut short says why (`truncated`), with the counts it reached.
+ * Off the event loop: the window is cut into one stretch per core (`planStore`, on the index), and
+ * each stretch is read in keyset pages and replayed on a replay thread of its own (the one
+ * evaluation path `riskgate replay` uses, src/replay/replay-stretch.ts) over a connection of its
+ * own (a read-only SQLite connection, a PostgreSQL client), so a decision never waits behind a
+ * backtest. Bounded, as an observation must be: at most `maxDecisions` decisions, for at most
+ * `timeLimitMs` (RISKGATE_BACKTEST_MAX_DECISIONS, RISKGATE_BACKTEST_TIME_LIMIT_SECONDS); a backtest
+ * cut short says why (`truncated`), with the counts it reached. An abort of `signal` (riskgate
+ * stopping) ends the threads at once and rejects.
  */
 
 /** Sample decision ids kept per verdict pair and per rule. */
-export const EVIDENCE_SAMPLES = 5;
+export const EVIDENCE_SAMPLES = CHANGE_SAMPLES;
+
+/** The decision store a backtest reads: the handle it plans with, and what a thread connects to. */
+export interface BacktestSource {
+  db: Kysely<DecisionTables>;
+  /** The SQLite file: each thread opens it read-only. */
+  file?: string | undefined;
+  /** PostgreSQL: each thread connects a client of its own. */
+  postgres?: PostgresConnection | undefined;
+}
 
 export type { EvidenceWindow };
 
@@ -59,8 +78,14 @@ export interface EvidenceBacktest {
   byRule: { rule: string; fires: number; stops: number; samples: string[] }[];
   /** Decisions whose replay is uncertain, by the input they did not record. */
   missingInputs: Record<string, number>;
-  /** Set when the backtest stopped before the window's end: the counts cover what was read. */
+  /**
+   * Set when the backtest stopped before the window's end: the counts cover what was read. `atMs`:
+   * the time of the first decision left unread (at the cap), or of the earliest point a stretch
+   * reached (at the time limit: the stretches run side by side, each from its own start).
+   */
   truncated: { reason: 'max-decisions' | 'time-limit'; atMs: number } | null;
+  /** Replay threads the window was cut for (0: replayed in process, a store no thread can open). */
+  threads: number;
   elapsedMs: number;
 }
 
@@ -81,15 +106,19 @@ export interface EvidenceOptions {
   /** The policy file or directory the service loaded (RISKGATE_POLICY_PATH): where suites are found. */
   policyPath?: string | undefined;
   /** The decision store; undefined when it is off (the backtest says so). */
-  decisions?: (() => Kysely<DecisionTables>) | undefined;
-  /** Decisions read at most. Default 1,000,000. */
-  maxDecisions?: number;
-  /** Longest a backtest reads, milliseconds. Default 120,000. */
-  timeLimitMs?: number;
-  /** Rows per page, each followed by a turn of the event loop. Default 1000. */
+  decisions?: (() => BacktestSource) | undefined;
+  /** Decisions read at most. Default {@link DEFAULT_BACKTEST_MAX_DECISIONS} (RISKGATE_BACKTEST_MAX_DECISIONS). */
+  maxDecisions?: number | undefined;
+  /** Longest a backtest reads, milliseconds. Default {@link DEFAULT_BACKTEST_TIME_LIMIT_SECONDS} s (RISKGATE_BACKTEST_TIME_LIMIT_SECONDS). */
+  timeLimitMs?: number | undefined;
+  /** Rows per page a thread reads. Default 1000. */
   batchSize?: number;
-  /** Longest the backtest evaluates without a turn of the event loop, milliseconds. Default 10. */
-  sliceMs?: number;
+  /** Replay threads at most. Default: the cores there are (`os.availableParallelism()`). */
+  threads?: number;
+  /** Decisions a thread gets at the least: a smaller window runs on fewer threads. Default 20,000. */
+  minPerThread?: number;
+  /** Stops the backtest (riskgate stopping): its threads end at once, and the evidence rejects. */
+  signal?: AbortSignal | undefined;
   /** Dates the evidence (wall time). Default {@link systemClock}. */
   clock?: Clock | undefined;
 }
@@ -122,7 +151,7 @@ export async function computeEvidence(
   } else {
     evidence.tests = await ownSuites(compiled.policy, o.policyPath);
     if (o.decisions === undefined) evidence.backtestNote = 'the decision store is off: nothing to replay';
-    else evidence.backtest = await backtest(compiled.policy, o.decisions(), window, o);
+    else evidence.backtest = await backtest(compiled.policy, yaml, o.decisions(), window, o);
   }
   evidence.computedAt = new Date(clock.nowMs()).toISOString();
   return evidence;
@@ -173,111 +202,90 @@ async function ownSuites(
   return { ran: true, suites };
 }
 
-/** Counts of the changed decisions by verdict pair and by rule, with the first few ids of each. */
-class ChangeTally {
-  readonly byPair = new Map<string, { from: Verdict; to: Verdict; count: number; samples: string[] }>();
-  readonly byRule = new Map<string, { rule: string; fires: number; stops: number; samples: string[] }>();
-
-  add(change: ReplayChange, before: string[], after: string[]): void {
-    const key = `${change.from}>${change.to}`;
-    let pair = this.byPair.get(key);
-    if (pair === undefined) {
-      pair = { from: change.from, to: change.to, count: 0, samples: [] };
-      this.byPair.set(key, pair);
-    }
-    pair.count++;
-    if (pair.samples.length < EVIDENCE_SAMPLES) pair.samples.push(change.decisionId);
-    const was = new Set(before);
-    const now = new Set(after);
-    for (const id of after) if (!was.has(id)) this.#rule(id, 'fires', change.decisionId);
-    for (const id of before) if (!now.has(id)) this.#rule(id, 'stops', change.decisionId);
-  }
-
-  #rule(id: string, how: 'fires' | 'stops', decisionId: string): void {
-    let r = this.byRule.get(id);
-    if (r === undefined) {
-      r = { rule: id, fires: 0, stops: 0, samples: [] };
-      this.byRule.set(id, r);
-    }
-    r[how]++;
-    if (r.samples.length < EVIDENCE_SAMPLES) r.samples.push(decisionId);
-  }
-}
-
-/** The window's stored decisions replayed with `policy`, oldest first, page by page. */
+/** The window's stored decisions replayed with `policy`, each stretch on a thread of its own. */
 async function backtest(
   policy: CompiledPolicy,
-  db: Kysely<DecisionTables>,
+  yaml: string,
+  source: BacktestSource,
   window: EvidenceWindow,
   o: EvidenceOptions,
 ): Promise<EvidenceBacktest> {
-  const maxDecisions = o.maxDecisions ?? 1_000_000;
-  const timeLimitMs = o.timeLimitMs ?? 120_000;
-  const batchSize = o.batchSize ?? 1000;
-  const sliceMs = o.sliceMs ?? 10;
   const startedAt = performance.now();
-  let sliceStartedAt = startedAt;
-  const changes = new ChangeTally();
-  const tally = new ReplayTally(policy, 0, undefined, (c, before, after) => changes.add(c, before, after));
-  let truncated: EvidenceBacktest['truncated'] = null;
-  let after: { atMs: number; id: string } | undefined;
-  let read = 0;
-  for (;;) {
-    const limit = Math.min(batchSize, maxDecisions - read);
-    if (limit <= 0) {
-      truncated = { reason: 'max-decisions', atMs: after?.atMs ?? window.fromMs };
-      break;
-    }
-    if (performance.now() - startedAt > timeLimitMs) {
-      truncated = { reason: 'time-limit', atMs: after?.atMs ?? window.fromMs };
-      break;
-    }
-    const rows = await page(db, window, after, limit);
-    for (const row of rows) {
-      tally.add(row.line, ++read);
-      // A page evaluates for ~0.1 ms a row: the event loop is let go every `sliceMs` within it too.
-      if (performance.now() - sliceStartedAt > sliceMs) {
-        await yieldToEventLoop();
-        sliceStartedAt = performance.now();
-      }
-    }
-    if (rows.length < limit) break;
-    const last = rows[rows.length - 1]!;
-    after = { atMs: Number(last.at_ms), id: last.decision_id };
-    // A turn of the event loop between pages: decisions waiting are answered before the next one.
-    await yieldToEventLoop();
-    sliceStartedAt = performance.now();
+  // The time limit runs from here: planning counts towards it.
+  const deadlineMs = Date.now() + (o.timeLimitMs ?? DEFAULT_BACKTEST_TIME_LIMIT_SECONDS * 1000);
+  const read = (stretch: StoreStretch): StoreRead => ({ stretch, pageSize: o.batchSize ?? 1000, deadlineMs });
+  // A thread compiles the draft against the built-in input table and opens the store by itself: a
+  // test's own table, or a process-private database, is replayed here instead, page by page.
+  const threaded =
+    o.compile?.inputs === undefined && (source.file !== undefined || source.postgres !== undefined);
+  const plan = await planStore(source.db, window, {
+    maxDecisions: o.maxDecisions ?? DEFAULT_BACKTEST_MAX_DECISIONS,
+    parts: threaded ? (o.threads ?? availableParallelism()) : 1,
+    minPerPart: o.minPerThread ?? 20_000,
+  });
+  const task = { changedLimit: 0, labelIds: [], tallyChanges: true };
+  let replies: ReplayStretchReply[];
+  if (threaded) {
+    replies = await replayOnThreads(
+      plan.stretches.map((stretch) => ({
+        ...task,
+        policy: { yaml, revision: policy.revision },
+        source:
+          source.file !== undefined
+            ? { kind: 'sqlite' as const, path: source.file, ...read(stretch) }
+            : { kind: 'postgres' as const, connection: source.postgres!, ...read(stretch) },
+      })),
+      o.signal,
+    );
+  } else {
+    replies = [];
+    const pages = (stretch: StoreStretch, limit: number) => {
+      o.signal?.throwIfAborted();
+      return kyselyPage(source.db, stretch, limit);
+    };
+    for (const stretch of plan.stretches)
+      replies.push(
+        await replayStretch(policy, { ...task, source: { kind: 'pages', pages, ...read(stretch) } }),
+      );
   }
-  const p = tally.partial;
-  return {
-    decisions: p.decisions,
-    unreadable: p.badCount,
-    skipped: p.skipped,
-    changed: p.changed,
-    byPair: [...changes.byPair.values()].sort((a, b) => b.count - a.count),
-    byRule: [...changes.byRule.values()].sort((a, b) => b.fires + b.stops - (a.fires + a.stops)),
-    missingInputs: p.missingInputs,
-    truncated,
-    elapsedMs: Math.round(performance.now() - startedAt),
-  };
+  return mergeBacktest(replies, plan.cutAtMs, threaded ? plan.stretches.length : 0, startedAt);
 }
 
-/** One page of the window after `after`, in (at_ms, decision_id) order: the `decision_at` index. */
-function page(
-  db: Kysely<DecisionTables>,
-  window: EvidenceWindow,
-  after: { atMs: number; id: string } | undefined,
-  limit: number,
-) {
-  let q = db.selectFrom('decision').select(['decision_id', 'at_ms', 'line']).where('at_ms', '<', window.toMs);
-  q =
-    after === undefined
-      ? q.where('at_ms', '>=', window.fromMs)
-      : q.where((eb) =>
-          eb.or([
-            eb('at_ms', '>', after.atMs),
-            eb.and([eb('at_ms', '=', after.atMs), eb('decision_id', '>', after.id)]),
-          ]),
-        );
-  return q.orderBy('at_ms').orderBy('decision_id').limit(limit).execute();
+/** The stretches' tallies, in window order, as one backtest. */
+function mergeBacktest(
+  replies: readonly ReplayStretchReply[],
+  cutAtMs: number | undefined,
+  threads: number,
+  startedAt: number,
+): EvidenceBacktest {
+  const changes = new ChangeTally();
+  const b: EvidenceBacktest = {
+    decisions: 0,
+    unreadable: 0,
+    skipped: 0,
+    changed: 0,
+    byPair: [],
+    byRule: [],
+    missingInputs: {},
+    truncated: cutAtMs === undefined ? null : { reason: 'max-decisions', atMs: cutAtMs },
+    threads,
+    elapsedMs: 0,
+  };
+  let stoppedAtMs: number | undefined;
+  for (const reply of replies) {
+    if (!reply.ok) throw new Error('tooLong' in reply ? 'a stored line is too long' : reply.error.message);
+    const p = reply.partial;
+    b.decisions += p.decisions;
+    b.unreadable += p.badCount;
+    b.skipped += p.skipped;
+    b.changed += p.changed;
+    for (const [k, n] of Object.entries(p.missingInputs)) b.missingInputs[k] = (b.missingInputs[k] ?? 0) + n;
+    if (reply.changes !== undefined) changes.merge(reply.changes);
+    if (reply.stoppedAtMs !== undefined) stoppedAtMs = Math.min(stoppedAtMs ?? Infinity, reply.stoppedAtMs);
+  }
+  // The time limit cut a stretch short: that says more than the cap (the counts cover less).
+  if (stoppedAtMs !== undefined) b.truncated = { reason: 'time-limit', atMs: stoppedAtMs };
+  ({ byPair: b.byPair, byRule: b.byRule } = changes.changes);
+  b.elapsedMs = Math.round(performance.now() - startedAt);
+  return b;
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { type Component, stopWaitMs } from '../lifecycle/component.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import type { PolicyEvidenceState, PolicyVersionTables } from './policy-version-tables.ts';
 
@@ -25,8 +26,22 @@ export interface EvidenceWindow {
  */
 export type PolicyVersionEvidence = { computedAt: string } & Record<string, unknown>;
 
-/** Computes a version's evidence (injected: src/policy-evidence/). */
-export type ComputeEvidence = (yaml: string, window: EvidenceWindow) => Promise<PolicyVersionEvidence>;
+/**
+ * Computes a version's evidence (injected: src/policy-evidence/). An abort of `signal` (riskgate
+ * stopping) ends it at once: it rejects.
+ */
+export type ComputeEvidence = (
+  yaml: string,
+  window: EvidenceWindow,
+  signal: AbortSignal,
+) => Promise<PolicyVersionEvidence>;
+
+/**
+ * What a version's evidence says when riskgate stopped while computing it: written at once (state
+ * `failed`), never a pending row left to go stale.
+ */
+export const EVIDENCE_STOPPED =
+  'evidence incomplete: stopped (riskgate shut down before the backtest finished; a new draft of the same YAML gets evidence of its own)';
 
 /** A version's evidence as the API shows it. */
 export interface StoredEvidence {
@@ -145,10 +160,15 @@ export interface PolicyEvidenceRunnerOptions {
   log?: (line: Record<string, unknown>) => void;
 }
 
-/** Computes evidence off the request that asked for it, one version at a time per call, and writes it once. */
+/**
+ * Computes evidence off the request that asked for it, one version at a time per call, and writes
+ * it once. A component (`policyEvidenceComponent`): its stop ends the computations in progress
+ * and writes each version's evidence as {@link EVIDENCE_STOPPED}.
+ */
 export class PolicyEvidenceRunner {
   readonly #o: PolicyEvidenceRunnerOptions;
   readonly #running = new Set<Promise<void>>();
+  readonly #stopping = new AbortController();
 
   constructor(o: PolicyEvidenceRunnerOptions) {
     this.#o = o;
@@ -168,6 +188,7 @@ export class PolicyEvidenceRunner {
    * starts the computation; false when the version has evidence already.
    */
   async request(version: { id: string; yaml: string }, window: EvidenceWindow, by: string): Promise<boolean> {
+    if (this.#stopping.signal.aborted) throw new Error('the evidence runner is stopped');
     if (!(await this.#o.store.begin(version.id, window, by))) return false;
     const run = this.#compute(version, window).finally(() => this.#running.delete(run));
     this.#running.add(run);
@@ -177,9 +198,11 @@ export class PolicyEvidenceRunner {
   async #compute(version: { id: string; yaml: string }, window: EvidenceWindow): Promise<void> {
     let result: { evidence: PolicyVersionEvidence } | { error: string };
     try {
-      result = { evidence: await this.#o.compute(version.yaml, window) };
+      result = { evidence: await this.#o.compute(version.yaml, window, this.#stopping.signal) };
     } catch (e) {
-      result = { error: `the evidence could not be computed: ${e instanceof Error ? e.message : String(e)}` };
+      result = this.#stopping.signal.aborted
+        ? { error: EVIDENCE_STOPPED }
+        : { error: `the evidence could not be computed: ${e instanceof Error ? e.message : String(e)}` };
     }
     try {
       await this.#o.store.finish(version.id, result);
@@ -198,4 +221,32 @@ export class PolicyEvidenceRunner {
   async settled(): Promise<void> {
     while (this.#running.size > 0) await Promise.all([...this.#running]);
   }
+
+  /**
+   * Ends the computations in progress (their threads terminated) and waits, until `deadlineAtMs`
+   * at most, for each to write its evidence as stopped. One not written by then stays pending,
+   * closed as failed by the first read after `staleAfterMs`.
+   */
+  async stop(deadlineAtMs: number): Promise<void> {
+    this.#stopping.abort();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.settled(),
+      new Promise<void>((r) => {
+        timer = setTimeout(r, stopWaitMs(deadlineAtMs, STOP_WAIT_CAP_MS));
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+}
+
+/** Longest a stop waits for stopped evidence to be written, milliseconds (a write or two). */
+const STOP_WAIT_CAP_MS = 5000;
+
+/** The evidence runner in the lifecycle: started after the database it writes, stopped before it. */
+export function policyEvidenceComponent(runner: PolicyEvidenceRunner): Component<PolicyEvidenceRunner> {
+  return {
+    name: 'policy-evidence',
+    start: () => ({ handle: runner, stop: (deadlineAtMs) => runner.stop(deadlineAtMs) }),
+  };
 }

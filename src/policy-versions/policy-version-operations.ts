@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { DEFAULT_BACKTEST_WINDOW_HOURS } from '../config/settings.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
@@ -6,7 +7,7 @@ import type { InputTable } from '../policy/inputs/input-row.ts';
 import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
 import { formatIssue } from '../policy/policy-loader.ts';
 import { storeAnswer } from '../store/store-unavailable.ts';
-import { systemClock } from '../timing/clock.ts';
+import { type Clock, systemClock } from '../timing/clock.ts';
 import type { EvidenceWindow } from './policy-version-evidence-store.ts';
 import type {
   PolicyVersion,
@@ -84,12 +85,6 @@ export interface PolicyVersionOperations {
   unschedule(c: Context, edge: RouteEdge, id?: string): Promise<void>;
 }
 
-/** The last 24 hours: a proposal's backtest window when none is asked for (the console's). */
-function defaultWindow(): EvidenceWindow {
-  const nowMs = systemClock.nowMs();
-  return { fromMs: nowMs - 86_400_000, toMs: nowMs };
-}
-
 function operatorOf(c: Context): string {
   const principal = c.get('principal');
   return principal.operator?.name ?? principal.keyId;
@@ -111,8 +106,22 @@ export function policyVersionOperations(o: {
         request?(version: PolicyVersion, window: EvidenceWindow, by: string): Promise<boolean>;
       }
     | undefined;
+  /**
+   * A proposal's backtest window when none is asked for (the console's, an API call without one):
+   * the last this many hours (RISKGATE_BACKTEST_WINDOW_HOURS). Default {@link DEFAULT_BACKTEST_WINDOW_HOURS}.
+   */
+  defaultWindowHours?: number | undefined;
+  /** Where that window ends (wall time). Default {@link systemClock}. */
+  clock?: Clock | undefined;
 }): PolicyVersionOperations {
   const { store } = o;
+  const defaultWindow = (): EvidenceWindow => {
+    const nowMs = (o.clock ?? systemClock).nowMs();
+    return {
+      fromMs: nowMs - (o.defaultWindowHours ?? DEFAULT_BACKTEST_WINDOW_HOURS) * 3_600_000,
+      toMs: nowMs,
+    };
+  };
   const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
   /** Every change: written to the audit trail once, then made by the store (503 when it does not answer). */
   const audited = async <T>(

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_BACKTEST_WINDOW_HOURS } from '../config/settings.ts';
 import { AUDITED_CHANGE, type CodeNotes, declareRoute, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
@@ -42,7 +43,7 @@ export const revertPolicyVersionSchema = z
   .strict();
 
 /** Longest backtest window a proposal may ask for, hours (31 days). */
-export const MAX_EVIDENCE_WINDOW_HOURS = 744;
+export const MAX_EVIDENCE_WINDOW_HOURS = MAX_BACKTEST_WINDOW_HOURS;
 const HOUR_MS = 3_600_000;
 
 export const proposePolicyVersionSchema = z
@@ -53,7 +54,9 @@ export const proposePolicyVersionSchema = z
       .min(1)
       .max(MAX_EVIDENCE_WINDOW_HOURS)
       .optional()
-      .describe('The backtest replays the stored decisions of the last this many hours. Default 24.'),
+      .describe(
+        'The backtest replays the stored decisions of the last this many hours. Default RISKGATE_BACKTEST_WINDOW_HOURS (24).',
+      ),
     from: z.iso
       .datetime({ offset: true })
       .optional()
@@ -88,11 +91,15 @@ export const proposePolicyVersionSchema = z
     }
   });
 
-/** The window a proposal's backtest replays. */
-function evidenceWindow(body: z.output<typeof proposePolicyVersionSchema>, nowMs: number): EvidenceWindow {
+/** The window a proposal's backtest replays; undefined: the default (RISKGATE_BACKTEST_WINDOW_HOURS). */
+function evidenceWindow(
+  body: z.output<typeof proposePolicyVersionSchema>,
+  nowMs: number,
+): EvidenceWindow | undefined {
   if (body.from !== undefined && body.to !== undefined)
     return { fromMs: Date.parse(body.from), toMs: Date.parse(body.to) };
-  return { fromMs: nowMs - (body.windowHours ?? 24) * HOUR_MS, toMs: nowMs };
+  if (body.windowHours === undefined) return undefined;
+  return { fromMs: nowMs - body.windowHours * HOUR_MS, toMs: nowMs };
 }
 
 export const policyVersionEvidenceSchema = z
@@ -257,7 +264,8 @@ export const POLICY_VERSION_STEP_ROUTES = (
             schema: { component: 'ProposePolicyVersion', schema: proposePolicyVersionSchema },
             required: false,
             maxBytes: 1024,
-            description: 'Optional JSON: the backtest window (default the last 24 hours).',
+            description:
+              'Optional JSON: the backtest window (default the last RISKGATE_BACKTEST_WINDOW_HOURS hours, 24).',
           },
         }),
         responses: { 200: { description: 'The version after the step.', schema: 'PolicyVersion' } },

@@ -47,16 +47,52 @@ interface DecisionLineShape {
   shed?: unknown;
 }
 
+const OUTCOME_KEY = ',"outcome":{';
+const MATCHED_RULES_KEY = '"matchedRules":[';
+
+/**
+ * Only what replay reads of a decision line riskgate wrote: everything before `outcome` (kind,
+ * ids, time, request, policy, inputs, in the order src/decide/decision-line.ts writes them), and
+ * of `outcome` its head up to the end of `matchedRules` (verdict, score, the rules). The rest of
+ * the line (the outcome's explanation, rule descriptions, actions, timings: a third of its bytes)
+ * is never parsed. The cuts are where those keys open at the line's top level: a cut anywhere
+ * deeper leaves brackets unbalanced and `JSON.parse` refuses it (no unescaped `"` can sit inside
+ * a string), so a piece that parses is the right one. Undefined when the line is not so laid out
+ * (an overload answer, another writer's order): the caller parses it whole.
+ */
+function neededFields(text: string): DecisionLineShape | undefined {
+  const at = text.lastIndexOf(OUTCOME_KEY);
+  if (at === -1) return undefined;
+  const rules = text.indexOf(MATCHED_RULES_KEY, at);
+  if (rules === -1) return undefined;
+  // The array's end: followed by the outcome's next key, or by the outcome's own end.
+  const from = rules + MATCHED_RULES_KEY.length - 1;
+  const beforeKey = text.indexOf('],"', from);
+  const beforeEnd = text.indexOf(']}', from);
+  const rulesEnd = beforeKey === -1 || (beforeEnd !== -1 && beforeEnd < beforeKey) ? beforeEnd : beforeKey;
+  if (rulesEnd === -1) return undefined;
+  try {
+    const head = JSON.parse(`${text.slice(0, at)}}`) as DecisionLineShape;
+    if (head.inputs === undefined) return undefined;
+    head.outcome = JSON.parse(`${text.slice(at + OUTCOME_KEY.length - 1, rulesEnd + 1)}}`);
+    return typeof head.outcome?.verdict === 'string' ? head : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One line of a decision log. */
 export function readDecisionLine(text: string): ReadLine {
   // riskgate writes `kind` first: an action, label or feedback line is passed over unparsed (a log
   // holds about one of them per decision, and parsing them was half of a replay's time).
   if (text.startsWith(KIND_PREFIX) && !text.startsWith(DECISION_PREFIX)) return { kind: 'other' };
-  let v: DecisionLineShape;
-  try {
-    v = JSON.parse(text) as DecisionLineShape;
-  } catch {
-    return { kind: 'bad', why: 'not JSON' };
+  let v: DecisionLineShape | undefined = text.startsWith(DECISION_PREFIX) ? neededFields(text) : undefined;
+  if (v === undefined) {
+    try {
+      v = JSON.parse(text) as DecisionLineShape;
+    } catch {
+      return { kind: 'bad', why: 'not JSON' };
+    }
   }
   if (v === null || typeof v !== 'object') return { kind: 'bad', why: 'not an object' };
   if (v.kind !== 'decision') return { kind: 'other' };

@@ -2,7 +2,6 @@ import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
-import { Worker } from 'node:worker_threads';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { numberedLines } from '../logs/ndjson-lines.ts';
 import type { CompiledPolicy, Verdict } from '../policy/policy-types.ts';
@@ -13,6 +12,7 @@ import {
   LabelTally,
   MAX_REPLAY_LINE_BYTES,
 } from './replay-labels.ts';
+import type { ReplayStretchTask } from './replay-stretch.ts';
 import {
   BAD_LINES_LISTED,
   emptyMatrix,
@@ -20,7 +20,7 @@ import {
   type ReplayPartial,
   ReplayTally,
 } from './replay-tally.ts';
-import type { ReplayThreadReply, ReplayThreadTask } from './replay-thread.ts';
+import { replayOnThreads } from './replay-threads.ts';
 
 export type { ReplayChange } from './replay-tally.ts';
 
@@ -117,7 +117,7 @@ export async function replayDecisions(
           file: source,
           changedLimit,
         };
-        stretches.push(...(await replayOnThreads(task, ranges, labelIds, maxLineBytes)));
+        stretches.push(...(await replayRanges(task, ranges, labelIds, maxLineBytes)));
         continue;
       }
     }
@@ -179,37 +179,22 @@ async function lineRanges(file: string, threads: number, minBytes: number): Prom
   return cuts.map((start, i) => [start, cuts[i + 1] ?? size]);
 }
 
-// Built to dist/ as .js beside this file; run from src/ (tsx, vitest) as .ts, by Node's own type stripping.
-const THREAD_FILE = new URL(
-  import.meta.url.endsWith('.ts') ? './replay-thread.ts' : './replay-thread.js',
-  import.meta.url,
-);
-
 /** Each range of one file replayed on a thread of its own; every thread is waited for. */
-async function replayOnThreads(
-  task: Pick<ReplayThreadTask, 'policyPath' | 'revision' | 'file' | 'changedLimit'>,
+async function replayRanges(
+  task: { policyPath: string; revision: string; file: string; changedLimit: number },
   ranges: readonly [number, number][],
   labelIds: ReadonlySet<string> | undefined,
   maxLineBytes: number,
 ): Promise<Stretch[]> {
-  const replies = await Promise.all(
+  const replies = await replayOnThreads(
     ranges.map(
-      ([start, end]) =>
-        new Promise<ReplayThreadReply>((resolve) => {
-          const workerData: ReplayThreadTask = {
-            ...task,
-            start,
-            end,
-            maxLineBytes,
-            labelIds: labelIds === undefined ? [] : [...labelIds],
-          };
-          const w = new Worker(THREAD_FILE, { workerData });
-          w.once('message', (reply: ReplayThreadReply) => resolve(reply));
-          w.once('error', (e) => resolve({ ok: false, error: { message: e.message } }));
-          w.once('exit', (code) =>
-            resolve({ ok: false, error: { message: `the replay thread exited (code ${code})` } }),
-          );
-        }),
+      ([start, end]): ReplayStretchTask => ({
+        policy: { path: task.policyPath, revision: task.revision },
+        source: { kind: 'file', file: task.file, start, end, maxLineBytes },
+        changedLimit: task.changedLimit,
+        labelIds: labelIds === undefined ? [] : [...labelIds],
+        tallyChanges: false,
+      }),
     ),
   );
   const stretches: Stretch[] = [];

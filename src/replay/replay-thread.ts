@@ -1,72 +1,43 @@
-import { createReadStream } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { NdjsonLines } from '../logs/ndjson-lines.ts';
+import { compilePolicy } from '../policy/policy-compiler.ts';
 import { loadPolicy } from '../policy/policy-loader.ts';
-import { type ReplayPartial, ReplayTally } from './replay-tally.ts';
+import type { CompiledPolicy } from '../policy/policy-types.ts';
+import { type ReplayStretchReply, type ReplayStretchTask, replayStretch } from './replay-stretch.ts';
 
 /**
- * One stretch of a decision log replayed on a worker thread (`replayDecisions` with threads): the
- * candidate loaded again from its path (a compiled policy holds functions, which a thread cannot be
- * handed), checked to be the same revision, then bytes `start` to `end` of `file` read and replayed.
- * Loaded by Node's own type stripping when run from src/: everything it imports is erasable TypeScript.
+ * A replay thread (src/replay/replay-threads.ts starts it): the candidate compiled again from its
+ * path or its YAML (a compiled policy holds functions, which a thread cannot be handed), checked to
+ * be the revision the caller compiled, then its stretch replayed (replay-stretch.ts) and the tally
+ * posted back. Loaded by Node's own type stripping when run from src/: everything it imports is
+ * erasable TypeScript.
  */
 
-export interface ReplayThreadTask {
-  policyPath: string;
-  /** The revision the caller compiled: a policy edited meanwhile is refused, not replayed. */
-  revision: string;
-  file: string;
-  /** Byte range, `end` exclusive; `start` is a line's first byte. */
-  start: number;
-  end: number;
-  changedLimit: number;
-  labelIds: string[];
-  maxLineBytes: number;
+async function candidate(task: ReplayStretchTask): Promise<CompiledPolicy | string> {
+  const p = task.policy;
+  if ('path' in p) {
+    const policy = await loadPolicy(p.path);
+    return policy.revision === p.revision
+      ? policy
+      : `${p.path} changed while the replay started (${policy.revision})`;
+  }
+  const compiled = compilePolicy('policy-version', p.yaml);
+  if (compiled.policy === undefined) return 'the candidate does not compile on the replay thread';
+  return compiled.policy.revision === p.revision
+    ? compiled.policy
+    : `the candidate compiled to ${compiled.policy.revision} on the replay thread`;
 }
 
-export type ReplayThreadReply =
-  | { ok: true; partial: ReplayPartial; linesEnded: number }
-  /** A line past `maxLineBytes`, numbered from the stretch's first line. */
-  | { ok: false; tooLong: number }
-  | { ok: false; error: { message: string; code?: string; syscall?: string; path?: string } };
-
-async function replayStretch(task: ReplayThreadTask): Promise<ReplayThreadReply> {
-  const policy = await loadPolicy(task.policyPath);
-  if (policy.revision !== task.revision) {
-    return {
-      ok: false,
-      error: { message: `${task.policyPath} changed while the replay started (${policy.revision})` },
-    };
-  }
-  const labelIds = task.labelIds.length === 0 ? undefined : new Set(task.labelIds);
-  const tally = new ReplayTally(policy, task.changedLimit, labelIds);
-  const lines = new NdjsonLines(task.maxLineBytes);
-  const add = (text: string, lineNo: number) => {
-    tally.add(text, lineNo);
-    return true;
-  };
-  const stream = createReadStream(task.file, {
-    start: task.start,
-    end: task.end - 1,
-    highWaterMark: 1 << 20,
-  });
-  for await (const chunk of stream) {
-    if (!lines.push(chunk as Buffer, add)) {
-      stream.destroy();
-      return { ok: false, tooLong: lines.linesEnded + 1 };
-    }
-  }
-  const last = lines.end();
-  if (last !== undefined) add(last, lines.linesEnded + 1);
-  return { ok: true, partial: tally.partial, linesEnded: lines.linesEnded };
+async function run(task: ReplayStretchTask): Promise<ReplayStretchReply> {
+  const policy = await candidate(task);
+  if (typeof policy === 'string') return { ok: false, error: { message: policy } };
+  return replayStretch(policy, task);
 }
 
-const task = workerData as ReplayThreadTask;
-replayStretch(task).then(
+run(workerData as ReplayStretchTask).then(
   (reply) => parentPort?.postMessage(reply),
   (e: NodeJS.ErrnoException) =>
     parentPort?.postMessage({
       ok: false,
       error: { message: e.message, code: e.code, syscall: e.syscall, path: e.path },
-    } satisfies ReplayThreadReply),
+    } satisfies ReplayStretchReply),
 );

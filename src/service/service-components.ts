@@ -56,6 +56,7 @@ import { computeEvidence } from '../policy-evidence/policy-evidence.ts';
 import {
   PolicyEvidenceRunner,
   PolicyEvidenceStore,
+  policyEvidenceComponent,
 } from '../policy-versions/policy-version-evidence-store.ts';
 import {
   type PolicyVersionOperations,
@@ -180,7 +181,7 @@ export async function startServices(
   const admission = await l.start(admissionComponent(config, options.clock));
   // The policy versions of the control database: served by every replica, moved by the API.
   const versionStore = new PolicyVersionStore(database, { clock: options.clock });
-  const versionOperations = versionOperationsOf(ctx, { versionStore, database, state, decisions });
+  const versionOperations = await versionOperationsOf(l, ctx, { versionStore, database, state, decisions });
   const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
@@ -431,7 +432,8 @@ async function startActionPath(
  * computed (src/policy-evidence/): the draft's check, the suites the policies directory ships for
  * it, a backtest over the decision store when there is one.
  */
-function versionOperationsOf(
+async function versionOperationsOf(
+  l: Lifecycle<RiskgateMetrics>,
   ctx: { options: StartRiskgateOptions; log: ServiceLog },
   o: {
     versionStore: PolicyVersionStore;
@@ -439,20 +441,40 @@ function versionOperationsOf(
     state: StateDatabases;
     decisions: { enabled: boolean };
   },
-): PolicyVersionOperations {
+): Promise<PolicyVersionOperations> {
   const { options } = ctx;
-  const evidence = new PolicyEvidenceRunner({
-    store: new PolicyEvidenceStore(o.database, { clock: options.clock }),
-    compute: (yaml, window) =>
-      computeEvidence(yaml, window, {
-        compile: options.inputs === undefined ? undefined : { inputs: options.inputs },
-        policyPath: options.config.policyPath,
-        decisions: o.decisions.enabled ? () => o.state.decisions.db.withTables<DecisionTables>() : undefined,
-        clock: options.clock,
-      }),
-    log: ctx.log,
+  const { backtest } = options.config;
+  // The backtest's threads open the store by themselves: the decisions file, or a client of their own.
+  const source = () => ({
+    db: o.state.decisions.db.withTables<DecisionTables>(),
+    file: o.state.decisionsFile,
+    postgres: o.state.decisions.postgres,
   });
-  return policyVersionOperations({ store: o.versionStore, inputs: options.inputs, evidence });
+  const evidence = await l.start(
+    policyEvidenceComponent(
+      new PolicyEvidenceRunner({
+        store: new PolicyEvidenceStore(o.database, { clock: options.clock }),
+        compute: (yaml, window, signal) =>
+          computeEvidence(yaml, window, {
+            compile: options.inputs === undefined ? undefined : { inputs: options.inputs },
+            policyPath: options.config.policyPath,
+            decisions: o.decisions.enabled ? source : undefined,
+            maxDecisions: backtest.maxDecisions,
+            timeLimitMs: backtest.timeLimitSeconds * 1000,
+            signal,
+            clock: options.clock,
+          }),
+        log: ctx.log,
+      }),
+    ),
+  );
+  return policyVersionOperations({
+    store: o.versionStore,
+    inputs: options.inputs,
+    evidence,
+    defaultWindowHours: backtest.windowHours,
+    clock: options.clock,
+  });
 }
 
 /**
