@@ -113,7 +113,10 @@ export interface EvidenceOptions {
   timeLimitMs?: number | undefined;
   /** Rows per page a thread reads. Default 1000. */
   batchSize?: number;
-  /** Replay threads at most. Default: the cores there are (`os.availableParallelism()`). */
+  /**
+   * Replay threads at most. Default: one core fewer than there are (`os.availableParallelism()`),
+   * at least one: the backtest runs beside live decisions, which keep a core of their own.
+   */
   threads?: number;
   /** Decisions a thread gets at the least: a smaller window runs on fewer threads. Default 20,000. */
   minPerThread?: number;
@@ -220,7 +223,7 @@ async function backtest(
     o.compile?.inputs === undefined && (source.file !== undefined || source.postgres !== undefined);
   const plan = await planStore(source.db, window, {
     maxDecisions: o.maxDecisions ?? DEFAULT_BACKTEST_MAX_DECISIONS,
-    parts: threaded ? (o.threads ?? availableParallelism()) : 1,
+    parts: threaded ? (o.threads ?? Math.max(1, availableParallelism() - 1)) : 1,
     minPerPart: o.minPerThread ?? 20_000,
   });
   const task = { changedLimit: 0, labelIds: [], tallyChanges: true };
