@@ -184,6 +184,7 @@ describe('a riskgate whose start fails', () => {
       'decision store',
       'vendor clients',
       'admission',
+      'policy evidence',
       'policies',
       'feature store',
       'lists',

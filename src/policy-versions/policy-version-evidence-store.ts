@@ -246,7 +246,7 @@ const STOP_WAIT_CAP_MS = 5000;
 /** The evidence runner in the lifecycle: started after the database it writes, stopped before it. */
 export function policyEvidenceComponent(runner: PolicyEvidenceRunner): Component<PolicyEvidenceRunner> {
   return {
-    name: 'policy-evidence',
+    name: 'policy evidence',
     start: () => ({ handle: runner, stop: (deadlineAtMs) => runner.stop(deadlineAtMs) }),
   };
 }
