@@ -73,7 +73,7 @@ try {
   console.log(
     '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx |',
   );
-  console.log('|---|---|---|---:|---:|---:|---:|---:|');
+  console.log('|---|---|---|---:|---:|---:|---:|---:|---|');
   for (let round = 1; round <= rounds; round++) {
     // Alternating order: no build always runs first in a round.
     const order = round % 2 === 1 ? builds : [...builds].reverse();
@@ -96,6 +96,8 @@ try {
         cpu: pinning.riskgate,
         nodeArgs: ['--expose-gc', ...profiling],
         readyPath: '/readyz',
+        // Start-up on one shared core at load 10+ (tsx compiling, the profiler on) took over 30 s.
+        readyTimeoutMs: 120_000,
         env: {
           RISKGATE_PORT: String(port),
           ...sandboxVendorEnv(sandbox.url),
@@ -126,7 +128,7 @@ try {
         console.log(
           `| ${round} | ${build.name} | ${loadBefore} → ${load()} | ${processTree(riskgate.pid).length} | ` +
             `${r.requestsPerSecond.toFixed(0)} | ${r.non2xx + r.errors.timeouts + r.errors.connection} | ` +
-            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} |`,
+            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
         );
       } finally {
         await riskgate.stop();
