@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
  *
  *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15] [--last-ms N] [--by function]
  *
- * `--last-ms N` keeps only the last N ms before the latest profile's end (the profiles of one
- * process's threads share a clock: a measured run at the end of its life, without its start-up); `--by function` ranks functions (`name url:line`) instead of places.
+ * `--last-ms N` keeps only each process's last N ms (the end of the last of its threads' profiles,
+ * one clock: a measured run at the end of its life, without its start-up); `--by function` ranks functions (`name url:line`) instead of places.
  */
 
 interface ProfileNode {
@@ -49,10 +49,15 @@ const lastMs = flag('--last-ms') === undefined ? undefined : Number(flag('--last
 const byFunction = flag('--by') === 'function';
 const files = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
 const totals = new Map<string, number>();
-const profiles = files.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Profile);
-// One process's threads share a clock: the window ends where the last of them ends.
-const endOfAll = Math.max(...profiles.map((p) => p.endTime));
-for (const profile of profiles) {
+const profiles = files.map((file) => ({
+  profile: JSON.parse(readFileSync(file, 'utf8')) as Profile,
+  // Node names a profile CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile.
+  pid: /CPU\.\d+\.\d+\.(\d+)\.\d+\.\d+\.cpuprofile$/.exec(file)?.[1] ?? file,
+}));
+// One process's threads share a clock: its window ends where the last of them ends.
+const endOf = new Map<string, number>();
+for (const { profile, pid } of profiles) endOf.set(pid, Math.max(endOf.get(pid) ?? 0, profile.endTime));
+for (const { profile, pid } of profiles) {
   const where = new Map(
     profile.nodes.map((n) => [
       n.id,
@@ -60,7 +65,7 @@ for (const profile of profiles) {
     ]),
   );
   // Sample i was taken at endTime - (the deltas after it).
-  let after = endOfAll - profile.endTime;
+  let after = endOf.get(pid)! - profile.endTime;
   const takenBeforeEnd = new Array<number>(profile.samples.length);
   for (let i = profile.samples.length - 1; i >= 0; i--) {
     takenBeforeEnd[i] = after;

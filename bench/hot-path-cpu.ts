@@ -8,7 +8,7 @@
  * riskgate's CPU (its process tree from /proc, over the measured run) by its 2xx answers.
  *
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
- *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16] [--profile-dir DIR]
+ *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
  *
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
@@ -32,7 +32,7 @@ import {
 import { startBenchSandbox } from './bench-scenario.ts';
 import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
 import { lookUpUserIds } from './demo-users.ts';
-import type { ClosedLoopResult } from './open-loop-generator.ts';
+import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
 import { resetSandbox, sandboxVendorEnv } from './sandbox-control.ts';
 
 const { values } = parseArgs({
@@ -42,6 +42,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '3' },
     connections: { type: 'string', default: '16' },
+    rate: { type: 'string' },
     'profile-dir': { type: 'string' },
   },
 });
@@ -53,10 +54,16 @@ const rounds = Number(values.rounds);
 const durationS = Number(values.duration);
 const warmupS = Number(values.warmup);
 const connections = Number(values.connections);
+/** An open loop at this rate instead of the closed loop: background work is shared by as many answers in every run. */
+const rate = values.rate === undefined ? undefined : Number(values.rate);
 const profileDir = values['profile-dir'] === undefined ? undefined : resolve(values['profile-dir']);
 if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
 
 const load = () => loadavg()[0]!.toFixed(2);
+type Measured = Pick<ClosedLoopResult, 'ok' | 'requestsPerSecond' | 'non2xx'> & {
+  errors: { timeouts: number; connection: number; status: Record<string, number> };
+  latencyMs: { p99: number };
+};
 const results = new Map<string, number[]>(builds.map((b) => [b.name, []]));
 const dir = await mkdtemp(join(tmpdir(), 'riskgate-hot-path-'));
 const servers: ServerProcess[] = [];
@@ -68,7 +75,7 @@ try {
   generator = await startGenerator(pinning.load);
   const apiKey = `bench-${randomBytes(16).toString('hex')}`;
   console.log(
-    `pinning: ${pinning.note}; closed loop ${connections} connections, ${durationS} s after ${warmupS} s`,
+    `pinning: ${pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
   );
   console.log(
     '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx |',
@@ -118,10 +125,30 @@ try {
           connections,
           timeoutMs: 5000,
         };
-        if (warmupS > 0) await generator.run<ClosedLoopResult>({ ...job, durationS: warmupS });
+        const measure = async (seconds: number): Promise<Measured> => {
+          if (rate === undefined) return generator!.run<ClosedLoopResult>({ ...job, durationS: seconds });
+          const o = await generator!.run<OpenLoopResult>({
+            ...job,
+            type: 'open',
+            rate,
+            durationS: seconds,
+            warmupS: 0,
+            connections: 64,
+            maxInFlight: 20_000,
+          });
+          const non2xx = Object.values(o.errors.status).reduce((a, b) => a + b, 0);
+          return {
+            ok: o.ok,
+            requestsPerSecond: o.ok / seconds,
+            non2xx,
+            errors: o.errors,
+            latencyMs: { p99: o.latencyUs.p99 / 1000 },
+          };
+        };
+        if (warmupS > 0) await measure(warmupS);
         const loadBefore = load();
         const cpuBefore = processTreeCpuUs(riskgate.pid) ?? 0;
-        const r = await generator.run<ClosedLoopResult>({ ...job, durationS });
+        const r = await measure(durationS);
         const cpuUs = (processTreeCpuUs(riskgate.pid) ?? 0) - cpuBefore;
         const perOk = r.ok > 0 ? cpuUs / r.ok : Number.NaN;
         results.get(build.name)!.push(perOk);
