@@ -5,17 +5,21 @@ import { readFileSync } from 'node:fs';
  * src/ folder): `node_modules/<package>`, `src/<folder>`, `bench`, Node's own JavaScript (`node:`),
  * and V8's pseudo-frames (`(garbage collector)`, `(program)`, `(idle)`, left out of the shares).
  *
- *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15]
+ *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15] [--last-ms N] [--by function]
+ *
+ * `--last-ms N` keeps only each process's last N ms (the end of the last of its threads' profiles,
+ * one clock: a measured run at the end of its life, without its start-up); `--by function` ranks functions (`name url:line`) instead of places.
  */
 
 interface ProfileNode {
   id: number;
-  callFrame: { url: string; functionName: string };
+  callFrame: { url: string; functionName: string; lineNumber: number };
 }
 interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  endTime: number;
 }
 
 function place(url: string, name: string): string {
@@ -29,15 +33,46 @@ function place(url: string, name: string): string {
   return url;
 }
 
+function functionOf({ url, functionName, lineNumber }: ProfileNode['callFrame']): string {
+  if (url === '') return functionName.startsWith('(') ? functionName : `(native) ${functionName}`;
+  const short = url.replace(/^.*node_modules\//, '').replace(/^.*\/(src|bench)\//, '$1/');
+  return `${functionName || '(anonymous)'} ${short}:${lineNumber + 1}`;
+}
+
 const args = process.argv.slice(2);
-const topAt = args.indexOf('--top');
-const top = topAt >= 0 ? Number(args[topAt + 1]) : 15;
-const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1);
+const flag = (name: string): string | undefined => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const top = Number(flag('--top') ?? 15);
+const lastMs = flag('--last-ms') === undefined ? undefined : Number(flag('--last-ms'));
+const byFunction = flag('--by') === 'function';
+const files = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
 const totals = new Map<string, number>();
-for (const file of files) {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  const where = new Map(profile.nodes.map((n) => [n.id, place(n.callFrame.url, n.callFrame.functionName)]));
+const profiles = files.map((file) => ({
+  profile: JSON.parse(readFileSync(file, 'utf8')) as Profile,
+  // Node names a profile CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile.
+  pid: /CPU\.\d+\.\d+\.(\d+)\.\d+\.\d+\.cpuprofile$/.exec(file)?.[1] ?? file,
+}));
+// One process's threads share a clock: its window ends where the last of them ends.
+const endOf = new Map<string, number>();
+for (const { profile, pid } of profiles) endOf.set(pid, Math.max(endOf.get(pid) ?? 0, profile.endTime));
+for (const { profile, pid } of profiles) {
+  const where = new Map(
+    profile.nodes.map((n) => [
+      n.id,
+      byFunction ? functionOf(n.callFrame) : place(n.callFrame.url, n.callFrame.functionName),
+    ]),
+  );
+  // Sample i was taken at endTime - (the deltas after it).
+  let after = endOf.get(pid)! - profile.endTime;
+  const takenBeforeEnd = new Array<number>(profile.samples.length);
+  for (let i = profile.samples.length - 1; i >= 0; i--) {
+    takenBeforeEnd[i] = after;
+    after += profile.timeDeltas[i] ?? 0;
+  }
   profile.samples.forEach((id, i) => {
+    if (lastMs !== undefined && takenBeforeEnd[i]! > lastMs * 1000) return;
     const key = where.get(id)!;
     totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });

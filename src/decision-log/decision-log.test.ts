@@ -3,7 +3,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
 import { createDecisionLog } from './decision-log.ts';
 
@@ -51,6 +51,28 @@ describe('decision log', () => {
     await log.flush();
     expect(out.lines()).toEqual([{ n: 1 }, { n: 2 }]);
     expect(out.chunks).toHaveLength(1);
+  });
+
+  it('with lingerMs, writes the lines of several turns together, and at once when flushed', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const out = new Collector();
+      const log = createDecisionLog(out, { lingerMs: 20 });
+      log.write({ n: 1 });
+      await new Promise((r) => setImmediate(r));
+      log.write({ n: 2 });
+      await new Promise((r) => setImmediate(r));
+      expect(out.chunks).toEqual([]); // serialised, waiting for company
+      await vi.advanceTimersByTimeAsync(20);
+      expect(out.chunks).toHaveLength(1);
+      expect(out.lines()).toEqual([{ n: 1 }, { n: 2 }]);
+      log.write({ n: 3 });
+      await log.flush(); // no waiting out the linger
+      expect(out.chunks).toHaveLength(2);
+      expect(out.lines()).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps records through backpressure and writes them all once the stream drains', async () => {

@@ -7,9 +7,10 @@ import { lineJson } from './line-json.ts';
 
 /**
  * The decision log: one JSON line per decision (and one per action outcome), enough to replay a
- * decision offline. Writing is off the hot path: `write` only keeps the record; serialisation and
- * I/O happen in one batch per event-loop turn, and a slow destination (backpressure) makes records
- * wait in memory up to `maxPending`, never blocks a request.
+ * decision offline. Writing is off the hot path: `write` only keeps the record; serialisation
+ * happens in one batch per event-loop turn, the write to the destination at most `lingerMs` later
+ * (several turns' lines in one write), and a slow destination (backpressure) makes records wait in
+ * memory up to `maxPending`, never blocks a request.
  */
 export interface DecisionLog {
   /** Keeps `record` for the next batch. Never throws, never blocks. */
@@ -56,7 +57,24 @@ export interface DecisionLogOptions {
   onHealthChange?: (ok: boolean) => void;
   /** While the destination is failing, how often it is reopened, milliseconds. Default 5000. */
   retryMs?: number;
+  /**
+   * How long serialised lines may wait for more before they are written, milliseconds (a write is
+   * also made at once past 64 KiB, and by `flush()` and `close()`). Default 0: every turn's lines
+   * are written on that turn. `openDecisionLog` uses `DECISION_LOG_LINGER_MS`.
+   */
+  lingerMs?: number;
 }
+
+/**
+ * How long `openDecisionLog`'s lines wait for company before they are written, milliseconds. Issue
+ * 32: one `fs.write` per line (a decision's, at 200/s every line is alone on its turn) cost 47-81 µs
+ * of the process's CPU (the thread pool's hand-over and the syscall), ten lines in one write 11-13
+ * µs each (bench/RESULTS.md). A crash loses at most this much more of the log than it did.
+ */
+export const DECISION_LOG_LINGER_MS = 20;
+
+/** Lines past this many bytes are written at once, whatever `lingerMs` says. */
+const LINGER_MAX_CHARS = 64 * 1024;
 
 /** Default longest wait of `close()`, milliseconds. */
 export const DECISION_LOG_CLOSE_TIMEOUT_MS = 5000;
@@ -78,12 +96,14 @@ export const DISCARD_DECISION_LOG: DecisionLog = {
  */
 export function openDecisionLog(target: DecisionLogTarget, options: DecisionLogOptions = {}): DecisionLog {
   if (target.kind === 'off') return DISCARD_DECISION_LOG;
-  if (target.kind === 'stdout') return createDecisionLog(stdoutStream(), { ...options, ownsStream: false });
+  const lingerMs = options.lingerMs ?? DECISION_LOG_LINGER_MS;
+  if (target.kind === 'stdout')
+    return createDecisionLog(stdoutStream(), { ...options, lingerMs, ownsStream: false });
   const open = () => {
     mkdirSync(dirname(target.path), { recursive: true });
     return createWriteStream(target.path, { flags: 'a' });
   };
-  return createDecisionLog(open(), { ...options, ownsStream: true, openStream: open });
+  return createDecisionLog(open(), { ...options, lingerMs, ownsStream: true, openStream: open });
 }
 
 /**
@@ -108,8 +128,13 @@ export function createDecisionLog(
 ): DecisionLog {
   const maxPending = options.maxPending ?? 100_000;
   const redact = options.redact;
+  const lingerMs = options.lingerMs ?? 0;
   let stream = initial;
   let pending: object[] = [];
+  /** Serialised lines waiting (up to `lingerMs`) to be written together, and how many records. */
+  let lingering = '';
+  let lingeringRecords = 0;
+  let lingerTimer: NodeJS.Timeout | undefined;
   let scheduled = false;
   let waitingForDrain = false;
   let writesInFlight = 0;
@@ -130,7 +155,8 @@ export function createDecisionLog(
     for (const w of waiters) w();
   };
   const settleIfIdle = () => {
-    if (pending.length === 0 && writesInFlight === 0 && !waitingForDrain) settleWaiters();
+    if (pending.length === 0 && lingeringRecords === 0 && writesInFlight === 0 && !waitingForDrain)
+      settleWaiters();
   };
 
   // A stream that errored is destroyed, and a destroyed stream never drains nor calls back: settle
@@ -138,8 +164,9 @@ export function createDecisionLog(
   const markBroken = (s: Writable) => {
     if (s !== stream || broken) return;
     broken = true;
-    dropped += pending.length;
+    dropped += pending.length + lingeringRecords;
     pending = [];
+    dropLingering();
     waitingForDrain = false;
     writesInFlight = 0;
     settleWaiters();
@@ -180,14 +207,14 @@ export function createDecisionLog(
       retry = undefined;
       options.onHealthChange?.(true);
     }
-    if (pending.length > 0) schedule();
+    if (pending.length > 0 || lingeringRecords > 0) schedule();
     else settleIfIdle();
   };
   const onDrain = (s: Writable) => {
     if (s !== stream) return;
     waitingForDrain = false;
     if (broken) return;
-    if (pending.length > 0) schedule();
+    if (pending.length > 0 || lingeringRecords > 0) schedule();
     else settleIfIdle();
   };
 
@@ -198,23 +225,44 @@ export function createDecisionLog(
       return;
     }
     if (waitingForDrain) return;
-    if (pending.length === 0) {
+    if (pending.length === 0 && lingeringRecords === 0) {
       settleIfIdle();
       return;
     }
-    const batch = pending;
+    for (const record of pending)
+      lingering += `${safeStringify(record, redact === undefined ? record : redact(record))}\n`;
+    lingeringRecords += pending.length;
     pending = [];
-    let text = '';
-    for (const record of batch)
-      text += `${safeStringify(record, redact === undefined ? record : redact(record))}\n`;
+    // Someone waits for the lines (flush, close), or enough of them: written now; else soon.
+    if (flushWaiters.length > 0 || lingerMs <= 0 || lingering.length >= LINGER_MAX_CHARS) writeLingering();
+    else lingerTimer ??= setTimeout(writeLingering, lingerMs);
+  };
+
+  function dropLingering() {
+    clearTimeout(lingerTimer);
+    lingerTimer = undefined;
+    lingering = '';
+    lingeringRecords = 0;
+  }
+
+  function writeLingering() {
+    const text = lingering;
+    const records = lingeringRecords;
+    dropLingering();
+    if (records === 0 || broken) return;
+    if (waitingForDrain) {
+      // Kept for after the drain (onDrain schedules the next batch).
+      lingering = text;
+      lingeringRecords = records;
+      return;
+    }
     writesInFlight++;
     const s = stream;
-    const records = batch.length;
     if (!s.write(text, (error) => onWritten(s, records, error))) {
       waitingForDrain = true;
       s.once('drain', () => onDrain(s));
     }
-  };
+  }
 
   function schedule() {
     if (scheduled) return;
@@ -284,9 +332,10 @@ export function createDecisionLog(
       const done = await settlesWithin(flush(), timeoutMs);
       closed = true;
       if (!done && !broken) {
-        const unwritten = pending.length;
+        const unwritten = pending.length + lingeringRecords;
         dropped += unwritten;
         pending = [];
+        dropLingering();
         options.onError?.(
           new Error(
             `close timed out after ${timeoutMs} ms: ${unwritten} records not handed over, ${writesInFlight} writes unfinished`,

@@ -192,6 +192,8 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
 
   // Attribute objects are reused: the hot path records without allocating them.
   const verdictAttrs = new Map<string, Attributes>();
+  // Operations are riskgate's own names (a bounded set): one object per upstream and operation.
+  const upstreamAttrs = new Map<string, Attributes>();
   const decisionAttrs = new Map<string, Attributes>();
   const cached = (map: Map<string, Attributes>, key: string, make: () => Attributes): Attributes => {
     let attrs = map.get(key);
@@ -228,7 +230,10 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
       );
     },
     recordUpstreamCall(upstream, operation, durationMs, code) {
-      upstreamDuration.record(durationMs / 1000, { upstream, operation });
+      upstreamDuration.record(
+        durationMs / 1000,
+        cached(upstreamAttrs, `${upstream}:${operation}`, () => ({ upstream, operation })),
+      );
       if (code !== undefined) upstreamErrors.add(1, { upstream, operation, code });
     },
     recordRemoteAccessToolBatch(size) {

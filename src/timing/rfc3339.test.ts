@@ -10,6 +10,15 @@ describe('parseRfc3339Utc', () => {
     expect(parseRfc3339Utc('2024-02-29T23:59:59Z')).toBe(Date.UTC(2024, 1, 29, 23, 59, 59)); // leap year
   });
 
+  it('counts days as Date does across the centuries (2000 a leap year, 1900 not, years before 100)', () => {
+    expect(parseRfc3339Utc('2000-02-29T00:00:00Z')).toBe(Date.UTC(2000, 1, 29));
+    expect(parseRfc3339Utc('1900-02-29T00:00:00Z')).toBeUndefined();
+    expect(parseRfc3339Utc('1969-12-31T23:59:59Z')).toBe(-1000);
+    expect(parseRfc3339Utc('0042-03-01T00:00:00Z')).toBe(Date.parse('0042-03-01T00:00:00Z'));
+    expect(parseRfc3339Utc('0000-02-29T00:00:00Z')).toBe(Date.parse('0000-02-29T00:00:00Z'));
+    expect(parseRfc3339Utc('9999-12-31T23:59:59Z')).toBe(Date.parse('9999-12-31T23:59:59Z'));
+  });
+
   it('refuses dates and times that do not exist instead of rolling them over', () => {
     for (const impossible of [
       '2024-02-30T00:00:00Z',

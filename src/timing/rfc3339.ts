@@ -20,6 +20,22 @@ interface Instant {
   fraction: string;
 }
 
+/** Days in `month` (1-12) of `year`, proleptic Gregorian as `Date` counts them. */
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/** Days from 1970-01-01 to a real date (H. Hinnant's days_from_civil): `Date.UTC` without its 0-99 years quirk. */
+function epochDays(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
 function read(text: string, form: 'rfc3339' | 'rfc3339-utc' | 'iso8601'): Instant | undefined {
   if (typeof text !== 'string') return undefined;
   const m = TIMESTAMP.exec(text);
@@ -30,10 +46,18 @@ function read(text: string, form: 'rfc3339' | 'rfc3339-utc' | 'iso8601'): Instan
       return undefined;
     if (sign === ' ' || (sign !== undefined && colon !== ':')) return undefined;
   }
-  const local = `${date}T${time}`;
-  const ms = Date.parse(`${local}Z`);
-  // A 4-digit year keeps toISOString to `YYYY-MM-DDTHH:MM:SS` at 0-19.
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 19) !== local) return undefined;
+  // Field by field (issue 32: building a Date and reading it back was most of this on /decide,
+  // which checks every timestamp of every signal answer). A field out of range is refused, as
+  // `Date.parse` would roll it over: no 30 February, no 24:00, no leap second.
+  const year = Number(date!.slice(0, 4));
+  const month = Number(date!.slice(5, 7));
+  const day = Number(date!.slice(8, 10));
+  const hour = Number(time!.slice(0, 2));
+  const minute = Number(time!.slice(3, 5));
+  const second = Number(time!.slice(6, 8));
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  const ms = ((epochDays(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000;
   let offsetMinutes = 0;
   if (sign !== undefined) {
     const hours = Number(hh);

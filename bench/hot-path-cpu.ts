@@ -1,0 +1,179 @@
+/**
+ * riskgate's CPU per answered decision, as shipped, for one or more builds measured in alternating
+ * order (issue 32: the hot path's CPU, before and after). The sandbox runs once, pinned beside the
+ * load generator; each run starts a fresh riskgate (`bench/riskgate-under-bench.ts` of the build's
+ * tree) pinned to its own core with the shipped configuration (the decision log to a file in its
+ * state directory, the decision store and the outbox at their defaults, the default process
+ * model), resets the sandbox, warms up, then drives a closed loop on `POST /decide` and divides
+ * riskgate's CPU (its process tree from /proc, over the measured run) by its 2xx answers.
+ *
+ *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
+ *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
+ *
+ * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
+ * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  freePort,
+  type Generator,
+  planPinning,
+  processTree,
+  processTreeCpuUs,
+  type ServerProcess,
+  startGenerator,
+  startServer,
+} from './bench-processes.ts';
+import { startBenchSandbox } from './bench-scenario.ts';
+import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
+import { lookUpUserIds } from './demo-users.ts';
+import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
+import { resetSandbox, sandboxVendorEnv } from './sandbox-control.ts';
+
+const { values } = parseArgs({
+  options: {
+    builds: { type: 'string', default: 'this=bench/riskgate-under-bench.ts' },
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '16' },
+    rate: { type: 'string' },
+    'profile-dir': { type: 'string' },
+  },
+});
+const builds = values.builds.split(',').map((b) => {
+  const at = b.indexOf('=');
+  return { name: b.slice(0, at), entry: resolve(b.slice(at + 1)) };
+});
+const rounds = Number(values.rounds);
+const durationS = Number(values.duration);
+const warmupS = Number(values.warmup);
+const connections = Number(values.connections);
+/** An open loop at this rate instead of the closed loop: background work is shared by as many answers in every run. */
+const rate = values.rate === undefined ? undefined : Number(values.rate);
+const profileDir = values['profile-dir'] === undefined ? undefined : resolve(values['profile-dir']);
+if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
+
+const load = () => loadavg()[0]!.toFixed(2);
+type Measured = Pick<ClosedLoopResult, 'ok' | 'requestsPerSecond' | 'non2xx'> & {
+  errors: { timeouts: number; connection: number; status: Record<string, number> };
+  latencyMs: { p99: number };
+};
+const results = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+const dir = await mkdtemp(join(tmpdir(), 'riskgate-hot-path-'));
+const servers: ServerProcess[] = [];
+let generator: Generator | undefined;
+try {
+  const pinning = planPinning(true);
+  const sandbox = await startBenchSandbox({ dir, bodyVariants: 256, cpu: pinning.sandbox });
+  servers.push(sandbox);
+  generator = await startGenerator(pinning.load);
+  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
+  console.log(
+    `pinning: ${pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
+  );
+  console.log(
+    '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx |',
+  );
+  console.log('|---|---|---|---:|---:|---:|---:|---:|---|');
+  for (let round = 1; round <= rounds; round++) {
+    // Alternating order: no build always runs first in a round.
+    const order = round % 2 === 1 ? builds : [...builds].reverse();
+    for (const build of order) {
+      await resetSandbox(sandbox.url);
+      const bodies = buildDecideBodies(
+        256,
+        await lookUpUserIds(
+          sandbox.url,
+          DEMO_ACCOUNTS.map((a) => a.name),
+        ),
+      );
+      const port = await freePort();
+      const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-hot-path-state-'));
+      const profiling = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${stateDir}/prof`];
+      const riskgate = await startServer({
+        name: `riskgate ${build.name}`,
+        entry: build.entry,
+        port,
+        cpu: pinning.riskgate,
+        nodeArgs: ['--expose-gc', ...profiling],
+        readyPath: '/readyz',
+        // Start-up on one shared core at load 10+ (tsx compiling, the profiler on) took over 30 s.
+        readyTimeoutMs: 120_000,
+        env: {
+          RISKGATE_PORT: String(port),
+          ...sandboxVendorEnv(sandbox.url),
+          RISKGATE_API_KEYS: apiKey,
+          RISKGATE_STATE_DIR: stateDir,
+          RISKGATE_DECISION_LOG: join(stateDir, 'decisions.ndjson'),
+          RISKGATE_RAT_BATCH_WINDOW_MS: '1',
+          RISKGATE_RAT_CACHE_MS: '0',
+        },
+      });
+      try {
+        const job = {
+          type: 'closed' as const,
+          origin: riskgate.url,
+          path: '/decide',
+          headers: { authorization: `Bearer ${apiKey}` },
+          bodies,
+          connections,
+          timeoutMs: 5000,
+        };
+        const measure = async (seconds: number): Promise<Measured> => {
+          if (rate === undefined) return generator!.run<ClosedLoopResult>({ ...job, durationS: seconds });
+          const o = await generator!.run<OpenLoopResult>({
+            ...job,
+            type: 'open',
+            rate,
+            durationS: seconds,
+            warmupS: 0,
+            connections: 64,
+            maxInFlight: 20_000,
+          });
+          const non2xx = Object.values(o.errors.status).reduce((a, b) => a + b, 0);
+          return {
+            ok: o.ok,
+            requestsPerSecond: o.ok / seconds,
+            non2xx,
+            errors: o.errors,
+            latencyMs: { p99: o.latencyUs.p99 / 1000 },
+          };
+        };
+        if (warmupS > 0) await measure(warmupS);
+        const loadBefore = load();
+        const cpuBefore = processTreeCpuUs(riskgate.pid) ?? 0;
+        const r = await measure(durationS);
+        const cpuUs = (processTreeCpuUs(riskgate.pid) ?? 0) - cpuBefore;
+        const perOk = r.ok > 0 ? cpuUs / r.ok : Number.NaN;
+        results.get(build.name)!.push(perOk);
+        console.log(
+          `| ${round} | ${build.name} | ${loadBefore} → ${load()} | ${processTree(riskgate.pid).length} | ` +
+            `${r.requestsPerSecond.toFixed(0)} | ${r.non2xx + r.errors.timeouts + r.errors.connection} | ` +
+            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
+        );
+      } finally {
+        await riskgate.stop();
+      }
+      if (profileDir !== undefined) {
+        for (const file of readdirSync(join(stateDir, 'prof')))
+          renameSync(join(stateDir, 'prof', file), join(profileDir, `${build.name}-${round}-${file}`));
+      }
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  for (const [name, xs] of results)
+    console.log(
+      `${name}: median ${median(xs).toFixed(0)} µs per 2xx (${xs.map((x) => x.toFixed(0)).join(', ')})`,
+    );
+} finally {
+  await generator?.stop();
+  for (const s of servers.reverse()) await s.stop();
+  await rm(dir, { recursive: true, force: true });
+}
