@@ -12,7 +12,12 @@ import { type Harness, startHarness } from './decide-harness.ts';
  * a hang and a 429.
  */
 
-const DEADLINE_MS = 300;
+/**
+ * Timeouts of a second and a deadline of three: a failing input must be told from a slow one, and
+ * on a busy machine (CI's two shared cores, stress-ng beside the suite) a healthy call or a 500
+ * and its retry can take a few hundred milliseconds; a tenth of that read as a timeout there.
+ */
+const DEADLINE_MS = 3000;
 
 /**
  * Every input gets its own onUnavailable score, a power of two, so the total names what was
@@ -26,14 +31,14 @@ kind: Policy
 name: edge
 thresholds: { challenge: 1000, deny: 2000 }
 signals:
-  remoteAccessTool: { timeoutMs: 100, onUnavailable: { score: 1 } }
-  newBrowser: { timeoutMs: 100, onUnavailable: { score: 2 } }
-  latestProximity: { timeoutMs: 2000, onUnavailable: { score: 4 } }
-  geovelocity: { timeoutMs: 100, onUnavailable: { score: 8 } }
-  activeCall: { timeoutMs: 100, onUnavailable: { verdict: deny } }
+  remoteAccessTool: { timeoutMs: 1000, onUnavailable: { score: 1 } }
+  newBrowser: { timeoutMs: 1000, onUnavailable: { score: 2 } }
+  latestProximity: { timeoutMs: 6000, onUnavailable: { score: 4 } }
+  geovelocity: { timeoutMs: 1000, onUnavailable: { score: 8 } }
+  activeCall: { timeoutMs: 1000, onUnavailable: { verdict: deny } }
 admin:
-  user: { timeoutMs: 100, onUnavailable: { score: 32 } }
-  devices: { timeoutMs: 100, onUnavailable: { score: 64 } }
+  user: { timeoutMs: 1000, onUnavailable: { score: 32 } }
+  devices: { timeoutMs: 1000, onUnavailable: { score: 64 } }
 rules:
   - id: rat
     description: Remote control.
@@ -195,7 +200,7 @@ beforeAll(async () => {
     env: { RISKGATE_SUBJECT_BINDING: 'off' },
   });
   userIds = await lookUpUserIds(h.sandbox, ['alice', ...spareUsers]);
-  await h.decide(login(userIds.alice!)); // warm up: a cold first call can exceed a 100 ms timeout
+  await h.decide(login(userIds.alice!)); // warm up: a cold first call is the slowest
 });
 afterAll(() => h?.stop());
 afterEach(async () => {
@@ -287,7 +292,8 @@ describe('a failing input gives a degraded decision, treated as the policy says,
     } else {
       expect(elapsedMs).toBeLessThan(DEADLINE_MS);
     }
-    expect(wallMs).toBeLessThan(DEADLINE_MS + 150);
+    // Answered at the deadline at the latest, not after a hang's own length (forever).
+    expect(wallMs).toBeLessThan(DEADLINE_MS + 1000);
   });
 });
 
@@ -297,9 +303,9 @@ describe('timeouts', () => {
     await h.control('POST', '/sandbox/stats/reset');
     const { body } = await timedDecide(userIds.alice!);
     expect(body.signals).toMatchObject({ newBrowser: { status: 'unavailable', reason: 'timeout' } });
-    // One attempt: a retry would have needed time past the signal's 100 ms.
+    // One attempt: a retry would have needed time past the signal's 1000 ms.
     expect(await h.calls(NEW_BROWSER)).toBe(1);
-    expect(body.elapsedMs).toBeLessThan(200);
+    expect(body.elapsedMs).toBeLessThan(2000);
   });
 
   it('a hang past the decision deadline is named in Server-Timing, and the answer goes out on time', async () => {
