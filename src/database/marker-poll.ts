@@ -1,7 +1,7 @@
-import { statSync } from 'node:fs';
 import type { AliasedExpression } from 'kysely';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import type { RiskgateDatabase } from './database.ts';
+import { FileWatermark } from './file-watermark.ts';
 
 /**
  * One timer for the control database's change markers (issue 32: an idle riskgate near no CPU).
@@ -45,42 +45,17 @@ export interface MarkerPollOptions {
   fullReadEveryMs?: number;
 }
 
-/** A SQLite file's identity and last change as `stat` sees them (the file and its WAL). */
-function fileSignature(path: string): { signature: string; newestMs: number } | undefined {
-  try {
-    const parts: string[] = [];
-    let newestMs = 0;
-    for (const p of [path, `${path}-wal`]) {
-      const s = statSync(p, { bigint: true, throwIfNoEntry: false });
-      if (s === undefined) {
-        parts.push('-');
-        continue;
-      }
-      parts.push(`${s.ino}:${s.size}:${s.mtimeNs}`);
-      newestMs = Math.max(newestMs, Number(s.mtimeMs));
-    }
-    return { signature: parts.join('/'), newestMs };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A write in the same tick of the file system's coarse clock as a `stat` may leave the same mtime
- * (and, rewriting a WAL from its start, the same size): a signature this fresh is not trusted.
- */
-const RACY_MS = 100;
-
 export class MarkerPoll {
   readonly #database: RiskgateDatabase;
   readonly #clock: Clock;
   readonly #fullReadEveryMs: number;
+  readonly #file: FileWatermark | undefined;
   #watches: MarkerWatch[] = [];
   #timer: ReturnType<Clock['setTimeout']> | undefined;
   #tickMs = 0;
   #running = false;
   /** The file as it was just before the markers were last read; undefined: read them. */
-  #readSignature: string | undefined;
+  #readMark: string | undefined;
   #lastReadMs = Number.NEGATIVE_INFINITY;
   /** Ticks that read the markers, and ticks that confirmed them from the file alone, since start. */
   reads = 0;
@@ -90,6 +65,7 @@ export class MarkerPoll {
     this.#database = database;
     this.#clock = options.clock ?? systemClock;
     this.#fullReadEveryMs = options.fullReadEveryMs ?? 2000;
+    this.#file = database.file === undefined ? undefined : new FileWatermark(database.file);
   }
 
   /** Starts reading `watch`'s marker (the timer starts with the first watch); returns its removal. */
@@ -143,20 +119,12 @@ export class MarkerPoll {
       this.#fullReadEveryMs,
       ...watches.map((w) => w.fullReadEveryMs ?? Infinity),
     );
-    const file = this.#database.file;
-    const before = file === undefined ? undefined : fileSignature(file);
-    if (
-      before !== undefined &&
-      before.signature === this.#readSignature &&
-      startedMs - this.#lastReadMs < fullReadEveryMs
-    ) {
+    if (this.#file?.unchangedSince(this.#readMark) && startedMs - this.#lastReadMs < fullReadEveryMs) {
       this.skips++;
       for (const w of watches) w.observe({ readAtMs: startedMs });
       return;
     }
-    // Trusted next time only when the file's last change is older than the coarse clock's tick.
-    this.#readSignature =
-      before !== undefined && Date.now() - before.newestMs > RACY_MS ? before.signature : undefined;
+    this.#readMark = this.#file?.mark();
     let row: Record<string, unknown> | undefined;
     try {
       // One statement, `select (marker 0) as m0, (marker 1) as m1, ...`: each marker's own query.
@@ -166,7 +134,7 @@ export class MarkerPoll {
       this.reads++;
       this.#lastReadMs = startedMs;
     } catch (error) {
-      this.#readSignature = undefined;
+      this.#readMark = undefined;
       for (const w of watches) w.observe({ error });
       return;
     }
