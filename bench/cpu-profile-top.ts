@@ -5,12 +5,15 @@ import { readFileSync } from 'node:fs';
  * src/ folder): `node_modules/<package>`, `src/<folder>`, `bench`, Node's own JavaScript (`node:`),
  * and V8's pseudo-frames (`(garbage collector)`, `(program)`, `(idle)`, left out of the shares).
  *
- *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15]
+ *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15] [--last-s 20] [--functions]
+ *
+ * `--last-s N`: only the profile's last N seconds (an idle process's, its start left out).
+ * `--functions`: by function (`name url:line`) instead of by place.
  */
 
 interface ProfileNode {
   id: number;
-  callFrame: { url: string; functionName: string };
+  callFrame: { url: string; functionName: string; lineNumber?: number };
 }
 interface Profile {
   nodes: ProfileNode[];
@@ -30,14 +33,34 @@ function place(url: string, name: string): string {
 }
 
 const args = process.argv.slice(2);
-const topAt = args.indexOf('--top');
-const top = topAt >= 0 ? Number(args[topAt + 1]) : 15;
-const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1);
+const flagValue = (flag: string): number | undefined => {
+  const at = args.indexOf(flag);
+  return at >= 0 ? Number(args[at + 1]) : undefined;
+};
+const top = flagValue('--top') ?? 15;
+const lastS = flagValue('--last-s');
+const byFunction = args.includes('--functions');
+const files = args.filter(
+  (a, i) => !a.startsWith('--') && !['--top', '--last-s'].includes(args[i - 1] ?? ''),
+);
 const totals = new Map<string, number>();
 for (const file of files) {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  const where = new Map(profile.nodes.map((n) => [n.id, place(n.callFrame.url, n.callFrame.functionName)]));
+  const where = new Map(
+    profile.nodes.map((n) => {
+      const f = n.callFrame;
+      const key = byFunction
+        ? `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${(f.lineNumber ?? 0) + 1}`
+        : place(f.url, f.functionName);
+      return [n.id, key];
+    }),
+  );
+  const totalUs = profile.timeDeltas.reduce((s, d) => s + d, 0);
+  const fromUs = lastS === undefined ? 0 : totalUs - lastS * 1e6;
+  let atUs = 0;
   profile.samples.forEach((id, i) => {
+    atUs += profile.timeDeltas[i] ?? 0;
+    if (atUs < fromUs) return;
     const key = where.get(id)!;
     totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });
