@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
  *
  *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15] [--last-s 20] [--functions]
  *
- * `--last-s N`: only the profile's last N seconds (an idle process's, its start left out).
+ * `--last-s N`: only the profile's last N seconds (an idle process's, its start left out), the
+ * final `--drop-last-s M` (its stop) left out too.
  * `--functions`: by function (`name url:line`) instead of by place.
  */
 
@@ -39,9 +40,10 @@ const flagValue = (flag: string): number | undefined => {
 };
 const top = flagValue('--top') ?? 15;
 const lastS = flagValue('--last-s');
+const dropLastS = flagValue('--drop-last-s') ?? 0;
 const byFunction = args.includes('--functions');
 const files = args.filter(
-  (a, i) => !a.startsWith('--') && !['--top', '--last-s'].includes(args[i - 1] ?? ''),
+  (a, i) => !a.startsWith('--') && !['--top', '--last-s', '--drop-last-s'].includes(args[i - 1] ?? ''),
 );
 const totals = new Map<string, number>();
 for (const file of files) {
@@ -56,20 +58,22 @@ for (const file of files) {
     }),
   );
   const totalUs = profile.timeDeltas.reduce((s, d) => s + d, 0);
-  const fromUs = lastS === undefined ? 0 : totalUs - lastS * 1e6;
+  const toUs = totalUs - dropLastS * 1e6;
+  const fromUs = lastS === undefined ? 0 : toUs - lastS * 1e6;
   let atUs = 0;
   profile.samples.forEach((id, i) => {
     atUs += profile.timeDeltas[i] ?? 0;
-    if (atUs < fromUs) return;
+    if (atUs < fromUs || atUs > toUs) return;
     const key = where.get(id)!;
     totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });
 }
-const busy = [...totals].filter(([k]) => k !== '(idle)' && k !== '(program)');
+const pseudo = (k: string) => k.startsWith('(idle)') || k.startsWith('(program)');
+const busy = [...totals].filter(([k]) => !pseudo(k));
 const sum = busy.reduce((s, [, t]) => s + t, 0);
 console.log(`| where | ms | share of busy |\n|---|---:|---:|`);
 for (const [k, t] of busy.sort((a, b) => b[1] - a[1]).slice(0, top))
   console.log(`| ${k} | ${(t / 1000).toFixed(0)} | ${((100 * t) / sum).toFixed(1)} % |`);
 console.log(
-  `busy ${(sum / 1000).toFixed(0)} ms; (program) ${((totals.get('(program)') ?? 0) / 1000).toFixed(0)} ms, (idle) ${((totals.get('(idle)') ?? 0) / 1000).toFixed(0)} ms`,
+  `busy ${(sum / 1000).toFixed(0)} ms; (program) ${(([...totals].find(([k]) => k.startsWith('(program)'))?.[1] ?? 0) / 1000).toFixed(0)} ms, (idle) ${(([...totals].find(([k]) => k.startsWith('(idle)'))?.[1] ?? 0) / 1000).toFixed(0)} ms`,
 );
