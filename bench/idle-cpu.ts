@@ -36,7 +36,7 @@ const load = () =>
 
 const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-idle-'));
 const sandbox = values['separate-sandbox']
-  ? await startBenchSandbox({ dir: join(stateDir, 'sandbox'), bodyVariants: 1, cpu: undefined })
+  ? await startBenchSandbox({ dir: mkdtempSync(join(stateDir, 'sandbox-')), bodyVariants: 1, cpu: undefined })
   : undefined;
 const port = await freePort();
 const server = await startServer({
@@ -51,7 +51,9 @@ const server = await startServer({
   }),
   env: {
     RISKGATE_PORT: String(port),
-    ...(sandbox === undefined ? { SANDBOX_PORT: String(await freePort()) } : sandboxVendorEnv(sandbox.url)),
+    ...(sandbox === undefined
+      ? { SANDBOX_PORT: String(await freePort()) }
+      : { ...sandboxVendorEnv(sandbox.url), RISKGATE_API_KEYS: `idle-${process.pid}-bench-key-0123456789` }),
     RISKGATE_STATE_DIR: stateDir,
     RISKGATE_DECISION_LOG: join(stateDir, 'decisions.jsonl'),
     ...(values.workers !== undefined && { RISKGATE_WORKERS: values.workers }),
