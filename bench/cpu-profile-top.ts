@@ -5,15 +5,18 @@ import { readFileSync } from 'node:fs';
  * src/ folder): `node_modules/<package>`, `src/<folder>`, `bench`, Node's own JavaScript (`node:`),
  * and V8's pseudo-frames (`(garbage collector)`, `(program)`, `(idle)`, left out of the shares).
  *
- *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15] [--last-ms N] [--by function]
+ *   npx tsx bench/cpu-profile-top.ts <file.cpuprofile> [more...] [--top 15] [--last-ms N | --last-s N]
+ *     [--drop-last-ms M | --drop-last-s M] [--by function | --functions]
  *
- * `--last-ms N` keeps only each process's last N ms (the end of the last of its threads' profiles,
- * one clock: a measured run at the end of its life, without its start-up); `--by function` ranks functions (`name url:line`) instead of places.
+ * `--last-ms N` (or `--last-s`) keeps only each process's last N ms (the end of the last of its
+ * threads' profiles, one clock: a measured run at the end of its life, or an idle process's, without
+ * its start-up); `--drop-last-ms M` (or `--drop-last-s`) leaves out the final M ms too (its stop);
+ * `--by function` (or `--functions`) ranks functions (`name url:line`) instead of places.
  */
 
 interface ProfileNode {
   id: number;
-  callFrame: { url: string; functionName: string; lineNumber: number };
+  callFrame: { url: string; functionName: string; lineNumber?: number };
 }
 interface Profile {
   nodes: ProfileNode[];
@@ -36,7 +39,7 @@ function place(url: string, name: string): string {
 function functionOf({ url, functionName, lineNumber }: ProfileNode['callFrame']): string {
   if (url === '') return functionName.startsWith('(') ? functionName : `(native) ${functionName}`;
   const short = url.replace(/^.*node_modules\//, '').replace(/^.*\/(src|bench)\//, '$1/');
-  return `${functionName || '(anonymous)'} ${short}:${lineNumber + 1}`;
+  return `${functionName || '(anonymous)'} ${short}:${(lineNumber ?? 0) + 1}`;
 }
 
 const args = process.argv.slice(2);
@@ -45,9 +48,15 @@ const flag = (name: string): string | undefined => {
   return at >= 0 ? args[at + 1] : undefined;
 };
 const top = Number(flag('--top') ?? 15);
-const lastMs = flag('--last-ms') === undefined ? undefined : Number(flag('--last-ms'));
-const byFunction = flag('--by') === 'function';
-const files = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
+const msOf = (ms: string, s: string): number | undefined =>
+  flag(ms) !== undefined ? Number(flag(ms)) : flag(s) !== undefined ? Number(flag(s)) * 1000 : undefined;
+const lastMs = msOf('--last-ms', '--last-s');
+const dropLastMs = msOf('--drop-last-ms', '--drop-last-s') ?? 0;
+const byFunction = flag('--by') === 'function' || args.includes('--functions');
+// A value follows every flag but `--functions`.
+const files = args.filter(
+  (a, i) => !a.startsWith('--') && !(args[i - 1]?.startsWith('--') && args[i - 1] !== '--functions'),
+);
 const totals = new Map<string, number>();
 const profiles = files.map((file) => ({
   profile: JSON.parse(readFileSync(file, 'utf8')) as Profile,
@@ -72,16 +81,18 @@ for (const { profile, pid } of profiles) {
     after += profile.timeDeltas[i] ?? 0;
   }
   profile.samples.forEach((id, i) => {
-    if (lastMs !== undefined && takenBeforeEnd[i]! > lastMs * 1000) return;
+    if (takenBeforeEnd[i]! < dropLastMs * 1000) return;
+    if (lastMs !== undefined && takenBeforeEnd[i]! > (dropLastMs + lastMs) * 1000) return;
     const key = where.get(id)!;
     totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
   });
 }
-const busy = [...totals].filter(([k]) => k !== '(idle)' && k !== '(program)');
+const pseudo = (k: string) => k.startsWith('(idle)') || k.startsWith('(program)');
+const busy = [...totals].filter(([k]) => !pseudo(k));
 const sum = busy.reduce((s, [, t]) => s + t, 0);
 console.log(`| where | ms | share of busy |\n|---|---:|---:|`);
 for (const [k, t] of busy.sort((a, b) => b[1] - a[1]).slice(0, top))
   console.log(`| ${k} | ${(t / 1000).toFixed(0)} | ${((100 * t) / sum).toFixed(1)} % |`);
 console.log(
-  `busy ${(sum / 1000).toFixed(0)} ms; (program) ${((totals.get('(program)') ?? 0) / 1000).toFixed(0)} ms, (idle) ${((totals.get('(idle)') ?? 0) / 1000).toFixed(0)} ms`,
+  `busy ${(sum / 1000).toFixed(0)} ms; (program) ${(([...totals].find(([k]) => k.startsWith('(program)'))?.[1] ?? 0) / 1000).toFixed(0)} ms, (idle) ${(([...totals].find(([k]) => k.startsWith('(idle)'))?.[1] ?? 0) / 1000).toFixed(0)} ms`,
 );

@@ -1,9 +1,12 @@
+import { existsSync, utimesSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
+import { FileWatermark } from '../src/database/file-watermark.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
+import { DrivenClock } from '../src/timing/driven-clock.ts';
 import { eventually } from './support/eventually.ts';
-import { openDatabaseOutbox } from './support/outbox-database.ts';
+import { openDatabaseOutbox, outboxSqliteFile } from './support/outbox-database.ts';
 
 /**
  * When the outbox looks at its store (issue 32: the lock-out delay): a submit or a finished attempt
@@ -66,5 +69,101 @@ describe('the outbox wakes up', () => {
     await eventually(() => outbox.attemptsStarted >= 1, { what: 'the submitted action attempted' });
     expect(claims).toBeGreaterThanOrEqual(2);
     await outbox.drain(100);
+  });
+});
+
+describe('an idle outbox on the SQLite file', () => {
+  /** The file's (and its WAL's) times an hour back: older than any tick of the file system's clock. */
+  const ageFile = (path: string) => {
+    const past = new Date(Date.now() - 3_600_000);
+    for (const p of [path, `${path}-wal`]) if (existsSync(p)) utimesSync(p, past, past);
+  };
+
+  it('skips its queries while nobody writes to the file, and claims at the next poll what another process appended', async () => {
+    const target = outboxSqliteFile();
+    const path = (target as { path: string }).path;
+    const mine = await openDatabaseOutbox(target);
+    const other = await openDatabaseOutbox(target);
+    opened.push(mine, other);
+    let claims = 0;
+    const store = new Proxy(mine, {
+      get(t, name) {
+        if (name === 'claim')
+          return ((...args: Parameters<OutboxStore['claim']>) => {
+            claims++;
+            return t.claim(...args);
+          }) as OutboxStore['claim'];
+        const value = Reflect.get(t, name) as unknown;
+        return typeof value === 'function' ? value.bind(t) : value;
+      },
+    });
+    const clock = new DrivenClock();
+    // The lock-out succeeds: nothing is left for a retry (the drain waits on the driven clock).
+    const admin = {
+      updateUser: async () => ({ ok: true, value: {}, durationMs: 0 }),
+    } as unknown as ActionAdmin;
+    let outcomes = 0;
+    const outbox = new Outbox({
+      store,
+      admin,
+      onOutcome: () => {
+        outcomes++;
+      },
+      pollMs: 1000,
+      quietFullPollMs: 10_000,
+      clock,
+      watermark: new FileWatermark(path),
+    });
+    ageFile(path);
+    outbox.start();
+    // Each poll ends by setting the next: the poll timer is the one timer left once it has run.
+    const polled = () => eventually(() => clock.pendingTimers === 1, { what: 'the poll done' });
+    await eventually(() => clock.pendingTimers === 1 && claims === 0, { what: 'the first wake-up set' });
+    await clock.advance(10);
+    await polled();
+    expect(claims).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(1000);
+      await polled();
+    }
+    expect({ claims, quietPolls: outbox.quietPolls }).toEqual({ claims: 1, quietPolls: 3 });
+    // Another process sharing the file (a cluster's worker) appends an action.
+    expect(await other.append([job('u-other').spec], clock.nowMs())).toEqual([true]);
+    await clock.advance(1000);
+    await eventually(() => outbox.attemptsStarted === 1, { what: 'the other process’s action attempted' });
+    expect(claims).toBe(2);
+    await eventually(() => outcomes === 1, { what: 'its outcome' });
+    // Nothing left to deliver (a drain's grace would wait on the driven clock).
+    await outbox.drain(0);
+  });
+
+  it('queries the store at least every quietFullPollMs, the file untouched', async () => {
+    const target = outboxSqliteFile();
+    const path = (target as { path: string }).path;
+    const store = await openDatabaseOutbox(target);
+    opened.push(store);
+    const clock = new DrivenClock();
+    const outbox = new Outbox({
+      store,
+      admin: {} as ActionAdmin,
+      onOutcome: () => {},
+      pollMs: 1000,
+      quietFullPollMs: 3000,
+      clock,
+      watermark: new FileWatermark(path),
+    });
+    ageFile(path);
+    outbox.start();
+    const polled = () => eventually(() => clock.pendingTimers === 1, { what: 'the poll done' });
+    await polled();
+    await clock.advance(10);
+    await polled();
+    for (let i = 0; i < 6; i++) {
+      await clock.advance(1000);
+      await polled();
+    }
+    // Polls at 1 and 2 s skip, the one at 3 s queries; then 4 and 5 s skip, 6 s queries.
+    expect(outbox.quietPolls).toBe(4);
+    await outbox.drain(0);
   });
 });

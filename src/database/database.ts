@@ -47,6 +47,11 @@ export interface RiskgateDatabase {
    * which may carry a password: never logged.
    */
   postgres?: PostgresConnection;
+  /**
+   * The SQLite file, when it is one: whether it changed can be seen from its `stat` without a
+   * query (src/database/marker-poll.ts).
+   */
+  file?: string;
   /** Closes the pool or the file. */
   close(): Promise<void>;
 }
@@ -118,7 +123,7 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
     const dialect = g === undefined ? threaded : new GatedDialect(threaded, g.gate, g.onError);
     // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
     const db = new Kysely<{}>({ dialect });
-    return { db, engine: 'sqlite', close: () => db.destroy() };
+    return { db, engine: 'sqlite', file: target.path, close: () => db.destroy() };
   }
   // Loaded only when configured: the embedded default never loads the PostgreSQL client.
   const { default: pg } = await import('pg');

@@ -57,7 +57,7 @@ export function listComponent(o: {
   events: EventSink;
   log: LifecycleLog;
   /** Poll and staleness tuning (tests). */
-  sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs'>;
+  sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs' | 'poll'>;
   /** The service's clock. Default {@link systemClock}. */
   clock?: Clock | undefined;
 }): Component<RuntimeLists, MetricsRegistry> {

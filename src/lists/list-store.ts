@@ -76,13 +76,14 @@ export class ListStore {
     this.#db = database.db.withTables<ListTables>();
   }
 
+  /** The change marker's query (src/database/marker-poll.ts reads it with the others). */
+  marker() {
+    return this.#db.selectFrom('list_version').select('version').where('id', '=', 1);
+  }
+
   /** The change marker: bumped by every change. */
   async version(): Promise<number> {
-    const row = await this.#db
-      .selectFrom('list_version')
-      .select('version')
-      .where('id', '=', 1)
-      .executeTakeFirst();
+    const row = await this.marker().executeTakeFirst();
     return Number(row?.version ?? 0);
   }
 

@@ -1,3 +1,4 @@
+import type { MarkerPoll, MarkerWatch } from '../database/marker-poll.ts';
 import { ErrorCode, UpstreamError, type UpstreamName } from '../errors/riskgate-error.ts';
 import type { ListLookup } from '../policy/policy-types.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
@@ -25,6 +26,8 @@ export const DEFAULT_LIST_STALE_AFTER_MS = 10_000;
 export interface SnapshotSource<E> {
   version(): Promise<number>;
   loadActive(nowMs: number): Promise<{ version: number; entries: E[] }>;
+  /** The marker's query, for a shared {@link MarkerPoll} to read with the others. */
+  marker?(): MarkerWatch['marker'];
 }
 
 export interface ListSyncOptions {
@@ -37,6 +40,11 @@ export interface ListSyncOptions {
   clock?: Clock;
   /** Told of a failed refresh (once per failure streak) and of the recovery. */
   log?: (line: Record<string, unknown>) => void;
+  /**
+   * The control database's one timer (src/database/marker-poll.ts): the marker is read there with
+   * the others instead of on a timer of its own (when the store gives its `marker`).
+   */
+  poll?: MarkerPoll | undefined;
 }
 
 /** What a decision reads: the snapshot, or why it cannot be used. */
@@ -61,14 +69,15 @@ export interface PolledSnapshotKind<E, S extends { readonly unreadable: readonly
  * src/snoozes/, the same way): see the comment at the top of this file.
  */
 export class PolledSnapshot<E, S extends { readonly unreadable: readonly string[] }> {
-  readonly #o: Required<Omit<ListSyncOptions, 'log' | 'store'>> &
-    Pick<ListSyncOptions, 'log'> & { store: SnapshotSource<E> };
+  readonly #o: Required<Omit<ListSyncOptions, 'log' | 'store' | 'poll'>> &
+    Pick<ListSyncOptions, 'log' | 'poll'> & { store: SnapshotSource<E> };
   readonly #kind: PolledSnapshotKind<E, S>;
   #snapshot: S | undefined;
   #version = -1;
   /** When the snapshot was last confirmed current (epoch ms). */
   #confirmedMs = Number.NEGATIVE_INFINITY;
   #timer: NodeJS.Timeout | undefined;
+  #unwatch: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #failing = false;
   #lastError: string | undefined;
@@ -95,11 +104,23 @@ export class PolledSnapshot<E, S extends { readonly unreadable: readonly string[
     // A database that does not answer at start does not stop riskgate: until a poll loads the
     // lists, rules reading them see them unavailable (their onUnavailable and the degraded floor).
     await this.refresh(true).catch(() => {});
+    const marker = this.#o.store.marker?.();
+    if (this.#o.poll !== undefined && marker !== undefined) {
+      this.#unwatch = this.#o.poll.watch({
+        marker,
+        pollMs: this.#o.pollMs,
+        // Often enough that a database which stops answering makes the snapshot stale on time.
+        fullReadEveryMs: this.#o.staleAfterMs / 4,
+        observe: (seen) => this.#observe(seen),
+      });
+      return;
+    }
     this.#timer = setInterval(() => void this.refresh(false).catch(() => {}), this.#o.pollMs);
     this.#timer.unref();
   }
 
   stop(): Promise<void> {
+    this.#unwatch?.();
     clearInterval(this.#timer);
     // A refresh failing as the process stops (the database gone) was reported already: not a failed stop.
     return this.#running?.catch(() => {}) ?? Promise.resolve();
@@ -130,26 +151,53 @@ export class PolledSnapshot<E, S extends { readonly unreadable: readonly string[
         this.#version = loaded.version;
         this.reloads++;
       }
-      // Confirmed as of when the read started: a slow read does not make it look fresher.
-      this.#confirmedMs = startedMs;
-      if (this.#failing) this.#o.log?.({ level: 'info', msg: `${this.#kind.name} snapshot current again` });
-      this.#failing = false;
-      this.#lastError = undefined;
+      this.#confirmed(startedMs);
     } catch (error) {
-      this.failures++;
-      if (!this.#failing) {
-        this.#o.log?.({
-          level: 'warn',
-          msg: `${this.#kind.name} snapshot refresh failed`,
-          error: (error as Error).message,
-        });
-      }
-      this.#failing = true;
-      // Its code, not its message (which may name a host): it is shown on /readyz.
-      const code = (error as { code?: unknown }).code;
-      this.#lastError = typeof code === 'string' ? code : (error as Error).name;
+      this.#failed(error);
       throw error;
     }
+  }
+
+  /**
+   * The shared poll's reading of the marker: unchanged (or the file untouched) confirms the
+   * snapshot without a query of its own; moved, it reloads; unreadable, the snapshot is unconfirmed.
+   */
+  #observe(seen: Parameters<MarkerWatch['observe']>[0]): void {
+    if ('error' in seen) {
+      // A refresh under way reports its own outcome.
+      if (this.#running === undefined) this.#failed(seen.error);
+      return;
+    }
+    if (this.#snapshot === undefined || (seen.value !== undefined && seen.value !== this.#version)) {
+      void this.refresh(false).catch(() => {});
+      return;
+    }
+    // A refresh under way may be reloading a change the marker does not show yet: it confirms.
+    if (this.#running === undefined && !(this.#failing && seen.value === undefined))
+      this.#confirmed(seen.readAtMs);
+  }
+
+  /** Confirmed as of when the read started: a slow read does not make it look fresher. */
+  #confirmed(startedMs: number): void {
+    this.#confirmedMs = Math.max(this.#confirmedMs, startedMs);
+    if (this.#failing) this.#o.log?.({ level: 'info', msg: `${this.#kind.name} snapshot current again` });
+    this.#failing = false;
+    this.#lastError = undefined;
+  }
+
+  #failed(error: unknown): void {
+    this.failures++;
+    if (!this.#failing) {
+      this.#o.log?.({
+        level: 'warn',
+        msg: `${this.#kind.name} snapshot refresh failed`,
+        error: (error as Error).message,
+      });
+    }
+    this.#failing = true;
+    // Its code, not its message (which may name a host): it is shown on /readyz.
+    const code = (error as { code?: unknown }).code;
+    this.#lastError = typeof code === 'string' ? code : (error as Error).name;
   }
 
   /** How old the snapshot's confirmation is, milliseconds (Infinity before the first). */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { ActionOutcome } from '../actions/action-dispatcher.ts';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { FileWatermark } from '../database/file-watermark.ts';
 import {
   type Component,
   type LifecycleLog,
@@ -72,6 +73,11 @@ export function outboxComponent(o: {
         onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
         horizonMs: o.config.outboxHorizonMs,
         flushOutcomes: o.flushOutcomes,
+        // Its own store on the SQLite file: a quiet outbox skips polls while nobody writes to it.
+        watermark:
+          o.given === undefined && o.config.outbox.kind !== 'memory' && o.database.file !== undefined
+            ? new FileWatermark(o.database.file)
+            : undefined,
         ...(o.clock !== undefined && { clock: o.clock }),
         ...o.tuning,
       });

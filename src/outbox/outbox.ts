@@ -16,6 +16,7 @@ import {
   attemptAction,
   type WebhookPoster,
 } from '../actions/admin-actions.ts';
+import type { FileWatermark } from '../database/file-watermark.ts';
 import { isRefusedRow } from '../database/refused-row.ts';
 import { isProcessAlive } from '../database/state-lock.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
@@ -78,6 +79,15 @@ export interface OutboxOptions {
   horizonMs?: number;
   /** How often the store is looked at for entries due (others' retries, expired leases), ms. Default 1000. */
   pollMs?: number;
+  /**
+   * The store's SQLite file (src/database/file-watermark.ts): while a poll found nothing pending
+   * and nothing was written to the file since, by any process, a poll has nothing to claim and
+   * skips its queries (issue 32: an idle riskgate near no CPU), up to `quietFullPollMs`. Default:
+   * none (every poll queries).
+   */
+  watermark?: FileWatermark | undefined;
+  /** Longest a quiet outbox goes without a poll that queries the store, ms. Default 10 000. */
+  quietFullPollMs?: number;
   /** This process's name on its leases. Default `<hostname>:<pid>:<random>`. */
   owner?: string;
   /**
@@ -132,8 +142,10 @@ function isGone(owner: string): boolean {
 }
 
 export class Outbox implements ActionDispatcher {
-  readonly #o: Required<Omit<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt'>> &
-    Pick<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt'>;
+  readonly #o: Required<
+    Omit<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark'>
+  > &
+    Pick<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark'>;
   #toConfirm: string[] = [];
   /** Told and not yet confirmed logged: never told twice by this process. */
   readonly #told = new Set<string>();
@@ -153,6 +165,10 @@ export class Outbox implements ActionDispatcher {
   #idleWaiters: (() => void)[] = [];
   #lastPruneMs = 0;
   #lastHousekeepingMs = 0;
+  /** The store's file as it was before the last poll that found nothing to do; undefined: poll. */
+  #quietMark: string | undefined;
+  /** Polls skipped, the store quiet (its file untouched since a poll that found nothing), since start. */
+  quietPolls = 0;
   /** Actions the store has not acknowledged in time, by id, until it does. */
   readonly #deferred = new Map<string, { spec: ActionSpec; atMs: number; submit: DeferredSubmit }>();
   #deferredTimer: ClockTimer | undefined;
@@ -167,6 +183,7 @@ export class Outbox implements ActionDispatcher {
       maxDelayMs: 60_000,
       horizonMs: 24 * 60 * 60 * 1000,
       pollMs: 1000,
+      quietFullPollMs: 10_000,
       owner: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
       clock: systemClock,
       random: Math.random,
@@ -480,6 +497,8 @@ export class Outbox implements ActionDispatcher {
    */
   #wake(delayMs = 10): void {
     if (this.#closing) return;
+    // Something happened here (a submit, a nudge, an attempt's end): the woken poll asks the store.
+    this.#quietMark = undefined;
     const at = this.#o.clock.monotonicMs() + delayMs;
     if (this.#timer !== undefined && this.#timerAt <= at) return;
     this.#schedule(delayMs);
@@ -503,9 +522,16 @@ export class Outbox implements ActionDispatcher {
       this.#wokenWhileClaiming = true;
       return;
     }
+    if (this.#quiet()) {
+      this.quietPolls++;
+      this.#schedule(this.#o.pollMs);
+      return;
+    }
     this.#claiming = true;
     this.#wokenWhileClaiming = false;
     let claimed = 0;
+    let nothingToDo = false;
+    const mark = this.#o.watermark?.mark();
     const free = this.#o.concurrency - this.#running.size;
     try {
       claimed = await this.#claimAndStart();
@@ -514,15 +540,21 @@ export class Outbox implements ActionDispatcher {
       const now = this.#o.clock.nowMs();
       if (now - this.#lastHousekeepingMs >= this.#o.pollMs) {
         this.#lastHousekeepingMs = now;
-        await this.#refreshStats();
+        const counted = await this.#refreshStats();
         await this.#pruneNowAndThen();
-        await this.#tellUnlogged();
+        const untold = await this.#tellUnlogged();
+        nothingToDo = counted && claimed === 0 && this.#stats.pending === 0 && untold === 0;
       }
     } catch (error) {
       this.#o.onError?.(error);
     } finally {
       this.#claiming = false;
     }
+    // Quiet: nothing pending, running, deferred or untold, as of `mark` (taken before the claim).
+    this.#quietMark =
+      nothingToDo && !this.#wokenWhileClaiming && this.#running.size === 0 && this.#deferred.size === 0
+        ? mark
+        : undefined;
     if (this.#closing) return;
     // A full claim may leave more due now, and a wake-up during the claim may have something the
     // claim did not see: look again as a wake-up would (10 ms, so a burst shares the claim; not 0,
@@ -531,6 +563,21 @@ export class Outbox implements ActionDispatcher {
     const delayMs = (claimed === free && free > 0) || this.#wokenWhileClaiming ? 10 : this.#o.pollMs;
     if (this.#timer === undefined || this.#timerAt > this.#o.clock.monotonicMs() + delayMs)
       this.#schedule(delayMs);
+  }
+
+  /**
+   * Whether this poll has nothing to claim without asking the store: the last poll found nothing
+   * pending (so no due time or lease can pass), nothing runs or waits here, and nobody wrote to the
+   * store's file since. At most `quietFullPollMs` apart a poll queries anyway (a store that fails).
+   */
+  #quiet(): boolean {
+    return (
+      this.#quietMark !== undefined &&
+      this.#running.size === 0 &&
+      this.#deferred.size === 0 &&
+      this.#o.clock.nowMs() - this.#lastHousekeepingMs < this.#o.quietFullPollMs &&
+      this.#o.watermark?.unchangedSince(this.#quietMark) === true
+    );
   }
 
   /** Claims what is due into the free attempt slots and starts it; how many were started. */
@@ -555,11 +602,14 @@ export class Outbox implements ActionDispatcher {
     return claimed.length;
   }
 
-  async #refreshStats(): Promise<void> {
+  /** Whether the counts were read. */
+  async #refreshStats(): Promise<boolean> {
     try {
       this.#stats = await this.#o.store.stats(this.#o.clock.nowMs());
+      return true;
     } catch (error) {
       this.#o.onError?.(error);
+      return false;
     }
   }
 
@@ -742,12 +792,15 @@ export class Outbox implements ActionDispatcher {
    * or more than 30 s ago (long enough for a live process, here or elsewhere, to confirm its own),
    * or by an operator's CLI. Told now, so every final outcome has its line.
    */
-  async #tellUnlogged(): Promise<void> {
+  /** Tells the final outcomes no process logged; how many unlogged entries it read. */
+  async #tellUnlogged(): Promise<number> {
     const now = this.#o.clock.nowMs();
-    for (const e of await this.#o.store.unlogged(100)) {
+    const unlogged = await this.#o.store.unlogged(100);
+    for (const e of unlogged) {
       if (e.owner === this.#o.owner || this.#told.has(e.spec.id)) continue;
       if (now - e.updatedAtMs > 30_000 || e.owner === undefined || isGone(e.owner)) this.reportFinal(e);
     }
+    return unlogged.length;
   }
 
   /** Waits for the outcome lines told so far to be confirmed (shutdown). */

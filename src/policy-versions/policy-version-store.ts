@@ -211,12 +211,13 @@ export class PolicyVersionStore {
 
   /** The activation marker alone: the cheap poll. */
   async generation(): Promise<number> {
-    const row = await this.#db
-      .selectFrom('policy_active')
-      .select('generation')
-      .where('id', '=', 1)
-      .executeTakeFirst();
+    const row = await this.marker().executeTakeFirst();
     return Number(row?.generation ?? 0);
+  }
+
+  /** The activation marker's query (src/database/marker-poll.ts reads it with the others). */
+  marker() {
+    return this.#db.selectFrom('policy_active').select('generation').where('id', '=', 1);
   }
 
   /**

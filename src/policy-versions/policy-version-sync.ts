@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { MarkerPoll, MarkerWatch } from '../database/marker-poll.ts';
 import type { CompileOptions } from '../policy/policy-compiler.ts';
 import { compilePolicy } from '../policy/policy-compiler.ts';
 import { formatIssue } from '../policy/policy-loader.ts';
@@ -58,6 +59,11 @@ export interface PolicyVersionSyncOptions {
   pollMs: number;
   /** The scheduled activation is due on its wall time. Default {@link systemClock}. */
   clock?: Clock;
+  /**
+   * The control database's one timer (src/database/marker-poll.ts): the marker is read there with
+   * the others instead of on a timer of its own. Default: a timer of its own.
+   */
+  poll?: MarkerPoll | undefined;
   log?: (line: Record<string, unknown>) => void;
   /** A version this replica refused to serve (it does not compile): the reload metric. */
   onRefused?: (versionId: string) => void;
@@ -91,6 +97,7 @@ export class PolicyVersionSync {
   readonly #refused = new Map<string, string>();
   #failingSinceMs: number | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #unwatch: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #listeners: (() => void)[] = [];
 
@@ -107,11 +114,20 @@ export class PolicyVersionSync {
    */
   async start(): Promise<void> {
     await this.refresh().catch(() => {});
+    if (this.#o.poll !== undefined) {
+      this.#unwatch = this.#o.poll.watch({
+        marker: this.#o.store.marker(),
+        pollMs: this.#pollMs,
+        observe: (seen) => this.#observe(seen),
+      });
+      return;
+    }
     this.#timer = setInterval(() => void this.refresh().catch(() => {}), this.#pollMs);
     this.#timer.unref();
   }
 
   stop(): Promise<void> {
+    this.#unwatch?.();
     clearInterval(this.#timer);
     return this.#running?.catch(() => {}) ?? Promise.resolve();
   }
@@ -206,6 +222,17 @@ export class PolicyVersionSync {
       }
       throw error;
     }
+  }
+
+  /**
+   * The shared poll's reading of the marker: a refresh (its own reads) when it moved, when a
+   * scheduled activation is due, or when the last read failed; nothing more when unchanged.
+   */
+  #observe(seen: Parameters<MarkerWatch['observe']>[0]): void {
+    const due = this.#scheduled !== undefined && this.#clock.nowMs() >= this.#scheduled.atMs;
+    const moved = 'error' in seen || (seen.value !== undefined && seen.value !== this.#generation);
+    if (due || moved || this.#failingSinceMs !== undefined || this.#generation === -1)
+      void this.refresh().catch(() => {});
   }
 
   async #load(): Promise<void> {

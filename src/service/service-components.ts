@@ -7,6 +7,7 @@ import { callbackRoutes } from '../callbacks/callback-routes.ts';
 import { consoleComponent } from '../console/console-pages.tsx';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { databaseComponent } from '../database/database-component.ts';
+import { MarkerPoll } from '../database/marker-poll.ts';
 import type { StateDatabases } from '../database/state-databases.ts';
 import { actionOutcomeWriter } from '../decide/action-outcomes.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
@@ -25,7 +26,6 @@ import {
   createRuleReport,
   type RuleReportOptions,
 } from '../decision-store/rule-report-query.ts';
-
 import { ruleReportRoutes } from '../decision-store/rule-report-routes.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
 import { laterEventSink } from '../events/riskgate-event.ts';
@@ -86,20 +86,21 @@ async function startListsAndSnoozes(
   ctx: { options: StartRiskgateOptions; log: ServiceLog },
   o: {
     database: RiskgateDatabase;
+    markers: MarkerPoll;
     policies: { store: { current(): { lists?: readonly DeclaredList[]; ruleIds?: readonly string[] } } };
     events: EventSink<ActionSpec>;
   },
 ) {
   const { options, log } = ctx;
   const { config } = options;
-  const { database, policies, events } = o;
+  const { database, markers, policies, events } = o;
   const lists = await l.start(
     listComponent({
       database,
       declared: () => policies.store.current().lists ?? [],
       events,
       log,
-      sync: options.lists,
+      sync: { ...options.lists, poll: markers },
       clock: options.clock,
     }),
   );
@@ -110,7 +111,7 @@ async function startListsAndSnoozes(
       ruleIds: () => policies.store.current().ruleIds ?? [],
       maxDays: config.maxSnoozeDays,
       log,
-      sync: options.lists,
+      sync: { ...options.lists, poll: markers },
       clock: options.clock,
     }),
   );
@@ -168,6 +169,8 @@ export async function startServices(
     }),
   );
   const database = state.control;
+  // One timer reads the control database's change markers (lists, snoozes, policy versions).
+  const markers = new MarkerPoll(database, { clock: options.clock });
   const audit = await l.start(auditComponent({ database, given: options.audit, clock: options.clock }));
   const decisions = await l.start(
     decisionStoreComponent({ config, state, log, tuning: options.decisionStore }),
@@ -182,7 +185,7 @@ export async function startServices(
   // The policy versions of the control database: served by every replica, moved by the API.
   const versionStore = new PolicyVersionStore(database, { clock: options.clock });
   const versionOperations = await versionOperationsOf(l, ctx, { versionStore, database, state, decisions });
-  const policies = await l.start(policiesOf(ctx, { versionStore, audit }));
+  const policies = await l.start(policiesOf(ctx, { versionStore, audit, markers }));
   m.observeBuildInfo(version, () => policies.store.current()?.revision);
   observePolicyVersion(m, policies);
   // No lifecycle of its own: queries of the database, over the live policies' revisions.
@@ -198,7 +201,7 @@ export async function startServices(
   );
   // List changes and lock-outs are told through the webhooks, started after the outbox below.
   const events = laterEventSink<ActionSpec>();
-  const { lists, snoozes } = await startListsAndSnoozes(l, ctx, { database, policies, events });
+  const { lists, snoozes } = await startListsAndSnoozes(l, ctx, { database, markers, policies, events });
   const logs = await l.start(
     logsOf(ctx, {
       admin: vendor.admin,
@@ -484,7 +487,7 @@ async function versionOperationsOf(
  */
 function policiesOf(
   ctx: { options: StartRiskgateOptions; log: ServiceLog; metrics: RiskgateMetrics },
-  control: { versionStore: PolicyVersionStore; audit: AuditTrail },
+  control: { versionStore: PolicyVersionStore; audit: AuditTrail; markers: MarkerPoll },
 ) {
   const { options, log, metrics } = ctx;
   const versions = (compile: { inputs: InputTable } | undefined) =>
@@ -493,6 +496,7 @@ function policiesOf(
       compile,
       pollMs: options.config.policyVersionPollMs,
       clock: options.clock,
+      poll: control.markers,
       log,
       onRefused: () => metrics.recordPolicyReload('error'),
       onServed: () => metrics.recordPolicyReload('ok'),

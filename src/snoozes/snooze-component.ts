@@ -27,7 +27,7 @@ export function snoozeComponent(o: {
   maxDays: number;
   log: LifecycleLog;
   /** Poll and staleness tuning (tests); the lists' by default. */
-  sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs'> | undefined;
+  sync?: Pick<ListSyncOptions, 'pollMs' | 'staleAfterMs' | 'poll'> | undefined;
   /** The service's clock. Default {@link systemClock}. */
   clock?: Clock | undefined;
 }): Component<RuleSnoozes, MetricsRegistry> {

@@ -104,12 +104,13 @@ export class SnoozeStore {
 
   /** The change marker: bumped by every change. */
   async version(): Promise<number> {
-    const row = await this.#db
-      .selectFrom('rule_snooze_version')
-      .select('version')
-      .where('id', '=', 1)
-      .executeTakeFirst();
+    const row = await this.marker().executeTakeFirst();
     return Number(row?.version ?? 0);
+  }
+
+  /** The change marker's query (src/database/marker-poll.ts reads it with the others). */
+  marker() {
+    return this.#db.selectFrom('rule_snooze_version').select('version').where('id', '=', 1);
   }
 
   /** Every snooze active at `nowMs`, and the version they are as of (read in one transaction). */
