@@ -18,8 +18,11 @@ import { rate, round } from './rule-report.ts';
 
 /**
  * The rule report (src/decision-store/rule-report.ts) computed from the decision store's tables with
- * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL, each a range
- * scan of an index of src/decision-store/rule-report-indexes.ts (its comment says why each).
+ * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL: decisions,
+ * fires over 7 d and the agreement matrix from the counts per hour (src/decision-store/hour-counts.ts)
+ * for a window's whole hours and from the rows for its ends; the hourly series (hours ending at
+ * `now`, not on the clock's hours) and the labelled counts (labels change) from the rows, each a
+ * range scan of an index of src/decision-store/rule-report-indexes.ts (its comment says why each).
  *
  * Definitions, as `GET /policies/stats` and `riskgate replay --labels` have them: a rule fires on
  * a decision when it matched (a `decision_rule` row); a decision labelled fraud is a positive. A
