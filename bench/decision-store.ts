@@ -40,10 +40,6 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *    the route calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter; then the counts the
  *    Decisions page and the rule report make (issue 32: over 30 days, from the hour counts).
  *
- * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts'
- *    triggers, the real writer with and without them, interleaved pairs (`--runs`) of `--records`
- *    (SQLite, or PostgreSQL with `--postgres`: the server's CPU counted too).
- *
  * 4. With `--hot-cost`, instead of 1-3 (issue 32): the store's cost on the hot process. The shipped
  *    path (the decision log to a file with the default redaction, teed into the store's writer on
  *    its SQLite thread) fed `--rate` records/s for `--seconds`, against the log alone, interleaved
@@ -51,6 +47,10 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *    (every thread) per record, store on minus store off, median over the pairs. With
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
+ *
+ * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts'
+ *    triggers, the real writer with and without them, interleaved pairs (`--runs`) of `--records`
+ *    (SQLite, or PostgreSQL with `--postgres`: the server's CPU counted too).
  *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
@@ -208,6 +208,7 @@ function postgresCpuUs(port: number): number {
       // Gone meanwhile.
     }
   }
+  if (root === undefined) throw new Error(`no PostgreSQL server on port ${port} in /proc`);
   let total = 0;
   for (const pid of cpuOf.keys()) {
     for (let p: string | undefined = pid; p !== undefined && p !== '0'; p = parentOf.get(p)) {
