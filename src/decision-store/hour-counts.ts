@@ -183,15 +183,19 @@ export const hourCountMigrations: FeatureMigrations = {
       let hours = db.schema.createTable('decision_hour');
       for (const c of DECISION_KEY)
         hours = hours.addColumn(c, text(c) ? 'text' : 'bigint', (b) => b.notNull());
+      // SQLite: the key is the table (one B-tree an upsert walks, not a rowid table and its index).
+      const keyed = sql.raw(postgres ? '' : 'without rowid');
       await hours
         .addColumn('decisions', 'bigint', (b) => b.notNull())
         .addPrimaryKeyConstraint('decision_hour_pk', DECISION_KEY as never)
+        .modifyEnd(keyed)
         .execute();
       let rules = db.schema.createTable('decision_rule_hour');
       for (const c of RULE_KEY) rules = rules.addColumn(c, text(c) ? 'text' : 'bigint', (b) => b.notNull());
       await rules
         .addColumn('fires', 'bigint', (b) => b.notNull())
         .addPrimaryKeyConstraint('decision_rule_hour_pk', RULE_KEY as never)
+        .modifyEnd(keyed)
         .execute();
       // An earlier revision's report names no rules: its rows by revision, not by rule.
       await db.schema
