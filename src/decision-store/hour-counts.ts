@@ -252,7 +252,11 @@ export async function hourVerdictCounts(
   hours: TimeRange,
   o: { verdict?: string | undefined; rule?: string | undefined; stepMs?: number },
 ): Promise<HourCount[]> {
-  const slice = sql<number | string>`hour_ms / ${sql.lit(Math.trunc(o.stepMs ?? HOUR_MS))}`;
+  // Without a step, a constant: PostgreSQL refuses an ungrouped column.
+  const slice =
+    o.stepMs === undefined
+      ? sql<number>`0`
+      : sql<number | string>`hour_ms / ${sql.lit(Math.trunc(o.stepMs))}`;
   const q =
     o.rule === undefined
       ? db
