@@ -1,24 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { DEFAULT_REDACTION, parseRedaction } from '../src/config/redaction-rules.ts';
-import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
+import { chartFrame } from '../src/console/decisions-page.tsx';
+import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
 import { createDecisionLog } from '../src/decision-log/decision-log.ts';
 import { createRedactor } from '../src/decision-log/log-redaction.ts';
-import { type DecisionSink, writeOps } from '../src/decision-store/decision-batch.ts';
+import type { DecisionSink } from '../src/decision-store/decision-batch.ts';
 import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
 import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
-import { storeOpOf } from '../src/decision-store/decision-rows.ts';
+import { type StoreOp, storeOpOf } from '../src/decision-store/decision-rows.ts';
 import { storeSink } from '../src/decision-store/decision-store-component.ts';
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
+import { type WireBatch, wireBatch } from '../src/decision-store/decision-wire.ts';
+import { columnTypes, pgWireWriter } from '../src/decision-store/pg-batch-wire.ts';
+import { createRuleReport } from '../src/decision-store/rule-report-query.ts';
+import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
-import { startPostgres } from '../test/support/postgres-server.ts';
+import { type RunningPostgres, startPostgres } from '../test/support/postgres-server.ts';
 
 /**
  * The decision store (issue 25): how fast it takes decisions, and how fast it answers the console.
@@ -27,10 +33,12 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *    the size of a shipped-policy line) pushed into the real writer as fast as it takes them
  *    (SQLite from its worker thread, PostgreSQL through the pool), timed until all are written;
  *    with the main thread's event-loop delay meanwhile (what the writes cost the decisions).
- * 2. A filtered `GET /decisions` page over `--seed` stored decisions on SQLite: the store seeded in
- *    bulk (30 days, 50,000 accounts, 20,000 IPs, the shipped policy's rules), then each filter the
- *    console offers queried `--queries` times with random values through the reader the route
- *    calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter.
+ * 2. A filtered `GET /decisions` page over `--seed` stored decisions on SQLite (with `--postgres`
+ *    and `--skip-inserts`, on PostgreSQL): the store seeded in bulk through the writer threads' own
+ *    statements (30 days, 50,000 accounts, 20,000 IPs, the shipped policy's rules), then each
+ *    filter the console offers queried `--queries` times with random values through the reader
+ *    the route calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter; then the counts the
+ *    Decisions page and the rule report make (issue 32: over 30 days, from the hour counts).
  *
  * 4. With `--hot-cost`, instead of 1-3 (issue 32): the store's cost on the hot process. The shipped
  *    path (the decision log to a file with the default redaction, teed into the store's writer on
@@ -39,6 +47,10 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *    (every thread) per record, store on minus store off, median over the pairs. With
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
+ *
+ * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts'
+ *    triggers, the real writer with and without them, interleaved pairs (`--runs`) of `--records`
+ *    (SQLite, or PostgreSQL with `--postgres`: the server's CPU counted too).
  *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
@@ -49,6 +61,7 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
  *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only]]
+ *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
  */
 
 const RULES = [
@@ -130,6 +143,9 @@ interface InsertFigures {
   /** Main-thread event-loop delay while writing, milliseconds. */
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
+  /** CPU of this process (every thread) per record, µs; with a server, its processes' too. */
+  cpuUsPerRecord: number;
+  serverCpuUsPerRecord?: number;
 }
 
 /** Pushes `records` lines through the writer as fast as it takes them; records/s until written. */
@@ -138,6 +154,7 @@ async function insertRate(
   sink: DecisionSink,
   records: number,
   lineBytes: number,
+  serverCpuUs?: () => number,
 ): Promise<InsertFigures> {
   const writer = new DecisionStoreWriter({ sink, maxPending: 5000, intervalMs: 5, batchSize: 500 });
   const rnd = mulberry32(1);
@@ -146,6 +163,8 @@ async function insertRate(
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const startedAt = performance.now();
+  const cpu0 = process.cpuUsage();
+  const server0 = serverCpuUs?.();
   let pushed = 0;
   while (writer.status().written < records) {
     // A few hundred per turn, as decisions arrive, never past the buffer: what is measured is the
@@ -155,6 +174,8 @@ async function insertRate(
     await new Promise((r) => setImmediate(r));
   }
   const seconds = (performance.now() - startedAt) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const server = server0 === undefined ? undefined : serverCpuUs!() - server0;
   loop.disable();
   await writer.close(5000);
   if (writer.status().dropped > 0) throw new Error('records dropped in the insert bench');
@@ -163,41 +184,177 @@ async function insertRate(
     recordsPerSecond: Math.round(records / seconds),
     loopDelayP99Ms: round(loop.percentile(99) / 1e6),
     loopDelayMaxMs: round(loop.max / 1e6),
+    cpuUsPerRecord: round((cpu.user + cpu.system) / records),
+    ...(server !== undefined && { serverCpuUsPerRecord: round(server / records) }),
   };
 }
 
-/** Seeds `count` decisions over the last 30 days (bulk, in this thread: no decision is waiting). */
-async function seed(target: DatabaseTarget, count: number, lineBytes: number): Promise<void> {
-  const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
-  const db = database.db.withTables<DecisionTables>();
-  const rnd = mulberry32(2);
-  const now = Date.now();
-  const batch = 2000;
-  for (let i = 0; i < count; i += batch) {
-    const ops = [];
-    for (let j = i; j < Math.min(count, i + batch); j++) {
-      const atMs = now - 30 * DAY_MS + Math.floor((j / count) * 30 * DAY_MS);
-      const record = line(rnd, atMs, lineBytes);
-      ops.push(storeOpOf(record, atMs)!);
-      if (rnd() < 0.01) {
-        ops.push(
-          storeOpOf(
-            {
-              kind: 'feedback',
-              decisionId: record.decisionId,
-              label: rnd() < 0.5 ? 'fraud' : 'legit',
-              labelledBy: 'key-bench',
-              at: new Date(atMs + 1000).toISOString(),
-            },
-            atMs,
-          )!,
-        );
+/** CPU (µs) of the PostgreSQL server listening on `port` and of all its backends, from /proc. */
+function postgresCpuUs(port: number): number {
+  const ticks = 1e6 / 100; // CLK_TCK
+  const procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const parentOf = new Map<string, string>();
+  const cpuOf = new Map<string, number>();
+  let root: string | undefined;
+  for (const pid of procs) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parentOf.set(pid, fields[1]!);
+      cpuOf.set(pid, (Number(fields[11]) + Number(fields[12])) * ticks);
+      if (root === undefined && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`-p\0${port}\0`))
+        root = pid;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  if (root === undefined) throw new Error(`no PostgreSQL server on port ${port} in /proc`);
+  let total = 0;
+  for (const pid of cpuOf.keys()) {
+    for (let p: string | undefined = pid; p !== undefined && p !== '0'; p = parentOf.get(p)) {
+      if (p === root) {
+        total += cpuOf.get(pid)!;
+        break;
       }
     }
-    await writeOps(db, ops);
+  }
+  return total;
+}
+
+const HOUR_TRIGGERS = {
+  decision_hour_insert: 'decision',
+  decision_hour_delete: 'decision',
+  decision_rule_hour_insert: 'decision_rule',
+  decision_rule_hour_delete: 'decision_rule',
+};
+
+/**
+ * The insert cost of the hour counts (issue 32): the real writer as fast as it takes records, on a
+ * fresh store with the hour counts' triggers and on one without them (dropped: the store before),
+ * interleaved pairs, order alternating. SQLite: CPU of this process (the writer thread's
+ * statements run in it); PostgreSQL (`pg`): CPU of the server's processes too.
+ */
+async function hourCountCost(
+  dir: string,
+  pg: RunningPostgres | undefined,
+  records: number,
+  runs: number,
+  lineBytes: number,
+): Promise<void> {
+  const { loadavg } = await import('node:os');
+  const load0 = loadavg()[0]!;
+  // The store's threads and timers are unref'd (they never hold a stopping riskgate): this holds the bench.
+  const keepAlive = setInterval(() => {}, 1000);
+  let n = 0;
+  const run = async (withCounts: boolean): Promise<InsertFigures> => {
+    n++;
+    let target: DatabaseTarget = { kind: 'sqlite', path: join(dir, `cost-${n}.sqlite`) };
+    if (pg !== undefined) {
+      const admin = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: {} });
+      await sql.raw(`create database cost_${n}`).execute(admin.db);
+      await admin.close();
+      target = { kind: 'postgres', url: pg.url.replace(/\/postgres$/, `/cost_${n}`) };
+    }
+    const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
+    if (!withCounts) {
+      for (const [trigger, table] of Object.entries(HOUR_TRIGGERS))
+        await sql
+          .raw(`drop trigger ${trigger}${pg === undefined ? '' : ` on ${table}`}`)
+          .execute(database.db);
+    }
+    const sink = storeSink(database, target.kind === 'sqlite' ? target.path : undefined);
+    const figures = await insertRate(
+      target.kind,
+      sink,
+      records,
+      lineBytes,
+      pg && (() => postgresCpuUs(pg.port)),
+    );
+    await database.close();
+    return figures;
+  };
+  await run(true);
+  await run(false);
+  const pairs: { on: InsertFigures; off: InsertFigures }[] = [];
+  for (let r = 0; r < runs; r++) {
+    const first = r % 2 === 0;
+    const a = await run(!first);
+    const b = await run(first);
+    const pair = first ? { on: b, off: a } : { on: a, off: b };
+    pairs.push(pair);
+    process.stderr.write(
+      `[hour-count-cost] pair ${r + 1}: ${JSON.stringify(pair)} (load ${loadavg()[0]!.toFixed(2)})\n`,
+    );
+  }
+  const m = (f: (p: { on: InsertFigures; off: InsertFigures }) => number) => round(median(pairs.map(f)));
+  const cpu = (x: InsertFigures) => x.cpuUsPerRecord + (x.serverCpuUsPerRecord ?? 0);
+  console.log(
+    `hour counts' insert cost (${pg === undefined ? 'SQLite' : 'PostgreSQL'}, ${records} records a run, ${runs} pairs): ` +
+      `CPU per record without ${m((p) => cpu(p.off))} µs, with ${m((p) => cpu(p.on))} µs, difference ${m((p) => cpu(p.on) - cpu(p.off))} µs ` +
+      `(pairs: ${pairs.map((p) => round(cpu(p.on) - cpu(p.off))).join(', ')}); records/s without ${m((p) => p.off.recordsPerSecond)}, with ${m((p) => p.on.recordsPerSecond)}; ` +
+      `load average ${load0.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}`,
+  );
+  clearInterval(keepAlive);
+}
+
+/** The `i`-th of `count` seeded decisions' ops (a label on 1 %), spread over the last 30 days. */
+function seedOps(rnd: () => number, i: number, count: number, now: number, lineBytes: number): StoreOp[] {
+  const atMs = now - 30 * DAY_MS + Math.floor((i / count) * 30 * DAY_MS);
+  const record = line(rnd, atMs, lineBytes);
+  const ops = [storeOpOf(record, atMs)!];
+  if (rnd() < 0.01) {
+    ops.push(
+      storeOpOf(
+        {
+          kind: 'feedback',
+          decisionId: record.decisionId,
+          label: rnd() < 0.5 ? 'fraud' : 'legit',
+          labelledBy: 'key-bench',
+          at: new Date(atMs + 1000).toISOString(),
+        },
+        atMs,
+      )!,
+    );
+  }
+  return ops;
+}
+
+/**
+ * Seeds `count` decisions over the last 30 days in bulk through the writer threads' own statements
+ * (sqlite-batch-wire.ts, pg-batch-wire.ts: the hour counts' triggers included), in batches of
+ * 20,000 records, each one transaction, in this thread (no decision is waiting).
+ */
+async function seed(target: DatabaseTarget, count: number, lineBytes: number): Promise<void> {
+  const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
+  let write: (batch: WireBatch) => unknown;
+  let close: () => Promise<void>;
+  if (target.kind === 'sqlite') {
+    await database.close();
+    const file = new DatabaseSync(target.path);
+    // A bench's seed: a crash loses the file anyway, and a large cache keeps the indexes' pages.
+    file.exec('PRAGMA synchronous = OFF; PRAGMA cache_size = -2000000');
+    write = wireWriter(file);
+    close = async () => file.close();
+  } else {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: database.postgres!.url });
+    await client.connect();
+    write = pgWireWriter(client, await columnTypes(client));
+    close = async () => {
+      await client.end();
+      await database.close();
+    };
+  }
+  const rnd = mulberry32(2);
+  const now = Date.now();
+  const batch = 20_000;
+  for (let i = 0; i < count; i += batch) {
+    const ops: StoreOp[] = [];
+    for (let j = i; j < Math.min(count, i + batch); j++) ops.push(...seedOps(rnd, j, count, now, lineBytes));
+    await write(wireBatch(ops));
     if (i % 100_000 === 0) process.stderr.write(`[decision-store] seeded ${i}\n`);
   }
-  await database.close();
+  await close();
 }
 
 /** Each console filter, with random values drawn per query. */
@@ -251,11 +408,94 @@ async function queryTimes(
     out[name] = { p50: round(percentile(times, 0.5), 2), p95: round(percentile(times, 0.95), 2) };
   }
   out['every filter'] = { p50: round(percentile(all, 0.5), 2), p95: round(percentile(all, 0.95), 2) };
-  const t0 = performance.now();
-  const counts = await reader.countByVerdict({ fromMs: Date.now() - DAY_MS });
-  out['counts by verdict, last day'] = { p50: round(performance.now() - t0, 2), p95: Number.NaN };
-  process.stderr.write(`[decision-store] last day: ${JSON.stringify(counts)}\n`);
+  Object.assign(out, await countTimes(database, queries));
   await database.close();
+  return out;
+}
+
+/**
+ * What the console's Decisions page counts (issue 32): counts by verdict and the chart's slices
+ * over 30 days (its default frame) and over shorter ranges, with and without filters; the rule
+ * report; and, for comparison, the 30 days counted from the rows alone (before the hour counts).
+ */
+async function countTimes(
+  database: RiskgateDatabase,
+  queries: number,
+): Promise<Record<string, { p50: number; p95: number }>> {
+  const db = database.db.withTables<DecisionTables>();
+  const reader = createDecisionReader(db, () => {
+    throw new Error('unused');
+  });
+  const report = createRuleReport({
+    database,
+    policies: {
+      store: { current: () => ({ name: 'login', revision: 'sha256:abc', ruleIds: RULES }) },
+      shadow: { current: () => ({ name: 'login', revision: 'sha256:def', ruleIds: RULES }) },
+    },
+  });
+  const chart = (f: DecisionFilter, now: number) => {
+    const frame = chartFrame(f.fromMs, now);
+    return reader.countOverTime({ ...f, fromMs: frame.fromMs, toMs: now }, frame.bucketMs);
+  };
+  const rowsOnly = (fromMs: number) =>
+    db
+      .selectFrom('decision')
+      .select((eb) => ['verdict', eb.fn.countAll().as('n')])
+      .where('at_ms', '>=', fromMs)
+      .groupBy('verdict')
+      .execute();
+  const cases: Record<string, [n: number, (now: number) => Promise<unknown>]> = {
+    'counts by verdict, 30 days': [queries, (now) => reader.countByVerdict({ fromMs: now - 30 * DAY_MS })],
+    'chart, 30 days (12 h slices)': [queries, (now) => chart({ fromMs: now - 30 * DAY_MS }, now)],
+    'counts + chart, 30 days, verdict=deny': [
+      queries,
+      (now) =>
+        Promise.all([
+          reader.countByVerdict({ fromMs: now - 30 * DAY_MS, verdict: 'deny' }),
+          chart({ fromMs: now - 30 * DAY_MS, verdict: 'deny' }, now),
+        ]),
+    ],
+    'counts + chart, 30 days, rule=rat': [
+      queries,
+      (now) =>
+        Promise.all([
+          reader.countByVerdict({ fromMs: now - 30 * DAY_MS, rule: 'rat' }),
+          chart({ fromMs: now - 30 * DAY_MS, rule: 'rat' }, now),
+        ]),
+    ],
+    'counts + chart, all (no range)': [
+      queries,
+      (now) => Promise.all([reader.countByVerdict({}), chart({}, now)]),
+    ],
+    'counts + chart, 24 h (1 h slices)': [
+      queries,
+      (now) =>
+        Promise.all([reader.countByVerdict({ fromMs: now - DAY_MS }), chart({ fromMs: now - DAY_MS }, now)]),
+    ],
+    'counts + chart, 1 h (5 min slices, rows)': [
+      queries,
+      (now) =>
+        Promise.all([
+          reader.countByVerdict({ fromMs: now - 3_600_000 }),
+          chart({ fromMs: now - 3_600_000 }, now),
+        ]),
+    ],
+    'rule report (active + shadow, uncached)': [Math.min(queries, 10), (now) => report.report(now)],
+    'before: counts by verdict, 30 days, from the rows': [3, (now) => rowsOnly(now - 30 * DAY_MS)],
+  };
+  const out: Record<string, { p50: number; p95: number }> = {};
+  for (const [name, [n, run]] of Object.entries(cases)) {
+    const times: number[] = [];
+    for (let i = 0; i < n + 1; i++) {
+      const t0 = performance.now();
+      await run(Date.now());
+      if (i >= 1) times.push(performance.now() - t0);
+    }
+    out[name] = { p50: round(percentile(times, 0.5), 2), p95: round(percentile(times, 0.95), 2) };
+  }
+  process.stderr.write(
+    `[decision-store] 30 days: ${JSON.stringify(await reader.countByVerdict({ fromMs: Date.now() - 30 * DAY_MS }))}\n`,
+  );
   return out;
 }
 
@@ -445,6 +685,46 @@ async function hotCost(
   );
 }
 
+/** Mode 2: `seeded` decisions bulk-seeded (SQLite, or PostgreSQL `pg`), then pages and counts timed. */
+async function seededQueries(
+  dir: string,
+  pg: RunningPostgres | undefined,
+  seeded: number,
+  values: { queries?: string; 'loop-delay'?: boolean; 'loop-seconds'?: string },
+  runs: number,
+  lineBytes: number,
+): Promise<void> {
+  const path = join(dir, 'seeded.sqlite');
+  const target: DatabaseTarget =
+    pg === undefined ? { kind: 'sqlite', path } : { kind: 'postgres', url: pg.url };
+  const { loadavg } = await import('node:os');
+  const t0 = performance.now();
+  await seed(target, seeded, lineBytes);
+  const size = pg === undefined ? `${round(statSync(path).size / 1e6)} MB` : 'PostgreSQL';
+  console.log(
+    `seeded ${seeded} decisions in ${round((performance.now() - t0) / 1000)} s (${size}); load average ${loadavg()[0]!.toFixed(2)}`,
+  );
+  if (values['loop-delay'] && pg === undefined) {
+    await loopDelayRuns(path, Number(values['loop-seconds']), runs);
+    return;
+  }
+  const perRun: Record<string, { p50: number; p95: number }>[] = [];
+  for (let r = 0; r < runs; r++) {
+    perRun.push(await queryTimes(target, Number(values.queries)));
+    process.stderr.write(`[decision-store] run ${r + 1} done, load average ${loadavg()[0]!.toFixed(2)}\n`);
+  }
+  const engine = pg === undefined ? 'SQLite' : 'PostgreSQL';
+  console.log(
+    `\n| query (page of 50, over ${seeded} decisions, ${engine}) | p50 ms | p95 ms |\n|---|---:|---:|`,
+  );
+  for (const name of Object.keys(perRun[0]!)) {
+    console.log(
+      `| ${name} | ${median(perRun.map((p) => p[name]!.p50))} | ${median(perRun.map((p) => p[name]!.p95))} |`,
+    );
+  }
+  console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -457,6 +737,7 @@ async function main(): Promise<void> {
       'loop-delay': { type: 'boolean', default: false },
       'loop-seconds': { type: 'string', default: '5' },
       'hot-cost': { type: 'boolean', default: false },
+      'hour-count-cost': { type: 'boolean', default: false },
       'store-only': { type: 'boolean', default: false },
       postgres: { type: 'boolean', default: false },
       rate: { type: 'string', default: '300' },
@@ -471,6 +752,15 @@ async function main(): Promise<void> {
     if (values['hot-cost'] && values['store-only']) {
       // For a profile (--cpu-prof) of the shipped path alone: one run, store on.
       await hotRun(dir, undefined, true, Number(values.rate), Number(values.seconds), lineBytes);
+      return;
+    }
+    if (values['hour-count-cost']) {
+      const pg = values.postgres ? await startPostgres() : undefined;
+      try {
+        await hourCountCost(dir, pg, records, runs, lineBytes);
+      } finally {
+        await pg?.stop();
+      }
       return;
     }
     if (values['hot-cost']) {
@@ -512,26 +802,11 @@ async function main(): Promise<void> {
     }
     const seeded = Number(values.seed);
     if (seeded > 0) {
-      const target: DatabaseTarget = { kind: 'sqlite', path: join(dir, 'seeded.sqlite') };
-      const t0 = performance.now();
-      await seed(target, seeded, lineBytes);
-      const mb = statSync(join(dir, 'seeded.sqlite')).size / 1e6;
-      console.log(
-        `seeded ${seeded} decisions in ${round((performance.now() - t0) / 1000)} s (${round(mb)} MB)`,
-      );
-      if (values['loop-delay']) {
-        await loopDelayRuns(target.path, Number(values['loop-seconds']), runs);
-        return;
-      }
-      const perRun: Record<string, { p50: number; p95: number }>[] = [];
-      for (let r = 0; r < runs; r++) perRun.push(await queryTimes(target, Number(values.queries)));
-      console.log(
-        `\n| filter (page of 50, over ${seeded} decisions, SQLite) | p50 ms | p95 ms |\n|---|---:|---:|`,
-      );
-      for (const name of Object.keys(perRun[0]!)) {
-        console.log(
-          `| ${name} | ${median(perRun.map((p) => p[name]!.p50))} | ${median(perRun.map((p) => p[name]!.p95))} |`,
-        );
+      const pg = values.postgres ? await startPostgres() : undefined;
+      try {
+        await seededQueries(dir, pg, seeded, values, runs, lineBytes);
+      } finally {
+        await pg?.stop();
       }
     }
   } finally {

@@ -4,6 +4,7 @@ import { INTERNAL_ERROR } from '../policy/policy-evaluator.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 import type { Verdict } from './decision-query.ts';
 import type { DecisionTables } from './decision-tables.ts';
+import { type HourDb, splitByHours, type TimeRange } from './hour-counts.ts';
 import { type KnownVersion, ruleHistory } from './rule-history-query.ts';
 import type {
   FireCounts,
@@ -17,8 +18,11 @@ import { rate, round } from './rule-report.ts';
 
 /**
  * The rule report (src/decision-store/rule-report.ts) computed from the decision store's tables with
- * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL, each a range
- * scan of an index of src/decision-store/rule-report-indexes.ts (its comment says why each).
+ * a handful of grouped queries per revision, the same kysely on SQLite and PostgreSQL: decisions,
+ * fires over 7 d and the agreement matrix from the counts per hour (src/decision-store/hour-counts.ts)
+ * for a window's whole hours and from the rows for its ends; the hourly series (hours ending at
+ * `now`, not on the clock's hours) and the labelled counts (labels change) from the rows, each a
+ * range scan of an index of src/decision-store/rule-report-indexes.ts (its comment says why each).
  *
  * Definitions, as `GET /policies/stats` and `riskgate replay --labels` have them: a rule fires on
  * a decision when it matched (a `decision_rule` row); a decision labelled fraud is a positive. A
@@ -52,6 +56,8 @@ export interface RuleReportOptions {
 }
 
 type Db = Kysely<DecisionTables>;
+/** The hour tables on the same connection (src/decision-store/hour-counts.ts). */
+const hourDb = (db: Db) => db as unknown as HourDb;
 type PolicyKind = 'active' | 'shadow';
 
 /** The report over the decision store; `report(nowMs)` is deterministic for a given `nowMs` and tables. */
@@ -150,20 +156,54 @@ interface Scope {
 const revisionColumn = (s: Scope) => (s.policy === 'active' ? 'policy_revision' : 'shadow_revision');
 
 /**
- * The revision's decisions per window: a count of one range of decision_revision_at (or its shadow
- * twin) per window, cheaper than one pass testing every row against each window.
+ * A report window `(nowMs - windowMs, nowMs]` as `splitByHours` ranges (at_ms is whole
+ * milliseconds): its whole hours from the hour tables, its ends from the rows.
+ */
+const windowParts = (nowMs: number, windowMs: number) =>
+  splitByHours({ fromMs: Math.trunc(nowMs) - windowMs + 1, toMs: Math.trunc(nowMs) + 1 });
+
+/** `q` over the range `r` of at_ms. */
+const inRange = <Q extends { where: (...args: never[]) => Q }>(q: Q, column: string, r: TimeRange): Q => {
+  // biome-ignore lint/suspicious/noExplicitAny: one helper over three builders' where.
+  let w = q as any;
+  if (r.fromMs !== undefined) w = w.where(column, '>=', r.fromMs);
+  if (r.toMs !== undefined) w = w.where(column, '<', r.toMs);
+  return w as Q;
+};
+
+/**
+ * The revision's decisions per window: per window, the whole hours' counts from decision_hour and
+ * the ends' from a range of decision_revision_at (or its shadow twin).
  */
 async function decisionCounts(s: Scope): Promise<FireCounts> {
   const count = async (windowMs: number) => {
-    const row = await s.db
-      .selectFrom('decision')
-      .select((eb) => eb.fn.countAll<number>().as('decisions'))
-      .where(revisionColumn(s), '=', s.revision)
-      .where('at_ms', '>', s.nowMs - windowMs)
-      .where('at_ms', '<=', s.nowMs)
-      .executeTakeFirst();
-    // PostgreSQL answers counts as strings.
-    return Number(row?.decisions ?? 0);
+    const { hours, edges } = windowParts(s.nowMs, windowMs);
+    const parts = await Promise.all([
+      ...edges.map((r) =>
+        inRange(
+          s.db
+            .selectFrom('decision')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where(revisionColumn(s), '=', s.revision),
+          'at_ms',
+          r,
+        ).executeTakeFirst(),
+      ),
+      ...(hours === undefined
+        ? []
+        : [
+            inRange(
+              hourDb(s.db)
+                .selectFrom('decision_hour')
+                .select((eb) => eb.fn.sum<number>('decisions').as('n'))
+                .where(revisionColumn(s), '=', s.revision),
+              'hour_ms',
+              hours,
+            ).executeTakeFirst(),
+          ]),
+    ]);
+    // PostgreSQL answers counts and sums as strings; a sum of no row is null.
+    return parts.reduce((n, row) => n + Number(row?.n ?? 0), 0);
   };
   const [h1, h24, d7] = await Promise.all([count(WINDOW_MS.h1), count(WINDOW_MS.h24), count(WINDOW_MS.d7)]);
   return { h1, h24, d7 };
@@ -183,21 +223,47 @@ async function labelledFraud(s: Scope): Promise<number> {
 }
 
 /**
- * Each rule's fires over 7 d: one range per rule of decision_rule_revision, grouped in index order
- * (naming the rules lets both engines seek each rule's range instead of sorting every row).
+ * Each rule's fires over 7 d: the whole hours from decision_rule_hour, the ends from one range per
+ * rule of decision_rule_revision, grouped in index order (naming the rules lets both engines seek
+ * each rule's range instead of sorting every row).
  */
 async function weekFires(s: Scope, ruleIds: readonly string[] | undefined): Promise<Map<string, number>> {
-  const rows = await s.db
-    .selectFrom('decision_rule')
-    .select((eb) => ['rule_id', eb.fn.countAll<number>().as('fires')])
-    .where('policy_revision', '=', s.revision)
-    .where('policy', '=', s.policy)
-    .$if(ruleIds !== undefined, (q) => q.where('rule_id', 'in', ruleIds!))
-    .where('at_ms', '>', s.nowMs - WINDOW_MS.d7)
-    .where('at_ms', '<=', s.nowMs)
-    .groupBy('rule_id')
-    .execute();
-  return new Map(rows.map((r) => [r.rule_id, Number(r.fires)]));
+  const { hours, edges } = windowParts(s.nowMs, WINDOW_MS.d7);
+  const parts = await Promise.all([
+    ...edges.map((r) =>
+      inRange(
+        s.db
+          .selectFrom('decision_rule')
+          .select((eb) => ['rule_id', eb.fn.countAll<number>().as('fires')])
+          .where('policy_revision', '=', s.revision)
+          .where('policy', '=', s.policy)
+          .$if(ruleIds !== undefined, (q) => q.where('rule_id', 'in', ruleIds!)),
+        'at_ms',
+        r,
+      )
+        .groupBy('rule_id')
+        .execute(),
+    ),
+    ...(hours === undefined
+      ? []
+      : [
+          inRange(
+            hourDb(s.db)
+              .selectFrom('decision_rule_hour')
+              .select((eb) => ['rule_id', eb.fn.sum<number>('fires').as('fires')])
+              .where('policy_revision', '=', s.revision)
+              .where('policy', '=', s.policy)
+              .$if(ruleIds !== undefined, (q) => q.where('rule_id', 'in', ruleIds!)),
+            'hour_ms',
+            hours,
+          )
+            .groupBy('rule_id')
+            .execute(),
+        ]),
+  ]);
+  const fires = new Map<string, number>();
+  for (const r of parts.flat()) fires.set(r.rule_id, (fires.get(r.rule_id) ?? 0) + Number(r.fires));
+  return fires;
 }
 
 /** Each rule's fires per hour over the last 24 h, oldest first (hours ago 0: the last hour). */
@@ -258,7 +324,7 @@ async function labelledFires(s: Scope): Promise<Map<string, { fraud: number; leg
 
 /**
  * agreement[active][shadow] over the last 7 d's decisions of both revisions, every cell present:
- * nine ranges of decision_agreement, grouped in index order.
+ * the whole hours from decision_hour, the ends from nine ranges of decision_agreement.
  */
 async function agreementMatrix(
   db: Db,
@@ -266,17 +332,42 @@ async function agreementMatrix(
   shadowRevision: string,
   nowMs: number,
 ): Promise<Record<Verdict, Record<Verdict, number>>> {
-  const rows = await db
-    .selectFrom('decision')
-    .select((eb) => ['verdict', 'shadow_verdict', eb.fn.countAll<number>().as('decisions')])
-    .where('policy_revision', '=', activeRevision)
-    .where('shadow_revision', '=', shadowRevision)
-    .where('verdict', 'in', VERDICTS)
-    .where('shadow_verdict', 'in', VERDICTS)
-    .where('at_ms', '>', nowMs - WINDOW_MS.d7)
-    .where('at_ms', '<=', nowMs)
-    .groupBy(['verdict', 'shadow_verdict'])
-    .execute();
+  const { hours, edges } = windowParts(nowMs, WINDOW_MS.d7);
+  const parts = await Promise.all([
+    ...edges.map((r) =>
+      inRange(
+        db
+          .selectFrom('decision')
+          .select((eb) => ['verdict', 'shadow_verdict', eb.fn.countAll<number>().as('decisions')])
+          .where('policy_revision', '=', activeRevision)
+          .where('shadow_revision', '=', shadowRevision)
+          .where('verdict', 'in', VERDICTS)
+          .where('shadow_verdict', 'in', VERDICTS),
+        'at_ms',
+        r,
+      )
+        .groupBy(['verdict', 'shadow_verdict'])
+        .execute(),
+    ),
+    ...(hours === undefined
+      ? []
+      : [
+          inRange(
+            hourDb(db)
+              .selectFrom('decision_hour')
+              .select((eb) => ['verdict', 'shadow_verdict', eb.fn.sum<number>('decisions').as('decisions')])
+              .where('policy_revision', '=', activeRevision)
+              .where('shadow_revision', '=', shadowRevision)
+              .where('verdict', 'in', VERDICTS)
+              .where('shadow_verdict', 'in', VERDICTS),
+            'hour_ms',
+            hours,
+          )
+            .groupBy(['verdict', 'shadow_verdict'])
+            .execute(),
+        ]),
+  ]);
+  const rows = parts.flat();
   const row = () => Object.fromEntries(VERDICTS.map((v) => [v, 0])) as Record<Verdict, number>;
   const matrix = Object.fromEntries(VERDICTS.map((v) => [v, row()])) as Record<
     Verdict,

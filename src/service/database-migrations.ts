@@ -3,6 +3,7 @@ import { auditMigrations } from '../audit/database-audit-trail.ts';
 import type { FeatureMigrations } from '../database/database.ts';
 import { rejectMigrations } from '../decision-store/decision-rejects.ts';
 import { decisionMigrations } from '../decision-store/decision-tables.ts';
+import { hourCountMigrations } from '../decision-store/hour-counts.ts';
 import { ruleReportMigrations } from '../decision-store/rule-report-indexes.ts';
 import { listMigrations } from '../lists/list-store.ts';
 import { lockoutMigrations } from '../lockouts/lockout-tables.ts';
@@ -32,6 +33,7 @@ export const CONTROL_MIGRATIONS: FeatureMigrations = {
 export const DECISION_MIGRATIONS: FeatureMigrations = {
   ...decisionMigrations,
   ...ruleReportMigrations,
+  ...hourCountMigrations,
   ...rejectMigrations,
   ...outcomeMigrations,
 };

@@ -1,0 +1,292 @@
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import type { FeatureMigrations } from '../database/database.ts';
+
+/**
+ * Counts per hour kept beside the decisions (issue 32): a count over 30 days read 1,000,000 index
+ * entries (92.5 ms for one day on SQLite, bench/RESULTS.md "Issue 25"); from these tables it reads
+ * 720 hours' rows.
+ *
+ * - `decision_hour`: decisions per clock hour (UTC, `hour_ms` its start) and per verdict, active
+ *   revision, shadow revision and shadow verdict ('' without a shadow): the console's counts and
+ *   chart, the rule report's decisions per revision and its agreement matrix.
+ * - `decision_rule_hour`: `decision_rule` rows per hour, rule, policy (active, shadow), revision
+ *   and the decision's verdict: counts under the console's rule filter, the report's fires.
+ *
+ * Kept by triggers the migration creates, so they change in the transaction that changes the rows,
+ * whoever writes them: the writer threads' batches (a row already stored, `ON CONFLICT DO NOTHING`,
+ * inserts nothing and counts nothing), kysely's path, retention's deletes (each hour is decremented
+ * by the rows that go, so an hour that retention cuts in two stays exact) and a test's seed. On
+ * PostgreSQL the triggers run once per statement over its rows (transition tables), grouped, in key
+ * order (replicas lock the same hour's rows in one order); on SQLite once per row.
+ *
+ * What they count never changes after the insert (time, verdicts, revisions, rules; a label is not
+ * counted here), so no update trigger. A `decision_rule` row takes its decision's verdict when it is
+ * written and when it goes: written after its decision, deleted before it (as the writer and
+ * retention do), or it counts under the verdict ''.
+ *
+ * Readers (`splitByHours`): the whole hours of a range from these tables, the partial hours at
+ * its ends from the rows, so a count is exactly the rows' count.
+ */
+
+export const HOUR_MS = 3_600_000;
+
+export type HourTables = {
+  decision_hour: {
+    hour_ms: number;
+    verdict: string;
+    policy_revision: string;
+    /** '' without a shadow. */
+    shadow_revision: string;
+    /** '' without a shadow. */
+    shadow_verdict: string;
+    decisions: number;
+  };
+  decision_rule_hour: {
+    rule_id: string;
+    /** `active` or `shadow`. */
+    policy: string;
+    hour_ms: number;
+    policy_revision: string;
+    /** The decision's (active) verdict. */
+    verdict: string;
+    fires: number;
+  };
+};
+
+/** The start of `at`'s hour (floor, also before 1970), in SQL; `at` an integer expression. */
+const hourOf = (at: string) => `(${at} - ((${at} % ${HOUR_MS}) + ${HOUR_MS}) % ${HOUR_MS})`;
+
+const DECISION_KEY = ['hour_ms', 'verdict', 'policy_revision', 'shadow_revision', 'shadow_verdict'];
+const RULE_KEY = ['rule_id', 'policy', 'hour_ms', 'policy_revision', 'verdict'];
+
+/** `decision_hour`'s key of the decision row `d` (`new`, `old`, a table alias). */
+const decisionKey = (d: string, at = `${d}.at_ms`) => [
+  hourOf(at),
+  `${d}.verdict`,
+  `${d}.policy_revision`,
+  `coalesce(${d}.shadow_revision, '')`,
+  `coalesce(${d}.shadow_verdict, '')`,
+];
+
+/** `decision_rule_hour`'s key of the rule row `r`, `verdict` its decision's verdict. */
+const ruleKey = (r: string, verdict: string, at = `${r}.at_ms`) => [
+  `${r}.rule_id`,
+  `${r}.policy`,
+  hourOf(at),
+  `${r}.policy_revision`,
+  `coalesce(${verdict}, '')`,
+];
+
+const matches = (columns: string[], values: string[], table = '') =>
+  columns.map((c, i) => `${table}${c} = ${values[i]}`).join(' and ');
+
+/** SQLite's triggers: one row each (SQLite has no statement triggers). */
+function sqliteTriggers(): string[] {
+  const verdictOf = (r: string) =>
+    `(select d.verdict from decision d where d.decision_id = ${r}.decision_id)`;
+  // node:sqlite may hand a REAL to an integer column: the hour is computed on its integer.
+  const at = (row: string) => `cast(${row}.at_ms as integer)`;
+  const row = {
+    decision: {
+      table: 'decision_hour',
+      columns: DECISION_KEY,
+      n: 'decisions',
+      key: (r: string) => decisionKey(r, at(r)),
+    },
+    decision_rule: {
+      table: 'decision_rule_hour',
+      columns: RULE_KEY,
+      n: 'fires',
+      key: (r: string) => ruleKey(r, verdictOf(r), at(r)),
+    },
+  };
+  return Object.entries(row).flatMap(([source, t]) => [
+    `create trigger if not exists ${t.table}_insert after insert on ${source} begin
+       insert into ${t.table} (${t.columns.join(', ')}, ${t.n}) values (${t.key('new').join(', ')}, 1)
+       on conflict (${t.columns.join(', ')}) do update set ${t.n} = ${t.n} + 1;
+     end`,
+    `create trigger if not exists ${t.table}_delete after delete on ${source} begin
+       update ${t.table} set ${t.n} = ${t.n} - 1 where ${matches(t.columns, t.key('old'))};
+       delete from ${t.table} where ${matches(t.columns, t.key('old'))} and ${t.n} <= 0;
+     end`,
+  ]);
+}
+
+/** PostgreSQL's triggers: once per statement, over its rows (a transition table), grouped. */
+function postgresTriggers(): string[] {
+  const tables = {
+    decision: {
+      table: 'decision_hour',
+      columns: DECISION_KEY,
+      n: 'decisions',
+      from: (rows: string) => `${rows} s`,
+      key: decisionKey('s'),
+    },
+    decision_rule: {
+      table: 'decision_rule_hour',
+      columns: RULE_KEY,
+      n: 'fires',
+      from: (rows: string) => `${rows} s left join decision d on d.decision_id = s.decision_id`,
+      key: ruleKey('s', 'd.verdict'),
+    },
+  };
+  return Object.entries(tables).flatMap(([source, t]) => {
+    const grouped = (rows: string) =>
+      `select ${t.key.map((k, i) => `${k} as ${t.columns[i]}`).join(', ')}, count(*) as n
+         from ${t.from(rows)} group by ${t.key.map((_, i) => i + 1).join(', ')}
+        order by ${t.key.map((_, i) => i + 1).join(', ')}`;
+    const keyOf = (alias: string) => t.columns.map((c) => `${alias}.${c}`);
+    return [
+      `create or replace function ${t.table}_insert() returns trigger language plpgsql as $$
+       begin
+         insert into ${t.table} (${t.columns.join(', ')}, ${t.n})
+           select ${t.columns.join(', ')}, n from (${grouped('added')}) g
+           on conflict (${t.columns.join(', ')}) do update set ${t.n} = ${t.table}.${t.n} + excluded.${t.n};
+         return null;
+       end $$`,
+      `create or replace function ${t.table}_delete() returns trigger language plpgsql as $$
+       begin
+         update ${t.table} h set ${t.n} = h.${t.n} - g.n from (${grouped('removed')}) g
+          where ${matches(t.columns, keyOf('g'), 'h.')};
+         delete from ${t.table} h using (${grouped('removed')}) g
+          where ${matches(t.columns, keyOf('g'), 'h.')} and h.${t.n} <= 0;
+         return null;
+       end $$`,
+      `create trigger ${t.table}_insert after insert on ${source} referencing new table as added
+         for each statement execute function ${t.table}_insert()`,
+      `create trigger ${t.table}_delete after delete on ${source} referencing old table as removed
+         for each statement execute function ${t.table}_delete()`,
+    ];
+  });
+}
+
+/** The counts of the rows already stored (a store upgraded with a month of decisions). */
+function backfill(postgres: boolean): string[] {
+  const at = (row: string) => (postgres ? `${row}.at_ms` : `cast(${row}.at_ms as integer)`);
+  const d = decisionKey('s', at('s'));
+  const r = ruleKey('s', 'd.verdict', at('s'));
+  const positions = (n: number) => Array.from({ length: n }, (_, i) => i + 1).join(', ');
+  return [
+    `insert into decision_hour (${DECISION_KEY.join(', ')}, decisions)
+       select ${d.join(', ')}, count(*) from decision s group by ${positions(d.length)}`,
+    `insert into decision_rule_hour (${RULE_KEY.join(', ')}, fires)
+       select ${r.join(', ')}, count(*) from decision_rule s left join decision d on d.decision_id = s.decision_id
+        group by ${positions(r.length)}`,
+  ];
+}
+
+export const hourCountMigrations: FeatureMigrations = {
+  'decisions-006-hour-counts': {
+    async up(db) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const text = (c: string) => c !== 'hour_ms';
+      let hours = db.schema.createTable('decision_hour');
+      for (const c of DECISION_KEY)
+        hours = hours.addColumn(c, text(c) ? 'text' : 'bigint', (b) => b.notNull());
+      // SQLite: the key is the table (one B-tree an upsert walks, not a rowid table and its index).
+      const keyed = sql.raw(postgres ? '' : 'without rowid');
+      await hours
+        .addColumn('decisions', 'bigint', (b) => b.notNull())
+        .addPrimaryKeyConstraint('decision_hour_pk', DECISION_KEY as never)
+        .modifyEnd(keyed)
+        .execute();
+      let rules = db.schema.createTable('decision_rule_hour');
+      for (const c of RULE_KEY) rules = rules.addColumn(c, text(c) ? 'text' : 'bigint', (b) => b.notNull());
+      await rules
+        .addColumn('fires', 'bigint', (b) => b.notNull())
+        .addPrimaryKeyConstraint('decision_rule_hour_pk', RULE_KEY as never)
+        .modifyEnd(keyed)
+        .execute();
+      // An earlier revision's report names no rules: its rows by revision, not by rule.
+      await db.schema
+        .createIndex('decision_rule_hour_revision')
+        .on('decision_rule_hour')
+        .columns(['policy_revision', 'policy', 'hour_ms'])
+        .execute();
+      // PostgreSQL: other replicas may be writing; nothing lands between the counts and the
+      // triggers (SQLite's migration holds the file's write lock already: src/database/database.ts).
+      if (postgres) await sql`lock table decision, decision_rule in share row exclusive mode`.execute(db);
+      for (const statement of [...backfill(postgres), ...(postgres ? postgresTriggers() : sqliteTriggers())])
+        await sql.raw(statement).execute(db);
+    },
+  },
+};
+
+/** A time range, half open: `fromMs <= at_ms < toMs`, either end open when absent. */
+export interface TimeRange {
+  fromMs?: number | undefined;
+  toMs?: number | undefined;
+}
+
+/**
+ * `range` as the whole hours inside it (`hours`, for the hour tables; absent when none) and the
+ * ranges left at its ends (`edges`, to count from the rows): together exactly `range`.
+ */
+export function splitByHours(range: TimeRange): { hours?: TimeRange; edges: TimeRange[] } {
+  const { fromMs, toMs } = range;
+  const first = fromMs === undefined ? undefined : Math.ceil(fromMs / HOUR_MS) * HOUR_MS;
+  const end = toMs === undefined ? undefined : Math.floor(toMs / HOUR_MS) * HOUR_MS;
+  if (first !== undefined && end !== undefined && first >= end) return { edges: [range] };
+  const edges: TimeRange[] = [];
+  if (fromMs !== undefined && first !== undefined && fromMs < first) edges.push({ fromMs, toMs: first });
+  if (toMs !== undefined && end !== undefined && end < toMs) edges.push({ fromMs: end, toMs });
+  return { hours: { fromMs: first, toMs: end }, edges };
+}
+
+export type HourDb = Kysely<HourTables>;
+
+/** One group of an hour table's counts: its slice's start (with a step), its verdict, its count. */
+export interface HourCount {
+  atMs?: number;
+  verdict: string;
+  n: number;
+}
+
+/**
+ * The counts by verdict of the whole hours `hours` (`splitByHours`): every decision, or the
+ * decisions the active policy's `rule` matched; by slice of `stepMs` (a whole number of hours,
+ * slices starting on its multiples, as the rows' `at_ms / step` groups them) when given.
+ */
+export async function hourVerdictCounts(
+  db: HourDb,
+  hours: TimeRange,
+  o: { verdict?: string | undefined; rule?: string | undefined; stepMs?: number },
+): Promise<HourCount[]> {
+  // Without a step, a constant: PostgreSQL refuses an ungrouped column.
+  const slice =
+    o.stepMs === undefined
+      ? sql<number>`0`
+      : sql<number | string>`hour_ms / ${sql.lit(Math.trunc(o.stepMs))}`;
+  const q =
+    o.rule === undefined
+      ? db
+          .selectFrom('decision_hour')
+          .select((eb) => ['verdict', slice.as('slice'), eb.fn.sum<number | string>('decisions').as('n')])
+      : db
+          .selectFrom('decision_rule_hour')
+          .select((eb) => ['verdict', slice.as('slice'), eb.fn.sum<number | string>('fires').as('n')])
+          .where('rule_id', '=', o.rule)
+          .where('policy', '=', 'active');
+  const rows = await (q as ReturnType<typeof decisionHourQuery>)
+    .$if(hours.fromMs !== undefined, (w) => w.where('hour_ms', '>=', hours.fromMs!))
+    .$if(hours.toMs !== undefined, (w) => w.where('hour_ms', '<', hours.toMs!))
+    .$if(o.verdict !== undefined, (w) => w.where('verdict', '=', o.verdict!))
+    .groupBy(o.stepMs === undefined ? ['verdict'] : ['verdict', slice])
+    .execute();
+  // PostgreSQL answers sums (numeric) and bigint quotients as strings.
+  return rows.map((r) => ({
+    ...(o.stepMs !== undefined && { atMs: Number(r.slice) * Math.trunc(o.stepMs) }),
+    verdict: r.verdict,
+    n: Number(r.n),
+  }));
+}
+
+/** The shape both of `hourVerdictCounts`'s queries share (for the builder's types). */
+const decisionHourQuery = (db: HourDb) =>
+  db
+    .selectFrom('decision_hour')
+    .select((eb) => [
+      'verdict',
+      sql<number | string>`0`.as('slice'),
+      eb.fn.sum<number | string>('decisions').as('n'),
+    ]);
