@@ -63,8 +63,48 @@ describe('decision log redaction', () => {
     for (const secret of ['198.51.100.77', 'Secret Browser', 'alice@example.com', '"username":"alice"']) {
       expect(text).not.toContain(secret);
     }
-    // The answer itself is untouched (redaction is of the log only).
+    // The answer itself is untouched (redaction is of what riskgate keeps only).
     expect(res.body.verdict).toBe('allow');
+    // The decision store keeps the log's own line (serialised once), and its filters the raw values.
+    const stored = await eventually(
+      async () => {
+        const found = await h!.ops('/decisions?ip=198.51.100.77');
+        const page = (await found.json()) as { decisions: { decisionId: string }[] };
+        if (page.decisions.length === 0) return undefined;
+        return (await (await h!.ops(`/decisions/${page.decisions[0]!.decisionId}`)).json()) as {
+          decisionId: string;
+          line: unknown;
+        };
+      },
+      { timeoutMs: 15_000, what: 'the decision in the store, found by its raw IP' },
+    );
+    expect(stored.decisionId).toBe(res.body.decisionId);
+    expect(stored.line).toEqual(line);
+  });
+
+  it('keeps the same redaction in the decision store when the decision log is off', async () => {
+    h = await startHarness({
+      env: {
+        RISKGATE_DECISION_LOG: 'off',
+        RISKGATE_DECISION_LOG_REDACT: 'request.userAgent:hash,inputs.user.display_name:drop',
+        RISKGATE_DECISION_LOG_HASH_KEY: HASH_KEY,
+      },
+      riskgate: { decisionLog: undefined },
+    });
+    const res = await h.decide(await aliceRequest(h));
+    expect(res.status).toBe(200);
+    const stored = await eventually(
+      async () => {
+        const found = await h!.ops(`/decisions/${res.body.decisionId}`);
+        return found.status === 200
+          ? ((await found.json()) as { line: { request: Record<string, unknown>; inputs: { user: object } } })
+          : undefined;
+      },
+      { timeoutMs: 15_000, what: 'the decision in the store' },
+    );
+    expect(stored.line.request.userAgent).toMatch(/^hmac:[0-9a-f]{16}$/);
+    expect(stored.line.inputs.user).not.toHaveProperty('display_name');
+    expect(JSON.stringify(stored.line)).not.toContain('Secret Browser');
   });
 
   it('refuses to start with a hash rule and no hash key, naming the variable', async () => {

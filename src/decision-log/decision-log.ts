@@ -361,12 +361,12 @@ function errorText(error: NodeJS.ErrnoException): string {
 }
 
 /**
- * `line`, the redacted `record`; kept for the decision store when redaction left the record whole.
- * A record that cannot be serialised (a bug) still leaves a line saying so.
+ * `line`, the redacted `record`, kept for the decision store (it keeps what the log keeps). A
+ * record that cannot be serialised (a bug) still leaves a line saying so.
  */
 function safeStringify(record: object, line: object): string {
   try {
-    return line === record ? lineJson(record) : JSON.stringify(line);
+    return lineJson(record, line);
   } catch (error) {
     return JSON.stringify({ kind: 'unserializable', error: (error as Error).message });
   }

@@ -30,15 +30,24 @@ describe('lineJson', () => {
     expect(takeLineJson(raw)).toBe(logged);
   });
 
-  it('serialises the record itself when the log wrote a redacted copy', () => {
+  it('gives the store the log’s redacted line, not the record before redaction', () => {
     const raw = record();
     const redacted = createRedactor(
       [{ path: ['inputs', 'user', 'display_name'], mode: 'drop' }],
       undefined,
     )(raw);
     expect(redacted).not.toBe(raw);
-    expect(lineJson(redacted)).not.toContain('Alice');
-    expect(takeLineJson(raw)).toBe(JSON.stringify(raw));
+    const logged = lineJson(raw, redacted);
+    expect(logged).toBe(JSON.stringify(redacted));
+    expect(takeLineJson(raw)).toBe(logged);
+    expect(takeLineJson(raw)).not.toContain('Alice');
+  });
+
+  it('redacts the record itself for the store when the log wrote no line for it', () => {
+    const raw = record();
+    const redact = createRedactor([{ path: ['inputs', 'user', 'display_name'], mode: 'drop' }], undefined);
+    expect(takeLineJson(raw, redact)).toBe(JSON.stringify(redact(raw)));
+    expect(takeLineJson(raw, redact)).not.toContain('Alice');
     expect(takeLineJson(raw)).toContain('Alice');
   });
 

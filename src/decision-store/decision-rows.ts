@@ -6,8 +6,8 @@ import type { DecisionTables } from './decision-tables.ts';
  * rows, an `action` line its action's latest outcome, a `feedback` line a label, an `outcome`
  * line the login backend's report of the login. Built off the
  * request path (by the writer, per batch), and plain data: a worker thread can be handed them.
- * The store keeps what the decision log keeps before redaction (the raw accountId, userId, IP and
- * unitId, which the filters need); secrets never reach either (one-time codes are redacted in the
+ * The store keeps the decision log's line as redacted (src/decision-log/line-json.ts), and in its
+ * columns the raw accountId, userId, IP and unitId, which the filters need; secrets never reach either (one-time codes are redacted in the
  * decision line itself: src/decide/decision-line.ts).
  */
 
@@ -40,13 +40,17 @@ function timeOf(at: unknown, fallbackMs: number): number {
  * line of another kind, or one without a decision id). Tolerant by design: an overload verdict's
  * line has no request nor timings, and a malformed record must never stop the batch.
  */
-export function storeOpOf(record: object, nowMs: number): StoreOp | undefined {
+export function storeOpOf(
+  record: object,
+  nowMs: number,
+  redact?: (record: object) => object,
+): StoreOp | undefined {
   const r = record as Loose;
   const decisionId = text(r.decisionId);
   if (decisionId === null) return undefined;
   switch (r.kind) {
     case 'decision':
-      return decisionOp(r, decisionId, nowMs);
+      return decisionOp(r, decisionId, nowMs, redact);
     case 'action':
       return actionOp(r, decisionId, nowMs);
     case 'feedback': {
@@ -88,15 +92,20 @@ function outcomeOp(r: Loose, decisionId: string, nowMs: number): StoreOp | undef
   };
 }
 
-function decisionOp(r: Loose, decisionId: string, nowMs: number): StoreOp {
+function decisionOp(
+  r: Loose,
+  decisionId: string,
+  nowMs: number,
+  redact: ((record: object) => object) | undefined,
+): StoreOp {
   const outcome = obj(r.outcome);
   const request = obj(r.request);
   const policy = obj(r.policy);
   const shadow = r.shadow === undefined ? undefined : obj(r.shadow);
   const verdict = text(outcome.verdict) ?? 'allow';
   const atMs = timeOf(r.at, nowMs);
-  // The decision log's own line when redaction left the record whole (serialised once).
-  const line = takeLineJson(r);
+  // The decision log's own line, as redacted (serialised once); the columns above are the record's own.
+  const line = takeLineJson(r, redact);
   const revision = text(policy.revision) ?? '';
   const rules: RuleRow[] = [];
   const seen = new Set<string>();

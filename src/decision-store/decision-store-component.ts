@@ -2,6 +2,7 @@ import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import type { StateDatabases } from '../database/state-databases.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
+import { createRedactor } from '../decision-log/log-redaction.ts';
 import {
   type Component,
   type LifecycleLog,
@@ -88,7 +89,7 @@ export function teeDecisionLog(log: DecisionLog, store: DecisionStore): Decision
  * whatever the store does. On stop, what is buffered is written within the deadline.
  */
 export function decisionStoreComponent(o: {
-  config: Pick<RiskgateConfig, 'decisionStore'>;
+  config: Pick<RiskgateConfig, 'decisionStore' | 'decisionLogRedaction' | 'decisionLogHashKey'>;
   /**
    * The state's decisions handle; its `decisionsFile` (embedded) is written from a worker thread
    * (undefined: in this thread), set aside when the writes find it damaged, and followed when the
@@ -117,6 +118,7 @@ export function decisionStoreComponent(o: {
         onWriteError: (error) => state.decisionsDamaged(error),
         keepRejected: (rejects) => keepRejects(state.decisions.db.withTables<RejectTables>(), rejects),
         log: o.log,
+        redact: createRedactor(o.config.decisionLogRedaction, o.config.decisionLogHashKey),
         onWritingChange: (error) =>
           o.log(
             error === undefined

@@ -50,6 +50,11 @@ export interface DecisionStoreWriterOptions {
   keepRejected?: (rejects: Reject[]) => Promise<void>;
   /** Where set-aside records and records lost on close are logged. Default: not logged. */
   log?: (line: Record<string, unknown>) => void;
+  /**
+   * The decision log's redaction, for a record whose line the log did not write (the log off, or
+   * the record dropped there): the store keeps what the log would have. Default: none.
+   */
+  redact?: (record: object) => object;
 }
 
 interface Entry {
@@ -193,7 +198,7 @@ export class DecisionStoreWriter {
     const kept: Entry[] = [];
     for (const entry of batch) {
       if (!entry.mapped) {
-        entry.op = storeOpOf(entry.record, entry.atMs);
+        entry.op = storeOpOf(entry.record, entry.atMs, this.#o.redact);
         entry.mapped = true;
       }
       if (entry.op !== undefined) kept.push(entry);

@@ -333,7 +333,7 @@ export const storedDecisionSchema = decisionSummarySchema.extend({
     .object({ kind: z.literal('decision'), decisionId: z.string() })
     .catchall(z.unknown())
     .describe(
-      'The decision’s line as the decision log has it (before redaction; one-time codes never kept).',
+      'The decision’s line as the decision log writes it (redacted by RISKGATE_DECISION_LOG_REDACT; one-time codes never kept).',
     ),
   labels: z
     .array(z.object({ label, labelledBy: z.string(), at: timestamp, note: z.string().optional() }))
