@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { z } from 'zod';
+import { operatorNameOf } from '../edge/caller-auth.ts';
 import {
   AUDITED_CHANGE,
   type CodeNotes,
@@ -52,11 +53,6 @@ const DAY_MS = 86_400_000;
 
 const fromSnoozeStore = <T>(work: Promise<T>) =>
   storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The snoozes database');
-
-function authorOf(c: Context): string {
-  const principal = c.get('principal');
-  return principal.operator?.name ?? principal.keyId;
-}
 
 export function snoozeView(s: Snooze): SnoozeView {
   const view: SnoozeView = {
@@ -146,7 +142,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
         ruleId: input.ruleId,
         entity: input.entity,
         value: checked.value,
-        author: authorOf(c),
+        author: operatorNameOf(c),
         reason: input.reason,
         createdMs,
         untilMs,
@@ -181,7 +177,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
         target: id,
         detail: { ruleId: existing.ruleId, entity: existing.entity, value: existing.value, reason },
       });
-      const ended = await fromSnoozeStore(deps.store.end(id, nowMs, authorOf(c), reason));
+      const ended = await fromSnoozeStore(deps.store.end(id, nowMs, operatorNameOf(c), reason));
       if (ended === undefined) {
         throw new RiskgateError(ErrorCode.NOT_FOUND, `No active snooze ${JSON.stringify(id.slice(0, 64))}.`);
       }
