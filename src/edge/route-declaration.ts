@@ -1,4 +1,5 @@
 import type { Context, Handler, Hono, MiddlewareHandler } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
@@ -104,7 +105,22 @@ export interface RouteDeclaration<
   queryOf(c: Context): z.output<NonNullable<Q>>;
   /** The checked JSON body (415, or 400 naming the field, otherwise). */
   bodyOf(c: Context): Promise<z.output<NonNullable<B>>>;
+  /**
+   * Mounts, after `guards`, the handler of a route that answers one value (a change, as a rule):
+   * its path checked, then its body read (each when declared: 400 or 415 naming the field, before
+   * anything is done), both given to `answer`, and what that returns sent as JSON with `status`;
+   * with 204, no body.
+   */
+  serve(
+    app: Hono,
+    guards: MiddlewareHandler[],
+    status: ContentfulStatusCode | 204,
+    answer: (c: Context, path: Checked<P>, body: Checked<B>) => Promise<unknown>,
+  ): void;
 }
+
+/** What a declared schema checks a request's part into; undefined when none is declared. */
+export type Checked<S extends z.ZodType | undefined> = S extends z.ZodType ? z.output<S> : undefined;
 
 /** Any declared route, as a mount lists them and the document reads them. */
 // biome-ignore lint/suspicious/noExplicitAny: a list of routes whose schemas differ
@@ -149,6 +165,14 @@ export function declareRoute<
     },
     bodyOf(c) {
       return readJsonBody(c, bodySchema!) as Promise<z.output<NonNullable<B>>>;
+    },
+    serve(app, guards, status, answer) {
+      declaration.mount(app, ...guards, async (c) => {
+        const path = (spec.params === undefined ? undefined : declaration.pathOf(c)) as Checked<P>;
+        const body = (bodySchema === undefined ? undefined : await declaration.bodyOf(c)) as Checked<B>;
+        const value = await answer(c, path, body);
+        return status === 204 ? c.body(null, 204) : c.json(value as object, status);
+      });
     },
   };
   return declaration;

@@ -318,15 +318,16 @@ export function policyVersionRoutes(
         const evidence = await operations.evidence(version.id);
         return c.json({ ...policyVersionView(version, true), evidence: evidence ?? null });
       });
-      CREATE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-        const body = await CREATE_POLICY_VERSION_ROUTE.bodyOf(c);
-        return c.json(policyVersionView(await operations.create(c, edge, body), true), 201);
-      });
-      REVERT_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-        const { id } = REVERT_POLICY_VERSION_ROUTE.pathOf(c);
-        const body = await REVERT_POLICY_VERSION_ROUTE.bodyOf(c);
-        return c.json(policyVersionView(await operations.revert(c, edge, id, body.message), false), 201);
-      });
+      CREATE_POLICY_VERSION_ROUTE.serve(app, [edge.operatorAuth, admin], 201, async (c, _, body) =>
+        policyVersionView(await operations.create(c, edge, body), true),
+      );
+      REVERT_POLICY_VERSION_ROUTE.serve(
+        app,
+        [edge.operatorAuth, admin],
+        201,
+        async (c, { id }, { message }) =>
+          policyVersionView(await operations.revert(c, edge, id, message), false),
+      );
       for (const [step, route] of POLICY_VERSION_STEP_ROUTES) {
         route.mount(app, edge.operatorAuth, admin, async (c) => {
           const { id } = route.pathOf(c);
