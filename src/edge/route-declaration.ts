@@ -216,11 +216,24 @@ export const AUDITED_CHANGE: CodeNotes = {
     'The audit trail (RISKGATE_DATABASE) cannot record the change: it is refused, and not made.',
 };
 
+/** A route answering from `store` of the database ("The snoozes database"): its 503. */
+export function storeUnavailableNote(store: string): CodeNotes {
+  return {
+    [ErrorCode.DATABASE_UNAVAILABLE]: `${store} (RISKGATE_DATABASE) did not answer: down, refused or too slow.`,
+  };
+}
+
 /** A route answering from the database (lists, lock-outs). */
-export const DATABASE_ROUTE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+export const DATABASE_ROUTE: CodeNotes = storeUnavailableNote('The database');
+
+/** A JSON body's problems: not JSON, or over `maxBytes` (refused before it is read). */
+export function jsonBodyProblems(maxBytes?: number): CodeNotes {
+  return {
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]:
+      maxBytes === undefined ? 'Body too large.' : `Body over ${maxBytes} bytes.`,
+  };
+}
 
 /** A query parameter breaking its rule. */
 export const QUERY_RULE_NOTE = 'A query parameter breaking its rule; `field` names it.';

@@ -86,11 +86,11 @@ export interface PolicyVersionOperations {
   unschedule(c: Context, edge: RouteEdge, id?: string): Promise<void>;
 }
 
+/** The policy versions' store, as its 503 and the routes' notes name it. */
+export const POLICY_VERSIONS_STORE = 'The policy versions database';
+
 /** A database failure answered 503 RG_ERR_DATABASE_UNAVAILABLE; every change audited first. */
-const { answer: fromStore, audited } = storeChanges(
-  ErrorCode.DATABASE_UNAVAILABLE,
-  'The policy versions database',
-);
+const { answer: fromStore, audited } = storeChanges(ErrorCode.DATABASE_UNAVAILABLE, POLICY_VERSIONS_STORE);
 
 export function policyVersionOperations(o: {
   store: PolicyVersionStore;

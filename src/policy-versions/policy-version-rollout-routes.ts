@@ -1,9 +1,14 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { AUDITED_CHANGE, type CodeNotes, declareRoute } from '../edge/route-declaration.ts';
+import {
+  AUDITED_CHANGE,
+  declareRoute,
+  jsonBodyProblems,
+  storeUnavailableNote,
+} from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
-import type { PolicyVersionOperations } from './policy-version-operations.ts';
+import { POLICY_VERSIONS_STORE, type PolicyVersionOperations } from './policy-version-operations.ts';
 import type { RolloutRequest } from './policy-version-store.ts';
 
 /**
@@ -54,17 +59,11 @@ export const policyScheduleSchema = z
   })
   .strict();
 
-const DATABASE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The policy versions database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+const DATABASE = storeUnavailableNote(POLICY_VERSIONS_STORE);
 const NOTE =
   'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be); every replica follows within about RISKGATE_POLICY_VERSION_POLL_MS.';
 const idParams = z.object({ id: z.string().describe('The version’s id.') });
-const BODY_PROBLEMS: CodeNotes = {
-  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-  [ErrorCode.PAYLOAD_TOO_LARGE]: 'Body too large.',
-};
+const BODY_PROBLEMS = jsonBodyProblems();
 
 export const STAGE_POLICY_VERSION_ROUTE = declareRoute({
   method: 'post',

@@ -3,6 +3,7 @@ import {
   AUDITED_CHANGE,
   type CodeNotes,
   declareRoute,
+  jsonBodyProblems,
   notFoundNote,
   QUERY_RULE_NOTE,
 } from '../edge/route-declaration.ts';
@@ -42,10 +43,7 @@ const bodyOf = <S extends z.ZodType>(component: string, schema: S) => ({
   maxBytes: MAX_REVIEW_BODY_BYTES,
   description: `JSON, at most ${MAX_REVIEW_BODY_BYTES} bytes.`,
 });
-const BODY_PROBLEMS: CodeNotes = {
-  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-  [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_REVIEW_BODY_BYTES} bytes.`,
-};
+const BODY_PROBLEMS = jsonBodyProblems(MAX_REVIEW_BODY_BYTES);
 const NO_CASE = notFoundNote('No review case of this id.');
 
 export const REVIEW_CASES_ROUTE = declareRoute({

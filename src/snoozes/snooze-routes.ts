@@ -6,8 +6,10 @@ import {
   AUDITED_CHANGE,
   type CodeNotes,
   declareRoute,
+  jsonBodyProblems,
   OPERATOR_KEY,
   QUERY_RULE_NOTE,
+  storeUnavailableNote,
 } from '../edge/route-declaration.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
@@ -51,8 +53,11 @@ export interface SnoozeRoutesDeps {
 
 const DAY_MS = 86_400_000;
 
+/** The snoozes' store, as its 503 and the routes' notes name it. */
+const SNOOZES_STORE = 'The snoozes database';
+
 const fromSnoozeStore = <T>(work: Promise<T>) =>
-  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The snoozes database');
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, SNOOZES_STORE);
 
 export function snoozeView(s: Snooze): SnoozeView {
   const view: SnoozeView = {
@@ -187,10 +192,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
   };
 }
 
-const SNOOZE_DATABASE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The snoozes database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+const SNOOZE_DATABASE = storeUnavailableNote(SNOOZES_STORE);
 const SNOOZE_CHANGE_NOTE =
   'An analyst’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database; every replica’s decisions see it within 2 s.';
 
@@ -227,8 +229,7 @@ export const CREATE_SNOOZE_ROUTE = declareRoute({
     ...AUDITED_CHANGE,
     [ErrorCode.INVALID_INPUT]:
       'A rule the active policy does not have, a value not of its entity, an `until` past or beyond RISKGATE_MAX_SNOOZE_DAYS, a missing reason; `field` names it.',
-    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+    ...jsonBodyProblems(MAX_SNOOZE_BODY_BYTES),
   },
 });
 
