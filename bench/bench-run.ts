@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -17,9 +16,7 @@ import {
   startGenerator,
   startServer,
 } from './bench-processes.ts';
-import { startBenchSandbox } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
-import { lookUpUserIds } from './demo-users.ts';
+import { benchApiKey, demoDecideBodies, startBenchRiskgate, startBenchSandbox } from './bench-scenario.ts';
 import type { CannonResult, ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
 import { type OverloadFigures, runOverloadScenario } from './overload-scenario.ts';
 import { type PolicyEvalFigures, runPolicyEval } from './policy-eval-scenario.ts';
@@ -254,7 +251,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
   const loadStart = loadavg()[0]!;
   const pinning = planPinning(options.pin);
   progress(`pinning: ${pinning.note}`);
-  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
+  const apiKey = benchApiKey();
   const tokenLifetimeS = options.tokenLifetimeS || SANDBOX_DEFAULT_TOKEN_LIFETIME_S;
 
   const servers: ServerProcess[] = [];
@@ -274,28 +271,22 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     servers.push(sandbox);
     progress(`sandbox at ${sandbox.url} (pid ${sandbox.pid})`);
 
-    const riskgatePort = await freePort();
     // Removed at the end: the decision log of a run at 1000/s grows by megabytes a second.
     const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-bench-state-'));
     stateDirs.push(stateDir);
     // The vendor as riskgate sees it; the FLOOR server (scenario 3) is given the same.
     const vendorEnv = sandboxVendorEnv(sandbox.url);
     progress('starting riskgate');
-    const riskgate = await startServer({
-      name: 'riskgate',
-      entry: process.env.BENCH_RISKGATE_ENTRY ?? 'bench/riskgate-under-bench.ts',
-      port: riskgatePort,
+    const riskgate = await startBenchRiskgate({
       cpu: pinning.riskgate,
+      sandboxUrl: sandbox.url,
+      apiKey,
       // BENCH_RISKGATE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=bench/results` to profile riskgate.
       nodeArgs: [
         '--expose-gc',
         ...(process.env.BENCH_RISKGATE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? []),
       ],
-      readyPath: '/readyz',
       env: {
-        RISKGATE_PORT: String(riskgatePort),
-        ...vendorEnv,
-        RISKGATE_API_KEYS: apiKey,
         RISKGATE_POLICY_PATH: options.policyPath,
         // A fresh outbox and decision store per run: actions left by an earlier run must not reach
         // this run's sandbox.
@@ -374,11 +365,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
     const freshSandbox = async (profile: LatencyProfile) => {
       await takeStats();
       await resetSandbox(sandbox.url);
-      const userIds = await lookUpUserIds(
-        sandbox.url,
-        DEMO_ACCOUNTS.map((a) => a.name),
-      );
-      bodies = buildDecideBodies(options.bodyVariants, userIds);
+      bodies = await demoDecideBodies(sandbox.url, options.bodyVariants);
       await applyLatencyProfile(sandbox.url, profile);
       await takeStats();
     };

@@ -13,27 +13,15 @@
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, renameSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  freePort,
-  type Generator,
-  planPinning,
-  processTree,
-  processTreeCpuUs,
-  type ServerProcess,
-  startGenerator,
-  startServer,
-} from './bench-processes.ts';
-import { startBenchSandbox } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
-import { lookUpUserIds } from './demo-users.ts';
+import { processTree, processTreeCpuUs } from './bench-processes.ts';
+import { demoDecideBodies, withBenchRig } from './bench-scenario.ts';
 import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
-import { resetSandbox, sandboxVendorEnv } from './sandbox-control.ts';
+import { resetSandbox } from './sandbox-control.ts';
 
 const { values } = parseArgs({
   options: {
@@ -65,17 +53,10 @@ type Measured = Pick<ClosedLoopResult, 'ok' | 'requestsPerSecond' | 'non2xx'> & 
   latencyMs: { p99: number };
 };
 const results = new Map<string, number[]>(builds.map((b) => [b.name, []]));
-const dir = await mkdtemp(join(tmpdir(), 'riskgate-hot-path-'));
-const servers: ServerProcess[] = [];
-let generator: Generator | undefined;
-try {
-  const pinning = planPinning(true);
-  const sandbox = await startBenchSandbox({ dir, bodyVariants: 256, cpu: pinning.sandbox });
-  servers.push(sandbox);
-  generator = await startGenerator(pinning.load);
-  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
+await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (rig) => {
+  const { sandbox, generator, apiKey } = rig;
   console.log(
-    `pinning: ${pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
+    `pinning: ${rig.pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
   );
   console.log(
     '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx |',
@@ -86,29 +67,16 @@ try {
     const order = round % 2 === 1 ? builds : [...builds].reverse();
     for (const build of order) {
       await resetSandbox(sandbox.url);
-      const bodies = buildDecideBodies(
-        256,
-        await lookUpUserIds(
-          sandbox.url,
-          DEMO_ACCOUNTS.map((a) => a.name),
-        ),
-      );
-      const port = await freePort();
+      const bodies = await demoDecideBodies(sandbox.url, 256);
       const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-hot-path-state-'));
       const profiling = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${stateDir}/prof`];
-      const riskgate = await startServer({
+      const riskgate = await rig.startRiskgate({
         name: `riskgate ${build.name}`,
         entry: build.entry,
-        port,
-        cpu: pinning.riskgate,
         nodeArgs: ['--expose-gc', ...profiling],
-        readyPath: '/readyz',
         // Start-up on one shared core at load 10+ (tsx compiling, the profiler on) took over 30 s.
         readyTimeoutMs: 120_000,
         env: {
-          RISKGATE_PORT: String(port),
-          ...sandboxVendorEnv(sandbox.url),
-          RISKGATE_API_KEYS: apiKey,
           RISKGATE_STATE_DIR: stateDir,
           RISKGATE_DECISION_LOG: join(stateDir, 'decisions.ndjson'),
           RISKGATE_RAT_BATCH_WINDOW_MS: '1',
@@ -126,8 +94,8 @@ try {
           timeoutMs: 5000,
         };
         const measure = async (seconds: number): Promise<Measured> => {
-          if (rate === undefined) return generator!.run<ClosedLoopResult>({ ...job, durationS: seconds });
-          const o = await generator!.run<OpenLoopResult>({
+          if (rate === undefined) return generator.run<ClosedLoopResult>({ ...job, durationS: seconds });
+          const o = await generator.run<OpenLoopResult>({
             ...job,
             type: 'open',
             rate,
@@ -172,8 +140,4 @@ try {
     console.log(
       `${name}: median ${median(xs).toFixed(0)} µs per 2xx (${xs.map((x) => x.toFixed(0)).join(', ')})`,
     );
-} finally {
-  await generator?.stop();
-  for (const s of servers.reverse()) await s.stop();
-  await rm(dir, { recursive: true, force: true });
-}
+});

@@ -7,27 +7,14 @@
  *
  *   npx tsx bench/overload-probe.ts [--steps 650:15,65:10] [--cpu 0.25] [--riskgate-env K=V,...]
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  freePort,
-  type Generator,
-  limitCpu,
-  planPinning,
-  processCpuUs,
-  type ServerProcess,
-  startGenerator,
-  startServer,
-} from './bench-processes.ts';
-import { startBenchSandbox } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
-import { lookUpUserIds } from './demo-users.ts';
+import { limitCpu, processCpuUs } from './bench-processes.ts';
+import { demoDecideBodies, withBenchRig } from './bench-scenario.ts';
 import type { OpenLoopResult } from './open-loop-generator.ts';
-import { applyLatencyProfile, sandboxVendorEnv } from './sandbox-control.ts';
+import { applyLatencyProfile } from './sandbox-control.ts';
 
 const { values } = parseArgs({
   options: {
@@ -60,28 +47,12 @@ function listenOverflows(): number | undefined {
 }
 
 const ms = (us: number) => (us / 1000).toFixed(0);
-const servers: ServerProcess[] = [];
-let generator: Generator | undefined;
-const dir = await mkdtemp(join(tmpdir(), 'riskgate-overload-probe-'));
-try {
-  const pinning = planPinning(true);
-  const sandbox = await startBenchSandbox({ dir, bodyVariants: 256, cpu: pinning.sandbox });
-  servers.push(sandbox);
-  const apiKey = `bench-${randomBytes(16).toString('hex')}`;
-  const port = await freePort();
-  const riskgate = await startServer({
-    name: 'riskgate',
-    // BENCH_RISKGATE_ENTRY: another tree's bench/riskgate-under-bench.ts, to compare two builds.
-    entry: process.env.BENCH_RISKGATE_ENTRY ?? 'bench/riskgate-under-bench.ts',
-    port,
-    cpu: pinning.riskgate,
+await withBenchRig({ prefix: 'riskgate-overload-probe-', bodyVariants: 256 }, async (rig) => {
+  const { sandbox, generator, apiKey } = rig;
+  const riskgate = await rig.startRiskgate({
     // BENCH_RISKGATE_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=bench/results` to profile riskgate.
     nodeArgs: process.env.BENCH_RISKGATE_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [],
-    readyPath: '/readyz',
     env: {
-      RISKGATE_PORT: String(port),
-      ...sandboxVendorEnv(sandbox.url),
-      RISKGATE_API_KEYS: apiKey,
       RISKGATE_DECISION_LOG: 'off',
       RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-overload-probe-state-')),
       RISKGATE_RAT_CACHE_MS: '0',
@@ -89,18 +60,10 @@ try {
       ...extraEnv,
     },
   });
-  servers.push(riskgate);
-  generator = await startGenerator(pinning.load);
-  const bodies = buildDecideBodies(
-    256,
-    await lookUpUserIds(
-      sandbox.url,
-      DEMO_ACCOUNTS.map((a) => a.name),
-    ),
-  );
+  const bodies = await demoDecideBodies(sandbox.url, 256);
   await applyLatencyProfile(sandbox.url, { name: 'lognormal', p50Ms: 15, p99Ms: 60 });
   const open = (rate: number, durationS: number) =>
-    generator!.run<OpenLoopResult>({
+    generator.run<OpenLoopResult>({
       type: 'open',
       origin: riskgate.url,
       path: '/decide',
@@ -137,8 +100,4 @@ try {
   } finally {
     cap?.release();
   }
-} finally {
-  await generator?.stop();
-  for (const s of servers.reverse()) await s.stop();
-  await rm(dir, { recursive: true, force: true });
-}
+});

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,19 +5,14 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { medianOf } from './bench-median.ts';
 import {
-  freePort,
   type Generator,
   planPinning,
   processCpuUs,
   type ServerProcess,
   startGenerator,
-  startServer,
 } from './bench-processes.ts';
-import { startBenchSandbox } from './bench-scenario.ts';
-import { buildDecideBodies, DEMO_ACCOUNTS } from './decide-bodies.ts';
-import { lookUpUserIds } from './demo-users.ts';
+import { benchApiKey, demoDecideBodies, startBenchRiskgate, startBenchSandbox } from './bench-scenario.ts';
 import type { CannonResult } from './open-loop-generator.ts';
-import { sandboxVendorEnv } from './sandbox-control.ts';
 
 /**
  * What a refusal costs against what a decision costs, in one riskgate build, on one pinned core,
@@ -71,30 +65,22 @@ async function main(): Promise<void> {
   try {
     const sandbox = await startBenchSandbox({ dir: scenarioDir, bodyVariants: 1, cpu: pinning.sandbox });
     servers.push(sandbox);
-    const userIds = await lookUpUserIds(
-      sandbox.url,
-      DEMO_ACCOUNTS.map((a) => a.name),
-    );
-    const bodies = buildDecideBodies(1, userIds);
-    const apiKey = `bench-${randomBytes(16).toString('hex')}`;
-    const riskgateEnv = (port: number, extra: Record<string, string>) => ({
-      RISKGATE_PORT: String(port),
-      ...sandboxVendorEnv(sandbox.url),
-      RISKGATE_API_KEYS: apiKey,
-      RISKGATE_DECISION_LOG: 'off',
-      RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-shed-cost-state-')),
-      RISKGATE_WORKERS: '1',
-      ...extra,
-    });
-    const start = async (name: string, extra: Record<string, string>) => {
-      const port = await freePort();
-      const server = await startServer({
+    const bodies = await demoDecideBodies(sandbox.url, 1);
+    const apiKey = benchApiKey();
+    /** This tree's riskgate against the sandbox at `vendorUrl`. */
+    const start = async (name: string, vendorUrl: string, extra: Record<string, string>) => {
+      const server = await startBenchRiskgate({
         name,
         entry: 'bench/riskgate-under-bench.ts',
-        port,
         cpu: pinning.riskgate,
-        env: riskgateEnv(port, extra),
-        readyPath: '/readyz',
+        sandboxUrl: vendorUrl,
+        apiKey,
+        env: {
+          RISKGATE_DECISION_LOG: 'off',
+          RISKGATE_STATE_DIR: mkdtempSync(join(tmpdir(), 'riskgate-shed-cost-state-')),
+          RISKGATE_WORKERS: '1',
+          ...extra,
+        },
       });
       servers.push(server);
       return server;
@@ -109,25 +95,9 @@ async function main(): Promise<void> {
     });
     servers.push(slow);
     await setLatency(slow.url, 10_000);
-    const slowIds = await lookUpUserIds(
-      slow.url,
-      DEMO_ACCOUNTS.map((a) => a.name),
-    );
-    const slowBodies = buildDecideBodies(1, slowIds);
-    const shedPort = await freePort();
-    const shedServer = await startServer({
-      name: 'riskgate-shedding',
-      entry: 'bench/riskgate-under-bench.ts',
-      port: shedPort,
-      cpu: pinning.riskgate,
-      env: {
-        ...riskgateEnv(shedPort, { RISKGATE_MAX_IN_FLIGHT: '1' }),
-        ...sandboxVendorEnv(slow.url),
-      },
-      readyPath: '/readyz',
-    });
-    servers.push(shedServer);
-    const deciding = await start('riskgate', {});
+    const slowBodies = await demoDecideBodies(slow.url, 1);
+    const shedServer = await start('riskgate-shedding', slow.url, { RISKGATE_MAX_IN_FLIGHT: '1' });
+    const deciding = await start('riskgate', sandbox.url, {});
     generator = await startGenerator(pinning.load);
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
     const cannon = (server: ServerProcess, method: 'GET' | 'POST', path: string, b: string[], s: number) =>

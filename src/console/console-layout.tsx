@@ -33,6 +33,66 @@ export function CsrfField(props: { token: string }) {
   return <input type="hidden" name={CSRF_FIELD} value={props.token} />;
 }
 
+/** A card of a page: a section named by its heading (`id`, the `<h2>`'s, for `aria-labelledby`). */
+export function ConsoleCard(props: { id: string; title: Child; children?: Child }) {
+  return (
+    <section class="card" aria-labelledby={props.id}>
+      <h2 id={props.id}>{props.title}</h2>
+      {props.children}
+    </section>
+  );
+}
+
+interface FormProps {
+  action: string;
+  csrf: string;
+  /** The button's text. */
+  submit: Child;
+  /** A change hard to undo (a lock-out, an unlock): the button in the danger colour. */
+  danger?: boolean;
+  children?: Child;
+}
+
+/** A change's form: posted to `action` with the CSRF field, its fields, then its submit button. */
+export function ConsoleForm(props: FormProps) {
+  return (
+    <form method="post" action={props.action}>
+      <CsrfField token={props.csrf} />
+      {props.children}
+      <p>
+        <button type="submit" class={props.danger === true ? 'danger' : undefined}>
+          {props.submit}
+        </button>
+      </p>
+    </form>
+  );
+}
+
+/** A card holding one change's form: `intro` between its heading and the form. */
+export function ConsoleFormCard(props: FormProps & { id: string; title: Child; intro?: Child }) {
+  return (
+    <ConsoleCard id={props.id} title={props.title}>
+      {props.intro}
+      <ConsoleForm action={props.action} csrf={props.csrf} submit={props.submit} danger={props.danger}>
+        {props.children}
+      </ConsoleForm>
+    </ConsoleCard>
+  );
+}
+
+/** The unlock forms' reason label (a lock-out's page, a review case's). */
+export const UNLOCK_REASON = 'Why unlock (kept on the record and in the audit trail)';
+
+/** A change's required reason, one line of at most 500 characters, kept on its record and in the audit trail. */
+export function ReasonField(props: { id: string; label: string }) {
+  return (
+    <>
+      <label for={props.id}>{props.label}</label>
+      <input type="text" id={props.id} name="reason" required maxlength={500} />
+    </>
+  );
+}
+
 function Header(props: { frame: Frame; current?: NavKey | undefined }) {
   const session = props.frame.session;
   return (

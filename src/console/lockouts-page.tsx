@@ -4,7 +4,7 @@ import { ACTIVE_STATUSES, LOCKOUT_STATUSES, type LockoutView } from '../lockouts
 import { lockoutIdOf, lockoutsQuerySchema, unlockRequestSchema } from '../lockouts/lockout-routes.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { toProblem } from '../problem/problem-details.ts';
-import { CsrfField, Notice, Time } from './console-layout.tsx';
+import { ConsoleFormCard, Notice, ReasonField, Time, UNLOCK_REASON } from './console-layout.tsx';
 import type { ConsoleContext, ConsoleEnv, ConsoleKit } from './console-routes.tsx';
 
 /**
@@ -204,19 +204,16 @@ export function LockoutRecordView(props: {
         </dl>
       </section>
       {active && props.canUnlock && (
-        <section class="card" aria-labelledby="h-unlock">
-          <h2 id="h-unlock">Unlock</h2>
-          <form method="post" action={`/console/lockouts/${encodeURIComponent(l.id)}/unlock`}>
-            <CsrfField token={props.csrf} />
-            <label for="u-reason">Why unlock (kept on the record and in the audit trail)</label>
-            <input type="text" id="u-reason" name="reason" required maxlength={500} />
-            <p>
-              <button type="submit" class="danger">
-                Unlock {l.userId}
-              </button>
-            </p>
-          </form>
-        </section>
+        <ConsoleFormCard
+          id="h-unlock"
+          title="Unlock"
+          action={`/console/lockouts/${encodeURIComponent(l.id)}/unlock`}
+          csrf={props.csrf}
+          submit={<>Unlock {l.userId}</>}
+          danger
+        >
+          <ReasonField id="u-reason" label={UNLOCK_REASON} />
+        </ConsoleFormCard>
       )}
       {active && !props.canUnlock && <p class="muted">Unlocking takes the admin role.</p>}
     </>

@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { LockoutView } from '../lockouts/lockout-record.ts';
 import { unlockRequestSchema } from '../lockouts/lockout-routes.ts';
-import { roleAllows } from '../operators/operator.ts';
+import { type OperatorRole, roleAllows } from '../operators/operator.ts';
 import { toProblem } from '../problem/problem-details.ts';
 import {
   assignSchema,
@@ -15,8 +15,19 @@ import {
   type ReviewList,
   type ReviewView,
 } from '../review-queue/review-api.ts';
+import type { ReviewOperations } from '../review-queue/review-operations.ts';
 import { DISPOSITIONS } from '../review-queue/review-store.ts';
-import { CsrfField, Notice, Time, VerdictBadge } from './console-layout.tsx';
+import {
+  ConsoleCard,
+  ConsoleForm,
+  ConsoleFormCard,
+  CsrfField,
+  Notice,
+  ReasonField,
+  Time,
+  UNLOCK_REASON,
+  VerdictBadge,
+} from './console-layout.tsx';
 import type { ConsoleContext, ConsoleEnv, ConsoleKit } from './console-routes.tsx';
 
 /**
@@ -139,29 +150,30 @@ export function ReviewQueueView(props: {
 
 function DispositionForm(props: { r: ReviewCaseDetail; csrf: string }) {
   return (
-    <section class="card" aria-labelledby="h-disposition">
-      <h2 id="h-disposition">Disposition</h2>
-      <p class="muted">
-        Fraud and legit become the decision's label (the Rules page counts it); unsure closes the case without
-        one.
-      </p>
-      <form method="post" action={`/console/review/${props.r.id}/disposition`}>
-        <CsrfField token={props.csrf} />
-        <fieldset>
-          <legend>The login was</legend>
-          {DISPOSITIONS.map((d, i) => (
-            <label>
-              <input type="radio" name="disposition" value={d} required={i === 0} /> {d}
-            </label>
-          ))}
-        </fieldset>
-        <label for="d-note">Note (optional)</label>
-        <textarea id="d-note" name="note" rows={2} maxlength={2000} />
-        <p>
-          <button type="submit">Close the case</button>
+    <ConsoleFormCard
+      id="h-disposition"
+      title="Disposition"
+      intro={
+        <p class="muted">
+          Fraud and legit become the decision's label (the Rules page counts it); unsure closes the case
+          without one.
         </p>
-      </form>
-    </section>
+      }
+      action={`/console/review/${props.r.id}/disposition`}
+      csrf={props.csrf}
+      submit="Close the case"
+    >
+      <fieldset>
+        <legend>The login was</legend>
+        {DISPOSITIONS.map((d, i) => (
+          <label>
+            <input type="radio" name="disposition" value={d} required={i === 0} /> {d}
+          </label>
+        ))}
+      </fieldset>
+      <label for="d-note">Note (optional)</label>
+      <textarea id="d-note" name="note" rows={2} maxlength={2000} />
+    </ConsoleFormCard>
   );
 }
 
@@ -179,22 +191,19 @@ function LockoutCard(props: {
   const inForce = lockout !== undefined && (lockout.status === 'queued' || lockout.status === 'locked');
   if (lockout === undefined && (!props.isAdmin || r.userId === null || r.status === 'closed')) return null;
   return (
-    <section class="card" aria-labelledby="h-case-lockout">
-      <h2 id="h-case-lockout">Lock-out</h2>
+    <ConsoleCard id="h-case-lockout" title="Lock-out">
       {lockout === undefined ? (
-        <form method="post" action={`/console/review/${r.id}/lockout`}>
-          <CsrfField token={props.csrf} />
+        <ConsoleForm
+          action={`/console/review/${r.id}/lockout`}
+          csrf={props.csrf}
+          submit="Lock the user out"
+          danger
+        >
           <p>
             Lock out <bdi>{r.userId}</bdi> (Admin API, through the outbox; permanent until unlocked).
           </p>
-          <label for="c-lock-reason">Why lock out (kept on the record and in the audit trail)</label>
-          <input type="text" id="c-lock-reason" name="reason" required maxlength={500} />
-          <p>
-            <button type="submit" class="danger">
-              Lock the user out
-            </button>
-          </p>
-        </form>
+          <ReasonField id="c-lock-reason" label="Why lock out (kept on the record and in the audit trail)" />
+        </ConsoleForm>
       ) : (
         <p>
           <bdi>{lockout.userId}</bdi>: lock-out{' '}
@@ -209,18 +218,16 @@ function LockoutCard(props: {
         </p>
       )}
       {inForce && props.isAdmin && (
-        <form method="post" action={`/console/review/${r.id}/unlock`}>
-          <CsrfField token={props.csrf} />
-          <label for="c-reason">Why unlock (kept on the record and in the audit trail)</label>
-          <input type="text" id="c-reason" name="reason" required maxlength={500} />
-          <p>
-            <button type="submit" class="danger">
-              Unlock the user
-            </button>
-          </p>
-        </form>
+        <ConsoleForm
+          action={`/console/review/${r.id}/unlock`}
+          csrf={props.csrf}
+          submit="Unlock the user"
+          danger
+        >
+          <ReasonField id="c-reason" label={UNLOCK_REASON} />
+        </ConsoleForm>
       )}
-    </section>
+    </ConsoleCard>
   );
 }
 
@@ -228,23 +235,18 @@ function LockoutCard(props: {
 function ClaimForms(props: { r: ReviewCaseDetail; mayRelease: boolean; csrf: string }) {
   const { r } = props;
   return (
-    <section class="card" aria-labelledby="h-claim">
-      <h2 id="h-claim">Assignment</h2>
+    <ConsoleCard id="h-claim" title="Assignment">
       {props.mayRelease && (
         <form method="post" action={`/console/review/${r.id}/release`}>
           <CsrfField token={props.csrf} />
           <button type="submit">Release to the queue</button>
         </form>
       )}
-      <form method="post" action={`/console/review/${r.id}/assign`}>
-        <CsrfField token={props.csrf} />
+      <ConsoleForm action={`/console/review/${r.id}/assign`} csrf={props.csrf} submit="Hand over">
         <label for="a-assignee">Hand to analyst (operator name)</label>
         <input type="text" id="a-assignee" name="assignee" required maxlength={64} />
-        <p>
-          <button type="submit">Hand over</button>
-        </p>
-      </form>
-    </section>
+      </ConsoleForm>
+    </ConsoleCard>
   );
 }
 
@@ -312,8 +314,7 @@ export function ReviewCasePage(props: {
       {props.lockouts && (
         <LockoutCard r={r} lockout={props.lockout} isAdmin={props.operator.isAdmin} csrf={props.csrf} />
       )}
-      <section class="card" aria-labelledby="h-notes">
-        <h2 id="h-notes">Notes</h2>
+      <ConsoleCard id="h-notes" title="Notes">
         {r.notes.length === 0 ? (
           <p class="muted">No notes yet.</p>
         ) : (
@@ -326,16 +327,12 @@ export function ReviewCasePage(props: {
           </ul>
         )}
         {props.canChange && (
-          <form method="post" action={`/console/review/${r.id}/notes`}>
-            <CsrfField token={props.csrf} />
+          <ConsoleForm action={`/console/review/${r.id}/notes`} csrf={props.csrf} submit="Add note">
             <label for="n-text">Add a note</label>
             <textarea id="n-text" name="text" rows={2} maxlength={2000} required />
-            <p>
-              <button type="submit">Add note</button>
-            </p>
-          </form>
+          </ConsoleForm>
         )}
-      </section>
+      </ConsoleCard>
     </>
   );
 }
@@ -365,6 +362,10 @@ export function SendToReview(props: {
 }
 
 const caseIdSchema = z.uuid();
+/** A form as its schema read it (`safeParse`). */
+type CheckedForm<T> = { success: true; data: T } | { success: false; error: z.ZodError };
+/** What a change without fields (a release) reads of its form. */
+const NO_FORM: CheckedForm<undefined> = { success: true, data: undefined };
 const DONE: Record<string, string> = {
   claimed: 'Claimed: this case is yours.',
   opened: 'Sent to review.',
@@ -444,56 +445,72 @@ export function mountReview(ui: Hono<ConsoleEnv>, kit: ConsoleKit): void {
     if (review === undefined) return absent(c);
     return casePage(c, { notice: DONE[c.req.query('done') ?? ''] });
   });
-  ui.post('/review/:id/disposition', change, kit.role('analyst', 'Closing a case'), kit.form, async (c) => {
-    if (review === undefined) return absent(c);
-    const id = caseIdSchema.parse(c.req.param('id'));
-    const f = c.get('form');
-    const form = dispositionSchema.safeParse({
-      disposition: f.disposition ?? '',
-      ...(f.note !== undefined && f.note.trim() !== '' && { note: f.note }),
+  /**
+   * A change to case `:id` from its page's form: `read` checks the form (the case page again, 400,
+   * saying why, otherwise), `make` makes it, then the case page with the `done` notice.
+   */
+  const caseChange = <T,>(
+    step: string,
+    [role, what]: [OperatorRole, string],
+    done: keyof typeof DONE,
+    read: (form: Record<string, string>) => CheckedForm<T>,
+    make: (c: ConsoleContext, review: ReviewOperations, id: string, input: T) => Promise<unknown>,
+  ) =>
+    ui.post(`/review/:id/${step}`, change, kit.role(role, what), kit.form, async (c) => {
+      if (review === undefined) return absent(c);
+      const id = caseIdSchema.parse(c.req.param('id'));
+      const form = read(c.get('form'));
+      if (!form.success) return formError(c, form.error);
+      await make(c, review, id, form.data);
+      return c.redirect(`/console/review/${id}?done=${done}`, 303);
     });
-    if (!form.success) return formError(c, form.error);
-    await review.dispose(c, kit.edge, id, form.data);
-    return c.redirect(`/console/review/${id}?done=closed`, 303);
-  });
-  ui.post('/review/:id/notes', change, kit.role('analyst', 'Adding a note'), kit.form, async (c) => {
-    if (review === undefined) return absent(c);
-    const id = caseIdSchema.parse(c.req.param('id'));
-    const form = noteSchema.safeParse({ text: c.get('form').text ?? '' });
-    if (!form.success) return formError(c, form.error);
-    await review.note(c, kit.edge, id, form.data.text);
-    return c.redirect(`/console/review/${id}?done=noted`, 303);
-  });
-  ui.post('/review/:id/unlock', change, kit.role('admin', 'Unlocking a user'), kit.form, async (c) => {
-    if (review === undefined) return absent(c);
-    const id = caseIdSchema.parse(c.req.param('id'));
-    const form = unlockRequestSchema.safeParse({ reason: c.get('form').reason ?? '' });
-    if (!form.success) return formError(c, form.error);
-    await review.unlock(c, kit.edge, id, form.data.reason);
-    return c.redirect(`/console/review/${id}?done=unlocked`, 303);
-  });
-  ui.post('/review/:id/lockout', change, kit.role('admin', 'Locking a user out'), kit.form, async (c) => {
-    if (review === undefined) return absent(c);
-    const id = caseIdSchema.parse(c.req.param('id'));
-    const form = lockOutSchema.safeParse({ reason: c.get('form').reason ?? '' });
-    if (!form.success) return formError(c, form.error);
-    await review.lockOut(c, kit.edge, id, form.data.reason);
-    return c.redirect(`/console/review/${id}?done=locked`, 303);
-  });
-  ui.post('/review/:id/release', change, kit.role('analyst', 'Releasing a case'), kit.form, async (c) => {
-    if (review === undefined) return absent(c);
-    const id = caseIdSchema.parse(c.req.param('id'));
-    await review.release(c, kit.edge, id);
-    return c.redirect(`/console/review/${id}?done=released`, 303);
-  });
-  ui.post('/review/:id/assign', change, kit.role('analyst', 'Handing a case over'), kit.form, async (c) => {
-    if (review === undefined) return absent(c);
-    const id = caseIdSchema.parse(c.req.param('id'));
-    const form = assignSchema.safeParse({ assignee: c.get('form').assignee?.trim() ?? '' });
-    if (!form.success) return formError(c, form.error);
-    await review.assign(c, kit.edge, id, form.data.assignee);
-    return c.redirect(`/console/review/${id}?done=assigned`, 303);
-  });
+  const edge = kit.edge;
+  caseChange(
+    'disposition',
+    ['analyst', 'Closing a case'],
+    'closed',
+    (f) =>
+      dispositionSchema.safeParse({
+        disposition: f.disposition ?? '',
+        ...(f.note !== undefined && f.note.trim() !== '' && { note: f.note }),
+      }),
+    (c, r, id, input) => r.dispose(c, edge, id, input),
+  );
+  caseChange(
+    'notes',
+    ['analyst', 'Adding a note'],
+    'noted',
+    (f) => noteSchema.safeParse({ text: f.text ?? '' }),
+    (c, r, id, { text }) => r.note(c, edge, id, text),
+  );
+  caseChange(
+    'unlock',
+    ['admin', 'Unlocking a user'],
+    'unlocked',
+    (f) => unlockRequestSchema.safeParse({ reason: f.reason ?? '' }),
+    (c, r, id, { reason }) => r.unlock(c, edge, id, reason),
+  );
+  caseChange(
+    'lockout',
+    ['admin', 'Locking a user out'],
+    'locked',
+    (f) => lockOutSchema.safeParse({ reason: f.reason ?? '' }),
+    (c, r, id, { reason }) => r.lockOut(c, edge, id, reason),
+  );
+  caseChange(
+    'release',
+    ['analyst', 'Releasing a case'],
+    'released',
+    () => NO_FORM,
+    (c, r, id) => r.release(c, edge, id),
+  );
+  caseChange(
+    'assign',
+    ['analyst', 'Handing a case over'],
+    'assigned',
+    (f) => assignSchema.safeParse({ assignee: f.assignee?.trim() ?? '' }),
+    (c, r, id, { assignee }) => r.assign(c, edge, id, assignee),
+  );
   ui.post(
     '/decisions/:id/review',
     change,

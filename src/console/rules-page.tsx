@@ -1,3 +1,4 @@
+import type { Child } from 'hono/jsx';
 import type { Verdict } from '../decision-store/decision-query.ts';
 import type {
   RevisionMarker,
@@ -18,6 +19,51 @@ import { Time, VerdictBadge } from './console-layout.tsx';
 const percent = (rate: number) => `${(rate * 100).toFixed(rate > 0 && rate < 0.01 ? 2 : 1)}%`;
 const ratio = (value: number | undefined) => (value === undefined ? '—' : value.toFixed(2));
 const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
+
+/** A column's heading, and `num` for a column of numbers (right-aligned). */
+type Column = readonly [heading: Child, num?: 'num'];
+
+/** A table's head: one row of column headings. */
+function Head(props: { columns: readonly Column[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map(([heading, num]) => (
+          <th scope="col" class={num}>
+            {heading}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** The columns every table of rules starts with, and the labels' measures they all show. */
+const RULE_COLUMN: Column = ['Rule'];
+const QUALITY_COLUMNS: readonly Column[] = [
+  ['Precision', 'num'],
+  ['Recall', 'num'],
+];
+
+/** A rule's heading cell: its id (to its decisions of 7 days), then `children` (tags, links). */
+function RuleCell(props: { ruleId: string; children?: Child }) {
+  return (
+    <th scope="row">
+      <a href={`/console/decisions?range=7d&rule=${encodeURIComponent(props.ruleId)}`}>{props.ruleId}</a>
+      {props.children}
+    </th>
+  );
+}
+
+/** A rule's precision and recall cells. */
+function QualityCells(props: { r: { precision?: number | undefined; recall?: number | undefined } }) {
+  return (
+    <>
+      <td class="num">{ratio(props.r.precision)}</td>
+      <td class="num">{ratio(props.r.recall)}</td>
+    </>
+  );
+}
 
 /**
  * 24 hourly counts as bars (inline SVG: attributes only, the CSP allows no inline style), with a
@@ -52,14 +98,13 @@ function RuleRow(props: { r: RuleQuality; policy: 'active' | 'shadow' }) {
   const l = r.labelled;
   return (
     <tr>
-      <th scope="row">
-        <a href={`/console/decisions?range=7d&rule=${encodeURIComponent(r.ruleId)}`}>{r.ruleId}</a>
+      <RuleCell ruleId={r.ruleId}>
         {r.neverFired && <span class="tag tag-warn">never fired</span>}{' '}
         <a href={`/console/rules/${encodeURIComponent(r.ruleId)}`} class="muted">
           snoozes
         </a>
         {r.description !== undefined && <div class="muted">{r.description}</div>}
-      </th>
+      </RuleCell>
       <td class="num">
         {r.fires.h1} <span class="muted">({percent(r.fireRate.h1)})</span>
       </td>
@@ -72,14 +117,26 @@ function RuleRow(props: { r: RuleQuality; policy: 'active' | 'shadow' }) {
       <td>
         <Sparkline hourly={r.hourly} ruleId={r.ruleId} />
       </td>
-      <td class="num">{ratio(r.precision)}</td>
-      <td class="num">{ratio(r.recall)}</td>
+      <QualityCells r={r} />
       <td class="num">
         {l.truePositives} / {l.falsePositives} / {l.falseNegatives}
       </td>
     </tr>
   );
 }
+
+const REVISION_COLUMNS: readonly Column[] = [
+  RULE_COLUMN,
+  ['Fires 1 h', 'num'],
+  ['24 h', 'num'],
+  ['7 d', 'num'],
+  ['Last 24 h'],
+  ...QUALITY_COLUMNS,
+  [
+    <abbr title="fired on fraud / fired on legit / missed fraud (labelled, 7 days)">TP / FP / FN</abbr>,
+    'num',
+  ],
+];
 
 function Revision(props: { rev: RevisionReport }) {
   const { rev } = props;
@@ -95,32 +152,7 @@ function Revision(props: { rev: RevisionReport }) {
         days.
       </p>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Rule</th>
-            <th scope="col" class="num">
-              Fires 1 h
-            </th>
-            <th scope="col" class="num">
-              24 h
-            </th>
-            <th scope="col" class="num">
-              7 d
-            </th>
-            <th scope="col">Last 24 h</th>
-            <th scope="col" class="num">
-              Precision
-            </th>
-            <th scope="col" class="num">
-              Recall
-            </th>
-            <th scope="col" class="num">
-              <abbr title="fired on fraud / fired on legit / missed fraud (labelled, 7 days)">
-                TP / FP / FN
-              </abbr>
-            </th>
-          </tr>
-        </thead>
+        <Head columns={REVISION_COLUMNS} />
         <tbody>
           {rev.rules.map((r) => (
             <RuleRow r={r} policy={rev.policy} />
@@ -144,16 +176,7 @@ function Agreement(props: { agreement: NonNullable<RuleReport['agreement']> }) {
     <section class="card" aria-labelledby="h-agreement">
       <h2 id="h-agreement">Shadow against active (7 days)</h2>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Active ↓ / Shadow →</th>
-            {VERDICTS.map((v) => (
-              <th scope="col" class="num">
-                {v}
-              </th>
-            ))}
-          </tr>
-        </thead>
+        <Head columns={[['Active ↓ / Shadow →'], ...VERDICTS.map((v): Column => [v, 'num'])]} />
         <tbody>
           {VERDICTS.map((a) => (
             <tr>
@@ -214,16 +237,14 @@ function HistoryRow(props: { r: RuleAcrossRevisions; markers: readonly number[] 
   const { r } = props;
   return (
     <tr>
-      <th scope="row">
-        <a href={`/console/decisions?range=7d&rule=${encodeURIComponent(r.ruleId)}`}>{r.ruleId}</a>
+      <RuleCell ruleId={r.ruleId}>
         {r.status === 'removed' && <span class="tag tag-warn">removed</span>}
-      </th>
+      </RuleCell>
       <td class="num">{r.fires.d7}</td>
       <td>
         <Sparkline hourly={r.hourly} ruleId={r.ruleId} markers={props.markers} />
       </td>
-      <td class="num">{ratio(r.precision)}</td>
-      <td class="num">{ratio(r.recall)}</td>
+      <QualityCells r={r} />
       <td class="muted">
         {r.byRevision.map((b) => (
           <span class="mono">
@@ -234,6 +255,14 @@ function HistoryRow(props: { r: RuleAcrossRevisions; markers: readonly number[] 
     </tr>
   );
 }
+
+const HISTORY_COLUMNS: readonly Column[] = [
+  RULE_COLUMN,
+  ['Fires 7 d', 'num'],
+  ['Last 24 h (| a revision began)'],
+  ...QUALITY_COLUMNS,
+  ['By revision'],
+];
 
 /** Each rule by id across the active policy's revisions, with the revisions as markers. */
 function History(props: { history: RuleHistory; generatedAt: string }) {
@@ -260,22 +289,7 @@ function History(props: { history: RuleHistory; generatedAt: string }) {
         ))}
       </ol>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Rule</th>
-            <th scope="col" class="num">
-              Fires 7 d
-            </th>
-            <th scope="col">Last 24 h (| a revision began)</th>
-            <th scope="col" class="num">
-              Precision
-            </th>
-            <th scope="col" class="num">
-              Recall
-            </th>
-            <th scope="col">By revision</th>
-          </tr>
-        </thead>
+        <Head columns={HISTORY_COLUMNS} />
         <tbody>
           {history.rules.map((r) => (
             <HistoryRow r={r} markers={markers} />

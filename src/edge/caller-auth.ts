@@ -33,6 +33,15 @@ declare module 'hono' {
 }
 
 /**
+ * Who the request of `c` acts as, in the records its changes leave (a case's assignee, a version's
+ * author, a list entry's or a snooze's): the operator's name, or the key's id of a caller.
+ */
+export function operatorNameOf(c: Context): string {
+  const principal = c.get('principal');
+  return principal.operator?.name ?? principal.keyId;
+}
+
+/**
  * A key's id: `key-` and the first 12 hex digits of its SHA-256. The same on every replica and
  * across restarts (an operator computes it with `printf %s "$KEY" | sha256sum | cut -c1-12`); 48
  * bits of a hash of a 16+ character key say nothing usable about the key.

@@ -1,4 +1,5 @@
 import type { Context, Handler, Hono, MiddlewareHandler } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
@@ -104,7 +105,22 @@ export interface RouteDeclaration<
   queryOf(c: Context): z.output<NonNullable<Q>>;
   /** The checked JSON body (415, or 400 naming the field, otherwise). */
   bodyOf(c: Context): Promise<z.output<NonNullable<B>>>;
+  /**
+   * Mounts, after `guards`, the handler of a route that answers one value (a change, as a rule):
+   * its path checked, then its body read (each when declared: 400 or 415 naming the field, before
+   * anything is done), both given to `answer`, and what that returns sent as JSON with `status`;
+   * with 204, no body.
+   */
+  serve(
+    app: Hono,
+    guards: MiddlewareHandler[],
+    status: ContentfulStatusCode | 204,
+    answer: (c: Context, path: Checked<P>, body: Checked<B>) => Promise<unknown>,
+  ): void;
 }
+
+/** What a declared schema checks a request's part into; undefined when none is declared. */
+export type Checked<S extends z.ZodType | undefined> = S extends z.ZodType ? z.output<S> : undefined;
 
 /** Any declared route, as a mount lists them and the document reads them. */
 // biome-ignore lint/suspicious/noExplicitAny: a list of routes whose schemas differ
@@ -150,6 +166,14 @@ export function declareRoute<
     bodyOf(c) {
       return readJsonBody(c, bodySchema!) as Promise<z.output<NonNullable<B>>>;
     },
+    serve(app, guards, status, answer) {
+      declaration.mount(app, ...guards, async (c) => {
+        const path = (spec.params === undefined ? undefined : declaration.pathOf(c)) as Checked<P>;
+        const body = (bodySchema === undefined ? undefined : await declaration.bodyOf(c)) as Checked<B>;
+        const value = await answer(c, path, body);
+        return status === 204 ? c.body(null, 204) : c.json(value as object, status);
+      });
+    },
   };
   return declaration;
 }
@@ -192,11 +216,24 @@ export const AUDITED_CHANGE: CodeNotes = {
     'The audit trail (RISKGATE_DATABASE) cannot record the change: it is refused, and not made.',
 };
 
+/** A route answering from `store` of the database ("The snoozes database"): its 503. */
+export function storeUnavailableNote(store: string): CodeNotes {
+  return {
+    [ErrorCode.DATABASE_UNAVAILABLE]: `${store} (RISKGATE_DATABASE) did not answer: down, refused or too slow.`,
+  };
+}
+
 /** A route answering from the database (lists, lock-outs). */
-export const DATABASE_ROUTE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+export const DATABASE_ROUTE: CodeNotes = storeUnavailableNote('The database');
+
+/** A JSON body's problems: not JSON, or over `maxBytes` (refused before it is read). */
+export function jsonBodyProblems(maxBytes?: number): CodeNotes {
+  return {
+    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
+    [ErrorCode.PAYLOAD_TOO_LARGE]:
+      maxBytes === undefined ? 'Body too large.' : `Body over ${maxBytes} bytes.`,
+  };
+}
 
 /** A query parameter breaking its rule. */
 export const QUERY_RULE_NOTE = 'A query parameter breaking its rule; `field` names it.';

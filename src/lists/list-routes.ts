@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { z as zod } from 'zod';
+import { operatorNameOf } from '../edge/caller-auth.ts';
 import {
   AUDITED_CHANGE,
   type CodeNotes,
@@ -53,12 +54,6 @@ export interface ListRoutesDeps {
   log: LifecycleLog;
   /** Entries are dated and expire on its wall time. Default {@link systemClock}. */
   clock?: Clock | undefined;
-}
-
-/** The name of the operator changing a list (the entry's author). */
-function authorOf(c: Context): string {
-  const principal = c.get('principal');
-  return principal.operator?.name ?? principal.keyId;
 }
 
 /** `work`, its failure the 503 `RG_ERR_DATABASE_UNAVAILABLE` (src/store/store-unavailable.ts). */
@@ -329,7 +324,7 @@ function changeSteps(deps: ListRoutesDeps, edge: RouteEdge, now: () => number) {
         list: list.name,
         value: checked.value,
         kind: list.key,
-        author: authorOf(c),
+        author: operatorNameOf(c),
         reason: input.reason,
         createdMs,
         expiresMs: ttlMs === undefined ? null : createdMs + ttlMs,

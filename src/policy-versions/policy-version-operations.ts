@@ -1,12 +1,13 @@
 import type { Context } from 'hono';
+import { storeChanges } from '../audit/audited-change.ts';
 import { DEFAULT_BACKTEST_WINDOW_HOURS } from '../config/settings.ts';
+import { operatorNameOf } from '../edge/caller-auth.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
 import type { AuditAction } from '../operators/audit-trail.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
 import { type CompileOptions, compilePolicy } from '../policy/policy-compiler.ts';
 import { formatIssue } from '../policy/policy-loader.ts';
-import { storeAnswer } from '../store/store-unavailable.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import type { EvidenceWindow } from './policy-version-evidence-store.ts';
 import type {
@@ -85,14 +86,11 @@ export interface PolicyVersionOperations {
   unschedule(c: Context, edge: RouteEdge, id?: string): Promise<void>;
 }
 
-function operatorOf(c: Context): string {
-  const principal = c.get('principal');
-  return principal.operator?.name ?? principal.keyId;
-}
+/** The policy versions' store, as its 503 and the routes' notes name it. */
+export const POLICY_VERSIONS_STORE = 'The policy versions database';
 
-/** `work`, a database failure answered 503 RG_ERR_DATABASE_UNAVAILABLE. */
-const fromStore = <T>(work: Promise<T>) =>
-  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The policy versions database');
+/** A database failure answered 503 RG_ERR_DATABASE_UNAVAILABLE; every change audited first. */
+const { answer: fromStore, audited } = storeChanges(ErrorCode.DATABASE_UNAVAILABLE, POLICY_VERSIONS_STORE);
 
 export function policyVersionOperations(o: {
   store: PolicyVersionStore;
@@ -123,16 +121,6 @@ export function policyVersionOperations(o: {
     };
   };
   const compileOptions: CompileOptions = o.inputs === undefined ? {} : { inputs: o.inputs };
-  /** Every change: written to the audit trail once, then made by the store (503 when it does not answer). */
-  const audited = async <T>(
-    c: Context,
-    edge: RouteEdge,
-    change: { action: AuditAction; target: string; detail: Record<string, unknown> },
-    work: () => Promise<T>,
-  ): Promise<T> => {
-    await edge.recordChange(c, change);
-    return fromStore(work());
-  };
   const get = async (id: string) => {
     const version = await fromStore(store.get(id));
     if (version === undefined) throw new RiskgateError(ErrorCode.NOT_FOUND, `No policy version ${id}.`);
@@ -165,7 +153,7 @@ export function policyVersionOperations(o: {
         store.create({
           name,
           yaml: input.yaml,
-          author: operatorOf(c),
+          author: operatorNameOf(c),
           message: input.message,
           parentId: active.version?.id ?? null,
         }),
@@ -176,15 +164,15 @@ export function policyVersionOperations(o: {
       const asked = step === 'propose' ? (window ?? defaultWindow()) : undefined;
       const detail = { revision: target.revision, ...(asked && { window: asked }) };
       const change = { action: POLICY_VERSION_STEP_ACTIONS[step], target: target.id, detail };
-      const moved = await audited(c, edge, change, () => store.step(target.id, step, operatorOf(c)));
+      const moved = await audited(c, edge, change, () => store.step(target.id, step, operatorNameOf(c)));
       if (asked !== undefined && o.evidence?.request !== undefined)
-        await fromStore(o.evidence.request(moved, asked, operatorOf(c)));
+        await fromStore(o.evidence.request(moved, asked, operatorNameOf(c)));
       return moved;
     },
     async revert(c, edge, id, message) {
       const target = await get(id);
       const change = { action: 'policy.revert', target: target.id, detail: { message } } as const;
-      return audited(c, edge, change, () => store.revert(target.id, operatorOf(c), message));
+      return audited(c, edge, change, () => store.revert(target.id, operatorNameOf(c), message));
     },
     async stage(c, edge, id, rollout) {
       const target = await get(id);
@@ -209,7 +197,7 @@ export function policyVersionOperations(o: {
         detail: { at, revision: target.revision },
       } as const;
       try {
-        return await audited(c, edge, change, () => store.schedule(target.id, atMs, operatorOf(c)));
+        return await audited(c, edge, change, () => store.schedule(target.id, atMs, operatorNameOf(c)));
       } catch (e) {
         // The store's one validation here is the time: named as the field a form or body sent.
         if (e instanceof RiskgateError && e.code === ErrorCode.INVALID_INPUT && !(e instanceof InputError))

@@ -1,9 +1,14 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { AUDITED_CHANGE, type CodeNotes, declareRoute } from '../edge/route-declaration.ts';
+import {
+  AUDITED_CHANGE,
+  declareRoute,
+  jsonBodyProblems,
+  storeUnavailableNote,
+} from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
-import type { PolicyVersionOperations } from './policy-version-operations.ts';
+import { POLICY_VERSIONS_STORE, type PolicyVersionOperations } from './policy-version-operations.ts';
 import type { RolloutRequest } from './policy-version-store.ts';
 
 /**
@@ -54,17 +59,11 @@ export const policyScheduleSchema = z
   })
   .strict();
 
-const DATABASE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The policy versions database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+const DATABASE = storeUnavailableNote(POLICY_VERSIONS_STORE);
 const NOTE =
   'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be); every replica follows within about RISKGATE_POLICY_VERSION_POLL_MS.';
 const idParams = z.object({ id: z.string().describe('The version’s id.') });
-const BODY_PROBLEMS: CodeNotes = {
-  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-  [ErrorCode.PAYLOAD_TOO_LARGE]: 'Body too large.',
-};
+const BODY_PROBLEMS = jsonBodyProblems();
 
 export const STAGE_POLICY_VERSION_ROUTE = declareRoute({
   method: 'post',
@@ -144,31 +143,17 @@ export const POLICY_ROLLOUT_ROUTES = [
 
 /** Mounts the rollout routes: each change made by `operations`, as the console's and the CLI's are. */
 export function mountRolloutRoutes(app: Hono, edge: RouteEdge, operations: PolicyVersionOperations): void {
-  const admin = edge.requireRole('admin');
-  STAGE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    const { id } = STAGE_POLICY_VERSION_ROUTE.pathOf(c);
-    const body = await STAGE_POLICY_VERSION_ROUTE.bodyOf(c);
+  const admin = [edge.operatorAuth, edge.requireRole('admin')];
+  STAGE_POLICY_VERSION_ROUTE.serve(app, admin, 200, async (c, { id }, body) => {
     const rollout: RolloutRequest =
       body.percent === undefined ? { stage: 'shadow' } : { stage: 'percent', percent: body.percent };
     const staged = await operations.stage(c, edge, id, rollout);
-    return c.json({ versionId: staged.version.id, stage: staged.stage, percent: staged.basisPoints / 100 });
+    return { versionId: staged.version.id, stage: staged.stage, percent: staged.basisPoints / 100 };
   });
-  UNSTAGE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    await operations.unstage(c, edge);
-    return c.body(null, 204);
-  });
-  SCHEDULE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    const { id } = SCHEDULE_POLICY_VERSION_ROUTE.pathOf(c);
-    const { at } = await SCHEDULE_POLICY_VERSION_ROUTE.bodyOf(c);
+  UNSTAGE_POLICY_VERSION_ROUTE.serve(app, admin, 204, (c) => operations.unstage(c, edge));
+  SCHEDULE_POLICY_VERSION_ROUTE.serve(app, admin, 200, async (c, { id }, { at }) => {
     const scheduled = await operations.schedule(c, edge, id, Date.parse(at));
-    return c.json({
-      versionId: scheduled.versionId,
-      at: new Date(scheduled.atMs).toISOString(),
-      by: scheduled.by,
-    });
+    return { versionId: scheduled.versionId, at: new Date(scheduled.atMs).toISOString(), by: scheduled.by };
   });
-  UNSCHEDULE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-    await operations.unschedule(c, edge);
-    return c.body(null, 204);
-  });
+  UNSCHEDULE_POLICY_VERSION_ROUTE.serve(app, admin, 204, (c) => operations.unschedule(c, edge));
 }

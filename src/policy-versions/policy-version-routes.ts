@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { MAX_BACKTEST_WINDOW_HOURS } from '../config/settings.ts';
-import { AUDITED_CHANGE, type CodeNotes, declareRoute, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
+import {
+  AUDITED_CHANGE,
+  declareRoute,
+  jsonBodyProblems,
+  QUERY_RULE_NOTE,
+  storeUnavailableNote,
+} from '../edge/route-declaration.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RouteMount } from '../lifecycle/component.ts';
 import type { InputTable } from '../policy/inputs/input-row.ts';
@@ -8,6 +14,7 @@ import { type Clock, systemClock } from '../timing/clock.ts';
 import type { EvidenceWindow } from './policy-version-evidence-store.ts';
 import {
   POLICY_VERSION_STEP_ACTIONS,
+  POLICY_VERSIONS_STORE,
   type PolicyVersionOperations,
   policyVersionOperations,
 } from './policy-version-operations.ts';
@@ -171,10 +178,7 @@ export function policyVersionView(v: PolicyVersion, withYaml: boolean): z.output
   };
 }
 
-const VERSIONS_DATABASE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The policy versions database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+const VERSIONS_DATABASE = storeUnavailableNote(POLICY_VERSIONS_STORE);
 const VERSION_STEP_NOTE =
   'An admin’s. Written to the audit trail before it is made (refused, 503, when it cannot be). A version’s content never changes (PUT, PATCH and DELETE answer 405); its state moves draft → proposed → approved → active (or rejected, withdrawn), docs/policy-versions.md.';
 const versionIdParams = z.object({ id: z.string().describe('The version’s id.') });
@@ -208,8 +212,7 @@ export const CREATE_POLICY_VERSION_ROUTE = declareRoute({
     ...AUDITED_CHANGE,
     [ErrorCode.INVALID_INPUT]:
       'A policy that does not compile (`field`: yaml, the detail says where and why), or a missing message.',
-    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-    [ErrorCode.PAYLOAD_TOO_LARGE]: 'Body too large.',
+    ...jsonBodyProblems(),
   },
 });
 
@@ -318,15 +321,16 @@ export function policyVersionRoutes(
         const evidence = await operations.evidence(version.id);
         return c.json({ ...policyVersionView(version, true), evidence: evidence ?? null });
       });
-      CREATE_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-        const body = await CREATE_POLICY_VERSION_ROUTE.bodyOf(c);
-        return c.json(policyVersionView(await operations.create(c, edge, body), true), 201);
-      });
-      REVERT_POLICY_VERSION_ROUTE.mount(app, edge.operatorAuth, admin, async (c) => {
-        const { id } = REVERT_POLICY_VERSION_ROUTE.pathOf(c);
-        const body = await REVERT_POLICY_VERSION_ROUTE.bodyOf(c);
-        return c.json(policyVersionView(await operations.revert(c, edge, id, body.message), false), 201);
-      });
+      CREATE_POLICY_VERSION_ROUTE.serve(app, [edge.operatorAuth, admin], 201, async (c, _, body) =>
+        policyVersionView(await operations.create(c, edge, body), true),
+      );
+      REVERT_POLICY_VERSION_ROUTE.serve(
+        app,
+        [edge.operatorAuth, admin],
+        201,
+        async (c, { id }, { message }) =>
+          policyVersionView(await operations.revert(c, edge, id, message), false),
+      );
       for (const [step, route] of POLICY_VERSION_STEP_ROUTES) {
         route.mount(app, edge.operatorAuth, admin, async (c) => {
           const { id } = route.pathOf(c);

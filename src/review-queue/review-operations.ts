@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
+import { storeChanges } from '../audit/audited-change.ts';
+import { operatorNameOf } from '../edge/caller-auth.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { RouteEdge } from '../lifecycle/component.ts';
 import type { LockoutView } from '../lockouts/lockout-record.ts';
 import type { LockoutOperations } from '../lockouts/lockout-routes.ts';
 import { roleAllows } from '../operators/operator.ts';
 import type { Label } from '../replay/replay-labels.ts';
-import { storeAnswer } from '../store/store-unavailable.ts';
 import { type Clock, systemClock } from '../timing/clock.ts';
 import type {
   DispositionInput,
@@ -90,14 +91,10 @@ export interface ReviewOperations {
   assign(c: Context, edge: RouteEdge, id: string, to: string): Promise<ReviewCaseView>;
 }
 
-const fromReviewStore = <T>(work: Promise<T>) =>
-  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The review queue database');
-
-/** Who the operator of `c` is, as the queue records them. */
-export function reviewerOf(c: Context): string {
-  const principal = c.get('principal');
-  return principal.operator?.name ?? principal.keyId;
-}
+const { answer: fromReviewStore, audited } = storeChanges(
+  ErrorCode.DATABASE_UNAVAILABLE,
+  'The review queue database',
+);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -174,7 +171,10 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
     async list(c, view, limit) {
       const nowMs = now();
       const [cases, stats] = await fromReviewStore(
-        Promise.all([deps.store.list(filterOf(view, reviewerOf(c), nowMs, limit)), deps.store.stats(nowMs)]),
+        Promise.all([
+          deps.store.list(filterOf(view, operatorNameOf(c), nowMs, limit)),
+          deps.store.stats(nowMs),
+        ]),
       );
       return {
         items: cases.map((r) => reviewCaseView(r, nowMs)),
@@ -188,11 +188,11 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
       };
     },
     async claimNext(c, edge) {
-      const who = reviewerOf(c);
+      const who = operatorNameOf(c);
       const nowMs = now();
-      // Audited first, as every change; the target names the queue (the case is not known yet).
-      await edge.recordChange(c, { action: 'review.claim_next', target: 'review-queue' });
-      const claimed = await fromReviewStore(deps.store.claimNext(who, nowMs));
+      // The target names the queue (the case is not known yet).
+      const change = { action: 'review.claim_next', target: 'review-queue' } as const;
+      const claimed = await audited(c, edge, change, () => deps.store.claimNext(who, nowMs));
       return claimed === undefined ? null : reviewCaseView(claimed, nowMs);
     },
     get,
@@ -208,14 +208,14 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
           `The decision store has no decision ${input.decisionId}: a case reviews a stored decision.`,
         );
       }
-      await edge.recordChange(c, {
+      const change = {
         action: 'review.open',
         target: input.decisionId,
         detail: input.note === undefined ? {} : { note: input.note },
-      });
+      } as const;
       const openedMs = now();
-      const who = reviewerOf(c);
-      const result = await fromReviewStore(
+      const who = operatorNameOf(c);
+      const result = await audited(c, edge, change, () =>
         deps.store.open({
           id: randomUUID(),
           decisionId: input.decisionId,
@@ -248,7 +248,7 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
         await deps.label({ decisionId: existing.decisionId, label: input.disposition, note: input.note, c });
       }
       const nowMs = now();
-      const who = reviewerOf(c);
+      const who = operatorNameOf(c);
       const closed = await fromReviewStore(
         (async () => {
           if (input.note !== undefined) {
@@ -269,9 +269,9 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
     },
     async note(c, edge, id, text) {
       await get(id);
-      await edge.recordChange(c, { action: 'review.note', target: id, detail: { text } });
-      const added = await fromReviewStore(
-        deps.store.addNote({ id: randomUUID(), caseId: id, author: reviewerOf(c), atMs: now(), text }),
+      const change = { action: 'review.note', target: id, detail: { text } } as const;
+      const added = await audited(c, edge, change, () =>
+        deps.store.addNote({ id: randomUUID(), caseId: id, author: operatorNameOf(c), atMs: now(), text }),
       );
       if (!added) throw caseNotFound(id);
       return get(id);
@@ -311,13 +311,10 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
           `Review case ${id} is ${existing.status}, not claimed: there is no claim to release.`,
         );
       }
-      if (existing.assignee !== reviewerOf(c) && !actsForOthers(c)) throw notYours(existing, 'releasing');
-      await edge.recordChange(c, {
-        action: 'review.release',
-        target: id,
-        detail: { from: existing.assignee },
-      });
-      const released = await fromReviewStore(deps.store.release(id, existing.assignee));
+      if (existing.assignee !== operatorNameOf(c) && !actsForOthers(c)) throw notYours(existing, 'releasing');
+      const from = existing.assignee;
+      const change = { action: 'review.release', target: id, detail: { from } } as const;
+      const released = await audited(c, edge, change, () => deps.store.release(id, from));
       if (released === undefined) throw changedMeanwhile(existing);
       return reviewCaseView(released, now());
     },
@@ -326,11 +323,11 @@ export function reviewOperations(deps: ReviewOperationsDeps): ReviewOperations {
       if (existing.status === 'closed') throw alreadyClosed(existing);
       if (existing.assignee === to) return existing;
       const from = existing.assignee;
-      if (from !== null && from !== reviewerOf(c) && !actsForOthers(c))
+      if (from !== null && from !== operatorNameOf(c) && !actsForOthers(c))
         throw notYours(existing, 'reassigning');
-      await edge.recordChange(c, { action: 'review.assign', target: id, detail: { from, to } });
+      const change = { action: 'review.assign', target: id, detail: { from, to } } as const;
       const nowMs = now();
-      const assigned = await fromReviewStore(deps.store.assign(id, from, to, nowMs));
+      const assigned = await audited(c, edge, change, () => deps.store.assign(id, from, to, nowMs));
       if (assigned === undefined) throw changedMeanwhile(existing);
       return reviewCaseView(assigned, nowMs);
     },

@@ -3,6 +3,7 @@ import {
   AUDITED_CHANGE,
   type CodeNotes,
   declareRoute,
+  jsonBodyProblems,
   notFoundNote,
   QUERY_RULE_NOTE,
 } from '../edge/route-declaration.ts';
@@ -42,10 +43,7 @@ const bodyOf = <S extends z.ZodType>(component: string, schema: S) => ({
   maxBytes: MAX_REVIEW_BODY_BYTES,
   description: `JSON, at most ${MAX_REVIEW_BODY_BYTES} bytes.`,
 });
-const BODY_PROBLEMS: CodeNotes = {
-  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-  [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_REVIEW_BODY_BYTES} bytes.`,
-};
+const BODY_PROBLEMS = jsonBodyProblems(MAX_REVIEW_BODY_BYTES);
 const NO_CASE = notFoundNote('No review case of this id.');
 
 export const REVIEW_CASES_ROUTE = declareRoute({
@@ -266,50 +264,38 @@ export function reviewRoutes(operations: ReviewOperations): RouteMount {
     surface: 'operator',
     routes: REVIEW_ROUTES,
     mount(app, edge) {
-      const analyst = edge.requireRole('analyst');
+      const analyst = [edge.operatorAuth, edge.requireRole('analyst')];
+      const admin = [edge.operatorAuth, edge.requireRole('admin')];
       const viewer = edge.requireRole('viewer');
       REVIEW_CASES_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) => {
         const { view, limit } = REVIEW_CASES_ROUTE.queryOf(c);
         return c.json(await operations.list(c, view, limit));
       });
-      OPEN_REVIEW_CASE_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
+      OPEN_REVIEW_CASE_ROUTE.mount(app, ...analyst, async (c) => {
         const input = await OPEN_REVIEW_CASE_ROUTE.bodyOf(c);
         const { opened, reviewCase } = await operations.open(c, edge, input);
         return c.json(reviewCase, opened ? 201 : 200);
       });
-      CLAIM_NEXT_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) =>
-        c.json({ claimed: await operations.claimNext(c, edge) }),
-      );
+      CLAIM_NEXT_ROUTE.serve(app, analyst, 200, async (c) => ({
+        claimed: await operations.claimNext(c, edge),
+      }));
       REVIEW_CASE_ROUTE.mount(app, edge.operatorAuth, viewer, async (c) =>
         c.json(await operations.get(REVIEW_CASE_ROUTE.pathOf(c).id)),
       );
-      DISPOSITION_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
-        const { id } = DISPOSITION_ROUTE.pathOf(c);
-        return c.json(await operations.dispose(c, edge, id, await DISPOSITION_ROUTE.bodyOf(c)));
-      });
-      REVIEW_NOTE_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
-        const { id } = REVIEW_NOTE_ROUTE.pathOf(c);
-        const { text } = await REVIEW_NOTE_ROUTE.bodyOf(c);
-        return c.json(await operations.note(c, edge, id, text), 201);
-      });
-      REVIEW_UNLOCK_ROUTE.mount(app, edge.operatorAuth, edge.requireRole('admin'), async (c) => {
-        const { id } = REVIEW_UNLOCK_ROUTE.pathOf(c);
-        const { reason } = await REVIEW_UNLOCK_ROUTE.bodyOf(c);
-        return c.json(await operations.unlock(c, edge, id, reason), 202);
-      });
-      REVIEW_LOCKOUT_ROUTE.mount(app, edge.operatorAuth, edge.requireRole('admin'), async (c) => {
-        const { id } = REVIEW_LOCKOUT_ROUTE.pathOf(c);
-        const { reason } = await REVIEW_LOCKOUT_ROUTE.bodyOf(c);
-        return c.json(await operations.lockOut(c, edge, id, reason), 202);
-      });
-      REVIEW_RELEASE_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) =>
-        c.json(await operations.release(c, edge, REVIEW_RELEASE_ROUTE.pathOf(c).id)),
+      DISPOSITION_ROUTE.serve(app, analyst, 200, (c, { id }, input) =>
+        operations.dispose(c, edge, id, input),
       );
-      REVIEW_ASSIGN_ROUTE.mount(app, edge.operatorAuth, analyst, async (c) => {
-        const { id } = REVIEW_ASSIGN_ROUTE.pathOf(c);
-        const { assignee } = await REVIEW_ASSIGN_ROUTE.bodyOf(c);
-        return c.json(await operations.assign(c, edge, id, assignee));
-      });
+      REVIEW_NOTE_ROUTE.serve(app, analyst, 201, (c, { id }, { text }) => operations.note(c, edge, id, text));
+      REVIEW_UNLOCK_ROUTE.serve(app, admin, 202, (c, { id }, { reason }) =>
+        operations.unlock(c, edge, id, reason),
+      );
+      REVIEW_LOCKOUT_ROUTE.serve(app, admin, 202, (c, { id }, { reason }) =>
+        operations.lockOut(c, edge, id, reason),
+      );
+      REVIEW_RELEASE_ROUTE.serve(app, analyst, 200, (c, { id }) => operations.release(c, edge, id));
+      REVIEW_ASSIGN_ROUTE.serve(app, analyst, 200, (c, { id }, { assignee }) =>
+        operations.assign(c, edge, id, assignee),
+      );
     },
   };
 }

@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'hono';
 import { z } from 'zod';
+import { operatorNameOf } from '../edge/caller-auth.ts';
 import {
   AUDITED_CHANGE,
   type CodeNotes,
   declareRoute,
+  jsonBodyProblems,
   OPERATOR_KEY,
   QUERY_RULE_NOTE,
+  storeUnavailableNote,
 } from '../edge/route-declaration.ts';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog, RouteEdge, RouteMount } from '../lifecycle/component.ts';
@@ -50,13 +53,11 @@ export interface SnoozeRoutesDeps {
 
 const DAY_MS = 86_400_000;
 
-const fromSnoozeStore = <T>(work: Promise<T>) =>
-  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, 'The snoozes database');
+/** The snoozes' store, as its 503 and the routes' notes name it. */
+const SNOOZES_STORE = 'The snoozes database';
 
-function authorOf(c: Context): string {
-  const principal = c.get('principal');
-  return principal.operator?.name ?? principal.keyId;
-}
+const fromSnoozeStore = <T>(work: Promise<T>) =>
+  storeAnswer(work, ErrorCode.DATABASE_UNAVAILABLE, SNOOZES_STORE);
 
 export function snoozeView(s: Snooze): SnoozeView {
   const view: SnoozeView = {
@@ -146,7 +147,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
         ruleId: input.ruleId,
         entity: input.entity,
         value: checked.value,
-        author: authorOf(c),
+        author: operatorNameOf(c),
         reason: input.reason,
         createdMs,
         untilMs,
@@ -181,7 +182,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
         target: id,
         detail: { ruleId: existing.ruleId, entity: existing.entity, value: existing.value, reason },
       });
-      const ended = await fromSnoozeStore(deps.store.end(id, nowMs, authorOf(c), reason));
+      const ended = await fromSnoozeStore(deps.store.end(id, nowMs, operatorNameOf(c), reason));
       if (ended === undefined) {
         throw new RiskgateError(ErrorCode.NOT_FOUND, `No active snooze ${JSON.stringify(id.slice(0, 64))}.`);
       }
@@ -191,10 +192,7 @@ export function snoozeOperations(deps: SnoozeRoutesDeps): SnoozeOperations {
   };
 }
 
-const SNOOZE_DATABASE: CodeNotes = {
-  [ErrorCode.DATABASE_UNAVAILABLE]:
-    'The snoozes database (RISKGATE_DATABASE) did not answer: down, refused or too slow.',
-};
+const SNOOZE_DATABASE = storeUnavailableNote(SNOOZES_STORE);
 const SNOOZE_CHANGE_NOTE =
   'An analyst’s. Written to the audit trail before it is made (refused, 503, when it cannot be), then to the database; every replica’s decisions see it within 2 s.';
 
@@ -231,8 +229,7 @@ export const CREATE_SNOOZE_ROUTE = declareRoute({
     ...AUDITED_CHANGE,
     [ErrorCode.INVALID_INPUT]:
       'A rule the active policy does not have, a value not of its entity, an `until` past or beyond RISKGATE_MAX_SNOOZE_DAYS, a missing reason; `field` names it.',
-    [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 'A body that is not JSON.',
-    [ErrorCode.PAYLOAD_TOO_LARGE]: `Body over ${MAX_SNOOZE_BODY_BYTES} bytes.`,
+    ...jsonBodyProblems(MAX_SNOOZE_BODY_BYTES),
   },
 });
 
