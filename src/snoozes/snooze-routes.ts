@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { operatorNameOf } from '../edge/caller-auth.ts';
 import {
   AUDITED_CHANGE,
-  type CodeNotes,
   declareRoute,
   jsonBodyProblems,
   OPERATOR_KEY,
