@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { ActionOutcome, AppendCompanion } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
@@ -65,6 +66,12 @@ export class LockoutRecorder implements LockoutSink {
       write: async (tx, nowMs) => {
         const store = LockoutStore.within(tx);
         for (const l of lockouts) await store.add(l, nowMs);
+      },
+      // One insert each, unless one must read first (an escalation): then `write` runs.
+      statements: (db, nowMs) => {
+        const store = LockoutStore.within(db);
+        const statements = lockouts.map((l) => store.addStatement(l, nowMs));
+        return statements.every((s): s is CompiledQuery => s !== undefined) ? statements : undefined;
       },
       committed: () => {
         for (const [i, event] of created.entries()) {
