@@ -220,6 +220,32 @@ async function writesTheRecordsWithTheirAppend(target: DatabaseTarget): Promise<
   }
 }
 
+/**
+ * The lock outcomes told in one turn (a turn's completions) set their records together, and one
+ * whose record is not there yet (or is past `queued`) is applied alone, as it always was.
+ */
+async function appliesATurnsLockOutcomes(target: DatabaseTarget): Promise<void> {
+  await withStore(target, async (store) => {
+    const recorder = new LockoutRecorder({
+      store,
+      events: { emit: async () => {}, wants: () => false },
+      log: () => {},
+    });
+    await store.add(planned('d-t1', 'u-t1', T0), T0);
+    await store.add(planned('d-t2', 'u-t2', T0), T0);
+    await store.add(planned('d-t4', 'u-t4', T0, { status: 'withheld' }), T0);
+    for (const id of ['d-t1', 'd-t2', 'd-t3', 'd-t4']) recorder.outcome(lockDone(id, `u-${id.slice(2)}`));
+    await recorder.flush(10_000);
+    expect(recorder.dropped).toBe(0);
+    for (const id of ['d-t1', 'd-t2'])
+      expect(lockoutView((await store.get(id))!)).toMatchObject({ status: 'locked' });
+    // No record yet: made from the outcome, as one outcome alone makes it.
+    expect(lockoutView((await store.get('d-t3'))!)).toMatchObject({ rule: 'unknown', status: 'locked' });
+    // Not queued (withheld): the outcome leaves it as it is, as one outcome alone does.
+    expect(lockoutView((await store.get('d-t4'))!)).toMatchObject({ status: 'withheld' });
+  });
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockouts-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -260,6 +286,10 @@ describe('the lock-out records', () => {
     await recordsOneOfTwoRacingUnlocks({ kind: 'sqlite', path: stateFiles(join(dir, 'c')).control });
   });
 
+  it('take the lock outcomes of a turn together, on SQLite', async () => {
+    await appliesATurnsLockOutcomes({ kind: 'sqlite', path: stateFiles(join(dir, 'e')).control });
+  });
+
   it('are written with their outbox append, as statements or read first when escalating, on SQLite', async () => {
     await writesTheRecordsWithTheirAppend({ kind: 'sqlite', path: stateFiles(join(dir, 'd')).control });
   });
@@ -281,6 +311,10 @@ describe('the lock-out records', () => {
 
     it('record one of two unlocks racing for the same lock-out', async () => {
       await recordsOneOfTwoRacingUnlocks({ kind: 'postgres', url: pg.url });
+    });
+
+    it('take the lock outcomes of a turn together', async () => {
+      await appliesATurnsLockOutcomes({ kind: 'postgres', url: pg.url });
     });
 
     it('are written with their outbox append, as statements or read first when escalating', async () => {

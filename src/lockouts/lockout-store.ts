@@ -300,6 +300,25 @@ export class LockoutStore {
     else if (o.type === 'unlock_user') await this.#scheduledUnlockOutcome(o, nowMs);
   }
 
+  /**
+   * The `done` outcomes of lock-outs (each told at least once) in one statement: the records
+   * `applyOutcome` would set `locked` from `queued` or `failed`. The ids it did not update (a
+   * record not written yet, or already past that) are returned, for `applyOutcome` one by one.
+   * Issue 32: the outcomes of a turn's completions share one round trip instead of one each.
+   */
+  async lockedAll(outcomes: readonly ActionOutcome[], nowMs: number): Promise<ActionOutcome[]> {
+    const ids = outcomes.map((o) => o.decisionId);
+    const updated = await this.#db
+      .updateTable('lockout')
+      .set({ status: 'locked', updated_ms: nowMs, reason: null })
+      .where('id', 'in', ids)
+      .where('status', 'in', ['queued', 'failed'])
+      .returning('id')
+      .execute();
+    const done = new Set(updated.map((r) => r.id));
+    return outcomes.filter((o) => !done.has(o.decisionId));
+  }
+
   async #lockOutcome(o: ActionOutcome, nowMs: number): Promise<void> {
     const status = o.status === 'done' ? 'locked' : 'failed';
     const updated = await this.#db
