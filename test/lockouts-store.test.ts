@@ -9,10 +9,12 @@ import { stateFiles } from '../src/database/state-files.ts';
 import { emitCommitted } from '../src/events/emit-committed.ts';
 import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
 import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
-import { lockoutEvent } from '../src/lockouts/lockout-recorder.ts';
+import { LockoutRecorder, lockoutEvent } from '../src/lockouts/lockout-recorder.ts';
 import { LockoutStore, lockoutView } from '../src/lockouts/lockout-store.ts';
 import { lockoutMigrations } from '../src/lockouts/lockout-tables.ts';
 import { unlockGate } from '../src/lockouts/unlock-gate.ts';
+import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
+import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -163,6 +165,87 @@ async function recordsOneOfTwoRacingUnlocks(target: DatabaseTarget): Promise<voi
   });
 }
 
+const lockSpec = (id: string, userId: string) =>
+  ({
+    id: actionId(id, 'lock_out_user', userId),
+    decisionId: id,
+    type: 'lock_out_user',
+    target: userId,
+    orderingKey: userId,
+    call: { method: 'updateUser', userId, update: { status: 'locked_out' } },
+  }) satisfies ActionSpec;
+
+/**
+ * A decision's records written with its outbox append (the recorder's companion): as statements
+ * sent with the entries when none must read first (on the SQLite file, one script), through
+ * `write` when one escalates; either way the records `add` writes.
+ */
+async function writesTheRecordsWithTheirAppend(target: DatabaseTarget): Promise<void> {
+  const database = await openDatabase(target, { migrations: { ...lockoutMigrations, ...outboxMigrations } });
+  const outboxStore = new DatabaseOutboxStore(database);
+  const store = new LockoutStore(database);
+  const recorder = new LockoutRecorder({
+    store,
+    events: { emit: async () => {}, wants: () => false },
+    log: () => {},
+  });
+  try {
+    await store.add(planned('d-w0', 'u-w', T0 - 1000), T0 - 1000);
+    await store.applyOutcome(lockDone('d-w0', 'u-w'), T0 - 900);
+    const plain = [planned('d-w1', 'u-w1', T0), planned('d-w2', 'u-w2', T0, { durationMs: undefined })];
+    const escalating = [planned('d-w3', 'u-w', T0, { escalateWithinMs: DAY_MS })];
+    expect(recorder.companion(plain).statements?.(database.db, T0)).toHaveLength(2);
+    expect(recorder.companion(escalating).statements?.(database.db, T0)).toBeUndefined();
+    // One group each: a group with a companion that must read first goes through `write` whole.
+    await outboxStore.append([lockSpec('d-w1', 'u-w1'), lockSpec('d-w2', 'u-w2')], T0 + 1, [
+      recorder.companion(plain),
+    ]);
+    await outboxStore.append([lockSpec('d-w3', 'u-w')], T0 + 1, [recorder.companion(escalating)]);
+    const view = async (id: string) => lockoutView((await store.get(id))!);
+    expect(await view('d-w1')).toMatchObject({
+      userId: 'u-w1',
+      accountId: 'acct-u-w1',
+      rule: 'short-lockout',
+      status: 'queued',
+      until: new Date(T0 + TEN_MINUTES_MS).toISOString(),
+      escalated: false,
+    });
+    expect((await view('d-w2')).until).toBeUndefined();
+    expect(await view('d-w3')).toMatchObject({ status: 'queued', escalated: true });
+    expect((await view('d-w3')).until).toBeUndefined();
+    expect((await outboxStore.get(lockSpec('d-w1', 'u-w1').id))?.status).toBe('pending');
+  } finally {
+    await outboxStore.close();
+    await database.close();
+  }
+}
+
+/**
+ * The lock outcomes told in one turn (a turn's completions) set their records together, and one
+ * whose record is not there yet (or is past `queued`) is applied alone, as it always was.
+ */
+async function appliesATurnsLockOutcomes(target: DatabaseTarget): Promise<void> {
+  await withStore(target, async (store) => {
+    const recorder = new LockoutRecorder({
+      store,
+      events: { emit: async () => {}, wants: () => false },
+      log: () => {},
+    });
+    await store.add(planned('d-t1', 'u-t1', T0), T0);
+    await store.add(planned('d-t2', 'u-t2', T0), T0);
+    await store.add(planned('d-t4', 'u-t4', T0, { status: 'withheld' }), T0);
+    for (const id of ['d-t1', 'd-t2', 'd-t3', 'd-t4']) recorder.outcome(lockDone(id, `u-${id.slice(2)}`));
+    await recorder.flush(10_000);
+    expect(recorder.dropped).toBe(0);
+    for (const id of ['d-t1', 'd-t2'])
+      expect(lockoutView((await store.get(id))!)).toMatchObject({ status: 'locked' });
+    // No record yet: made from the outcome, as one outcome alone makes it.
+    expect(lockoutView((await store.get('d-t3'))!)).toMatchObject({ rule: 'unknown', status: 'locked' });
+    // Not queued (withheld): the outcome leaves it as it is, as one outcome alone does.
+    expect(lockoutView((await store.get('d-t4'))!)).toMatchObject({ status: 'withheld' });
+  });
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockouts-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -203,6 +286,14 @@ describe('the lock-out records', () => {
     await recordsOneOfTwoRacingUnlocks({ kind: 'sqlite', path: stateFiles(join(dir, 'c')).control });
   });
 
+  it('take the lock outcomes of a turn together, on SQLite', async () => {
+    await appliesATurnsLockOutcomes({ kind: 'sqlite', path: stateFiles(join(dir, 'e')).control });
+  });
+
+  it('are written with their outbox append, as statements or read first when escalating, on SQLite', async () => {
+    await writesTheRecordsWithTheirAppend({ kind: 'sqlite', path: stateFiles(join(dir, 'd')).control });
+  });
+
   describe.runIf(postgresAvailable())('on PostgreSQL', () => {
     let pg: RunningPostgres;
     beforeAll(async () => {
@@ -220,6 +311,14 @@ describe('the lock-out records', () => {
 
     it('record one of two unlocks racing for the same lock-out', async () => {
       await recordsOneOfTwoRacingUnlocks({ kind: 'postgres', url: pg.url });
+    });
+
+    it('take the lock outcomes of a turn together', async () => {
+      await appliesATurnsLockOutcomes({ kind: 'postgres', url: pg.url });
+    });
+
+    it('are written with their outbox append, as statements or read first when escalating', async () => {
+      await writesTheRecordsWithTheirAppend({ kind: 'postgres', url: pg.url });
     });
   });
 });

@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionSpec } from '../src/actions/admin-actions.ts';
@@ -62,6 +63,26 @@ const refusedRow = {
   write: (tx: RiskgateDatabase['db']) =>
     sql`INSERT INTO outbox_entry (id) VALUES (${'x'})`.execute(tx).then(() => {}),
 };
+
+/**
+ * The same refused row as statements known up front: on the SQLite file the store sends the
+ * group's entries and these in one script (`RiskgateDatabase.script`), elsewhere `write` runs.
+ */
+const refusedStatement = {
+  ...refusedRow,
+  statements: (db: RiskgateDatabase['db']) => [
+    sql`INSERT INTO outbox_entry (id) VALUES (${'x'})`.compile(db),
+  ],
+};
+
+/** A companion statement whose row can be seen: it notes itself on the entry `id` just written. */
+function notingStatement(id: string) {
+  const note = sql`UPDATE outbox_entry SET last_error = ${'noted'} WHERE id = ${id}`;
+  return {
+    write: (tx: RiskgateDatabase['db']) => note.execute(tx).then(() => {}),
+    statements: (db: RiskgateDatabase['db']) => [note.compile(db)],
+  };
+}
 
 function faults(name: string, target: () => DatabaseTarget) {
   describe(`outbox store faults: ${name}`, () => {
@@ -133,6 +154,18 @@ function faults(name: string, target: () => DatabaseTarget) {
       expect((await o.store.get(b.id))?.status).toBe('pending');
     });
 
+    it('rolls back the whole group when a companion statement in its middle is refused, then fails only that append', async () => {
+      const [a, b] = [spec('uj'), spec('uk')];
+      // One transaction: both entries, the refused statement, then b's note.
+      const refused = o.store.append([a], T0, [refusedStatement]);
+      const taken = o.store.append([b], T0, [notingStatement(b.id)]);
+      await expect(refused).rejects.toMatchObject({ message: expect.stringMatching(/NOT NULL|null value/) });
+      expect(await taken).toEqual([true]);
+      // a's entry, inserted before the refused statement, went with it; b's, alone, with its note.
+      expect(await o.store.get(a.id)).toBeUndefined();
+      expect(await o.store.get(b.id)).toMatchObject({ status: 'pending', lastError: 'noted' });
+    });
+
     it('fails a group once when the database is down, without trying each append again', async () => {
       const writes = [0, 0, 0];
       // What a dead connection throws (PostgreSQL's class 08, or no code at all).
@@ -156,6 +189,38 @@ function faults(name: string, target: () => DatabaseTarget) {
 }
 
 faults('SQLite', () => outboxSqliteFile('outbox-faults-'));
+
+describe('a group commit on the SQLite file', () => {
+  it('sends the entries and the companions’ statements of a turn to the database thread in one message', async () => {
+    const o = await open(outboxSqliteFile('outbox-script-'));
+    const specs = [spec('ul'), spec('um'), spec('un')];
+    const sent: unknown[] = [];
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (
+      this: Worker,
+      message: unknown,
+      transfer?: Parameters<Worker['postMessage']>[1],
+    ) {
+      sent.push(message);
+      return post.call(this, message, transfer);
+    };
+    try {
+      const added = await Promise.all(specs.map((s) => o.store.append([s], T0, [notingStatement(s.id)])));
+      expect(added).toEqual([[true], [true], [true]]);
+    } finally {
+      Worker.prototype.postMessage = post;
+    }
+    try {
+      // One script: the three entries in one insert, then the three notes; no begin or commit alone.
+      expect(sent).toEqual([expect.objectContaining({ type: 'script' })]);
+      expect((sent[0] as { statements: unknown[] }).statements).toHaveLength(4);
+      for (const s of specs)
+        expect(await o.store.get(s.id)).toMatchObject({ status: 'pending', lastError: 'noted' });
+    } finally {
+      await o.store.close();
+    }
+  });
+});
 
 describe.runIf(postgresAvailable())('with PostgreSQL', () => {
   let pg: RunningPostgres;

@@ -6,7 +6,7 @@ import type { Worker } from 'node:worker_threads';
 import { Kysely, sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type DatabaseTarget, type FeatureMigrations, openDatabase } from '../src/database/database.ts';
-import { SqliteThreadDialect } from '../src/database/sqlite-thread-dialect.ts';
+import { runScript, SqliteThreadDialect } from '../src/database/sqlite-thread-dialect.ts';
 
 /**
  * The embedded SQLite file's queries run on a worker thread (src/database/sqlite-thread-dialect.ts):
@@ -194,6 +194,117 @@ describe('the embedded SQLite file off the event loop', () => {
       expect((await sql<{ v: number }>`select 3 as v`.execute(db)).rows).toEqual([{ v: 3 }]);
     } finally {
       finish();
+      await db.destroy();
+    }
+  });
+});
+
+/** What each request posted to the thread runs: its statement, after `begin` when it carries one. */
+function whatRan(message: unknown): string {
+  const m = message as { type: string; sql?: string; begin?: true; statements?: Array<{ sql: string }> };
+  if (m.type === 'script') return `script: ${m.statements!.map((q) => q.sql).join('; ')}`;
+  return m.begin === true ? `begin; ${m.sql}` : (m.sql ?? m.type);
+}
+
+/** A database on its thread whose every request is kept in `sent` (what it ran: `whatRan`). */
+function countedDatabase(name: string) {
+  const sent: string[] = [];
+  // biome-ignore lint/complexity/noBannedTypes: any schema.
+  const db = new Kysely<{}>({
+    dialect: new SqliteThreadDialect({
+      path: join(dir, name),
+      onThreadStart: (w) => {
+        const post = w.postMessage.bind(w);
+        w.postMessage = ((message: unknown) => {
+          sent.push(whatRan(message));
+          post(message);
+        }) as Worker['postMessage'];
+      },
+    }),
+  });
+  return { db, sent };
+}
+
+describe('the SQLite thread’s round trips (issue 32)', () => {
+  it('serves a statement prepared once from its text, and fails it as a fresh prepare would once its table is gone', async () => {
+    const { db } = countedDatabase('cached.sqlite');
+    try {
+      await sql`create table t (a integer)`.execute(db);
+      await sql`insert into t values (1)`.execute(db);
+      const read = () => sql`select * from t`.execute(db);
+      expect((await read()).rows).toEqual([{ a: 1 }]);
+      expect((await read()).rows).toEqual([{ a: 1 }]);
+      await sql`drop table t`.execute(db);
+      await expect(read()).rejects.toMatchObject({ message: expect.stringContaining('no such table: t') });
+      // The same text over a new table of other columns reads the new one.
+      await sql`create table t (b text, c integer)`.execute(db);
+      await sql`insert into t values ('x', 2)`.execute(db);
+      expect((await read()).rows).toEqual([{ b: 'x', c: 2 }]);
+      await sql`alter table t add column d integer default 7`.execute(db);
+      expect((await read()).rows).toEqual([{ b: 'x', c: 2, d: 7 }]);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('sends a transaction’s begin with its first statement, and nothing for a transaction that ran none', async () => {
+    const { db, sent } = countedDatabase('begin.sqlite');
+    try {
+      await sql`create table t (id integer primary key)`.execute(db);
+      sent.length = 0;
+      await db.transaction().execute(async (trx) => {
+        await sql`insert into t values (1)`.execute(trx);
+        await sql`insert into t values (2)`.execute(trx);
+      });
+      await db.transaction().execute(async () => {});
+      expect(sent).toEqual(['begin; insert into t values (1)', 'insert into t values (2)', 'commit']);
+      // A failing statement still rolls back what the transaction did before it.
+      await expect(
+        db.transaction().execute(async (trx) => {
+          await sql`insert into t values (3)`.execute(trx);
+          await sql`insert into t values (1)`.execute(trx);
+        }),
+      ).rejects.toMatchObject({ message: expect.stringContaining('UNIQUE constraint failed') });
+      expect((await sql<{ id: number }>`select id from t order by id`.execute(db)).rows).toEqual([
+        { id: 1 },
+        { id: 2 },
+      ]);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('runs a script as one transaction in one message, and rolls all of it back when a statement in its middle fails', async () => {
+    const { db, sent } = countedDatabase('script.sqlite');
+    try {
+      await sql`create table s (id text primary key)`.execute(db);
+      await sql`insert into s values ('kept')`.execute(db);
+      sent.length = 0;
+      const results = await runScript(db, [
+        sql`insert into s values (${'a'}) returning id`.compile(db),
+        sql`insert into s values (${'b'})`.compile(db),
+      ]);
+      expect(results.map((r) => [r.rows, r.numAffectedRows])).toEqual([
+        [[{ id: 'a' }], undefined],
+        [[], 1n],
+      ]);
+      const error = await runScript(db, [
+        sql`insert into s values (${'c'})`.compile(db),
+        sql`insert into s values (${'kept'})`.compile(db),
+        sql`insert into s values (${'d'})`.compile(db),
+      ]).catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        message: expect.stringContaining('UNIQUE constraint failed'),
+        errcode: 1555,
+        statement: 1,
+      });
+      expect(sent.map((m) => m.split(':')[0])).toEqual(['script', 'script']);
+      // Nothing of the failed script, and no transaction left open: a new one begins and commits.
+      await db.transaction().execute((trx) => sql`insert into s values (${'e'})`.execute(trx));
+      expect((await sql<{ id: string }>`select id from s order by id`.execute(db)).rows).toEqual(
+        ['a', 'b', 'e', 'kept'].map((id) => ({ id })),
+      );
+    } finally {
       await db.destroy();
     }
   });

@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { ActionJob, ActionSpec } from './admin-actions.ts';
@@ -20,6 +21,13 @@ export interface AppendCompanion {
   specs?: readonly ActionSpec[];
   /** Writes the feature's rows with `tx`, after the entries (the write lock is held by then). */
   write(tx: CompanionTx, nowMs: number): Promise<void>;
+  /**
+   * What `write` would do, as statements compiled with `db` and not run, when it needs no answer
+   * between them (no read first); undefined when it does. A store that can run a transaction's
+   * statements in one round trip (the SQLite file's thread: `RiskgateDatabase.script`) runs these
+   * after the entries instead of calling `write`. Default: absent (`write` runs).
+   */
+  statements?(db: CompanionTx, nowMs: number): CompiledQuery[] | undefined;
   /** Told once the transaction committed (what could not join it goes out then). Must not throw. */
   committed?(): void;
 }

@@ -1,13 +1,21 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from 'kysely';
+import {
+  type CompiledQuery,
+  Kysely,
+  PostgresDialect,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteDialect,
+  sql,
+} from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { LifecycleLog } from '../lifecycle/component.ts';
 import { type DatabaseGate, GatedDialect } from './gated-dialect.ts';
 import { openNodeSqlite } from './node-sqlite-database.ts';
 import { type PostgresConnection, pgClientConfig } from './postgres-connection.ts';
-import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
+import { runScript, SqliteThreadDialect } from './sqlite-thread-dialect.ts';
 import { ownerOnly } from './state-files.ts';
 
 /**
@@ -52,6 +60,13 @@ export interface RiskgateDatabase {
    * query (src/database/marker-poll.ts).
    */
   file?: string;
+  /**
+   * The SQLite file only: runs `statements` as one transaction in one message to its thread (see
+   * `scriptQuery` in sqlite-thread-dialect.ts), each one's result in order; a statement that fails
+   * rolls all of them back. For a caller holding every statement of a transaction up front and
+   * needing no answer between them. Absent elsewhere: such a caller uses `db.transaction()`.
+   */
+  script?: (statements: readonly CompiledQuery[]) => Promise<QueryResult<unknown>[]>;
   /** Closes the pool or the file. */
   close(): Promise<void>;
 }
@@ -123,7 +138,13 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
     const dialect = g === undefined ? threaded : new GatedDialect(threaded, g.gate, g.onError);
     // biome-ignore lint/complexity/noBannedTypes: kysely's empty schema.
     const db = new Kysely<{}>({ dialect });
-    return { db, engine: 'sqlite', file: target.path, close: () => db.destroy() };
+    return {
+      db,
+      engine: 'sqlite',
+      file: target.path,
+      script: (statements) => runScript(db, statements),
+      close: () => db.destroy(),
+    };
   }
   // Loaded only when configured: the embedded default never loads the PostgreSQL client.
   const { default: pg } = await import('pg');

@@ -30,22 +30,33 @@ import { settlesWithin, withTimeout } from '../timing/with-timeout.ts';
  * dies fails what it was asked (logged) and is started again on the next query.
  */
 
+/** One statement's answer: rows, or (a write) changes and the last rowid. */
+export interface StatementResult {
+  rows: unknown[];
+  changes?: bigint | undefined;
+  lastInsertRowid?: bigint | undefined;
+}
+
 export type QueryRequest =
-  | { id: number; type: 'query'; sql: string; parameters: readonly unknown[] }
+  /** `begin`: a transaction's `begin`, run just before this, its first statement (see `ThreadConnection`). */
+  | { id: number; type: 'query'; sql: string; parameters: readonly unknown[]; begin?: true }
+  /** Statements run as one transaction in one message (see `scriptQuery`); `rows` of the reply: each one's result. */
+  | { id: number; type: 'script'; statements: ReadonlyArray<{ sql: string; parameters: readonly unknown[] }> }
   | { id: number; type: 'close' };
 
 export type QueryReply =
-  | {
-      id: number;
-      ok: true;
-      rows: unknown[];
-      changes?: bigint | undefined;
-      lastInsertRowid?: bigint | undefined;
-    }
+  | ({ id: number; ok: true } & StatementResult)
   | {
       id: number;
       ok: false;
-      error: { message: string; code?: unknown; errcode?: unknown; errstr?: unknown };
+      error: {
+        message: string;
+        code?: unknown;
+        errcode?: unknown;
+        errstr?: unknown;
+        /** A script's statement that failed, from 0. */
+        statement?: number;
+      };
     };
 
 export interface SqliteThreadOptions {
@@ -67,6 +78,9 @@ const THREAD_FILE = new URL(
   import.meta.url,
 );
 
+/** A request before the thread's client numbers it. */
+type QueryBody = Omit<QueryRequest & { type: 'query' }, 'id'> | Omit<QueryRequest & { type: 'script' }, 'id'>;
+
 type Waiter = { resolve: (reply: QueryReply & { ok: true }) => void; reject: (error: Error) => void };
 
 /** The thread and the requests it has not answered yet. */
@@ -80,10 +94,14 @@ class QueryThread {
     this.#options = options;
   }
 
-  /** Runs `sql` on the thread; rejects on SQLite's error, the thread's death or the timeout. */
-  run(sql: string, parameters: readonly unknown[]): Promise<QueryReply & { ok: true }> {
+  /**
+   * Runs a query (or a script) on the thread; rejects on SQLite's error, the thread's death or the
+   * timeout. A statement given up on by the timeout may still end on the thread (a native call
+   * cannot be interrupted): a script that commits late has committed, as a `commit` given up on would.
+   */
+  run(request: QueryBody): Promise<QueryReply & { ok: true }> {
     const timeoutMs = this.#options.timeoutMs ?? 30_000;
-    return withTimeout(this.#ask({ type: 'query', sql, parameters }), {
+    return withTimeout(this.#ask(request), {
       timeoutMs,
       // A late answer is dropped (its id is forgotten); the thread goes on with the next request.
       onTimeout: () =>
@@ -118,9 +136,7 @@ class QueryThread {
     w.unref();
   }
 
-  #ask(
-    request: Omit<QueryRequest & { type: 'query' }, 'id'> | { type: 'close' },
-  ): Promise<QueryReply & { ok: true }> {
+  #ask(request: QueryBody | { type: 'close' }): Promise<QueryReply & { ok: true }> {
     this.#worker ??= this.#start();
     const worker = this.#worker;
     const id = this.#nextId++;
@@ -201,15 +217,83 @@ class FifoMutex {
   }
 }
 
+/** Marks a `CompiledQuery` made by `scriptQuery`: its statements, run as one transaction. */
+const SCRIPT = Symbol('riskgate.sqliteScript');
+
+type ScriptQuery = CompiledQuery<StatementResult> & { [SCRIPT]: readonly CompiledQuery[] };
+
+/**
+ * `statements` as one query that runs them as one transaction, in order, in one message to the
+ * thread (`begin`, each, `commit`), for a caller that has all of a transaction's statements up
+ * front and needs no answer between them (the outbox's group commit). Each statement's result is a
+ * row of the answer. It goes through kysely (`db.executeQuery`) as any query does, so it waits
+ * for the connection, passes a `GatedDialect`'s gate and reports its error there. A statement that
+ * fails rolls the whole script back on the thread; the error is SQLite's, with the failing
+ * statement's index (`statement`). Only this dialect runs it, and never inside a transaction.
+ */
+export function scriptQuery(statements: readonly CompiledQuery[]): CompiledQuery<StatementResult> {
+  const query: ScriptQuery = { ...CompiledQuery.raw('-- a script of statements'), [SCRIPT]: statements };
+  return query;
+}
+
+/** `statements` run by `scriptQuery` on `db` (on this dialect); each one's result, in order. */
+export async function runScript(
+  // biome-ignore lint/suspicious/noExplicitAny: any schema.
+  db: Kysely<any>,
+  statements: readonly CompiledQuery[],
+): Promise<QueryResult<unknown>[]> {
+  const { rows } = await db.executeQuery(scriptQuery(statements));
+  return rows.map((r) => ({ rows: r.rows, numAffectedRows: r.changes, insertId: r.lastInsertRowid }));
+}
+
+/**
+ * The one connection. A transaction's `begin` is not sent alone: it travels with the
+ * transaction's first statement (one message, one wake-up of the thread, fewer), which is safe
+ * because nothing can come between them either way: the connection is lent to the transaction
+ * from `begin` to `commit` (the driver's mutex), and the thread runs `begin` and the statement one
+ * after the other in one turn, as it would have run the two messages. A `begin` that fails fails
+ * that first statement (kysely then rolls back: a no-op with no transaction open, see
+ * node-sqlite-database.ts); a transaction that ran no statement sends nothing at all.
+ */
 class ThreadConnection implements DatabaseConnection {
   readonly #thread: QueryThread;
+  #beginPending = false;
 
   constructor(thread: QueryThread) {
     this.#thread = thread;
   }
 
+  /** A transaction begins: its `begin` goes with its first statement. */
+  deferBegin(): void {
+    this.#beginPending = true;
+  }
+
+  /** The transaction ends: whether its `begin` reached the thread (a `commit` or `rollback` is due). */
+  endTransaction(): boolean {
+    const begun = !this.#beginPending;
+    this.#beginPending = false;
+    return begun;
+  }
+
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const reply = await this.#thread.run(compiledQuery.sql, compiledQuery.parameters);
+    const script = (compiledQuery as Partial<ScriptQuery>)[SCRIPT];
+    if (script !== undefined) {
+      // Its own transaction: inside another one its `begin` would fail.
+      if (this.#beginPending) throw new Error('a script is a transaction of its own, not a statement of one');
+      const reply = await this.#thread.run({
+        type: 'script',
+        statements: script.map((q) => ({ sql: q.sql, parameters: q.parameters })),
+      });
+      return { rows: reply.rows as R[] };
+    }
+    const begin = this.#beginPending;
+    this.#beginPending = false;
+    const reply = await this.#thread.run({
+      type: 'query',
+      sql: compiledQuery.sql,
+      parameters: compiledQuery.parameters,
+      ...(begin && { begin: true as const }),
+    });
     return {
       rows: reply.rows as R[],
       numAffectedRows: reply.changes,
@@ -247,19 +331,25 @@ class SqliteThreadDriver implements Driver {
   }
 
   async releaseConnection(): Promise<void> {
+    // kysely ends every transaction it began; should one not be, its unsent `begin` is not carried
+    // to the next borrower's first statement.
+    this.#connection.endTransaction();
     this.#mutex.unlock();
   }
 
+  // Sent with the transaction's first statement (`ThreadConnection` says why that is safe).
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    (connection as ThreadConnection).deferBegin();
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+    if ((connection as ThreadConnection).endTransaction())
+      await connection.executeQuery(CompiledQuery.raw('commit'));
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    if ((connection as ThreadConnection).endTransaction())
+      await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
   async destroy(): Promise<void> {

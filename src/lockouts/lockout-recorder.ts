@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { ActionOutcome, AppendCompanion } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
@@ -66,6 +67,12 @@ export class LockoutRecorder implements LockoutSink {
         const store = LockoutStore.within(tx);
         for (const l of lockouts) await store.add(l, nowMs);
       },
+      // One insert each, unless one must read first (an escalation): then `write` runs.
+      statements: (db, nowMs) => {
+        const store = LockoutStore.within(db);
+        const statements = lockouts.map((l) => store.addStatement(l, nowMs));
+        return statements.every((s): s is CompiledQuery => s !== undefined) ? statements : undefined;
+      },
       committed: () => {
         for (const [i, event] of created.entries()) {
           if (entries[i] !== undefined) continue;
@@ -126,8 +133,38 @@ export class LockoutRecorder implements LockoutSink {
     // A turn later: the decision's answer goes out first.
     await new Promise((r) => setImmediate(r));
     for (let item = this.#queue.shift(); item !== undefined; item = this.#queue.shift()) {
-      await this.#write(item);
+      if (!isLockDone(item)) {
+        await this.#write(item);
+        continue;
+      }
+      // The lock-outs done one after another in the queue (a turn's completions): one statement.
+      const run = [item.outcome];
+      while (
+        run.length < LOCKS_DONE_PER_STATEMENT &&
+        this.#queue[0] !== undefined &&
+        isLockDone(this.#queue[0])
+      )
+        run.push((this.#queue.shift() as Item & { kind: 'outcome' }).outcome);
+      await this.#writeLocksDone(run);
     }
+  }
+
+  /**
+   * `done` lock outcomes in one statement when it can (`LockoutStore.lockedAll`); each one it did
+   * not set, or all of them when it failed, through `#write` as before (its tries, its drop count).
+   * Safe in any grouping: each outcome only moves its own record from `queued`/`failed` to
+   * `locked`, and is told at least once anyway.
+   */
+  async #writeLocksDone(outcomes: ActionOutcome[]): Promise<void> {
+    let rest = outcomes;
+    if (outcomes.length > 1) {
+      try {
+        rest = await this.#o.store.lockedAll(outcomes, this.#o.clock.nowMs());
+      } catch {
+        // Tried again one by one, each with its own tries.
+      }
+    }
+    for (const outcome of rest) await this.#write({ kind: 'outcome', outcome });
   }
 
   async #write(item: Item): Promise<void> {
@@ -171,6 +208,13 @@ export class LockoutRecorder implements LockoutSink {
     if (scheduledEnd)
       await events.emit(lockoutEvent('lockout.ended', o.decisionId, o.target, undefined, 'schedule'));
   }
+}
+
+/** Most lock outcomes set in one statement (far below either engine's parameter limit). */
+const LOCKS_DONE_PER_STATEMENT = 200;
+
+function isLockDone(item: Item): item is Item & { kind: 'outcome' } {
+  return item.kind === 'outcome' && item.outcome.type === 'lock_out_user' && item.outcome.status === 'done';
 }
 
 /** A lock-out event; its id is the record's and the type's, so a retried emit is one event. */

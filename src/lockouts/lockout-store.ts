@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { CompiledQuery, Kysely, Selectable } from 'kysely';
 import type { ActionOutcome, CompanionTx } from '../actions/action-dispatcher.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import {
@@ -26,6 +26,14 @@ export interface LockoutFilter {
   /** Most lock-outs in a page. Default 50, at most 200. */
   limit?: number | undefined;
 }
+
+/** A lock-out's end before any escalation: its duration from its creation, or none (permanent). */
+const untilOf = (p: PlannedLockout): number | null =>
+  p.durationMs === undefined ? null : p.createdMs + p.durationMs;
+
+/** Whether recording `p` reads the user's previous lock-out first (it may be escalated). */
+const mayEscalate = (p: PlannedLockout): boolean =>
+  untilOf(p) !== null && p.status === 'queued' && p.escalateWithinMs !== undefined;
 
 /** A page's position, opaque to callers: the last row's (created_ms, id). */
 function encodeCursor(row: Pick<Row, 'created_ms' | 'id'>): string {
@@ -92,57 +100,71 @@ export class LockoutStore {
    * it so; the scheduled unlock checks again (src/lockouts/unlock-gate.ts).
    */
   async add(p: PlannedLockout, nowMs: number): Promise<void> {
-    let untilMs = p.durationMs === undefined ? null : p.createdMs + p.durationMs;
+    let untilMs = untilOf(p);
     let escalated = 0;
-    if (untilMs !== null && p.status === 'queued' && p.escalateWithinMs !== undefined) {
+    if (mayEscalate(p)) {
       if (
-        (await this.previousWithin(p.userId, p.decisionId, p.createdMs, p.escalateWithinMs)) !== undefined
+        (await this.previousWithin(p.userId, p.decisionId, p.createdMs, p.escalateWithinMs!)) !== undefined
       ) {
         untilMs = null;
         escalated = 1;
       }
     }
-    await this.#db
-      .insertInto('lockout')
-      .values({
-        id: p.decisionId,
-        user_id: p.userId,
-        account_id: p.accountId ?? null,
-        decision_id: p.decisionId,
-        rule: p.rule,
-        created_ms: p.createdMs,
-        status: p.status,
-        until_ms: p.status === 'queued' ? untilMs : null,
-        escalated,
-        ended_ms: null,
-        ended_by: null,
-        reason: p.reason ?? null,
-        unlock_status: null,
-        updated_ms: nowMs,
-      })
-      // A row made from the lock's outcome first (its record came late: another replica, a full
-      // queue) knows only the user: the record fills in the rest. Any other repeat is ignored.
-      .onConflict((oc) =>
-        oc
-          .column('id')
-          .doUpdateSet((eb) => ({
-            account_id: eb.ref('excluded.account_id'),
-            rule: eb.ref('excluded.rule'),
-            created_ms: eb.ref('excluded.created_ms'),
-            // A lock that failed has no end (as `#lockOutcome` records it).
-            until_ms: eb
-              .case()
-              .when('lockout.status', '=', 'failed')
-              .then(null)
-              .else(eb.ref('excluded.until_ms'))
-              .end(),
-            escalated: eb.ref('excluded.escalated'),
-            updated_ms: eb.ref('excluded.updated_ms'),
-          }))
-          .where('lockout.rule', '=', UNKNOWN_RULE)
-          .where('excluded.rule', '!=', UNKNOWN_RULE),
-      )
-      .execute();
+    await this.#insert(p, untilMs, escalated, nowMs).execute();
+  }
+
+  /**
+   * `add` as its one statement, compiled and not run (an outbox append's companion, sent with the
+   * append in one round trip: `AppendCompanion.statements`); undefined when `add` must read first
+   * (an escalation to check).
+   */
+  addStatement(p: PlannedLockout, nowMs: number): CompiledQuery | undefined {
+    return mayEscalate(p) ? undefined : this.#insert(p, untilOf(p), 0, nowMs).compile();
+  }
+
+  #insert(p: PlannedLockout, untilMs: number | null, escalated: number, nowMs: number) {
+    return (
+      this.#db
+        .insertInto('lockout')
+        .values({
+          id: p.decisionId,
+          user_id: p.userId,
+          account_id: p.accountId ?? null,
+          decision_id: p.decisionId,
+          rule: p.rule,
+          created_ms: p.createdMs,
+          status: p.status,
+          until_ms: p.status === 'queued' ? untilMs : null,
+          escalated,
+          ended_ms: null,
+          ended_by: null,
+          reason: p.reason ?? null,
+          unlock_status: null,
+          updated_ms: nowMs,
+        })
+        // A row made from the lock's outcome first (its record came late: another replica, a full
+        // queue) knows only the user: the record fills in the rest. Any other repeat is ignored.
+        .onConflict((oc) =>
+          oc
+            .column('id')
+            .doUpdateSet((eb) => ({
+              account_id: eb.ref('excluded.account_id'),
+              rule: eb.ref('excluded.rule'),
+              created_ms: eb.ref('excluded.created_ms'),
+              // A lock that failed has no end (as `#lockOutcome` records it).
+              until_ms: eb
+                .case()
+                .when('lockout.status', '=', 'failed')
+                .then(null)
+                .else(eb.ref('excluded.until_ms'))
+                .end(),
+              escalated: eb.ref('excluded.escalated'),
+              updated_ms: eb.ref('excluded.updated_ms'),
+            }))
+            .where('lockout.rule', '=', UNKNOWN_RULE)
+            .where('excluded.rule', '!=', UNKNOWN_RULE),
+        )
+    );
   }
 
   /** The user's applied lock-out before `createdMs` and within `windowMs` of it, other than `id`. */
@@ -276,6 +298,25 @@ export class LockoutStore {
     else if (o.type === 'unlock_user' && o.key.endsWith(OPERATOR_UNLOCK_SUFFIX))
       await this.#operatorUnlockOutcome(o, nowMs);
     else if (o.type === 'unlock_user') await this.#scheduledUnlockOutcome(o, nowMs);
+  }
+
+  /**
+   * The `done` outcomes of lock-outs (each told at least once) in one statement: the records
+   * `applyOutcome` would set `locked` from `queued` or `failed`. The ids it did not update (a
+   * record not written yet, or already past that) are returned, for `applyOutcome` one by one.
+   * Issue 32: the outcomes of a turn's completions share one round trip instead of one each.
+   */
+  async lockedAll(outcomes: readonly ActionOutcome[], nowMs: number): Promise<ActionOutcome[]> {
+    const ids = outcomes.map((o) => o.decisionId);
+    const updated = await this.#db
+      .updateTable('lockout')
+      .set({ status: 'locked', updated_ms: nowMs, reason: null })
+      .where('id', 'in', ids)
+      .where('status', 'in', ['queued', 'failed'])
+      .returning('id')
+      .execute();
+    const done = new Set(updated.map((r) => r.id));
+    return outcomes.filter((o) => !done.has(o.decisionId));
   }
 
   async #lockOutcome(o: ActionOutcome, nowMs: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type CompiledQuery, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { CompanionRefusedError } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
 import type { DatabaseEngine, RiskgateDatabase } from '../database/database.ts';
@@ -45,6 +45,12 @@ type Row = Selectable<OutboxTables['outbox_entry']>;
 /** Most ids in one `IN (...)` (far below either engine's parameter limit). */
 const IDS_PER_STATEMENT = 500;
 
+/** Which of each append's entries were new, from the ids the inserts added: the first of an id is the one added. */
+function addedOf(appends: readonly PendingAppend[], added: ReadonlyArray<{ id: string }>): boolean[][] {
+  const inserted = new Set(added.map((r) => r.id));
+  return appends.map((a) => a.specs.map((s) => inserted.delete(s.id)));
+}
+
 function entryOf(row: Row, spec: ActionSpec): OutboxEntry {
   return {
     spec,
@@ -90,6 +96,7 @@ export class DatabaseOutboxStore implements OutboxStore {
   readonly durable = true;
   readonly #db: Kysely<OutboxTables>;
   readonly #engine: DatabaseEngine;
+  readonly #script: RiskgateDatabase['script'];
   #appends: PendingAppend[] = [];
   /** The group commit in flight (at most one: see `#commitAppends`). */
   #committing: Promise<void> | undefined;
@@ -103,6 +110,7 @@ export class DatabaseOutboxStore implements OutboxStore {
   constructor(database: RiskgateDatabase, options: DatabaseOutboxStoreOptions = {}) {
     this.#db = database.db.withTables<OutboxTables>();
     this.#engine = database.engine;
+    this.#script = database.script;
     this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
     this.#onUnreadable = options.onUnreadable;
   }
@@ -198,7 +206,7 @@ export class DatabaseOutboxStore implements OutboxStore {
 
   async #commitGroup(batch: readonly PendingAppend[]): Promise<void> {
     try {
-      const results = await this.#db.transaction().execute((tx) => this.#write(tx, batch));
+      const results = await this.#writeGroup(batch);
       for (const [i, a] of batch.entries()) a.resolve(results[i]!);
     } catch (error) {
       // A row the database refuses (a constraint, a byte it cannot store), or a companion refusing
@@ -211,7 +219,7 @@ export class DatabaseOutboxStore implements OutboxStore {
       }
       for (const a of batch) {
         try {
-          a.resolve((await this.#db.transaction().execute((tx) => this.#write(tx, [a])))[0]!);
+          a.resolve((await this.#writeGroup([a]))[0]!);
         } catch (alone) {
           a.reject(alone);
         }
@@ -220,11 +228,43 @@ export class DatabaseOutboxStore implements OutboxStore {
   }
 
   /**
-   * The appends' entries with `tx`, in one insert statement per IDS_PER_STATEMENT rows (each a
-   * message to the SQLite thread), then their companions' rows. Which were new, per append: an id
-   * already there, or earlier in the batch, is not.
+   * The appends' entries, then their companions' rows, in one transaction. Which were new, per
+   * append: an id already there, or earlier in the batch, is not.
+   *
+   * On the SQLite file, when every companion can give its rows as statements up front (a lock-out's
+   * record), the whole transaction is one script: one message to the database's thread instead of
+   * `begin`, each insert, each companion's statement and `commit` (issue 32: each a message and a
+   * wake-up of the thread). The same statements in the same order on the one connection, so the
+   * same transaction: all of it or none (a statement that fails rolls the script back, and fails
+   * the group as a failed transaction would), committed before the appends are told.
    */
+  async #writeGroup(appends: readonly PendingAppend[]): Promise<boolean[][]> {
+    const script = this.#script;
+    if (script !== undefined) {
+      const companions = appends.flatMap((a) =>
+        a.companions.map((c) => c.statements?.(this.#db as unknown as CompanionTx, a.nowMs)),
+      );
+      if (companions.every((c): c is CompiledQuery[] => c !== undefined)) {
+        const inserts = this.#inserts(this.#db, appends).map((q) => q.compile());
+        const results = await script([...inserts, ...companions.flat()]);
+        const added = results.slice(0, inserts.length).flatMap((r) => r.rows as Array<{ id: string }>);
+        return addedOf(appends, added);
+      }
+    }
+    return this.#db.transaction().execute((tx) => this.#write(tx, appends));
+  }
+
+  /** `#writeGroup` with `tx`: one insert statement per IDS_PER_STATEMENT rows, then the companions. */
   async #write(tx: Transaction<OutboxTables>, appends: readonly PendingAppend[]): Promise<boolean[][]> {
+    const added: Array<{ id: string }> = [];
+    for (const insert of this.#inserts(tx, appends)) added.push(...(await insert.execute()));
+    for (const a of appends)
+      for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
+    return addedOf(appends, added);
+  }
+
+  /** The appends' entries as insert statements of IDS_PER_STATEMENT rows at most, each returning the ids it added. */
+  #inserts(db: Kysely<OutboxTables>, appends: readonly PendingAppend[]) {
     const rows = appends.flatMap((a) =>
       a.specs.map((s) => {
         const at = dueAtMs(s, a.nowMs);
@@ -240,20 +280,16 @@ export class DatabaseOutboxStore implements OutboxStore {
         };
       }),
     );
-    const inserted = new Set<string>();
-    for (let i = 0; i < rows.length; i += IDS_PER_STATEMENT) {
-      const added = await tx
+    const chunks = Array.from({ length: Math.ceil(rows.length / IDS_PER_STATEMENT) }, (_, i) =>
+      rows.slice(i * IDS_PER_STATEMENT, (i + 1) * IDS_PER_STATEMENT),
+    );
+    return chunks.map((chunk) =>
+      db
         .insertInto('outbox_entry')
-        .values(rows.slice(i, i + IDS_PER_STATEMENT))
+        .values(chunk)
         .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id')
-        .execute();
-      for (const r of added) inserted.add(r.id);
-    }
-    for (const a of appends)
-      for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
-    // The first of an id is the one added.
-    return appends.map((a) => a.specs.map((s) => inserted.delete(s.id)));
+        .returning('id'),
+    );
   }
 
   async claim(
