@@ -48,8 +48,9 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
  *
- * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts'
- *    triggers, the real writer with and without them, interleaved pairs (`--runs`) of `--records`
+ * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts
+ *    (SQLite: the writer's per-batch upserts; PostgreSQL: the triggers), the real writer with and
+ *    without them, interleaved pairs (`--runs`) of `--records`
  *    (SQLite, or PostgreSQL with `--postgres`: the server's CPU counted too).
  *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
@@ -221,6 +222,22 @@ function postgresCpuUs(port: number): number {
   return total;
 }
 
+/**
+ * SQLite: the store thread's writer (sqlite-batch-wire.ts) run in this thread, with its hour counts
+ * or without (`countHours`); the CPU is this process's either way.
+ */
+function sqliteSinkHere(path: string, countHours: boolean): DecisionSink {
+  const file = new DatabaseSync(path, { timeout: 5000 });
+  file.exec('PRAGMA synchronous = NORMAL');
+  const write = wireWriter(file, { countHours });
+  return {
+    write: async (ops) => write(wireBatch(ops)),
+    prune: async () => 0,
+    close: async () => file.close(),
+  };
+}
+
+/** PostgreSQL's hour-count triggers (SQLite's writer counts: `countHours`). */
 const HOUR_TRIGGERS = {
   decision_hour_insert: 'decision',
   decision_hour_delete: 'decision',
@@ -230,9 +247,9 @@ const HOUR_TRIGGERS = {
 
 /**
  * The insert cost of the hour counts (issue 32): the real writer as fast as it takes records, on a
- * fresh store with the hour counts' triggers and on one without them (dropped: the store before),
- * interleaved pairs, order alternating. SQLite: CPU of this process (the writer thread's
- * statements run in it); PostgreSQL (`pg`): CPU of the server's processes too.
+ * fresh store with the hour counts and without them, interleaved pairs, order alternating. SQLite:
+ * the writer's statements with its per-batch counts on and off, CPU of this process; PostgreSQL
+ * (`pg`): with the triggers and with them dropped (the store before), the server's CPU too.
  */
 async function hourCountCost(
   dir: string,
@@ -256,13 +273,12 @@ async function hourCountCost(
       target = { kind: 'postgres', url: pg.url.replace(/\/postgres$/, `/cost_${n}`) };
     }
     const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
-    if (!withCounts) {
+    if (!withCounts && pg !== undefined) {
       for (const [trigger, table] of Object.entries(HOUR_TRIGGERS))
-        await sql
-          .raw(`drop trigger ${trigger}${pg === undefined ? '' : ` on ${table}`}`)
-          .execute(database.db);
+        await sql.raw(`drop trigger ${trigger} on ${table}`).execute(database.db);
     }
-    const sink = storeSink(database, target.kind === 'sqlite' ? target.path : undefined);
+    const sink =
+      target.kind === 'sqlite' ? sqliteSinkHere(target.path, withCounts) : storeSink(database, undefined);
     const figures = await insertRate(
       target.kind,
       sink,
@@ -321,7 +337,7 @@ function seedOps(rnd: () => number, i: number, count: number, now: number, lineB
 
 /**
  * Seeds `count` decisions over the last 30 days in bulk through the writer threads' own statements
- * (sqlite-batch-wire.ts, pg-batch-wire.ts: the hour counts' triggers included), in batches of
+ * (sqlite-batch-wire.ts, pg-batch-wire.ts: the hour counts included), in batches of
  * 20,000 records, each one transaction, in this thread (no decision is waiting).
  */
 async function seed(target: DatabaseTarget, count: number, lineBytes: number): Promise<void> {
