@@ -47,6 +47,7 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *    (every thread) per record, store on minus store off, median over the pairs. With
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
+ *    With `--intervals 100,250,1000`, the store on with each writer interval against it off.
  *
  * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts
  *    (SQLite: the writer's per-batch upserts; PostgreSQL: the triggers), the real writer with and
@@ -61,7 +62,7 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
- *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only]]
+ *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]]
  *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
  */
 
@@ -606,7 +607,10 @@ interface HotFigures {
   processUsPerRecord: number;
 }
 
-/** CPU of the log (and the store, `withStore`) fed `rate` records/s for `seconds`, per record. */
+/**
+ * CPU of the log (and the store, `withStore`; its writer's `intervalMs` when given) fed `rate`
+ * records/s for `seconds`, per record.
+ */
 async function hotRun(
   dir: string,
   target: DatabaseTarget | undefined,
@@ -614,6 +618,7 @@ async function hotRun(
   rate: number,
   seconds: number,
   lineBytes: number,
+  intervalMs?: number,
 ): Promise<HotFigures> {
   const rules = parseRedaction(DEFAULT_REDACTION);
   if (typeof rules === 'string') throw new Error(rules);
@@ -625,7 +630,9 @@ async function hotRun(
   // As shipped: SQLite (the default) and PostgreSQL each written from the store's thread.
   const database = await openDatabase(target ?? { kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
   const sink = storeSink(database, target === undefined ? path : undefined);
-  const writer = withStore ? new DecisionStoreWriter({ sink }) : undefined;
+  const writer = withStore
+    ? new DecisionStoreWriter({ sink, ...(intervalMs !== undefined && { intervalMs }) })
+    : undefined;
   const rnd = mulberry32(3);
   const total = Math.round(rate * seconds);
   // Built first: what is measured is the log and the store, not the bench building records.
@@ -669,36 +676,54 @@ async function hotRun(
   };
 }
 
+/**
+ * Store on minus store off per record, interleaved: each run measures the store off and on with
+ * each of `intervals` (the writer's `intervalMs`; undefined: its default), in an order rotating
+ * from run to run, so a drift in the machine's load falls on every side.
+ */
 async function hotCost(
   dir: string,
   target: DatabaseTarget | undefined,
-  rate: number,
-  seconds: number,
-  runs: number,
-  lineBytes: number,
+  o: { rate: number; seconds: number; runs: number; lineBytes: number; intervals: (number | undefined)[] },
 ): Promise<void> {
-  const main: number[] = [];
-  const proc: number[] = [];
+  const { rate, seconds, lineBytes } = o;
   const { loadavg } = await import('node:os');
   const load0 = loadavg()[0]!;
   // A warm-up pair, not counted (JIT, the thread's first start).
   await hotRun(dir, target, false, rate, 1, lineBytes);
   await hotRun(dir, target, true, rate, 1, lineBytes);
-  for (let r = 0; r < runs; r++) {
-    // Order alternates: a drift in the machine's load falls on both sides.
-    const first = r % 2 === 0;
-    const a = await hotRun(dir, target, !first, rate, seconds, lineBytes);
-    const b = await hotRun(dir, target, first, rate, seconds, lineBytes);
-    const [on, off] = first ? [b, a] : [a, b];
-    main.push(round(on.mainUsPerRecord - off.mainUsPerRecord));
-    proc.push(round(on.processUsPerRecord - off.processUsPerRecord));
+  const sides = [undefined, ...o.intervals.map((intervalMs) => ({ intervalMs }))];
+  const deltas = o.intervals.map(() => ({ main: [] as number[], proc: [] as number[] }));
+  for (let r = 0; r < o.runs; r++) {
+    const figures = new Map<number, HotFigures>();
+    for (let k = 0; k < sides.length; k++) {
+      const at = (k + r) % sides.length;
+      const side = sides[at];
+      figures.set(
+        at,
+        await hotRun(dir, target, side !== undefined, rate, seconds, lineBytes, side?.intervalMs),
+      );
+    }
+    const off = figures.get(0)!;
+    const said = [`off main ${round(off.mainUsPerRecord)} / process ${round(off.processUsPerRecord)} µs`];
+    for (const [i, d] of deltas.entries()) {
+      const on = figures.get(i + 1)!;
+      d.main.push(round(on.mainUsPerRecord - off.mainUsPerRecord));
+      d.proc.push(round(on.processUsPerRecord - off.processUsPerRecord));
+      said.push(
+        `on${o.intervals[i] === undefined ? '' : ` (${o.intervals[i]} ms)`} main ${round(on.mainUsPerRecord)} / process ${round(on.processUsPerRecord)} µs`,
+      );
+    }
     process.stderr.write(
-      `[hot-cost] pair ${r + 1}: off main ${round(off.mainUsPerRecord)} / process ${round(off.processUsPerRecord)} µs, on main ${round(on.mainUsPerRecord)} / process ${round(on.processUsPerRecord)} µs per record (load ${loadavg()[0]!.toFixed(2)})\n`,
+      `[hot-cost] run ${r + 1}: ${said.join(', ')} per record (load ${loadavg()[0]!.toFixed(2)})\n`,
     );
   }
-  console.log(
-    `store's cost per record at ${rate}/s: main thread ${median(main)} µs (pairs: ${main.join(', ')}), whole process ${median(proc)} µs (pairs: ${proc.join(', ')}); load average ${load0.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}`,
-  );
+  for (const [i, d] of deltas.entries()) {
+    const interval = o.intervals[i] === undefined ? '' : `, batches every ${o.intervals[i]} ms`;
+    console.log(
+      `store's cost per record at ${rate}/s${interval}: main thread ${median(d.main)} µs (pairs: ${d.main.join(', ')}), whole process ${median(d.proc)} µs (pairs: ${d.proc.join(', ')}); load average ${load0.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}`,
+    );
+  }
 }
 
 /** Mode 2: `seeded` decisions bulk-seeded (SQLite, or PostgreSQL `pg`), then pages and counts timed. */
@@ -757,6 +782,7 @@ async function main(): Promise<void> {
       'store-only': { type: 'boolean', default: false },
       postgres: { type: 'boolean', default: false },
       rate: { type: 'string', default: '300' },
+      intervals: { type: 'string' },
       seconds: { type: 'string', default: '10' },
     },
   });
@@ -783,7 +809,16 @@ async function main(): Promise<void> {
       const pg = values.postgres ? await startPostgres() : undefined;
       try {
         const target: DatabaseTarget | undefined = pg && { kind: 'postgres', url: pg.url };
-        await hotCost(dir, target, Number(values.rate), Number(values.seconds), runs, lineBytes);
+        // `--intervals 100,250,1000`: the writer's interval, each against the store off, interleaved.
+        const intervals =
+          values.intervals === undefined ? [undefined] : values.intervals.split(',').map(Number);
+        await hotCost(dir, target, {
+          rate: Number(values.rate),
+          seconds: Number(values.seconds),
+          runs,
+          lineBytes,
+          intervals,
+        });
       } finally {
         await pg?.stop();
       }
