@@ -54,6 +54,9 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *    without them, interleaved pairs (`--runs`) of `--records`
  *    (SQLite, or PostgreSQL with `--postgres`: the server's CPU counted too).
  *
+ * 6. With `--indexes`: every index of the store's tables and the query that needs it (`INDEXES`),
+ *    checked against a store migrated fresh.
+ *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
  *    route makes) runs back to back for `--loop-seconds`, on kysely's own SQLite dialect (queries on
@@ -64,6 +67,7 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *     [--loop-delay --loop-seconds 5]
  *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]]
  *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
+ *     [--indexes]
  */
 
 const RULES = [
@@ -766,6 +770,178 @@ async function seededQueries(
   console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
 }
 
+/**
+ * Every index of the decision store's tables and the console's or the API's query that needs it
+ * (issue 32: each index is paid by every row written; an index no query reads goes). The primary
+ * keys (SQLite's `sqlite_autoindex_*`) are each table's conflict target besides what they serve
+ * here. `--indexes` prints this list and fails when a store migrated fresh has an index it does not
+ * list, or lacks one it lists. Dropped by `decisions-008-unread-indexes`: `decision_rule_rule_at`
+ * (rule_id, at_ms, decision_id; every rule query names the policy: decision_rule_policy_rule_at)
+ * and `decision_label_decision` (decision_id, at_ms; a prefix of decision_label_once).
+ */
+const INDEXES: [name: string, table: string, columns: string, servedQuery: string][] = [
+  [
+    '(primary key)',
+    'decision',
+    'decision_id',
+    'a decision by id (`GET /decisions/{id}`), the label updates, retention deleting by id, a rule row to its decision',
+  ],
+  [
+    'decision_at',
+    'decision',
+    'at_ms, decision_id',
+    "the newest page without a filter and a time range's pages; the ends of a counted range; retention by age; the backtest's and replay's keyset pages",
+  ],
+  [
+    'decision_verdict_at',
+    'decision',
+    'verdict, at_ms, decision_id',
+    "the page `verdict=`, the counts' ends with a verdict",
+  ],
+  [
+    'decision_account_at',
+    'decision',
+    'account_id, at_ms, decision_id',
+    "the page `accountId=`; the `outcomes` input (an account's recent step-ups, on the decision path)",
+  ],
+  ['decision_user_at', 'decision', 'user_id, at_ms, decision_id', 'the page `userId=`'],
+  ['decision_ip_at', 'decision', 'ip, at_ms, decision_id', 'the page `ip=`'],
+  ['decision_unit_at', 'decision', 'unit_id, at_ms, decision_id', 'the page `unitId=`'],
+  [
+    'decision_at_bytes',
+    'decision',
+    'at_ms, line_bytes',
+    "retention by size: the lines' total read from the index, not the table of whole lines",
+  ],
+  ['decision_label_at', 'decision', 'label, at_ms, decision_id (labelled only)', 'the page `label=`'],
+  ['decision_degraded_at', 'decision', 'at_ms, decision_id (degraded only)', 'the page `degraded=true`'],
+  [
+    'decision_shadow_disagrees_at',
+    'decision',
+    'at_ms, decision_id (disagreeing only)',
+    'the page `shadowDisagrees=true`',
+  ],
+  [
+    'decision_revision_at',
+    'decision',
+    'policy_revision, at_ms',
+    "rule report: the active revision's decisions at a window's ends (whole hours: decision_hour)",
+  ],
+  [
+    'decision_shadow_revision_at',
+    'decision',
+    'shadow_revision, at_ms',
+    "rule report: the shadow revision's decisions at a window's ends",
+  ],
+  [
+    'decision_agreement',
+    'decision',
+    'policy_revision, shadow_revision, verdict, shadow_verdict, at_ms',
+    "rule report: the agreement matrix at the 7 days' ends",
+  ],
+  [
+    'decision_revision_labelled',
+    'decision',
+    'policy_revision, label, at_ms (labelled only)',
+    'rule report: precision and recall (active)',
+  ],
+  [
+    'decision_shadow_revision_labelled',
+    'decision',
+    'shadow_revision, label, at_ms (labelled only)',
+    'rule report: precision and recall (shadow)',
+  ],
+  [
+    'decision_name_revision_at',
+    'decision',
+    'policy_name, policy_revision, at_ms',
+    "rule history: a name's revisions (skip scan), each one's first and last decision",
+  ],
+  [
+    '(primary key)',
+    'decision_rule',
+    'decision_id, policy, rule_id',
+    "a page's rules, the labelled decisions' rules (rule report), retention",
+  ],
+  [
+    'decision_rule_policy_rule_at',
+    'decision_rule',
+    'rule_id, policy, at_ms, decision_id',
+    "the page `rule=` (in page order) and its counts' ends",
+  ],
+  [
+    'decision_rule_revision',
+    'decision_rule',
+    'policy_revision, policy, rule_id, at_ms',
+    "rule report: fires over 24 h by hour, and at the 7 days' ends",
+  ],
+  [
+    'decision_label_once',
+    'decision_label',
+    'decision_id, at_ms, labelled_by, label (unique)',
+    "a label kept once; a decision's labels, its newest (the current label), retention",
+  ],
+  ['(primary key)', 'decision_action', 'action_id', "an action's newest outcome kept (upsert)"],
+  [
+    'decision_action_decision',
+    'decision_action',
+    'decision_id',
+    "a decision's actions (`GET /decisions/{id}`), retention",
+  ],
+  [
+    '(primary key)',
+    'decision_outcome',
+    'decision_id, type, value',
+    "an outcome kept once; a decision's outcomes, its outcome label, the `outcomes` input, retention",
+  ],
+  ['(primary key)', 'decision_reject', 'id', 'a set-aside record by id'],
+  ['decision_reject_at', 'decision_reject', 'at_ms', 'trimming to the newest 1,000 set-aside records'],
+  [
+    '(primary key)',
+    'decision_hour',
+    'hour_ms, verdict, policy_revision, shadow_revision, shadow_verdict',
+    "the table itself (SQLite: without rowid): counts and chart by hour, the rule report's decisions and matrix",
+  ],
+  [
+    '(primary key)',
+    'decision_rule_hour',
+    'rule_id, policy, hour_ms, policy_revision, verdict',
+    "the table itself: counts under `rule=`, the rule report's fires",
+  ],
+  [
+    'decision_rule_hour_revision',
+    'decision_rule_hour',
+    'policy_revision, policy, hour_ms',
+    "rule report: an earlier revision's fires (its rules unknown: by revision)",
+  ],
+];
+
+/** Prints `INDEXES`; throws when a fresh SQLite store's indexes are not exactly those listed. */
+async function indexList(dir: string): Promise<void> {
+  const path = join(dir, 'indexes.sqlite');
+  await (await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS })).close();
+  const file = new DatabaseSync(path);
+  const tables = [...new Set(INDEXES.map(([, table]) => table))];
+  const present = file
+    .prepare(
+      `select name from sqlite_master where type = 'index' and name not like 'sqlite_autoindex_%'
+          and tbl_name in (${tables.map(() => '?').join(', ')})`,
+    )
+    .all(...tables)
+    .map((r) => String(r.name));
+  file.close();
+  console.log('| index | table | columns | the query that needs it |\n|---|---|---|---|');
+  for (const [name, table, columns, query] of INDEXES)
+    console.log(`| ${name} | ${table} | ${columns} | ${query} |`);
+  const listed = new Set(INDEXES.map(([name]) => name));
+  const unlisted = present.filter((name) => !listed.has(name));
+  const missing = [...listed].filter((name) => !name.startsWith('(') && !present.includes(name));
+  if (unlisted.length > 0 || missing.length > 0)
+    throw new Error(
+      `indexes not as listed: unlisted ${unlisted.join(', ') || 'none'}, missing ${missing.join(', ') || 'none'}`,
+    );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -778,6 +954,7 @@ async function main(): Promise<void> {
       'loop-delay': { type: 'boolean', default: false },
       'loop-seconds': { type: 'string', default: '5' },
       'hot-cost': { type: 'boolean', default: false },
+      indexes: { type: 'boolean', default: false },
       'hour-count-cost': { type: 'boolean', default: false },
       'store-only': { type: 'boolean', default: false },
       postgres: { type: 'boolean', default: false },
@@ -791,6 +968,10 @@ async function main(): Promise<void> {
   const lineBytes = Number(values['line-bytes']);
   const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-bench-'));
   try {
+    if (values.indexes) {
+      await indexList(dir);
+      return;
+    }
     if (values['hot-cost'] && values['store-only']) {
       // For a profile (--cpu-prof) of the shipped path alone: one run, store on.
       await hotRun(dir, undefined, true, Number(values.rate), Number(values.seconds), lineBytes);
