@@ -13,7 +13,7 @@ import { storeSink } from '../src/decision-store/decision-store-component.ts';
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { wireBatch } from '../src/decision-store/decision-wire.ts';
-import { HOUR_MS, type HourTables } from '../src/decision-store/hour-counts.ts';
+import { HOUR_MS, type HourTables, hourDriftCheck } from '../src/decision-store/hour-counts.ts';
 import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
@@ -222,6 +222,56 @@ function suite(engine: string, target: () => DatabaseTarget, poison: (sink: Deci
           }
         }
       }
+    });
+
+    it('a check of an hour against its rows finds it exact, and finds a count made wrong, logged and counted', async () => {
+      const lines: Record<string, unknown>[] = [];
+      const db = database.db.withTables<DecisionTables & HourTables>();
+      const check = hourDriftCheck({
+        db: database.db.withTables<DecisionTables>(),
+        maxAgeMs: 30 * 86_400_000,
+        log: (line) => lines.push(line),
+      });
+      // Decisions 29 to 31 (every verdict, rules, shadows) are in this hour.
+      const hourMs = hourOf(T0 + 30 * 17 * MINUTE);
+      try {
+        expect(await check.check(hourMs)).toBe(0);
+        expect(await check.check(hourOf(T0) - HOUR_MS)).toBe(0);
+        await db
+          .insertInto('decision_hour')
+          .values({
+            hour_ms: hourMs,
+            verdict: 'deny',
+            policy_revision: 'rev-x',
+            shadow_revision: '',
+            shadow_verdict: '',
+            decisions: 3,
+          })
+          .execute();
+        await db
+          .updateTable('decision_rule_hour')
+          .set((eb) => ({ fires: eb('fires', '+', 1) }))
+          .where('hour_ms', '=', hourMs)
+          .where('rule_id', '=', 'rat')
+          .where('policy', '=', 'active')
+          .execute();
+        expect(await check.check(hourMs)).toBe(4);
+        expect(check.drift()).toBe(4);
+        expect(lines).toEqual([
+          expect.objectContaining({ level: 'error', hour: new Date(hourMs).toISOString(), drift: 4 }),
+        ]);
+      } finally {
+        check.stop();
+        await db.deleteFrom('decision_hour').where('policy_revision', '=', 'rev-x').execute();
+        await db
+          .updateTable('decision_rule_hour')
+          .set((eb) => ({ fires: eb('fires', '-', 1) }))
+          .where('hour_ms', '=', hourMs)
+          .where('rule_id', '=', 'rat')
+          .where('policy', '=', 'active')
+          .execute();
+      }
+      expect(await check.check(hourMs)).toBe(0);
     });
 
     it('count nothing of a refused record, and the rest of its batch', async () => {

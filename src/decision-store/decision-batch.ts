@@ -175,13 +175,21 @@ async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
  * The two updates that set the current label of the decisions `ids`, in order: the outcomes' label,
  * then the label. One definition for every path: `writeOps` runs them, and the writer threads
  * compile them once (src/decision-store/sqlite-batch-wire.ts, pg-batch-wire.ts). `ids` is a list
- * (`IN (...)`), or `{ array }`: one PostgreSQL array parameter (`= ANY($n::text[])`, a fixed text).
+ * (`IN (...)`), or one parameter whatever the batch's size (a fixed text, prepared once): `{ array
+ * }` a PostgreSQL array (`= ANY($n::text[])`), `{ json }` a SQLite JSON array (`IN (SELECT value
+ * FROM json_each(?))`).
  */
-export function currentLabelQueries(db: DecisionDb, ids: readonly string[] | { array: unknown }) {
-  const ofIds = (eb: ExpressionBuilder<DecisionTables, 'decision'>) =>
-    Array.isArray(ids)
-      ? eb('decision.decision_id', 'in', ids as readonly string[])
-      : sql<SqlBool>`decision.decision_id = any(${(ids as { array: unknown }).array}::text[])`;
+export function currentLabelQueries(
+  db: DecisionDb,
+  ids: readonly string[] | { array: unknown } | { json: unknown },
+) {
+  const ofIds = (eb: ExpressionBuilder<DecisionTables, 'decision'>) => {
+    if (Array.isArray(ids)) return eb('decision.decision_id', 'in', ids as readonly string[]);
+    const one = ids as { array?: unknown; json?: unknown };
+    return 'array' in one
+      ? sql<SqlBool>`decision.decision_id = any(${one.array}::text[])`
+      : sql<SqlBool>`decision.decision_id in (select value from json_each(${one.json}))`;
+  };
   return [
     db
       .updateTable('decision')

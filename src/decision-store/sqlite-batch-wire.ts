@@ -20,12 +20,13 @@ import { HOUR_UPSERTS, type HourTable, HourTally } from './hour-counts.ts';
  * `writeOps` says in kysely's builder (PostgreSQL's path); test/decision-store*.test.ts run both.
  */
 
-/** Stands for the decision id in the compiled label updates; replaced by each id at run time. */
-const ID_PLACEHOLDER = '\u0000decision-id';
+/** Stands for the JSON array of decision ids in the compiled label updates. */
+const IDS_PLACEHOLDER = '\u0000decision-ids';
 
 /**
- * `currentLabelQueries` (decision-batch.ts, what `writeOps` runs) compiled for SQLite once, for one
- * decision: the label rules live in one place, and the thread prepares their SQL like its inserts.
+ * `currentLabelQueries` (decision-batch.ts, what `writeOps` runs) compiled for SQLite once, over one
+ * JSON array of the batch's ids (two statements a batch, not two per decision): the label rules live
+ * in one place, and the thread prepares their SQL like its inserts.
  */
 const LABEL_QUERIES = (() => {
   const cold = new Kysely<DecisionTables>({
@@ -36,9 +37,9 @@ const LABEL_QUERIES = (() => {
       createQueryCompiler: () => new SqliteQueryCompiler(),
     },
   });
-  return currentLabelQueries(cold, [ID_PLACEHOLDER]).map((query) => {
+  return currentLabelQueries(cold, { json: IDS_PLACEHOLDER }).map((query) => {
     const { sql, parameters } = query.compile();
-    return { sql, parameters: parameters as SQLInputValue[], at: parameters.indexOf(ID_PLACEHOLDER) };
+    return { sql, parameters: parameters as SQLInputValue[], at: parameters.indexOf(IDS_PLACEHOLDER) };
   });
 })();
 
@@ -138,12 +139,12 @@ export function wireWriter(db: DatabaseSync, o: { countHours?: boolean } = {}): 
       for (const table of WIRE_TABLES) runAll(table, batch[table], counted?.[table]);
       // The current label (the newest analyst label, else the outcomes'): set for each labelled
       // decision, and for a decision whose label arrived first (another worker, an earlier batch).
-      for (const id of labelledIds(batch) as Set<SQLInputValue>) {
-        for (const q of p.labels) {
-          const parameters = [...q.parameters];
-          parameters[q.at] = id;
-          q.statement.run(...parameters);
-        }
+      const ids = labelledIds(batch);
+      const json = JSON.stringify([...ids]);
+      for (const q of ids.size === 0 ? [] : p.labels) {
+        const parameters = [...q.parameters];
+        parameters[q.at] = json;
+        q.statement.run(...parameters);
       }
       if (tally !== undefined) {
         for (const table of ['decision_hour', 'decision_rule_hour'] as const)
