@@ -47,10 +47,15 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *    (every thread) per record, store on minus store off, median over the pairs. With
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
+ *    With `--intervals 100,250,1000`, the store on with each writer interval against it off.
  *
- * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts'
- *    triggers, the real writer with and without them, interleaved pairs (`--runs`) of `--records`
+ * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts
+ *    (SQLite: the writer's per-batch upserts; PostgreSQL: the triggers), the real writer with and
+ *    without them, interleaved pairs (`--runs`) of `--records`
  *    (SQLite, or PostgreSQL with `--postgres`: the server's CPU counted too).
+ *
+ * 6. With `--indexes`: every index of the store's tables and the query that needs it (`INDEXES`),
+ *    checked against a store migrated fresh.
  *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
@@ -60,8 +65,9 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
- *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only]]
+ *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]]
  *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
+ *     [--indexes]
  */
 
 const RULES = [
@@ -221,6 +227,22 @@ function postgresCpuUs(port: number): number {
   return total;
 }
 
+/**
+ * SQLite: the store thread's writer (sqlite-batch-wire.ts) run in this thread, with its hour counts
+ * or without (`countHours`); the CPU is this process's either way.
+ */
+function sqliteSinkHere(path: string, countHours: boolean): DecisionSink {
+  const file = new DatabaseSync(path, { timeout: 5000 });
+  file.exec('PRAGMA synchronous = NORMAL');
+  const write = wireWriter(file, { countHours });
+  return {
+    write: async (ops) => write(wireBatch(ops)),
+    prune: async () => 0,
+    close: async () => file.close(),
+  };
+}
+
+/** PostgreSQL's hour-count triggers (SQLite's writer counts: `countHours`). */
 const HOUR_TRIGGERS = {
   decision_hour_insert: 'decision',
   decision_hour_delete: 'decision',
@@ -230,9 +252,9 @@ const HOUR_TRIGGERS = {
 
 /**
  * The insert cost of the hour counts (issue 32): the real writer as fast as it takes records, on a
- * fresh store with the hour counts' triggers and on one without them (dropped: the store before),
- * interleaved pairs, order alternating. SQLite: CPU of this process (the writer thread's
- * statements run in it); PostgreSQL (`pg`): CPU of the server's processes too.
+ * fresh store with the hour counts and without them, interleaved pairs, order alternating. SQLite:
+ * the writer's statements with its per-batch counts on and off, CPU of this process; PostgreSQL
+ * (`pg`): with the triggers and with them dropped (the store before), the server's CPU too.
  */
 async function hourCountCost(
   dir: string,
@@ -256,13 +278,12 @@ async function hourCountCost(
       target = { kind: 'postgres', url: pg.url.replace(/\/postgres$/, `/cost_${n}`) };
     }
     const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
-    if (!withCounts) {
+    if (!withCounts && pg !== undefined) {
       for (const [trigger, table] of Object.entries(HOUR_TRIGGERS))
-        await sql
-          .raw(`drop trigger ${trigger}${pg === undefined ? '' : ` on ${table}`}`)
-          .execute(database.db);
+        await sql.raw(`drop trigger ${trigger} on ${table}`).execute(database.db);
     }
-    const sink = storeSink(database, target.kind === 'sqlite' ? target.path : undefined);
+    const sink =
+      target.kind === 'sqlite' ? sqliteSinkHere(target.path, withCounts) : storeSink(database, undefined);
     const figures = await insertRate(
       target.kind,
       sink,
@@ -321,7 +342,7 @@ function seedOps(rnd: () => number, i: number, count: number, now: number, lineB
 
 /**
  * Seeds `count` decisions over the last 30 days in bulk through the writer threads' own statements
- * (sqlite-batch-wire.ts, pg-batch-wire.ts: the hour counts' triggers included), in batches of
+ * (sqlite-batch-wire.ts, pg-batch-wire.ts: the hour counts included), in batches of
  * 20,000 records, each one transaction, in this thread (no decision is waiting).
  */
 async function seed(target: DatabaseTarget, count: number, lineBytes: number): Promise<void> {
@@ -590,7 +611,10 @@ interface HotFigures {
   processUsPerRecord: number;
 }
 
-/** CPU of the log (and the store, `withStore`) fed `rate` records/s for `seconds`, per record. */
+/**
+ * CPU of the log (and the store, `withStore`; its writer's `intervalMs` when given) fed `rate`
+ * records/s for `seconds`, per record.
+ */
 async function hotRun(
   dir: string,
   target: DatabaseTarget | undefined,
@@ -598,6 +622,7 @@ async function hotRun(
   rate: number,
   seconds: number,
   lineBytes: number,
+  intervalMs?: number,
 ): Promise<HotFigures> {
   const rules = parseRedaction(DEFAULT_REDACTION);
   if (typeof rules === 'string') throw new Error(rules);
@@ -609,7 +634,9 @@ async function hotRun(
   // As shipped: SQLite (the default) and PostgreSQL each written from the store's thread.
   const database = await openDatabase(target ?? { kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
   const sink = storeSink(database, target === undefined ? path : undefined);
-  const writer = withStore ? new DecisionStoreWriter({ sink }) : undefined;
+  const writer = withStore
+    ? new DecisionStoreWriter({ sink, ...(intervalMs !== undefined && { intervalMs }) })
+    : undefined;
   const rnd = mulberry32(3);
   const total = Math.round(rate * seconds);
   // Built first: what is measured is the log and the store, not the bench building records.
@@ -653,36 +680,54 @@ async function hotRun(
   };
 }
 
+/**
+ * Store on minus store off per record, interleaved: each run measures the store off and on with
+ * each of `intervals` (the writer's `intervalMs`; undefined: its default), in an order rotating
+ * from run to run, so a drift in the machine's load falls on every side.
+ */
 async function hotCost(
   dir: string,
   target: DatabaseTarget | undefined,
-  rate: number,
-  seconds: number,
-  runs: number,
-  lineBytes: number,
+  o: { rate: number; seconds: number; runs: number; lineBytes: number; intervals: (number | undefined)[] },
 ): Promise<void> {
-  const main: number[] = [];
-  const proc: number[] = [];
+  const { rate, seconds, lineBytes } = o;
   const { loadavg } = await import('node:os');
   const load0 = loadavg()[0]!;
   // A warm-up pair, not counted (JIT, the thread's first start).
   await hotRun(dir, target, false, rate, 1, lineBytes);
   await hotRun(dir, target, true, rate, 1, lineBytes);
-  for (let r = 0; r < runs; r++) {
-    // Order alternates: a drift in the machine's load falls on both sides.
-    const first = r % 2 === 0;
-    const a = await hotRun(dir, target, !first, rate, seconds, lineBytes);
-    const b = await hotRun(dir, target, first, rate, seconds, lineBytes);
-    const [on, off] = first ? [b, a] : [a, b];
-    main.push(round(on.mainUsPerRecord - off.mainUsPerRecord));
-    proc.push(round(on.processUsPerRecord - off.processUsPerRecord));
+  const sides = [undefined, ...o.intervals.map((intervalMs) => ({ intervalMs }))];
+  const deltas = o.intervals.map(() => ({ main: [] as number[], proc: [] as number[] }));
+  for (let r = 0; r < o.runs; r++) {
+    const figures = new Map<number, HotFigures>();
+    for (let k = 0; k < sides.length; k++) {
+      const at = (k + r) % sides.length;
+      const side = sides[at];
+      figures.set(
+        at,
+        await hotRun(dir, target, side !== undefined, rate, seconds, lineBytes, side?.intervalMs),
+      );
+    }
+    const off = figures.get(0)!;
+    const said = [`off main ${round(off.mainUsPerRecord)} / process ${round(off.processUsPerRecord)} µs`];
+    for (const [i, d] of deltas.entries()) {
+      const on = figures.get(i + 1)!;
+      d.main.push(round(on.mainUsPerRecord - off.mainUsPerRecord));
+      d.proc.push(round(on.processUsPerRecord - off.processUsPerRecord));
+      said.push(
+        `on${o.intervals[i] === undefined ? '' : ` (${o.intervals[i]} ms)`} main ${round(on.mainUsPerRecord)} / process ${round(on.processUsPerRecord)} µs`,
+      );
+    }
     process.stderr.write(
-      `[hot-cost] pair ${r + 1}: off main ${round(off.mainUsPerRecord)} / process ${round(off.processUsPerRecord)} µs, on main ${round(on.mainUsPerRecord)} / process ${round(on.processUsPerRecord)} µs per record (load ${loadavg()[0]!.toFixed(2)})\n`,
+      `[hot-cost] run ${r + 1}: ${said.join(', ')} per record (load ${loadavg()[0]!.toFixed(2)})\n`,
     );
   }
-  console.log(
-    `store's cost per record at ${rate}/s: main thread ${median(main)} µs (pairs: ${main.join(', ')}), whole process ${median(proc)} µs (pairs: ${proc.join(', ')}); load average ${load0.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}`,
-  );
+  for (const [i, d] of deltas.entries()) {
+    const interval = o.intervals[i] === undefined ? '' : `, batches every ${o.intervals[i]} ms`;
+    console.log(
+      `store's cost per record at ${rate}/s${interval}: main thread ${median(d.main)} µs (pairs: ${d.main.join(', ')}), whole process ${median(d.proc)} µs (pairs: ${d.proc.join(', ')}); load average ${load0.toFixed(2)} -> ${loadavg()[0]!.toFixed(2)}`,
+    );
+  }
 }
 
 /** Mode 2: `seeded` decisions bulk-seeded (SQLite, or PostgreSQL `pg`), then pages and counts timed. */
@@ -725,6 +770,178 @@ async function seededQueries(
   console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
 }
 
+/**
+ * Every index of the decision store's tables and the console's or the API's query that needs it
+ * (issue 32: each index is paid by every row written; an index no query reads goes). The primary
+ * keys (SQLite's `sqlite_autoindex_*`) are each table's conflict target besides what they serve
+ * here. `--indexes` prints this list and fails when a store migrated fresh has an index it does not
+ * list, or lacks one it lists. Dropped by `decisions-008-unread-indexes`: `decision_rule_rule_at`
+ * (rule_id, at_ms, decision_id; every rule query names the policy: decision_rule_policy_rule_at)
+ * and `decision_label_decision` (decision_id, at_ms; a prefix of decision_label_once).
+ */
+const INDEXES: [name: string, table: string, columns: string, servedQuery: string][] = [
+  [
+    '(primary key)',
+    'decision',
+    'decision_id',
+    'a decision by id (`GET /decisions/{id}`), the label updates, retention deleting by id, a rule row to its decision',
+  ],
+  [
+    'decision_at',
+    'decision',
+    'at_ms, decision_id',
+    "the newest page without a filter and a time range's pages; the ends of a counted range; retention by age; the backtest's and replay's keyset pages",
+  ],
+  [
+    'decision_verdict_at',
+    'decision',
+    'verdict, at_ms, decision_id',
+    "the page `verdict=`, the counts' ends with a verdict",
+  ],
+  [
+    'decision_account_at',
+    'decision',
+    'account_id, at_ms, decision_id',
+    "the page `accountId=`; the `outcomes` input (an account's recent step-ups, on the decision path)",
+  ],
+  ['decision_user_at', 'decision', 'user_id, at_ms, decision_id', 'the page `userId=`'],
+  ['decision_ip_at', 'decision', 'ip, at_ms, decision_id', 'the page `ip=`'],
+  ['decision_unit_at', 'decision', 'unit_id, at_ms, decision_id', 'the page `unitId=`'],
+  [
+    'decision_at_bytes',
+    'decision',
+    'at_ms, line_bytes',
+    "retention by size: the lines' total read from the index, not the table of whole lines",
+  ],
+  ['decision_label_at', 'decision', 'label, at_ms, decision_id (labelled only)', 'the page `label=`'],
+  ['decision_degraded_at', 'decision', 'at_ms, decision_id (degraded only)', 'the page `degraded=true`'],
+  [
+    'decision_shadow_disagrees_at',
+    'decision',
+    'at_ms, decision_id (disagreeing only)',
+    'the page `shadowDisagrees=true`',
+  ],
+  [
+    'decision_revision_at',
+    'decision',
+    'policy_revision, at_ms',
+    "rule report: the active revision's decisions at a window's ends (whole hours: decision_hour)",
+  ],
+  [
+    'decision_shadow_revision_at',
+    'decision',
+    'shadow_revision, at_ms',
+    "rule report: the shadow revision's decisions at a window's ends",
+  ],
+  [
+    'decision_agreement',
+    'decision',
+    'policy_revision, shadow_revision, verdict, shadow_verdict, at_ms',
+    "rule report: the agreement matrix at the 7 days' ends",
+  ],
+  [
+    'decision_revision_labelled',
+    'decision',
+    'policy_revision, label, at_ms (labelled only)',
+    'rule report: precision and recall (active)',
+  ],
+  [
+    'decision_shadow_revision_labelled',
+    'decision',
+    'shadow_revision, label, at_ms (labelled only)',
+    'rule report: precision and recall (shadow)',
+  ],
+  [
+    'decision_name_revision_at',
+    'decision',
+    'policy_name, policy_revision, at_ms',
+    "rule history: a name's revisions (skip scan), each one's first and last decision",
+  ],
+  [
+    '(primary key)',
+    'decision_rule',
+    'decision_id, policy, rule_id',
+    "a page's rules, the labelled decisions' rules (rule report), retention",
+  ],
+  [
+    'decision_rule_policy_rule_at',
+    'decision_rule',
+    'rule_id, policy, at_ms, decision_id',
+    "the page `rule=` (in page order) and its counts' ends",
+  ],
+  [
+    'decision_rule_revision',
+    'decision_rule',
+    'policy_revision, policy, rule_id, at_ms',
+    "rule report: fires over 24 h by hour, and at the 7 days' ends",
+  ],
+  [
+    'decision_label_once',
+    'decision_label',
+    'decision_id, at_ms, labelled_by, label (unique)',
+    "a label kept once; a decision's labels, its newest (the current label), retention",
+  ],
+  ['(primary key)', 'decision_action', 'action_id', "an action's newest outcome kept (upsert)"],
+  [
+    'decision_action_decision',
+    'decision_action',
+    'decision_id',
+    "a decision's actions (`GET /decisions/{id}`), retention",
+  ],
+  [
+    '(primary key)',
+    'decision_outcome',
+    'decision_id, type, value',
+    "an outcome kept once; a decision's outcomes, its outcome label, the `outcomes` input, retention",
+  ],
+  ['(primary key)', 'decision_reject', 'id', 'a set-aside record by id'],
+  ['decision_reject_at', 'decision_reject', 'at_ms', 'trimming to the newest 1,000 set-aside records'],
+  [
+    '(primary key)',
+    'decision_hour',
+    'hour_ms, verdict, policy_revision, shadow_revision, shadow_verdict',
+    "the table itself (SQLite: without rowid): counts and chart by hour, the rule report's decisions and matrix",
+  ],
+  [
+    '(primary key)',
+    'decision_rule_hour',
+    'rule_id, policy, hour_ms, policy_revision, verdict',
+    "the table itself: counts under `rule=`, the rule report's fires",
+  ],
+  [
+    'decision_rule_hour_revision',
+    'decision_rule_hour',
+    'policy_revision, policy, hour_ms',
+    "rule report: an earlier revision's fires (its rules unknown: by revision)",
+  ],
+];
+
+/** Prints `INDEXES`; throws when a fresh SQLite store's indexes are not exactly those listed. */
+async function indexList(dir: string): Promise<void> {
+  const path = join(dir, 'indexes.sqlite');
+  await (await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS })).close();
+  const file = new DatabaseSync(path);
+  const tables = [...new Set(INDEXES.map(([, table]) => table))];
+  const present = file
+    .prepare(
+      `select name from sqlite_master where type = 'index' and name not like 'sqlite_autoindex_%'
+          and tbl_name in (${tables.map(() => '?').join(', ')})`,
+    )
+    .all(...tables)
+    .map((r) => String(r.name));
+  file.close();
+  console.log('| index | table | columns | the query that needs it |\n|---|---|---|---|');
+  for (const [name, table, columns, query] of INDEXES)
+    console.log(`| ${name} | ${table} | ${columns} | ${query} |`);
+  const listed = new Set(INDEXES.map(([name]) => name));
+  const unlisted = present.filter((name) => !listed.has(name));
+  const missing = [...listed].filter((name) => !name.startsWith('(') && !present.includes(name));
+  if (unlisted.length > 0 || missing.length > 0)
+    throw new Error(
+      `indexes not as listed: unlisted ${unlisted.join(', ') || 'none'}, missing ${missing.join(', ') || 'none'}`,
+    );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -737,10 +954,12 @@ async function main(): Promise<void> {
       'loop-delay': { type: 'boolean', default: false },
       'loop-seconds': { type: 'string', default: '5' },
       'hot-cost': { type: 'boolean', default: false },
+      indexes: { type: 'boolean', default: false },
       'hour-count-cost': { type: 'boolean', default: false },
       'store-only': { type: 'boolean', default: false },
       postgres: { type: 'boolean', default: false },
       rate: { type: 'string', default: '300' },
+      intervals: { type: 'string' },
       seconds: { type: 'string', default: '10' },
     },
   });
@@ -749,6 +968,10 @@ async function main(): Promise<void> {
   const lineBytes = Number(values['line-bytes']);
   const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-bench-'));
   try {
+    if (values.indexes) {
+      await indexList(dir);
+      return;
+    }
     if (values['hot-cost'] && values['store-only']) {
       // For a profile (--cpu-prof) of the shipped path alone: one run, store on.
       await hotRun(dir, undefined, true, Number(values.rate), Number(values.seconds), lineBytes);
@@ -767,7 +990,16 @@ async function main(): Promise<void> {
       const pg = values.postgres ? await startPostgres() : undefined;
       try {
         const target: DatabaseTarget | undefined = pg && { kind: 'postgres', url: pg.url };
-        await hotCost(dir, target, Number(values.rate), Number(values.seconds), runs, lineBytes);
+        // `--intervals 100,250,1000`: the writer's interval, each against the store off, interleaved.
+        const intervals =
+          values.intervals === undefined ? [undefined] : values.intervals.split(',').map(Number);
+        await hotCost(dir, target, {
+          rate: Number(values.rate),
+          seconds: Number(values.seconds),
+          runs,
+          lineBytes,
+          intervals,
+        });
       } finally {
         await pg?.stop();
       }

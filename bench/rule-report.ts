@@ -21,6 +21,7 @@ import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import { decisionMigrations } from '../src/decision-store/decision-tables.ts';
+import { RECOUNT_HOURS } from '../src/decision-store/hour-counts.ts';
 import { createRuleReport, type ReportedPolicy } from '../src/decision-store/rule-report-query.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
@@ -134,6 +135,8 @@ async function seed(): Promise<void> {
     }
     db.exec('commit');
   }
+  // Raw inserts: the hour counts (which the writers keep on SQLite) from the rows, once.
+  if ('decisions-006-hour-counts' in migrations) for (const statement of RECOUNT_HOURS) db.exec(statement);
   db.close();
   const seconds = (performance.now() - startedAt) / 1000;
   console.log(

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
@@ -11,7 +12,9 @@ import { type StoreOp, storeOpOf } from '../src/decision-store/decision-rows.ts'
 import { storeSink } from '../src/decision-store/decision-store-component.ts';
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
-import { HOUR_MS, type HourTables } from '../src/decision-store/hour-counts.ts';
+import { wireBatch } from '../src/decision-store/decision-wire.ts';
+import { HOUR_MS, type HourTables, hourDriftCheck } from '../src/decision-store/hour-counts.ts';
+import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
@@ -221,6 +224,56 @@ function suite(engine: string, target: () => DatabaseTarget, poison: (sink: Deci
       }
     });
 
+    it('a check of an hour against its rows finds it exact, and finds a count made wrong, logged and counted', async () => {
+      const lines: Record<string, unknown>[] = [];
+      const db = database.db.withTables<DecisionTables & HourTables>();
+      const check = hourDriftCheck({
+        db: database.db.withTables<DecisionTables>(),
+        maxAgeMs: 30 * 86_400_000,
+        log: (line) => lines.push(line),
+      });
+      // Decisions 29 to 31 (every verdict, rules, shadows) are in this hour.
+      const hourMs = hourOf(T0 + 30 * 17 * MINUTE);
+      try {
+        expect(await check.check(hourMs)).toBe(0);
+        expect(await check.check(hourOf(T0) - HOUR_MS)).toBe(0);
+        await db
+          .insertInto('decision_hour')
+          .values({
+            hour_ms: hourMs,
+            verdict: 'deny',
+            policy_revision: 'rev-x',
+            shadow_revision: '',
+            shadow_verdict: '',
+            decisions: 3,
+          })
+          .execute();
+        await db
+          .updateTable('decision_rule_hour')
+          .set((eb) => ({ fires: eb('fires', '+', 1) }))
+          .where('hour_ms', '=', hourMs)
+          .where('rule_id', '=', 'rat')
+          .where('policy', '=', 'active')
+          .execute();
+        expect(await check.check(hourMs)).toBe(4);
+        expect(check.drift()).toBe(4);
+        expect(lines).toEqual([
+          expect.objectContaining({ level: 'error', hour: new Date(hourMs).toISOString(), drift: 4 }),
+        ]);
+      } finally {
+        check.stop();
+        await db.deleteFrom('decision_hour').where('policy_revision', '=', 'rev-x').execute();
+        await db
+          .updateTable('decision_rule_hour')
+          .set((eb) => ({ fires: eb('fires', '-', 1) }))
+          .where('hour_ms', '=', hourMs)
+          .where('rule_id', '=', 'rat')
+          .where('policy', '=', 'active')
+          .execute();
+      }
+      expect(await check.check(hourMs)).toBe(0);
+    });
+
     it('count nothing of a refused record, and the rest of its batch', async () => {
       const writer = new DecisionStoreWriter({ sink: poison(sinkOf()), keepRejected: async () => {} });
       for (const n of range(200, 206)) writer.push(record(n, n === POISON ? 'poison\u0000' : undefined));
@@ -250,6 +303,41 @@ suite(
   sqlitePoison,
 );
 
+describe("the SQLite writer's own hour counts", () => {
+  it('count a batch written twice (a retry that had landed) once, a row repeated in it once, and a late rule under its stored verdict', async () => {
+    const path = join(dir, 'wire.sqlite');
+    const database = await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
+    const file = new DatabaseSync(path, { timeout: 5000 });
+    try {
+      const write = wireWriter(file);
+      const ops = range(0, 30).map((n) => storeOpOf(record(n), 0)!);
+      const batch = wireBatch([...ops, ops[3]!]);
+      write(batch);
+      write(batch);
+      expect(await expectHourCountsExact(database)).toBe(30);
+      // A rule row whose decision an earlier batch stored, the batch saying another verdict: the
+      // decision is not written again, its new rule counts under the verdict stored.
+      const op = ops[4]! as Extract<StoreOp, { kind: 'decision' }>;
+      expect(op.row.verdict).not.toBe('allow');
+      write(
+        wireBatch([
+          { ...op, row: { ...op.row, verdict: 'allow' }, rules: [{ ...op.rules[0]!, rule_id: 'late-rule' }] },
+        ]),
+      );
+      const { fromRows } = await bothCounts(database);
+      expect(
+        fromRows.rules.some(
+          ([key]) => key.startsWith('late-rule|active|') && key.endsWith(`|${op.row.verdict}`),
+        ),
+      ).toBe(true);
+      expect(await expectHourCountsExact(database)).toBe(30);
+    } finally {
+      file.close();
+      await database.close();
+    }
+  });
+});
+
 describe('the hour counts on SQLite with a full disk', () => {
   it('a batch that fills the disk counts nothing; the counts stay those of the rows', async () => {
     const database = await openDatabase({ kind: 'memory' }, { migrations: ALL_MIGRATIONS });
@@ -272,6 +360,9 @@ describe('the hour counts on SQLite with a full disk', () => {
       // Room again: the batch lands, counted once.
       await sql.raw('pragma max_page_count = 1073741823').execute(db);
       await kyselySink(db).write(big);
+      expect(await expectHourCountsExact(database)).toBe(60);
+      // Written again (a retry that had landed): nothing counted twice.
+      await writeOps(db, big);
       expect(await expectHourCountsExact(database)).toBe(60);
       // Retention through kysely's path too.
       expect(await pruneStep(db, { maxAgeMs: 0, maxBytes: 1e12, chunk: 1000 }, T0 + 45 * 17 * MINUTE)).toBe(

@@ -2,6 +2,7 @@ import { type ExpressionBuilder, type Kysely, type SqlBool, sql } from 'kysely';
 import { outcomeLabelSql } from '../outcomes/outcome-labels.ts';
 import type { ActionRow, DecisionRow, LabelRow, OutcomeRow, RuleRow, StoreOp } from './decision-rows.ts';
 import type { DecisionTables } from './decision-tables.ts';
+import { type CountedDecision, type CountedRule, countInserted, countsByWriter } from './hour-counts.ts';
 
 /**
  * The store's writes, in kysely's builder (one text for SQLite and PostgreSQL): a batch of records
@@ -89,24 +90,40 @@ export function batchRows(ops: readonly StoreOp[]): BatchRows {
   };
 }
 
+/** What `countInserted` reads of a stored decision (RETURNING: only the rows an insert stored). */
+const COUNTED_DECISION_COLUMNS = [
+  'decision_id',
+  'at_ms',
+  'verdict',
+  'policy_revision',
+  'shadow_revision',
+  'shadow_verdict',
+] as const satisfies readonly (keyof CountedDecision)[];
+
 /** Writes `ops` into `db` in one transaction. */
 export async function writeOps(db: DecisionDb, ops: readonly StoreOp[]): Promise<void> {
   const { decisions, rules, actions, labels, outcomes, labelled } = batchRows(ops);
+  // SQLite: the rows stored (not those already there) are counted by their hours here.
+  const counting = countsByWriter(db);
   await db.transaction().execute(async (tx) => {
+    const stored: { decisions: CountedDecision[]; rules: CountedRule[] } = { decisions: [], rules: [] };
     for (const part of chunks(decisions, DECISION_ROWS_PER_INSERT)) {
-      await tx
+      const insert = tx
         .insertInto('decision')
         .values(part)
-        .onConflict((oc) => oc.column('decision_id').doNothing())
-        .execute();
+        .onConflict((oc) => oc.column('decision_id').doNothing());
+      if (!counting) await insert.execute();
+      else stored.decisions.push(...(await insert.returning(COUNTED_DECISION_COLUMNS).execute()));
     }
     for (const part of chunks(rules, SMALL_ROWS_PER_INSERT)) {
-      await tx
+      const insert = tx
         .insertInto('decision_rule')
         .values(part)
-        .onConflict((oc) => oc.columns(['decision_id', 'policy', 'rule_id']).doNothing())
-        .execute();
+        .onConflict((oc) => oc.columns(['decision_id', 'policy', 'rule_id']).doNothing());
+      if (!counting) await insert.execute();
+      else stored.rules.push(...(await insert.returningAll().execute()));
     }
+    await countInserted(tx, stored.decisions, stored.rules);
     for (const part of chunks(actions, SMALL_ROWS_PER_INSERT)) {
       await tx
         .insertInto('decision_action')
@@ -158,13 +175,21 @@ async function currentLabels(tx: DecisionDb, ids: string[]): Promise<void> {
  * The two updates that set the current label of the decisions `ids`, in order: the outcomes' label,
  * then the label. One definition for every path: `writeOps` runs them, and the writer threads
  * compile them once (src/decision-store/sqlite-batch-wire.ts, pg-batch-wire.ts). `ids` is a list
- * (`IN (...)`), or `{ array }`: one PostgreSQL array parameter (`= ANY($n::text[])`, a fixed text).
+ * (`IN (...)`), or one parameter whatever the batch's size (a fixed text, prepared once): `{ array
+ * }` a PostgreSQL array (`= ANY($n::text[])`), `{ json }` a SQLite JSON array (`IN (SELECT value
+ * FROM json_each(?))`).
  */
-export function currentLabelQueries(db: DecisionDb, ids: readonly string[] | { array: unknown }) {
-  const ofIds = (eb: ExpressionBuilder<DecisionTables, 'decision'>) =>
-    Array.isArray(ids)
-      ? eb('decision.decision_id', 'in', ids as readonly string[])
-      : sql<SqlBool>`decision.decision_id = any(${(ids as { array: unknown }).array}::text[])`;
+export function currentLabelQueries(
+  db: DecisionDb,
+  ids: readonly string[] | { array: unknown } | { json: unknown },
+) {
+  const ofIds = (eb: ExpressionBuilder<DecisionTables, 'decision'>) => {
+    if (Array.isArray(ids)) return eb('decision.decision_id', 'in', ids as readonly string[]);
+    const one = ids as { array?: unknown; json?: unknown };
+    return 'array' in one
+      ? sql<SqlBool>`decision.decision_id = any(${one.array}::text[])`
+      : sql<SqlBool>`decision.decision_id in (select value from json_each(${one.json}))`;
+  };
   return [
     db
       .updateTable('decision')

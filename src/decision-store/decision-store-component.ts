@@ -16,6 +16,7 @@ import { keepRejects, type RejectTables } from './decision-rejects.ts';
 import { decisionRoutes } from './decision-routes.ts';
 import { DecisionStoreWriter, type DecisionStoreWriterOptions } from './decision-store-writer.ts';
 import type { DecisionTables } from './decision-tables.ts';
+import { hourDriftCheck } from './hour-counts.ts';
 import { pgThreadSink } from './pg-thread-sink.ts';
 import { sqliteThreadSink } from './sqlite-thread-sink.ts';
 
@@ -127,6 +128,8 @@ export function decisionStoreComponent(o: {
           ),
         ...o.tuning,
       });
+      // The counts per hour against their rows, one random hour an hour, on the reading connection.
+      const hourCheck = hourDriftCheck({ db, maxAgeMs: settings.retentionDays * DAY_MS, log: o.log });
       const engine = state.decisions.engine;
       const status = (): DecisionStoreStatus => ({ engine, ...writer.status() });
       const store: DecisionStore = {
@@ -139,8 +142,18 @@ export function decisionStoreComponent(o: {
         handle: store,
         routes: [decisionRoutes(store)],
         health: () => ({ decisionStore: status() }),
-        stop: (deadlineAtMs) => writer.close(stopWaitMs(deadlineAtMs, DECISION_STORE_FLUSH_MS)),
-        observe: (metrics) => observeStore(metrics, status),
+        stop: (deadlineAtMs) => {
+          hourCheck.stop();
+          return writer.close(stopWaitMs(deadlineAtMs, DECISION_STORE_FLUSH_MS));
+        },
+        observe: (metrics) => {
+          observeStore(metrics, status);
+          metrics.observeCounter(
+            'riskgate_decision_hour_drift',
+            'Differences found between the decision store counts per hour and a count of their rows (one random hour checked an hour; 0 while exact)',
+            hourCheck.drift,
+          );
+        },
       };
     },
   };

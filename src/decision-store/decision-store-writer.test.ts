@@ -47,6 +47,7 @@ const decision = (n: number) => ({
 const ids = (sink: ReturnType<typeof fakeSink>) =>
   sink.written.flat().map((op) => (op.kind === 'decision' ? op.row.decision_id : ''));
 
+// The tests drive the clock in steps of the interval they set (the default is STORE_INTERVAL_MS).
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
 
@@ -72,6 +73,7 @@ describe('the decision store writer', () => {
   it('keeps the buffer while the store fails, drops exactly what is past the bound, and catches up', async () => {
     const sink = fakeSink();
     const writer = new DecisionStoreWriter({
+      intervalMs: 100,
       sink,
       maxPending: 10,
       batchSize: 4,
@@ -96,6 +98,7 @@ describe('the decision store writer', () => {
     const sink = fakeSink();
     const changes: (string | undefined)[] = [];
     const writer = new DecisionStoreWriter({
+      intervalMs: 100,
       sink,
       writeTimeoutMs: 500,
       backoff: { initialMs: 100, maxMs: 2000 },
@@ -119,6 +122,7 @@ describe('the decision store writer', () => {
     const sink = fakeSink();
     const changes: (string | undefined)[] = [];
     const writer = new DecisionStoreWriter({
+      intervalMs: 100,
       sink,
       writeTimeoutMs: 500,
       backoff: { initialMs: 100, maxMs: 200 },
@@ -154,7 +158,7 @@ describe('the decision store writer', () => {
 
     const stuck = fakeSink();
     stuck.set('fail');
-    const behind = new DecisionStoreWriter({ sink: stuck });
+    const behind = new DecisionStoreWriter({ intervalMs: 100, sink: stuck });
     for (let n = 1; n <= 3; n++) behind.push(decision(n));
     const closing = behind.close(1000);
     await vi.advanceTimersByTimeAsync(1000);
@@ -164,14 +168,19 @@ describe('the decision store writer', () => {
 
   it('runs retention periodically between batches', async () => {
     const sink = fakeSink();
-    new DecisionStoreWriter({ sink, retention: { maxAgeMs: 1, maxBytes: 1, chunk: 10 }, pruneEveryMs: 1000 });
+    new DecisionStoreWriter({
+      intervalMs: 100,
+      sink,
+      retention: { maxAgeMs: 1, maxBytes: 1, chunk: 10 },
+      pruneEveryMs: 1000,
+    });
     await vi.advanceTimersByTimeAsync(3500);
     expect(sink.prunes).toBe(3);
   });
 
   it('skips records it does not keep, counting them written', async () => {
     const sink = fakeSink();
-    const writer = new DecisionStoreWriter({ sink });
+    const writer = new DecisionStoreWriter({ intervalMs: 100, sink });
     writer.push({ kind: 'unserializable' });
     writer.push(decision(1));
     await vi.advanceTimersByTimeAsync(100);
@@ -200,6 +209,7 @@ describe('the decision store writer', () => {
     const kept: unknown[] = [];
     const log: Record<string, unknown>[] = [];
     const writer = new DecisionStoreWriter({
+      intervalMs: 100,
       sink,
       batchSize: 8,
       keepRejected: async (rejects) => {
@@ -231,7 +241,11 @@ describe('the decision store writer', () => {
       prune: async () => 0,
       close: async () => {},
     };
-    const writer = new DecisionStoreWriter({ sink, backoff: { initialMs: 100, maxMs: 100 } });
+    const writer = new DecisionStoreWriter({
+      intervalMs: 100,
+      sink,
+      backoff: { initialMs: 100, maxMs: 100 },
+    });
     for (let n = 1; n <= 4; n++) writer.push(decision(n));
     await vi.advanceTimersByTimeAsync(350);
     expect(sizes.length).toBeGreaterThanOrEqual(2);
@@ -248,7 +262,7 @@ describe('the decision store writer', () => {
     const sink = fakeSink();
     sink.set('fail');
     const log: Record<string, unknown>[] = [];
-    const writer = new DecisionStoreWriter({ sink, log: (line) => log.push(line) });
+    const writer = new DecisionStoreWriter({ intervalMs: 100, sink, log: (line) => log.push(line) });
     for (let n = 1; n <= 3; n++) writer.push(decision(n));
     const closing = writer.close(500);
     await vi.advanceTimersByTimeAsync(500);

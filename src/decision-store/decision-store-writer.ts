@@ -26,7 +26,7 @@ export interface DecisionStoreWriterOptions {
   maxPending?: number;
   /** Most records per transaction. Default 500. */
   batchSize?: number;
-  /** Longest a record waits for a batch to fill, milliseconds. Default 100. */
+  /** Longest a record waits for a batch to fill, milliseconds. Default `STORE_INTERVAL_MS` (1000). */
   intervalMs?: number;
   /** A batch write not done within this is a failure (and retried), milliseconds. Default 5000. */
   writeTimeoutMs?: number;
@@ -56,6 +56,18 @@ export interface DecisionStoreWriterOptions {
    */
   redact?: (record: object) => object;
 }
+
+/**
+ * How long a record waits for its batch by default, milliseconds. Each batch is a transaction on
+ * the writer's thread, paid on the process's core: its commit writes every page the batch touched
+ * to the WAL (each index's, once however many of its rows landed there), plus the hour counts'
+ * upserts (one per group). At a few hundred decisions a second, batches of a second cost the
+ * process ~100 µs less per record than batches of 100 ms (bench/RESULTS.md, "Issue 32: the SQLite
+ * writer's cost per record"). The console is then at most about a second behind the decisions; an
+ * operator's own write (a label) is flushed at once (`flush`); a SIGKILL loses at most a second of
+ * records from the store (the decision log has them).
+ */
+export const STORE_INTERVAL_MS = 1000;
 
 interface Entry {
   record: object;
@@ -107,7 +119,7 @@ export class DecisionStoreWriter {
     }
     this.#queue.push({ record, atMs: Date.now() });
     if (this.#queue.length >= this.#batchSize) this.#schedule(0);
-    else this.#schedule(this.#o.intervalMs ?? 100);
+    else this.#schedule(this.#o.intervalMs ?? STORE_INTERVAL_MS);
   }
 
   status(): WriterStatus {
@@ -188,7 +200,9 @@ export class DecisionStoreWriter {
     }
     this.#schedule(
       retryInMs ??
-        (this.#queue.length >= this.#batchSize || this.#pruneDue ? 0 : (this.#o.intervalMs ?? 100)),
+        (this.#queue.length >= this.#batchSize || this.#pruneDue
+          ? 0
+          : (this.#o.intervalMs ?? STORE_INTERVAL_MS)),
     );
   }
 

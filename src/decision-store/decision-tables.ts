@@ -223,4 +223,13 @@ export const decisionMigrations: FeatureMigrations = {
         .execute();
     },
   },
+  // Issue 32: every index is paid by each row written. bench/decision-store.ts (`--indexes`) lists
+  // each with the query it serves; these two serve none: every rule query names its policy
+  // (decision_rule_policy_rule_at), and a decision's labels are read by decision_label_once's prefix.
+  'decisions-008-unread-indexes': {
+    async up(db) {
+      for (const name of ['decision_rule_rule_at', 'decision_label_decision'])
+        await db.schema.dropIndex(name).ifExists().execute();
+    },
+  },
 };

@@ -1,5 +1,6 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { CompiledQuery, type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { FeatureMigrations } from '../database/database.ts';
+import type { DecisionTables } from './decision-tables.ts';
 
 /**
  * Counts per hour kept beside the decisions (issue 32): a count over 30 days read 1,000,000 index
@@ -12,12 +13,17 @@ import type { FeatureMigrations } from '../database/database.ts';
  * - `decision_rule_hour`: `decision_rule` rows per hour, rule, policy (active, shadow), revision
  *   and the decision's verdict: counts under the console's rule filter, the report's fires.
  *
- * Kept by triggers the migration creates, so they change in the transaction that changes the rows,
- * whoever writes them: the writer threads' batches (a row already stored, `ON CONFLICT DO NOTHING`,
- * inserts nothing and counts nothing), kysely's path, retention's deletes (each hour is decremented
- * by the rows that go, so an hour that retention cuts in two stays exact) and a test's seed. On
- * PostgreSQL the triggers run once per statement over its rows (transition tables), grouped, in key
- * order (replicas lock the same hour's rows in one order); on SQLite once per row.
+ * Kept in the transaction that changes the rows. On PostgreSQL by triggers, once per statement over
+ * its rows (transition tables), grouped, in key order (replicas lock the same hour's rows in one
+ * order), whoever writes: the writer thread's batches (a row already stored, `ON CONFLICT DO
+ * NOTHING`, inserts nothing and counts nothing), kysely's path, retention's deletes (each hour is
+ * decremented by the rows that go, so an hour that retention cuts in two stays exact), a test's
+ * seed. On SQLite, deletes by triggers too (once per row: retention's, once a minute), but inserts
+ * by their writer (`HourTally`, `countInserted`): SQLite has no statement triggers, and its row
+ * triggers (an upsert per decision and per rule row, each rule looking up its decision's verdict)
+ * cost ~150 µs per decision (bench/RESULTS.md "Issue 32: the store over 1,000,000 decisions"),
+ * where the writer adds a batch's counts with one upsert per group, counting only the rows its
+ * inserts stored (`changes`, `RETURNING`): a retried batch counts nothing twice.
  *
  * What they count never changes after the insert (time, verdicts, revisions, rules; a label is not
  * counted here), so no update trigger. A `decision_rule` row takes its decision's verdict when it is
@@ -53,6 +59,12 @@ export type HourTables = {
   };
 };
 
+/** The start of `atMs`'s hour (floor, also before 1970) of its integer, as `hourOf` says in SQL. */
+export function hourStartOf(atMs: number): number {
+  const at = Math.trunc(atMs);
+  return at - (((at % HOUR_MS) + HOUR_MS) % HOUR_MS);
+}
+
 /** The start of `at`'s hour (floor, also before 1970), in SQL; `at` an integer expression. */
 const hourOf = (at: string) => `(${at} - ((${at} % ${HOUR_MS}) + ${HOUR_MS}) % ${HOUR_MS})`;
 
@@ -80,7 +92,7 @@ const ruleKey = (r: string, verdict: string, at = `${r}.at_ms`) => [
 const matches = (columns: string[], values: string[], table = '') =>
   columns.map((c, i) => `${table}${c} = ${values[i]}`).join(' and ');
 
-/** SQLite's triggers: one row each (SQLite has no statement triggers). */
+/** SQLite's triggers: one row each (SQLite has no statement triggers); the inserts' go in 007. */
 function sqliteTriggers(): string[] {
   const verdictOf = (r: string) =>
     `(select d.verdict from decision d where d.decision_id = ${r}.decision_id)`;
@@ -175,6 +187,207 @@ function backfill(postgres: boolean): string[] {
   ];
 }
 
+/** Statements setting the hour tables to a count of the rows (a bench's seed in raw SQL, SQLite). */
+export const RECOUNT_HOURS: readonly string[] = [
+  'delete from decision_hour',
+  'delete from decision_rule_hour',
+  ...backfill(false),
+];
+
+/** Adds a group's count to its hour, one statement per group (SQLite; `?` parameters: key, count). */
+const upsert = (table: string, columns: string[], n: string) =>
+  `insert into ${table} (${columns.join(', ')}, ${n}) values (${columns.map(() => '?').join(', ')}, ?)
+   on conflict (${columns.join(', ')}) do update set ${n} = ${n} + excluded.${n}`;
+
+/** The statement adding one `HourTally` group to each hour table (SQLite). */
+export const HOUR_UPSERTS = {
+  decision_hour: upsert('decision_hour', DECISION_KEY, 'decisions'),
+  decision_rule_hour: upsert('decision_rule_hour', RULE_KEY, 'fires'),
+} as const;
+
+export type HourTable = keyof typeof HOUR_UPSERTS;
+type Group = { values: (string | number)[]; n: number };
+
+/**
+ * The counts a SQLite write adds to the hour tables: the rows its inserts stored, by hour key, so a
+ * batch of 300 decisions is a handful of upserts (its verdicts and revisions), not 300 and more.
+ */
+export class HourTally {
+  readonly #groups: Record<HourTable, Map<string, Group>> = {
+    decision_hour: new Map(),
+    decision_rule_hour: new Map(),
+  };
+
+  #add(table: HourTable, values: (string | number)[]): void {
+    const key = values.join('\u0000');
+    const group = this.#groups[table].get(key);
+    if (group === undefined) this.#groups[table].set(key, { values, n: 1 });
+    else group.n++;
+  }
+
+  /** A `decision` row stored (a shadow's columns null without a shadow). */
+  decision(atMs: number, verdict: string, revision: string, shadowRevision: unknown, shadowVerdict: unknown) {
+    this.#add('decision_hour', [
+      hourStartOf(atMs),
+      verdict,
+      revision,
+      typeof shadowRevision === 'string' ? shadowRevision : '',
+      typeof shadowVerdict === 'string' ? shadowVerdict : '',
+    ]);
+  }
+
+  /** A `decision_rule` row stored; `verdict` its decision's (stored) verdict, '' without one. */
+  rule(ruleId: string, policy: string, atMs: number, revision: string, verdict: string | undefined) {
+    this.#add('decision_rule_hour', [ruleId, policy, hourStartOf(atMs), revision, verdict ?? '']);
+  }
+
+  /** Each group as `HOUR_UPSERTS[table]`'s parameters: its key, then its count. */
+  parameters(table: HourTable): (string | number)[][] {
+    return [...this.#groups[table].values()].map((g) => [...g.values, g.n]);
+  }
+}
+
+/** Whether the writer adds the hour counts of its inserts (SQLite), or triggers do (PostgreSQL). */
+export const countsByWriter = (db: { getExecutor(): { adapter: unknown } }): boolean =>
+  !(db.getExecutor().adapter instanceof PostgresAdapter);
+
+/** The columns of a stored `decision` row its hour is counted by. */
+export type CountedDecision = Pick<
+  DecisionTables['decision'],
+  'decision_id' | 'at_ms' | 'verdict' | 'policy_revision' | 'shadow_revision' | 'shadow_verdict'
+>;
+export type CountedRule = DecisionTables['decision_rule'];
+
+/**
+ * Adds the hour counts of rows just stored through kysely (`writeOps`, a test's or a bench's seed)
+ * in the caller's transaction, on SQLite (on PostgreSQL the triggers did): `decisions` and `rules`
+ * each stored now (a row an insert left as it was must not be given). A rule's verdict is its
+ * decision's among `decisions`, else the stored one.
+ */
+export async function countInserted(
+  db: Kysely<DecisionTables>,
+  decisions: readonly CountedDecision[],
+  rules: readonly CountedRule[],
+): Promise<void> {
+  if (!countsByWriter(db)) return;
+  const tally = new HourTally();
+  const verdicts = new Map<string, string>();
+  for (const d of decisions) {
+    tally.decision(Number(d.at_ms), d.verdict, d.policy_revision, d.shadow_revision, d.shadow_verdict);
+    verdicts.set(d.decision_id, d.verdict);
+  }
+  const unknown = [...new Set(rules.map((r) => r.decision_id).filter((id) => !verdicts.has(id)))];
+  for (let i = 0; i < unknown.length; i += 500) {
+    const stored = await db
+      .selectFrom('decision')
+      .select(['decision_id', 'verdict'])
+      .where('decision_id', 'in', unknown.slice(i, i + 500))
+      .execute();
+    for (const d of stored) verdicts.set(d.decision_id, d.verdict);
+  }
+  for (const r of rules)
+    tally.rule(r.rule_id, r.policy, Number(r.at_ms), r.policy_revision, verdicts.get(r.decision_id));
+  for (const table of Object.keys(HOUR_UPSERTS) as HourTable[]) {
+    for (const parameters of tally.parameters(table))
+      await db.executeQuery(CompiledQuery.raw(HOUR_UPSERTS[table], parameters));
+  }
+}
+
+/**
+ * How far the hour tables' counts of the hour starting at `hourMs` are from a count of its rows:
+ * over decisions and rule rows, the sum of each key's difference (0: exact). In one snapshot (a
+ * transaction; PostgreSQL's repeatable read): rows another worker or replica writes meanwhile are in
+ * both counts or in neither. Rule rows are reached from their decisions (a rule row without its
+ * decision is not seen; the writers never leave one).
+ */
+export async function hourDrift(db: Kysely<DecisionTables>, hourMs: number): Promise<number> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const at = postgres ? 's.at_ms' : 'cast(s.at_ms as integer)';
+  // Rule rows reached from their decisions of the hour (decision_at, then each one's rule rows by
+  // key): decision_rule has no index by time alone.
+  const tables = [
+    {
+      table: 'decision_hour',
+      columns: DECISION_KEY,
+      n: 'decisions',
+      key: decisionKey('s', at),
+      from: 'decision s',
+      inHour: ['s.at_ms'],
+    },
+    {
+      table: 'decision_rule_hour',
+      columns: RULE_KEY,
+      n: 'fires',
+      key: ruleKey('s', 'd.verdict', at),
+      from: 'decision d join decision_rule s on s.decision_id = d.decision_id',
+      inHour: ['d.at_ms', 's.at_ms'],
+    },
+  ];
+  const begin = db.transaction();
+  return (postgres ? begin.setIsolationLevel('repeatable read') : begin).execute(async (tx) => {
+    let drift = 0;
+    for (const t of tables) {
+      const keyOf = (row: Record<string, unknown>) =>
+        t.columns.map((c) => (c === 'hour_ms' ? String(Number(row[c])) : String(row[c]))).join('\u0000');
+      const stored = await sql<
+        Record<string, unknown>
+      >`select ${sql.raw(t.columns.join(', '))}, ${sql.raw(t.n)} as n
+        from ${sql.raw(t.table)} where hour_ms = ${hourMs}`.execute(tx);
+      const counted = await sql<Record<string, unknown>>`select ${sql.raw(
+        t.key.map((k, i) => `${k} as ${t.columns[i]}`).join(', '),
+      )}, count(*) as n from ${sql.raw(t.from)} where ${sql.join(
+        t.inHour.map((c) => sql`${sql.ref(c)} >= ${hourMs} and ${sql.ref(c)} < ${hourMs + HOUR_MS}`),
+        sql` and `,
+      )} group by ${sql.raw(t.key.map((_, i) => i + 1).join(', '))}`.execute(tx);
+      const diff = new Map<string, number>();
+      for (const r of stored.rows) diff.set(keyOf(r), (diff.get(keyOf(r)) ?? 0) + Number(r.n));
+      for (const r of counted.rows) diff.set(keyOf(r), (diff.get(keyOf(r)) ?? 0) - Number(r.n));
+      for (const d of diff.values()) drift += Math.abs(d);
+    }
+    return drift;
+  });
+}
+
+/** How often `hourDriftCheck` compares an hour, milliseconds: an hour's rows are ~1,000,000 at 300/s. */
+export const HOUR_CHECK_EVERY_MS = 3_600_000;
+
+/**
+ * Every `everyMs`, one random whole hour of the last `maxAgeMs` (before the current one) compared
+ * with its rows (`hourDrift`) on the reading connection, off the writer's: a difference is counted
+ * (`drift()`, riskgate_decision_hour_drift) and logged. The counts are kept exact by construction;
+ * this says so, or says when they are not (a writer that inserted uncounted rows). `check(hourMs)`
+ * compares one hour now.
+ */
+export function hourDriftCheck(o: {
+  db: Kysely<DecisionTables>;
+  maxAgeMs: number;
+  log: (line: Record<string, unknown>) => void;
+  everyMs?: number;
+}) {
+  let total = 0;
+  const check = async (hourMs: number): Promise<number> => {
+    const drift = await hourDrift(o.db, hourMs);
+    if (drift > 0) {
+      total += drift;
+      o.log({
+        level: 'error',
+        msg: 'decision store: the counts per hour differ from the rows',
+        hour: new Date(hourMs).toISOString(),
+        drift,
+      });
+    }
+    return drift;
+  };
+  const timer = setInterval(() => {
+    const hours = Math.max(1, Math.floor(o.maxAgeMs / HOUR_MS));
+    const hourMs = hourStartOf(Date.now()) - (1 + Math.floor(Math.random() * hours)) * HOUR_MS;
+    // The store unreadable: its reads and writes say so already.
+    check(hourMs).catch(() => {});
+  }, o.everyMs ?? HOUR_CHECK_EVERY_MS);
+  timer.unref();
+  return { check, drift: () => total, stop: () => clearInterval(timer) };
+}
+
 export const hourCountMigrations: FeatureMigrations = {
   'decisions-006-hour-counts': {
     async up(db) {
@@ -208,6 +421,16 @@ export const hourCountMigrations: FeatureMigrations = {
       if (postgres) await sql`lock table decision, decision_rule in share row exclusive mode`.execute(db);
       for (const statement of [...backfill(postgres), ...(postgres ? postgresTriggers() : sqliteTriggers())])
         await sql.raw(statement).execute(db);
+    },
+  },
+  // Issue 32: on SQLite the writers add the counts of what they insert, per batch (`HourTally`,
+  // `countInserted`): the row triggers cost ~150 µs per decision. Deletes keep theirs (retention's,
+  // once a minute). Every writer of this version counts, and the migration runs before any writes.
+  'decisions-007-sqlite-hour-counts-by-writer': {
+    async up(db) {
+      if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+      for (const trigger of ['decision_hour_insert', 'decision_rule_hour_insert'])
+        await sql.raw(`drop trigger if exists ${trigger}`).execute(db);
     },
   },
 };

@@ -1,5 +1,6 @@
 import type { RiskgateDatabase } from '../../src/database/database.ts';
 import type { DecisionTables } from '../../src/decision-store/decision-tables.ts';
+import { countInserted } from '../../src/decision-store/hour-counts.ts';
 
 /**
  * Decisions written straight into the decision store's tables (src/decision-store/decision-tables.ts),
@@ -76,6 +77,8 @@ export async function seedDecisions(
       const rows = decisionRows(d);
       await tx.insertInto('decision').values(rows.decision).execute();
       if (rows.rules.length > 0) await tx.insertInto('decision_rule').values(rows.rules).execute();
+      // Every row was stored (no conflict clause): counted by its hour, as the writers do.
+      await countInserted(tx, [rows.decision], rows.rules);
     }
   });
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DecisionTables } from '../../src/decision-store/decision-tables.ts';
+import { countInserted } from '../../src/decision-store/hour-counts.ts';
 import { decisionRows } from './decision-rows.ts';
 
 /**
@@ -78,6 +79,12 @@ export async function storeReplayable(
             .insertInto('decision_rule')
             .values(rules.slice(j, j + 200))
             .execute();
+        // Every row was stored (no conflict clause): counted by its hour, as the writers do.
+        await countInserted(
+          tx,
+          slice.map((r) => r.decision),
+          rules,
+        );
       }
     });
   };
