@@ -26,13 +26,16 @@ export interface LoggedDecision {
  */
 export interface LineNeeds {
   signals: ReadonlySet<string>;
-  /** The keys of the signals it does not read, as they open in a line. */
+  /**
+   * The keys of the signals it does not read as they open in a line, less their opening quote: a
+   * search for a needle that starts with `"` stops at every string of the line (4x slower).
+   */
   unread: readonly Buffer[];
 }
 
 export function lineNeeds(policy: { requirements: { signals: ReadonlySet<string> } }): LineNeeds {
   const signals = policy.requirements.signals;
-  const unread = POLICY_SIGNAL_NAMES.filter((n) => !signals.has(n)).map((n) => ascii(`"${n}":{"status":"`));
+  const unread = POLICY_SIGNAL_NAMES.filter((n) => !signals.has(n)).map((n) => ascii(`${n}":{"status":"`));
   return { signals, unread };
 }
 
@@ -69,8 +72,6 @@ interface DecisionLineShape {
 
 const OUTCOME_KEY = ascii(',"outcome":{');
 const MATCHED_RULES_KEY = ascii('"matchedRules":[');
-const RULES_THEN_KEY = ascii('],"');
-const RULES_THEN_END = ascii(']}');
 
 /**
  * Only what replay reads of a decision line riskgate wrote: everything before `outcome` (kind,
@@ -89,11 +90,13 @@ function neededFields(line: Buffer, needs: LineNeeds | undefined): DecisionLineS
   if (at === -1) return undefined;
   const rules = line.indexOf(MATCHED_RULES_KEY, at);
   if (rules === -1) return undefined;
-  // The array's end: followed by the outcome's next key, or by the outcome's own end.
-  const from = rules + MATCHED_RULES_KEY.length - 1;
-  const beforeKey = line.indexOf(RULES_THEN_KEY, from);
-  const beforeEnd = line.indexOf(RULES_THEN_END, from);
-  const rulesEnd = beforeKey === -1 || (beforeEnd !== -1 && beforeEnd < beforeKey) ? beforeEnd : beforeKey;
+  // The array's end: the first `]` followed by the outcome's next key (`],"`) or its own end (`]}`).
+  let rulesEnd = line.indexOf(0x5d, rules + MATCHED_RULES_KEY.length);
+  while (rulesEnd !== -1) {
+    const next = line[rulesEnd + 1];
+    if (next === 0x7d || (next === 0x2c && line[rulesEnd + 2] === 0x22)) break;
+    rulesEnd = line.indexOf(0x5d, rulesEnd + 1);
+  }
   if (rulesEnd === -1) return undefined;
   try {
     const head =

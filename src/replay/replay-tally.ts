@@ -73,11 +73,14 @@ function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undef
   if (policy.requirements.velocity && d.input.featuresUnavailable?.velocity === undefined) {
     // A counter the line did not record (new in the candidate) reads 0: it had counted nothing then.
     const recorded = d.input.velocity;
+    let filled: Record<string, number> | undefined;
     for (const c of policy.velocityCounters ?? []) {
       if (recorded?.[c.name] !== undefined) continue;
       missing.push(`velocity.${c.name}`);
-      d.input.velocity = { ...d.input.velocity, [c.name]: 0 };
+      filled ??= { ...recorded };
+      filled[c.name] = 0;
     }
+    if (filled !== undefined) d.input.velocity = filled;
   }
   if (
     policy.requirements.history &&
