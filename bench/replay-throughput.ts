@@ -1,7 +1,8 @@
 /**
  * Replay throughput (issues 16, 32): `npx tsx bench/replay-throughput.ts [--decisions 1000000]
- * [--action-lines 1] [--threads N] [--log FILE]` (threads default: the cores there are; `--log`: the
- * log is kept there and reused when it exists, so builds are compared over the same bytes).
+ * [--action-lines 1] [--threads N] [--log FILE] [--policy DIR]` (threads default: the cores there are;
+ * `--log`: the log is kept there and reused when it exists, so builds are compared over the same
+ * bytes; `--policy`: the candidate, default the shipped policy).
  * Writes a decision log of N lines made from real ones (bench/fixtures/decision-lines.jsonl: lines a
  * running riskgate wrote for the sandbox's demo accounts with the shipped policy; each copy gets its
  * own decisionId), then times `replayDecisions` over it with the shipped policy, as
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     threads: { type: 'string' },
     'action-lines': { type: 'string', default: '1' },
     log: { type: 'string' },
+    policy: { type: 'string' },
   },
 });
 const n = Number(values.decisions);
@@ -66,10 +68,11 @@ let peakRss = 0;
 const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
 }, 200);
-const policy = await loadPolicy(join(root, 'policies'));
+const policyPath = values.policy === undefined ? join(root, 'policies') : resolve(values.policy);
+const policy = await loadPolicy(policyPath);
 const startedAt = performance.now();
 const report = await replayDecisions(policy, [log], {
-  policyPath: join(root, 'policies'),
+  policyPath,
   ...(values.threads !== undefined && { threads: Number(values.threads) }),
 });
 const elapsedS = (performance.now() - startedAt) / 1000;

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readDecisionLine } from './replay-record.ts';
+import { compilePolicy } from '../policy/policy-compiler.ts';
+import { lineNeeds, readDecisionLine } from './replay-record.ts';
 
 /**
  * Replay reads of a decision line only what evaluation needs (what precedes `outcome`, and the
@@ -91,5 +92,73 @@ describe('reading a decision line for replay', () => {
       outcome: { verdict: 'challenge', score: 0, matchedRules: [], shed: true },
     });
     expect(readDecisionLine(text)).toEqual({ kind: 'other' });
+  });
+
+  describe('for a candidate that reads fewer signals than the line holds', () => {
+    const compiled = compilePolicy(
+      'narrow.yaml',
+      `apiVersion: riskgate/v1
+kind: Policy
+name: narrow
+thresholds: { challenge: 40, deny: 80 }
+rules:
+  - { id: new-browser, description: a new browser, when: 'signals.newBrowser.success && !signals.newBrowser.known', score: 40 }
+  - { id: locked, description: locked out, when: 'user.status == "locked_out"', verdict: deny }
+`,
+    );
+    const policy = compiled.policy!;
+    const needs = lineNeeds(policy);
+    const text = lines[0]!;
+    const signalsOf = (t: string) => Object.keys(JSON.parse(t).inputs.signals as object);
+
+    it('parses only the signals it reads, and evaluates as the whole line does', () => {
+      expect([...policy.requirements.signals]).toEqual(['newBrowser']);
+      expect(signalsOf(text).length).toBeGreaterThan(3);
+      for (const t of lines) {
+        const read = readDecisionLine(t, needs);
+        const whole = wholeRead(t);
+        if (read.kind !== 'decision' || whole.kind !== 'decision') throw new Error('not read as a decision');
+        expect(Object.keys(read.decision.input.signals)).toEqual(
+          signalsOf(t).filter((s) => s === 'newBrowser'),
+        );
+        const { signals, ...rest } = read.decision.input;
+        const { signals: allSignals, ...wholeRest } = whole.decision.input;
+        expect(rest).toEqual(wholeRest);
+        expect(signals.newBrowser).toEqual(allSignals.newBrowser);
+        expect(read.decision.recorded).toEqual(whole.decision.recorded);
+        expect(policy.evaluate(read.decision.input)).toEqual(policy.evaluate(whole.decision.input));
+      }
+    });
+
+    it('passes over a broken byte inside a signal it does not read, and refuses one in a signal it reads', () => {
+      const v = JSON.parse(text) as LineFields;
+      expect(v.inputs.signals.latestProximity.status).toBe('ok');
+      v.inputs.signals.latestProximity.response.result.proximityConfidence = 'BROKEN';
+      v.inputs.signals.newBrowser.response.result.known = 'BROKEN';
+      // A bare word where a number was: balanced, but not JSON.
+      const unread = JSON.stringify({
+        ...v,
+        inputs: {
+          ...v.inputs,
+          signals: { ...v.inputs.signals, newBrowser: JSON.parse(text).inputs.signals.newBrowser },
+        },
+      }).replace('"BROKEN"', 'BROKEN');
+      expect(wholeRead(unread)).toEqual({ kind: 'bad', why: 'not JSON' });
+      expect(readDecisionLine(unread, needs)).toEqual(readDecisionLine(text, needs));
+      const brokenRead = JSON.stringify({
+        ...v,
+        inputs: {
+          ...v.inputs,
+          signals: { ...v.inputs.signals, latestProximity: JSON.parse(text).inputs.signals.latestProximity },
+        },
+      }).replace('"BROKEN"', 'BROKEN');
+      expect(readDecisionLine(brokenRead, needs)).toEqual({ kind: 'bad', why: 'not JSON' });
+    });
+
+    it('reads a line whose signals are not balanced whole, and refuses it', () => {
+      const at = text.indexOf('"latestProximity":{') + '"latestProximity":{'.length;
+      const unbalanced = `${text.slice(0, at)}"x":[1,${text.slice(at)}`;
+      expect(readDecisionLine(unbalanced, needs)).toEqual({ kind: 'bad', why: 'not JSON' });
+    });
   });
 });

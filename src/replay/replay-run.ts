@@ -1,10 +1,10 @@
-import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { numberedLines } from '../logs/ndjson-lines.ts';
 import type { CompiledPolicy, Verdict } from '../policy/policy-types.ts';
+import { readLineBytes } from './replay-file-lines.ts';
 import {
   formatLabelReport,
   type Label,
@@ -121,12 +121,22 @@ export async function replayDecisions(
         continue;
       }
     }
-    const name = typeof source === 'string' ? source : source.name;
-    const stream =
-      typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source.stream;
     const tally = new ReplayTally(policy, changedLimit, labelIds);
-    for await (const { text, lineNo } of numberedLines(stream, name, maxLineBytes)) tally.add(text, lineNo);
-    stretches.push({ source: name, partial: tally.partial, lineOffset: 0 });
+    if (typeof source === 'string') {
+      // The bytes read as a thread reads its stretch (decoded only as far as a line is read).
+      const read = await readLineBytes(
+        source,
+        { start: 0, end: Number.POSITIVE_INFINITY },
+        maxLineBytes,
+        (b, s, e, n) => tally.addBytes(b, s, e, n),
+      );
+      if ('tooLong' in read) throw lineTooLong(source, read.tooLong, maxLineBytes);
+      stretches.push({ source, partial: tally.partial, lineOffset: 0 });
+      continue;
+    }
+    for await (const { text, lineNo } of numberedLines(source.stream, source.name, maxLineBytes))
+      tally.add(text, lineNo);
+    stretches.push({ source: source.name, partial: tally.partial, lineOffset: 0 });
   }
   const report = mergeStretches(policy, stretches, changedLimit);
   if (options.labels !== undefined) {
@@ -206,15 +216,18 @@ async function replayRanges(
       lineOffset += reply.linesEnded;
       continue;
     }
-    if ('tooLong' in reply) {
-      throw new RiskgateError(
-        ErrorCode.INVALID_INPUT,
-        `${task.file}: line ${lineOffset + reply.tooLong} is longer than ${maxLineBytes} bytes`,
-      );
-    }
+    if ('tooLong' in reply) throw lineTooLong(task.file, lineOffset + reply.tooLong, maxLineBytes);
     throw Object.assign(new Error(reply.error.message), reply.error);
   }
   return stretches;
+}
+
+/** The error of a line past the limit, as src/logs/ndjson-lines.ts words it for a stream. */
+function lineTooLong(file: string, lineNo: number, maxLineBytes: number): RiskgateError {
+  return new RiskgateError(
+    ErrorCode.INVALID_INPUT,
+    `${file}: line ${lineNo} is longer than ${maxLineBytes} bytes`,
+  );
 }
 
 /** The stretches' tallies as one report, in log order. */

@@ -1,11 +1,10 @@
-import { createReadStream } from 'node:fs';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { setImmediate as turnOfTheEventLoop } from 'node:timers/promises';
 import pg from 'pg';
 import { type PostgresConnection, pgClientConfig } from '../database/postgres-connection.ts';
-import { NdjsonLines } from '../logs/ndjson-lines.ts';
 import type { CompiledPolicy } from '../policy/policy-types.ts';
 import { ChangeTally, type ReplayChanges } from './replay-changes.ts';
+import { readLineBytes } from './replay-file-lines.ts';
 import { pageQuery, type StoredLine, type StoreStretch } from './replay-store.ts';
 import { type ReplayPartial, ReplayTally } from './replay-tally.ts';
 
@@ -128,21 +127,10 @@ async function replayFile(
   s: Extract<StretchSource, { kind: 'file' }>,
   done: (linesEnded: number) => ReplayStretchReply,
 ): Promise<ReplayStretchReply> {
-  const lines = new NdjsonLines(s.maxLineBytes);
-  const add = (text: string, lineNo: number) => {
-    tally.add(text, lineNo);
-    return true;
-  };
-  const stream = createReadStream(s.file, { start: s.start, end: s.end - 1, highWaterMark: 1 << 20 });
-  for await (const chunk of stream) {
-    if (!lines.push(chunk as Buffer, add)) {
-      stream.destroy();
-      return { ok: false, tooLong: lines.linesEnded + 1 };
-    }
-  }
-  const last = lines.end();
-  if (last !== undefined) add(last, lines.linesEnded + 1);
-  return done(lines.linesEnded);
+  const read = await readLineBytes(s.file, s, s.maxLineBytes, (buf, start, end, lineNo) =>
+    tally.addBytes(buf, start, end, lineNo),
+  );
+  return 'tooLong' in read ? { ok: false, tooLong: read.tooLong } : done(read.linesEnded);
 }
 
 /** The stretch's pages replayed in order, until its end or its deadline. */

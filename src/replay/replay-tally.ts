@@ -1,5 +1,12 @@
 import type { CompiledPolicy, PolicySignalName, Verdict } from '../policy/policy-types.ts';
-import { type LoggedDecision, readDecisionLine } from './replay-record.ts';
+import {
+  type LineNeeds,
+  type LoggedDecision,
+  lineNeeds,
+  type ReadLine,
+  readDecisionBytes,
+  readDecisionLine,
+} from './replay-record.ts';
 
 /**
  * What one stretch of a decision log replays to: counts that add up, and the first changes and
@@ -66,11 +73,14 @@ function missingFor(policy: CompiledPolicy, d: LoggedDecision): string[] | undef
   if (policy.requirements.velocity && d.input.featuresUnavailable?.velocity === undefined) {
     // A counter the line did not record (new in the candidate) reads 0: it had counted nothing then.
     const recorded = d.input.velocity;
+    let filled: Record<string, number> | undefined;
     for (const c of policy.velocityCounters ?? []) {
       if (recorded?.[c.name] !== undefined) continue;
       missing.push(`velocity.${c.name}`);
-      d.input.velocity = { ...d.input.velocity, [c.name]: 0 };
+      filled ??= { ...recorded };
+      filled[c.name] = 0;
     }
+    if (filled !== undefined) d.input.velocity = filled;
   }
   if (
     policy.requirements.history &&
@@ -100,6 +110,8 @@ export class ReplayTally {
   readonly #changedLimit: number;
   readonly #labelIds: ReadonlySet<string> | undefined;
   readonly #onChange: ReplayChangeListener | undefined;
+  /** What the candidate reads of a line's inputs: the rest is never parsed. */
+  readonly #needs: LineNeeds;
   readonly partial: ReplayPartial;
 
   /**
@@ -117,6 +129,7 @@ export class ReplayTally {
     this.#changedLimit = changedLimit;
     this.#labelIds = labelIds;
     this.#onChange = onChange;
+    this.#needs = lineNeeds(policy);
     this.partial = {
       lines: 0,
       decisions: 0,
@@ -148,9 +161,17 @@ export class ReplayTally {
 
   /** One line of the log, `lineNo` counted from this stretch's first line. */
   add(text: string, lineNo: number): void {
+    this.#tally(readDecisionLine(text, this.#needs), lineNo);
+  }
+
+  /** One line of the log as bytes, `buf[start, end)`: decoded only as far as it is read. */
+  addBytes(buf: Buffer, start: number, end: number, lineNo: number): void {
+    this.#tally(readDecisionBytes(buf, start, end, this.#needs), lineNo);
+  }
+
+  #tally(read: ReadLine, lineNo: number): void {
     const p = this.partial;
     p.lines++;
-    const read = readDecisionLine(text);
     if (read.kind === 'other') {
       p.skipped++;
       return;
