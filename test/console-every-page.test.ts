@@ -9,6 +9,7 @@ import { visibleText } from '../src/text/visible-text.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
+import { PATIENT_DEADLINE_MS } from './support/patient-policy.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
 
 /**
@@ -43,12 +44,11 @@ const SECOND_ADMIN_KEY = 'ben-admin-key-0123456789abcdef';
 
 /**
  * The shipped policy, its new-browser rule asking for review and asking the user (bob's challenge),
- * every input given 2 s: on a busy machine a slow sandbox would leave a decision degraded, and the
+ * with patient timeouts: on a busy machine a slow sandbox would leave a decision degraded, and the
  * pages would show another day than the one seeded.
  */
-const POLICY = `${shippedPolicyWithLists()
-  .replace(/timeoutMs: \d+/g, 'timeoutMs: 2000')
-  .replace('  - id: new-browser\n', '  - id: new-browser\n    review: true\n    askUser: true\n')}
+const ASKING = '  - id: new-browser\n    review: true\n    askUser: true\n';
+const POLICY = `${shippedPolicyWithLists().replace('  - id: new-browser\n', ASKING)}
 askUser:
   onNo: [lockOut]
 `;
@@ -333,7 +333,7 @@ beforeAll(async () => {
   receiver = await startWebhookReceiver();
   h = await startHarness({
     policy: { yaml: POLICY },
-    deadlineMs: 3000,
+    deadlineMs: PATIENT_DEADLINE_MS,
     env: {
       RISKGATE_OPS_KEYS: `ada:admin:${OPS_KEY},ben:admin:${SECOND_ADMIN_KEY}`,
       RISKGATE_WEBHOOK_URLS: receiver.url(),

@@ -20,6 +20,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
+import { patientPolicyEnv } from './support/patient-policy.ts';
 import { signalTree, spawnTree } from './support/process-tree.ts';
 import { buildDist, PROCESS_KEY, PROCESS_OPS_KEY, processEnv } from './support/riskgate-process.ts';
 import { sandboxControl } from './support/sandbox-control.ts';
@@ -62,17 +63,12 @@ function vendorEnv(): Record<string, string> {
 }
 
 /**
- * The shipped policy with every input's timeout and the deadline far above the faults' latency:
- * mallory's deny must rest on her signals even on a busy machine (a signal that misses its
- * timeout makes the decision degraded, a challenge: right, but not what these tests are about).
+ * The shipped policy with patient timeouts and deadline, far above the faults' latency: mallory's
+ * deny must rest on her signals even on a busy machine (a signal that misses its timeout makes the
+ * decision degraded, a challenge: right, but not what these tests are about).
  */
 function generousDeadlines(): Record<string, string> {
-  const policyDir = mkdtempSync(join(work, 'policy-'));
-  writeFileSync(
-    join(policyDir, 'login.yaml'),
-    readFileSync(join(ROOT, 'policies', 'login.yaml'), 'utf8').replace(/timeoutMs: \d+/g, 'timeoutMs: 4000'),
-  );
-  return { RISKGATE_POLICY_PATH: policyDir, RISKGATE_DEADLINE_MS: '5000' };
+  return patientPolicyEnv(work);
 }
 
 interface Started {
