@@ -35,6 +35,26 @@ export interface OperatorsHarness extends Harness {
   signIn(who: Operator): Promise<ConsoleClient>;
 }
 
+/** A call to riskgate at `url` with operator `key`: a JSON body in, the status and JSON body out. */
+export async function operatorCall(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
+}
+
 /**
  * `startHarness(options)` with the operators (their RISKGATE_OPS_KEYS before `options.env`'s) and
  * policy versions polled every 100 ms, so that an activation is served within a test's patience.
@@ -46,18 +66,7 @@ export async function startOperatorsHarness(options: HarnessOptions = {}): Promi
   });
   return {
     ...h,
-    async as(who, method, path, body) {
-      const res = await fetch(`${h.url}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${OPERATOR_KEYS[who]}`,
-          ...(body !== undefined && { 'content-type': 'application/json' }),
-        },
-        ...(body !== undefined && { body: JSON.stringify(body) }),
-      });
-      const text = await res.text();
-      return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
-    },
+    as: (who, method, path, body) => operatorCall(h.url, OPERATOR_KEYS[who], method, path, body),
     signIn: (who) => consoleSignIn(h.url, OPERATOR_KEYS[who]),
   };
 }
