@@ -7,6 +7,7 @@ import { patientPolicyEnv } from './support/patient-policy.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
+  BUILD_HOOK_MS,
   buildDist,
   PROCESS_KEY,
   processEnv,
@@ -34,7 +35,7 @@ describe.runIf(sharedStores)('velocity counters shared by two riskgate processes
     build = buildDist('velocity');
     [sandbox, redis, pg] = await Promise.all([startTestSandbox(), startRedis(), startPostgres()]);
     work = mkdtempSync(join(tmpdir(), 'riskgate-velocity-'));
-  }, 120_000);
+  }, BUILD_HOOK_MS);
   afterAll(async () => {
     for (const p of started) {
       p.kill('SIGTERM');
