@@ -9,6 +9,7 @@ import { visibleText } from '../src/text/visible-text.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
+import { operatorCall } from './support/operators-harness.ts';
 import { PATIENT_DEADLINE_MS } from './support/patient-policy.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
 
@@ -198,17 +199,10 @@ const problems: string[] = [];
 
 /** An operator call with `key` (default the first admin's, ada's), its JSON answer. */
 async function api(method: string, path: string, body?: unknown, key = OPS_KEY) {
-  const res = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-  return (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
+  const res = await operatorCall(h.url, key, method, path, body);
+  if (res.status < 200 || res.status >= 300)
+    throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  return res.body;
 }
 
 /** `request` decided, once the decision store has it (it writes behind the answer). */
