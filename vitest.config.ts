@@ -22,6 +22,7 @@ export const UNIT = [
   'test/eventually.test.ts',
   'test/function-size.test.ts',
   'test/outbox-deferred.test.ts',
+  'test/patient-policy.test.ts',
   'test/policy-degraded.test.ts',
   'test/policy-evaluation.test.ts',
   'test/policy-loading-errors.test.ts',

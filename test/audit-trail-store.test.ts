@@ -7,6 +7,7 @@ import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
+import { failingDatabase } from './support/failing-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -105,9 +106,7 @@ describe('the audit trail store', () => {
   });
 
   it('rejects a record once its database is closed (the change is then refused)', async () => {
-    const database = await openDatabase({ kind: 'memory' }, { migrations: auditMigrations });
-    const audit = databaseAuditTrail(database);
-    await database.close();
+    const audit = databaseAuditTrail(await failingDatabase(auditMigrations));
     await expect(audit.record(change('ana', 'decision.label', 'd-1'))).rejects.toThrow();
   });
 

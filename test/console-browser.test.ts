@@ -10,6 +10,7 @@ import { adminUserStatus } from './support/admin-user-status.ts';
 import { memoryRuleReport } from './support/console-memory.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
+import { PATIENT_DEADLINE_MS } from './support/patient-policy.ts';
 
 /**
  * The console in a real browser: Debian's chromium driven by playwright-core (no browser
@@ -48,6 +49,7 @@ async function shot(name: string, fit = false): Promise<void> {
 beforeAll(async () => {
   h = await startHarness({
     policy: { yaml: shippedPolicyWithLists() },
+    deadlineMs: PATIENT_DEADLINE_MS,
     env: { RISKGATE_OPS_KEYS: ADMIN, RISKGATE_OUTBOX_HORIZON_SECONDS: '1' },
     riskgate: {
       breakers: { openMs: { initialMs: 200, maxMs: 500 } },

@@ -9,6 +9,8 @@ import { visibleText } from '../src/text/visible-text.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
+import { operatorCall } from './support/operators-harness.ts';
+import { PATIENT_DEADLINE_MS } from './support/patient-policy.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
 
 /**
@@ -43,12 +45,11 @@ const SECOND_ADMIN_KEY = 'ben-admin-key-0123456789abcdef';
 
 /**
  * The shipped policy, its new-browser rule asking for review and asking the user (bob's challenge),
- * every input given 2 s: on a busy machine a slow sandbox would leave a decision degraded, and the
+ * with patient timeouts: on a busy machine a slow sandbox would leave a decision degraded, and the
  * pages would show another day than the one seeded.
  */
-const POLICY = `${shippedPolicyWithLists()
-  .replace(/timeoutMs: \d+/g, 'timeoutMs: 2000')
-  .replace('  - id: new-browser\n', '  - id: new-browser\n    review: true\n    askUser: true\n')}
+const ASKING = '  - id: new-browser\n    review: true\n    askUser: true\n';
+const POLICY = `${shippedPolicyWithLists().replace('  - id: new-browser\n', ASKING)}
 askUser:
   onNo: [lockOut]
 `;
@@ -198,17 +199,10 @@ const problems: string[] = [];
 
 /** An operator call with `key` (default the first admin's, ada's), its JSON answer. */
 async function api(method: string, path: string, body?: unknown, key = OPS_KEY) {
-  const res = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-  return (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
+  const res = await operatorCall(h.url, key, method, path, body);
+  if (res.status < 200 || res.status >= 300)
+    throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  return res.body;
 }
 
 /** `request` decided, once the decision store has it (it writes behind the answer). */
@@ -333,7 +327,7 @@ beforeAll(async () => {
   receiver = await startWebhookReceiver();
   h = await startHarness({
     policy: { yaml: POLICY },
-    deadlineMs: 3000,
+    deadlineMs: PATIENT_DEADLINE_MS,
     env: {
       RISKGATE_OPS_KEYS: `ada:admin:${OPS_KEY},ben:admin:${SECOND_ADMIN_KEY}`,
       RISKGATE_WEBHOOK_URLS: receiver.url(),

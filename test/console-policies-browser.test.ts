@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, startHarness } from './decide-harness.ts';
+import {
+  OPERATOR_KEYS,
+  type Operator,
+  type OperatorsHarness,
+  startOperatorsHarness,
+} from './support/operators-harness.ts';
 
 /**
  * Issue 33's Policies page in Debian's chromium at 390 px: an admin uploads a draft that adds a
@@ -15,7 +20,6 @@ import { type Harness, startHarness } from './decide-harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const WIDTH = 390;
-const KEYS = { alice: 'alice-admin-key-0123456789', bob: 'bob-admin-key-0123456789abc' };
 
 const policy = (verdict: string, extra = '') => `apiVersion: riskgate/v1
 kind: Policy
@@ -34,7 +38,7 @@ const ADDED = `  - id: mallory-denied
     verdict: deny
 `;
 
-let h: Harness;
+let h: OperatorsHarness;
 let context: BrowserContext;
 let page: Page;
 let profile: string;
@@ -44,23 +48,11 @@ const overflow = () =>
     'document.documentElement.scrollWidth - document.documentElement.clientWidth',
   ) as Promise<number>;
 
-async function api(who: keyof typeof KEYS, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${KEYS[who]}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  return (await res.json()) as Record<string, unknown>;
-}
+const api = async (who: Operator, method: string, path: string, body?: unknown) =>
+  (await h.as(who, method, path, body)).body;
 
 beforeAll(async () => {
-  h = await startHarness({
-    policy: { yaml: policy('challenge') },
-    env: { RISKGATE_OPS_KEYS: `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob}` },
-  });
+  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') } });
   // An active version to compare with, made through the API by both admins.
   const first = await api('alice', 'POST', '/policy-versions', { yaml: policy('challenge'), message: 'v1' });
   await api('alice', 'POST', `/policy-versions/${first.id}/propose`);
@@ -81,7 +73,7 @@ beforeAll(async () => {
   });
   page = context.pages()[0] ?? (await context.newPage());
   await page.goto(`${h.url}/console/sign-in`);
-  await page.getByLabel('Operator key').fill(KEYS.alice);
+  await page.getByLabel('Operator key').fill(OPERATOR_KEYS.alice);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL('**/console/decisions');
 }, 90_000);

@@ -7,6 +7,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { rolloutBucket } from '../src/policy-versions/policy-version-sync.ts';
 import { type Harness, OPS_KEY } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { operatorCall } from './support/operators-harness.ts';
 import { postgresAvailable } from './support/postgres-server.ts';
 import { startTwoReplicasOnPostgres, type TwoReplicas } from './support/two-replicas.ts';
 
@@ -56,16 +57,9 @@ let control: string;
 const seeded = { changed: [] as string[], unchanged: [] as string[] };
 
 async function api(h: Harness, who: keyof typeof KEYS, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${KEYS[who]}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
+  const res = await operatorCall(h.url, KEYS[who], method, path, body);
   expect(res.status, `${method} ${path}`).toBeLessThan(300);
-  return (await res.json()) as Record<string, unknown>;
+  return res.body;
 }
 
 interface VersionStatus {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
-import { type ConsoleClient, consoleSignIn } from './support/console-client.ts';
+import type { ConsoleClient } from './support/console-client.ts';
+import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
 
 /**
  * Issue 33: the console's Policies pages over real HTTP against a real riskgate (embedded
@@ -11,12 +11,6 @@ import { type ConsoleClient, consoleSignIn } from './support/console-client.ts';
  * the store's words, never a 500), a viewer who sees no form, and a revert, each step audited; an
  * approved version staged, unstaged, scheduled and unscheduled from its page.
  */
-
-const KEYS = {
-  alice: 'alice-admin-key-0123456789',
-  bob: 'bob-admin-key-0123456789abc',
-  vera: 'vera-viewer-key-0123456789',
-};
 
 const policy = (o: { verdict: string; challenge?: number; extra?: string }) => `apiVersion: riskgate/v1
 kind: Policy
@@ -39,23 +33,16 @@ const FRESH_RULE = `  - id: fresh
     verdict: deny
 `;
 
-let h: Harness;
+let h: OperatorsHarness;
 beforeAll(async () => {
-  h = await startHarness({
-    policy: { yaml: policy({ verdict: 'challenge' }) },
-    env: {
-      RISKGATE_OPS_KEYS: `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob},vera:viewer:${KEYS.vera}`,
-      RISKGATE_POLICY_VERSION_POLL_MS: '100',
-    },
-  });
+  h = await startOperatorsHarness({ policy: { yaml: policy({ verdict: 'challenge' }) } });
 }, 60_000);
 afterAll(() => h?.stop());
 
-const signIn = (who: keyof typeof KEYS) => consoleSignIn(h.url, KEYS[who]);
+const signIn: OperatorsHarness['signIn'] = (who) => h.signIn(who);
 
 async function apiVersions(): Promise<{ id: string; state: string }[]> {
-  const res = await fetch(`${h.url}/policy-versions`, { headers: { authorization: `Bearer ${KEYS.vera}` } });
-  return ((await res.json()) as { versions: { id: string; state: string }[] }).versions;
+  return (await h.as('vera', 'GET', '/policy-versions')).body.versions as { id: string; state: string }[];
 }
 
 /** Uploads a draft from the Policies page; its id (from the redirect to its page). */
@@ -129,14 +116,8 @@ describe('the Policies pages', () => {
       new RegExp(`Active: <a href="/console/policies/${id}"`),
     );
 
-    const audit = await fetch(`${h.url}/audit?target=${id}`, {
-      headers: { authorization: `Bearer ${KEYS.vera}` },
-    });
-    const steps = ((await audit.json()) as { entries: AuditEntry[] }).entries.map((e) => [
-      e.action,
-      e.actor,
-      e.outcome?.status,
-    ]);
+    const audit = await h.as('vera', 'GET', `/audit?target=${id}`);
+    const steps = (audit.body.entries as AuditEntry[]).map((e) => [e.action, e.actor, e.outcome?.status]);
     expect(steps).toEqual(
       expect.arrayContaining([
         ['policy.propose', 'alice', 'done'],
@@ -211,10 +192,8 @@ describe('the Policies pages', () => {
     expect(cancelledPage).toContain('Scheduled activation cancelled');
     expect(cancelledPage).not.toContain('Cancel the scheduled activation');
 
-    const audit = await fetch(`${h.url}/audit?target=${id}`, {
-      headers: { authorization: `Bearer ${KEYS.vera}` },
-    });
-    const steps = ((await audit.json()) as { entries: AuditEntry[] }).entries
+    const audit = await h.as('vera', 'GET', `/audit?target=${id}`);
+    const steps = (audit.body.entries as AuditEntry[])
       .filter((e) => /stage|schedule/.test(e.action))
       .map((e) => [e.action, e.actor, e.outcome?.status])
       .reverse();

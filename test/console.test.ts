@@ -11,6 +11,7 @@ import { adminUserStatus } from './support/admin-user-status.ts';
 import { memoryRuleReport } from './support/console-memory.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
+import { PATIENT_DEADLINE_MS } from './support/patient-policy.ts';
 
 /**
  * The console over real HTTP against a real riskgate and sandbox (the decision store, rule report
@@ -94,6 +95,7 @@ async function audited(): Promise<AuditEntry[]> {
 beforeAll(async () => {
   h = await startHarness({
     policy: { yaml: shippedPolicyWithLists() },
+    deadlineMs: PATIENT_DEADLINE_MS,
     env: { RISKGATE_OPS_KEYS: OPS_ENTRIES.join(','), RISKGATE_OUTBOX_HORIZON_SECONDS: '1' },
     riskgate: {
       breakers: { openMs: { initialMs: 200, maxMs: 500 } },

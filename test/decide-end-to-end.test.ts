@@ -7,21 +7,23 @@ import type { LogEvent } from '../src/logs/log-event.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * The product, end to end: riskgate with the shipped policy (policies/), the real clients and the
  * real sandbox with its default scenario, over HTTP on port 0. Each demo account's login (the
  * requests `npm start` prints) gets its verdict with the expected reasons, and a deny's lock-out
- * reaches the Admin API and its event the Log API.
+ * reaches the Admin API and its event the Log API. The policy's timeouts are patient ones
+ * (test/support/patient-policy.ts): a signal a busy machine answers late would make a decision
+ * correct but degraded, and the verdicts are what is tested here.
  */
 
 let h: Harness;
 let userIds: Record<string, string | undefined>;
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
   userIds = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory', 'trudy', 'carol', 'dave']);
-  // Warm up both processes: the shipped policy gives signals 150 ms, which a cold first call on a
-  // busy CI machine can miss (that would be a correct, but degraded, decision).
+  // Warm up both processes: a cold first call is the slowest.
   for (const login of [demoRequest('alice', undefined), appLogin('dave')]) await h.decide(login);
 });
 afterAll(() => h?.stop());
@@ -185,7 +187,11 @@ describe('the demo accounts, as npm start prints them', () => {
 describe('an action the Admin API keeps refusing', () => {
   it('is retried over its horizon, then dead-lettered and logged as failed with the reason: never dropped silently', async () => {
     // Its own riskgate, with a 2-second horizon (the default is 24 h).
-    const short = await startHarness({ env: { RISKGATE_OUTBOX_HORIZON_SECONDS: '2' } });
+    const short = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      env: { RISKGATE_OUTBOX_HORIZON_SECONDS: '2' },
+    });
     try {
       await short.control('PUT', '/sandbox/faults', {
         rules: [{ route: 'PUT /srv/admin/v1/users/*', errorRate: 1, errorStatus: 503 }],

@@ -5,6 +5,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * A lock-out is never a weapon (policies/README.md): the shipped policy denies mallory's
@@ -16,8 +17,9 @@ import { eventually } from './support/eventually.ts';
 let h: Harness;
 let mallory: string;
 beforeAll(async () => {
-  // A generous deadline: the verdicts, not the timing, are tested (a busy machine must not turn them).
-  h = await startHarness({ deadlineMs: 2000 });
+  // Patient timeouts and deadline: the verdicts, not the timing, are tested (a busy machine must
+  // not turn them).
+  h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
   mallory = (await lookUpUserIds(h.sandbox, ['mallory'])).mallory!;
 });
 afterAll(() => h?.stop());

@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DECIDE_BODY_BYTES } from '../src/decide/decide-request.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /** Bad input over real HTTP: each kind gets its status and an RFC 9457 body naming the field. */
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness();
+  // Patient timeouts: a hostile login's verdict is compared with a quiet one's, and a signal a busy
+  // machine answers late (degraded) must not be what tells them apart.
+  h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
 });
 afterAll(() => h?.stop());
 

@@ -1,22 +1,24 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { DecideRequest } from '../src/decide/decide-request.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * A login that leaves out an identifier a signal needs must not switch that signal off: over real
  * HTTP with the shipped policy, the signal is unavailable (`missing_identifiers`), the policy's
  * onUnavailable applies and the decision is degraded. Only a platform the signal does not cover
- * makes it `not_applicable`.
+ * makes it `not_applicable`. The shipped policy runs with patient timeouts: a signal a busy machine
+ * answers late must not be what makes a decision here degraded.
  */
 
 interface Treatment {
   onUnavailable: 'ignore' | { score?: number; verdict?: string };
 }
-const shipped = parse(readFileSync('policies/login.yaml', 'utf8')) as {
+const POLICY = patientShippedPolicy();
+const shipped = parse(POLICY) as {
   signals: Record<string, Treatment>;
   admin: Record<string, Treatment>;
   thresholds: { challenge: number; deny: number };
@@ -25,7 +27,7 @@ const shipped = parse(readFileSync('policies/login.yaml', 'utf8')) as {
 let h: Harness;
 let userIds: Record<string, string | undefined>;
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startHarness({ policy: { yaml: POLICY }, deadlineMs: PATIENT_DEADLINE_MS });
   userIds = await lookUpUserIds(h.sandbox, ['alice', 'mallory', 'trudy']);
   await h.decide(demoRequest('alice', userIds.alice)); // warm up both processes
 });

@@ -4,6 +4,7 @@ import type { DecideRequest } from '../src/decide/decide-request.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * A login the vendor has no telemetry for, over real HTTP with the shipped policy: a made-up unitId
@@ -18,8 +19,8 @@ let h: Harness;
 let userIds: Record<string, string | undefined>;
 
 beforeAll(async () => {
-  // Not a deadline test: a generous deadline keeps the signals answered on a busy machine.
-  h = await startHarness({ deadlineMs: 2000 });
+  // Not a timeout test: patient timeouts keep the signals answered on a busy machine.
+  h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
   userIds = await lookUpUserIds(h.sandbox, DEMO);
 });
 afterAll(() => h.stop());
@@ -80,7 +81,12 @@ describe('a browser login with no vendor telemetry', () => {
 describe('a deployment without the Log API', () => {
   let bare: Harness;
   beforeAll(async () => {
-    bare = await startHarness({ deadlineMs: 2000, sharedSandbox: h.sandbox, withoutLogApi: true });
+    bare = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      sharedSandbox: h.sandbox,
+      withoutLogApi: true,
+    });
   });
   afterAll(() => bare.stop());
 

@@ -4,13 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { type Harness, startHarness, writePolicy } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientTimeouts } from './support/patient-policy.ts';
 
 /**
  * A policy edited on disk while riskgate serves: decisions keep flowing (none fails), and the edit
  * takes effect without a restart. A broken edit is refused and the last good policy keeps serving.
+ * Its timeouts are patient ones: bob's verdicts rest on his new-browser signal, which a busy machine
+ * must not leave unavailable.
  */
 
-const policyWith = (rule: string) => `
+const policyWith = (rule: string) =>
+  patientTimeouts(`
 apiVersion: riskgate/v1
 kind: Policy
 name: reload
@@ -19,7 +23,7 @@ signals:
   newBrowser: { timeoutMs: 250 }
 rules:
 ${rule}
-`;
+`);
 const SCORE_RULE = `  - id: new-browser
     description: The browser is new for this account.
     when: signals.newBrowser.success && !signals.newBrowser.known
@@ -33,7 +37,7 @@ let h: Harness;
 let path: string;
 beforeAll(async () => {
   path = writePolicy(policyWith(SCORE_RULE));
-  h = await startHarness({ policy: path });
+  h = await startHarness({ policy: path, deadlineMs: PATIENT_DEADLINE_MS });
 });
 afterAll(() => h?.stop());
 

@@ -6,14 +6,16 @@ import { DEMO_ACCOUNTS, demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
+import { type Harness, startHarness, writePolicy } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy, patientTimeouts } from './support/patient-policy.ts';
 
 /**
  * Issue 16: a shadow policy on live traffic (RISKGATE_SHADOW_POLICY_PATH). The candidate denies
  * (with a lock-out) whenever the login's context asks, and reads a signal the shipped policy does
- * not (geolocation).
+ * not (geolocation). The active policies run with patient timeouts: the verdicts are tested, and a
+ * busy machine must not make them degraded.
  */
 
 const CANDIDATE = `apiVersion: riskgate/v1
@@ -60,10 +62,13 @@ describe('a shadow policy on live traffic', () => {
   let h: Harness;
   let ids: Record<string, string | undefined>;
   const log = join(mkdtempSync(join(tmpdir(), 'riskgate-shadow-log-')), 'decisions.jsonl');
-  const candidate = candidateDir(CANDIDATE);
+  const candidate = candidateDir(patientTimeouts(CANDIDATE));
+  // The active policy, as the harness runs it and as the log is replayed.
+  const active = patientShippedPolicy();
   beforeAll(async () => {
     h = await startHarness({
-      deadlineMs: 2000,
+      policy: { yaml: active },
+      deadlineMs: PATIENT_DEADLINE_MS,
       env: { RISKGATE_SHADOW_POLICY_PATH: candidate, RISKGATE_DECISION_LOG: log },
       riskgate: { decisionLog: undefined },
     });
@@ -109,7 +114,7 @@ describe('a shadow policy on live traffic', () => {
     expect(lines.every((l) => l.shadow !== undefined)).toBe(true);
 
     // The answers are the active policy's: replaying the log with it changes nothing.
-    const replay = await replayDecisions(await loadPolicy('policies/'), [log]);
+    const replay = await replayDecisions(await loadPolicy(writePolicy(active)), [log]);
     expect(replay.changed).toBe(0);
     // And replaying with the candidate finds exactly the disagreements the shadow recorded live.
     const offline = await replayDecisions(await loadPolicy(candidate), [log], {
@@ -156,7 +161,11 @@ describe('a shadow policy on live traffic', () => {
 describe('a shadow policy that does not load', () => {
   it('never affects the active policy, is reported, and is picked up once fixed', async () => {
     const dir = candidateDir('apiVersion: riskgate/v1\nkind: Policy\nname: broken\nrules: [');
-    const h = await startHarness({ env: { RISKGATE_SHADOW_POLICY_PATH: dir } });
+    const h = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      env: { RISKGATE_SHADOW_POLICY_PATH: dir },
+    });
     try {
       const ids = await lookUpUserIds(h.sandbox, ['alice']);
       const res = await h.decide(demoRequest('alice', ids.alice));
@@ -208,8 +217,12 @@ rules:
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness({
-      policy: { yaml: ACTIVE },
-      env: { RISKGATE_SHADOW_POLICY_PATH: candidateDir(READS_DEVICES), RISKGATE_SUBJECT_BINDING: 'off' },
+      policy: { yaml: patientTimeouts(ACTIVE) },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      env: {
+        RISKGATE_SHADOW_POLICY_PATH: candidateDir(patientTimeouts(READS_DEVICES)),
+        RISKGATE_SUBJECT_BINDING: 'off',
+      },
     });
   });
   afterAll(() => h?.stop());

@@ -3,6 +3,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * Subject binding (issue 15, item 1: the confused deputy), over real HTTP. A key holder sending
@@ -16,7 +17,8 @@ let h: Harness;
 let ids: Record<string, string | undefined>;
 
 beforeAll(async () => {
-  h = await startHarness();
+  // Patient timeouts: mallory's deny rests on her signals, however busy the machine.
+  h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
   ids = await lookUpUserIds(h.sandbox, ['alice', 'carol', 'dave', 'mallory']);
 });
 afterAll(() => h.stop());

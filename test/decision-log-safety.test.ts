@@ -6,6 +6,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * The decision log (issue 15, item 7): IP, user agent, context, username and display name were
@@ -34,6 +35,9 @@ describe('decision log redaction', () => {
   it('writes the configured fields dropped, hashed or truncated, with the schema version', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'riskgate-log-')), 'decisions.jsonl');
     h = await startHarness({
+      // Patient timeouts: the user and devices read must be in the line, however busy the machine.
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
       env: {
         RISKGATE_DECISION_LOG: path,
         RISKGATE_DECISION_LOG_REDACT:

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { consoleSignIn } from './support/console-client.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -13,32 +15,17 @@ import { postgresAvailable, type RunningPostgres, startPostgres } from './suppor
 
 const OTHER_KEY = 'another-caller-key-0123456789';
 
-/** A console session of the operator key: its cookie. */
-async function signIn(h: Harness): Promise<string> {
-  const form = await fetch(`${h.url}/console/sign-in`);
-  const nonce = form.headers
-    .getSetCookie()
-    .find((c) => c.startsWith('riskgate_console_sign_in='))!
-    .split(';')[0]!;
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-  const res = await fetch(`${h.url}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonce },
-    body: new URLSearchParams({ csrf, key: OPS_KEY, next: '/console/decisions' }),
-  });
-  expect(res.status).toBe(303);
-  return res.headers
-    .getSetCookie()
-    .find((c) => c.startsWith('riskgate_console='))!
-    .split(';')[0]!;
-}
-
 function outcomesOn(name: string, env: () => Record<string, string>) {
   let h: Harness;
   let ids: Record<string, string | undefined>;
   beforeAll(async () => {
-    h = await startHarness({ apiKeys: [CALLER_KEY, OTHER_KEY], env: env() });
+    // Patient timeouts: each test starts from alice's allow, bob's challenge or mallory's deny.
+    h = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      apiKeys: [CALLER_KEY, OTHER_KEY],
+      env: env(),
+    });
     ids = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory']);
   }, 60_000);
   afterAll(() => h?.stop());
@@ -143,8 +130,8 @@ function outcomesOn(name: string, env: () => Record<string, string>) {
   it(`shows the outcomes and the label they point to on the console's decision page (${name})`, async () => {
     const id = await decided('bob', 'challenge');
     expect((await outcome(id, { type: 'step_up', result: 'failed' })).status).toBe(202);
-    const cookie = await signIn(h);
-    const page = await (await fetch(`${h.url}/console/decisions/${id}`, { headers: { cookie } })).text();
+    const s = await consoleSignIn(h.url, OPS_KEY);
+    const page = await (await s.get(`/console/decisions/${id}`)).text();
     const section = page.slice(page.indexOf('Outcomes from the login backend'));
     expect(section).toMatch(/<td>step-up<\/td><td>failed<\/td>/);
     expect(section).toContain('<td>fraud</td>');

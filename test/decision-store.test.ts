@@ -3,6 +3,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * The decision store end to end: the shipped policy decides the demo logins over real HTTP, and
@@ -27,8 +28,8 @@ async function page(query: string): Promise<Page> {
 const idsOf = (p: Page) => p.decisions.map((d) => d.decisionId);
 
 beforeAll(async () => {
-  // A generous deadline: what is stored, not the timing, is tested.
-  h = await startHarness({ deadlineMs: 2000 });
+  // Patient timeouts and deadline: what is stored, not the timing, is tested (none degraded).
+  h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
   userIds = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory']);
   for (const name of ['alice', 'bob', 'mallory'] as const) {
     const { status, body } = await h.decide({

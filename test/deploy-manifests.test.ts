@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
@@ -8,6 +8,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../src/config/riskgate-config.ts';
 import { deployVariants } from './support/deploy-variants.ts';
 import { type K8sObject, podContainers, renderKustomization } from './support/kustomize-render.ts';
+import { LAUNCHER_TEST_MS, runLauncher } from './support/launcher.ts';
 import { restrictedViolations } from './support/pod-security.ts';
 
 /**
@@ -20,7 +21,6 @@ import { restrictedViolations } from './support/pod-security.ts';
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin', 'riskgate.js');
 const scratch = mkdtempSync(join(tmpdir(), 'riskgate-deploy-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -104,39 +104,39 @@ function imagePolicies(into: string): string {
   return into;
 }
 
-function runCli(args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, out: `${stdout}${stderr}` });
-    });
-  });
+async function runCli(args: string[]): Promise<{ code: number; out: string }> {
+  const { code, stdout, stderr } = await runLauncher(args);
+  return { code, out: `${stdout}${stderr}` };
 }
 
 describe.each(Object.keys(variants) as Variant[])('deploy/ with %s', (variant) => {
   const docs = rendered[variant]!;
   const spec = deploymentOf(docs).spec.template.spec;
 
-  it("starts: the init container's command passes on the policy files the pod sees", async () => {
-    const init = spec.initContainers[0];
-    const [command, ...args] = init.command as string[];
-    expect(command).toBe('riskgate');
-    const path = args.at(-1)!;
-    // The service loads what the init container checked.
-    const service = spec.containers.find((c: K8sObject) => c.name === 'riskgate');
-    const policyPath = service.env.find((e: K8sObject) => e.name === 'RISKGATE_POLICY_PATH').value;
-    expect(policyPath).toBe(path);
-    const serviceMount = (service.volumeMounts ?? []).find((m: K8sObject) => m.mountPath === path);
-    const initMount = (init.volumeMounts ?? []).find((m: K8sObject) => m.mountPath === path);
-    expect(initMount?.name).toBe(serviceMount?.name);
+  it(
+    "starts: the init container's command passes on the policy files the pod sees",
+    async () => {
+      const init = spec.initContainers[0];
+      const [command, ...args] = init.command as string[];
+      expect(command).toBe('riskgate');
+      const path = args.at(-1)!;
+      // The service loads what the init container checked.
+      const service = spec.containers.find((c: K8sObject) => c.name === 'riskgate');
+      const policyPath = service.env.find((e: K8sObject) => e.name === 'RISKGATE_POLICY_PATH').value;
+      expect(policyPath).toBe(path);
+      const serviceMount = (service.volumeMounts ?? []).find((m: K8sObject) => m.mountPath === path);
+      const initMount = (init.volumeMounts ?? []).find((m: K8sObject) => m.mountPath === path);
+      expect(initMount?.name).toBe(serviceMount?.name);
 
-    const dir = join(scratch, `${variant.replaceAll(/\W/g, '-')}-policies`);
-    mkdirSync(dir, { recursive: true });
-    const seen = materialize(docs, init, path, dir);
-    const result = await runCli([...args.slice(0, -1), seen]);
-    expect(result.out).toMatch(/1 file\(s\), 0 error\(s\)/);
-    expect(result.code).toBe(0);
-  });
+      const dir = join(scratch, `${variant.replaceAll(/\W/g, '-')}-policies`);
+      mkdirSync(dir, { recursive: true });
+      const seen = materialize(docs, init, path, dir);
+      const result = await runCli([...args.slice(0, -1), seen]);
+      expect(result.out).toMatch(/1 file\(s\), 0 error\(s\)/);
+      expect(result.code).toBe(0);
+    },
+    LAUNCHER_TEST_MS,
+  );
 
   it('names its image in one place: kustomization.yaml', () => {
     const images = podContainers(deploymentOf(docs)).map((c) => c.image as string);

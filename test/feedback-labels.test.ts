@@ -8,19 +8,22 @@ import { keyIdOf } from '../src/edge/caller-auth.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { readLabels } from '../src/replay/replay-labels.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';
-import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { CALLER_KEY, type Harness, OPS_KEY, startHarness, writePolicy } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * Analyst feedback end to end: decisions over real HTTP, `POST /feedback` labels them, the labels
  * land in the decision log beside the decisions, and replaying that log with `--labels` scores
- * each rule's precision and recall against them.
+ * each rule's precision and recall against them. The shipped policy runs with patient timeouts:
+ * the scores rest on mallory's deny and bob's challenge, which a busy machine must not degrade.
  */
 
 describe('POST /feedback and replay --labels', () => {
   let h: Harness;
   let work: string;
+  const policy = patientShippedPolicy();
   beforeAll(async () => {
-    h = await startHarness();
+    h = await startHarness({ policy: { yaml: policy }, deadlineMs: PATIENT_DEADLINE_MS });
     work = mkdtempSync(join(tmpdir(), 'riskgate-labels-'));
   });
   afterAll(async () => {
@@ -83,7 +86,7 @@ describe('POST /feedback and replay --labels', () => {
     // The decision log as a file: decisions and feedback lines together.
     const log = join(work, 'decisions.jsonl');
     writeFileSync(log, `${h.lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
-    const report = await replayDecisions(await loadPolicy('policies/'), [log], {
+    const report = await replayDecisions(await loadPolicy(writePolicy(policy)), [log], {
       labels: await readLabels([log]),
     });
     expect(report.labels?.labelled).toEqual({ fraud: 1, legit: 2 });

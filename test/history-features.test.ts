@@ -4,6 +4,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * Event-history features over real HTTP: failed authentications and a reused TOTP, simulated in the
@@ -21,7 +22,13 @@ describe('history features from the Log API', () => {
   let h: Harness;
   let bob: string;
   beforeAll(async () => {
-    h = await startHarness({ riskgate: { clock, logs: { pollIntervalMs: 50 } } });
+    // Patient timeouts: a history read (50 ms in the shipped policy) late on a busy machine would
+    // be unavailable, and bob's deny a degraded challenge.
+    h = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      riskgate: { clock, logs: { pollIntervalMs: 50 } },
+    });
     bob = (await lookUpUserIds(h.sandbox, ['bob'])).bob!;
   });
   afterAll(() => h?.stop());

@@ -5,6 +5,7 @@ import { INPUT_ROWS, inputsNeeded } from '../src/policy/inputs/input-table.ts';
 import { compilePolicy } from '../src/policy/policy-compiler.ts';
 import type { UpstreamResult } from '../src/upstream/upstream-result.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { type ConsoleClient, consoleSignIn } from './support/console-client.ts';
 import { eventually } from './support/eventually.ts';
 
 /**
@@ -64,37 +65,11 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => h?.stop());
 
-interface Session {
-  cookie: string;
-}
-
-async function signIn(): Promise<Session> {
-  const form = await fetch(`${h.url}/console/sign-in`);
-  const nonce = form.headers
-    .getSetCookie()
-    .find((c) => c.startsWith('riskgate_console_sign_in='))!
-    .split(';')[0]!;
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-  const res = await fetch(`${h.url}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonce },
-    body: new URLSearchParams({ csrf, key: OPS_KEY, next: '/console/decisions' }),
-  });
-  expect(res.status).toBe(303);
-  return {
-    cookie: res.headers
-      .getSetCookie()
-      .find((c) => c.startsWith('riskgate_console='))!
-      .split(';')[0]!,
-  };
-}
-
 /** The console's page of a decision, once the decision store has it. */
-async function decisionPage(s: Session, decisionId: string): Promise<string> {
+async function decisionPage(s: ConsoleClient, decisionId: string): Promise<string> {
   return eventually(
     async () => {
-      const res = await fetch(`${h.url}/console/decisions/${decisionId}`, { headers: { cookie: s.cookie } });
+      const res = await s.get(`/console/decisions/${decisionId}`);
       return res.status === 200 ? res.text() : undefined;
     },
     { timeoutMs: 10_000, what: `decision ${decisionId} in the decision store` },
@@ -149,7 +124,7 @@ describe('an input added through one row', () => {
   });
 
   it("is on the console's decision page: its value, or why it is unavailable", async () => {
-    const s = await signIn();
+    const s = await consoleSignIn(h.url, OPS_KEY);
     const bad = await h.decide({ accountId: 'rep-bad' });
     const page = await decisionPage(s, bad.body.decisionId as string);
     expect(page).toMatch(/<td>ipReputation<\/td>/);

@@ -8,6 +8,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { SIGNALS_OPERATIONS } from '../src/signals/signals-client.ts';
+import { patientPolicyEnv } from './support/patient-policy.ts';
 import { promtool, promtoolAvailable } from './support/promtool.ts';
 import {
   buildDist,
@@ -65,7 +66,8 @@ function start(extra: Record<string, string> = {}): RiskgateProcess {
       // The Log API follower too, as production runs it: its lag gauge is among the alerts.
       RISKGATE_LOGS_URL: upstream.logsUrl!,
       RISKGATE_LOG_API_KEY: upstream.logApiKey!,
-      RISKGATE_POLICY_PATH: join(ROOT, 'policies'),
+      // The shipped policy with patient timeouts: alice's allow and mallory's deny, however busy the machine.
+      ...patientPolicyEnv(work),
       RISKGATE_STATE_DIR: mkdtempSync(join(work, 'state-')),
       RISKGATE_DECISION_LOG: 'off',
       ...extra,

@@ -6,6 +6,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { keyIdOf } from '../src/edge/caller-auth.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * Operators with names and roles (issue 25): each RISKGATE_OPS_KEYS entry `name:role:key` is a
@@ -169,6 +170,9 @@ describe('the audit trail of operators’ changes', () => {
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness({
+      // mallory's deny (pendingLockOut) rests on her signals, however busy the machine.
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
       env: {
         RISKGATE_OPS_KEYS: OPS_KEYS,
         RISKGATE_TRUSTED_PROXIES: '127.0.0.1',
@@ -297,6 +301,8 @@ describe('a change the audit trail cannot record', () => {
       migrations: auditMigrations,
     });
     h = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
       env: { RISKGATE_OPS_KEYS: OPS_KEYS },
       riskgate: { audit: databaseAuditTrail(database) },
     });

@@ -1,23 +1,16 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
+import { LAUNCHER, LAUNCHER_TEST_MS, runLauncher } from './support/launcher.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin', 'riskgate.js');
 
 /** Runs the real launcher (node bin/riskgate.js …), as `npx riskgate` does. */
-function riskgate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, timeout: 15_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const riskgate = (args: string[]) => runLauncher(args);
 
 /** Runs the CLI in-process, capturing its output. */
 async function cli(args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
@@ -56,44 +49,60 @@ describe('riskgate policy CLI', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('check: exits 0 on the shipped policies (real launcher)', async () => {
-    const r = await riskgate(['policy', 'check']);
-    expect(r.stderr).toContain('ok policies/login.yaml: login @ ');
-    expect(r.code).toBe(0);
-  });
+  it(
+    'check: exits 0 on the shipped policies (real launcher)',
+    async () => {
+      const r = await riskgate(['policy', 'check']);
+      expect(r.stderr).toContain('ok policies/login.yaml: login @ ');
+      expect(r.code).toBe(0);
+    },
+    LAUNCHER_TEST_MS,
+  );
 
-  it('check: exits 3 with one file:line:col line per error (real launcher)', async () => {
-    const file = join(dir, 'bad.yaml');
-    await writeFile(
-      file,
-      GOOD.replace("'signals.newBrowser.success && !signals.newBrowser.known'", '\'"3" > 2\'').concat(
-        '  - { id: nb2, description: d, when: \'user.statsu == "x"\', score: 1 }\n',
-      ),
-    );
-    const r = await riskgate(['policy', 'check', file]);
-    expect(r.code).toBe(3);
-    expect(r.stdout.trim().split('\n')).toEqual([
-      `${file}:6:48 rules[0].when: no such overload: string > int`,
-      `${file}:7:44 rules[1].when: unknown field "statsu" (did you mean "status"?)`,
-    ]);
-  });
+  it(
+    'check: exits 3 with one file:line:col line per error (real launcher)',
+    async () => {
+      const file = join(dir, 'bad.yaml');
+      await writeFile(
+        file,
+        GOOD.replace("'signals.newBrowser.success && !signals.newBrowser.known'", '\'"3" > 2\'').concat(
+          '  - { id: nb2, description: d, when: \'user.statsu == "x"\', score: 1 }\n',
+        ),
+      );
+      const r = await riskgate(['policy', 'check', file]);
+      expect(r.code).toBe(3);
+      expect(r.stdout.trim().split('\n')).toEqual([
+        `${file}:6:48 rules[0].when: no such overload: string > int`,
+        `${file}:7:44 rules[1].when: unknown field "statsu" (did you mean "status"?)`,
+      ]);
+    },
+    LAUNCHER_TEST_MS,
+  );
 
-  it('test: exits 0 on the shipped suite (real launcher)', async () => {
-    const r = await riskgate(['policy', 'test']);
-    expect(r.stdout).toMatch(/\n\d+ passed, 0 failed/);
-    expect(r.code).toBe(0);
-  });
+  it(
+    'test: exits 0 on the shipped suite (real launcher)',
+    async () => {
+      const r = await riskgate(['policy', 'test']);
+      expect(r.stdout).toMatch(/\n\d+ passed, 0 failed/);
+      expect(r.code).toBe(0);
+    },
+    LAUNCHER_TEST_MS,
+  );
 
-  it('test: exits 4 on a failing case and says what differed (real launcher)', async () => {
-    const sub = await mkdtemp(join(dir, 'fail-'));
-    await writeFile(join(sub, 'cli.yaml'), GOOD);
-    await writeFile(join(sub, 'cli.test.yaml'), SUITE('deny'));
-    const r = await riskgate(['policy', 'test', sub]);
-    expect(r.code).toBe(4);
-    expect(r.stdout).toContain('✗ a new browser challenges');
-    expect(r.stdout).toContain('verdict: expected deny, got challenge (score 40, decided by score)');
-    expect(r.stdout).toContain('0 passed, 1 failed');
-  });
+  it(
+    'test: exits 4 on a failing case and says what differed (real launcher)',
+    async () => {
+      const sub = await mkdtemp(join(dir, 'fail-'));
+      await writeFile(join(sub, 'cli.yaml'), GOOD);
+      await writeFile(join(sub, 'cli.test.yaml'), SUITE('deny'));
+      const r = await riskgate(['policy', 'test', sub]);
+      expect(r.code).toBe(4);
+      expect(r.stdout).toContain('✗ a new browser challenges');
+      expect(r.stdout).toContain('verdict: expected deny, got challenge (score 40, decided by score)');
+      expect(r.stdout).toContain('0 passed, 1 failed');
+    },
+    LAUNCHER_TEST_MS,
+  );
 
   it('test: --json reports cases, coverage and the decision for machines', async () => {
     const sub = await mkdtemp(join(dir, 'json-'));
@@ -192,21 +201,25 @@ describe('riskgate policy CLI', () => {
     ).toBe(true);
   });
 
-  it('test --json into a pipe closed early (| head) ends quietly, without an EPIPE stack (real launcher)', async () => {
-    const child = spawn(process.execPath, [BIN, 'policy', 'test', '--json'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    // The reader goes away before the first byte, as `| head -c 0` does: every write hits EPIPE.
-    child.stdout.destroy();
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-  });
+  it(
+    'test --json into a pipe closed early (| head) ends quietly, without an EPIPE stack (real launcher)',
+    async () => {
+      const child = spawn(process.execPath, [LAUNCHER, 'policy', 'test', '--json'], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      // The reader goes away before the first byte, as `| head -c 0` does: every write hits EPIPE.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+    },
+    LAUNCHER_TEST_MS,
+  );
 
   it('schema: writes the JSON Schemas that the committed ones must equal', async () => {
     const sub = await mkdtemp(join(dir, 'schema-'));

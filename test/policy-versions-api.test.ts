@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
 
 /**
  * Issue 33: the operator API of the policy versions, over real HTTP on the embedded database. A
@@ -10,12 +10,6 @@ import { eventually } from './support/eventually.ts';
  * (never its author), activated and served; a revert brings the earlier verdicts back; each step is
  * in the audit trail with its operator; a version's content cannot be changed.
  */
-
-const KEYS = {
-  alice: 'alice-admin-key-0123456789',
-  bob: 'bob-admin-key-0123456789abc',
-  vera: 'vera-viewer-key-0123456789',
-};
 
 const policy = (verdict: string) => `apiVersion: riskgate/v1
 kind: Policy
@@ -28,30 +22,13 @@ rules:
     verdict: ${verdict}
 `;
 
-let h: Harness;
+let h: OperatorsHarness;
 beforeAll(async () => {
-  h = await startHarness({
-    policy: { yaml: policy('challenge') },
-    env: {
-      RISKGATE_OPS_KEYS: `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob},vera:viewer:${KEYS.vera}`,
-      RISKGATE_POLICY_VERSION_POLL_MS: '100',
-    },
-  });
+  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') } });
 });
 afterAll(() => h?.stop());
 
-async function as(who: keyof typeof KEYS, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${KEYS[who]}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
-}
+const as: OperatorsHarness['as'] = (...call) => h.as(...call);
 
 const verdict = async () => (await h.decide(demoRequest('alice', undefined))).body.verdict;
 

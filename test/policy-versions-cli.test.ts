@@ -1,14 +1,18 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { LAUNCHER_TEST_MS, runLauncher } from './support/launcher.ts';
+import {
+  OPERATOR_KEYS,
+  OPERATORS,
+  type OperatorsHarness,
+  startOperatorsHarness,
+} from './support/operators-harness.ts';
 
 /**
  * Issue 33: `riskgate policy push|propose|approve|activate|versions|revert` against a real
@@ -18,10 +22,6 @@ import { eventually } from './support/eventually.ts';
  * the key is never printed. An approved version staged (a share of accounts, shadow), scheduled,
  * and each undone, audited once a step.
  */
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const KEYS = { alice: 'alice-admin-key-0123456789', bob: 'bob-admin-key-0123456789abc' };
-const OPS_KEYS = `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob}`;
 
 const policy = (verdict: string) => `apiVersion: riskgate/v1
 kind: Policy
@@ -34,15 +34,12 @@ rules:
     verdict: ${verdict}
 `;
 
-let h: Harness;
+let h: OperatorsHarness;
 let dir: string;
 beforeAll(async () => {
-  h = await startHarness({
-    policy: { yaml: policy('challenge') },
-    env: { RISKGATE_OPS_KEYS: OPS_KEYS, RISKGATE_POLICY_VERSION_POLL_MS: '100' },
-  });
+  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') } });
   dir = mkdtempSync(join(tmpdir(), 'riskgate-versions-cli-'));
-  for (const who of ['alice', 'bob'] as const) writeFileSync(join(dir, who), `${KEYS[who]}\n`);
+  for (const who of ['alice', 'bob'] as const) writeFileSync(join(dir, who), `${OPERATOR_KEYS[who]}\n`);
 }, 60_000);
 afterAll(() => h?.stop());
 
@@ -54,7 +51,7 @@ async function cli(who: 'alice' | 'bob', ...args: string[]) {
     out: (l) => out.push(l),
     err: (l) => err.push(l),
   });
-  for (const key of Object.values(KEYS)) expect([...out, ...err].join('\n')).not.toContain(key);
+  for (const key of Object.values(OPERATOR_KEYS)) expect([...out, ...err].join('\n')).not.toContain(key);
   return { code, out, err };
 }
 
@@ -64,9 +61,10 @@ const verdict = async () => (await h.decide(demoRequest('alice', undefined))).bo
 const served = (versionId: string) =>
   eventually(
     async () => {
-      const res = await fetch(`${h.url}/policies`, { headers: { authorization: `Bearer ${KEYS.bob}` } });
-      const body = (await res.json()) as { version?: { active?: { versionId: string } } };
-      return body.version?.active?.versionId === versionId;
+      const { body } = await h.as('bob', 'GET', '/policies');
+      return (
+        (body as { version?: { active?: { versionId: string } } }).version?.active?.versionId === versionId
+      );
     },
     { what: `version ${versionId} served` },
   );
@@ -146,9 +144,9 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
     expect(staged).toMatchObject({ code: 0, out: [`staged ${id}: 10 % of accounts`] });
     await eventually(
       async () => {
-        const res = await fetch(`${h.url}/policies`, { headers: { authorization: `Bearer ${KEYS.bob}` } });
-        const body = (await res.json()) as { version?: { staged?: { versionId: string; percent: number } } };
-        return body.version?.staged?.versionId === id && body.version.staged.percent === 10;
+        const { body } = await h.as('bob', 'GET', '/policies');
+        const { version } = body as { version?: { staged?: { versionId: string; percent: number } } };
+        return version?.staged?.versionId === id && version.staged.percent === 10;
       },
       { what: `version ${id} staged to 10 %` },
     );
@@ -176,10 +174,8 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
 
     // Each step once in the audit trail, with its operator and what became of it (a body the
     // route refuses, as percent 100, is refused before anything is recorded).
-    const audit = await fetch(`${h.url}/audit?target=${id}`, {
-      headers: { authorization: `Bearer ${KEYS.bob}` },
-    });
-    const entries = ((await audit.json()) as { entries: AuditEntry[] }).entries
+    const audit = await h.as('bob', 'GET', `/audit?target=${id}`);
+    const entries = (audit.body.entries as AuditEntry[])
       .filter((e) => /stage|schedule/.test(e.action))
       .map((e) => [e.action, e.actor, e.outcome?.status])
       .reverse();
@@ -235,21 +231,18 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
     expect(out.join('\n')).toMatch(/did not answer/);
   });
 
-  it('acts as the first RISKGATE_OPS_KEYS entry from the real launcher, never printing the key', async () => {
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
-      (resolve) => {
-        execFile(
-          process.execPath,
-          [join(ROOT, 'bin', 'riskgate.js'), 'policy', 'versions', '--url', h.url],
-          { cwd: ROOT, timeout: 30_000, env: { ...process.env, RISKGATE_OPS_KEYS: OPS_KEYS } },
-          (error, stdout, stderr) =>
-            resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-        );
-      },
-    );
-    expect(stderr).toBe('');
-    expect(code).toBe(0);
-    expect(stdout).toMatch(/ active /);
-    for (const key of Object.values(KEYS)) expect(stdout + stderr).not.toContain(key);
-  }, 60_000);
+  it(
+    'acts as the first RISKGATE_OPS_KEYS entry from the real launcher, never printing the key',
+    async () => {
+      const { code, stdout, stderr } = await runLauncher(['policy', 'versions', '--url', h.url], {
+        ...process.env,
+        RISKGATE_OPS_KEYS: OPERATORS,
+      });
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/ active /);
+      for (const key of Object.values(OPERATOR_KEYS)) expect(stdout + stderr).not.toContain(key);
+    },
+    LAUNCHER_TEST_MS,
+  );
 });

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import type { PolicyEvidence } from '../src/policy-evidence/policy-evidence.ts';
 import { rolloutBucket } from '../src/policy-versions/policy-version-sync.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
 
 /**
  * Issue 33 over real HTTP on the embedded database: a proposal carries its evidence (a backtest of
@@ -12,8 +12,6 @@ import { eventually } from './support/eventually.ts';
  * one's), unstaged, scheduled and unscheduled, each step audited; bad input is a 400 naming the
  * field, a step the state refuses a 409.
  */
-
-const KEYS = { alice: 'alice-admin-key-0123456789', bob: 'bob-admin-key-0123456789abc' };
 
 const policy = (verdict: string) => `apiVersion: riskgate/v1
 kind: Policy
@@ -26,31 +24,13 @@ rules:
     verdict: ${verdict}
 `;
 
-let h: Harness;
+let h: OperatorsHarness;
 beforeAll(async () => {
-  h = await startHarness({
-    policy: { yaml: policy('challenge') },
-    deadlineMs: 2000,
-    env: {
-      RISKGATE_OPS_KEYS: `alice:admin:${KEYS.alice},bob:admin:${KEYS.bob}`,
-      RISKGATE_POLICY_VERSION_POLL_MS: '100',
-    },
-  });
+  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') }, deadlineMs: 2000 });
 });
 afterAll(() => h?.stop());
 
-async function as(who: keyof typeof KEYS, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${KEYS[who]}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
-}
+const as: OperatorsHarness['as'] = (...call) => h.as(...call);
 
 const login = (accountId: string) => demoRequest(accountId, undefined);
 

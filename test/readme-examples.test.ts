@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { printDemo } from '../src/dev/demo-requests.ts';
+import { policyRevision } from '../src/policy/policy-compiler.ts';
 import { compilePolicyFile } from '../src/policy/policy-loader.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * The README's own examples are what riskgate does today: the policy revision it quotes, the CLI
@@ -98,9 +100,12 @@ describe('README examples', () => {
   });
 
   describe('the mallory command of the quick start', () => {
+    // The shipped policy with patient timeouts: a busy machine must not make the answer degraded.
+    // Its revision is the copy's; the README's is checked against policies/ above.
+    const served = patientShippedPolicy();
     let h: Harness;
     beforeAll(async () => {
-      h = await startHarness();
+      h = await startHarness({ policy: { yaml: served }, deadlineMs: PATIENT_DEADLINE_MS });
     });
     afterAll(() => h.stop());
 
@@ -111,7 +116,10 @@ describe('README examples', () => {
       const shown = {
         verdict: /"verdict":"(\w+)"/.exec(shownText)![1],
         reasons: [...shownText.matchAll(/\{"id":"([\w-]+)","description"/g)].map((m) => m[1]),
-        policy: JSON.parse(/"policy":(\{[^}]*\})/.exec(shownText)![1]!),
+        policy: {
+          ...JSON.parse(/"policy":(\{[^}]*\})/.exec(shownText)![1]!),
+          revision: policyRevision(served),
+        },
         actions: JSON.parse(/"actions":(\[.*?\])/.exec(shownText)![1]!),
         degraded: /"degraded":(true|false)/.exec(shownText)![1] === 'true',
         explanation: JSON.parse(/"explanation":(\{.*\}),\n/.exec(shownText)![1]!),

@@ -9,20 +9,30 @@ import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { MAX_REPLAY_LINE_BYTES } from '../src/replay/replay-labels.ts';
 import { replayDecisions } from '../src/replay/replay-run.ts';
 import { ReplayStopped, replayOnThreads } from '../src/replay/replay-threads.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
+import { type Harness, startHarness, writePolicy } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
- * Issue 16: replay. A decision log written by a running riskgate (the shipped policy, the sandbox's
- * demo accounts, several logins each) is replayed offline.
+ * Issue 16: replay. A decision log written by a running riskgate (the shipped policy with patient
+ * timeouts, so that no decision is degraded by a busy machine; the sandbox's demo accounts, several
+ * logins each) is replayed offline.
  */
 
 let h: Harness;
 let log: string;
+/** The policy file the running riskgate served: the revision in its log is this one's. */
+let served: string;
 const answered = new Map<string, { verdict: string; score: number }>();
 
 beforeAll(async () => {
   log = join(mkdtempSync(join(tmpdir(), 'riskgate-replay-')), 'decisions.jsonl');
-  h = await startHarness({ env: { RISKGATE_DECISION_LOG: log }, riskgate: { decisionLog: undefined } });
+  served = writePolicy(patientShippedPolicy());
+  h = await startHarness({
+    policy: served,
+    deadlineMs: PATIENT_DEADLINE_MS,
+    env: { RISKGATE_DECISION_LOG: log },
+    riskgate: { decisionLog: undefined },
+  });
   const names = DEMO_ACCOUNTS.map((a) => a.username);
   const ids = await lookUpUserIds(h.sandbox, names);
   for (let round = 0; round < 3; round++) {
@@ -54,7 +64,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string[]; err: 
 
 describe('riskgate replay', () => {
   it('reproduces every verdict and score of a real log with the revision that made it', async () => {
-    const policy = await loadPolicy('policies/');
+    const policy = await loadPolicy(served);
     const report = await replayDecisions(policy, [log], { changedLimit: Number.POSITIVE_INFINITY });
     expect(report.decisions).toBe(answered.size);
     expect(report.bad.count).toBe(0);

@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { consoleSignIn } from './support/console-client.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -20,34 +21,14 @@ const BO_KEY = 'bo-analyst-key-01234567890';
 const VIC_KEY = 'vic-viewer-key-01234567890';
 const OPERATORS = `${OPS_KEY},ana:analyst:${ANA_KEY},bo:analyst:${BO_KEY},vic:viewer:${VIC_KEY}`;
 
-/** The shipped policy, with `new-browser` asking for review. */
-const REVIEW_POLICY = readFileSync(new URL('../policies/login.yaml', import.meta.url), 'utf8').replace(
+/**
+ * The shipped policy with patient timeouts (alice's allow, bob's challenge, however busy the
+ * machine), with `new-browser` asking for review.
+ */
+const REVIEW_POLICY = patientShippedPolicy().replace(
   '  - id: new-browser\n',
   '  - id: new-browser\n    review: true\n',
 );
-
-/** A console session of the operator key: its cookie and its CSRF token. */
-async function signIn(h: Harness): Promise<{ cookie: string; csrf: string }> {
-  const form = await fetch(`${h.url}/console/sign-in`);
-  const nonce = form.headers
-    .getSetCookie()
-    .find((c) => c.startsWith('riskgate_console_sign_in='))!
-    .split(';')[0]!;
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-  const res = await fetch(`${h.url}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonce },
-    body: new URLSearchParams({ csrf, key: OPS_KEY, next: '/console/review' }),
-  });
-  expect(res.status).toBe(303);
-  const cookie = res.headers
-    .getSetCookie()
-    .find((c) => c.startsWith('riskgate_console='))!
-    .split(';')[0]!;
-  const page = await (await fetch(`${h.url}/console/review`, { headers: { cookie } })).text();
-  return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)![1]! };
-}
 
 interface CaseView {
   id: string;
@@ -65,6 +46,7 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     h = await startHarness({
       apiKeys: [CALLER_KEY],
       policy: { yaml: REVIEW_POLICY },
+      deadlineMs: PATIENT_DEADLINE_MS,
       env: { ...env(), RISKGATE_REVIEW_SAMPLE_SHARE: '1', RISKGATE_OPS_KEYS: OPERATORS },
     });
     ids = await lookUpUserIds(h.sandbox, ['alice', 'bob', 'mallory']);
@@ -218,20 +200,10 @@ function reviewOn(name: string, env: () => Record<string, string>) {
       ]),
     );
     // The same from the console's case page: handed over, then released, by its forms.
-    const { cookie, csrf } = await signIn(h);
+    const s = await consoleSignIn(h.url, OPS_KEY);
     const form = (action: string, fields: Record<string, string> = {}) =>
-      fetch(`${h.url}/console/review/${id}/${action}`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          cookie,
-          'sec-fetch-site': 'same-origin',
-        },
-        body: new URLSearchParams({ csrf, ...fields }),
-      });
-    const casePage = async () =>
-      (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+      s.post(`/console/review/${id}/${action}`, fields);
+    const casePage = async () => (await s.get(`/console/review/${id}`)).text();
     expect(await casePage()).toContain('Hand over');
     expect((await form('assign', { assignee: 'not a name' })).status).toBe(400);
     const handedOver = await form('assign', { assignee: 'bo' });
@@ -245,9 +217,7 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     expect(after).not.toContain('Release to the queue');
     expect((await audit('review.release')).length).toBe(3);
     // The Audit page links each entry to its case.
-    const trail = await (
-      await fetch(`${h.url}/console/audit?action=review.assign`, { headers: { cookie } })
-    ).text();
+    const trail = await (await s.get(`/console/audit?action=review.assign`)).text();
     expect(trail).toContain(`href="/console/review/${id}"`);
     // Closed, a case is neither released nor handed over.
     await post(`/review/cases/${id}/disposition`, { disposition: 'unsure' }, ANA_KEY);
@@ -280,8 +250,8 @@ function reviewOn(name: string, env: () => Record<string, string>) {
       body: { code: 'RG_ERR_CONFLICT' },
     });
     // The console's case page shows it at once (read after the change), with its unlock.
-    const { cookie } = await signIn(h);
-    const page = await (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+    const s = await consoleSignIn(h.url, OPS_KEY);
+    const page = await (await s.get(`/console/review/${id}`)).text();
     expect(page).toMatch(/data-lockout-status="(queued|locked)"/);
     expect(page).toContain('Unlock the user');
     expect(page).not.toContain('Lock the user out');
@@ -305,7 +275,7 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     expect(lockAudit.entries[1]?.detail.userId).toBe(ids.bob);
     const unlocked = await post(`/review/cases/${id}/unlock`, { reason: 'the bank was wrong' });
     expect(unlocked).toMatchObject({ status: 202, body: { status: 'unlocked' } });
-    const after = await (await fetch(`${h.url}/console/review/${id}`, { headers: { cookie } })).text();
+    const after = await (await s.get(`/console/review/${id}`)).text();
     expect(after).toContain('data-lockout-status="unlocked"');
     expect(after).not.toContain('Unlock the user');
     // Closed, it leaves the queue as the next test finds it.
@@ -313,26 +283,14 @@ function reviewOn(name: string, env: () => Record<string, string>) {
   });
 
   it(`serves the Review page: a decision sent to review, claimed next, closed from its form (${name})`, async () => {
-    const { cookie, csrf } = await signIn(h);
+    const s = await consoleSignIn(h.url, OPS_KEY);
     const mallory = await h.decide(demoRequest('mallory', ids.mallory));
     const decisionId = mallory.body.decisionId as string;
     await expect
       .poll(async () => (await h.ops(`/decisions/${decisionId}`)).status, { timeout: 10_000 })
       .toBe(200);
-    const form = (action: string, fields: Record<string, string> = {}) =>
-      fetch(`${h.url}${action}`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          cookie,
-          'sec-fetch-site': 'same-origin',
-        },
-        body: new URLSearchParams({ csrf, ...fields }),
-      });
-    const decisionPage = await (
-      await fetch(`${h.url}/console/decisions/${decisionId}`, { headers: { cookie } })
-    ).text();
+    const form = (action: string, fields: Record<string, string> = {}) => s.post(action, fields);
+    const decisionPage = await (await s.get(`/console/decisions/${decisionId}`)).text();
     expect(decisionPage).toContain('Send to review');
     const sent = await form(`/console/decisions/${decisionId}/review`);
     expect(sent.status).toBe(303);
@@ -342,18 +300,16 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     const forged = await fetch(`${h.url}/console/review/claim-next`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: s.cookie },
       body: '',
     });
     expect(forged.status).toBe(403);
-    const queue = await (await fetch(`${h.url}/console/review`, { headers: { cookie } })).text();
+    const queue = await (await s.get(`/console/review`)).text();
     expect(queue).toContain(decisionId.slice(0, 8));
     expect(queue).toContain('Claim next case');
     const claimed = await form('/console/review/claim-next');
     expect(claimed.headers.get('location')).toBe(`${caseUrl.split('?')[0]}?done=claimed`);
-    const page = await (
-      await fetch(`${h.url}${claimed.headers.get('location')}`, { headers: { cookie } })
-    ).text();
+    const page = await (await s.get(`${claimed.headers.get('location')}`)).text();
     expect(page).toContain('Close the case');
     expect(page).toContain(`/console/decisions/${decisionId}`);
     expect(page).toContain('Unlock the user');
@@ -361,9 +317,7 @@ function reviewOn(name: string, env: () => Record<string, string>) {
     expect(badForm.status).toBe(400);
     const closed = await form(`${caseUrl.split('?')[0]}/disposition`, { disposition: 'unsure' });
     expect(closed.status).toBe(303);
-    const after = await (
-      await fetch(`${h.url}${closed.headers.get('location')}`, { headers: { cookie } })
-    ).text();
+    const after = await (await s.get(`${closed.headers.get('location')}`)).text();
     expect(after).toContain('closed: unsure');
     expect(after).not.toContain('Close the case');
     // Unsure labels nothing.

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { consoleSignIn } from './support/console-client.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * Issue 33, "The Rules page shows a rule's precision from labels given under the previous version
@@ -24,10 +25,12 @@ let policyFile: string;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'riskgate-rule-history-'));
-  cpSync('policies', join(work, 'policies'), { recursive: true });
+  mkdirSync(join(work, 'policies'));
   policyFile = join(work, 'policies', 'login.yaml');
-  // A generous deadline: what is counted, not the timing, is tested (a degraded verdict names no rule).
-  h = await startHarness({ policy: join(work, 'policies'), deadlineMs: 10_000 });
+  // Patient timeouts and deadline: what is counted, not the timing, is tested (a degraded verdict
+  // names no rule).
+  writeFileSync(policyFile, patientShippedPolicy());
+  h = await startHarness({ policy: join(work, 'policies'), deadlineMs: PATIENT_DEADLINE_MS });
 });
 afterAll(async () => {
   await h?.stop();

@@ -5,6 +5,7 @@ import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { seedDecisions } from './support/decision-rows.ts';
+import { failingDatabase } from './support/failing-database.ts';
 
 /**
  * `GET /rules/report` over HTTP (issue 25): riskgate started with the shipped policy as active and
@@ -70,9 +71,7 @@ describe('GET /rules/report', () => {
   });
 
   it('answers 503 RG_ERR_DECISION_STORE_UNAVAILABLE while the database does not answer', async () => {
-    const broken = await openDatabase({ kind: 'memory' }, { migrations: ALL_MIGRATIONS });
-    await broken.close();
-    const b = await startHarness({ riskgate: { database: broken } });
+    const b = await startHarness({ riskgate: { database: await failingDatabase() } });
     try {
       const res = await fetch(`${b.url}/rules/report`, { headers: { authorization: `Bearer ${OPS_KEY}` } });
       expect(res.status).toBe(503);

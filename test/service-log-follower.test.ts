@@ -7,6 +7,7 @@ import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * The Log API follower, over real HTTP against the sandbox: a lock-out made elsewhere (another
@@ -24,8 +25,11 @@ let h: Harness;
 let alice: string;
 beforeAll(async () => {
   // A user read that stays fresh for the whole file: the stale answer below is then a fact, not a
-  // race against the 2 s default on a loaded machine.
+  // race against the 2 s default on a loaded machine; patient timeouts, so alice's allow is not a
+  // degraded challenge there either.
   h = await startHarness({
+    policy: { yaml: patientShippedPolicy() },
+    deadlineMs: PATIENT_DEADLINE_MS,
     riskgate: { clock, logs: { pollIntervalMs: 50 }, adminCache: { user: { ttlMs: 600_000 } } },
   });
   alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * The operator endpoints (issue 15, item 6): /metrics, /policies (file paths, reload errors) and
@@ -19,8 +20,12 @@ const get = (url: string, key?: string) =>
 describe('on the /decide port with no ops keys configured', () => {
   let h: Harness;
   beforeAll(async () => {
-    // Not a deadline test: a generous deadline keeps mallory's deny a deny on a busy machine.
-    h = await startHarness({ deadlineMs: 2000, env: { RISKGATE_OPS_KEYS: '' } });
+    // Not a timeout test: patient timeouts keep mallory's deny a deny on a busy machine.
+    h = await startHarness({
+      policy: { yaml: patientShippedPolicy() },
+      deadlineMs: PATIENT_DEADLINE_MS,
+      env: { RISKGATE_OPS_KEYS: '' },
+    });
   });
   afterAll(() => h?.stop());
 

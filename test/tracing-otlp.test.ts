@@ -6,6 +6,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { createTracing, type DecisionTracing } from '../src/observability/tracing.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 
 /**
  * Tracing end to end, as an operator turns it on: OTEL_* variables, spans exported over OTLP/HTTP
@@ -54,8 +55,12 @@ beforeAll(async () => {
     { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_SERVICE_NAME: 'riskgate-otlp-test' },
     { version: '9.9.9' },
   )!;
-  // A generous deadline: the spans, not the timing, are tested.
-  h = await startHarness({ deadlineMs: 2000, riskgate: { tracing } });
+  // Patient timeouts and deadline: the spans, not the timing, are tested (and mallory's deny).
+  h = await startHarness({
+    policy: { yaml: patientShippedPolicy() },
+    deadlineMs: PATIENT_DEADLINE_MS,
+    riskgate: { tracing },
+  });
 });
 
 afterAll(async () => {

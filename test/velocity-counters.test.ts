@@ -3,6 +3,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
@@ -26,7 +27,9 @@ describe('velocity counters in memory (one riskgate)', () => {
   let h: Harness;
   let alice: string;
   beforeAll(async () => {
-    h = await startHarness();
+    // Patient timeouts: alice's allow must not turn into a degraded challenge on a busy machine
+    // (the Redis tests below are of the counters' own timeout, and keep the shipped one).
+    h = await startHarness({ policy: { yaml: patientShippedPolicy() }, deadlineMs: PATIENT_DEADLINE_MS });
     alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
   });
   afterAll(() => h?.stop());

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { patientShippedPolicy } from './patient-policy.ts';
 
 /** A policy with a deny list of networks and an allow-ish list of accounts, for the list tests. */
 export const LIST_POLICY = `
@@ -23,11 +22,12 @@ rules:
 
 /**
  * The shipped policy (policies/login.yaml: mallory's remote-controlled login is denied and locked
- * out; it declares blockedNetworks and vouchedAccounts) with a third list, trustedAccounts, that no
- * rule reads, for the console's tests of its Lists page.
+ * out; it declares blockedNetworks and vouchedAccounts) with patient timeouts (run it under
+ * PATIENT_DEADLINE_MS) and a third list, trustedAccounts, that no rule reads, for the console's
+ * tests of its Lists page.
  */
 export function shippedPolicyWithLists(): string {
-  const shipped = readFileSync(join(import.meta.dirname, '..', '..', 'policies', 'login.yaml'), 'utf8');
+  const shipped = patientShippedPolicy();
   if (!/^lists:\n/m.test(shipped)) throw new Error('policies/login.yaml declares no lists: section');
   return shipped.replace(/^lists:\n/m, 'lists:\n  trustedAccounts: { key: accountId }\n');
 }

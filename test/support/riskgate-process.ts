@@ -48,6 +48,14 @@ export function sharedDistDir(run: string): string {
   return join(tmpdir(), `riskgate-dist-${run}`);
 }
 
+/**
+ * The timeout of a hook that compiles dist/ (`buildDist`) and starts what its processes need,
+ * milliseconds. The compile (tsc over src/) and each start take time that grows with the machine's
+ * load: at a load of 10 on two cores, the compile and a PostgreSQL and a Redis start together took
+ * over 120 s. The bound catches a hook that hangs, not a slow one.
+ */
+export const BUILD_HOOK_MS = 300_000;
+
 /** How long a file waits for another file's compile of the run, milliseconds. */
 const SHARED_COMPILE_WAIT_MS = 600_000;
 
