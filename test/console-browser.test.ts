@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
+import { type ConsoleBrowser, openConsoleBrowser } from './support/console-browser.ts';
 import { memoryRuleReport } from './support/console-memory.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
@@ -23,18 +23,16 @@ import { PATIENT_DEADLINE_MS } from './support/patient-policy.ts';
  * page are test/console-every-page.test.ts's).
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, '..', 'test-results', 'console');
 const ADMIN = `ada:admin:${OPS_KEY}`;
 
 let h: Harness;
-let context: BrowserContext;
+let browser: ConsoleBrowser;
 let page: Page;
-let profile: string;
+let problems: string[] = [];
 let malloryId: string;
 let malloryUserId: string;
 let lockOutId: string;
-const problems: string[] = [];
 
 /** A screenshot of the page; `fit`: only as tall as its content (the README's small copies). */
 async function shot(name: string, fit = false): Promise<void> {
@@ -78,39 +76,12 @@ beforeAll(async () => {
   await h.control('DELETE', '/sandbox/faults');
 
   mkdirSync(SHOTS, { recursive: true });
-  profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 860 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  // Added through the DevTools protocol, so the page's CSP does not apply to it.
-  // (A string: the tests compile without the DOM's types.)
-  await context.addInitScript({
-    content:
-      "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning')
-      problems.push(`${m.type()}: ${m.text()} (${m.location().url})`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  browser = await openConsoleBrowser({ warnings: true });
+  ({ page, problems } = browser);
 }, 90_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await h?.stop();
 });
 

@@ -1,12 +1,12 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { visibleText } from '../src/text/visible-text.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { type ConsoleBrowser, openConsoleBrowser } from './support/console-browser.ts';
 import { eventually } from './support/eventually.ts';
 import { shippedPolicyWithLists } from './support/list-policy.ts';
 import { operatorCall } from './support/operators-harness.ts';
@@ -29,7 +29,6 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
  * so a run in CI never rewrites tracked files.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const DOCS = process.env.RISKGATE_SCREENSHOTS === '1';
 const ROOT = join(import.meta.dirname, '..');
 const SHOTS = DOCS ? join(ROOT, 'docs', 'console') : join(ROOT, 'test-results', 'console-pages');
@@ -191,11 +190,10 @@ const isFile = (path: string) => /\.[a-z]+$/.test(path);
 
 let h: Harness;
 let receiver: WebhookReceiver;
-let context: BrowserContext;
+let browser: ConsoleBrowser;
 let page: Page;
-let profile: string;
 let seeded: Seeded;
-const problems: string[] = [];
+let problems: string[] = [];
 
 /** An operator call with `key` (default the first admin's, ada's), its JSON answer. */
 async function api(method: string, path: string, body?: unknown, key = OPS_KEY) {
@@ -339,37 +337,16 @@ beforeAll(async () => {
   });
   seeded = await seed();
   for (const w of WIDTHS) mkdirSync(w.dir, { recursive: true });
-  profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
+  browser = await openConsoleBrowser({
     viewport: { width: WIDTHS[0].width, height: WIDTHS[0].height },
     // A reader in India (UTC+5:30): times show in their zone.
     timezoneId: 'Asia/Kolkata',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
   });
-  await context.addInitScript({
-    content:
-      "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${m.text()} (${m.location().url})`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  ({ page, problems } = browser);
 }, 150_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await h?.stop();
   await receiver?.close();
 });
@@ -415,7 +392,7 @@ async function shoot(shot: Shot, w: (typeof WIDTHS)[number]): Promise<void> {
 }
 
 async function signIn(w: (typeof WIDTHS)[number]): Promise<void> {
-  await context.clearCookies();
+  await browser.context.clearCookies();
   await page.setViewportSize({ width: w.width, height: w.height });
   await page.goto(`${h.url}/console/sign-in`);
 }

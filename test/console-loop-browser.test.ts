@@ -1,8 +1,9 @@
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
+import { type ConsoleBrowser, type ConsoleSession, openConsoleBrowser } from './support/console-browser.ts';
 import { eventually } from './support/eventually.ts';
 
 /**
@@ -16,7 +17,6 @@ import { eventually } from './support/eventually.ts';
  * account only, and its end (the service's clock stepped, no sleep) brings the rule back.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const ANA_KEY = 'ana-analyst-key-0123456789';
 const BO_KEY = 'bo-analyst-key-01234567890';
 const OPERATORS = `ana:analyst:${ANA_KEY},bo:analyst:${BO_KEY}`;
@@ -49,9 +49,9 @@ rules:
 const clock = new SteppedClock();
 
 let h: Harness;
-let browser: Browser;
-let ana: { context: BrowserContext; page: Page };
-let bo: { context: BrowserContext; page: Page };
+let browser: ConsoleBrowser;
+let ana: ConsoleSession;
+let bo: ConsoleSession;
 
 const login = (account: string, context: Record<string, boolean>) => ({
   ...demoRequest(account, undefined),
@@ -76,16 +76,6 @@ async function storedDecision(
   return { id, verdict: body.verdict as string };
 }
 
-async function signedIn(key: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  const page = await context.newPage();
-  await page.goto(`${h.url}/console/sign-in`);
-  await page.getByLabel('Operator key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/console/decisions');
-  return { context, page };
-}
-
 /** The tp / fp / fn cell of `ruleId`'s row in the active revision's table, and its precision. */
 async function ruleCounts(page: Page, ruleId: string): Promise<{ labelled: string; precision: string }> {
   const row = page
@@ -103,19 +93,11 @@ beforeAll(async () => {
     env: { RISKGATE_OPS_KEYS: OPERATORS },
     riskgate: { clock },
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
-  ana = await signedIn(ANA_KEY);
-  bo = await signedIn(BO_KEY);
+  browser = await openConsoleBrowser();
+  ana = browser;
+  bo = await browser.newSession();
+  await ana.signIn(h.url, ANA_KEY);
+  await bo.signIn(h.url, BO_KEY);
 }, 120_000);
 
 afterAll(async () => {

@@ -1,8 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ConsoleBrowser, openConsoleBrowser } from './support/console-browser.ts';
 import {
   OPERATOR_KEYS,
   type Operator,
@@ -18,7 +16,6 @@ import {
  * a long YAML line included. A second admin's approval makes it active.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const WIDTH = 390;
 
 const policy = (verdict: string, extra = '') => `apiVersion: riskgate/v1
@@ -39,9 +36,8 @@ const ADDED = `  - id: mallory-denied
 `;
 
 let h: OperatorsHarness;
-let context: BrowserContext;
+let browser: ConsoleBrowser;
 let page: Page;
-let profile: string;
 
 const overflow = () =>
   page.evaluate(
@@ -58,29 +54,13 @@ beforeAll(async () => {
   await api('alice', 'POST', `/policy-versions/${first.id}/propose`);
   await api('bob', 'POST', `/policy-versions/${first.id}/approve`);
   await api('bob', 'POST', `/policy-versions/${first.id}/activate`);
-  profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: WIDTH, height: 844 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  await page.goto(`${h.url}/console/sign-in`);
-  await page.getByLabel('Operator key').fill(OPERATOR_KEYS.alice);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/console/decisions');
+  browser = await openConsoleBrowser({ viewport: { width: WIDTH, height: 844 } });
+  ({ page } = browser);
+  await browser.signIn(h.url, OPERATOR_KEYS.alice);
 }, 90_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await h?.stop();
 });
 

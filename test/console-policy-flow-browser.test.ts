@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { rolloutBucket } from '../src/policy-versions/policy-version-sync.ts';
 import { type Harness, OPS_KEY } from './decide-harness.ts';
+import { type ConsoleBrowser, openConsoleBrowser } from './support/console-browser.ts';
 import { eventually } from './support/eventually.ts';
 import { operatorCall } from './support/operators-harness.ts';
 import { postgresAvailable } from './support/postgres-server.ts';
@@ -24,7 +22,6 @@ import { startTwoReplicasOnPostgres, type TwoReplicas } from './support/two-repl
  * back; the console's Audit page shows each step with its operator.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const KEYS = { ana: 'ana-admin-key-0123456789abcd', bob: 'bob-admin-key-0123456789abc' };
 /** The documented propagation bound (docs/policy-versions.md, "Serving: every replica, within 2 s"). */
 const PROPAGATION_BOUND_MS = 2000;
@@ -49,9 +46,8 @@ const DRAFT = `${CONTROL}  - id: ${ADDED_RULE}
 let replicas: TwoReplicas;
 let one: Harness;
 let two: Harness;
-let context: BrowserContext;
+let browser: ConsoleBrowser;
 let page: Page;
-let profile: string;
 let control: string;
 /** Decisions stored before the draft: those the draft changes, and those it leaves alone. */
 const seeded = { changed: [] as string[], unchanged: [] as string[] };
@@ -80,12 +76,7 @@ const serving = (h: Harness, check: (v: VersionStatus) => boolean, what: string)
 const verdict = async (h: Harness, account: string) =>
   (await h.decide(demoRequest(account, undefined))).body.verdict;
 
-async function signIn(who: keyof typeof KEYS) {
-  await page.goto(`${one.url}/console/sign-in`);
-  await page.getByLabel('Operator key').fill(KEYS[who]);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/console/decisions');
-}
+const signIn = (who: keyof typeof KEYS) => browser.signIn(one.url, KEYS[who]);
 
 /** Clicks `button` on the current version page and waits for the page that says it was done. */
 async function take(button: string | RegExp, done: string) {
@@ -136,25 +127,12 @@ describe.runIf(postgresAvailable())(
         },
         { timeoutMs: 20_000, what: 'the seeded decisions in the store' },
       );
-      profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
-      context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        viewport: { width: 1280, height: 900 },
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-        ],
-      });
-      page = context.pages()[0] ?? (await context.newPage());
+      browser = await openConsoleBrowser({ viewport: { width: 1280, height: 900 } });
+      ({ page } = browser);
     }, 120_000);
 
     afterAll(async () => {
-      await context?.close();
-      if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+      await browser?.close();
       await replicas?.stop();
     });
 

@@ -1,10 +1,10 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { DEV_API_KEY_FILE, DEV_OPS_KEY_FILE } from '../src/dev/dev-api-key.ts';
+import { type ConsoleBrowser, openConsoleBrowser } from './support/console-browser.ts';
 import { eventually } from './support/eventually.ts';
 import { freePort } from './support/free-port.ts';
 import { buildDist, type RiskgateProcess, ROOT, startProcess } from './support/riskgate-process.ts';
@@ -17,13 +17,12 @@ import { buildDist, type RiskgateProcess, ROOT, startProcess } from './support/r
  * and a login from 198.51.100.7, allowed before, is denied by the `blocked-network` rule.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const work = mkdtempSync(join(tmpdir(), 'riskgate-shipped-lists-'));
 let build: ReturnType<typeof buildDist>;
 let p: RiskgateProcess;
 let url: string;
 let stateDir: string;
-let context: BrowserContext | undefined;
+let browser: ConsoleBrowser | undefined;
 
 beforeAll(async () => {
   build = buildDist('shipped-lists');
@@ -50,7 +49,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  await context?.close();
+  await browser?.close();
   if (p !== undefined) {
     p.kill('SIGTERM');
     await p.exited;
@@ -79,25 +78,9 @@ describe('the shipped policy, as npm start runs it', () => {
     expect(before.verdict).not.toBe('deny');
     expect(before.rules).not.toContain('blocked-network');
 
-    const profile = mkdtempSync(join(work, 'chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    await page.goto(`${url}/console`);
-    await page.getByLabel('Operator key').fill(key(DEV_OPS_KEY_FILE));
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/console/decisions');
+    browser = await openConsoleBrowser();
+    const { page, problems } = browser;
+    await browser.signIn(url, key(DEV_OPS_KEY_FILE));
     await page.getByRole('link', { name: 'Lists', exact: true }).click();
     // The shipped policy declares its lists: no "declares no list" page.
     const lists = await page.locator('main').textContent();

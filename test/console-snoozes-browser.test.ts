@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
+import { type ConsoleBrowser, openConsoleBrowser } from './support/console-browser.ts';
 import { eventually } from './support/eventually.ts';
 import { SNOOZE_POLICY } from './support/snooze-policy.ts';
 
@@ -17,14 +15,12 @@ import { SNOOZE_POLICY } from './support/snooze-policy.ts';
  * the rule's page brings it back at once.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
 const WIDTH = 390;
 const clock = new SteppedClock();
 
 let h: Harness;
-let context: BrowserContext;
+let browser: ConsoleBrowser;
 let page: Page;
-let profile: string;
 
 const flagged = (account: string) => ({
   ...demoRequest(account, undefined),
@@ -58,29 +54,13 @@ beforeAll(async () => {
     env: { RISKGATE_OPS_KEYS: `anna:analyst:${OPS_KEY}` },
     riskgate: { clock },
   });
-  profile = mkdtempSync(join(tmpdir(), 'riskgate-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: WIDTH, height: 844 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-    ],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  await page.goto(`${h.url}/console/sign-in`);
-  await page.getByLabel('Operator key').fill(OPS_KEY);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/console/decisions');
+  browser = await openConsoleBrowser({ viewport: { width: WIDTH, height: 844 } });
+  ({ page } = browser);
+  await browser.signIn(h.url, OPS_KEY);
 }, 90_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await h?.stop();
 });
 
