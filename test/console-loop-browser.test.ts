@@ -5,6 +5,7 @@ import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
 import { type ConsoleBrowser, type ConsoleSession, openConsoleBrowser } from './support/console-browser.ts';
 import { eventually } from './support/eventually.ts';
+import { snoozePolicy } from './support/snooze-policy.ts';
 
 /**
  * Issue 34's first "Done when", in Debian's chromium: the loop an analyst's day closes. A
@@ -22,29 +23,17 @@ const BO_KEY = 'bo-analyst-key-01234567890';
 const OPERATORS = `ana:analyst:${ANA_KEY},bo:analyst:${BO_KEY}`;
 
 /**
- * Rules that fire on what the test sends: `new-device` challenges (no review), `new-region`
- * challenges and opens a review case, `backend-flagged` denies (the one snoozed).
+ * The snooze tests' rules (`backend-flagged` denies: the one snoozed; `new-region` challenges), its
+ * `new-region` opening a review case, and `new-device` challenging without one.
  */
-const LOOP_POLICY = `
-apiVersion: riskgate/v1
-kind: Policy
-name: loop
-thresholds: { challenge: 50, deny: 100 }
-rules:
-  - id: backend-flagged
-    description: The login backend flagged the login.
-    when: '"flagged" in request.context && request.context.flagged == true'
-    verdict: deny
-  - id: new-device
+const LOOP_POLICY = snoozePolicy({
+  reviewNewRegion: true,
+  moreRules: `  - id: new-device
     description: A device the account never used.
     when: '"newDevice" in request.context && request.context.newDevice == true'
     score: 60
-  - id: new-region
-    description: A region the account never used.
-    when: '"newRegion" in request.context && request.context.newRegion == true'
-    score: 60
-    review: true
-`;
+`,
+});
 
 const clock = new SteppedClock();
 
