@@ -1,9 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActionSpec } from '../src/actions/admin-actions.ts';
+import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { DatabaseOutboxStore, UNREADABLE_SPEC_REASON } from '../src/outbox/database-outbox-store.ts';
+import { Outbox } from '../src/outbox/outbox.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
@@ -75,9 +76,9 @@ const refusedStatement = {
   ],
 };
 
-/** A companion statement whose row can be seen: it notes itself on the entry `id` just written. */
-function notingStatement(id: string) {
-  const note = sql`UPDATE outbox_entry SET last_error = ${'noted'} WHERE id = ${id}`;
+/** A companion statement whose row can be seen: it notes itself (`text`) on the entry `id` just written. */
+function notingStatement(id: string, text = 'noted') {
+  const note = sql`UPDATE outbox_entry SET last_error = ${text} WHERE id = ${id}`;
   return {
     write: (tx: RiskgateDatabase['db']) => note.execute(tx).then(() => {}),
     statements: (db: RiskgateDatabase['db']) => [note.compile(db)],
@@ -217,6 +218,59 @@ describe('a group commit on the SQLite file', () => {
       for (const s of specs)
         expect(await o.store.get(s.id)).toMatchObject({ status: 'pending', lastError: 'noted' });
     } finally {
+      await o.store.close();
+    }
+  });
+  it('rolls a group back whole when the disk fills in its script: nothing promised, the failure told, the next group committed once space is back', async () => {
+    const o = await open(outboxSqliteFile('outbox-full-'));
+    const told: unknown[] = [];
+    // The outbox component logs what `onError` is told ('outbox store failed'); a decision answers
+    // a refused action failed (queue_refused), counted in riskgate_action_answers_total.
+    const outbox = new Outbox({
+      store: o.store,
+      admin: {} as ActionAdmin,
+      onOutcome: () => {},
+      onError: (error) => told.push(error),
+    });
+    const jobOf = (s: ActionSpec): ActionJob => ({
+      key: s.id,
+      decisionId: s.decisionId,
+      type: s.type,
+      target: s.target,
+      spec: s,
+    });
+    try {
+      // The file may not grow: an entry fits a page it has, a 200 kB note needs pages it cannot have.
+      const { rows } = await sql<{ page_count: number }>`pragma page_count`.execute(o.database.db);
+      await sql.raw(`pragma max_page_count = ${Number(rows[0]!.page_count)}`).execute(o.database.db);
+      const [a, b] = [spec('full-a'), spec('full-b')];
+      const big = 'x'.repeat(200_000);
+      // Two decisions of one turn: one group, one script (both entries, then both notes).
+      const answers = await Promise.all([
+        outbox.submit([jobOf(a)], { companion: notingStatement(a.id) }),
+        outbox.submit([jobOf(b)], { companion: notingStatement(b.id, big) }),
+      ]);
+      expect(answers).toEqual([['refused'], ['refused']]);
+      // Each submit told (the log line of each): the same error, the group's one script tried once
+      // (not again per append: the disk would refuse each again). Its third statement (the
+      // entries' insert, a's note, b's note) met the full disk.
+      expect(told).toHaveLength(2);
+      expect(told[0]).toBe(told[1]);
+      expect(told[0]).toMatchObject({
+        message: expect.stringMatching(/database or disk is full/),
+        errcode: 13,
+        statement: 2,
+      });
+      // Nothing of the script: neither entry, nor a's note that ran before the failing one.
+      expect(await o.store.get(a.id)).toBeUndefined();
+      expect(await o.store.get(b.id)).toBeUndefined();
+      // Space again: the next group commits whole.
+      await sql.raw('pragma max_page_count = 1073741823').execute(o.database.db);
+      expect(await outbox.submit([jobOf(b)], { companion: notingStatement(b.id, big) })).toEqual(['queued']);
+      expect(await o.store.get(b.id)).toMatchObject({ status: 'pending', lastError: big });
+      expect(told).toHaveLength(2);
+    } finally {
+      await outbox.drain(100);
       await o.store.close();
     }
   });

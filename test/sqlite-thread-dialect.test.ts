@@ -308,4 +308,40 @@ describe('the SQLite thread’s round trips (issue 32)', () => {
       await db.destroy();
     }
   });
+
+  it('rolls a script back whole when the disk fills in its middle, leaves no transaction open, and runs it once space is back', async () => {
+    const { db } = countedDatabase('full.sqlite');
+    try {
+      await sql`create table f (id text primary key, body text)`.execute(db);
+      await sql`insert into f values ('kept', '')`.execute(db);
+      // The file may not grow (max_page_count: the thread's one connection, so every script's):
+      // a small row fits a page it has, a 200 kB one needs pages it cannot have.
+      const { rows } = await sql<{ page_count: number }>`pragma page_count`.execute(db);
+      await sql.raw(`pragma max_page_count = ${Number(rows[0]!.page_count)}`).execute(db);
+      const script = () =>
+        runScript(db, [
+          sql`insert into f values (${'small'}, ${''})`.compile(db),
+          sql`insert into f values (${'big'}, ${'x'.repeat(200_000)})`.compile(db),
+          sql`insert into f values (${'after'}, ${''})`.compile(db),
+        ]);
+      const error = await script().catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        message: expect.stringMatching(/database or disk is full/),
+        errcode: 13,
+        statement: 1,
+      });
+      const ids = async () => (await sql<{ id: string }>`select id from f order by id`.execute(db)).rows;
+      // Nothing of it, the row before the failing one included; a new transaction begins and commits.
+      expect(await ids()).toEqual([{ id: 'kept' }]);
+      await db
+        .transaction()
+        .execute((trx) => sql`update f set body = ${'still'} where id = 'kept'`.execute(trx));
+      // Space again: the same script, whole.
+      await sql.raw('pragma max_page_count = 1073741823').execute(db);
+      expect(await script()).toHaveLength(3);
+      expect(await ids()).toEqual(['after', 'big', 'kept', 'small'].map((id) => ({ id })));
+    } finally {
+      await db.destroy();
+    }
+  });
 });
