@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import {
   closeSync,
   copyFileSync,
@@ -32,6 +31,7 @@ import {
   startPostgres,
 } from './support/postgres-server.ts';
 import { PROCESS_KEY, PROCESS_OPS_KEY, processEnv, ROOT, startProcess } from './support/riskgate-process.ts';
+import { CAN_MOUNT, mountSmallDisk } from './support/small-disk.ts';
 import { startTestSandbox } from './support/test-sandbox.ts';
 
 /**
@@ -419,24 +419,14 @@ describe('the embedded state (SQLite) through its faults', () => {
     }
   }, 60_000);
 
-  const canMount = process.platform === 'linux' && process.getuid?.() === 0;
-  it.runIf(canMount)(
+  it.runIf(CAN_MOUNT)(
     'a full disk: the cause reported, decisions go on, nothing lost once space is back',
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-full-'));
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', dir]);
+      const disk = mountSmallDisk('riskgate-faults-full-', '4m');
       let h: Harness | undefined;
       try {
-        h = await quietDay(dir);
-        const filler = join(dir, 'filler');
-        const fd = openSync(filler, 'w');
-        try {
-          for (;;) writeSync(fd, new Uint8Array(64 * 1024));
-        } catch (error) {
-          expect((error as NodeJS.ErrnoException).code).toBe('ENOSPC');
-        } finally {
-          closeSync(fd);
-        }
+        h = await quietDay(disk.dir);
+        const filler = disk.fillUp();
         const hh = h;
         const failing = await eventually(
           async () => {
@@ -468,7 +458,7 @@ describe('the embedded state (SQLite) through its faults', () => {
         await neverMorePermissive(h);
       } finally {
         await h?.stop();
-        execFileSync('umount', ['-l', dir]);
+        disk.remove();
       }
     },
   );
