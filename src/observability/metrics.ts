@@ -1,7 +1,8 @@
-import type { Attributes, Counter, Histogram } from '@opentelemetry/api';
+import type { Attributes, Counter } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
+import { addLocalHistograms, createLocalHistogram, type HistogramSeries } from './local-histogram.ts';
 import { startRuntimeMetrics } from './runtime-metrics.ts';
 
 /**
@@ -114,33 +115,35 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const provider = new MeterProvider({ readers: [reader] });
   const meter = provider.getMeter('riskgate');
 
-  const histogram = (name: string, description: string, unit: string, buckets: number[]): Histogram =>
-    meter.createHistogram(name, { description, unit, advice: { explicitBucketBoundaries: buckets } });
   const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
 
-  const decisionDuration = histogram(
-    'riskgate_decision_duration_seconds',
-    'Time to answer POST /decide, by verdict',
-    's',
-    LATENCY_BUCKETS_S,
-  );
+  // The histograms recorded on every decision are aggregated here, not by the SDK (issue 32: it
+  // hashes the attributes of every record); `collect` hands them over as the SDK's own data.
+  const decisionDuration = createLocalHistogram({
+    name: 'riskgate_decision_duration_seconds',
+    description: 'Time to answer POST /decide, by verdict',
+    unit: 's',
+    boundaries: LATENCY_BUCKETS_S,
+  });
   const decisions = counter('riskgate_decisions', 'Decisions answered, by verdict and degraded');
-  const upstreamDuration = histogram(
-    'riskgate_upstream_call_duration_seconds',
-    'Upstream call latency, by upstream and operation',
-    's',
-    LATENCY_BUCKETS_S,
-  );
+  const upstreamDuration = createLocalHistogram({
+    name: 'riskgate_upstream_call_duration_seconds',
+    description: 'Upstream call latency, by upstream and operation',
+    unit: 's',
+    boundaries: LATENCY_BUCKETS_S,
+  });
   const upstreamErrors = counter(
     'riskgate_upstream_errors',
     'Failed upstream calls, by upstream, operation and code',
   );
-  const batchSize = histogram(
-    'riskgate_remote_access_tool_batch_size',
-    'Items per remote-access-tool batch call',
-    '',
-    BATCH_BUCKETS,
-  );
+  const batchSize = createLocalHistogram({
+    name: 'riskgate_remote_access_tool_batch_size',
+    description: 'Items per remote-access-tool batch call',
+    unit: '',
+    boundaries: BATCH_BUCKETS,
+  });
+  const batchSizes = batchSize.series({});
+  const localHistograms = [decisionDuration, upstreamDuration, batchSize];
   const tokenRefreshes = counter('riskgate_token_refreshes', 'Token requests, by outcome');
   const policyReloads = counter('riskgate_policy_reloads', 'Policy reloads, by outcome');
   const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
@@ -190,12 +193,12 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const logEventAttrs = new Map<string, Attributes>();
   const OTHER_TYPE: Attributes = { type: 'other' };
 
-  // Attribute objects are reused: the hot path records without allocating them.
-  const verdictAttrs = new Map<string, Attributes>();
-  // Operations are riskgate's own names (a bounded set): one object per upstream and operation.
-  const upstreamAttrs = new Map<string, Attributes>();
+  // Attribute objects and series are reused: the hot path records without allocating them.
+  const verdictSeries = new Map<string, HistogramSeries>();
+  // Operations are riskgate's own names (a bounded set): one series per upstream and operation.
+  const upstreamSeries = new Map<string, HistogramSeries>();
   const decisionAttrs = new Map<string, Attributes>();
-  const cached = (map: Map<string, Attributes>, key: string, make: () => Attributes): Attributes => {
+  const cached = <T>(map: Map<string, T>, key: string, make: () => T): T => {
     let attrs = map.get(key);
     if (attrs === undefined) {
       attrs = make();
@@ -218,26 +221,25 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
       );
   logPollErrors.add(0);
 
+  const collect = async (): Promise<ResourceMetrics> =>
+    addLocalHistograms((await reader.collect()).resourceMetrics, 'riskgate', localHistograms);
+
   return {
     recordDecision(verdict, degraded, durationMs) {
-      decisionDuration.record(
-        durationMs / 1000,
-        cached(verdictAttrs, verdict, () => ({ verdict })),
-      );
+      cached(verdictSeries, verdict, () => decisionDuration.series({ verdict })).record(durationMs / 1000);
       decisions.add(
         1,
         cached(decisionAttrs, degraded ? `${verdict}:degraded` : verdict, () => ({ verdict, degraded })),
       );
     },
     recordUpstreamCall(upstream, operation, durationMs, code) {
-      upstreamDuration.record(
-        durationMs / 1000,
-        cached(upstreamAttrs, `${upstream}:${operation}`, () => ({ upstream, operation })),
-      );
+      cached(upstreamSeries, `${upstream}:${operation}`, () =>
+        upstreamDuration.series({ upstream, operation }),
+      ).record(durationMs / 1000);
       if (code !== undefined) upstreamErrors.add(1, { upstream, operation, code });
     },
     recordRemoteAccessToolBatch(size) {
-      batchSize.record(size);
+      batchSizes.record(size);
     },
     recordTokenRefresh(outcome) {
       tokenRefreshes.add(1, { outcome });
@@ -359,11 +361,9 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
         })
         .addCallback((r) => r.observe(read().refused ? 1 : 0));
     },
-    async collect() {
-      return (await reader.collect()).resourceMetrics;
-    },
+    collect,
     async render() {
-      return serializeMetrics((await reader.collect()).resourceMetrics);
+      return serializeMetrics(await collect());
     },
     shutdown: () => {
       runtime?.stop();
