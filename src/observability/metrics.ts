@@ -2,7 +2,13 @@ import type { Attributes, Counter } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
-import { addLocalHistograms, createLocalHistogram, type HistogramSeries } from './local-histogram.ts';
+import {
+  addLocalMetrics,
+  type CounterSeries,
+  createLocalCounter,
+  createLocalHistogram,
+  type HistogramSeries,
+} from './local-aggregation.ts';
 import { startRuntimeMetrics } from './runtime-metrics.ts';
 
 /**
@@ -125,7 +131,10 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     unit: 's',
     boundaries: LATENCY_BUCKETS_S,
   });
-  const decisions = counter('riskgate_decisions', 'Decisions answered, by verdict and degraded');
+  const decisions = createLocalCounter({
+    name: 'riskgate_decisions',
+    description: 'Decisions answered, by verdict and degraded',
+  });
   const upstreamDuration = createLocalHistogram({
     name: 'riskgate_upstream_call_duration_seconds',
     description: 'Upstream call latency, by upstream and operation',
@@ -143,14 +152,17 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     boundaries: BATCH_BUCKETS,
   });
   const batchSizes = batchSize.series({});
-  const localHistograms = [decisionDuration, upstreamDuration, batchSize];
+
   const tokenRefreshes = counter('riskgate_token_refreshes', 'Token requests, by outcome');
   const policyReloads = counter('riskgate_policy_reloads', 'Policy reloads, by outcome');
   const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
-  const actionAnswers = counter(
-    'riskgate_action_answers',
-    'Actions as the answers reported them, by type and status (queued, deferred, failed, skipped, done)',
-  );
+  const actionAnswers = createLocalCounter({
+    name: 'riskgate_action_answers',
+    description:
+      'Actions as the answers reported them, by type and status (queued, deferred, failed, skipped, done)',
+  });
+  // Action types and statuses are riskgate's own names (a bounded set).
+  const actionAnswerSeries = new Map<string, CounterSeries>();
   const logEvents = counter('riskgate_log_events', 'Log API events read, by type');
   const logPollErrors = counter('riskgate_log_poll_errors', 'Log API windows that failed and are read again');
   const httpErrors = counter(
@@ -174,11 +186,11 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     'Decisions evaluated by the shadow policy too, by active and shadow verdict (agreement when equal)',
   );
   const shadowAttrs = new Map<string, Attributes>();
-  const ruleHits = counter(
-    'riskgate_rule_hits',
-    'Rules matched, by policy (active or shadow), revision and rule',
-  );
-  const ruleAttrs = new Map<string, Attributes>();
+  const ruleHits = createLocalCounter({
+    name: 'riskgate_rule_hits',
+    description: 'Rules matched, by policy (active or shadow), revision and rule',
+  });
+  const ruleSeries = new Map<string, CounterSeries>();
   const circuitTransitions = counter(
     'riskgate_circuit_transitions',
     'Circuit breaker state changes, by route (`<upstream> <operation>`) and new state',
@@ -197,7 +209,8 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const verdictSeries = new Map<string, HistogramSeries>();
   // Operations are riskgate's own names (a bounded set): one series per upstream and operation.
   const upstreamSeries = new Map<string, HistogramSeries>();
-  const decisionAttrs = new Map<string, Attributes>();
+  const decisionSeries = new Map<string, CounterSeries>();
+  const localMetrics = [decisionDuration, decisions, upstreamDuration, batchSize, actionAnswers, ruleHits];
   const cached = <T>(map: Map<string, T>, key: string, make: () => T): T => {
     let attrs = map.get(key);
     if (attrs === undefined) {
@@ -222,15 +235,14 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   logPollErrors.add(0);
 
   const collect = async (): Promise<ResourceMetrics> =>
-    addLocalHistograms((await reader.collect()).resourceMetrics, 'riskgate', localHistograms);
+    addLocalMetrics((await reader.collect()).resourceMetrics, 'riskgate', localMetrics);
 
   return {
     recordDecision(verdict, degraded, durationMs) {
       cached(verdictSeries, verdict, () => decisionDuration.series({ verdict })).record(durationMs / 1000);
-      decisions.add(
-        1,
-        cached(decisionAttrs, degraded ? `${verdict}:degraded` : verdict, () => ({ verdict, degraded })),
-      );
+      cached(decisionSeries, degraded ? `${verdict}:degraded` : verdict, () =>
+        decisions.series({ verdict, degraded }),
+      ).add(1);
     },
     recordUpstreamCall(upstream, operation, durationMs, code) {
       cached(upstreamSeries, `${upstream}:${operation}`, () =>
@@ -251,7 +263,7 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
       actionOutcomes.add(1, { type, status });
     },
     recordActionAnswer(type, status) {
-      actionAnswers.add(1, { type, status });
+      cached(actionAnswerSeries, `${type}:${status}`, () => actionAnswers.series({ type, status })).add(1);
     },
     recordLogEvents(type, count) {
       let attrs = logEventAttrs.get(type);
@@ -274,10 +286,9 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     },
     recordRuleHits(policy, revision, rules) {
       for (const r of rules) {
-        ruleHits.add(
-          1,
-          cached(ruleAttrs, `${policy}:${revision}:${r.id}`, () => ({ policy, revision, rule: r.id })),
-        );
+        cached(ruleSeries, `${policy}:${revision}:${r.id}`, () =>
+          ruleHits.series({ policy, revision, rule: r.id }),
+        ).add(1);
       }
     },
     recordShed(reason, answer) {

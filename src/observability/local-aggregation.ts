@@ -4,8 +4,16 @@ import {
   DataPointType,
   type HistogramMetricData,
   InstrumentType,
+  type MetricData,
   type ResourceMetrics,
+  type SumMetricData,
 } from '@opentelemetry/sdk-metrics';
+
+/** An instrument aggregated in riskgate's memory whose collection is the SDK's data. */
+export interface LocalInstrument {
+  /** The metric as collected, or undefined while nothing was recorded (as the SDK omits it). */
+  metricData(endTime: HrTime): MetricData | undefined;
+}
 
 /**
  * A histogram aggregated in riskgate's own memory and handed to the OpenTelemetry collection as
@@ -17,10 +25,9 @@ import {
  * thread for the upstream call and decision durations alone. Here the caller resolves its series
  * once per attribute set (`series`) and a record is a few additions.
  */
-export interface LocalHistogram {
-  /** The series of one attribute set, created on first use; keep it and `record` on it. */
+export interface LocalHistogram extends LocalInstrument {
+  /** The series of one attribute set; make it once per attribute set, keep it and `record` on it. */
   series(attributes: Attributes): HistogramSeries;
-  /** The metric as collected, or undefined while nothing was recorded (as the SDK omits it). */
   metricData(endTime: HrTime): HistogramMetricData | undefined;
 }
 
@@ -115,16 +122,83 @@ export function createLocalHistogram(options: LocalHistogramOptions): LocalHisto
 }
 
 /**
- * Adds the local histograms' metrics to a collection, in the scope named `scope` (created when
+ * A monotonic counter aggregated in riskgate's memory, as `LocalHistogram` (same reason: the SDK
+ * hashes a record's attributes on every `add`); collected as the SDK's counter data, so the
+ * exposition is the same (`<name>_total`).
+ */
+export interface LocalCounter extends LocalInstrument {
+  /** The series of one attribute set; make it once per attribute set, keep it and `add` to it. */
+  series(attributes: Attributes): CounterSeries;
+  metricData(endTime: HrTime): SumMetricData | undefined;
+}
+
+/** One attribute set's running total. */
+export interface CounterSeries {
+  /** Adds `value` (negative and NaN values are dropped, as the SDK drops them). */
+  add(value: number): void;
+}
+
+class Total implements CounterSeries {
+  value = 0;
+  /** Whether it was ever added to (an `add(0)` makes a series exist at 0, as with the SDK). */
+  touched = false;
+  readonly startTime: HrTime = hrTimeOf(Date.now());
+
+  constructor(readonly attributes: Attributes) {}
+
+  add(value: number): void {
+    if (!(value >= 0)) return;
+    this.value += value;
+    this.touched = true;
+  }
+}
+
+export function createLocalCounter(options: { name: string; description: string }): LocalCounter {
+  const all: Total[] = [];
+  const descriptor = {
+    name: options.name,
+    type: InstrumentType.COUNTER,
+    description: options.description,
+    unit: '',
+    valueType: ValueType.DOUBLE,
+    advice: {},
+  };
+  return {
+    series(attributes) {
+      const t = new Total(attributes);
+      all.push(t);
+      return t;
+    },
+    metricData(endTime) {
+      const added = all.filter((t) => t.touched);
+      if (added.length === 0) return undefined;
+      return {
+        descriptor,
+        aggregationTemporality: AggregationTemporality.CUMULATIVE,
+        dataPointType: DataPointType.SUM,
+        isMonotonic: true,
+        dataPoints: added.map((t) => ({
+          attributes: t.attributes,
+          startTime: t.startTime,
+          endTime,
+          value: t.value,
+        })),
+      };
+    },
+  };
+}
+
+/**
+ * Adds the local instruments' metrics to a collection, in the scope named `scope` (created when
  * the collection has none of that name).
  */
-export function addLocalHistograms(
+export function addLocalMetrics(
   collected: ResourceMetrics,
   scope: string,
-  histograms: readonly LocalHistogram[],
+  instruments: readonly LocalInstrument[],
 ): ResourceMetrics {
   const endTime = hrTimeOf(Date.now());
-  const metrics = histograms.flatMap((h) => h.metricData(endTime) ?? []);
+  const metrics = instruments.flatMap((h) => h.metricData(endTime) ?? []);
   if (metrics.length === 0) return collected;
   const into = collected.scopeMetrics.find((s) => s.scope.name === scope);
   if (into !== undefined) into.metrics.push(...metrics);

@@ -1,7 +1,7 @@
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { describe, expect, it } from 'vitest';
-import { addLocalHistograms, createLocalHistogram } from './local-histogram.ts';
+import { addLocalMetrics, createLocalCounter, createLocalHistogram } from './local-aggregation.ts';
 import { createMetrics, serializeMetrics } from './metrics.ts';
 
 const BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -38,7 +38,7 @@ describe('a locally aggregated histogram', () => {
 
     const expected = serializeMetrics((await reader.collect()).resourceMetrics);
     const mine = serializeMetrics(
-      addLocalHistograms({ resource: { attributes: {} } as never, scopeMetrics: [] }, 'riskgate', [local]),
+      addLocalMetrics({ resource: { attributes: {} } as never, scopeMetrics: [] }, 'riskgate', [local]),
     );
     const lines = (text: string) => family(text, 'h_seconds').sort();
     expect(lines(mine)).toEqual(lines(expected));
@@ -49,12 +49,42 @@ describe('a locally aggregated histogram', () => {
   it('is left out of the collection until something is recorded, as the SDK leaves it out', async () => {
     const local = createLocalHistogram({ name: 'h', description: 'd', unit: '', boundaries: [1] });
     local.series({});
-    const collected = addLocalHistograms(
+    const collected = addLocalMetrics(
       { resource: { attributes: {} } as never, scopeMetrics: [] },
       'riskgate',
       [local],
     );
     expect(collected.scopeMetrics).toEqual([]);
+  });
+
+  it('a local counter exposes what the SDK counter exposes, a series added 0 included', async () => {
+    const reader = new PrometheusExporter({ preventServerStart: true });
+    const provider = new MeterProvider({ readers: [reader] });
+    const sdk = provider.getMeter('riskgate').createCounter('c', { description: 'a counter' });
+    const local = createLocalCounter({ name: 'c', description: 'a counter' });
+    const allow = local.series({ verdict: 'allow', degraded: false });
+    const deny = local.series({ verdict: 'deny', degraded: true });
+    const zero = local.series({ verdict: 'challenge', degraded: false });
+    local.series({ verdict: 'never', degraded: false });
+    for (const [series, attrs, value] of [
+      [allow, { verdict: 'allow', degraded: false }, 1],
+      [allow, { verdict: 'allow', degraded: false }, 2.5],
+      [deny, { verdict: 'deny', degraded: true }, 1],
+      [deny, { verdict: 'deny', degraded: true }, -1],
+      [zero, { verdict: 'challenge', degraded: false }, 0],
+    ] as const) {
+      sdk.add(value, attrs);
+      series.add(value);
+    }
+    const expected = serializeMetrics((await reader.collect()).resourceMetrics);
+    const mine = serializeMetrics(
+      addLocalMetrics({ resource: { attributes: {} } as never, scopeMetrics: [] }, 'riskgate', [local]),
+    );
+    const lines = (text: string) => family(text, 'c_total').sort();
+    expect(lines(mine)).toEqual(lines(expected));
+    expect(lines(mine)).toContain('c_total{verdict="challenge",degraded="false"} 0');
+    expect(mine).not.toContain('never');
+    await provider.shutdown();
   });
 
   it('reaches riskgate’s metrics: decision and upstream call durations, and batch sizes', async () => {
@@ -71,8 +101,14 @@ describe('a locally aggregated histogram', () => {
     );
     expect(text).toMatch(/^riskgate_remote_access_tool_batch_size_bucket\{le="5"\} 1$/m);
     expect(text).toMatch(/^# TYPE riskgate_upstream_call_duration_seconds histogram$/m);
-    // Still counted as the SDK counts: the counters beside them are untouched.
     expect(text).toMatch(/^riskgate_decisions_total\{verdict="deny",degraded="true"\} 1$/m);
+    metrics.recordRuleHits('active', 'r7', [{ id: 'new-device' }, { id: 'far-away' }]);
+    metrics.recordRuleHits('active', 'r7', [{ id: 'new-device' }]);
+    metrics.recordActionAnswer('lock-out', 'queued');
+    const after = await metrics.render();
+    expect(after).toMatch(/^riskgate_rule_hits_total\{policy="active",revision="r7",rule="new-device"\} 2$/m);
+    expect(after).toMatch(/^riskgate_action_answers_total\{type="lock-out",status="queued"\} 1$/m);
+    expect(after).toMatch(/^# TYPE riskgate_rule_hits_total counter$/m);
     await metrics.shutdown();
   });
 });
