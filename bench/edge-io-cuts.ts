@@ -12,7 +12,8 @@
  *
  * - caller key: the `keyAuth` middleware of `/decide` (caller and operator keyrings) on a valid key;
  * - upstream call metric: `recordUpstreamCall`, as every upstream call reports;
- * - decision metric: `recordDecision`;
+ * - decision metrics: `recordDecision`, `recordRuleHits` (2 rules), `recordActionAnswer`, as
+ *   src/decide/after-decision.ts reports a decision;
  * - signal answer: `JSON.parse` and the zod schema of a latest-proximity and a geovelocity answer
  *   (their RFC 3339 timestamps are checked by `src/timing/rfc3339.ts`);
  * - three attempts on one decision signal: `sendAttempt` over a dispatcher answering at once.
@@ -80,6 +81,7 @@ const GEOVELOCITY = JSON.stringify({
   observationTime: '2026-11-29T08:05:38.191Z',
 });
 
+const RULES = [{ id: 'new-device' }, { id: 'far-away' }];
 const CALLER_KEY = 'bench-caller-key-0123456789abcdef';
 const OPS_KEY = 'bench-operator-key-0123456789abcdef';
 
@@ -135,7 +137,14 @@ async function cutsOf(root: string): Promise<Cut[]> {
       name: 'upstream call metric',
       op: () => metrics.recordUpstreamCall('signals', operations[i++ & 3], 3.2),
     },
-    { name: 'decision metric', op: () => metrics.recordDecision('allow', false, 4.1) },
+    {
+      name: 'decision metrics (verdict, 2 rules, 1 action)',
+      op: () => {
+        metrics.recordDecision('allow', false, 4.1);
+        metrics.recordRuleHits('active', 'r1', RULES);
+        metrics.recordActionAnswer('lock-out', 'queued');
+      },
+    },
     {
       name: 'signal answers (2, 5 timestamps)',
       op: () => {
