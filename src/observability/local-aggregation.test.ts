@@ -87,6 +87,25 @@ describe('a locally aggregated histogram', () => {
     await provider.shutdown();
   });
 
+  it('bounds its series as the SDK does: past 1,999 attribute sets, one overflow series', async () => {
+    const reader = new PrometheusExporter({ preventServerStart: true });
+    const provider = new MeterProvider({ readers: [reader] });
+    const sdk = provider.getMeter('riskgate').createCounter('hits', { description: 'd' });
+    const local = createLocalCounter({ name: 'hits', description: 'd' });
+    for (let i = 0; i < 2100; i++) {
+      sdk.add(1, { rule: `r${i}` });
+      local.series({ rule: `r${i}` }).add(1);
+    }
+    const expected = serializeMetrics((await reader.collect()).resourceMetrics);
+    const mine = serializeMetrics(
+      addLocalMetrics({ resource: { attributes: {} } as never, scopeMetrics: [] }, 'riskgate', [local]),
+    );
+    const lines = (text: string) => family(text, 'hits_total').sort();
+    expect(lines(mine)).toEqual(lines(expected));
+    expect(lines(mine)).toContain('hits_total{otel_metric_overflow="true"} 101');
+    await provider.shutdown();
+  });
+
   it('reaches riskgate’s metrics: decision and upstream call durations, and batch sizes', async () => {
     const metrics = createMetrics({ runtime: false });
     metrics.recordDecision('deny', false, 3);

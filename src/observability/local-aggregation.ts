@@ -75,6 +75,28 @@ class Series implements HistogramSeries {
   }
 }
 
+/**
+ * Series per instrument, as the SDK bounds them (its default aggregation cardinality limit, 2000):
+ * past 1,999 attribute sets, every new one records into one overflow series.
+ */
+const MAX_SERIES = 1999;
+const OVERFLOW: Attributes = { 'otel.metric.overflow': true };
+
+/** A new series in `all`, or once `all` is full, its overflow series (made on first need). */
+function bounded<S extends { attributes: Attributes }>(all: S[], make: () => S, overflow: () => S): S {
+  if (all.length < MAX_SERIES) {
+    const s = make();
+    all.push(s);
+    return s;
+  }
+  let over = all.find((s) => s.attributes === OVERFLOW);
+  if (over === undefined) {
+    over = overflow();
+    all.push(over);
+  }
+  return over;
+}
+
 function hrTimeOf(epochMs: number): HrTime {
   const seconds = Math.floor(epochMs / 1000);
   return [seconds, Math.round((epochMs - seconds * 1000) * 1_000_000)];
@@ -93,9 +115,11 @@ export function createLocalHistogram(options: LocalHistogramOptions): LocalHisto
   };
   return {
     series(attributes) {
-      const s = new Series(attributes, boundaries);
-      all.push(s);
-      return s;
+      return bounded(
+        all,
+        () => new Series(attributes, boundaries),
+        () => new Series(OVERFLOW, boundaries),
+      );
     },
     metricData(endTime) {
       const recorded = all.filter((s) => s.count > 0);
@@ -165,9 +189,11 @@ export function createLocalCounter(options: { name: string; description: string 
   };
   return {
     series(attributes) {
-      const t = new Total(attributes);
-      all.push(t);
-      return t;
+      return bounded(
+        all,
+        () => new Total(attributes),
+        () => new Total(OVERFLOW),
+      );
     },
     metricData(endTime) {
       const added = all.filter((t) => t.touched);
