@@ -123,8 +123,9 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
 
   const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
 
-  // The histograms recorded on every decision are aggregated here, not by the SDK (issue 32: it
-  // hashes the attributes of every record); `collect` hands them over as the SDK's own data.
+  // The histograms and counters recorded on every decision are aggregated here, not by the SDK
+  // (issue 32: it hashes the attributes of every record); `collect` hands them over as the SDK's
+  // own data (src/observability/local-aggregation.ts).
   const decisionDuration = createLocalHistogram({
     name: 'riskgate_decision_duration_seconds',
     description: 'Time to answer POST /decide, by verdict',
