@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import type { Cidr } from '../net/ip-cidr.ts';
@@ -47,21 +47,32 @@ export function operatorNameOf(c: Context): string {
  * bits of a hash of a 16+ character key say nothing usable about the key.
  */
 export function keyIdOf(key: string): string {
-  return `key-${createHash('sha256').update(key, 'utf8').digest('hex').slice(0, 12)}`;
+  return `key-${hash('sha256', key, 'hex').slice(0, 12)}`;
 }
 
-/** Identifies a presented key among `keys` in constant time: its id, or undefined. */
-export function createKeyring(keys: readonly string[]): (presented: string) => string | undefined {
-  const known = keys.map((k) => ({
-    digest: createHash('sha256').update(k, 'utf8').digest(),
-    id: keyIdOf(k),
-  }));
-  return (presented) => {
-    const digest = createHash('sha256').update(presented, 'utf8').digest();
+/**
+ * The SHA-256 of a presented key, what the keyrings compare. Computed once per request and handed
+ * to every ring (issue 32: one one-shot hash instead of a hash object per ring). Never cached: a
+ * presented key is not kept anywhere, not even as a map key.
+ */
+export function presentedDigest(presented: string): Buffer {
+  return hash('sha256', presented, 'buffer');
+}
+
+/** Identifies a presented key's digest (`presentedDigest`) among `keys` in constant time: its id, or undefined. */
+function createDigestKeyring(keys: readonly string[]): (digest: Buffer) => string | undefined {
+  const known = keys.map((k) => ({ digest: presentedDigest(k), id: keyIdOf(k) }));
+  return (digest) => {
     let match: string | undefined;
     for (const k of known) if (timingSafeEqual(k.digest, digest)) match = k.id;
     return match;
   };
+}
+
+/** Identifies a presented key among `keys` in constant time: its id, or undefined. */
+export function createKeyring(keys: readonly string[]): (presented: string) => string | undefined {
+  const identify = createDigestKeyring(keys);
+  return (presented) => identify(presentedDigest(presented));
 }
 
 /**
@@ -73,9 +84,15 @@ export function createKeyring(keys: readonly string[]): (presented: string) => s
 export function createOperatorKeyring(
   entries: readonly string[],
 ): (presented: string) => Operator | undefined {
+  const ofDigest = createOperatorDigestKeyring(entries);
+  return (presented) => ofDigest(presentedDigest(presented));
+}
+
+/** `createOperatorKeyring` over a presented key's digest (`presentedDigest`). */
+function createOperatorDigestKeyring(entries: readonly string[]): (digest: Buffer) => Operator | undefined {
   const { identify, byId } = operatorKeys(entries);
-  return (presented) => {
-    const keyId = identify(presented);
+  return (digest) => {
+    const keyId = identify(digest);
     return keyId === undefined ? undefined : byId.get(keyId);
   };
 }
@@ -85,7 +102,7 @@ function operatorKeys(entries: readonly string[]) {
   const parsed = parseOperatorKeyEntries(entries);
   if (typeof parsed === 'string')
     throw new RiskgateError(ErrorCode.INVALID_CONFIG, `RISKGATE_OPS_KEYS ${parsed}`);
-  const identify = createKeyring(parsed.map((k) => k.key));
+  const identify = createDigestKeyring(parsed.map((k) => k.key));
   const byId = new Map<string, Operator>();
   for (const k of parsed) {
     const keyId = keyIdOf(k.key);
@@ -166,15 +183,16 @@ export function keyAuth(
   keys: { caller?: readonly string[]; operator?: readonly string[] },
   trusted?: TrustedProxy,
 ): MiddlewareHandler {
-  const caller = createKeyring(keys.caller ?? []);
-  const operator = createOperatorKeyring(keys.operator ?? []);
+  const caller = createDigestKeyring(keys.caller ?? []);
+  const operator = createOperatorDigestKeyring(keys.operator ?? []);
   const which = keys.caller === undefined ? 'operator' : 'caller';
   return async (c, next) => {
     const header = c.req.header('authorization');
     const key = presentedKey(header);
     // Both rings are searched, so the time taken does not say which kind of key was sent.
-    const asCaller = key === undefined ? undefined : caller(key);
-    const asOperator = key === undefined ? undefined : operator(key);
+    const digest = key === undefined ? undefined : presentedDigest(key);
+    const asCaller = digest === undefined ? undefined : caller(digest);
+    const asOperator = digest === undefined ? undefined : operator(digest);
     if (asOperator !== undefined) {
       c.set('principal', { keyId: asOperator.keyId, role: 'operator', operator: asOperator });
     } else if (asCaller !== undefined) {
@@ -261,7 +279,7 @@ export interface OperatorResolver {
 export function createOperatorResolver(entries: readonly string[], trusted?: TrustedProxy): OperatorResolver {
   const { identify, byId } = operatorKeys(entries);
   const ofKey = (presented: string) => {
-    const keyId = identify(presented);
+    const keyId = identify(presentedDigest(presented));
     return keyId === undefined ? undefined : byId.get(keyId);
   };
   return {

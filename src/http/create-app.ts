@@ -100,13 +100,12 @@ export function createApp(deps: AppDeps): Hono {
     try {
       await next();
     } finally {
-      deps.metrics.requestFinished(c.res.status, problemCodeOf(c.res));
+      const status = c.res.status;
+      deps.metrics.requestFinished(status, problemCodeOf(c.res));
+      // Every refusal that may close is a 4xx or 5xx: an answered request reads no header here.
       if (
-        refusalClosesConnection(
-          c.res.status,
-          c.req.header('content-length'),
-          c.req.header('transfer-encoding'),
-        )
+        status >= 400 &&
+        refusalClosesConnection(status, c.req.header('content-length'), c.req.header('transfer-encoding'))
       ) {
         c.res.headers.set('connection', 'close');
       }

@@ -1,7 +1,14 @@
-import type { Attributes, Counter, Histogram } from '@opentelemetry/api';
+import type { Attributes, Counter } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { UpstreamName } from '../errors/riskgate-error.ts';
+import {
+  addLocalMetrics,
+  type CounterSeries,
+  createLocalCounter,
+  createLocalHistogram,
+  type HistogramSeries,
+} from './local-aggregation.ts';
 import { startRuntimeMetrics } from './runtime-metrics.ts';
 
 /**
@@ -114,40 +121,49 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const provider = new MeterProvider({ readers: [reader] });
   const meter = provider.getMeter('riskgate');
 
-  const histogram = (name: string, description: string, unit: string, buckets: number[]): Histogram =>
-    meter.createHistogram(name, { description, unit, advice: { explicitBucketBoundaries: buckets } });
   const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
 
-  const decisionDuration = histogram(
-    'riskgate_decision_duration_seconds',
-    'Time to answer POST /decide, by verdict',
-    's',
-    LATENCY_BUCKETS_S,
-  );
-  const decisions = counter('riskgate_decisions', 'Decisions answered, by verdict and degraded');
-  const upstreamDuration = histogram(
-    'riskgate_upstream_call_duration_seconds',
-    'Upstream call latency, by upstream and operation',
-    's',
-    LATENCY_BUCKETS_S,
-  );
+  // The histograms and counters recorded on every decision are aggregated here, not by the SDK
+  // (issue 32: it hashes the attributes of every record); `collect` hands them over as the SDK's
+  // own data (src/observability/local-aggregation.ts).
+  const decisionDuration = createLocalHistogram({
+    name: 'riskgate_decision_duration_seconds',
+    description: 'Time to answer POST /decide, by verdict',
+    unit: 's',
+    boundaries: LATENCY_BUCKETS_S,
+  });
+  const decisions = createLocalCounter({
+    name: 'riskgate_decisions',
+    description: 'Decisions answered, by verdict and degraded',
+  });
+  const upstreamDuration = createLocalHistogram({
+    name: 'riskgate_upstream_call_duration_seconds',
+    description: 'Upstream call latency, by upstream and operation',
+    unit: 's',
+    boundaries: LATENCY_BUCKETS_S,
+  });
   const upstreamErrors = counter(
     'riskgate_upstream_errors',
     'Failed upstream calls, by upstream, operation and code',
   );
-  const batchSize = histogram(
-    'riskgate_remote_access_tool_batch_size',
-    'Items per remote-access-tool batch call',
-    '',
-    BATCH_BUCKETS,
-  );
+  const batchSize = createLocalHistogram({
+    name: 'riskgate_remote_access_tool_batch_size',
+    description: 'Items per remote-access-tool batch call',
+    unit: '',
+    boundaries: BATCH_BUCKETS,
+  });
+  const batchSizes = batchSize.series({});
+
   const tokenRefreshes = counter('riskgate_token_refreshes', 'Token requests, by outcome');
   const policyReloads = counter('riskgate_policy_reloads', 'Policy reloads, by outcome');
   const actionOutcomes = counter('riskgate_action_outcomes', 'Queued action outcomes, by type and status');
-  const actionAnswers = counter(
-    'riskgate_action_answers',
-    'Actions as the answers reported them, by type and status (queued, deferred, failed, skipped, done)',
-  );
+  const actionAnswers = createLocalCounter({
+    name: 'riskgate_action_answers',
+    description:
+      'Actions as the answers reported them, by type and status (queued, deferred, failed, skipped, done)',
+  });
+  // Action types and statuses are riskgate's own names (a bounded set).
+  const actionAnswerSeries = new Map<string, CounterSeries>();
   const logEvents = counter('riskgate_log_events', 'Log API events read, by type');
   const logPollErrors = counter('riskgate_log_poll_errors', 'Log API windows that failed and are read again');
   const httpErrors = counter(
@@ -171,11 +187,11 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     'Decisions evaluated by the shadow policy too, by active and shadow verdict (agreement when equal)',
   );
   const shadowAttrs = new Map<string, Attributes>();
-  const ruleHits = counter(
-    'riskgate_rule_hits',
-    'Rules matched, by policy (active or shadow), revision and rule',
-  );
-  const ruleAttrs = new Map<string, Attributes>();
+  const ruleHits = createLocalCounter({
+    name: 'riskgate_rule_hits',
+    description: 'Rules matched, by policy (active or shadow), revision and rule',
+  });
+  const ruleSeries = new Map<string, CounterSeries>();
   const circuitTransitions = counter(
     'riskgate_circuit_transitions',
     'Circuit breaker state changes, by route (`<upstream> <operation>`) and new state',
@@ -190,12 +206,13 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
   const logEventAttrs = new Map<string, Attributes>();
   const OTHER_TYPE: Attributes = { type: 'other' };
 
-  // Attribute objects are reused: the hot path records without allocating them.
-  const verdictAttrs = new Map<string, Attributes>();
-  // Operations are riskgate's own names (a bounded set): one object per upstream and operation.
-  const upstreamAttrs = new Map<string, Attributes>();
-  const decisionAttrs = new Map<string, Attributes>();
-  const cached = (map: Map<string, Attributes>, key: string, make: () => Attributes): Attributes => {
+  // Attribute objects and series are reused: the hot path records without allocating them.
+  const verdictSeries = new Map<string, HistogramSeries>();
+  // Operations are riskgate's own names (a bounded set): one series per upstream and operation.
+  const upstreamSeries = new Map<string, HistogramSeries>();
+  const decisionSeries = new Map<string, CounterSeries>();
+  const localMetrics = [decisionDuration, decisions, upstreamDuration, batchSize, actionAnswers, ruleHits];
+  const cached = <T>(map: Map<string, T>, key: string, make: () => T): T => {
     let attrs = map.get(key);
     if (attrs === undefined) {
       attrs = make();
@@ -218,26 +235,24 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
       );
   logPollErrors.add(0);
 
+  const collect = async (): Promise<ResourceMetrics> =>
+    addLocalMetrics((await reader.collect()).resourceMetrics, 'riskgate', localMetrics);
+
   return {
     recordDecision(verdict, degraded, durationMs) {
-      decisionDuration.record(
-        durationMs / 1000,
-        cached(verdictAttrs, verdict, () => ({ verdict })),
-      );
-      decisions.add(
-        1,
-        cached(decisionAttrs, degraded ? `${verdict}:degraded` : verdict, () => ({ verdict, degraded })),
-      );
+      cached(verdictSeries, verdict, () => decisionDuration.series({ verdict })).record(durationMs / 1000);
+      cached(decisionSeries, degraded ? `${verdict}:degraded` : verdict, () =>
+        decisions.series({ verdict, degraded }),
+      ).add(1);
     },
     recordUpstreamCall(upstream, operation, durationMs, code) {
-      upstreamDuration.record(
-        durationMs / 1000,
-        cached(upstreamAttrs, `${upstream}:${operation}`, () => ({ upstream, operation })),
-      );
+      cached(upstreamSeries, `${upstream}:${operation}`, () =>
+        upstreamDuration.series({ upstream, operation }),
+      ).record(durationMs / 1000);
       if (code !== undefined) upstreamErrors.add(1, { upstream, operation, code });
     },
     recordRemoteAccessToolBatch(size) {
-      batchSize.record(size);
+      batchSizes.record(size);
     },
     recordTokenRefresh(outcome) {
       tokenRefreshes.add(1, { outcome });
@@ -249,7 +264,7 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
       actionOutcomes.add(1, { type, status });
     },
     recordActionAnswer(type, status) {
-      actionAnswers.add(1, { type, status });
+      cached(actionAnswerSeries, `${type}:${status}`, () => actionAnswers.series({ type, status })).add(1);
     },
     recordLogEvents(type, count) {
       let attrs = logEventAttrs.get(type);
@@ -272,10 +287,9 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
     },
     recordRuleHits(policy, revision, rules) {
       for (const r of rules) {
-        ruleHits.add(
-          1,
-          cached(ruleAttrs, `${policy}:${revision}:${r.id}`, () => ({ policy, revision, rule: r.id })),
-        );
+        cached(ruleSeries, `${policy}:${revision}:${r.id}`, () =>
+          ruleHits.series({ policy, revision, rule: r.id }),
+        ).add(1);
       }
     },
     recordShed(reason, answer) {
@@ -359,11 +373,9 @@ export function createMetrics(options: { runtime?: boolean } = {}): RiskgateMetr
         })
         .addCallback((r) => r.observe(read().refused ? 1 : 0));
     },
-    async collect() {
-      return (await reader.collect()).resourceMetrics;
-    },
+    collect,
     async render() {
-      return serializeMetrics((await reader.collect()).resourceMetrics);
+      return serializeMetrics(await collect());
     },
     shutdown: () => {
       runtime?.stop();

@@ -15,4 +15,10 @@ describe('refusalClosesConnection', () => {
     expect(refusalClosesConnection(401, undefined, undefined)).toBe(false);
     expect(refusalClosesConnection(200, '10', undefined)).toBe(false);
   });
+
+  it('never closes below 400 (the app skips reading the request headers for those answers)', () => {
+    for (let status = 100; status < 400; status++) {
+      expect(refusalClosesConnection(status, '10', 'chunked')).toBe(false);
+    }
+  });
 });

@@ -118,25 +118,41 @@ function checkStatus(field: string, v: unknown): void {
 const ID_CHARS = 'A-Z, a-z, 0-9 and -';
 const SDK_CHARS = 'A-Z, a-z, 0-9 and . - /';
 
+type Side = '' | 'subject' | 'baseline';
+
+/** The parameter names of one side (`unitId`, `subjectUnitId`, `baselineUnitId`...). */
+function sideNames(prefix: Side) {
+  const name = (n: string) => (prefix === '' ? n : `${prefix}${n[0]!.toUpperCase()}${n.slice(1)}`);
+  return {
+    unitId: name('unitId'),
+    verificationStatus: name('verificationStatus'),
+    interactionId: name('interactionId'),
+    sdkVersionId: name('sdkVersionId'),
+  };
+}
+
+// Built once (issue 32: a closure and four names built per side on every proximity lookup).
+const SIDE_NAMES = { '': sideNames(''), subject: sideNames('subject'), baseline: sideNames('baseline') };
+
 function checkSide(
-  prefix: '' | 'subject' | 'baseline',
+  prefix: Side,
   unitId: unknown,
   verificationStatus: unknown,
   interactionId: unknown,
   sdkVersionId: unknown,
 ): void {
-  const name = (n: string) => (prefix === '' ? n : `${prefix}${n[0]!.toUpperCase()}${n.slice(1)}`);
-  checkId(name('unitId'), unitId, UNIT_ID_PATTERN, MAX_UNIT_ID_LENGTH, ID_CHARS);
-  checkStatus(name('verificationStatus'), verificationStatus);
-  checkId(name('interactionId'), interactionId, INTERACTION_ID_PATTERN, MAX_INTERACTION_ID_LENGTH, ID_CHARS);
-  checkId(name('sdkVersionId'), sdkVersionId, SDK_VERSION_ID_PATTERN, MAX_SDK_VERSION_ID_LENGTH, SDK_CHARS);
+  const name = SIDE_NAMES[prefix];
+  checkId(name.unitId, unitId, UNIT_ID_PATTERN, MAX_UNIT_ID_LENGTH, ID_CHARS);
+  checkStatus(name.verificationStatus, verificationStatus);
+  checkId(name.interactionId, interactionId, INTERACTION_ID_PATTERN, MAX_INTERACTION_ID_LENGTH, ID_CHARS);
+  checkId(name.sdkVersionId, sdkVersionId, SDK_VERSION_ID_PATTERN, MAX_SDK_VERSION_ID_LENGTH, SDK_CHARS);
   const bad = findOrderingViolation({
     unitId: unitId as string | undefined,
     verificationStatus: verificationStatus as VerificationStatus | undefined,
     interactionId: interactionId as string | undefined,
   });
-  if (bad === 'verificationStatus') fail(name('verificationStatus'), `requires ${name('unitId')}`);
-  if (bad === 'interactionId') fail(name('interactionId'), `requires ${name('verificationStatus')}`);
+  if (bad === 'verificationStatus') fail(name.verificationStatus, `requires ${name.unitId}`);
+  if (bad === 'interactionId') fail(name.interactionId, `requires ${name.verificationStatus}`);
 }
 
 function boundToString(field: string, v: WindowBound): { text: string; ms: number } {

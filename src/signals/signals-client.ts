@@ -221,6 +221,59 @@ function ratKey(p: RemoteAccessToolParams): string {
   return `${p.accountId}\u0001${p.unitId}\u0001${p.verificationStatus}\u0001${p.interactionId}\u0001${p.sdkVersionId ?? ''}`;
 }
 
+/** The token source a call reads (`SignalsClientOptions.tokens`). */
+type Tokens = SignalsClientOptions['tokens'];
+
+// The call's `traceparent`, when tracing is on, is set by callUpstream (its client span's).
+function headersFor(token: string, json: boolean): Record<string, string> {
+  const h: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  if (json) h['content-type'] = 'application/json';
+  return h;
+}
+
+/**
+ * A call whose requests carry the current bearer token, refreshed once on a 401. A class, not an
+ * object of closures (issue 32: two closures made and named per call, on every signal lookup).
+ */
+class AuthedCall<T> implements CallSpec<T> {
+  readonly retry = true; // every Trust Signals call is a read (the batch POST included)
+  items?: number;
+  links?: readonly string[];
+
+  constructor(
+    private readonly tokens: Tokens,
+    readonly name: SignalsOperation,
+    private readonly method: 'GET' | 'POST',
+    private readonly path: string,
+    private readonly body: string | undefined,
+    readonly parse: (res: RawResponse) => T | UpstreamError,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  build(): AttemptRequest | Promise<AttemptRequest | UpstreamError> {
+    const { method, path, body } = this;
+    const json = body !== undefined;
+    const t = this.tokens.peekToken();
+    if (t !== undefined) return { method, path, headers: headersFor(t, json), body };
+    return this.tokens
+      .getToken(this.signal)
+      .then((r) => (r.ok ? { method, path, headers: headersFor(r.value, json), body } : r.error));
+  }
+
+  async onUnauthorized(req: AttemptRequest): Promise<boolean> {
+    this.tokens.invalidate(req.headers.authorization!.slice(7));
+    const r = await this.tokens.getToken(this.signal);
+    return r.ok;
+  }
+}
+
+/** A remote-access-tool batch call: its items, and the traces of the other decisions it serves. */
+function batchCall<T>(call: AuthedCall<T>, items: number, traceparents: readonly string[]): AuthedCall<T> {
+  call.items = items;
+  if (traceparents.length > 1) call.links = traceparents.slice(1);
+  return call;
+}
+
 /** Creates a Trust Signals client. Throws `RG_ERR_INVALID_CONFIG` on a bad `serviceId` or URL. */
 export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   if (!UUID_PATTERN.test(opts.serviceId)) {
@@ -247,50 +300,13 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     remoteAccessTool: `${signalsPath}remote-access-tool`,
   };
 
-  // The call's `traceparent`, when tracing is on, is set by callUpstream (its client span's).
-  function headersFor(token: string, json: boolean): Record<string, string> {
-    const h: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
-    if (json) h['content-type'] = 'application/json';
-    return h;
-  }
-
-  /** A spec whose requests carry the current bearer token, refreshed once on a 401. */
-  function authed<T>(
-    name: SignalsOperation,
-    method: 'GET' | 'POST',
-    path: string,
-    body: string | undefined,
-    parse: (res: RawResponse) => T | UpstreamError,
-    callOpts: CallOptions | undefined,
-  ): CallSpec<T> {
-    const signal = callOpts?.signal;
-    const json = body !== undefined;
-    return {
-      name,
-      retry: true, // every Trust Signals call is a read (the batch POST included)
-      parse,
-      build: (): AttemptRequest | Promise<AttemptRequest | UpstreamError> => {
-        const t = tokens.peekToken();
-        if (t !== undefined) return { method, path, headers: headersFor(t, json), body };
-        return tokens
-          .getToken(signal)
-          .then((r) => (r.ok ? { method, path, headers: headersFor(r.value, json), body } : r.error));
-      },
-      onUnauthorized: async (req) => {
-        tokens.invalidate(req.headers.authorization!.slice(7));
-        const r = await tokens.getToken(signal);
-        return r.ok;
-      },
-    };
-  }
-
   function get<T>(
     name: SignalsOperation,
     path: string,
     parse: (res: RawResponse) => T | UpstreamError,
     o?: CallOptions,
   ) {
-    return callUpstream(ctx, authed(name, 'GET', path, undefined, parse, o), o);
+    return callUpstream(ctx, new AuthedCall(tokens, name, 'GET', path, undefined, parse, o?.signal), o);
   }
 
   const batchTimeoutMs = opts.batch?.timeoutMs ?? ctx.defaultTimeoutMs;
@@ -335,8 +351,9 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
     (items, traceparents) =>
       callUpstream(
         ctx,
-        {
-          ...authed(
+        batchCall(
+          new AuthedCall(
+            tokens,
             BATCH_OPERATION,
             'POST',
             paths.remoteAccessTool,
@@ -344,9 +361,9 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
             parseBatch(items),
             undefined,
           ),
-          items: items.length,
-          ...(traceparents.length > 1 && { links: traceparents.slice(1) }),
-        },
+          items.length,
+          traceparents,
+        ),
         traceparents.length === 0
           ? { timeoutMs: batchTimeoutMs }
           : { timeoutMs: batchTimeoutMs, traceparent: traceparents[0]! },

@@ -143,3 +143,57 @@ describe('rfc3339Schema', () => {
     );
   });
 });
+
+describe('the timestamp scanner', () => {
+  // The shape as a regular expression: the scanner must accept exactly what it accepts.
+  const SHAPE =
+    /^(\d{4}-\d{2}-\d{2})([Tt ])(\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+\- ])(\d{2})(:?)(\d{2}))?$/;
+  const VALID = [
+    '2024-01-02T10:00:00Z',
+    '2024-02-29t23:59:59.123456789z',
+    '2024-01-02T11:30:00+01:30',
+    '2024-01-02 09:00:00-0100',
+    '2024-01-02T10:00:00.5 01:00',
+    '2024-12-31T23:59:59',
+  ];
+  const ALPHABET = '0123456789:-+ .TtZz٣x';
+
+  /** Deterministic mutations of the valid forms: a character replaced, inserted or removed. */
+  function* mutations(): Generator<string> {
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % n;
+    };
+    const mutate = (v: string) => {
+      const at = next(v.length + 1);
+      const ch = ALPHABET[next(ALPHABET.length)]!;
+      const how = next(3);
+      if (how === 0) return v.slice(0, at) + ch + v.slice(at + 1);
+      return how === 1 ? v.slice(0, at) + ch + v.slice(at) : v.slice(0, at) + v.slice(at + 1);
+    };
+    for (const v of VALID) {
+      yield v;
+      for (let k = 0; k < 3000; k++) yield k % 2 === 0 ? mutate(v) : mutate(mutate(v));
+    }
+  }
+
+  it('accepts the shape the regular expression describes, and nothing else, in every form', () => {
+    let accepted = 0;
+    for (const text of mutations()) {
+      const iso = parseIso8601Ns(text);
+      // The ISO 8601 form takes every shape; what it then refuses is a field out of range.
+      if (!SHAPE.test(text)) expect(iso, text).toBeUndefined();
+      if (iso !== undefined) accepted++;
+      const m = SHAPE.exec(text);
+      const rfc = m !== null && /[Tt]/.test(m[2]!) && (m[5] !== undefined || (m[8] === ':' && m[6] !== ' '));
+      if (!rfc) expect(parseRfc3339(text), text).toBeUndefined();
+      else if (iso !== undefined) {
+        // Milliseconds are the nanoseconds floored (the fraction truncated, before 1970 too).
+        const ms = iso / 1_000_000n - (iso % 1_000_000n < 0n ? 1n : 0n);
+        expect(BigInt(parseRfc3339(text)!), text).toBe(ms);
+      }
+    }
+    expect(accepted).toBeGreaterThan(100);
+  });
+});

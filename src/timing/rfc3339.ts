@@ -10,9 +10,6 @@ import { z } from 'zod';
  * unchanged. Leap seconds (`:60`) and offsets past 23:59 are refused too.
  */
 
-const TIMESTAMP =
-  /^(\d{4}-\d{2}-\d{2})([Tt ])(\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+\- ])(\d{2})(:?)(\d{2}))?$/;
-
 interface Instant {
   /** Epoch milliseconds of the whole second. */
   secondMs: number;
@@ -36,34 +33,127 @@ function epochDays(year: number, month: number, day: number): number {
   return era * 146_097 + doe - 719_468;
 }
 
+/** The value of the decimal digits `text[at, at + n)`, or -1 when one is not an ASCII digit. */
+function digits(text: string, at: number, n: number): number {
+  let v = 0;
+  for (let i = at; i < at + n; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+const DASH = 45;
+const COLON = 58;
+const DOT = 46;
+const PLUS = 43;
+const SPACE = 32;
+
+/** What `read` takes from a timestamp's text before checking its fields. */
+interface Fields {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+  /** `T` or `t` (true), or a space (false). */
+  t: boolean;
+  fraction: string;
+  zulu: boolean;
+  /** The offset's sign character code (`+`, `-` or a space), 0 when none. */
+  sign: number;
+  offsetHours: number;
+  offsetMinutes: number;
+  colon: boolean;
+}
+
+/**
+ * Splits `YYYY-MM-DD[Tt ]hh:mm:ss[.f{1,9}][Zz|[+- ]hh[:]mm]` into its fields, or undefined when
+ * the text does not have that shape (issue 32: a character scan instead of a regex match and its
+ * capture strings on every timestamp of every signal answer).
+ */
+function split(text: string): Fields | undefined {
+  const n = text.length;
+  if (n < 19) return undefined;
+  const sep = text.charCodeAt(10);
+  const t = sep === 84 || sep === 116; // T t
+  if (!t && sep !== SPACE) return undefined;
+  if (text.charCodeAt(4) !== DASH || text.charCodeAt(7) !== DASH) return undefined;
+  if (text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON) return undefined;
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2);
+  const minute = digits(text, 14, 2);
+  const second = digits(text, 17, 2);
+  if (year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0) return undefined;
+  let i = 19;
+  let fraction = '';
+  if (i < n && text.charCodeAt(i) === DOT) {
+    const from = ++i;
+    while (i < n && i - from < 10 && digits(text, i, 1) >= 0) i++;
+    if (i === from || i - from > 9) return undefined;
+    fraction = text.slice(from, i);
+  }
+  let zulu = false;
+  let sign = 0;
+  let offsetHours = 0;
+  let offsetMinutes = 0;
+  let colon = false;
+  if (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 90 || c === 122) {
+      // Z z
+      if (i + 1 !== n) return undefined;
+      zulu = true;
+    } else {
+      if (c !== PLUS && c !== DASH && c !== SPACE) return undefined;
+      colon = text.charCodeAt(i + 3) === COLON;
+      if (n !== i + (colon ? 6 : 5)) return undefined;
+      offsetHours = digits(text, i + 1, 2);
+      offsetMinutes = digits(text, i + (colon ? 4 : 3), 2);
+      if (offsetHours < 0 || offsetMinutes < 0) return undefined;
+      sign = c;
+    }
+  }
+  return {
+    year,
+    month,
+    day,
+    hour,
+    minute,
+    second,
+    t,
+    fraction,
+    zulu,
+    sign,
+    offsetHours,
+    offsetMinutes,
+    colon,
+  };
+}
+
 function read(text: string, form: 'rfc3339' | 'rfc3339-utc' | 'iso8601'): Instant | undefined {
   if (typeof text !== 'string') return undefined;
-  const m = TIMESTAMP.exec(text);
-  if (!m) return undefined;
-  const [, date, separator, time, fraction = '', zulu, sign, hh, colon, mm] = m;
+  const m = split(text);
+  if (m === undefined) return undefined;
+  const { year, month, day, hour, minute, second, fraction, zulu, sign } = m;
   if (form !== 'iso8601') {
-    if (separator === ' ' || (zulu === undefined && (form === 'rfc3339-utc' || sign === undefined)))
-      return undefined;
-    if (sign === ' ' || (sign !== undefined && colon !== ':')) return undefined;
+    if (!m.t || (!zulu && (form === 'rfc3339-utc' || sign === 0))) return undefined;
+    if (sign === SPACE || (sign !== 0 && !m.colon)) return undefined;
   }
   // Field by field (issue 32: building a Date and reading it back was most of this on /decide,
   // which checks every timestamp of every signal answer). A field out of range is refused, as
   // `Date.parse` would roll it over: no 30 February, no 24:00, no leap second.
-  const year = Number(date!.slice(0, 4));
-  const month = Number(date!.slice(5, 7));
-  const day = Number(date!.slice(8, 10));
-  const hour = Number(time!.slice(0, 2));
-  const minute = Number(time!.slice(3, 5));
-  const second = Number(time!.slice(6, 8));
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
   if (hour > 23 || minute > 59 || second > 59) return undefined;
   const ms = ((epochDays(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000;
   let offsetMinutes = 0;
-  if (sign !== undefined) {
-    const hours = Number(hh);
-    const minutes = Number(mm);
-    if (hours > 23 || minutes > 59) return undefined;
-    offsetMinutes = (sign === '-' ? -1 : 1) * (hours * 60 + minutes);
+  if (sign !== 0) {
+    if (m.offsetHours > 23 || m.offsetMinutes > 59) return undefined;
+    offsetMinutes = (sign === DASH ? -1 : 1) * (m.offsetHours * 60 + m.offsetMinutes);
   }
   return { secondMs: ms - offsetMinutes * 60_000, fraction };
 }

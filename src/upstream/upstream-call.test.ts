@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import { getEventListeners, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from 'undici';
@@ -208,6 +208,25 @@ describe('callUpstream over real HTTP', () => {
     const rs = await p;
     expect(performance.now() - t0).toBeLessThan(1000);
     for (const r of rs) expect(r.ok ? undefined : r.error.code).toBe(ErrorCode.DEADLINE_EXCEEDED);
+  });
+
+  it('calls sharing a decision signal add one abort listener; one answered before the abort keeps its answer', async () => {
+    handler = (req, res) => {
+      if (req.url === '/answered') res.end('{"ok":true}');
+    };
+    const ac = new AbortController();
+    const hanging = [1, 2, 3].map(() => callUpstream(ctx(), spec(), { signal: ac.signal, timeoutMs: 5000 }));
+    const answered = await callUpstream(
+      ctx(),
+      spec({ build: () => ({ method: 'GET', path: '/answered', headers: {} }) }),
+      { signal: ac.signal, timeoutMs: 5000 },
+    );
+    expect(answered.ok).toBe(true);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(1);
+    ac.abort();
+    for (const r of await Promise.all(hanging))
+      expect(r.ok ? undefined : r.error.code).toBe(ErrorCode.DEADLINE_EXCEEDED);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
   });
 
   it('an already aborted signal makes no request', async () => {

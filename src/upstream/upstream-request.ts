@@ -7,7 +7,7 @@ import { deadlineError, malformedError, timeoutError, transportError } from './u
 /**
  * One HTTP attempt over an undici dispatcher, with the call's own timer and the decision's shared
  * signal. Uses the low-level `dispatch` handler API rather than `request()`: no Readable stream per
- * response, no per-request AbortSignal; a timer we clear and one listener on the shared signal.
+ * response, no per-request AbortSignal; a timer we clear and one listener per shared signal.
  */
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -90,11 +90,11 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.resolve = resolve;
     this.dueAt = performance.now() + settings.timeoutMs;
     this.timer = setTimeout(onAttemptTimeout, settings.timeoutMs, this);
-    settings.signal?.addEventListener('abort', this, { once: true });
+    if (settings.signal !== undefined) watch(settings.signal, this);
   }
 
-  /** The decision signal aborted (EventTarget listener object: no closure per attempt). */
-  handleEvent(): void {
+  /** The decision signal aborted. */
+  deadlineReached(): void {
     this.fail(deadlineError(this.settings.upstream, this.settings.operation), true);
   }
 
@@ -225,9 +225,36 @@ class Attempt implements Dispatcher.DispatchHandler {
   private finish(outcome: RawResponse | UpstreamError): void {
     this.settled = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    this.settings.signal?.removeEventListener('abort', this);
+    if (this.settings.signal !== undefined) waiting.get(this.settings.signal)?.delete(this);
     this.resolve(outcome);
   }
+}
+
+/**
+ * The attempts in flight on each decision signal. A signal gets one abort listener, added by its
+ * first attempt, that ends every attempt still waiting; an attempt then joins and leaves a set
+ * (issue 32: an EventTarget listener added and removed per attempt, with its option parsing and
+ * listener objects, cost more than the rest of the attempt's bookkeeping). Weak: a decision's
+ * signal and its set go together once the decision is over.
+ */
+const waiting = new WeakMap<AbortSignal, Set<Attempt>>();
+
+function watch(signal: AbortSignal, attempt: Attempt): void {
+  let attempts = waiting.get(signal);
+  if (attempts === undefined) {
+    const set = new Set<Attempt>();
+    attempts = set;
+    waiting.set(signal, set);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const a of [...set]) a.deadlineReached();
+        set.clear();
+      },
+      { once: true },
+    );
+  }
+  attempts.add(attempt);
 }
 
 function onAttemptTimeout(attempt: Attempt): void {
