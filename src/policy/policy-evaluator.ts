@@ -224,6 +224,29 @@ function reasonOf(input: PolicyInput, u: UnavailableSetting): string {
   return u.row.reason(input) ?? MISSING;
 }
 
+/** Distinct reasons an input's skip texts are kept for (they come from a small fixed set). */
+const MAX_SKIP_TEXTS = 32;
+const skipTexts = new WeakMap<UnavailableSetting, Map<string, string>>();
+
+/**
+ * `<input> unavailable (<reason>)`, one string per input and reason: every rule an unavailable
+ * input skips names it, on every decision where it is unavailable (an iOS login skips the Android
+ * rules), so the text is built once, not per rule per decision (issue 32).
+ */
+function skipText(u: UnavailableSetting, reason: string): string {
+  let texts = skipTexts.get(u);
+  if (texts === undefined) {
+    texts = new Map();
+    skipTexts.set(u, texts);
+  }
+  let text = texts.get(reason);
+  if (text === undefined) {
+    text = `${u.signal} unavailable (${reason})`;
+    if (texts.size < MAX_SKIP_TEXTS) texts.set(reason, text);
+  }
+  return text;
+}
+
 /** Why a rule's expression gave no answer: its error, and whether that was the spent budget. */
 interface RuleError {
   error: string;
@@ -696,8 +719,8 @@ export class PolicyEvaluator implements CompiledPolicy {
     let out = '';
     for (const u of this.#p.unavailableSettings) {
       if ((mask & u.bit) === 0) continue;
-      const reason = reasonOf(input, u);
-      out += `${out ? ', ' : ''}${u.signal} unavailable (${reason})`;
+      const text = skipText(u, reasonOf(input, u));
+      out = out === '' ? text : `${out}, ${text}`;
     }
     return out;
   }
