@@ -104,6 +104,8 @@ export interface UnavailableSetting {
   row: InputRow<unknown, string>;
   bit: number;
   onUnavailable: OnUnavailable;
+  /** `treatmentText(onUnavailable)`, built once at compile time (every decision it is unavailable says it). */
+  treatment: string;
 }
 
 export interface CompiledOutageRule {
@@ -204,7 +206,8 @@ function append<T>(list: T[] | undefined, value: T): T[] {
   return list;
 }
 
-function treatmentText(o: OnUnavailable): string {
+/** `ignore`, `score:40`, `verdict:deny`: how an unavailable input is treated, as explanations say it. */
+export function treatmentText(o: OnUnavailable): string {
   if (o === 'ignore') return 'ignore';
   return 'score' in o ? `score:${o.score}` : `verdict:${o.verdict}`;
 }
@@ -484,7 +487,7 @@ export class PolicyEvaluator implements CompiledPolicy {
         if ('score' in o) unavailableScore += o.score;
         else if (RANK[o.verdict] > unavailableRank) unavailableRank = RANK[o.verdict];
       }
-      t.unavailable.push({ signal: u.signal, reason, treatment: treatmentText(o) });
+      t.unavailable.push({ signal: u.signal, reason, treatment: u.treatment });
     }
     const rule = p.outage === undefined ? undefined : matchOutageRule(p.outage, outageMask, outageCount);
     if (rule !== undefined) {
