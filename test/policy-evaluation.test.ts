@@ -236,6 +236,30 @@ rules:
     ]);
   });
 
+  it('names every unavailable input a skipped rule reads, with the reason of each decision', () => {
+    const both = compile(`${THRESHOLDS}signals:
+  newBrowser: { onUnavailable: { score: 1 } }
+  geovelocity: { onUnavailable: { score: 1 } }
+rules:
+  - { id: both, description: b, when: '!signals.newBrowser.known && signals.geovelocity.anomaly', score: 40 }
+  - { id: nb, description: n, when: '!signals.newBrowser.known', score: 40 }
+`);
+    const skipped = (signals: PolicyInput['signals']) => both.evaluate(input({ signals })).skippedRules;
+    expect(skipped({ newBrowser: down('timeout'), geovelocity: down('deadline') })).toEqual([
+      { id: 'both', reason: 'newBrowser unavailable (timeout), geovelocity unavailable (deadline)' },
+      { id: 'nb', reason: 'newBrowser unavailable (timeout)' },
+    ]);
+    // The next decision's reasons are its own, not the texts of the one before.
+    expect(skipped({ newBrowser: down('circuit_open'), geovelocity: down('timeout') })).toEqual([
+      { id: 'both', reason: 'newBrowser unavailable (circuit_open), geovelocity unavailable (timeout)' },
+      { id: 'nb', reason: 'newBrowser unavailable (circuit_open)' },
+    ]);
+    expect(skipped({ newBrowser: down('timeout'), geovelocity: down('timeout') })?.[0]).toEqual({
+      id: 'both',
+      reason: 'newBrowser unavailable (timeout), geovelocity unavailable (timeout)',
+    });
+  });
+
   it('evaluates a rule that reads `.available` of the signal even when it is unavailable', () => {
     const d = p.evaluate(
       input({

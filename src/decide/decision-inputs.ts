@@ -43,6 +43,33 @@ function decisionRows(
 }
 
 /**
+ * A row to fetch, as `gather` takes it. A class, not an object literal with a `fetch` closure: one
+ * is made per row of every decision, and tsx's `keepNames` wraps each such closure in a
+ * `defineProperty` call (issue 32).
+ */
+class RowSource implements InputSource {
+  readonly name: string;
+  readonly timeoutMs: number;
+  readonly #row: InputRow<unknown, string>;
+  readonly #ctx: InputContext;
+
+  constructor(row: InputRow<unknown, string>, ctx: InputContext) {
+    this.name = row.callName;
+    this.timeoutMs = row.timeoutMs(ctx);
+    this.#row = row;
+    this.#ctx = ctx;
+  }
+
+  fetch(call: Parameters<InputSource['fetch']>[0]) {
+    const ctx = this.#ctx;
+    return this.#row.fetch(
+      ctx,
+      ctx.traceparent === undefined ? call : { ...call, traceparent: ctx.traceparent },
+    );
+  }
+}
+
+/**
  * Fetches every input the decision needs, all at once under the deadline (`gather`); an input that
  * cannot be fetched for this login is unavailable at once, with its reason, and costs no call.
  */
@@ -62,12 +89,7 @@ export async function gatherInputs(
       continue;
     }
     fetched.push(r);
-    sources.push({
-      name: r.callName,
-      timeoutMs: r.timeoutMs(ctx),
-      fetch: (call) =>
-        r.fetch(ctx, ctx.traceparent === undefined ? call : { ...call, traceparent: ctx.traceparent }),
-    });
+    sources.push(new RowSource(r, ctx));
   }
   const { outcomes, calls } = await gather(sources, options);
   for (let i = 0; i < fetched.length; i++) fetched[i]!.land(draft, outcomes[i]!);

@@ -57,7 +57,11 @@ export interface ShadowOutcome {
   shadowOnlyInputs?: string[];
 }
 
-/** The decision line of `run`, answered with `response` after `totalMs`. */
+/**
+ * The decision line of `run`, answered with `response` after `totalMs`. Built field by field in the
+ * line's order, optional members assigned only when present (no spread of a temporary object per
+ * member): one is built for every decision (issue 32).
+ */
 export function decisionLine(
   run: DecisionRun,
   response: DecideResponse,
@@ -65,33 +69,37 @@ export function decisionLine(
   shadow?: ShadowOutcome,
 ): DecisionLine {
   const { policy: _p, actions: _a, ...outcome } = run.decision;
-  return {
+  const input = run.input;
+  const inputs: DecisionLine['inputs'] = {
+    // With a shadow policy, what only it read too (so a replay of the candidate has it).
+    signals: run.shadow === undefined ? input.signals : run.shadow.input.signals,
+    user: input.user,
+    devices: input.devices,
+    adminUnavailable: input.adminUnavailable,
+  };
+  if (input.velocity !== undefined) inputs.velocity = input.velocity;
+  if (input.history !== undefined) inputs.history = input.history;
+  if (input.featuresUnavailable !== undefined) inputs.featuresUnavailable = input.featuresUnavailable;
+  if (input.extra !== undefined) inputs.extra = input.extra;
+  const line: Omit<DecisionLine, 'timings'> & Partial<Pick<DecisionLine, 'timings'>> = {
     kind: 'decision',
     schemaVersion: DECISION_LOG_SCHEMA_VERSION,
     decisionId: run.decisionId,
     at: run.receivedAt.toISOString(),
     request: run.request,
     policy: run.decision.policy,
-    inputs: {
-      // With a shadow policy, what only it read too (so a replay of the candidate has it).
-      signals: run.shadow === undefined ? run.input.signals : run.shadow.input.signals,
-      user: run.input.user,
-      devices: run.input.devices,
-      adminUnavailable: run.input.adminUnavailable,
-      ...(run.input.velocity !== undefined && { velocity: run.input.velocity }),
-      ...(run.input.history !== undefined && { history: run.input.history }),
-      ...(run.input.featuresUnavailable !== undefined && {
-        featuresUnavailable: run.input.featuresUnavailable,
-      }),
-      ...(run.input.extra !== undefined && { extra: run.input.extra }),
-    },
+    inputs,
     outcome,
-    actions: response.actions.map(({ oneTimeCode, ...rest }) =>
-      oneTimeCode === undefined ? rest : { ...rest, oneTimeCode: '[redacted]' },
-    ),
+    actions: response.actions.map(lineAction),
     degraded: response.degraded,
-    ...(shadow !== undefined && { shadow }),
-    ...(run.staged !== undefined && { staged: run.staged }),
-    timings: { totalMs, evaluationMs: run.evaluationMs, calls: run.calls },
   };
+  if (shadow !== undefined) line.shadow = shadow;
+  if (run.staged !== undefined) line.staged = run.staged;
+  line.timings = { totalMs, evaluationMs: run.evaluationMs, calls: run.calls };
+  return line as DecisionLine;
+}
+
+/** An answered action as the log keeps it: a one-time code is a secret, only its issue is kept. */
+function lineAction({ oneTimeCode, ...rest }: DecideResponse['actions'][number]) {
+  return oneTimeCode === undefined ? rest : { ...rest, oneTimeCode: '[redacted]' };
 }

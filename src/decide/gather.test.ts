@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
@@ -225,6 +226,26 @@ describe('gather', () => {
     await vi.advanceTimersByTimeAsync(5);
     expect(state.done).toBe(true);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("leaves no listener on the caller's signal once every source answered, or the deadline passed", async () => {
+    const caller = new AbortController();
+    const answered = tracked(
+      gather([source('a', 100, { afterMs: 5, result: ok('A', 5) })], {
+        deadlineAtMs: performance.now() + 300,
+        signal: caller.signal,
+      }),
+    );
+    const cut = tracked(
+      gather([source('b', 400, 'hang')], { deadlineAtMs: performance.now() + 50, signal: caller.signal }),
+    );
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(answered.done).toBe(true);
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(cut.value?.outcomes).toEqual([{ status: 'unavailable', reason: 'deadline' }]);
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 
   it('answers at once with nothing to gather', async () => {

@@ -67,111 +67,152 @@ const NOTHING: Gathered = { outcomes: [], calls: [] };
  */
 export function gather(sources: readonly InputSource[], options: GatherOptions): Promise<Gathered> {
   if (sources.length === 0) return Promise.resolve(NOTHING);
-  const clock = options.clock ?? systemClock;
-  const startedAt = clock.monotonicMs();
-  const budgetMs = Math.max(0, options.deadlineAtMs - startedAt);
-  const nowMs = clock.nowMs();
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const callerGone = options.signal;
-  // The caller hung up: nobody will read the answer, so the fan-out stops now (as at the deadline).
-  if (callerGone?.aborted) controller.abort();
-  else callerGone?.addEventListener('abort', () => controller.abort(), { once: true, signal });
+  return new Fanout(sources, options).finished;
+}
 
-  const outcomes: (InputOutcome | undefined)[] = new Array(sources.length).fill(undefined);
-  const timers: ClockTimer[] = [];
-  const calls: CallTiming[] = [];
-  let pending = sources.length;
-  let closed = false;
-  let deadline: ClockTimer | undefined;
-  let done!: (gathered: Gathered) => void;
-  const finished = new Promise<Gathered>((resolve) => {
-    done = resolve;
-  });
-  const close = () => {
-    closed = true;
-    clock.clearTimeout(deadline);
-    for (const timer of timers) clock.clearTimeout(timer);
-    done({ outcomes: outcomes as InputOutcome[], calls });
-  };
-  const end = (i: number, outcome: InputOutcome, durationMs: number) => {
-    if (closed || outcomes[i] !== undefined) return; // late: the timeout or the deadline came first
-    outcomes[i] = outcome;
-    calls.push({
-      name: sources[i]!.name,
+/**
+ * One `gather`'s state. A class rather than closures over locals: the decision path runs under
+ * tsx, whose `keepNames` wraps every named function expression (`const end = () => ...`) in a
+ * `defineProperty` call each time it is created, and this runs once per decision (issue 32).
+ */
+class Fanout {
+  readonly finished: Promise<Gathered>;
+  readonly #sources: readonly InputSource[];
+  readonly #options: GatherOptions;
+  readonly #clock: Clock;
+  readonly #startedAt: number;
+  readonly #controller = new AbortController();
+  readonly #outcomes: (InputOutcome | undefined)[];
+  readonly #calls: CallTiming[] = [];
+  #timers: ClockTimer[] | undefined;
+  #pending: number;
+  #closed = false;
+  #deadline: ClockTimer | undefined;
+  #done!: (gathered: Gathered) => void;
+  /** Aborts the fan-out when the caller hangs up; removed once it is over. */
+  #onCallerGone: (() => void) | undefined;
+
+  constructor(sources: readonly InputSource[], options: GatherOptions) {
+    this.#sources = sources;
+    this.#options = options;
+    const clock = options.clock ?? systemClock;
+    this.#clock = clock;
+    const startedAt = clock.monotonicMs();
+    this.#startedAt = startedAt;
+    const budgetMs = Math.max(0, options.deadlineAtMs - startedAt);
+    const nowMs = clock.nowMs();
+    this.#outcomes = new Array(sources.length).fill(undefined);
+    this.#pending = sources.length;
+    this.finished = new Promise<Gathered>((resolve) => {
+      this.#done = resolve;
+    });
+    const signal = this.#controller.signal;
+    const callerGone = options.signal;
+    // The caller hung up: nobody will read the answer, so the fan-out stops now (as at the deadline).
+    if (callerGone?.aborted) this.#controller.abort();
+    else if (callerGone !== undefined) {
+      this.#onCallerGone = () => this.#controller.abort();
+      callerGone.addEventListener('abort', this.#onCallerGone, { once: true });
+    }
+
+    // Nothing left of the deadline (the request waited it out before its handler, as under
+    // overload): no call is sent only to be aborted on the next turn, adding vendor load right then.
+    if (budgetMs <= 0 || signal.aborted) {
+      for (let i = 0; i < sources.length; i++) this.#end(i, { status: 'unavailable', reason: 'deadline' }, 0);
+      return;
+    }
+    let byTimeout: Map<number, number[]> | undefined;
+    for (let i = 0; i < sources.length; i++) {
+      const source = sources[i]!;
+      const call = {
+        signal,
+        deadlineAt: Math.min(nowMs + budgetMs, nowMs + source.timeoutMs),
+        timeoutMs: source.timeoutMs,
+      };
+      let started: Promise<UpstreamResult<unknown>>;
+      try {
+        started = source.fetch(call);
+      } catch {
+        started = Promise.reject(new Error('the client threw'));
+      }
+      started.then(
+        (r) => this.#result(i, r),
+        () => this.#end(i, { status: 'unavailable', reason: ErrorCode.INTERNAL }, this.#sinceStartMs()),
+      );
+      if (source.timeoutMs < budgetMs) {
+        byTimeout ??= new Map();
+        const same = byTimeout.get(source.timeoutMs);
+        if (same === undefined) byTimeout.set(source.timeoutMs, [i]);
+        else same.push(i);
+      }
+    }
+    // One timer per distinct own timeout (a policy's signals mostly share one), not one per source.
+    if (byTimeout !== undefined) {
+      this.#timers = [];
+      for (const [timeoutMs, indices] of byTimeout) {
+        this.#timers.push(
+          clock.setTimeout(() => {
+            const atMs = this.#sinceStartMs();
+            for (const i of indices) this.#end(i, { status: 'unavailable', reason: 'timeout' }, atMs);
+          }, timeoutMs),
+        );
+      }
+    }
+    this.#deadline = clock.setTimeout(() => this.#onDeadline(), budgetMs);
+  }
+
+  #sinceStartMs(): number {
+    return this.#clock.monotonicMs() - this.#startedAt;
+  }
+
+  #result(i: number, r: UpstreamResult<unknown>): void {
+    this.#end(
+      i,
+      r.ok ? { status: 'ok', value: r.value } : { status: 'unavailable', reason: unavailableReason(r.error) },
+      r.durationMs,
+    );
+  }
+
+  #end(i: number, outcome: InputOutcome, durationMs: number): void {
+    if (this.#closed || this.#outcomes[i] !== undefined) return; // late: the timeout or the deadline came first
+    this.#outcomes[i] = outcome;
+    this.#calls.push({
+      name: this.#sources[i]!.name,
       durationMs,
       outcome: outcome.status === 'ok' ? 'ok' : outcome.reason,
     });
-    if (--pending === 0) close();
-  };
+    if (--this.#pending === 0) this.#close();
+  }
 
-  // Nothing left of the deadline (the request waited it out before its handler, as under
-  // overload): no call is sent only to be aborted on the next turn, adding vendor load right then.
-  if (budgetMs <= 0 || signal.aborted) {
-    sources.forEach((_source, i) => {
-      end(i, { status: 'unavailable', reason: 'deadline' }, 0);
-    });
-    return finished;
+  #close(): void {
+    this.#closed = true;
+    const clock = this.#clock;
+    clock.clearTimeout(this.#deadline);
+    if (this.#timers !== undefined) for (const timer of this.#timers) clock.clearTimeout(timer);
+    if (this.#onCallerGone !== undefined)
+      this.#options.signal?.removeEventListener('abort', this.#onCallerGone);
+    this.#done({ outcomes: this.#outcomes as InputOutcome[], calls: this.#calls });
   }
-  const byTimeout = new Map<number, number[]>();
-  sources.forEach((source, i) => {
-    const onResult = (r: UpstreamResult<unknown>) =>
-      end(
-        i,
-        r.ok
-          ? { status: 'ok', value: r.value }
-          : { status: 'unavailable', reason: unavailableReason(r.error) },
-        r.durationMs,
-      );
-    const onRejected = () =>
-      end(i, { status: 'unavailable', reason: ErrorCode.INTERNAL }, clock.monotonicMs() - startedAt);
-    const call = {
-      signal,
-      deadlineAt: Math.min(nowMs + budgetMs, nowMs + source.timeoutMs),
-      timeoutMs: source.timeoutMs,
-    };
-    let started: Promise<UpstreamResult<unknown>>;
-    try {
-      started = source.fetch(call);
-    } catch {
-      started = Promise.reject(new Error('the client threw'));
-    }
-    started.then(onResult, onRejected);
-    if (source.timeoutMs < budgetMs) {
-      const same = byTimeout.get(source.timeoutMs);
-      if (same === undefined) byTimeout.set(source.timeoutMs, [i]);
-      else same.push(i);
-    }
-  });
-  // One timer per distinct own timeout (a policy's signals mostly share one), not one per source.
-  for (const [timeoutMs, indices] of byTimeout) {
-    timers.push(
-      clock.setTimeout(() => {
-        const atMs = clock.monotonicMs() - startedAt;
-        for (const i of indices) end(i, { status: 'unavailable', reason: 'timeout' }, atMs);
-      }, timeoutMs),
-    );
-  }
-  const onDeadline = () => {
-    if (closed) return;
+
+  #onDeadline(): void {
+    if (this.#closed) return;
     // A timer runs on the event loop's time, read at the start of its turn: after a long turn it
     // fires early by that turn's length (14 ms seen on a starved machine). The deadline is never
     // cut short: what is left of it is waited for again.
-    const leftMs = options.deadlineAtMs - clock.monotonicMs();
+    const leftMs = this.#options.deadlineAtMs - this.#clock.monotonicMs();
     if (leftMs >= 1) {
-      deadline = clock.setTimeout(onDeadline, leftMs);
+      this.#deadline = this.#clock.setTimeout(() => this.#onDeadline(), leftMs);
       return;
     }
-    closed = true;
-    controller.abort();
-    const atMs = clock.monotonicMs() - startedAt;
-    sources.forEach((source, i) => {
-      if (outcomes[i] !== undefined) return;
-      outcomes[i] = { status: 'unavailable', reason: 'deadline' };
-      calls.push({ name: source.name, durationMs: atMs, outcome: 'deadline' });
-    });
-    close();
-  };
-  deadline = clock.setTimeout(onDeadline, budgetMs);
-  return finished;
+    this.#closed = true;
+    this.#controller.abort();
+    const atMs = this.#sinceStartMs();
+    const sources = this.#sources;
+    for (let i = 0; i < sources.length; i++) {
+      if (this.#outcomes[i] !== undefined) continue;
+      this.#outcomes[i] = { status: 'unavailable', reason: 'deadline' };
+      this.#calls.push({ name: sources[i]!.name, durationMs: atMs, outcome: 'deadline' });
+    }
+    this.#close();
+  }
 }

@@ -280,7 +280,7 @@ function cache<V extends { bytes: number }>(
     lru.delete(key);
     entry.bytes = bytes;
   }
-  lru.set(key, entry, { size: bytes, ...(ttl !== undefined && { ttl }) });
+  lru.set(key, entry, ttl === undefined ? { size: bytes } : { size: bytes, ttl });
 }
 
 function trimDistinct(entry: DistinctEntry, oldestMs: number): void {

@@ -30,6 +30,7 @@ import {
   type CompiledOverride,
   type CompiledRule,
   PolicyEvaluator,
+  treatmentText,
   type UnavailableSetting,
   VERDICT_RANK,
 } from './policy-evaluator.ts';
@@ -439,11 +440,13 @@ export function compilePolicy(file: string, text: string, options: CompileOption
   const unavailableSettings: UnavailableSetting[] = [];
   table.forEach((row, i) => {
     if (!reads.has(row.name)) return;
+    const onUnavailable = ownOnUnavailable(p, row.name) ?? defaultOnUnavailable;
     unavailableSettings.push({
       signal: row.name as UnavailableSetting['signal'],
       bit: 1 << i,
       row,
-      onUnavailable: ownOnUnavailable(p, row.name) ?? defaultOnUnavailable,
+      onUnavailable,
+      treatment: treatmentText(onUnavailable),
     });
   });
 

@@ -104,6 +104,8 @@ export interface UnavailableSetting {
   row: InputRow<unknown, string>;
   bit: number;
   onUnavailable: OnUnavailable;
+  /** `treatmentText(onUnavailable)`, built once at compile time (every decision it is unavailable says it). */
+  treatment: string;
 }
 
 export interface CompiledOutageRule {
@@ -204,7 +206,8 @@ function append<T>(list: T[] | undefined, value: T): T[] {
   return list;
 }
 
-function treatmentText(o: OnUnavailable): string {
+/** `ignore`, `score:40`, `verdict:deny`: how an unavailable input is treated, as explanations say it. */
+export function treatmentText(o: OnUnavailable): string {
   if (o === 'ignore') return 'ignore';
   return 'score' in o ? `score:${o.score}` : `verdict:${o.verdict}`;
 }
@@ -222,6 +225,29 @@ function errorSummary(e: unknown): string {
 /** Why an input the policy reads is unavailable (its row knows where its reason is kept). */
 function reasonOf(input: PolicyInput, u: UnavailableSetting): string {
   return u.row.reason(input) ?? MISSING;
+}
+
+/** Distinct reasons an input's skip texts are kept for (they come from a small fixed set). */
+const MAX_SKIP_TEXTS = 32;
+const skipTexts = new WeakMap<UnavailableSetting, Map<string, string>>();
+
+/**
+ * `<input> unavailable (<reason>)`, one string per input and reason: every rule an unavailable
+ * input skips names it, on every decision where it is unavailable (an iOS login skips the Android
+ * rules), so the text is built once, not per rule per decision (issue 32).
+ */
+function skipText(u: UnavailableSetting, reason: string): string {
+  let texts = skipTexts.get(u);
+  if (texts === undefined) {
+    texts = new Map();
+    skipTexts.set(u, texts);
+  }
+  let text = texts.get(reason);
+  if (text === undefined) {
+    text = `${u.signal} unavailable (${reason})`;
+    if (texts.size < MAX_SKIP_TEXTS) texts.set(reason, text);
+  }
+  return text;
 }
 
 /** Why a rule's expression gave no answer: its error, and whether that was the spent budget. */
@@ -461,7 +487,7 @@ export class PolicyEvaluator implements CompiledPolicy {
         if ('score' in o) unavailableScore += o.score;
         else if (RANK[o.verdict] > unavailableRank) unavailableRank = RANK[o.verdict];
       }
-      t.unavailable.push({ signal: u.signal, reason, treatment: treatmentText(o) });
+      t.unavailable.push({ signal: u.signal, reason, treatment: u.treatment });
     }
     const rule = p.outage === undefined ? undefined : matchOutageRule(p.outage, outageMask, outageCount);
     if (rule !== undefined) {
@@ -696,8 +722,8 @@ export class PolicyEvaluator implements CompiledPolicy {
     let out = '';
     for (const u of this.#p.unavailableSettings) {
       if ((mask & u.bit) === 0) continue;
-      const reason = reasonOf(input, u);
-      out += `${out ? ', ' : ''}${u.signal} unavailable (${reason})`;
+      const text = skipText(u, reasonOf(input, u));
+      out = out === '' ? text : `${out}, ${text}`;
     }
     return out;
   }
