@@ -1,8 +1,14 @@
-import { type CompiledQuery, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, Transaction } from 'kysely';
 import { CompanionRefusedError } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
-import type { DatabaseEngine, RiskgateDatabase } from '../database/database.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import { isRefusedRow } from '../database/refused-row.ts';
+import {
+  type InsertedRow,
+  type OutboxRow,
+  type OutboxStatements,
+  outboxStatements,
+} from './outbox-statements.ts';
 import {
   type AppendCompanion,
   type ClaimOptions,
@@ -16,7 +22,6 @@ import {
   type SettleAndClaim,
   type SettledClaim,
   settleThenClaim,
-  WEBHOOK_ACTION_TYPE,
 } from './outbox-store.ts';
 import type { OutboxTables } from './outbox-tables.ts';
 
@@ -43,7 +48,7 @@ import type { OutboxTables } from './outbox-tables.ts';
 /** The reason an entry whose stored spec cannot be read is dead-lettered with. */
 export const UNREADABLE_SPEC_REASON = 'unreadable_spec';
 
-type Row = Selectable<OutboxTables['outbox_entry']>;
+type Row = OutboxRow;
 
 /** Most ids in one `IN (...)` (far below either engine's parameter limit). */
 const IDS_PER_STATEMENT = 500;
@@ -98,7 +103,7 @@ export interface DatabaseOutboxStoreOptions {
 export class DatabaseOutboxStore implements OutboxStore {
   readonly durable = true;
   readonly #db: Kysely<OutboxTables>;
-  readonly #engine: DatabaseEngine;
+  readonly #statements: OutboxStatements;
   readonly #script: RiskgateDatabase['script'];
   #appends: PendingAppend[] = [];
   /** The group commit in flight (at most one: see `#commitAppends`). */
@@ -112,7 +117,7 @@ export class DatabaseOutboxStore implements OutboxStore {
   /** The store over `database`, which stays open on `close` (the database component's) unless it owns it. */
   constructor(database: RiskgateDatabase, options: DatabaseOutboxStoreOptions = {}) {
     this.#db = database.db.withTables<OutboxTables>();
-    this.#engine = database.engine;
+    this.#statements = outboxStatements(this.#db, database.engine);
     this.#script = database.script;
     this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
     this.#onUnreadable = options.onUnreadable;
@@ -248,7 +253,7 @@ export class DatabaseOutboxStore implements OutboxStore {
         a.companions.map((c) => c.statements?.(this.#db as unknown as CompanionTx, a.nowMs)),
       );
       if (companions.every((c): c is CompiledQuery[] => c !== undefined)) {
-        const inserts = this.#inserts(this.#db, appends).map((q) => q.compile());
+        const inserts = this.#inserts(appends);
         const results = await script([...inserts, ...companions.flat()]);
         const added = results.slice(0, inserts.length).flatMap((r) => r.rows as Array<{ id: string }>);
         return addedOf(appends, added);
@@ -260,16 +265,16 @@ export class DatabaseOutboxStore implements OutboxStore {
   /** `#writeGroup` with `tx`: one insert statement per IDS_PER_STATEMENT rows, then the companions. */
   async #write(tx: Transaction<OutboxTables>, appends: readonly PendingAppend[]): Promise<boolean[][]> {
     const added: Array<{ id: string }> = [];
-    for (const insert of this.#inserts(tx, appends)) added.push(...(await insert.execute()));
+    for (const insert of this.#inserts(appends)) added.push(...(await tx.executeQuery(insert)).rows);
     for (const a of appends)
       for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
     return addedOf(appends, added);
   }
 
   /** The appends' entries as insert statements of IDS_PER_STATEMENT rows at most, each returning the ids it added. */
-  #inserts(db: Kysely<OutboxTables>, appends: readonly PendingAppend[]) {
+  #inserts(appends: readonly PendingAppend[]): CompiledQuery<{ id: string }>[] {
     const rows = appends.flatMap((a) =>
-      a.specs.map((s) => {
+      a.specs.map((s): InsertedRow => {
         const at = dueAtMs(s, a.nowMs);
         return {
           id: s.id,
@@ -283,15 +288,8 @@ export class DatabaseOutboxStore implements OutboxStore {
         };
       }),
     );
-    const chunks = Array.from({ length: Math.ceil(rows.length / IDS_PER_STATEMENT) }, (_, i) =>
-      rows.slice(i * IDS_PER_STATEMENT, (i + 1) * IDS_PER_STATEMENT),
-    );
-    return chunks.map((chunk) =>
-      db
-        .insertInto('outbox_entry')
-        .values(chunk)
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id'),
+    return Array.from({ length: Math.ceil(rows.length / IDS_PER_STATEMENT) }, (_, i) =>
+      this.#statements.insert(rows.slice(i * IDS_PER_STATEMENT, (i + 1) * IDS_PER_STATEMENT)),
     );
   }
 
@@ -326,19 +324,7 @@ export class DatabaseOutboxStore implements OutboxStore {
     options: ClaimOptions,
   ): CompiledQuery<Row> {
     const until = Math.round(nowMs + leaseMs);
-    const skip = options.skipWebhooks === true ? sql`AND o.action_type <> ${WEBHOOK_ACTION_TYPE}` : sql``;
-    // PostgreSQL: rows another replica is claiming are skipped, not waited for, and this
-    // statement's locks keep them from the others until the lease is written. SQLite: its one
-    // writer makes the statement atomic against every other process.
-    const lock = this.#engine === 'postgres' ? sql`FOR UPDATE OF o SKIP LOCKED` : sql``;
-    return sql<Row>`UPDATE outbox_entry SET lease_owner = ${owner}, lease_until = ${until},
-        attempts = attempts + 1, updated_at = ${nowMs}
-      WHERE seq IN (SELECT o.seq FROM outbox_entry o
-        WHERE o.status = 'pending' AND o.next_attempt_at <= ${nowMs} AND o.lease_until <= ${nowMs} ${skip}
-          AND NOT EXISTS (SELECT 1 FROM outbox_entry e WHERE e.ordering_key = o.ordering_key
-                          AND e.status = 'pending' AND (e.seq < o.seq OR e.lease_until > ${nowMs}))
-        ORDER BY o.seq LIMIT ${limit} ${lock})
-      RETURNING *`.compile(this.#db);
+    return this.#statements.claim({ owner, until, nowMs, limit }, options.skipWebhooks === true);
   }
 
   /** A claim's rows as entries, oldest first (RETURNING promises no order). */
@@ -391,18 +377,11 @@ export class DatabaseOutboxStore implements OutboxStore {
     owner: string,
   ): CompiledQuery<{ id: string }> {
     const nowMs = Math.max(...part.map((c) => c.nowMs));
-    return this.#db
-      .updateTable('outbox_entry')
-      .set({ status: 'delivered', lease_until: 0, logged: 0, updated_at: nowMs })
-      .where(
-        'id',
-        'in',
-        part.map((c) => c.id),
-      )
-      .where('lease_owner', '=', owner)
-      .where('status', '=', 'pending')
-      .returning('id')
-      .compile();
+    return this.#statements.complete(
+      part.map((c) => c.id),
+      owner,
+      nowMs,
+    );
   }
 
   /**
@@ -495,7 +474,7 @@ export class DatabaseOutboxStore implements OutboxStore {
 
   /** Up to IDS_PER_STATEMENT outcome lines confirmed written, as one statement. */
   #markLoggedQuery(ids: readonly string[]): CompiledQuery {
-    return this.#db.updateTable('outbox_entry').set({ logged: 1 }).where('id', 'in', ids).compile();
+    return this.#statements.markLogged(ids);
   }
 
   async leaseOwners(nowMs: number): Promise<string[]> {
