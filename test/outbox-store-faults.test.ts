@@ -1,11 +1,13 @@
 import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { DatabaseOutboxStore, UNREADABLE_SPEC_REASON } from '../src/outbox/database-outbox-store.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
+import { eventually } from './support/eventually.ts';
 import { outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
@@ -83,6 +85,28 @@ function notingStatement(id: string, text = 'noted') {
     write: (tx: RiskgateDatabase['db']) => note.execute(tx).then(() => {}),
     statements: (db: RiskgateDatabase['db']) => [note.compile(db)],
   };
+}
+
+/** A trigger refusing any lease to `owner` (a claim that fails in the database, mid-transaction). */
+async function refuseLeases(database: RiskgateDatabase, owner: string): Promise<void> {
+  if (database.engine === 'sqlite') {
+    await sql`CREATE TRIGGER refuse_leases BEFORE UPDATE OF lease_owner ON outbox_entry
+      WHEN NEW.lease_owner = ${sql.lit(owner)} BEGIN SELECT RAISE(ABORT, 'leases refused'); END`.execute(
+      database.db,
+    );
+    return;
+  }
+  await sql`CREATE OR REPLACE FUNCTION refuse_leases() RETURNS trigger AS $$
+    BEGIN IF NEW.lease_owner = ${sql.lit(owner)} THEN RAISE EXCEPTION 'leases refused'; END IF; RETURN NEW; END
+    $$ LANGUAGE plpgsql`.execute(database.db);
+  await sql`CREATE TRIGGER refuse_leases BEFORE UPDATE OF lease_owner ON outbox_entry
+    FOR EACH ROW EXECUTE FUNCTION refuse_leases()`.execute(database.db);
+}
+
+async function allowLeases(database: RiskgateDatabase): Promise<void> {
+  await sql`DROP TRIGGER IF EXISTS refuse_leases${database.engine === 'postgres' ? sql` ON outbox_entry` : sql``}`.execute(
+    database.db,
+  );
 }
 
 function faults(name: string, target: () => DatabaseTarget) {
@@ -165,6 +189,39 @@ function faults(name: string, target: () => DatabaseTarget) {
       // a's entry, inserted before the refused statement, went with it; b's, alone, with its note.
       expect(await o.store.get(a.id)).toBeUndefined();
       expect(await o.store.get(b.id)).toMatchObject({ status: 'pending', lastError: 'noted' });
+    });
+
+    it('keeps the completions of a settle-and-claim step whose claim fails, and claims at the next step', async () => {
+      const [first, next] = [spec('u-settle'), spec('u-settle')];
+      await o.store.append([first, next], T0);
+      expect((await o.store.claim('w-settle', 10, T0, LEASE)).map((e) => e.spec.id)).toContain(first.id);
+      // From now on the database refuses to lease an entry to w-settle: the claim fails mid-step.
+      await refuseLeases(o.database, 'w-settle');
+      const step = {
+        owner: 'w-settle',
+        logged: [],
+        limit: 10,
+        leaseMs: LEASE,
+      };
+      try {
+        const settled = await o.store.settleAndClaim({
+          ...step,
+          completed: [{ id: first.id, nowMs: T0 + 1 }],
+          nowMs: T0 + 1,
+        });
+        // The completion landed (on SQLite its script rolled back, then it went alone); the claim
+        // did not, and says why.
+        expect(settled).toMatchObject({ completed: [true], logged: true, claimed: [] });
+        expect(settled.errors.length).toBeGreaterThan(0);
+        for (const error of settled.errors) expect(String(error)).toContain('leases refused');
+        expect(await o.store.get(first.id)).toMatchObject({ status: 'delivered' });
+        expect(await o.store.get(next.id)).toMatchObject({ status: 'pending', attempts: 0 });
+      } finally {
+        await allowLeases(o.database);
+      }
+      // The next step's claim takes the user's next entry.
+      const again = await o.store.settleAndClaim({ ...step, completed: [], nowMs: T0 + 2 });
+      expect(again.claimed.map((e) => e.spec.id)).toEqual([next.id]);
     });
 
     it('fails a group once when the database is down, without trying each append again', async () => {
@@ -271,6 +328,92 @@ describe('a group commit on the SQLite file', () => {
       expect(told).toHaveLength(2);
     } finally {
       await outbox.drain(100);
+      await o.store.close();
+    }
+  });
+});
+
+describe('a delivery turn on the SQLite file', () => {
+  it('sends the completions, the confirmed lines and the claim to the database thread in one message', async () => {
+    const o = await open(outboxSqliteFile('outbox-turn-'));
+    const [first, next, told] = [spec('ut'), spec('ut'), spec('ut-told')];
+    const sent: unknown[] = [];
+    const post = Worker.prototype.postMessage;
+    try {
+      await o.store.append([first, next, told], T0);
+      await o.store.claim('w-turn', 10, T0, LEASE);
+      await o.store.complete(told.id, 'w-turn', T0 + 1);
+      Worker.prototype.postMessage = function (
+        this: Worker,
+        message: unknown,
+        transfer?: Parameters<Worker['postMessage']>[1],
+      ) {
+        sent.push(message);
+        return post.call(this, message, transfer);
+      };
+      const settled = await o.store.settleAndClaim({
+        owner: 'w-turn',
+        completed: [{ id: first.id, nowMs: T0 + 2 }],
+        logged: [told.id],
+        limit: 10,
+        nowMs: T0 + 2,
+        leaseMs: LEASE,
+      });
+      Worker.prototype.postMessage = post;
+      expect(settled.claimed.map((e) => e.spec.id)).toEqual([next.id]);
+      expect(sent).toEqual([expect.objectContaining({ type: 'script' })]);
+      expect((sent[0] as { statements: unknown[] }).statements).toHaveLength(3);
+      expect(await rowOf(o.database, told.id)).toMatchObject({ logged: 1 });
+    } finally {
+      Worker.prototype.postMessage = post;
+      await o.store.close();
+    }
+  });
+
+  it('tells an outcome done when the claim that carries its completion fails, and claims again at the next poll', async () => {
+    const o = await open(outboxSqliteFile('outbox-turn-fail-'));
+    const [first, next] = [spec('uf'), spec('uf')];
+    const errors: unknown[] = [];
+    const outcomes: ActionOutcome[] = [];
+    let calls = 0;
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    // The first lock-out is held until the database refuses leases: its completion's step fails.
+    const admin = {
+      updateUser: async () => {
+        if (++calls === 1) await held;
+        return { ok: true, value: {}, durationMs: 0 };
+      },
+    } as unknown as ActionAdmin;
+    const outbox = new Outbox({
+      store: o.store,
+      admin,
+      owner: 'w-outbox',
+      onOutcome: (outcome) => outcomes.push(outcome),
+      onError: (error) => errors.push(error),
+      pollMs: 50,
+    });
+    try {
+      await o.store.append([first], Date.now());
+      outbox.start();
+      await eventually(() => calls === 1, { what: 'the first attempt' });
+      // Its completion goes with a claim the database refuses; the user's next action waits behind it.
+      await refuseLeases(o.database, 'w-outbox');
+      await o.store.append([next], Date.now());
+      release();
+      await eventually(() => outcomes.length === 1, { what: 'the first outcome' });
+      expect(outcomes[0]).toMatchObject({ key: first.id, status: 'done' });
+      expect(await o.store.get(first.id)).toMatchObject({ status: 'delivered' });
+      expect(errors.length).toBeGreaterThan(0);
+      await allowLeases(o.database);
+      await eventually(() => outcomes.length === 2, { what: 'the next action, claimed at a later poll' });
+      expect(outcomes[1]).toMatchObject({ key: next.id, status: 'done' });
+      expect(calls).toBe(2);
+    } finally {
+      release();
+      await outbox.drain(0);
       await o.store.close();
     }
   });

@@ -237,6 +237,42 @@ function contract(name: string, open: () => Promise<OutboxStore>) {
       expect((await store.unlogged(1000)).map((e) => e.spec.id).filter((id) => ids.includes(id))).toEqual([]);
     });
 
+    it('settles and claims in one step: the completions first (a stranger’s refused), the marks, then a claim that sees them', async () => {
+      const [first, next, other, told] = [spec('u-step'), spec('u-step'), spec('u-step-2'), spec('u-step-3')];
+      await store.append([first, next, other, told], T0 + 500_000);
+      await store.claim('w-step', 100, T0 + 500_000, LEASE);
+      await store.complete(told.id, 'w-step', T0 + 500_001);
+      const settled = await store.settleAndClaim({
+        owner: 'w-step',
+        completed: [
+          { id: first.id, nowMs: T0 + 500_002 },
+          { id: 'not-mine', nowMs: T0 + 500_002 },
+        ],
+        logged: [told.id],
+        limit: 100,
+        nowMs: T0 + 500_003,
+        leaseMs: LEASE,
+      });
+      expect(settled).toMatchObject({ completed: [true, false], logged: true, errors: [] });
+      // The user's next entry, free once the first is delivered; the other user's is still leased.
+      expect(settled.claimed.map((e) => e.spec.id)).toEqual([next.id]);
+      expect(settled.claimed[0]).toMatchObject({ owner: 'w-step', attempts: 1 });
+      expect(await store.get(first.id)).toMatchObject({ status: 'delivered', updatedAtMs: T0 + 500_002 });
+      const unlogged = (await store.unlogged(1000)).map((e) => e.spec.id);
+      expect(unlogged).toContain(first.id);
+      expect(unlogged).not.toContain(told.id);
+      // Nothing to claim (limit 0): the completion alone.
+      const alone = await store.settleAndClaim({
+        owner: 'w-step',
+        completed: [{ id: other.id, nowMs: T0 + 500_004 }],
+        logged: [],
+        limit: 0,
+        nowMs: T0 + 500_004,
+        leaseMs: LEASE,
+      });
+      expect(alone).toEqual({ completed: [true], logged: true, claimed: [], errors: [] });
+    });
+
     it('lists newest first, by status and up to the limit, and counts the dead', async () => {
       const before = await store.stats(T0);
       const first = spec('u-list');

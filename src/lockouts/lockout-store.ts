@@ -1,6 +1,7 @@
-import type { CompiledQuery, Kysely, Selectable } from 'kysely';
+import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { ActionOutcome, CompanionTx } from '../actions/action-dispatcher.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
+import { queryTemplate } from '../database/query-template.ts';
 import {
   ACTIVE_STATUSES,
   APPLIED_STATUSES,
@@ -82,6 +83,67 @@ export function lockoutView(r: Row): LockoutView {
  * same queries on SQLite and PostgreSQL. Writes are idempotent (an outcome told twice, a record
  * whose decision's write was lost), so the recorder may retry them.
  */
+/** A lock-out record as inserted. */
+type InsertedLockout = Insertable<LockoutTables['lockout']>;
+
+/**
+ * The record's insert, built and compiled once per engine (src/database/query-template.ts: one
+ * per deny, and `LockoutStore.within` makes a store per transaction), run on whichever handle asks.
+ */
+// biome-ignore lint/complexity/noBannedTypes: keyed by the adapter's class (one compiler per engine).
+const insertTemplates = new Map<Function, (row: InsertedLockout) => CompiledQuery>();
+
+function insertTemplate(db: Kysely<LockoutTables>): (row: InsertedLockout) => CompiledQuery {
+  const engine = db.getExecutor().adapter.constructor;
+  let template = insertTemplates.get(engine);
+  if (template === undefined) {
+    template = queryTemplate<InsertedLockout, unknown>((h) =>
+      db
+        .insertInto('lockout')
+        .values({
+          id: h.value('id'),
+          user_id: h.value('user_id'),
+          account_id: h.value('account_id'),
+          decision_id: h.value('decision_id'),
+          rule: h.value('rule'),
+          created_ms: h.value('created_ms'),
+          status: h.value('status'),
+          until_ms: h.value('until_ms'),
+          escalated: h.value('escalated'),
+          ended_ms: h.value('ended_ms'),
+          ended_by: h.value('ended_by'),
+          reason: h.value('reason'),
+          unlock_status: h.value('unlock_status'),
+          updated_ms: h.value('updated_ms'),
+        })
+        // A row made from the lock's outcome first (its record came late: another replica, a full
+        // queue) knows only the user: the record fills in the rest. Any other repeat is ignored.
+        .onConflict((oc) =>
+          oc
+            .column('id')
+            .doUpdateSet((eb) => ({
+              account_id: eb.ref('excluded.account_id'),
+              rule: eb.ref('excluded.rule'),
+              created_ms: eb.ref('excluded.created_ms'),
+              // A lock that failed has no end (as `#lockOutcome` records it).
+              until_ms: eb
+                .case()
+                .when('lockout.status', '=', 'failed')
+                .then(null)
+                .else(eb.ref('excluded.until_ms'))
+                .end(),
+              escalated: eb.ref('excluded.escalated'),
+              updated_ms: eb.ref('excluded.updated_ms'),
+            }))
+            .where('lockout.rule', '=', UNKNOWN_RULE)
+            .where('excluded.rule', '!=', UNKNOWN_RULE),
+        ),
+    );
+    insertTemplates.set(engine, template);
+  }
+  return template;
+}
+
 export class LockoutStore {
   readonly #db: Kysely<LockoutTables>;
 
@@ -110,7 +172,7 @@ export class LockoutStore {
         escalated = 1;
       }
     }
-    await this.#insert(p, untilMs, escalated, nowMs).execute();
+    await this.#db.executeQuery(this.#insert(p, untilMs, escalated, nowMs));
   }
 
   /**
@@ -119,52 +181,26 @@ export class LockoutStore {
    * (an escalation to check).
    */
   addStatement(p: PlannedLockout, nowMs: number): CompiledQuery | undefined {
-    return mayEscalate(p) ? undefined : this.#insert(p, untilOf(p), 0, nowMs).compile();
+    return mayEscalate(p) ? undefined : this.#insert(p, untilOf(p), 0, nowMs);
   }
 
-  #insert(p: PlannedLockout, untilMs: number | null, escalated: number, nowMs: number) {
-    return (
-      this.#db
-        .insertInto('lockout')
-        .values({
-          id: p.decisionId,
-          user_id: p.userId,
-          account_id: p.accountId ?? null,
-          decision_id: p.decisionId,
-          rule: p.rule,
-          created_ms: p.createdMs,
-          status: p.status,
-          until_ms: p.status === 'queued' ? untilMs : null,
-          escalated,
-          ended_ms: null,
-          ended_by: null,
-          reason: p.reason ?? null,
-          unlock_status: null,
-          updated_ms: nowMs,
-        })
-        // A row made from the lock's outcome first (its record came late: another replica, a full
-        // queue) knows only the user: the record fills in the rest. Any other repeat is ignored.
-        .onConflict((oc) =>
-          oc
-            .column('id')
-            .doUpdateSet((eb) => ({
-              account_id: eb.ref('excluded.account_id'),
-              rule: eb.ref('excluded.rule'),
-              created_ms: eb.ref('excluded.created_ms'),
-              // A lock that failed has no end (as `#lockOutcome` records it).
-              until_ms: eb
-                .case()
-                .when('lockout.status', '=', 'failed')
-                .then(null)
-                .else(eb.ref('excluded.until_ms'))
-                .end(),
-              escalated: eb.ref('excluded.escalated'),
-              updated_ms: eb.ref('excluded.updated_ms'),
-            }))
-            .where('lockout.rule', '=', UNKNOWN_RULE)
-            .where('excluded.rule', '!=', UNKNOWN_RULE),
-        )
-    );
+  #insert(p: PlannedLockout, untilMs: number | null, escalated: number, nowMs: number): CompiledQuery {
+    return insertTemplate(this.#db)({
+      id: p.decisionId,
+      user_id: p.userId,
+      account_id: p.accountId ?? null,
+      decision_id: p.decisionId,
+      rule: p.rule,
+      created_ms: p.createdMs,
+      status: p.status,
+      until_ms: p.status === 'queued' ? untilMs : null,
+      escalated,
+      ended_ms: null,
+      ended_by: null,
+      reason: p.reason ?? null,
+      unlock_status: null,
+      updated_ms: nowMs,
+    });
   }
 
   /** The user's applied lock-out before `createdMs` and within `windowMs` of it, other than `id`. */

@@ -1,8 +1,14 @@
-import { type CompiledQuery, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, Transaction } from 'kysely';
 import { CompanionRefusedError } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, parseStoredSpec } from '../actions/admin-actions.ts';
-import type { DatabaseEngine, RiskgateDatabase } from '../database/database.ts';
+import type { RiskgateDatabase } from '../database/database.ts';
 import { isRefusedRow } from '../database/refused-row.ts';
+import {
+  type InsertedRow,
+  type OutboxRow,
+  type OutboxStatements,
+  outboxStatements,
+} from './outbox-statements.ts';
 import {
   type AppendCompanion,
   type ClaimOptions,
@@ -13,7 +19,9 @@ import {
   type OutboxStats,
   type OutboxStatus,
   type OutboxStore,
-  WEBHOOK_ACTION_TYPE,
+  type SettleAndClaim,
+  type SettledClaim,
+  settleThenClaim,
 } from './outbox-store.ts';
 import type { OutboxTables } from './outbox-tables.ts';
 
@@ -40,7 +48,7 @@ import type { OutboxTables } from './outbox-tables.ts';
 /** The reason an entry whose stored spec cannot be read is dead-lettered with. */
 export const UNREADABLE_SPEC_REASON = 'unreadable_spec';
 
-type Row = Selectable<OutboxTables['outbox_entry']>;
+type Row = OutboxRow;
 
 /** Most ids in one `IN (...)` (far below either engine's parameter limit). */
 const IDS_PER_STATEMENT = 500;
@@ -95,7 +103,7 @@ export interface DatabaseOutboxStoreOptions {
 export class DatabaseOutboxStore implements OutboxStore {
   readonly durable = true;
   readonly #db: Kysely<OutboxTables>;
-  readonly #engine: DatabaseEngine;
+  readonly #statements: OutboxStatements;
   readonly #script: RiskgateDatabase['script'];
   #appends: PendingAppend[] = [];
   /** The group commit in flight (at most one: see `#commitAppends`). */
@@ -109,7 +117,7 @@ export class DatabaseOutboxStore implements OutboxStore {
   /** The store over `database`, which stays open on `close` (the database component's) unless it owns it. */
   constructor(database: RiskgateDatabase, options: DatabaseOutboxStoreOptions = {}) {
     this.#db = database.db.withTables<OutboxTables>();
-    this.#engine = database.engine;
+    this.#statements = outboxStatements(this.#db, database.engine);
     this.#script = database.script;
     this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
     this.#onUnreadable = options.onUnreadable;
@@ -245,7 +253,7 @@ export class DatabaseOutboxStore implements OutboxStore {
         a.companions.map((c) => c.statements?.(this.#db as unknown as CompanionTx, a.nowMs)),
       );
       if (companions.every((c): c is CompiledQuery[] => c !== undefined)) {
-        const inserts = this.#inserts(this.#db, appends).map((q) => q.compile());
+        const inserts = this.#inserts(appends);
         const results = await script([...inserts, ...companions.flat()]);
         const added = results.slice(0, inserts.length).flatMap((r) => r.rows as Array<{ id: string }>);
         return addedOf(appends, added);
@@ -257,16 +265,16 @@ export class DatabaseOutboxStore implements OutboxStore {
   /** `#writeGroup` with `tx`: one insert statement per IDS_PER_STATEMENT rows, then the companions. */
   async #write(tx: Transaction<OutboxTables>, appends: readonly PendingAppend[]): Promise<boolean[][]> {
     const added: Array<{ id: string }> = [];
-    for (const insert of this.#inserts(tx, appends)) added.push(...(await insert.execute()));
+    for (const insert of this.#inserts(appends)) added.push(...(await tx.executeQuery(insert)).rows);
     for (const a of appends)
       for (const c of a.companions) await c.write(tx as unknown as CompanionTx, a.nowMs);
     return addedOf(appends, added);
   }
 
   /** The appends' entries as insert statements of IDS_PER_STATEMENT rows at most, each returning the ids it added. */
-  #inserts(db: Kysely<OutboxTables>, appends: readonly PendingAppend[]) {
+  #inserts(appends: readonly PendingAppend[]): CompiledQuery<{ id: string }>[] {
     const rows = appends.flatMap((a) =>
-      a.specs.map((s) => {
+      a.specs.map((s): InsertedRow => {
         const at = dueAtMs(s, a.nowMs);
         return {
           id: s.id,
@@ -280,15 +288,8 @@ export class DatabaseOutboxStore implements OutboxStore {
         };
       }),
     );
-    const chunks = Array.from({ length: Math.ceil(rows.length / IDS_PER_STATEMENT) }, (_, i) =>
-      rows.slice(i * IDS_PER_STATEMENT, (i + 1) * IDS_PER_STATEMENT),
-    );
-    return chunks.map((chunk) =>
-      db
-        .insertInto('outbox_entry')
-        .values(chunk)
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id'),
+    return Array.from({ length: Math.ceil(rows.length / IDS_PER_STATEMENT) }, (_, i) =>
+      this.#statements.insert(rows.slice(i * IDS_PER_STATEMENT, (i + 1) * IDS_PER_STATEMENT)),
     );
   }
 
@@ -300,27 +301,34 @@ export class DatabaseOutboxStore implements OutboxStore {
     options: ClaimOptions = {},
   ): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
+    const { rows } = await this.#db.executeQuery(this.#claimQuery(owner, limit, nowMs, leaseMs, options));
+    return this.#claimed(rows, nowMs);
+  }
+
+  /**
+   * The claim as one statement (its own transaction, or a script's last): one round trip.
+   *
+   * Due, pending, not leased (or its lease ran out), first of its ordering key among the pending,
+   * and no other entry of its key leased: a user's later action never overtakes an earlier one
+   * still pending, nor runs beside one. The last rule is what makes the order safe on
+   * PostgreSQL, where `seq` is taken at insert but seen at commit: an entry committed after a
+   * later one of its key was claimed waits for that one to end instead of running with it. No
+   * claim reads "seq above the last seen" (which would skip a row committed late): each looks at
+   * every pending row.
+   */
+  #claimQuery(
+    owner: string,
+    limit: number,
+    nowMs: number,
+    leaseMs: number,
+    options: ClaimOptions,
+  ): CompiledQuery<Row> {
     const until = Math.round(nowMs + leaseMs);
-    const skip = options.skipWebhooks === true ? sql`AND o.action_type <> ${WEBHOOK_ACTION_TYPE}` : sql``;
-    // PostgreSQL: rows another replica is claiming are skipped, not waited for, and this
-    // statement's locks keep them from the others until the lease is written. SQLite: its one
-    // writer makes the statement atomic against every other process.
-    const lock = this.#engine === 'postgres' ? sql`FOR UPDATE OF o SKIP LOCKED` : sql``;
-    // Due, pending, not leased (or its lease ran out), first of its ordering key among the pending,
-    // and no other entry of its key leased: a user's later action never overtakes an earlier one
-    // still pending, nor runs beside one. The last rule is what makes the order safe on
-    // PostgreSQL, where `seq` is taken at insert but seen at commit: an entry committed after a
-    // later one of its key was claimed waits for that one to end instead of running with it. No
-    // claim reads "seq above the last seen" (which would skip a row committed late): each looks at
-    // every pending row. One statement (its own transaction): one round trip per claim.
-    const { rows } = await sql<Row>`UPDATE outbox_entry SET lease_owner = ${owner}, lease_until = ${until},
-        attempts = attempts + 1, updated_at = ${nowMs}
-      WHERE seq IN (SELECT o.seq FROM outbox_entry o
-        WHERE o.status = 'pending' AND o.next_attempt_at <= ${nowMs} AND o.lease_until <= ${nowMs} ${skip}
-          AND NOT EXISTS (SELECT 1 FROM outbox_entry e WHERE e.ordering_key = o.ordering_key
-                          AND e.status = 'pending' AND (e.seq < o.seq OR e.lease_until > ${nowMs}))
-        ORDER BY o.seq LIMIT ${limit} ${lock})
-      RETURNING *`.execute(this.#db);
+    return this.#statements.claim({ owner, until, nowMs, limit }, options.skipWebhooks === true);
+  }
+
+  /** A claim's rows as entries, oldest first (RETURNING promises no order). */
+  #claimed(rows: Row[], nowMs: number): Promise<OutboxEntry[]> {
     return this.#entriesOf(
       rows.sort((a, b) => Number(a.seq) - Number(b.seq)),
       nowMs,
@@ -349,27 +357,67 @@ export class DatabaseOutboxStore implements OutboxStore {
       for (let i = 0; i < all.length; i += IDS_PER_STATEMENT) {
         const part = all.slice(i, i + IDS_PER_STATEMENT);
         try {
-          // The batch's latest time: the completions of one turn are within a few milliseconds.
-          const nowMs = Math.max(...part.map((c) => c.nowMs));
-          const done = await this.#db
-            .updateTable('outbox_entry')
-            .set({ status: 'delivered', lease_until: 0, logged: 0, updated_at: nowMs })
-            .where(
-              'id',
-              'in',
-              part.map((c) => c.id),
-            )
-            .where('lease_owner', '=', owner)
-            .where('status', '=', 'pending')
-            .returning('id')
-            .execute();
-          const ids = new Set(done.map((r) => r.id));
+          const { rows } = await this.#db.executeQuery(this.#completeQuery(part, owner));
+          const ids = new Set(rows.map((r) => r.id));
           for (const c of part) c.resolve(ids.has(c.id));
         } catch (error) {
           for (const c of part) c.reject(error);
         }
       }
     }
+  }
+
+  /**
+   * The completions of `part` (held by `owner`) as one statement, each delivered and its outcome
+   * line due; it returns the ids it completed. At the batch's latest time: the completions of one
+   * turn are within a few milliseconds.
+   */
+  #completeQuery(
+    part: ReadonlyArray<{ id: string; nowMs: number }>,
+    owner: string,
+  ): CompiledQuery<{ id: string }> {
+    const nowMs = Math.max(...part.map((c) => c.nowMs));
+    return this.#statements.complete(
+      part.map((c) => c.id),
+      owner,
+      nowMs,
+    );
+  }
+
+  /**
+   * On the SQLite file, the completions, the marks and the claim as one script: one transaction,
+   * one message to the database's thread instead of three (the claim, in the same transaction,
+   * sees the completions). A script that fails rolled back whole: the step is tried again call by
+   * call (`settleThenClaim`), so a claim that failed never takes the completions down with it, and
+   * the script's error is told with the step's.
+   */
+  async settleAndClaim(step: SettleAndClaim): Promise<SettledClaim> {
+    const script = this.#script;
+    const { completed, logged, owner } = step;
+    if (script === undefined || completed.length > IDS_PER_STATEMENT || logged.length > IDS_PER_STATEMENT)
+      return settleThenClaim(this, step);
+    if (completed.length === 0 && logged.length === 0) {
+      const claimed = await this.claim(owner, step.limit, step.nowMs, step.leaseMs, step.options);
+      return { completed: [], logged: true, claimed, errors: [] };
+    }
+    const statements: CompiledQuery[] = [];
+    if (completed.length > 0) statements.push(this.#completeQuery(completed, owner));
+    if (logged.length > 0) statements.push(this.#markLoggedQuery(logged));
+    const claiming = step.limit > 0;
+    if (claiming)
+      statements.push(this.#claimQuery(owner, step.limit, step.nowMs, step.leaseMs, step.options ?? {}));
+    let results: Awaited<ReturnType<typeof script>>;
+    try {
+      results = await script(statements);
+    } catch (error) {
+      const again = await settleThenClaim(this, step);
+      return { ...again, errors: [error, ...again.errors] };
+    }
+    const done = new Set(
+      completed.length > 0 ? (results[0]!.rows as Array<{ id: string }>).map((r) => r.id) : [],
+    );
+    const claimed = claiming ? await this.#claimed(results.at(-1)!.rows as Row[], step.nowMs) : [];
+    return { completed: completed.map((c) => done.has(c.id)), logged: true, claimed, errors: [] };
   }
 
   async retryLater(
@@ -420,13 +468,13 @@ export class DatabaseOutboxStore implements OutboxStore {
   }
 
   async markLogged(ids: readonly string[]): Promise<void> {
-    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
-      await this.#db
-        .updateTable('outbox_entry')
-        .set({ logged: 1 })
-        .where('id', 'in', ids.slice(i, i + IDS_PER_STATEMENT))
-        .execute();
-    }
+    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT)
+      await this.#db.executeQuery(this.#markLoggedQuery(ids.slice(i, i + IDS_PER_STATEMENT)));
+  }
+
+  /** Up to IDS_PER_STATEMENT outcome lines confirmed written, as one statement. */
+  #markLoggedQuery(ids: readonly string[]): CompiledQuery {
+    return this.#statements.markLogged(ids);
   }
 
   async leaseOwners(nowMs: number): Promise<string[]> {

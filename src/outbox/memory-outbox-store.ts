@@ -9,6 +9,9 @@ import {
   type OutboxStats,
   type OutboxStatus,
   type OutboxStore,
+  type SettleAndClaim,
+  type SettledClaim,
+  settleThenClaim,
   WEBHOOK_ACTION_TYPE,
 } from './outbox-store.ts';
 
@@ -322,6 +325,10 @@ export class MemoryOutboxStore implements OutboxStore {
     if (slot === undefined) return false;
     this.#end(slot, 'delivered', undefined, nowMs);
     return true;
+  }
+
+  settleAndClaim(step: SettleAndClaim): Promise<SettledClaim> {
+    return settleThenClaim(this, step);
   }
 
   async retryLater(

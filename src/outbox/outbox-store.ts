@@ -52,6 +52,61 @@ export interface ClaimOptions {
   skipWebhooks?: boolean;
 }
 
+/** A turn of the delivery loop (`OutboxStore.settleAndClaim`). */
+export interface SettleAndClaim {
+  /** The process settling and claiming (the completions' lease holder). */
+  owner: string;
+  /** Entries `owner` delivered, each with its time: as `complete`. */
+  completed: ReadonlyArray<{ id: string; nowMs: number }>;
+  /** Outcome lines confirmed written: as `markLogged`. */
+  logged: readonly string[];
+  /** The claim after them (`claim`'s arguments); 0 claims nothing. */
+  limit: number;
+  nowMs: number;
+  leaseMs: number;
+  options?: ClaimOptions;
+}
+
+/** What `OutboxStore.settleAndClaim` did. */
+export interface SettledClaim {
+  /** Per `completed`, as `complete` answers: false when `owner` no longer held it. */
+  completed: boolean[];
+  /** Whether the marks landed (true when there were none). */
+  logged: boolean;
+  claimed: OutboxEntry[];
+  /** What failed on the way (the marks, the claim, a script tried again call by call); empty when nothing did. */
+  errors: unknown[];
+}
+
+/**
+ * `step` as separate calls, in its order: the completions (rejecting when they fail), then the
+ * marks and the claim, whose failures are told in `errors`. The store that has no single
+ * transaction for it (memory, PostgreSQL), and the SQLite file's fallback when its script fails.
+ */
+export async function settleThenClaim(
+  store: Pick<OutboxStore, 'complete' | 'markLogged' | 'claim'>,
+  step: SettleAndClaim,
+): Promise<SettledClaim> {
+  const completed = await Promise.all(step.completed.map((c) => store.complete(c.id, step.owner, c.nowMs)));
+  const errors: unknown[] = [];
+  let logged = true;
+  if (step.logged.length > 0) {
+    try {
+      await store.markLogged(step.logged);
+    } catch (error) {
+      logged = false;
+      errors.push(error);
+    }
+  }
+  let claimed: OutboxEntry[] = [];
+  try {
+    claimed = await store.claim(step.owner, step.limit, step.nowMs, step.leaseMs, step.options);
+  } catch (error) {
+    errors.push(error);
+  }
+  return { completed, logged, claimed, errors };
+}
+
 /** The action type a claim with `skipWebhooks` passes over. */
 export const WEBHOOK_ACTION_TYPE = 'deliver_webhook';
 
@@ -94,6 +149,19 @@ export interface OutboxStore {
   ): Promise<OutboxEntry[]>;
   /** Marks a leased entry delivered; false when `owner` no longer holds it. */
   complete(id: string, owner: string, nowMs: number): Promise<boolean>;
+  /**
+   * One turn of the delivery loop: `complete` for each of `step.completed`, `markLogged` for
+   * `step.logged`, then `claim` (none when `step.limit` is 0), in that order, so the claim sees the
+   * completions (a user's next entry is taken in the same turn). On the SQLite file one transaction
+   * in one message to its thread (issue 32: each request a message and a wake-up of the thread);
+   * elsewhere the same calls one after the other (`settleThenClaim`).
+   *
+   * Rejects when the completions failed: none of them landed, so each entry stays leased and is
+   * tried again when its lease runs out (as a failed `complete`). What failed after them (the
+   * marks, the claim) is in `errors` with the completions' answers: the claim is retried by the
+   * next poll, the marks are not confirmed (`logged` false).
+   */
+  settleAndClaim(step: SettleAndClaim): Promise<SettledClaim>;
   /**
    * Gives a leased entry back for another attempt at `nextAttemptAtMs`; `countAttempt` false when
    * the attempt never reached the vendor (an open breaker, a shutdown).

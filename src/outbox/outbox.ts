@@ -125,6 +125,15 @@ interface DeferredSubmit {
   companion: AppendCompanion | undefined;
 }
 
+/** An attempt that succeeded, its completion waiting for the next claim (`Outbox.#claimAndStart`). */
+interface Completing {
+  id: string;
+  webhook: boolean;
+  nowMs: number;
+  resolve: (completed: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
 /** The lease owners of the outboxes running in this process now. */
 const LIVE_OWNERS = new Set<string>();
 
@@ -147,6 +156,13 @@ export class Outbox implements ActionDispatcher {
   > &
     Pick<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark'>;
   #toConfirm: string[] = [];
+  /**
+   * Outcome lines written, their confirmation carried by the next claim (issue 32: a message to
+   * the SQLite thread of its own per batch before); a poll comes within `pollMs`.
+   */
+  #toMark: string[] = [];
+  /** Attempts that succeeded, completed with the next claim: the one that fills their slots. */
+  #completing: Completing[] = [];
   /** Told and not yet confirmed logged: never told twice by this process. */
   readonly #told = new Set<string>();
   #confirming: Promise<void> | undefined;
@@ -415,6 +431,8 @@ export class Outbox implements ActionDispatcher {
     }
     this.#closing = true;
     this.#o.clock.clearTimeout(this.#timer);
+    // No claim comes now: the completions waiting for one are sent alone (their attempts end).
+    void this.#settleCarried();
     this.#failDeferred('shutdown');
     const aborted = [...this.#running.values()];
     for (const c of aborted) c.abort();
@@ -442,6 +460,7 @@ export class Outbox implements ActionDispatcher {
     // Only what this process held dies with it; the store keeps the rest.
     this.#failDeferred(reason);
     for (const c of this.#running.values()) c.abort();
+    await this.#settleCarried();
     await this.#endUndelivered(reason);
     // Stopped: its leases are another outbox's to end, like a dead process's.
     LIVE_OWNERS.delete(this.#o.owner);
@@ -532,7 +551,7 @@ export class Outbox implements ActionDispatcher {
     let claimed = 0;
     let nothingToDo = false;
     const mark = this.#o.watermark?.mark();
-    const free = this.#o.concurrency - this.#running.size;
+    const free = this.#freeSlots();
     try {
       claimed = await this.#claimAndStart();
       // The housekeeping reads (counts, untold lines, pruning) once per poll interval, not after
@@ -551,6 +570,7 @@ export class Outbox implements ActionDispatcher {
       this.#claiming = false;
     }
     // Quiet: nothing pending, running, deferred or untold, as of `mark` (taken before the claim).
+    // (Nothing completing or unconfirmed either: `#running` holds the attempts completing.)
     this.#quietMark =
       nothingToDo && !this.#wokenWhileClaiming && this.#running.size === 0 && this.#deferred.size === 0
         ? mark
@@ -560,7 +580,13 @@ export class Outbox implements ActionDispatcher {
     // claim did not see: look again as a wake-up would (10 ms, so a burst shares the claim; not 0,
     // which under a steady stream of submits claims back to back for users whose next action is
     // still running). Otherwise at the next poll. A wake-up due sooner is kept, never pushed back.
-    const delayMs = (claimed === free && free > 0) || this.#wokenWhileClaiming ? 10 : this.#o.pollMs;
+    // Completions that came during the claim wait for nothing more: their slots are free now.
+    const delayMs =
+      this.#completing.length > 0
+        ? 0
+        : (claimed === free && free > 0) || this.#wokenWhileClaiming
+          ? 10
+          : this.#o.pollMs;
     if (this.#timer === undefined || this.#timerAt > this.#o.clock.monotonicMs() + delayMs)
       this.#schedule(delayMs);
   }
@@ -574,32 +600,98 @@ export class Outbox implements ActionDispatcher {
     return (
       this.#quietMark !== undefined &&
       this.#running.size === 0 &&
+      this.#toMark.length === 0 &&
       this.#deferred.size === 0 &&
       this.#o.clock.nowMs() - this.#lastHousekeepingMs < this.#o.quietFullPollMs &&
       this.#o.watermark?.unchangedSince(this.#quietMark) === true
     );
   }
 
-  /** Claims what is due into the free attempt slots and starts it; how many were started. */
-  async #claimAndStart(): Promise<number> {
-    const free = this.#o.concurrency - this.#running.size;
-    if (free <= 0) return 0;
+  /** Attempt slots free, those of the attempts completing with the next claim included. */
+  #freeSlots(): number {
+    return this.#o.concurrency - this.#running.size + this.#completing.length;
+  }
+
+  /**
+   * Claims what is due into the free attempt slots and starts it; how many were started. The
+   * completions and the confirmed outcome lines waiting go with the claim (`settleAndClaim`: one
+   * message to the SQLite thread), ahead of it, so it sees the completed entries: a user's next
+   * action is taken in the same turn. `claim` false (a shutdown) sends only those.
+   */
+  async #claimAndStart(claim = true): Promise<number> {
+    const completing = this.#completing;
+    const logged = this.#toMark;
+    this.#completing = [];
+    this.#toMark = [];
+    const free = claim ? this.#o.concurrency - this.#running.size + completing.length : 0;
+    if (free <= 0 && completing.length === 0 && logged.length === 0) return 0;
     const now = this.#o.clock.nowMs();
     // The lease outlasts the longest attempt (a webhook's has its own timeout).
     const leaseMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0) + 5000;
     // Webhooks (up to all slots but one) and Admin actions, oldest first; then, the webhook lane
     // full, the Admin actions alone: a burst of deliveries to a slow receiver never holds them.
-    const webhookRoom = Math.max(1, this.#o.concurrency - 1) - this.#runningWebhooks;
+    const webhooks = this.#runningWebhooks - completing.filter((c) => c.webhook).length;
+    const webhookRoom = Math.max(1, this.#o.concurrency - 1) - webhooks;
     const mixedLimit = Math.max(0, Math.min(free, webhookRoom));
-    const claimed = mixedLimit > 0 ? await this.#o.store.claim(this.#o.owner, mixedLimit, now, leaseMs) : [];
+    const { owner, store } = this.#o;
+    const claimed =
+      completing.length === 0 && logged.length === 0
+        ? mixedLimit > 0
+          ? await store.claim(owner, mixedLimit, now, leaseMs)
+          : []
+        : await this.#settleAndClaim(completing, logged, { limit: mixedLimit, nowMs: now, leaseMs });
     if (claimed.length === mixedLimit && free > mixedLimit)
-      claimed.push(
-        ...(await this.#o.store.claim(this.#o.owner, free - mixedLimit, now, leaseMs, {
-          skipWebhooks: true,
-        })),
-      );
+      claimed.push(...(await store.claim(owner, free - mixedLimit, now, leaseMs, { skipWebhooks: true })));
     for (const entry of claimed) void this.#attempt(entry);
     return claimed.length;
+  }
+
+  /**
+   * The completions and marks carried, then the claim, in one call to the store; the claimed
+   * entries. When nothing landed, each completing attempt reports the failure (its lease runs out,
+   * it is tried again) and the marks stay unconfirmed, as a failed `markLogged` leaves them.
+   */
+  async #settleAndClaim(
+    completing: readonly Completing[],
+    logged: string[],
+    claim: { limit: number; nowMs: number; leaseMs: number },
+  ): Promise<OutboxEntry[]> {
+    try {
+      const settled = await this.#o.store.settleAndClaim({
+        owner: this.#o.owner,
+        completed: completing.map((c) => ({ id: c.id, nowMs: c.nowMs })),
+        logged,
+        ...claim,
+      });
+      for (const [i, c] of completing.entries()) c.resolve(settled.completed[i]!);
+      if (settled.logged) for (const id of logged) this.#told.delete(id);
+      for (const error of settled.errors) this.#o.onError?.(error);
+      return settled.claimed;
+    } catch (error) {
+      for (const c of completing) c.reject(error);
+      if (completing.length === 0) this.#o.onError?.(error);
+      return [];
+    }
+  }
+
+  /** Completes `entry`'s successful attempt with the next claim, woken at once (its slot is free). */
+  #complete(entry: OutboxEntry, nowMs: number): Promise<boolean> {
+    const { id, type } = entry.spec;
+    // Closing: no claim comes.
+    if (this.#closing) return this.#o.store.complete(id, this.#o.owner, nowMs);
+    return new Promise((resolve, reject) => {
+      this.#completing.push({ id, webhook: type === WEBHOOK_ACTION_TYPE, nowMs, resolve, reject });
+      this.#wake(0);
+    });
+  }
+
+  /** What waits for a claim that no longer comes (a shutdown): the completions and the marks, now. */
+  async #settleCarried(): Promise<void> {
+    try {
+      await this.#claimAndStart(false);
+    } catch (error) {
+      this.#o.onError?.(error);
+    }
   }
 
   /** Whether the counts were read. */
@@ -650,12 +742,15 @@ export class Outbox implements ActionDispatcher {
     } catch {
       failure = { code: ErrorCode.INTERNAL };
     }
+    // A completion goes with the claim that fills this slot (`#complete`): no wake-up of its own.
+    let claimedAfter = failure === undefined && !('waitMs' in gate);
     try {
       if (failure === undefined && !('run' in gate)) await this.#settleGated(entry, gate);
       else await this.#settle(entry, failure, controller.signal.aborted);
     } catch (error) {
       // The store failed: the lease runs out and the entry is tried again; nothing is lost.
       this.#o.onError?.(error);
+      claimedAfter = false;
     } finally {
       this.#running.delete(spec.id);
       if (webhook) this.#runningWebhooks--;
@@ -667,8 +762,9 @@ export class Outbox implements ActionDispatcher {
       // A freed slot is filled at once, not after the 10 ms a submit waits: one user's next
       // action waits for this one to end (per-user order), so each cycle's delay adds up along
       // a user's queue (issue 32: the lock-out delay). The attempts settled in one turn (their
-      // completions one batch in the store) still share the one claim.
-      if (!this.#closing) this.#wake(0);
+      // completions one batch in the store) still share the one claim; a completion was already
+      // sent with it.
+      if (!this.#closing && !claimedAfter) this.#wake(0);
     }
   }
 
@@ -681,7 +777,7 @@ export class Outbox implements ActionDispatcher {
     const { store, owner } = this.#o;
     const now = this.#o.clock.nowMs();
     if (failure === undefined) {
-      if (await store.complete(spec.id, owner, now)) this.#outcome(entry, 'done', now);
+      if (await this.#complete(entry, now)) this.#outcome(entry, 'done', now);
       return;
     }
     if (aborted) {
@@ -743,7 +839,7 @@ export class Outbox implements ActionDispatcher {
     const { store, owner } = this.#o;
     const now = this.#o.clock.nowMs();
     if ('skip' in gate) {
-      if (await store.complete(entry.spec.id, owner, now)) this.#outcome(entry, 'done', now, gate.skip);
+      if (await this.#complete(entry, now)) this.#outcome(entry, 'done', now, gate.skip);
       return;
     }
     await store.retryLater(entry.spec.id, owner, now + gate.waitMs, entry.lastError, false, now);
@@ -776,8 +872,15 @@ export class Outbox implements ActionDispatcher {
       this.#toConfirm = [];
       try {
         await this.#o.flushOutcomes?.();
-        await this.#o.store.markLogged(ids);
-        for (const id of ids) this.#told.delete(id);
+        if (this.#closing) {
+          await this.#o.store.markLogged(ids);
+          for (const id of ids) this.#told.delete(id);
+        } else {
+          // With the next claim, within `pollMs`: a crash before it has these lines told again
+          // at the next start, as it would between the write and a mark of their own.
+          this.#toMark.push(...ids);
+          this.#wake(this.#o.pollMs);
+        }
       } catch (error) {
         this.#o.onError?.(error);
       } finally {
@@ -806,6 +909,7 @@ export class Outbox implements ActionDispatcher {
   /** Waits for the outcome lines told so far to be confirmed (shutdown). */
   async #confirmed(): Promise<void> {
     while (this.#confirming !== undefined) await this.#confirming;
+    await this.#settleCarried();
   }
 }
 
