@@ -46,15 +46,7 @@ for (let from = 0, nl = chunk.indexOf(10); nl !== -1; from = nl + 1, nl = chunk.
   bounds.push([from, nl]);
 let b = 0;
 const shippedNeeds = lineNeeds(policy);
-const oneSignal = lineNeeds({
-  requirements: {
-    signals: new Set(['newBrowser']),
-    adminUser: false,
-    adminDevices: false,
-    velocity: false,
-    history: false,
-  },
-});
+const oneSignal = lineNeeds({ requirements: { signals: new Set(['newBrowser']) } });
 const tally = new ReplayTally(policy, 20);
 let k = 0;
 const figures = {

@@ -14,7 +14,6 @@ import type {
 import { DeviceView } from './cel-environment.ts';
 import type { PolicyInput, PolicySignalName, SignalOutcome, SignalResponses } from './inputs/input-values.ts';
 import { MISSING } from './inputs/unavailable-reason.ts';
-import { EVERY_FIELD } from './policy-analysis.ts';
 
 /**
  * Refills the activation views from a `PolicyInput`. Views are reset to their zero values first, so
@@ -196,43 +195,6 @@ export const SIGNAL_FILLS: {
   activeCall: fillActiveCall,
   geolocation: fillGeolocation,
 };
-
-/**
- * Members of a signal's vendor answer, by key wherever they sit in it, that the fills above read
- * only for some fields of the view: `supportingSignals` only for the matched types, the largest part
- * of a proximity answer. src/policy/policy-activation.test.ts checks that dropping a member changes
- * no other field.
- */
-export const ANSWER_MEMBERS_FILLING: {
-  [N in PolicySignalName]?: Readonly<Record<string, readonly string[]>>;
-} = {
-  newBrowser: { mismatchedFields: ['mismatchedFields'] },
-  latestProximity: { supportingSignals: ['matchedSignals'] },
-  historicalProximity: { supportingSignals: ['matchedSignals', 'ingressMatchedSignals'] },
-};
-
-/**
- * The members of each signal's answer (by key, at any depth) a policy never needs, by the fields of
- * the views it reads: what replay may leave unparsed (src/replay/replay-record.ts). Only signals
- * with such members are listed.
- */
-export function unreadAnswerMembers(requirements: {
-  signals: ReadonlySet<PolicySignalName>;
-  signalFields?: ReadonlyMap<PolicySignalName, ReadonlySet<string>>;
-}): Map<PolicySignalName, string[]> {
-  const out = new Map<PolicySignalName, string[]>();
-  if (requirements.signalFields === undefined) return out;
-  for (const signal of requirements.signals) {
-    const read = requirements.signalFields.get(signal);
-    const members = ANSWER_MEMBERS_FILLING[signal];
-    if (read === undefined || read.has(EVERY_FIELD) || members === undefined) continue;
-    const unread = Object.entries(members)
-      .filter(([, fields]) => !fields.some((f) => read.has(f)))
-      .map(([key]) => key);
-    if (unread.length > 0) out.set(signal, unread);
-  }
-  return out;
-}
 
 const NO_COUNTERS: Record<string, number> = Object.freeze({});
 

@@ -1,16 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import type { DecideRequest } from '../decide/decide-request.ts';
 import { toPolicyRequest } from '../decide/policy-request.ts';
-import { unreadAnswerMembers } from '../policy/policy-activation.ts';
-import {
-  POLICY_SIGNAL_NAMES,
-  type PolicyInput,
-  type PolicyRequirements,
-  type PolicySignalName,
-  type Verdict,
-} from '../policy/policy-types.ts';
-import { scanObject, skipValue } from './replay-json-scan.ts';
+import { POLICY_SIGNAL_NAMES, type PolicyInput, type Verdict } from '../policy/policy-types.ts';
+import { scanObject } from './replay-json-scan.ts';
 
 /**
  * A decision log line (src/decide/decision-line.ts, schemaVersion 1) read back as what the
@@ -39,24 +31,12 @@ export interface LineNeeds {
    * search for a needle that starts with `"` stops at every string of the line (4x slower).
    */
   unread: readonly Buffer[];
-  /**
-   * Members of the answers of signals it reads that it never needs (src/policy's
-   * `unreadAnswerMembers`: `supportingSignals` when no rule reads the matched types): the signal's
-   * key as it opens in a line (`latestProximity":{`) and each member's (`supportingSignals":`),
-   * both less their opening quote.
-   */
-  members: readonly { signal: PolicySignalName; key: Buffer; members: readonly Buffer[] }[];
 }
 
-export function lineNeeds(policy: { requirements: PolicyRequirements }): LineNeeds {
+export function lineNeeds(policy: { requirements: { signals: ReadonlySet<string> } }): LineNeeds {
   const signals = policy.requirements.signals;
   const unread = POLICY_SIGNAL_NAMES.filter((n) => !signals.has(n)).map((n) => ascii(`${n}":{"status":"`));
-  const members = [...unreadAnswerMembers(policy.requirements)].map(([signal, keys]) => ({
-    signal,
-    key: ascii(`${signal}":{`),
-    members: keys.map((k) => ascii(`${k}":`)),
-  }));
-  return { signals, unread, members };
+  return { signals, unread };
 }
 
 export type ReadLine =
@@ -119,10 +99,8 @@ function neededFields(line: Buffer, needs: LineNeeds | undefined): DecisionLineS
   }
   if (rulesEnd === -1) return undefined;
   try {
-    const cuts = needs === undefined || needs.members.length === 0 ? NO_CUTS : memberCuts(line, at, needs);
     const head =
-      (needs === undefined ? undefined : withoutUnreadSignals(line, at, needs, cuts)) ??
-      (cuts.length === 0 ? undefined : headWithoutMembers(line, at, cuts)) ??
+      (needs === undefined ? undefined : withoutUnreadSignals(line, at, needs)) ??
       (JSON.parse(`${line.toString('utf8', 0, at)}}`) as DecisionLineShape);
     if (head.inputs === undefined) return undefined;
     head.outcome = JSON.parse(`${line.toString('utf8', at + OUTCOME_KEY.length - 1, rulesEnd + 1)}}`);
@@ -134,110 +112,6 @@ function neededFields(line: Buffer, needs: LineNeeds | undefined): DecisionLineS
 
 const INPUTS_KEY = ascii(',"inputs":{"signals":{');
 
-/** A member's value left unparsed: `line[start, end)` read as its signal's {@link placeholder}. */
-interface MemberCut {
-  signal: PolicySignalName;
-  start: number;
-  end: number;
-}
-
-const NO_CUTS: readonly MemberCut[] = Object.freeze([]);
-
-/**
- * What an unparsed member's value reads as, one per signal, to be found in that signal's answer
- * and dropped once parsed: random, so no line can hold it (ASCII, needing no escape).
- */
-const UNREAD = `rg-unread-${randomBytes(12).toString('hex')}-`;
-const placeholder = (signal: string) => UNREAD + signal;
-
-/**
- * Where, in the inputs of `line[0, at)`, the answers of the signals the candidate reads hold
- * members it never needs: the first such member after each signal's key, its value balanced by
- * `skipValue`. Found by byte searches that cannot tell depth: a key found elsewhere (a value named
- * like a signal deeper in the line) is caught after the parse, where {@link takeUnread} finds the
- * placeholder outside the signal's answer.
- */
-function memberCuts(line: Buffer, at: number, needs: LineNeeds): readonly MemberCut[] {
-  const inputsAt = line.indexOf(INPUTS_KEY);
-  if (inputsAt === -1 || inputsAt > at) return NO_CUTS;
-  const cuts: MemberCut[] = [];
-  for (const need of needs.members) {
-    const keyAt = line.indexOf(need.key, inputsAt);
-    if (keyAt === -1 || keyAt > at) continue;
-    const from = keyAt + need.key.length - 1;
-    for (const member of need.members) {
-      const memberAt = line.indexOf(member, from);
-      // A key: its opening quote after the object's `{` or a `,` (no unescaped `"` sits in a string).
-      if (memberAt === -1 || memberAt > at || line[memberAt - 1] !== 0x22) continue;
-      if (line[memberAt - 2] !== 0x2c && line[memberAt - 2] !== 0x7b) continue;
-      const start = memberAt + member.length;
-      const end = skipValue(line, start, at);
-      if (end !== -1) cuts.push({ signal: need.signal, start, end });
-    }
-  }
-  if (cuts.length === 0) return NO_CUTS;
-  // One inside another is not cut.
-  cuts.sort((a, b) => a.start - b.start);
-  return cuts.filter((c, i) => i === 0 || c.start >= cuts[i - 1]!.end);
-}
-
-/** `line[from, to)` decoded with each cut in it read as its placeholder. */
-function decodeCut(line: Buffer, from: number, to: number, cuts: readonly MemberCut[]): string {
-  let text = '';
-  let at = from;
-  for (const c of cuts) {
-    if (c.start < from || c.end > to) continue;
-    text += `${line.toString('utf8', at, c.start)}"${placeholder(c.signal)}"`;
-    at = c.end;
-  }
-  return text + line.toString('utf8', at, to);
-}
-
-/** Drops each member of `value` (at any depth) holding `unread`: how many it dropped. */
-function dropUnread(value: unknown, unread: string): number {
-  if (value === null || typeof value !== 'object') return 0;
-  let taken = 0;
-  if (Array.isArray(value)) {
-    for (const v of value) taken += dropUnread(v, unread);
-    return taken;
-  }
-  const o = value as Record<string, unknown>;
-  for (const k in o) {
-    if (o[k] === unread) {
-      delete o[k];
-      taken++;
-    } else taken += dropUnread(o[k], unread);
-  }
-  return taken;
-}
-
-/**
- * The placeholders of `signal`'s cuts dropped from its parsed answer: how many. A line is read so
- * only when all its cuts' placeholders are dropped so, each from its own signal's answer (a cut
- * elsewhere, a key found at another depth, would leave one behind).
- */
-function takeUnread(answer: unknown, signal: string): number {
-  return dropUnread(answer, placeholder(signal));
-}
-
-/**
- * The head (`line[0, at)`) parsed with the cut members unparsed, then dropped from the signals'
- * answers: undefined when a placeholder is not where it was meant to be (a key found at another
- * depth), and the head is parsed whole.
- */
-function headWithoutMembers(
-  line: Buffer,
-  at: number,
-  cuts: readonly MemberCut[],
-): DecisionLineShape | undefined {
-  const head = JSON.parse(`${decodeCut(line, 0, at, cuts)}}`) as DecisionLineShape;
-  const signals = head.inputs?.signals as Record<string, unknown> | undefined;
-  if (signals === undefined) return undefined;
-  let taken = 0;
-  for (const name of new Set(cuts.map((c) => c.signal))) taken += takeUnread(signals[name], name);
-  return taken === cuts.length ? head : undefined;
-}
-
 /**
  * The head (`line[0, at)`, what precedes `outcome`) without the signals the candidate does not
  * read, when the line holds any: the part before `inputs` parsed as one piece (it parses only if
@@ -248,12 +122,7 @@ function headWithoutMembers(
  * unreadable, as a broken byte past `matchedRules` never did. Undefined when the line holds no
  * signal the candidate leaves unread, or is not laid out so: the head is parsed whole.
  */
-function withoutUnreadSignals(
-  line: Buffer,
-  at: number,
-  needs: LineNeeds,
-  cuts: readonly MemberCut[],
-): DecisionLineShape | undefined {
+function withoutUnreadSignals(line: Buffer, at: number, needs: LineNeeds): DecisionLineShape | undefined {
   const inputsAt = line.indexOf(INPUTS_KEY);
   if (inputsAt === -1 || inputsAt > at) return undefined;
   const signalsAt = inputsAt + INPUTS_KEY.length - 1;
@@ -261,13 +130,9 @@ function withoutUnreadSignals(
   if (!needs.unread.some((key) => inputs.includes(key))) return undefined;
   const head = JSON.parse(`${line.toString('utf8', 0, inputsAt)}}`) as DecisionLineShape;
   const signals: Record<string, unknown> = {};
-  let cutsTaken = 0;
   const signalsEnd = scanObject(line, signalsAt, at, (keyStart, keyEnd, valueStart, valueEnd) => {
     const name = line.toString('latin1', keyStart, keyEnd);
-    if (!needs.signals.has(name)) return;
-    const value = JSON.parse(decodeCut(line, valueStart, valueEnd, cuts));
-    if (cuts.length > 0) cutsTaken += takeUnread(value, name);
-    signals[name] = value;
+    if (needs.signals.has(name)) signals[name] = JSON.parse(line.toString('utf8', valueStart, valueEnd));
   });
   if (signalsEnd === -1) return undefined;
   // After the signals: more inputs, or the end of `inputs` right before `outcome`.
@@ -278,8 +143,6 @@ function withoutUnreadSignals(
         ? {}
         : undefined;
   if (rest === undefined || 'signals' in rest) return undefined;
-  // A cut outside the answers read (a key found at another depth) leaves a placeholder behind.
-  if (cutsTaken !== cuts.length) return undefined;
   head.inputs = { ...rest, signals: signals as PolicyInput['signals'] };
   return head;
 }
