@@ -383,6 +383,40 @@ describe('the image layout: bin/riskgate.js beside dist/, no src/ and no tsx', (
     }
   });
 
+  it('replays a log from the compiled CLI, and on replay threads loaded from dist/', () => {
+    const app = imageLayout();
+    try {
+      const lines = readFileSync(join(ROOT, 'bench/fixtures/decision-lines.jsonl'), 'utf8')
+        .trim()
+        .split('\n');
+      writeFileSync(join(app, 'decisions.jsonl'), `${[...lines, ...lines].join('\n')}\n`);
+      // A log this small: the CLI replays it in process.
+      const replay = cli(app, ['replay', '--json', '--policy', 'policies', 'decisions.jsonl']);
+      expect(replay.status, replay.stderr).toBe(0);
+      const { elapsedMs: _, ...onePass } = JSON.parse(replay.stdout) as Record<string, unknown>;
+      expect(onePass.decisions).toBe(2 * lines.length);
+      // The compiled module cutting it for three threads, each loading dist/replay/replay-thread.js.
+      writeFileSync(
+        join(app, 'threads.mjs'),
+        `import { loadPolicy } from './dist/policy/policy-loader.js';
+        import { replayDecisions } from './dist/replay/replay-run.js';
+        const policy = await loadPolicy('policies');
+        const options = { changedLimit: Infinity, policyPath: 'policies', threads: 3, minBytesPerThread: 1 };
+        const { elapsedMs, ...report } = await replayDecisions(policy, ['decisions.jsonl'], options);
+        process.stdout.write(JSON.stringify(report));`,
+      );
+      const threads = spawnSync(process.execPath, ['threads.mjs'], {
+        cwd: app,
+        env: { PATH: process.env.PATH ?? '' },
+        encoding: 'utf8',
+      });
+      expect(threads.status, threads.stderr).toBe(0);
+      expect(JSON.parse(threads.stdout)).toEqual(onePass);
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
+  });
+
   it('says in plain words which variable is malformed: an empty or odd RISKGATE_PORT stops the start', async () => {
     const empty = run({ ...vendorEnv(), RISKGATE_PORT: '' });
     expect(await empty.exited).toBe(1);

@@ -21,6 +21,7 @@ import type {
   CompiledPolicy,
   DeclaredList,
   DegradedOutcome,
+  EvaluateOptions,
   MatchedRule,
   OutageOutcome,
   OverrideMatch,
@@ -377,9 +378,9 @@ export class PolicyEvaluator implements CompiledPolicy {
    * Synchronous and never throws: an internal failure is a degraded evaluation, answered with the
    * policy's degraded verdict (challenge by default) and the error explained.
    */
-  evaluate(input: PolicyInput): PolicyDecision {
+  evaluate(input: PolicyInput, options?: EvaluateOptions): PolicyDecision {
     try {
-      startEvaluationBudget(this.#p.evaluationBudgetMs);
+      startEvaluationBudget(options?.budgetMs ?? this.#p.evaluationBudgetMs);
       return this.#evaluate(input);
     } catch (e) {
       const verdict = BY_RANK[this.#p.degradedRank] as DegradedOutcome['verdict'];

@@ -229,6 +229,16 @@ export interface PolicyReviewMarks {
   verdicts: ReadonlySet<Verdict>;
 }
 
+/** How one evaluation runs. */
+export interface EvaluateOptions {
+  /**
+   * CPU budget of this evaluation, in milliseconds. Default: the policy's
+   * `defaults.evaluationBudgetMs` (20), what a live decision gets. `Infinity`: none, for a replay,
+   * which has no deadline and must answer the same whatever the machine's load.
+   */
+  budgetMs?: number;
+}
+
 /** A loaded, compiled policy. `evaluate` is synchronous and never throws. */
 export interface CompiledPolicy {
   name: string;
@@ -238,7 +248,7 @@ export interface CompiledPolicy {
   signalSettings: { [N in PolicySignalName]?: SignalSettings };
   /** total >= challenge challenges, total >= deny denies. */
   thresholds: { challenge: number; deny: number };
-  evaluate(input: PolicyInput): PolicyDecision;
+  evaluate(input: PolicyInput, options?: EvaluateOptions): PolicyDecision;
   /** Timeouts of the Admin reads the policy needs. */
   adminSettings?: { user?: AdminReadSettings; devices?: AdminReadSettings };
   /** Non-fatal findings of the load (expired overrides, unused settings). */

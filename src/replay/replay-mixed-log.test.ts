@@ -226,5 +226,7 @@ describe('replaying a mixed log as bytes', () => {
       expect(Object.values(whole.rules).some((r) => r.after > 0)).toBe(true);
       if (path !== join(ROOT, 'policies')) expect(whole.changed).toBeGreaterThan(0);
     }
-  });
+    // Nine replays, six of them on three threads that each load the candidate: 8 s on a quiet
+    // machine, over 20 at a load of 11 on two cores.
+  }, 120_000);
 });

@@ -1,4 +1,4 @@
-import type { CompiledPolicy, PolicySignalName, Verdict } from '../policy/policy-types.ts';
+import type { CompiledPolicy, EvaluateOptions, PolicySignalName, Verdict } from '../policy/policy-types.ts';
 import {
   type LineNeeds,
   type LoggedDecision,
@@ -48,6 +48,13 @@ export interface ReplayPartial {
 
 /** Unreadable lines a report lists (it counts them all). */
 export const BAD_LINES_LISTED = 5;
+
+/**
+ * A replay evaluates without the live budget: it has no deadline, and a thread descheduled or
+ * paused by a collection inside one evaluation must not get the degraded verdict a quiet machine
+ * would not (what the candidate costs per decision is the benches' to measure).
+ */
+const NO_BUDGET: EvaluateOptions = { budgetMs: Number.POSITIVE_INFINITY };
 
 export function emptyMatrix(): ReplayPartial['matrix'] {
   return {
@@ -186,7 +193,7 @@ export class ReplayTally {
     p.revisions[d.recorded.revision] = (p.revisions[d.recorded.revision] ?? 0) + 1;
     // Before evaluating: it fills the counters a line did not record (they read 0).
     const missing = missingFor(this.#policy, d);
-    const outcome = this.#policy.evaluate(d.input);
+    const outcome = this.#policy.evaluate(d.input, NO_BUDGET);
     p.matrix[d.recorded.verdict][outcome.verdict]++;
     for (const id of d.recorded.rules) this.#rule(id).before++;
     for (const m of outcome.matchedRules) this.#rule(m.id).after++;

@@ -12,6 +12,43 @@ const THREAD_FILE = new URL(
   import.meta.url,
 );
 
+/** A loader argument of tsx's: its package (`tsx`, `tsx/esm`) or a file in it, by path or URL. */
+const TSX = /(^|[\\/])tsx([\\/@]|$)/;
+const LOADER_FLAGS: ReadonlySet<string> = new Set([
+  '--import',
+  '--require',
+  '-r',
+  '--loader',
+  '--experimental-loader',
+]);
+
+/**
+ * A thread's Node options: the caller's, less tsx's loader (`npx tsx` runs Node with `--require
+ * .../tsx/dist/preflight.cjs --import .../tsx/dist/loader.mjs`, which a thread inherits). Every
+ * module a thread loads is erasable TypeScript, which Node 24 strips itself (a thread started by
+ * vitest already loads them so); through tsx each thread would compile them all again with esbuild,
+ * 1-1.5 s of CPU a thread. Any other option (`--cpu-prof`, a heap limit) passes on.
+ */
+export function threadExecArgv(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i]!;
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    if (!LOADER_FLAGS.has(flag)) {
+      kept.push(arg);
+      continue;
+    }
+    const value = eq === -1 ? execArgv[i + 1] : arg.slice(eq + 1);
+    if (value !== undefined && TSX.test(value)) {
+      if (eq === -1) i++;
+      continue;
+    }
+    kept.push(arg);
+  }
+  return kept;
+}
+
 /** Thrown when `signal` stopped the threads: their stretches are not replayed. */
 export class ReplayStopped extends Error {
   constructor() {
@@ -30,6 +67,7 @@ export async function replayOnThreads(
 ): Promise<ReplayStretchReply[]> {
   signal?.throwIfAborted();
   const workers: Worker[] = [];
+  const execArgv = threadExecArgv(process.execArgv);
   const stop = () => {
     for (const w of workers) void w.terminate();
   };
@@ -39,7 +77,7 @@ export async function replayOnThreads(
       tasks.map(
         (workerData) =>
           new Promise<ReplayStretchReply>((resolve) => {
-            const w = new Worker(THREAD_FILE, { workerData });
+            const w = new Worker(THREAD_FILE, { workerData, execArgv });
             workers.push(w);
             w.once('message', (reply: ReplayStretchReply) => resolve(reply));
             w.once('error', (e) => resolve({ ok: false, error: { message: e.message } }));
