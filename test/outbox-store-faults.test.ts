@@ -252,22 +252,10 @@ describe('a group commit on the SQLite file', () => {
   it('sends the entries and the companions’ statements of a turn to the database thread in one message', async () => {
     const o = await open(outboxSqliteFile('outbox-script-'));
     const specs = [spec('ul'), spec('um'), spec('un')];
-    const sent: unknown[] = [];
-    const post = Worker.prototype.postMessage;
-    Worker.prototype.postMessage = function (
-      this: Worker,
-      message: unknown,
-      transfer?: Parameters<Worker['postMessage']>[1],
-    ) {
-      sent.push(message);
-      return post.call(this, message, transfer);
-    };
-    try {
+    const { sent } = await postedDuring(async () => {
       const added = await Promise.all(specs.map((s) => o.store.append([s], T0, [notingStatement(s.id)])));
       expect(added).toEqual([[true], [true], [true]]);
-    } finally {
-      Worker.prototype.postMessage = post;
-    }
+    });
     try {
       // One script: the three entries in one insert, then the three notes; no begin or commit alone.
       expect(sent).toEqual([expect.objectContaining({ type: 'script' })]);
@@ -337,35 +325,25 @@ describe('a delivery turn on the SQLite file', () => {
   it('sends the completions, the confirmed lines and the claim to the database thread in one message', async () => {
     const o = await open(outboxSqliteFile('outbox-turn-'));
     const [first, next, told] = [spec('ut'), spec('ut'), spec('ut-told')];
-    const sent: unknown[] = [];
-    const post = Worker.prototype.postMessage;
     try {
       await o.store.append([first, next, told], T0);
       await o.store.claim('w-turn', 10, T0, LEASE);
       await o.store.complete(told.id, 'w-turn', T0 + 1);
-      Worker.prototype.postMessage = function (
-        this: Worker,
-        message: unknown,
-        transfer?: Parameters<Worker['postMessage']>[1],
-      ) {
-        sent.push(message);
-        return post.call(this, message, transfer);
-      };
-      const settled = await o.store.settleAndClaim({
-        owner: 'w-turn',
-        completed: [{ id: first.id, nowMs: T0 + 2 }],
-        logged: [told.id],
-        limit: 10,
-        nowMs: T0 + 2,
-        leaseMs: LEASE,
-      });
-      Worker.prototype.postMessage = post;
+      const { sent, result: settled } = await postedDuring(() =>
+        o.store.settleAndClaim({
+          owner: 'w-turn',
+          completed: [{ id: first.id, nowMs: T0 + 2 }],
+          logged: [told.id],
+          limit: 10,
+          nowMs: T0 + 2,
+          leaseMs: LEASE,
+        }),
+      );
       expect(settled.claimed.map((e) => e.spec.id)).toEqual([next.id]);
       expect(sent).toEqual([expect.objectContaining({ type: 'script' })]);
       expect((sent[0] as { statements: unknown[] }).statements).toHaveLength(3);
       expect(await rowOf(o.database, told.id)).toMatchObject({ logged: 1 });
     } finally {
-      Worker.prototype.postMessage = post;
       await o.store.close();
     }
   });
@@ -510,3 +488,22 @@ describe.runIf(postgresAvailable())('with PostgreSQL', () => {
     }
   });
 });
+
+/** What the main thread posts to worker threads (the SQLite query thread) while `step` runs. */
+async function postedDuring<T>(step: () => Promise<T>): Promise<{ sent: unknown[]; result: T }> {
+  const sent: unknown[] = [];
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (
+    this: Worker,
+    message: unknown,
+    transfer?: Parameters<Worker['postMessage']>[1],
+  ) {
+    sent.push(message);
+    return post.call(this, message, transfer);
+  };
+  try {
+    return { sent, result: await step() };
+  } finally {
+    Worker.prototype.postMessage = post;
+  }
+}
