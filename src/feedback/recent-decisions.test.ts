@@ -1,5 +1,7 @@
+import { createHook } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import { compactId, RecentDecisions } from './recent-decisions.ts';
 
 /** The key as riskgate always made it: the hex digits through Buffer (which stops at a bad pair). */
@@ -39,5 +41,39 @@ describe('recent decisions', () => {
     expect(recent.get(id)?.keyId).toBe('key-1');
     expect(recent.get(id.toUpperCase())?.keyId).toBe('key-1');
     expect(recent.get(randomUUID())).toBeUndefined();
+  });
+
+  it('forgets a decision once its retention has passed on the clock it is given', async () => {
+    // Not at 0: lru-cache reads a start time of 0 as "no expiry" (performance.now() is never 0).
+    const clock = new DrivenClock({ monotonicMs: 5000 });
+    const recent = new RecentDecisions({ retentionMs: 1000, clock });
+    const id = randomUUID();
+    recent.remember(id, 'key-1');
+    await clock.advance(999);
+    expect(recent.get(id)?.keyId).toBe('key-1');
+    await clock.advance(2);
+    expect(recent.get(id)).toBeUndefined();
+  });
+
+  it('arms no timer to remember or find a decision (a timer would wake the event loop per decision)', () => {
+    const recent = new RecentDecisions();
+    const ids = Array.from({ length: 100 }, () => randomUUID());
+    let timers = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'Timeout') timers++;
+      },
+    });
+    hook.enable();
+    try {
+      for (const id of ids) {
+        recent.remember(id, 'key-1');
+        recent.get(id);
+      }
+    } finally {
+      hook.disable();
+    }
+    expect(timers).toBe(0);
+    expect(recent.get(ids[0]!)?.keyId).toBe('key-1');
   });
 });
