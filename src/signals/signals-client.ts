@@ -374,7 +374,13 @@ export function createSignalsClient(opts: SignalsClientOptions): SignalsClient {
   const cacheTtlMs = opts.cache?.ttlMs ?? DEFAULT_RAT_CACHE_TTL_MS;
   const cache =
     cacheTtlMs > 0
-      ? new LRUCache<string, RemoteAccessToolResponse>({ max: opts.cache?.max ?? 10_000, ttl: cacheTtlMs })
+      ? new LRUCache<string, RemoteAccessToolResponse>({
+          max: opts.cache?.max ?? 10_000,
+          ttl: cacheTtlMs,
+          // The clock read at every lookup (a vDSO call), not kept for 1 ms behind a timer that
+          // woke the event loop for a turn of its own after nearly every lookup at a low rate.
+          ttlResolution: 0,
+        })
       : undefined;
   let cacheHits = 0;
 
