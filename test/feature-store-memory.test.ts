@@ -6,6 +6,7 @@ import {
   floodNewKeys,
   heapAfterGcBytes,
 } from './support/feature-store-flood.ts';
+import { timersArmedBy } from './support/timers-armed.ts';
 
 /**
  * Issue 22, item 10: a flood grew the memory feature store without bound (3,000 keys reaching
@@ -53,4 +54,24 @@ describe('the memory feature store under a flood', () => {
     expect(many.bytes).toBeLessThan(HISTORY_BOUND + SLACK);
     expect(many.store.heldBytes().history).toBeGreaterThan(HISTORY_BOUND * 0.95);
   }, 60_000);
+});
+
+describe('the memory feature store on the event loop', () => {
+  it('arms no timer to record or read counters (a timer would wake the event loop per decision)', async () => {
+    const store = new MemoryFeatureStore();
+    const ops = [
+      { key: 'attempts:user-1', windowMs: 60_000 },
+      { key: 'ips:user-1', windowMs: 3_600_000, member: 'ip-a' },
+    ];
+    const nowMs = Date.now();
+    const timers = timersArmedBy(() => {
+      for (let i = 0; i < 50; i++) {
+        store.recordCountersNow(ops, nowMs + i);
+        store.readCountersNow(ops, nowMs + i);
+      }
+    });
+    expect(timers).toBe(0);
+    expect(store.readCountersNow(ops, nowMs + 50).counts).toEqual([50, 1]);
+    await store.close();
+  });
 });

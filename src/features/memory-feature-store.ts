@@ -113,6 +113,9 @@ export class MemoryFeatureStore implements FeatureStore {
       maxSize: options.maxCounterBytes ?? DEFAULT_MAX_COUNTER_BYTES,
       // Expiry is checked on read; nothing sweeps (no timers in a store).
       ttlAutopurge: false,
+      // Nor lru-cache's own: by default it keeps the time for 1 ms behind a timer, armed on nearly
+      // every decision's record at a low rate, each firing a turn of the event loop of its own.
+      ttlResolution: 0,
     });
     this.#history = new LRUCache<string, HistoryList>({
       maxSize: options.maxHistoryBytes ?? DEFAULT_MAX_HISTORY_BYTES,

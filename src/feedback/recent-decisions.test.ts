@@ -1,6 +1,6 @@
-import { createHook } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { timersArmedBy } from '../../test/support/timers-armed.ts';
 import { DrivenClock } from '../timing/driven-clock.ts';
 import { compactId, RecentDecisions } from './recent-decisions.ts';
 
@@ -58,21 +58,12 @@ describe('recent decisions', () => {
   it('arms no timer to remember or find a decision (a timer would wake the event loop per decision)', () => {
     const recent = new RecentDecisions();
     const ids = Array.from({ length: 100 }, () => randomUUID());
-    let timers = 0;
-    const hook = createHook({
-      init(_id, type) {
-        if (type === 'Timeout') timers++;
-      },
-    });
-    hook.enable();
-    try {
+    const timers = timersArmedBy(() => {
       for (const id of ids) {
         recent.remember(id, 'key-1');
         recent.get(id);
       }
-    } finally {
-      hook.disable();
-    }
+    });
     expect(timers).toBe(0);
     expect(recent.get(ids[0]!)?.keyId).toBe('key-1');
   });
