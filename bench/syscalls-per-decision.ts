@@ -4,8 +4,10 @@
  * the event loop and a turn's syscalls are dear on this VM). For each build, in alternating order:
  * a fresh server pinned to its core, a warm-up, then an open loop on `POST /decide` while
  * `perf trace -s -p <pid>` (kernel tracepoints, no ptrace: the server runs at its own speed)
- * counts every syscall by thread; context switches come from `/proc/<pid>/task/<tid>/status` and
- * upstream requests from the sandbox's counters. Everything is divided by the 2xx answers.
+ * counts every syscall by thread; CPU (of it kernel), context switches and page faults by thread
+ * come from `/proc/<pid>/task/*`, upstream requests from the sandbox's counters. Everything is
+ * divided by the 2xx answers of the measured window. Results: bench/RESULTS.md, "syscalls and
+ * wake-ups per decision".
  *
  *   npx tsx bench/syscalls-per-decision.ts [--builds allmem=allmem,peer=peer,floor=floor]
  *     [--rate 200] [--duration 10] [--warmup 3] [--rounds 1] [--no-shed]
