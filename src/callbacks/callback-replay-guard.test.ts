@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { timersArmedBy } from '../../test/support/timers-armed.ts';
 import { CallbackReplayGuard } from './callback-replay-guard.ts';
 
 const sig = (text: string) => new TextEncoder().encode(text);
@@ -16,6 +17,17 @@ describe('CallbackReplayGuard', () => {
     for (const s of ['1', '2', '3', '4']) expect(g.firstSighting(sig(s))).toBe(true);
     expect(g.firstSighting(sig('4'))).toBe(false);
     expect(g.firstSighting(sig('1'))).toBe(true);
+  });
+
+  it('arms no timer to check or remember a signature (each would wake the event loop)', () => {
+    const g = new CallbackReplayGuard();
+    const timers = timersArmedBy(() => {
+      for (let i = 0; i < 20; i++) {
+        expect(g.firstSighting(sig(`sig-${i}`))).toBe(true);
+        expect(g.seen(sig(`sig-${i}`))).toBe(true);
+      }
+    });
+    expect(timers).toBe(0);
   });
 
   it('knows a signature by its bytes, wherever they sit in memory', () => {
