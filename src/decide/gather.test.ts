@@ -1,6 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import { type Gathered, gather, type InputSource } from './gather.ts';
 
@@ -117,6 +118,24 @@ describe('gather', () => {
       ],
     });
     expect(hanging.seen[0]!.signal.aborted).toBe(true);
+  });
+
+  it('tells every call when its signal aborts at the latest: the deadline, on the system clock alone', async () => {
+    const deadlineAtMs = performance.now() + 300;
+    const hanging = source('hanging', 500, 'hang');
+    const short = source('short', 100, 'hang');
+    void gather([hanging, short], { deadlineAtMs });
+    // An attempt due at or after it needs no timer of its own (src/upstream/upstream-request.ts).
+    expect(hanging.seen[0]!.signalAbortsAtMs).toBe(deadlineAtMs);
+    expect(short.seen[0]!.signalAbortsAtMs).toBe(deadlineAtMs);
+    await vi.advanceTimersByTimeAsync(299);
+    expect(hanging.seen[0]!.signal.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(hanging.seen[0]!.signal.aborted).toBe(true);
+    // A driven clock's deadline is not on the attempts' timers: every attempt keeps its own.
+    const driven = source('driven', 500, 'hang');
+    void gather([driven], { deadlineAtMs: 300, clock: new DrivenClock() });
+    expect(driven.seen[0]!.signalAbortsAtMs).toBe(Number.POSITIVE_INFINITY);
   });
 
   it('counts the deadline from the time given, not from the call: a spent budget ends everything at once, sending nothing', async () => {

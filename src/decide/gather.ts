@@ -18,10 +18,25 @@ export interface InputSource<T = unknown> {
   timeoutMs: number;
   /**
    * Starts the call. `deadlineAt` (epoch milliseconds) is the earlier of the deadline and the own
-   * timeout, so a client retries only when that fits before it. Resolves, never rejects: a
-   * rejection (a bug in a client) becomes an `RG_ERR_INTERNAL` outcome.
+   * timeout, so a client retries only when that fits before it. `signalAbortsAtMs` is when `signal`
+   * aborts at the latest (the deadline, monotonic time), so an attempt that would time out no sooner
+   * needs no timer of its own. Resolves, never rejects: a rejection (a bug in a client) becomes an
+   * `RG_ERR_INTERNAL` outcome.
    */
-  fetch(call: { signal: AbortSignal; deadlineAt: number; timeoutMs: number }): Promise<UpstreamResult<T>>;
+  fetch(call: SourceCall): Promise<UpstreamResult<T>>;
+}
+
+/** What `InputSource.fetch` is given: the shared signal, the times that bound the call. */
+export interface SourceCall {
+  signal: AbortSignal;
+  /** Epoch milliseconds: the earlier of the deadline and the own timeout. */
+  deadlineAt: number;
+  timeoutMs: number;
+  /**
+   * `performance.now()` time by which `signal` has aborted; `Infinity` when the gather runs on a
+   * driven clock (its timers are not the attempts').
+   */
+  signalAbortsAtMs: number;
 }
 
 export type { InputOutcome };
@@ -121,13 +136,17 @@ class Fanout {
       for (let i = 0; i < sources.length; i++) this.#end(i, { status: 'unavailable', reason: 'deadline' }, 0);
       return;
     }
+    // The deadline's timer aborts the signal then, never sooner (see #onDeadline). Only the system
+    // clock's timers run on the attempts' time; a driven clock's deadline says nothing about it.
+    const signalAbortsAtMs = clock === systemClock ? options.deadlineAtMs : Number.POSITIVE_INFINITY;
     let byTimeout: Map<number, number[]> | undefined;
     for (let i = 0; i < sources.length; i++) {
       const source = sources[i]!;
-      const call = {
+      const call: SourceCall = {
         signal,
         deadlineAt: Math.min(nowMs + budgetMs, nowMs + source.timeoutMs),
         timeoutMs: source.timeoutMs,
+        signalAbortsAtMs,
       };
       let started: Promise<UpstreamResult<unknown>>;
       try {
