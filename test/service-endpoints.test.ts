@@ -1,8 +1,9 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
 import { decideResponseSchema } from '../src/decide/decide-response.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
+import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { signatureRespellings as respellings } from './support/signature-respellings.ts';
 
@@ -56,6 +57,43 @@ describe('service endpoints', () => {
     expect(timing).toMatch(/policy;dur=/);
     // The wait between reading the request and its handler, which the deadline counts.
     expect(timing).toMatch(/queue;dur=\d+(\.\d)?$/);
+  });
+
+  it('answers a decision as JSON of its exact length, with Server-Timing, on a kept-alive connection', async () => {
+    const body = JSON.stringify(demoRequest('alice', undefined));
+    const answer = await new Promise<{ status: number; raw: string[]; text: string }>((resolve, reject) => {
+      const req = request(`${h.url}/decide`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
+      });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, raw: res.rawHeaders, text }));
+      });
+      req.end(body);
+    });
+    expect(answer.status).toBe(200);
+    const headers = new Map<string, string>();
+    for (let i = 0; i < answer.raw.length; i += 2)
+      headers.set(answer.raw[i]!.toLowerCase(), answer.raw[i + 1]!);
+    expect([...headers.keys()].sort()).toEqual([
+      'connection',
+      'content-length',
+      'content-type',
+      'date',
+      'keep-alive',
+      'server-timing',
+    ]);
+    expect(headers.get('content-type')).toBe('application/json');
+    expect(headers.get('content-length')).toBe(String(Buffer.byteLength(answer.text)));
+    expect(headers.get('connection')).toBe('keep-alive');
+    expect(headers.get('server-timing')).toMatch(/^total;dur=.*queue;dur=\d+(\.\d)?$/);
+    expect(decideResponseSchema.safeParse(JSON.parse(answer.text)).error).toBeUndefined();
   });
 
   it('writes a replayable decision log line for it, off the response path', async () => {

@@ -106,7 +106,12 @@ export function decideRoutes(deps: DecideDeps, edge: DecideEdge): Hono {
       const queueMs = startedAt - arrivedAtMs;
       // Before the answer leaves: feedback on it may follow at once, from its key alone.
       edge.recent.remember(run.decisionId, c.get('principal').keyId);
-      return c.json(response, 200, { 'server-timing': serverTiming(run, totalMs, queueMs) });
+      // The body and plain headers straight into a Response: @hono/node-server writes that one
+      // through without a Headers object (c.json builds one for two headers, then converts it back).
+      return new Response(JSON.stringify(response), {
+        status: 200,
+        headers: { 'content-type': 'application/json', 'server-timing': serverTiming(run, totalMs, queueMs) },
+      });
     },
   );
   return app;

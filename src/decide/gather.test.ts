@@ -1,6 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
+import { DrivenClock } from '../timing/driven-clock.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import { type Gathered, gather, type InputSource } from './gather.ts';
 
@@ -119,6 +120,24 @@ describe('gather', () => {
     expect(hanging.seen[0]!.signal.aborted).toBe(true);
   });
 
+  it('tells every call when its signal aborts at the latest: the deadline, on the system clock alone', async () => {
+    const deadlineAtMs = performance.now() + 300;
+    const hanging = source('hanging', 500, 'hang');
+    const short = source('short', 100, 'hang');
+    void gather([hanging, short], { deadlineAtMs });
+    // An attempt due at or after it needs no timer of its own (src/upstream/upstream-request.ts).
+    expect(hanging.seen[0]!.signalAbortsAtMs).toBe(deadlineAtMs);
+    expect(short.seen[0]!.signalAbortsAtMs).toBe(deadlineAtMs);
+    await vi.advanceTimersByTimeAsync(299);
+    expect(hanging.seen[0]!.signal.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(hanging.seen[0]!.signal.aborted).toBe(true);
+    // A driven clock's deadline is not on the attempts' timers: every attempt keeps its own.
+    const driven = source('driven', 500, 'hang');
+    void gather([driven], { deadlineAtMs: 300, clock: new DrivenClock() });
+    expect(driven.seen[0]!.signalAbortsAtMs).toBe(Number.POSITIVE_INFINITY);
+  });
+
   it('counts the deadline from the time given, not from the call: a spent budget ends everything at once, sending nothing', async () => {
     const hanging = source('hanging', 100, 'hang');
     const state = tracked(gather([hanging], { deadlineAtMs: performance.now() - 50 }));
@@ -211,10 +230,29 @@ describe('gather', () => {
     ]);
   });
 
-  it('sets one timer per distinct own timeout, and one for the deadline', () => {
-    const sources = [source('a', 100, 'hang'), source('b', 100, 'hang'), source('c', 150, 'hang')];
-    void gather(sources, { deadlineAtMs: performance.now() + 300 });
-    expect(vi.getTimerCount()).toBe(3);
+  it('runs on one timer at a time: each own timeout in turn, then the deadline', async () => {
+    const sources = [
+      source('a', 100, 'hang'),
+      source('b', 150, 'hang'),
+      source('c', 100, 'hang'),
+      source('d', 500, 'hang'),
+    ];
+    const state = tracked(gather(sources, { deadlineAtMs: performance.now() + 300 }));
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(149);
+    expect(state.done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(state.value?.calls).toEqual([
+      { name: 'a', durationMs: 100, outcome: 'timeout' },
+      { name: 'c', durationMs: 100, outcome: 'timeout' },
+      { name: 'b', durationMs: 150, outcome: 'timeout' },
+      { name: 'd', durationMs: 300, outcome: 'deadline' },
+    ]);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('leaves no timer behind once every source answered', async () => {
@@ -251,5 +289,25 @@ describe('gather', () => {
   it('answers at once with nothing to gather', async () => {
     expect(await gather([], { deadlineAtMs: performance.now() + 300 })).toEqual({ outcomes: [], calls: [] });
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('gather on a driven clock', () => {
+  it('ends at once every own timeout a late timer finds past, and the deadline on time', async () => {
+    const clock = new DrivenClock();
+    const sources = [source('a', 50, 'hang'), source('b', 80, 'hang'), source('c', 500, 'hang')];
+    const state = tracked(gather(sources, { deadlineAtMs: 200, clock }));
+    // A turn that blocks the loop past both own timeouts: the one timer fires late, once.
+    clock.stall(120);
+    await clock.advance(0);
+    expect(clock.pendingTimers).toBe(1);
+    await clock.advance(79);
+    expect(state.done).toBe(false);
+    await clock.advance(1);
+    expect(state.value?.calls).toEqual([
+      { name: 'a', durationMs: 120, outcome: 'timeout' },
+      { name: 'b', durationMs: 120, outcome: 'timeout' },
+      { name: 'c', durationMs: 200, outcome: 'deadline' },
+    ]);
   });
 });

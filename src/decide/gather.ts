@@ -18,10 +18,25 @@ export interface InputSource<T = unknown> {
   timeoutMs: number;
   /**
    * Starts the call. `deadlineAt` (epoch milliseconds) is the earlier of the deadline and the own
-   * timeout, so a client retries only when that fits before it. Resolves, never rejects: a
-   * rejection (a bug in a client) becomes an `RG_ERR_INTERNAL` outcome.
+   * timeout, so a client retries only when that fits before it. `signalAbortsAtMs` is when `signal`
+   * aborts at the latest (the deadline, monotonic time), so an attempt that would time out no sooner
+   * needs no timer of its own. Resolves, never rejects: a rejection (a bug in a client) becomes an
+   * `RG_ERR_INTERNAL` outcome.
    */
-  fetch(call: { signal: AbortSignal; deadlineAt: number; timeoutMs: number }): Promise<UpstreamResult<T>>;
+  fetch(call: SourceCall): Promise<UpstreamResult<T>>;
+}
+
+/** What `InputSource.fetch` is given: the shared signal, the times that bound the call. */
+export interface SourceCall {
+  signal: AbortSignal;
+  /** Epoch milliseconds: the earlier of the deadline and the own timeout. */
+  deadlineAt: number;
+  timeoutMs: number;
+  /**
+   * `performance.now()` time by which `signal` has aborted; `Infinity` when the gather runs on a
+   * driven clock (its timers are not the attempts').
+   */
+  signalAbortsAtMs: number;
 }
 
 export type { InputOutcome };
@@ -84,10 +99,15 @@ class Fanout {
   readonly #controller = new AbortController();
   readonly #outcomes: (InputOutcome | undefined)[];
   readonly #calls: CallTiming[] = [];
-  #timers: ClockTimer[] | undefined;
+  /** The own timeouts shorter than the budget, ascending, each with its sources (see `#onTimer`). */
+  #dues: [timeoutMs: number, indices: number[]][] | undefined;
+  /** The next of `#dues` the timer is for; past the last, the timer is the deadline's. */
+  #nextDue = 0;
+  readonly #budgetMs: number;
   #pending: number;
   #closed = false;
-  #deadline: ClockTimer | undefined;
+  /** The fan-out's one timer: the next own timeout due, then the deadline. */
+  #timer: ClockTimer | undefined;
   #done!: (gathered: Gathered) => void;
   /** Aborts the fan-out when the caller hangs up; removed once it is over. */
   #onCallerGone: (() => void) | undefined;
@@ -100,6 +120,7 @@ class Fanout {
     const startedAt = clock.monotonicMs();
     this.#startedAt = startedAt;
     const budgetMs = Math.max(0, options.deadlineAtMs - startedAt);
+    this.#budgetMs = budgetMs;
     const nowMs = clock.nowMs();
     this.#outcomes = new Array(sources.length).fill(undefined);
     this.#pending = sources.length;
@@ -121,13 +142,17 @@ class Fanout {
       for (let i = 0; i < sources.length; i++) this.#end(i, { status: 'unavailable', reason: 'deadline' }, 0);
       return;
     }
+    // The deadline's timer aborts the signal then, never sooner (see #onDeadline). Only the system
+    // clock's timers run on the attempts' time; a driven clock's deadline says nothing about it.
+    const signalAbortsAtMs = clock === systemClock ? options.deadlineAtMs : Number.POSITIVE_INFINITY;
     let byTimeout: Map<number, number[]> | undefined;
     for (let i = 0; i < sources.length; i++) {
       const source = sources[i]!;
-      const call = {
+      const call: SourceCall = {
         signal,
         deadlineAt: Math.min(nowMs + budgetMs, nowMs + source.timeoutMs),
         timeoutMs: source.timeoutMs,
+        signalAbortsAtMs,
       };
       let started: Promise<UpstreamResult<unknown>>;
       try {
@@ -146,19 +171,31 @@ class Fanout {
         else same.push(i);
       }
     }
-    // One timer per distinct own timeout (a policy's signals mostly share one), not one per source.
-    if (byTimeout !== undefined) {
-      this.#timers = [];
-      for (const [timeoutMs, indices] of byTimeout) {
-        this.#timers.push(
-          clock.setTimeout(() => {
-            const atMs = this.#sinceStartMs();
-            for (const i of indices) this.#end(i, { status: 'unavailable', reason: 'timeout' }, atMs);
-          }, timeoutMs),
-        );
-      }
+    // One timer for the whole fan-out, not one per distinct own timeout plus the deadline's: it is
+    // set for the earliest, and set again for the next only if something is still running then.
+    // Most decisions end before the first, so they set and clear one timer (issue 32).
+    if (byTimeout !== undefined) this.#dues = [...byTimeout].sort((a, b) => a[0] - b[0]);
+    this.#timer = clock.setTimeout(() => this.#onTimer(), this.#dues?.[0]?.[0] ?? budgetMs);
+  }
+
+  /** The timer fired: the own timeouts now due end their sources, then the timer is set again. */
+  #onTimer(): void {
+    const dues = this.#dues;
+    if (this.#closed) return;
+    if (dues === undefined || this.#nextDue >= dues.length) {
+      this.#onDeadline();
+      return;
     }
-    this.#deadline = clock.setTimeout(() => this.#onDeadline(), budgetMs);
+    const atMs = this.#sinceStartMs();
+    // The due group ends now whatever the clock says (as its own timer did); any later one also
+    // past (a long turn delayed this timer) with it.
+    do {
+      for (const i of dues[this.#nextDue++]![1])
+        this.#end(i, { status: 'unavailable', reason: 'timeout' }, atMs);
+    } while (!this.#closed && this.#nextDue < dues.length && dues[this.#nextDue]![0] <= atMs);
+    if (this.#closed) return;
+    const nextMs = this.#nextDue < dues.length ? dues[this.#nextDue]![0] : this.#budgetMs;
+    this.#timer = this.#clock.setTimeout(() => this.#onTimer(), Math.max(0, nextMs - atMs));
   }
 
   #sinceStartMs(): number {
@@ -187,8 +224,7 @@ class Fanout {
   #close(): void {
     this.#closed = true;
     const clock = this.#clock;
-    clock.clearTimeout(this.#deadline);
-    if (this.#timers !== undefined) for (const timer of this.#timers) clock.clearTimeout(timer);
+    clock.clearTimeout(this.#timer);
     if (this.#onCallerGone !== undefined)
       this.#options.signal?.removeEventListener('abort', this.#onCallerGone);
     this.#done({ outcomes: this.#outcomes as InputOutcome[], calls: this.#calls });
@@ -201,7 +237,7 @@ class Fanout {
     // cut short: what is left of it is waited for again.
     const leftMs = this.#options.deadlineAtMs - this.#clock.monotonicMs();
     if (leftMs >= 1) {
-      this.#deadline = this.#clock.setTimeout(() => this.#onDeadline(), leftMs);
+      this.#timer = this.#clock.setTimeout(() => this.#onDeadline(), leftMs);
       return;
     }
     this.#closed = true;

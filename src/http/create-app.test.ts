@@ -1,3 +1,7 @@
+import { once } from 'node:events';
+import { Agent, type IncomingHttpHeaders, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
@@ -249,6 +253,52 @@ describe('createApp in process: routing', () => {
     const notReady = await t.app.request('/readyz');
     expect(notReady.status).toBe(503);
     expect(notReady.headers.get('connection')).toBe('close');
+  });
+
+  it('closes the connection of a decision answered while draining, served through the node adaptor', async () => {
+    let draining = false;
+    const t = build({ deps: { isDraining: () => draining } });
+    const server = createAdaptorServer({ fetch: t.app.fetch });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/decide`;
+    const agent = new Agent({ keepAlive: true });
+    const post = () =>
+      new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
+        const req = request(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${CALLER}`, 'content-type': 'application/json' },
+          agent,
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            text += chunk;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+        });
+        req.end(JSON.stringify(LOGIN));
+      });
+    try {
+      const open = await post();
+      expect(open.status).toBe(200);
+      expect(open.headers.connection).toBe('keep-alive');
+      draining = true;
+      const closing = await post();
+      expect(closing.status).toBe(200);
+      expect(closing.headers.connection).toBe('close');
+      for (const answer of [open, closing]) {
+        expect(answer.headers['content-type']).toBe('application/json');
+        expect(answer.headers['content-length']).toBe(String(Buffer.byteLength(answer.text)));
+        expect(answer.headers['server-timing']).toContain('total;dur=');
+        expect(JSON.parse(answer.text)).toMatchObject({ verdict: 'allow' });
+      }
+    } finally {
+      agent.destroy();
+      server.close();
+    }
   });
 
   it('serves the operator endpoints to an operator key only, never to a caller key', async () => {

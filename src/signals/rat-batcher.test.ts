@@ -186,6 +186,31 @@ describe('remote-access-tool batcher', () => {
     expect(b.stats.released).toBe(2);
   });
 
+  it('a caller whose signal aborts before its own timeout sets no timer; one due first times out', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
+    const up = fakeUpstream();
+    const b = new RatBatcher(up.send);
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    const ac = new AbortController();
+    const bounded = b.lookup('a', item('a'), {
+      signal: ac.signal,
+      timeoutMs: 500,
+      signalAbortsAtMs: performance.now() + 100,
+    });
+    const due = b.lookup('t', item('t'), {
+      signal: ac.signal,
+      timeoutMs: 50,
+      signalAbortsAtMs: performance.now() + 100,
+    });
+    expect(timers.mock.calls.map((c) => c[1])).toEqual([50]);
+    timers.mockRestore();
+    vi.advanceTimersToNextTimer();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await due).toMatchObject({ ok: false, error: { code: ErrorCode.UPSTREAM_TIMEOUT } });
+    ac.abort();
+    expect(await bounded).toMatchObject({ ok: false, error: { code: ErrorCode.DEADLINE_EXCEEDED } });
+  });
+
   it('drops an item from the open batch when its only caller is released before sending', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate'] });
     const up = fakeUpstream();

@@ -162,7 +162,11 @@ export class RatBatcher {
       const w = new Waiter(this, e, resolve, started, signal, opts?.traceparent);
       e.waiters.push(w);
       signal?.addEventListener('abort', w, { once: true });
-      if (opts?.timeoutMs !== undefined) w.timer = setTimeout(onWaiterTimeout, opts.timeoutMs, w);
+      const timeoutMs = opts?.timeoutMs;
+      // A signal sure to abort by then releases the caller first: no timer of its own (issue 32).
+      const abortsAt = signal === undefined ? undefined : opts?.signalAbortsAtMs;
+      if (timeoutMs !== undefined && (abortsAt === undefined || abortsAt > started + timeoutMs))
+        w.timer = setTimeout(onWaiterTimeout, timeoutMs, w);
     });
     if (this.open.size >= this.maxItems) this.flush();
     else if (this.scheduled === undefined) this.schedule();

@@ -2,7 +2,7 @@ import { getEventListeners, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from 'undici';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { eventually } from '../../test/support/eventually.ts';
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
@@ -227,6 +227,47 @@ describe('callUpstream over real HTTP', () => {
     for (const r of await Promise.all(hanging))
       expect(r.ok ? undefined : r.error.code).toBe(ErrorCode.DEADLINE_EXCEEDED);
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('an attempt the decision signal ends first sets no timer of its own and ends at the deadline', async () => {
+    handler = () => {}; // never answers
+    const timers = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      const ac = new AbortController();
+      const call = callUpstream(ctx(), spec({ retry: false }), {
+        signal: ac.signal,
+        timeoutMs: 5000,
+        signalAbortsAtMs: performance.now() + 30,
+      });
+      setTimeout(() => ac.abort(), 30);
+      await expectError(call, ErrorCode.DEADLINE_EXCEEDED);
+      expect(timers.mock.calls.filter((c) => c[1] === 5000)).toHaveLength(0);
+      // Told nothing of when the signal aborts, the attempt keeps its own timer.
+      const unknown = new AbortController();
+      const kept = callUpstream(ctx(), spec({ retry: false }), { signal: unknown.signal, timeoutMs: 5000 });
+      await eventually(() => expect(hits).toBe(2));
+      unknown.abort();
+      await expectError(kept, ErrorCode.DEADLINE_EXCEEDED);
+      expect(timers.mock.calls.filter((c) => c[1] === 5000)).toHaveLength(1);
+    } finally {
+      timers.mockRestore();
+    }
+  });
+
+  it('an attempt due before the decision signal aborts times out at its own timeout', async () => {
+    handler = () => {};
+    const ac = new AbortController();
+    const t0 = performance.now();
+    await expectError(
+      callUpstream(ctx(), spec({ retry: false }), {
+        signal: ac.signal,
+        timeoutMs: 60,
+        signalAbortsAtMs: performance.now() + 60_000,
+      }),
+      ErrorCode.UPSTREAM_TIMEOUT,
+    );
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(55);
+    expect(ac.signal.aborted).toBe(false);
   });
 
   it('an already aborted signal makes no request', async () => {

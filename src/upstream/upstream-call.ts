@@ -205,6 +205,7 @@ export async function callUpstream<T>(
       operation: spec.name,
       timeoutMs,
       signal,
+      signalAbortsAtMs: opts?.signalAbortsAtMs,
       maxBodyBytes: ctx.maxBodyBytes,
       lateAnswerGraceMs: ctx.lateAnswerGraceMs,
       clock: ctx.clock,

@@ -36,6 +36,11 @@ export interface AttemptSettings {
   timeoutMs: number;
   /** The decision's shared deadline signal. */
   signal?: AbortSignal | undefined;
+  /**
+   * When `signal` is sure to have aborted (`performance.now()` time, see `CallOptions`). An
+   * attempt due to time out at or after it sets no timer: the signal's own timer bounds it.
+   */
+  signalAbortsAtMs?: number | undefined;
   /** Bodies larger than this are refused as malformed (the connection is dropped). */
   maxBodyBytes: number;
   /**
@@ -89,8 +94,13 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.settings = settings;
     this.resolve = resolve;
     this.dueAt = performance.now() + settings.timeoutMs;
-    this.timer = setTimeout(onAttemptTimeout, settings.timeoutMs, this);
-    if (settings.signal !== undefined) watch(settings.signal, this);
+    const signal = settings.signal;
+    // A signal that aborts by the time this attempt would time out ends it first: no timer of its
+    // own (the decision's deadline timer is the attempt's explicit timeout then).
+    const abortsAt = settings.signalAbortsAtMs;
+    if (signal === undefined || abortsAt === undefined || abortsAt > this.dueAt)
+      this.timer = setTimeout(onAttemptTimeout, settings.timeoutMs, this);
+    if (signal !== undefined) watch(signal, this);
   }
 
   /** The decision signal aborted. */

@@ -24,6 +24,13 @@ export interface CallOptions {
   deadlineAt?: number;
   /** This call's own timeout in milliseconds, on top of `signal`. Default: the client's. */
   timeoutMs?: number;
+  /**
+   * When `signal` is sure to have aborted, as `performance.now()` time: the decision's deadline,
+   * whose timer aborts it (a caller hanging up only makes it sooner). Optional; an attempt due to
+   * time out at or after it sets no timer of its own, since the signal ends it first (issue 32: one
+   * deadline timer per decision, not one per attempt). Without it, every attempt keeps its timer.
+   */
+  signalAbortsAtMs?: number;
   /** W3C `traceparent` to pass upstream, when tracing is on. */
   traceparent?: string;
 }
