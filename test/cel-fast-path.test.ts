@@ -71,6 +71,9 @@ const EDGE_EXPRESSIONS = [
   'signals.remoteAccessTool.anomalyConfidence >= 0.9 || !signals.remoteAccessTool.available',
   'signals.geolocation.lat > 45.5 && signals.geolocation.country == "CH"',
   'nowSeconds - user.created_at > 86400 * 365',
+  'user.failed_attempts < 9007199254740993 && user.failed_attempts >= -9007199254740993',
+  'user.failed_attempts * 9007199254740993 > 0.0 || 9007199254740993 - user.max_attempts <= 2.0',
+  '9223372036854775807 * 2 > 0 || 4611686018427387904 * 2 > 0',
   'user.status == "locked_out" == signals.activeCall.onCall',
 ];
 
