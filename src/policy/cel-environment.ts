@@ -400,7 +400,7 @@ export const REQUEST_FIELDS: Record<string, string> = {
 const cidrCache = new Map<string, Cidr | null>();
 const CIDR_CACHE_MAX = 4096;
 
-function ipInCidr(ip: string, cidrText: string): boolean {
+export function ipInCidr(ip: string, cidrText: string): boolean {
   checkEvaluationBudget();
   let cidr = cidrCache.get(cidrText);
   if (cidr === undefined) {
@@ -418,6 +418,17 @@ function matchesWithinBudget(s: string, pattern: string): boolean {
 }
 
 const environments = new WeakMap<readonly CelBinding[], Environment>();
+const constructorTables = new WeakMap<readonly CelBinding[], ReadonlyMap<string, new () => object>>();
+
+/**
+ * The class of each message type the environment of `bindings` registers, by CEL type name: what
+ * the fast path (src/policy/cel-fast-path.ts) checks a value's constructor against, as cel-js does.
+ * A class registered under two names is left out (cel-js would know it by one of them only).
+ */
+export function messageConstructors(bindings: readonly CelBinding[]): ReadonlyMap<string, new () => object> {
+  policyEnvironment(bindings);
+  return constructorTables.get(bindings)!;
+}
 
 /**
  * The policy CEL environment of an input table's bindings (built once per table, so once per
@@ -427,18 +438,22 @@ export function policyEnvironment(bindings: readonly CelBinding[]): Environment 
   const known = environments.get(bindings);
   if (known) return known;
   const env = new Environment({ limits: CEL_LIMITS, homogeneousAggregateLiterals: true });
+  const ctors = new Map<string, new () => object>();
+  const registerType = (name: string, ctor: new () => object, fields: Record<string, string>): void => {
+    env.registerType(name, { ctor, fields });
+    ctors.set(name, ctor);
+  };
   const groups = new Map<string, Record<string, string>>();
   for (const b of bindings) {
-    for (const t of b.types ?? []) env.registerType(t.name, { ctor: t.ctor, fields: t.fields });
+    for (const t of b.types ?? []) registerType(t.name, t.ctor, t.fields);
     if (b.field === undefined) continue;
     const group = groups.get(b.variable) ?? {};
     group[b.field] = b.type;
     groups.set(b.variable, group);
   }
-  env
-    .registerType('Signals', { ctor: SignalsView, fields: groups.get('signals') ?? {} })
-    .registerType('Request', { ctor: RequestView, fields: REQUEST_FIELDS })
-    .registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' });
+  registerType('Signals', SignalsView, groups.get('signals') ?? {});
+  registerType('Request', RequestView, REQUEST_FIELDS);
+  env.registerVariable('signals', 'Signals', { description: 'Trust signal results, one per signal name.' });
   for (const b of bindings) {
     if (b.field !== undefined) continue;
     env.registerVariable(b.variable, b.type, { description: b.description });
@@ -464,6 +479,8 @@ export function policyEnvironment(bindings: readonly CelBinding[]): Environment 
     env.registerOperator(`int ${op} double: double`, (a: bigint, b: number) => f(Number(a), b));
   }
   environments.set(bindings, env);
+  const shared = new Set([...ctors.values()].filter((c, i, all) => all.indexOf(c) !== i));
+  constructorTables.set(bindings, new Map([...ctors].filter(([, c]) => !shared.has(c))));
   return env;
 }
 

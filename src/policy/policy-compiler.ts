@@ -13,11 +13,13 @@ import { closestName } from '../text/name-suggestion.ts';
 import {
   DEVICE_FIELDS,
   HISTORY_FIELDS,
+  messageConstructors,
   policyEnvironment,
   REQUEST_FIELDS,
   SIGNAL_VIEW_TYPES,
   USER_FIELDS,
 } from './cel-environment.ts';
+import { compileFastPath } from './cel-fast-path.ts';
 import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation-budget.ts';
 import type { InputTable } from './inputs/input-row.ts';
 import { celBindings, INPUT_ROWS } from './inputs/input-table.ts';
@@ -81,6 +83,12 @@ export interface CompileOptions {
    * one with rows added (`[...INPUT_ROWS, row]`). Default: the built-in one.
    */
   inputs?: InputTable;
+  /**
+   * Whether rule expressions in the subset src/policy/cel-fast-path.ts covers run as plain
+   * closures (same answers, cel-js for the rest). `false` runs every expression with cel-js: for
+   * the differential test and for side-by-side benches. Default: true.
+   */
+  fastPath?: boolean;
 }
 
 export interface CompileResult {
@@ -220,6 +228,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
 
   const table = options.inputs ?? INPUT_ROWS;
   const env = policyEnvironment(celBindings(table));
+  const ctors = messageConstructors(celBindings(table));
   const compileExpression = (path: YamlPath, expr: string, wantType: string): ParseResult | undefined => {
     let fn: ParseResult;
     try {
@@ -373,6 +382,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       score,
       verdictRank,
       fn,
+      fast: options.fastPath === false ? undefined : compileFastPath(fn.ast, ctors),
       guards: extractGuards(fn.ast, (sig) => BOOL_FIELDS[sig]).map((g) => ({
         ...g,
         bit: bitOf.get(g.signal)!,

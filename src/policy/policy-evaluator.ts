@@ -2,6 +2,7 @@ import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
 import { type Cidr, cidrContains, type IpWords, parseIp } from '../net/ip-cidr.ts';
 import { type Activation, createActivation, ListView } from './cel-environment.ts';
+import { FALLBACK, type FastExpression } from './cel-fast-path.ts';
 import {
   budgetExceededMessage,
   endEvaluationBudget,
@@ -67,6 +68,8 @@ export interface CompiledRule {
   score: number;
   verdictRank: number;
   fn: ParseResult;
+  /** `fn` as a closure for the subset of CEL it covers (src/policy/cel-fast-path.ts); undefined outside it. */
+  fast: FastExpression | undefined;
   /**
    * Leading `signals.x.flag` conjuncts checked in JS before calling CEL (see `extractGuards`), each
    * with its signal's bit.
@@ -557,7 +560,9 @@ export class PolicyEvaluator implements CompiledPolicy {
     let result: unknown;
     let error: string | undefined;
     try {
-      result = rule.fn(this.#act);
+      // The closure answers or gives up; cel-js answers what it gives up on, errors included.
+      result = rule.fast === undefined ? FALLBACK : rule.fast(this.#act);
+      if (result === FALLBACK) result = rule.fn(this.#act);
       if (typeof result !== 'boolean') error = `expression returned ${typeof result}, not bool`;
     } catch (e) {
       error = errorSummary(e);

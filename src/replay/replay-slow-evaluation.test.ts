@@ -62,4 +62,21 @@ describe('replaying decisions whose evaluation is slow', () => {
     // The same clocks do spend a live evaluation's budget: the replay's answer is not by luck.
     expect(live.degraded?.rules.some((r) => r.reason === 'evaluation_budget')).toBe(true);
   });
+
+  it('reads neither clock while evaluating without a budget, and the same decision as with one', async () => {
+    const policy = await loadPolicy(join(ROOT, 'policies'));
+    const first = readDecisionLine(
+      readFileSync(join(ROOT, 'bench/fixtures/decision-lines.jsonl'), 'utf8').split('\n')[0]!,
+    );
+    if (first.kind !== 'decision') throw new Error('the fixture starts with a decision');
+    const budgeted = policy.evaluate(first.decision.input);
+    const wall = vi.spyOn(performance, 'now');
+    const cpu = vi.spyOn(process, 'threadCpuUsage');
+    const unbudgeted = policy.evaluate(first.decision.input, { budgetMs: Number.POSITIVE_INFINITY });
+    expect(wall).not.toHaveBeenCalled();
+    expect(cpu).not.toHaveBeenCalled();
+    expect(unbudgeted).toEqual(budgeted);
+    policy.evaluate(first.decision.input);
+    expect(wall).toHaveBeenCalled();
+  });
 });
