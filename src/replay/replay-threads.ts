@@ -1,9 +1,10 @@
 import { Worker } from 'node:worker_threads';
+import type { ReplayPiecesReply, ReplayPiecesTask } from './replay-pieces.ts';
 import type { ReplayStretchReply, ReplayStretchTask } from './replay-stretch.ts';
 
 /**
- * Starts replay threads (replay-thread.ts), one per stretch, for `riskgate replay` and for a policy
- * version's backtest alike.
+ * Starts replay threads (replay-thread.ts), one per task, for `riskgate replay` (pieces of a log
+ * file, replay-pieces.ts) and for a policy version's backtest (a stretch of the store each) alike.
  */
 
 // Built to dist/ as .js beside this file; run from src/ (tsx, vitest) as .ts, by Node's own type stripping.
@@ -61,10 +62,18 @@ export class ReplayStopped extends Error {
  * Each task on a thread of its own; every thread is waited for. An abort of `signal` terminates
  * them all at once and rejects with {@link ReplayStopped}.
  */
-export async function replayOnThreads(
+export function replayOnThreads(
   tasks: readonly ReplayStretchTask[],
   signal?: AbortSignal,
-): Promise<ReplayStretchReply[]> {
+): Promise<ReplayStretchReply[]>;
+export function replayOnThreads(
+  tasks: readonly ReplayPiecesTask[],
+  signal?: AbortSignal,
+): Promise<ReplayPiecesReply[]>;
+export async function replayOnThreads(
+  tasks: readonly (ReplayStretchTask | ReplayPiecesTask)[],
+  signal?: AbortSignal,
+): Promise<(ReplayStretchReply | ReplayPiecesReply)[]> {
   signal?.throwIfAborted();
   const workers: Worker[] = [];
   const execArgv = threadExecArgv(process.execArgv);
@@ -76,10 +85,10 @@ export async function replayOnThreads(
     const replies = await Promise.all(
       tasks.map(
         (workerData) =>
-          new Promise<ReplayStretchReply>((resolve) => {
+          new Promise<ReplayStretchReply | ReplayPiecesReply>((resolve) => {
             const w = new Worker(THREAD_FILE, { workerData, execArgv });
             workers.push(w);
-            w.once('message', (reply: ReplayStretchReply) => resolve(reply));
+            w.once('message', (reply: ReplayStretchReply | ReplayPiecesReply) => resolve(reply));
             w.once('error', (e) => resolve({ ok: false, error: { message: e.message } }));
             w.once('exit', (code) =>
               resolve({ ok: false, error: { message: `the replay thread exited (code ${code})` } }),
