@@ -28,7 +28,8 @@ const LOADER_FLAGS: ReadonlySet<string> = new Set([
  * .../tsx/dist/preflight.cjs --import .../tsx/dist/loader.mjs`, which a thread inherits). Every
  * module a thread loads is erasable TypeScript, which Node 24 strips itself (a thread started by
  * vitest already loads them so); through tsx each thread would compile them all again with esbuild,
- * 1-1.5 s of CPU a thread. Any other option (`--cpu-prof`, a heap limit) passes on.
+ * 1-1.5 s of CPU a thread. Any other option (`--cpu-prof`, another `--import`) passes on; V8's
+ * options (a heap limit) Node refuses in a thread's, and `startThread` drops.
  */
 export function threadExecArgv(execArgv: readonly string[]): string[] {
   const kept: string[] = [];
@@ -48,6 +49,29 @@ export function threadExecArgv(execArgv: readonly string[]): string[] {
     kept.push(arg);
   }
   return kept;
+}
+
+/**
+ * A thread started with `execArgv`, and the options it started with. Node refuses V8's options in a
+ * thread's (`--max-old-space-size`, `--stack-size`: `ERR_WORKER_INVALID_EXEC_ARGV`, naming them in
+ * its message), though they hold for every thread of the process already: the thread is started
+ * again without those named, or without any option when they cannot be told apart.
+ */
+function startThread(workerData: unknown, execArgv: string[]): { worker: Worker; execArgv: string[] } {
+  const refused = (e: unknown) => (e as NodeJS.ErrnoException).code === 'ERR_WORKER_INVALID_EXEC_ARGV';
+  try {
+    return { worker: new Worker(THREAD_FILE, { workerData, execArgv }), execArgv };
+  } catch (e) {
+    if (!refused(e)) throw e;
+    const named = new Set((e as Error).message.replace(/^[^:]*: /, '').split(', '));
+    const kept = execArgv.filter((arg) => !named.has(arg));
+    try {
+      return { worker: new Worker(THREAD_FILE, { workerData, execArgv: kept }), execArgv: kept };
+    } catch (again) {
+      if (!refused(again)) throw again;
+      return { worker: new Worker(THREAD_FILE, { workerData, execArgv: [] }), execArgv: [] };
+    }
+  }
 }
 
 /** Thrown when `signal` stopped the threads: their stretches are not replayed. */
@@ -76,7 +100,7 @@ export async function replayOnThreads(
 ): Promise<(ReplayStretchReply | ReplayPiecesReply)[]> {
   signal?.throwIfAborted();
   const workers: Worker[] = [];
-  const execArgv = threadExecArgv(process.execArgv);
+  let execArgv = threadExecArgv(process.execArgv);
   const stop = () => {
     for (const w of workers) void w.terminate();
   };
@@ -86,7 +110,10 @@ export async function replayOnThreads(
       tasks.map(
         (workerData) =>
           new Promise<ReplayStretchReply | ReplayPiecesReply>((resolve) => {
-            const w = new Worker(THREAD_FILE, { workerData, execArgv });
+            // The options the first thread started with, for the others (this runs for each in turn).
+            const started = startThread(workerData, execArgv);
+            execArgv = started.execArgv;
+            const w = started.worker;
             workers.push(w);
             w.once('message', (reply: ReplayStretchReply | ReplayPiecesReply) => resolve(reply));
             w.once('error', (e) => resolve({ ok: false, error: { message: e.message } }));
