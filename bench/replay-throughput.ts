@@ -6,10 +6,19 @@
  * Writes a decision log of N lines made from real ones (bench/fixtures/decision-lines.jsonl: lines a
  * running riskgate wrote for the sandbox's demo accounts with the shipped policy; each copy gets its
  * own decisionId), then times `replayDecisions` over it with the shipped policy, as
- * `riskgate replay --policy policies/ <log>` runs it. Prints decisions/s, elapsed seconds and peak RSS.
+ * `riskgate replay --policy policies/ <log>` runs it. Prints decisions/s, elapsed seconds, peak RSS,
+ * and the replay's CPU: the process's, and each thread's from /proc (Linux), per decision.
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -65,9 +74,30 @@ console.log(
 );
 
 let peakRss = 0;
+// Each thread's CPU from /proc (Linux): a replay thread's last reading before it ends is kept, so
+// the report can say how the work was shared and that the main thread only waits.
+const threadTicks = new Map<string, number>();
+const tasks = existsSync('/proc/self/task') ? '/proc/self/task' : undefined;
+function sampleThreads(): void {
+  if (tasks === undefined) return;
+  for (const tid of readdirSync(tasks)) {
+    try {
+      const stat = readFileSync(`${tasks}/${tid}/stat`, 'latin1');
+      // Fields after the `(comm)`: utime and stime are the 12th and 13th (clock ticks).
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      threadTicks.set(tid, Number(f[11]) + Number(f[12]));
+    } catch {
+      // The thread ended between the listing and the read: its last sample stands.
+    }
+  }
+}
+const cpuBefore = process.cpuUsage();
+sampleThreads();
+const ticksBefore = new Map(threadTicks);
 const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage().rss);
-}, 200);
+  sampleThreads();
+}, 100);
 const policyPath = values.policy === undefined ? join(root, 'policies') : resolve(values.policy);
 const policy = await loadPolicy(policyPath);
 const startedAt = performance.now();
@@ -77,10 +107,28 @@ const report = await replayDecisions(policy, [log], {
 });
 const elapsedS = (performance.now() - startedAt) / 1000;
 clearInterval(sampler);
+sampleThreads();
+const cpu = process.cpuUsage(cpuBefore);
 console.log(
   `replayed ${report.decisions} decisions in ${elapsedS.toFixed(1)} s: ${Math.round(report.decisions / elapsedS)} decisions/s, ` +
     `${(bytes / 1e6 / elapsedS).toFixed(0)} MB/s, ${report.changed} changed, peak RSS ${(peakRss / 1e6).toFixed(0)} MB, load average ${loadavg()
       .map((x) => x.toFixed(1))
       .join(' ')}`,
+);
+// USER_HZ is 100 on Linux.
+const threadCpu = [...threadTicks]
+  .map(([tid, t]) => ({ tid, s: (t - (ticksBefore.get(tid) ?? 0)) / 100 }))
+  .filter((t) => t.s >= 0.05)
+  .sort((a, b) => b.s - a.s);
+const mainTid = String(process.pid);
+console.log(
+  `CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s (user ${(cpu.user / 1e6).toFixed(1)} + sys ${(cpu.system / 1e6).toFixed(1)}), ` +
+    `${((cpu.user + cpu.system) / report.decisions).toFixed(1)} us per decision; by thread (10 ms ticks, ≥ 0.05 s): ` +
+    threadCpu
+      .map(
+        (t) =>
+          `${t.tid === mainTid ? 'main' : t.tid} ${t.s.toFixed(1)} s = ${((t.s * 1e6) / report.decisions).toFixed(1)} us per decision of the whole`,
+      )
+      .join(', '),
 );
 rmSync(dir, { recursive: true, force: true });

@@ -22,14 +22,18 @@ function comparable(r: ReplayReport): Omit<ReplayReport, 'elapsedMs'> {
   return rest;
 }
 
-describe('a replay run under tsx', () => {
-  it('replays on threads started without tsx what one pass in process reports', async () => {
-    const lines = readFileSync(join(ROOT, 'bench/fixtures/decision-lines.jsonl'), 'utf8').trim().split('\n');
-    const log = join(dir, 'decisions.jsonl');
-    // Each decision twice, so that each of three threads has several.
-    writeFileSync(log, `${[...lines, ...lines].join('\n')}\n`);
-    const policies = join(ROOT, 'policies');
-    const script = `
+const lines = readFileSync(join(ROOT, 'bench/fixtures/decision-lines.jsonl'), 'utf8').trim().split('\n');
+const log = join(dir, 'decisions.jsonl');
+// Each decision twice, so that each of three threads has several.
+writeFileSync(log, `${[...lines, ...lines].join('\n')}\n`);
+const policies = join(ROOT, 'policies');
+
+/**
+ * A replay on three threads in a child Node started with `nodeOptions` then `--import tsx`: what
+ * each thread started with, and the report.
+ */
+async function replayInChild(nodeOptions: string[]): Promise<{ threads: string[]; report: ReplayReport }> {
+  const script = `
       import { loadPolicy } from ${JSON.stringify(join(ROOT, 'src/policy/policy-loader.ts'))};
       import { replayDecisions } from ${JSON.stringify(join(ROOT, 'src/replay/replay-run.ts'))};
       const policy = await loadPolicy(${JSON.stringify(policies)});
@@ -41,27 +45,46 @@ describe('a replay run under tsx', () => {
       });
       process.stdout.write(JSON.stringify(report));
     `;
-    const entry = join(dir, 'replay.mjs');
-    writeFileSync(entry, script);
-    // Loaded by every thread too (an --import other than tsx's passes on): says what each started with.
-    const probe = join(dir, 'thread-probe.mjs');
-    writeFileSync(
-      probe,
-      `import { isMainThread } from 'node:worker_threads';
+  const entry = join(dir, 'replay.mjs');
+  writeFileSync(entry, script);
+  // Loaded by every thread too (an --import other than tsx's passes on): says what each started with.
+  const probe = join(dir, 'thread-probe.mjs');
+  writeFileSync(
+    probe,
+    `import { isMainThread } from 'node:worker_threads';
       if (!isMainThread) process.stderr.write('thread ' + JSON.stringify(process.execArgv) + '\\n');`,
-    );
-    const child = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', probe, entry], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    const threads = child.stderr.split('\n').filter((l) => l.startsWith('thread '));
+  );
+  const child = await promisify(execFile)(
+    process.execPath,
+    [...nodeOptions, '--import', 'tsx', '--import', probe, entry],
+    { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
+  );
+  return {
+    threads: child.stderr.split('\n').filter((l) => l.startsWith('thread ')),
+    report: JSON.parse(child.stdout) as ReplayReport,
+  };
+}
+
+describe('a replay run under tsx', () => {
+  it('replays on threads started without tsx what one pass in process reports', async () => {
+    const probe = join(dir, 'thread-probe.mjs');
+    const { threads, report } = await replayInChild([]);
     expect(threads).toEqual(Array(3).fill(`thread ${JSON.stringify(['--import', probe])}`));
-    const threaded = JSON.parse(child.stdout) as ReplayReport;
     const onePass = await replayDecisions(await loadPolicy(policies), [log], {
       changedLimit: Number.POSITIVE_INFINITY,
     });
     expect(onePass.decisions).toBe(2 * lines.length);
-    expect(comparable(threaded)).toEqual(comparable(onePass));
+    expect(comparable(report)).toEqual(comparable(onePass));
+  });
+
+  it("starts its threads when Node runs with V8's options, which Node refuses in a thread's own", async () => {
+    const probe = join(dir, 'thread-probe.mjs');
+    // A heap limit an operator gives a large replay: it holds for the threads without being theirs.
+    const { threads, report } = await replayInChild(['--max-old-space-size=1024', '--stack-size=2000']);
+    expect(threads).toEqual(Array(3).fill(`thread ${JSON.stringify(['--import', probe])}`));
+    const onePass = await replayDecisions(await loadPolicy(policies), [log], {
+      changedLimit: Number.POSITIVE_INFINITY,
+    });
+    expect(comparable(report)).toEqual(comparable(onePass));
   });
 });

@@ -207,10 +207,18 @@ describe('replay of a log cut across worker threads', () => {
     const options = { changedLimit: 7, labels, policyPath: dir };
     const single = await replayDecisions(policy, [file], { ...options, threads: 1 });
     const threaded = await replayDecisions(policy, [file], { ...options, threads: 3, minBytesPerThread: 1 });
+    // A piece of a line or two at a time, taken by whichever thread is free.
+    const pieces = await replayDecisions(policy, [file], {
+      ...options,
+      threads: 2,
+      minBytesPerThread: 1,
+      pieceBytes: 1,
+    });
     expect(single.changed).toBeGreaterThan(7);
     expect(single.bad.count).toBe(1);
     expect(single.skipped).toBeGreaterThan(0);
     expect({ ...threaded, elapsedMs: 0 }).toEqual({ ...single, elapsedMs: 0 });
+    expect({ ...pieces, elapsedMs: 0 }).toEqual({ ...single, elapsedMs: 0 });
   });
 
   it('names a line too long by its number in the whole file', async () => {
@@ -227,6 +235,16 @@ describe('replay of a log cut across worker threads', () => {
       maxLineBytes: limit,
     });
     await expect(run).rejects.toThrow(`${file}: line ${total + 1} is longer than ${limit} bytes`);
+    // Cut into pieces of a line each: the threads stop taking pieces at the long one, and the lines
+    // before it are still counted.
+    const inPieces = replayDecisions(policy, [file], {
+      policyPath: 'policies/',
+      threads: 2,
+      minBytesPerThread: 1,
+      pieceBytes: 1,
+      maxLineBytes: limit,
+    });
+    await expect(inPieces).rejects.toThrow(`${file}: line ${total + 1} is longer than ${limit} bytes`);
   });
 
   it('ends its threads at once when stopped, rejecting with what stopped it', async () => {

@@ -13,6 +13,13 @@ import { open } from 'node:fs/promises';
 const CHUNK_BYTES = 4 * 1024 * 1024;
 
 /**
+ * The chunk buffers of the last read that finished, for the next: a replay thread reads its pieces
+ * of a log one after another (replay-pieces.ts), and would otherwise take 8 MiB anew for each.
+ * Only a read that ended with nothing in flight gives its buffers back.
+ */
+const spare: Buffer[] = [];
+
+/**
  * Gets each non-empty line as `buf[start, end)` (without `\n` / `\r\n`), with its number. `buf` is
  * reused for the next chunk: whatever outlives the call is copied out of it.
  */
@@ -33,7 +40,10 @@ export async function readLineBytes(
 ): Promise<LineBytesResult> {
   const handle = await open(file, 'r');
   try {
-    const buffers = [Buffer.allocUnsafe(CHUNK_BYTES), Buffer.allocUnsafe(CHUNK_BYTES)] as const;
+    const buffers = [
+      spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES),
+      spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES),
+    ] as const;
     // A whole file is read on from where the last read ended (a FIFO such as /dev/stdin has no
     // positions); a stretch at its own offsets. One read is in flight at a time either way.
     const whole = range.start === 0 && range.end === Number.POSITIVE_INFINITY;
@@ -58,6 +68,8 @@ export async function readLineBytes(
         return { tooLong: lines.linesEnded + 1 };
       }
     }
+    // The last read gave nothing: no read is in flight into either buffer.
+    if (spare.length === 0) spare.push(...buffers);
     return lines.end() ? { linesEnded: lines.linesEnded } : { tooLong: lines.linesEnded + 1 };
   } finally {
     await handle.close();

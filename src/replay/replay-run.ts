@@ -12,7 +12,8 @@ import {
   LabelTally,
   MAX_REPLAY_LINE_BYTES,
 } from './replay-labels.ts';
-import type { ReplayStretchTask } from './replay-stretch.ts';
+import type { ReplayPiecesTask } from './replay-pieces.ts';
+import type { ReplayStretchReply } from './replay-stretch.ts';
 import {
   BAD_LINES_LISTED,
   emptyMatrix,
@@ -28,8 +29,8 @@ export type { ReplayChange } from './replay-tally.ts';
  * Replays logged decisions with a candidate policy: each decision's recorded inputs evaluated again
  * (no vendor call), compared with what was decided. Streams: a line is read, evaluated and
  * forgotten, so a log of any size runs in constant memory. A large log file is cut at line ends
- * into one stretch per core, each replayed on a worker thread; the stretches' tallies are merged
- * in log order, so the report is the one a single pass would give.
+ * into pieces that one worker thread per core takes in turn (replay-pieces.ts); the pieces' tallies
+ * are merged in log order, so the report is the one a single pass would give.
  */
 
 export interface ReplayReport {
@@ -76,9 +77,18 @@ export interface ReplayOptions {
    * policy compiled again, costs about what 10,000 lines do). Default 32 MiB.
    */
   minBytesPerThread?: number;
+  /**
+   * Bytes of a piece the threads take in turn (replay-pieces.ts): a thread that gets less of a
+   * shared core replays fewer of them. Default 64 MiB (a 4 GB log is 63 pieces; a piece costs a
+   * file open and a tally, well under a millisecond).
+   */
+  pieceBytes?: number;
 }
 
 const VERDICTS: readonly Verdict[] = ['allow', 'challenge', 'deny'];
+
+/** Pieces a log file is cut into at the most (each costs a read of 64 KiB to find its cut). */
+const MAX_PIECES = 4096;
 
 /** A replayed stretch of one source: its tally and where its lines start in the source. */
 interface Stretch {
@@ -105,19 +115,20 @@ export async function replayDecisions(
   const stretches: Stretch[] = [];
   for (const source of sources) {
     if (typeof source === 'string' && options.policyPath !== undefined) {
-      const ranges = await lineRanges(
-        source,
-        options.threads ?? availableParallelism(),
-        options.minBytesPerThread ?? 32 * 1024 * 1024,
-      );
-      if (ranges.length > 1) {
+      const size = (await stat(source)).size;
+      const minBytes = Math.max(1, options.minBytesPerThread ?? 32 * 1024 * 1024);
+      const threads = Math.min(options.threads ?? availableParallelism(), Math.floor(size / minBytes));
+      if (threads > 1) {
+        const pieceBytes = Math.max(1, options.pieceBytes ?? 64 * 1024 * 1024);
+        const pieces = Math.min(MAX_PIECES, Math.max(threads, Math.ceil(size / pieceBytes)));
         const task = {
           policyPath: options.policyPath,
           revision: policy.revision,
           file: source,
           changedLimit,
         };
-        stretches.push(...(await replayRanges(task, ranges, labelIds, maxLineBytes)));
+        const ranges = await lineRanges(source, size, pieces);
+        stretches.push(...(await replayRanges(task, ranges, threads, labelIds, maxLineBytes)));
         continue;
       }
     }
@@ -156,19 +167,19 @@ export async function replayDecisions(
 }
 
 /**
- * `file` cut into at most `threads` byte ranges of at least `minBytes`, each starting at a line's
- * first byte (just after a `\n`).
+ * `file` (`size` bytes) cut into at most `count` byte ranges, each starting at a line's first byte
+ * (just after a `\n`).
  */
-async function lineRanges(file: string, threads: number, minBytes: number): Promise<[number, number][]> {
-  const size = (await stat(file)).size;
-  const count = Math.max(1, Math.min(threads, Math.floor(size / Math.max(1, minBytes))));
-  if (count === 1) return [[0, size]];
+async function lineRanges(file: string, size: number, count: number): Promise<[number, number][]> {
+  if (count <= 1) return [[0, size]];
   const cuts = [0];
   const handle = await open(file, 'r');
   try {
     const buf = Buffer.alloc(64 * 1024);
     for (let k = 1; k < count; k++) {
-      let at = Math.max(Math.floor((size * k) / count), cuts[cuts.length - 1]!);
+      let at = Math.floor((size * k) / count);
+      // Inside the piece just cut (its line ran past this point): the next point cuts further on.
+      if (at < cuts[cuts.length - 1]!) continue;
       let cut = size;
       while (at < size) {
         const { bytesRead } = await handle.read(buf, 0, buf.length, at);
@@ -189,28 +200,35 @@ async function lineRanges(file: string, threads: number, minBytes: number): Prom
   return cuts.map((start, i) => [start, cuts[i + 1] ?? size]);
 }
 
-/** Each range of one file replayed on a thread of its own; every thread is waited for. */
+/**
+ * The pieces of one file replayed by `threads` threads taking them in turn (replay-pieces.ts);
+ * every thread is waited for, and the pieces' tallies are put back in log order.
+ */
 async function replayRanges(
   task: { policyPath: string; revision: string; file: string; changedLimit: number },
-  ranges: readonly [number, number][],
+  ranges: [number, number][],
+  threads: number,
   labelIds: ReadonlySet<string> | undefined,
   maxLineBytes: number,
 ): Promise<Stretch[]> {
-  const replies = await replayOnThreads(
-    ranges.map(
-      ([start, end]): ReplayStretchTask => ({
-        policy: { path: task.policyPath, revision: task.revision },
-        source: { kind: 'file', file: task.file, start, end, maxLineBytes },
-        changedLimit: task.changedLimit,
-        labelIds: labelIds === undefined ? [] : [...labelIds],
-        tallyChanges: false,
-      }),
-    ),
-  );
+  const piecesTask: ReplayPiecesTask = {
+    policy: { path: task.policyPath, revision: task.revision },
+    pieces: { file: task.file, ranges, next: new SharedArrayBuffer(4), maxLineBytes },
+    changedLimit: task.changedLimit,
+    labelIds: labelIds === undefined ? [] : [...labelIds],
+  };
+  const replies = await replayOnThreads(Array.from({ length: threads }, () => piecesTask));
+  const byIndex: (ReplayStretchReply | undefined)[] = new Array(ranges.length);
+  for (const reply of replies) {
+    if (!reply.ok) throw Object.assign(new Error(reply.error.message), reply.error);
+    for (const p of reply.pieces) byIndex[p.index] = p.reply;
+  }
   const stretches: Stretch[] = [];
   let lineOffset = 0;
-  // The first failure in log order is the one a single pass would have met.
-  for (const reply of replies) {
+  // The first failure in log order is the one a single pass would have met: every piece before it
+  // was taken before it, and finished (replay-pieces.ts).
+  for (const reply of byIndex) {
+    if (reply === undefined) throw new Error(`${task.file}: a piece of the log was not replayed`);
     if (reply.ok) {
       stretches.push({ source: task.file, partial: reply.partial, lineOffset });
       lineOffset += reply.linesEnded;

@@ -1,9 +1,10 @@
 import { Worker } from 'node:worker_threads';
+import type { ReplayPiecesReply, ReplayPiecesTask } from './replay-pieces.ts';
 import type { ReplayStretchReply, ReplayStretchTask } from './replay-stretch.ts';
 
 /**
- * Starts replay threads (replay-thread.ts), one per stretch, for `riskgate replay` and for a policy
- * version's backtest alike.
+ * Starts replay threads (replay-thread.ts), one per task, for `riskgate replay` (pieces of a log
+ * file, replay-pieces.ts) and for a policy version's backtest (a stretch of the store each) alike.
  */
 
 // Built to dist/ as .js beside this file; run from src/ (tsx, vitest) as .ts, by Node's own type stripping.
@@ -27,7 +28,8 @@ const LOADER_FLAGS: ReadonlySet<string> = new Set([
  * .../tsx/dist/preflight.cjs --import .../tsx/dist/loader.mjs`, which a thread inherits). Every
  * module a thread loads is erasable TypeScript, which Node 24 strips itself (a thread started by
  * vitest already loads them so); through tsx each thread would compile them all again with esbuild,
- * 1-1.5 s of CPU a thread. Any other option (`--cpu-prof`, a heap limit) passes on.
+ * 1-1.5 s of CPU a thread. Any other option (`--cpu-prof`, another `--import`) passes on; V8's
+ * options (a heap limit) Node refuses in a thread's, and `startThread` drops.
  */
 export function threadExecArgv(execArgv: readonly string[]): string[] {
   const kept: string[] = [];
@@ -49,6 +51,29 @@ export function threadExecArgv(execArgv: readonly string[]): string[] {
   return kept;
 }
 
+/**
+ * A thread started with `execArgv`, and the options it started with. Node refuses V8's options in a
+ * thread's (`--max-old-space-size`, `--stack-size`: `ERR_WORKER_INVALID_EXEC_ARGV`, naming them in
+ * its message), though they hold for every thread of the process already: the thread is started
+ * again without those named, or without any option when they cannot be told apart.
+ */
+function startThread(workerData: unknown, execArgv: string[]): { worker: Worker; execArgv: string[] } {
+  const refused = (e: unknown) => (e as NodeJS.ErrnoException).code === 'ERR_WORKER_INVALID_EXEC_ARGV';
+  try {
+    return { worker: new Worker(THREAD_FILE, { workerData, execArgv }), execArgv };
+  } catch (e) {
+    if (!refused(e)) throw e;
+    const named = new Set((e as Error).message.replace(/^[^:]*: /, '').split(', '));
+    const kept = execArgv.filter((arg) => !named.has(arg));
+    try {
+      return { worker: new Worker(THREAD_FILE, { workerData, execArgv: kept }), execArgv: kept };
+    } catch (again) {
+      if (!refused(again)) throw again;
+      return { worker: new Worker(THREAD_FILE, { workerData, execArgv: [] }), execArgv: [] };
+    }
+  }
+}
+
 /** Thrown when `signal` stopped the threads: their stretches are not replayed. */
 export class ReplayStopped extends Error {
   constructor() {
@@ -61,13 +86,21 @@ export class ReplayStopped extends Error {
  * Each task on a thread of its own; every thread is waited for. An abort of `signal` terminates
  * them all at once and rejects with {@link ReplayStopped}.
  */
-export async function replayOnThreads(
+export function replayOnThreads(
   tasks: readonly ReplayStretchTask[],
   signal?: AbortSignal,
-): Promise<ReplayStretchReply[]> {
+): Promise<ReplayStretchReply[]>;
+export function replayOnThreads(
+  tasks: readonly ReplayPiecesTask[],
+  signal?: AbortSignal,
+): Promise<ReplayPiecesReply[]>;
+export async function replayOnThreads(
+  tasks: readonly (ReplayStretchTask | ReplayPiecesTask)[],
+  signal?: AbortSignal,
+): Promise<(ReplayStretchReply | ReplayPiecesReply)[]> {
   signal?.throwIfAborted();
   const workers: Worker[] = [];
-  const execArgv = threadExecArgv(process.execArgv);
+  let execArgv = threadExecArgv(process.execArgv);
   const stop = () => {
     for (const w of workers) void w.terminate();
   };
@@ -76,10 +109,13 @@ export async function replayOnThreads(
     const replies = await Promise.all(
       tasks.map(
         (workerData) =>
-          new Promise<ReplayStretchReply>((resolve) => {
-            const w = new Worker(THREAD_FILE, { workerData, execArgv });
+          new Promise<ReplayStretchReply | ReplayPiecesReply>((resolve) => {
+            // The options the first thread started with, for the others (this runs for each in turn).
+            const started = startThread(workerData, execArgv);
+            execArgv = started.execArgv;
+            const w = started.worker;
             workers.push(w);
-            w.once('message', (reply: ReplayStretchReply) => resolve(reply));
+            w.once('message', (reply: ReplayStretchReply | ReplayPiecesReply) => resolve(reply));
             w.once('error', (e) => resolve({ ok: false, error: { message: e.message } }));
             w.once('exit', (code) =>
               resolve({ ok: false, error: { message: `the replay thread exited (code ${code})` } }),
