@@ -28,8 +28,10 @@
  *     time to answer, not the CPU per decision, so its limit grows with it: its decisions end at
  *     their timeouts, degraded, not shed.
  *
- *   The rates are decayed sums over the windows (a third of a second's memory), so one noisy window
- *   does not swing the limit. A decision past the limit is not started.
+ *   The limit falls at once and grows by at most a quarter a window, so one window with room amid
+ *   saturated ones (a lull, a throttled quota) does not double the queue. The rates are decayed sums
+ *   over the windows (a third of a second's memory), so one noisy window does not swing the limit.
+ *   A decision past the limit is not started.
  *
  * Like fastify's under-pressure, shed answers are 503 with `Retry-After`; like Envoy's overload
  * manager, the action (shed new decisions) is tied to measured resource pressure, not to a request
@@ -46,6 +48,8 @@ const MIN_LIMIT = 8;
 const ADJUST_EVERY_INTERVALS = 10;
 /** What the estimates keep of the windows before, per window (0.7: a third of a second's memory). */
 const ESTIMATE_DECAY = 0.7;
+/** The most the limit grows in a window with room (it falls at once). */
+const GROWTH_PER_WINDOW = 1.25;
 /**
  * Samples with nothing in flight and nothing admitted after which sampling pauses until the next
  * request (1 s at the default interval): an idle riskgate wakes for no timer of its own.
@@ -178,7 +182,10 @@ export class AdmissionControl {
     else if (e.completed >= 1 && e.busyMs > 0) {
       const perBusyMs = e.completed / e.busyMs;
       const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
-      limit = perBusyMs * (answerMs + this.#targetMs);
+      // Down at once, up by a quarter a window: one window with room amid saturated ones (a lull,
+      // a throttled quota) must not double the queue, and the time to answer it measured then
+      // still holds the queueing of the windows before.
+      limit = Math.min(perBusyMs * (answerMs + this.#targetMs), this.limit * GROWTH_PER_WINDOW);
     } else return; // nothing measured yet (or a loop idle throughout): the limit stays
     // Never past maxInFlight, even when that is below MIN_LIMIT (RISKGATE_MAX_IN_FLIGHT=4).
     this.limit = Math.min(this.maxInFlight, Math.max(MIN_LIMIT, Math.round(limit)));
