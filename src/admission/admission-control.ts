@@ -28,8 +28,8 @@
  *     time to answer, not the CPU per decision, so its limit grows with it: its decisions end at
  *     their timeouts, degraded, not shed.
  *
- *   The limit falls at once and grows by at most a quarter a window, so one window with room amid
- *   saturated ones (a lull, a throttled quota) does not double the queue. The rates are decayed sums
+ *   The limit falls at once and grows by at most 8 (or a tenth) a window, so one window with room
+ *   amid saturated ones (a lull, a throttled quota) does not open it wide. The rates are decayed sums
  *   over the windows (a third of a second's memory), so one noisy window does not swing the limit.
  *   A decision past the limit is not started.
  *
@@ -42,14 +42,12 @@ import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 
 export type ShedReason = 'event_loop_delay' | 'in_flight';
 
-/** The concurrency limit never goes below this (nor grows by less per step). */
+/** The concurrency limit never goes below this (nor grows by less per window with room). */
 const MIN_LIMIT = 8;
 /** The limit is adjusted every this many sample intervals of the clock (100 ms at the default 10 ms). */
 const ADJUST_EVERY_INTERVALS = 10;
 /** What the estimates keep of the windows before, per window (0.7: a third of a second's memory). */
 const ESTIMATE_DECAY = 0.7;
-/** The most the limit grows in a window with room (it falls at once). */
-const GROWTH_PER_WINDOW = 1.25;
 /**
  * Samples with nothing in flight and nothing admitted after which sampling pauses until the next
  * request (1 s at the default interval): an idle riskgate wakes for no timer of its own.
@@ -182,10 +180,11 @@ export class AdmissionControl {
     else if (e.completed >= 1 && e.busyMs > 0) {
       const perBusyMs = e.completed / e.busyMs;
       const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
-      // Down at once, up by a quarter a window: one window with room amid saturated ones (a lull,
-      // a throttled quota) must not double the queue, and the time to answer it measured then
-      // still holds the queueing of the windows before.
-      limit = Math.min(perBusyMs * (answerMs + this.#targetMs), this.limit * GROWTH_PER_WINDOW);
+      // Down at once, up by at most MIN_LIMIT or a tenth a window: a window with room amid saturated
+      // ones (a lull, a throttled quota) must not open the limit wide, and the time to answer it
+      // measured then still holds the queueing of the windows before.
+      const grown = Math.max(this.limit + MIN_LIMIT, this.limit * 1.1);
+      limit = Math.min(perBusyMs * (answerMs + this.#targetMs), grown);
     } else return; // nothing measured yet (or a loop idle throughout): the limit stays
     // Never past maxInFlight, even when that is below MIN_LIMIT (RISKGATE_MAX_IN_FLIGHT=4).
     this.limit = Math.min(this.maxInFlight, Math.max(MIN_LIMIT, Math.round(limit)));
