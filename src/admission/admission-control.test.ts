@@ -188,6 +188,10 @@ describe('AdmissionControl: the limit from what the loop measured', () => {
     const shed = serve({ windows: 20, perWindow: 20, answerMs: 50, cpuMs: 10 });
     expect(inFlight.length).toBeLessThanOrEqual(10);
     expect(shed).toBeGreaterThanOrEqual(20 * 10);
+    // One window of few arrivals amid the surge (the loop 40 % busy, 80 % over the last third of a
+    // second): a lull, not room, and the limit holds rather than letting the next burst in.
+    serve({ windows: 1, perWindow: 4, answerMs: 50, cpuMs: 10 });
+    expect(admission.limit).toBe(10);
     // A lull: the backlog answered, the loop has room again. The limit grows by 8 a window toward
     // what the CPU could finish, not at once: a lull amid a surge must not open it wide.
     serve({ windows: 1, perWindow: 0, answerMs: 50, cpuMs: 10 });

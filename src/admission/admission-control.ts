@@ -28,8 +28,9 @@
  *     time to answer, not the CPU per decision, so its limit grows with it: its decisions end at
  *     their timeouts, degraded, not shed.
  *
- *   The limit falls at once and grows by at most 8 (or a tenth) a window, so one window with room
- *   amid saturated ones (a lull, a throttled quota) does not open it wide. The rates are decayed sums
+ *   The limit falls at once and grows by at most 8 (or a tenth) a window, and not at all in a
+ *   window with room while the loop was still ≥ 80 % busy over the last third of a second (a lull
+ *   amid saturation, a throttled quota): such a window must not let a burst in. The rates are decayed sums
  *   over the windows (a third of a second's memory), so one noisy window does not swing the limit.
  *   A decision past the limit is not started.
  *
@@ -48,6 +49,11 @@ const MIN_LIMIT = 8;
 const ADJUST_EVERY_INTERVALS = 10;
 /** What the estimates keep of the windows before, per window (0.7: a third of a second's memory). */
 const ESTIMATE_DECAY = 0.7;
+/**
+ * A window with room while the decayed utilisation is still at least this is a lull amid
+ * saturation: the limit does not grow (at 5x, such windows let a burst in that queued past 350 ms).
+ */
+const LULL_BUSY = 0.8;
 /**
  * Samples with nothing in flight and nothing admitted after which sampling pauses until the next
  * request (1 s at the default interval): an idle riskgate wakes for no timer of its own.
@@ -91,7 +97,9 @@ export interface AdmissionOptions {
 /** Decayed sums over the windows (`ESTIMATE_DECAY`): the service rate and the time to answer. */
 interface Estimates {
   completed: number;
+  /** The loop's busy time, and the time it was measured over. */
   busyMs: number;
+  spentMs: number;
   /** Completions whose time from admission to answer is known, and those times' sum. */
   timed: number;
   answerMs: number;
@@ -128,7 +136,7 @@ export class AdmissionControl {
   #completed = 0;
   #timed = 0;
   #answerMs = 0;
-  readonly #estimates: Estimates = { completed: 0, busyMs: 0, timed: 0, answerMs: 0 };
+  readonly #estimates: Estimates = { completed: 0, busyMs: 0, spentMs: 0, timed: 0, answerMs: 0 };
 
   constructor(options: AdmissionOptions) {
     this.maxInFlight = options.maxInFlight ?? 1000;
@@ -172,6 +180,7 @@ export class AdmissionControl {
     const e = this.#estimates;
     e.completed = e.completed * ESTIMATE_DECAY + this.#completed;
     e.busyMs = e.busyMs * ESTIMATE_DECAY + busyMs;
+    e.spentMs = e.spentMs * ESTIMATE_DECAY + spentMs;
     e.timed = e.timed * ESTIMATE_DECAY + this.#timed;
     e.answerMs = e.answerMs * ESTIMATE_DECAY + this.#answerMs;
     this.#newWindow(at, activeMs);
@@ -183,7 +192,9 @@ export class AdmissionControl {
       // Down at once, up by at most MIN_LIMIT or a tenth a window: a window with room amid saturated
       // ones (a lull, a throttled quota) must not open the limit wide, and the time to answer it
       // measured then still holds the queueing of the windows before.
-      const grown = Math.max(this.limit + MIN_LIMIT, this.limit * 1.1);
+      // A lull (the loop still busy over the last third of a second) holds the limit where it is.
+      const lull = e.busyMs >= LULL_BUSY * e.spentMs;
+      const grown = lull ? this.limit : Math.max(this.limit + MIN_LIMIT, this.limit * 1.1);
       limit = Math.min(perBusyMs * (answerMs + this.#targetMs), grown);
     } else return; // nothing measured yet (or a loop idle throughout): the limit stays
     // Never past maxInFlight, even when that is below MIN_LIMIT (RISKGATE_MAX_IN_FLIGHT=4).
