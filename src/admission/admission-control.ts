@@ -30,9 +30,9 @@
  *
  *   The limit falls at once and grows by at most 8 (or a tenth) a window, and not at all in a
  *   window with room while the loop was still ≥ 80 % busy over the last third of a second (a lull
- *   amid saturation, a throttled quota): such a window must not let a burst in. The rates are decayed sums
- *   over the windows (a third of a second's memory), so one noisy window does not swing the limit.
- *   A decision past the limit is not started.
+ *   amid saturation, a throttled quota): such a window must not let a burst in. The rates are
+ *   decayed sums over the windows (a third of a second's memory), so one noisy window does not
+ *   swing the limit. A decision past the limit is not started.
  *
  * Like fastify's under-pressure, shed answers are 503 with `Retry-After`; like Envoy's overload
  * manager, the action (shed new decisions) is tied to measured resource pressure, not to a request
@@ -189,10 +189,9 @@ export class AdmissionControl {
     else if (e.completed >= 1 && e.busyMs > 0) {
       const perBusyMs = e.completed / e.busyMs;
       const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
-      // Down at once, up by at most MIN_LIMIT or a tenth a window: a window with room amid saturated
-      // ones (a lull, a throttled quota) must not open the limit wide, and the time to answer it
-      // measured then still holds the queueing of the windows before.
-      // A lull (the loop still busy over the last third of a second) holds the limit where it is.
+      // Down at once, up by at most MIN_LIMIT or a tenth a window, and not in a lull (the loop still
+      // busy over the last third of a second): a window with room amid saturated ones must not
+      // open the limit, and the time to answer measured then still holds their queueing.
       const lull = e.busyMs >= LULL_BUSY * e.spentMs;
       const grown = lull ? this.limit : Math.max(this.limit + MIN_LIMIT, this.limit * 1.1);
       limit = Math.min(perBusyMs * (answerMs + this.#targetMs), grown);
