@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DrivenClock } from '../timing/driven-clock.ts';
 import { AdmissionControl } from './admission-control.ts';
 
@@ -98,22 +98,130 @@ describe('AdmissionControl', () => {
   });
 
   it('never lets a saturated loop raise the limit past maxInFlight, even one below the floor of 8', () => {
-    const busy = { idle: 0, active: 1, utilization: 1 };
-    const spy = vi.spyOn(performance, 'eventLoopUtilization').mockReturnValue(busy);
-    try {
-      const { admission, idle } = controlled({ maxInFlight: 4 });
-      for (let i = 0; i < 4; i++) admission.enter();
-      // Saturated and finishing decisions: each 100 ms window sees throughput.
-      for (let window = 0; window < 3; window++) {
-        admission.leave();
-        admission.enter();
-        idle(100);
-        expect(admission.limit).toBe(4);
-      }
-      expect(admission.check()).toBe('in_flight');
-      admission.stop();
-    } finally {
-      spy.mockRestore();
+    const { admission, busy } = measured({ maxInFlight: 4 });
+    for (let i = 0; i < 4; i++) admission.enter();
+    // Saturated and finishing decisions: each 100 ms window sees throughput.
+    for (let window = 0; window < 3; window++) {
+      admission.leave();
+      admission.enter();
+      busy(100);
+      expect(admission.limit).toBe(4);
     }
+    expect(admission.check()).toBe('in_flight');
+    admission.stop();
+  });
+});
+
+/**
+ * The concurrency limit from what the loop measured. A driven clock, and a loop whose busy time
+ * the test sets: `busy(ms)` is CPU work (the sampler runs late, as a saturated loop runs it),
+ * `idle(ms)` is waiting (the sampler on time). `serve(...)` runs windows of 100 ms: the decisions
+ * arriving are checked at the window's start, the CPU works through those admitted in order
+ * (`cpuMs` each, at most the window's 100 ms), and at the window's end each one whose CPU is done
+ * and which has waited `answerMs` (its vendor calls) is answered.
+ */
+function measured(options: { maxInFlight?: number; deadlineMs?: number } = {}) {
+  const clock = new DrivenClock({ monotonicMs: 1000 });
+  let activeMs = 0;
+  const admission = new AdmissionControl({
+    deadlineMs: 300,
+    ...options,
+    clock,
+    loopActiveMs: () => activeMs,
+  });
+  admission.start();
+  const busy = (ms: number) => {
+    clock.stall(ms);
+    activeMs += ms;
+    clock.tick(0); // the late sample runs once the work is done
+  };
+  const idle = (ms: number) => clock.tick(ms);
+  /** Admitted and not answered: when (`enter`'s time), and the CPU each still needs. */
+  const inFlight: { enteredAtMs: number; cpuMs: number }[] = [];
+  const serve = (o: { windows: number; perWindow: number; answerMs: number; cpuMs: number }) => {
+    let shed = 0;
+    for (let w = 0; w < o.windows; w++) {
+      for (let i = 0; i < o.perWindow; i++) {
+        if (admission.check() !== undefined) shed++;
+        else inFlight.push({ enteredAtMs: admission.enter(), cpuMs: o.cpuMs });
+      }
+      let cpu = 0;
+      for (const d of inFlight) {
+        const done = Math.min(d.cpuMs, 100 - cpu);
+        d.cpuMs -= done;
+        cpu += done;
+      }
+      busy(cpu);
+      idle(100 - cpu);
+      for (const d of inFlight.filter((d) => d.cpuMs === 0)) {
+        if (clock.monotonicMs() - d.enteredAtMs < o.answerMs) continue;
+        inFlight.splice(inFlight.indexOf(d), 1);
+        admission.leave(d.enteredAtMs);
+      }
+    }
+    return shed;
+  };
+  return { admission, busy, serve, inFlight };
+}
+
+describe('AdmissionControl: the limit from what the loop measured', () => {
+  it('while the loop has room, holds the limit at what the CPU can finish within the target, not maxInFlight', () => {
+    const { admission, serve } = measured();
+    // 70/s at 10 ms of CPU each: the loop 70 % busy, a capacity of 100/s; each answered 100 ms
+    // after admission (its window's end).
+    expect(serve({ windows: 20, perWindow: 7, answerMs: 50, cpuMs: 10 })).toBe(0);
+    // 100/s × (100 ms + the target, a third of the deadline) = 20 in flight, not the 1000 allowed.
+    expect(admission.limit).toBe(20);
+    admission.stop();
+  });
+
+  it('holds a surge to twice its capacity near what it can finish, from the first saturated window', () => {
+    const { admission, serve, inFlight } = measured();
+    serve({ windows: 20, perWindow: 7, answerMs: 50, cpuMs: 10 });
+    // Twice the capacity arrives: 20 a window, the CPU finishes 10. The first window admits up to
+    // the limit measured while the loop had room; from the next, what the saturated loop
+    // finishes × the target (100/s × 0.1 s) is the limit, and the rest is shed.
+    expect(serve({ windows: 1, perWindow: 20, answerMs: 50, cpuMs: 10 })).toBe(0);
+    expect(inFlight.length).toBe(10);
+    expect(serve({ windows: 1, perWindow: 20, answerMs: 50, cpuMs: 10 })).toBe(20);
+    expect(admission.limit).toBe(10);
+    const shed = serve({ windows: 20, perWindow: 20, answerMs: 50, cpuMs: 10 });
+    expect(inFlight.length).toBeLessThanOrEqual(10);
+    expect(shed).toBeGreaterThanOrEqual(20 * 10);
+    // One window of few arrivals amid the surge (the loop 40 % busy, 80 % over the last third of a
+    // second): a lull, not room, and the limit holds rather than letting the next burst in.
+    serve({ windows: 1, perWindow: 4, answerMs: 50, cpuMs: 10 });
+    expect(admission.limit).toBe(10);
+    // A lull: the backlog answered, the loop has room again. The limit grows by 8 a window toward
+    // what the CPU could finish, not at once: a lull amid a surge must not open it wide.
+    serve({ windows: 1, perWindow: 0, answerMs: 50, cpuMs: 10 });
+    expect(admission.limit).toBe(18);
+    serve({ windows: 1, perWindow: 0, answerMs: 50, cpuMs: 10 });
+    expect(admission.limit).toBe(26);
+    admission.stop();
+  });
+
+  it('never sheds under its capacity when the vendor is slow: the limit grows with the time to answer', () => {
+    const { admission, serve, inFlight } = measured();
+    // 200/s at 1 ms of CPU each (the loop 20 % busy), each answered after 250 ms (the third
+    // window's end): 40-60 in flight, more than the 8 to 20 a busy loop would be allowed.
+    expect(serve({ windows: 30, perWindow: 20, answerMs: 250, cpuMs: 1 })).toBe(0);
+    expect(inFlight.length).toBe(40);
+    expect(admission.limit).toBeGreaterThan(60);
+    admission.stop();
+  });
+
+  it('adjusts every 100 ms of the clock, even while a saturated loop runs its sampler late', () => {
+    const { admission, busy } = measured();
+    for (let i = 0; i < 30; i++) admission.enter();
+    // The loop busy throughout: one late sample per 50 ms of work, a decision answered in each.
+    for (let i = 0; i < 4; i++) {
+      admission.leave();
+      admission.enter();
+      busy(50);
+    }
+    // Four samples, 200 ms: two windows of 20/s each, not the tenth sample that never came.
+    expect(admission.limit).toBe(8);
+    admission.stop();
   });
 });

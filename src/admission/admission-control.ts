@@ -13,12 +13,26 @@
  *   queue: at least `minInFlightToShedOnDelay` requests admitted and not yet answered. Past
  *   `maxEventLoopDelayMs` (never more than the whole deadline) with that many in flight, a new
  *   request is not started; with fewer, it always is (its deadline still runs from its arrival).
- * - **Decisions in flight, against what the process can finish**: when the loop is saturated
- *   (utilisation ≥ 90 % over the last 100 ms), every decision in flight shares the same CPU, so a
- *   decision's wait is in-flight ÷ throughput (Little's law). The limit then becomes the measured
- *   throughput × `targetLatencyMs`, and a decision past it is not started; while the loop has room
- *   the limit grows back (+10 % per 100 ms) up to `maxInFlight`. A slow vendor (sockets, not CPU)
- *   keeps the loop idle and the limit open: its decisions end at their timeouts, degraded, not shed.
+ * - **Decisions in flight, against what the process can finish** (Little's law: the decisions in
+ *   flight ÷ the rate they finish is how long each takes). Every 100 ms of the clock (not of
+ *   samples: a busy loop runs its sampler late, and the window must not stretch with it), the limit
+ *   is set from what the last windows measured:
+ *   - the loop saturated (utilisation ≥ 90 %): every decision in flight shares the same CPU, so the
+ *     limit is the throughput × `targetLatencyMs`;
+ *   - the loop with room: the limit is what the CPU could finish at full speed, each decision
+ *     taking its usual time plus `targetLatencyMs`: the service rate (decisions per second of busy
+ *     loop) × (the mean time from admission to answer + `targetLatencyMs`). Not `maxInFlight`: a
+ *     loop that has room at 1x has none at 2x, and a limit left wide open while it had room would
+ *     let the first few hundred milliseconds of a surge queue more than the CPU can answer within
+ *     the deadline before the loop is seen saturated. A slow vendor (sockets, not CPU) raises the
+ *     time to answer, not the CPU per decision, so its limit grows with it: its decisions end at
+ *     their timeouts, degraded, not shed.
+ *
+ *   The limit falls at once and grows by at most 8 (or a tenth) a window, and not at all in a
+ *   window with room while the loop was still ≥ 80 % busy over the last third of a second (a lull
+ *   amid saturation, a throttled quota): such a window must not let a burst in. The rates are
+ *   decayed sums over the windows (a third of a second's memory), so one noisy window does not
+ *   swing the limit. A decision past the limit is not started.
  *
  * Like fastify's under-pressure, shed answers are 503 with `Retry-After`; like Envoy's overload
  * manager, the action (shed new decisions) is tied to measured resource pressure, not to a request
@@ -29,10 +43,17 @@ import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 
 export type ShedReason = 'event_loop_delay' | 'in_flight';
 
-/** The concurrency limit never goes below this (nor grows by less per step). */
+/** The concurrency limit never goes below this (nor grows by less per window with room). */
 const MIN_LIMIT = 8;
-/** The limit is adjusted every this many samples (100 ms at the default 10 ms interval). */
-const ADJUST_EVERY_SAMPLES = 10;
+/** The limit is adjusted every this many sample intervals of the clock (100 ms at the default 10 ms). */
+const ADJUST_EVERY_INTERVALS = 10;
+/** What the estimates keep of the windows before, per window (0.7: a third of a second's memory). */
+const ESTIMATE_DECAY = 0.7;
+/**
+ * A window with room while the decayed utilisation is still at least this is a lull amid
+ * saturation: the limit does not grow (at 5x, such windows let a burst in that queued past 350 ms).
+ */
+const LULL_BUSY = 0.8;
 /**
  * Samples with nothing in flight and nothing admitted after which sampling pauses until the next
  * request (1 s at the default interval): an idle riskgate wakes for no timer of its own.
@@ -66,6 +87,22 @@ export interface AdmissionOptions {
   retryAfterSeconds?: number;
   /** Samples are timed on its monotonic time and its timers. Default {@link systemClock}. */
   clock?: Clock;
+  /**
+   * The event loop's busy time so far, milliseconds (only differences are read). Default the
+   * `active` time of `performance.eventLoopUtilization()`; a test with a driven clock passes its own.
+   */
+  loopActiveMs?: () => number;
+}
+
+/** Decayed sums over the windows (`ESTIMATE_DECAY`): the service rate and the time to answer. */
+interface Estimates {
+  completed: number;
+  /** The loop's busy time, and the time it was measured over. */
+  busyMs: number;
+  spentMs: number;
+  /** Completions whose time from admission to answer is known, and those times' sum. */
+  timed: number;
+  answerMs: number;
 }
 
 export class AdmissionControl {
@@ -88,13 +125,18 @@ export class AdmissionControl {
   #quietSamples = 0;
   /** A request was admitted since the last sample. */
   #entered = false;
-  /** The concurrency limit in force: `maxInFlight` unless the loop is saturated (see above). */
+  /** The concurrency limit in force: `maxInFlight` until a window measured otherwise (see above). */
   limit: number;
-  readonly #targetS: number;
-  #completed = 0;
+  readonly #targetMs: number;
+  readonly #adjustEveryMs: number;
+  readonly #loopActiveMs: () => number;
+  /** This window: its start (clock, loop busy time), completions, and their known times to answer. */
   #windowStart = 0;
-  #samples = 0;
-  #utilization = performance.eventLoopUtilization();
+  #windowActiveMs = 0;
+  #completed = 0;
+  #timed = 0;
+  #answerMs = 0;
+  readonly #estimates: Estimates = { completed: 0, busyMs: 0, spentMs: 0, timed: 0, answerMs: 0 };
 
   constructor(options: AdmissionOptions) {
     this.maxInFlight = options.maxInFlight ?? 1000;
@@ -105,37 +147,65 @@ export class AdmissionControl {
     this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
     this.#clock = options.clock ?? systemClock;
     this.limit = this.maxInFlight;
-    this.#targetS = (options.targetLatencyMs ?? options.deadlineMs / 3) / 1000;
+    this.#targetMs = options.targetLatencyMs ?? options.deadlineMs / 3;
+    this.#adjustEveryMs = this.#intervalMs * ADJUST_EVERY_INTERVALS;
+    this.#loopActiveMs = options.loopActiveMs ?? (() => performance.eventLoopUtilization().active);
   }
 
-  /** An admitted decision starts. */
-  enter(): void {
+  /** An admitted decision starts; returns when (the clock's monotonic time, for `leave`). */
+  enter(): number {
     this.inFlight++;
     this.#entered = true;
     if (this.#running && this.#timer === undefined) this.#resume();
+    return this.#clock.monotonicMs();
   }
 
-  /** An admitted decision was answered. */
-  leave(): void {
+  /** An admitted decision was answered; `enteredAtMs` (what `enter` returned) times it. */
+  leave(enteredAtMs?: number): void {
     this.inFlight--;
     this.#completed++;
+    if (enteredAtMs !== undefined) {
+      this.#timed++;
+      this.#answerMs += this.#clock.monotonicMs() - enteredAtMs;
+    }
   }
 
-  /** Every 100 ms: the concurrency limit from the loop's utilisation and the throughput. */
+  /** Every 100 ms of the clock: the concurrency limit from the window's and the decayed measures. */
   #adjustLimit(at: number): void {
-    const now = performance.eventLoopUtilization();
-    const busy = performance.eventLoopUtilization(now, this.#utilization).utilization;
-    this.#utilization = now;
-    const seconds = (at - this.#windowStart) / 1000;
-    const throughput = seconds > 0 ? this.#completed / seconds : 0;
-    this.#completed = 0;
+    const activeMs = this.#loopActiveMs();
+    const spentMs = at - this.#windowStart;
+    const busyMs = Math.max(0, activeMs - this.#windowActiveMs);
+    const saturated = busyMs >= 0.9 * spentMs;
+    const throughput = (this.#completed * 1000) / spentMs;
+    const e = this.#estimates;
+    e.completed = e.completed * ESTIMATE_DECAY + this.#completed;
+    e.busyMs = e.busyMs * ESTIMATE_DECAY + busyMs;
+    e.spentMs = e.spentMs * ESTIMATE_DECAY + spentMs;
+    e.timed = e.timed * ESTIMATE_DECAY + this.#timed;
+    e.answerMs = e.answerMs * ESTIMATE_DECAY + this.#answerMs;
+    this.#newWindow(at, activeMs);
+    let limit: number;
+    if (saturated && throughput > 0) limit = (throughput * this.#targetMs) / 1000;
+    else if (e.completed >= 1 && e.busyMs > 0) {
+      const perBusyMs = e.completed / e.busyMs;
+      const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
+      // Down at once, up by at most MIN_LIMIT or a tenth a window, and not in a lull (the loop still
+      // busy over the last third of a second): a window with room amid saturated ones must not
+      // open the limit, and the time to answer measured then still holds their queueing.
+      const lull = e.busyMs >= LULL_BUSY * e.spentMs;
+      const grown = lull ? this.limit : Math.max(this.limit + MIN_LIMIT, this.limit * 1.1);
+      limit = Math.min(perBusyMs * (answerMs + this.#targetMs), grown);
+    } else return; // nothing measured yet (or a loop idle throughout): the limit stays
+    // Never past maxInFlight, even when that is below MIN_LIMIT (RISKGATE_MAX_IN_FLIGHT=4).
+    this.limit = Math.min(this.maxInFlight, Math.max(MIN_LIMIT, Math.round(limit)));
+  }
+
+  #newWindow(at: number, activeMs: number): void {
     this.#windowStart = at;
-    if (busy >= 0.9 && throughput > 0) {
-      // Never past maxInFlight, even when that is below MIN_LIMIT (RISKGATE_MAX_IN_FLIGHT=4).
-      this.limit = Math.min(this.maxInFlight, Math.max(MIN_LIMIT, Math.round(throughput * this.#targetS)));
-    } else {
-      this.limit = Math.min(this.maxInFlight, Math.max(this.limit + MIN_LIMIT, Math.round(this.limit * 1.1)));
-    }
+    this.#windowActiveMs = activeMs;
+    this.#completed = 0;
+    this.#timed = 0;
+    this.#answerMs = 0;
   }
 
   /** Starts sampling the event loop (an unref'd timer: it never keeps the process alive). */
@@ -157,9 +227,7 @@ export class AdmissionControl {
     this.#dueAt = at + this.#intervalMs;
     this.#lastDelayMs = 0;
     this.#quietSamples = 0;
-    this.#windowStart = at;
-    this.#completed = 0;
-    this.#utilization = performance.eventLoopUtilization();
+    this.#newWindow(at, this.#loopActiveMs());
     this.#timer = this.#clock.setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
   }
@@ -167,7 +235,7 @@ export class AdmissionControl {
   readonly #sample = (): void => {
     const at = this.#clock.monotonicMs();
     this.#lastDelayMs = Math.max(0, at - this.#dueAt);
-    if (++this.#samples % ADJUST_EVERY_SAMPLES === 0) this.#adjustLimit(at);
+    if (at - this.#windowStart >= this.#adjustEveryMs) this.#adjustLimit(at);
     const quiet = this.inFlight === 0 && !this.#entered;
     this.#entered = false;
     this.#quietSamples = quiet ? this.#quietSamples + 1 : 0;
@@ -189,6 +257,11 @@ export class AdmissionControl {
 
   /** Undefined to admit a new request, or why it is shed (counted). */
   check(): ShedReason | undefined {
+    // A saturated loop runs its sampler late: a check between two samples adjusts on time.
+    if (this.#timer !== undefined) {
+      const at = this.#clock.monotonicMs();
+      if (at - this.#windowStart >= this.#adjustEveryMs) this.#adjustLimit(at);
+    }
     let reason: ShedReason | undefined;
     if (this.inFlight >= this.limit) reason = 'in_flight';
     else if (this.inFlight >= this.#minQueued && this.eventLoopDelayMs() > this.#maxDelayMs)

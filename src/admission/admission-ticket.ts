@@ -21,6 +21,7 @@ export class AdmissionTicket {
   /** Whether admission control let the request in: at the listener, or in the app. */
   admitted: boolean;
   #leave: AdmissionControl | undefined;
+  #enteredAtMs = 0;
 
   constructor(arrivedAtMs: number, admitted: boolean) {
     this.arrivedAtMs = arrivedAtMs;
@@ -29,7 +30,7 @@ export class AdmissionTicket {
 
   /** Counts the request in flight with `admission` until `release()`. */
   enter(admission: AdmissionControl): void {
-    admission.enter();
+    this.#enteredAtMs = admission.enter();
     this.#leave = admission;
   }
 
@@ -37,7 +38,7 @@ export class AdmissionTicket {
   release(): void {
     const admission = this.#leave;
     this.#leave = undefined;
-    admission?.leave();
+    admission?.leave(this.#enteredAtMs);
   }
 }
 

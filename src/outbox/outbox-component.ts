@@ -65,12 +65,17 @@ export function outboxComponent(o: {
         await store.close();
         throw error;
       }
+      // Failed store operations, counted as well as logged (riskgate_outbox_store_errors_total).
+      const failures = { count: 0 };
       const outbox = new Outbox({
         store,
         admin: o.admin,
         webhooks: o.webhooks,
         onOutcome: o.onOutcome,
-        onError: (error) => log({ level: 'error', msg: 'outbox store failed', error: String(error) }),
+        onError: (error) => {
+          failures.count++;
+          log({ level: 'error', msg: 'outbox store failed', error: String(error) });
+        },
         horizonMs: o.config.outboxHorizonMs,
         flushOutcomes: o.flushOutcomes,
         // Its own store on the SQLite file: a quiet outbox skips polls while nobody writes to it.
@@ -95,7 +100,7 @@ export function outboxComponent(o: {
             onRetried: () => outbox.nudge(),
           }),
         ],
-        observe: (metrics) => observeOutbox(metrics, outbox, store),
+        observe: (metrics) => observeOutbox(metrics, outbox, store, failures),
       };
     },
   };
@@ -130,7 +135,17 @@ async function drainFormerFile(o: {
   }
 }
 
-function observeOutbox(metrics: MetricsRegistry, outbox: Outbox, store: OutboxStore): void {
+function observeOutbox(
+  metrics: MetricsRegistry,
+  outbox: Outbox,
+  store: OutboxStore,
+  failures: { readonly count: number },
+): void {
+  metrics.observeCounter(
+    'riskgate_outbox_store_errors',
+    'Outbox store operations that failed in this process (an append, a claim, a count, a completion; each also logged as "outbox store failed")',
+    () => failures.count,
+  );
   metrics.observeCounter(
     'riskgate_outbox_unreadable_specs',
     'Outbox entries whose stored spec could not be read (damaged, or from a later version), dead-lettered as unreadable_spec by this process',
