@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FeatureMigrations, MIGRATION_TABLE } from '../src/database/database.ts';
 import { databaseComponent } from '../src/database/database-component.ts';
 import type { StateDatabases, StateTarget } from '../src/database/state-databases.ts';
-import { DECISIONS_FILE } from '../src/database/state-files.ts';
+import { CONTROL_FILE, DECISIONS_FILE, DECISIONS_PAGE_SIZE } from '../src/database/state-files.ts';
 import { writeOps } from '../src/decision-store/decision-batch.ts';
 import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
 import { storeOpOf } from '../src/decision-store/decision-rows.ts';
@@ -298,6 +298,79 @@ describe('the decisions file across migrations 007 and 008 (SQLite)', () => {
     } finally {
       await s.stop();
     }
+  });
+});
+
+describe("the decisions file's page size (SQLite)", () => {
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  const fresh = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'riskgate-decision-pages-'));
+    dirs.push(dir);
+    return dir;
+  };
+  const pageSize = (file: string) => {
+    const db = new DatabaseSync(file);
+    try {
+      return Number((db.prepare('pragma page_size').get() as { page_size: number }).page_size);
+    } finally {
+      db.close();
+    }
+  };
+  /** Overflow pages of the `decision` table (SQLite's dbstat), through the store's handle. */
+  const overflowPages = async (s: Started) =>
+    Number(
+      (
+        await sql<{ n: number }>`select count(*) as n from dbstat
+          where name = 'decision' and pagetype = 'overflow'`.execute(s.state.decisions.db)
+      ).rows[0]!.n,
+    );
+  /** A decision whose logged line is about 5 KB, as the bench's are (signals' answers in it). */
+  const wide = (n: number) => ({
+    ...record(n),
+    inputs: { signals: { evidence: 'e'.repeat(4800) } },
+  });
+
+  it('a fresh decisions file gets 16 KiB pages: a 5 KB line shares a leaf, no overflow page; the control file keeps 4 KiB', async () => {
+    const dir = fresh();
+    const s = await start({ kind: 'sqlite', dir });
+    try {
+      await writeOps(
+        decisionDb(s),
+        range(0, 30).map((n) => storeOpOf(wide(n), 0)!),
+      );
+      expect(await overflowPages(s)).toBe(0);
+      expect(await counts(s, range(0, 30))).toEqual({ stored: 30, rows: 30, drift: 0 });
+    } finally {
+      await s.stop();
+    }
+    expect(pageSize(join(dir, DECISIONS_FILE))).toBe(DECISIONS_PAGE_SIZE);
+    expect(DECISIONS_PAGE_SIZE).toBe(16_384);
+    expect(pageSize(join(dir, CONTROL_FILE))).toBe(4096);
+  });
+
+  it('a decisions file made with 4 KiB pages keeps them, its rows and its writes; nothing set aside', async () => {
+    const dir = fresh();
+    const first = await start({ kind: 'sqlite', dir });
+    await write(first, range(0, 20));
+    await first.stop();
+    // As an earlier riskgate made it: SQLite's default page size (changed only outside WAL, by VACUUM).
+    const file = new DatabaseSync(join(dir, DECISIONS_FILE));
+    file.exec('pragma journal_mode = delete; pragma page_size = 4096; vacuum; pragma journal_mode = wal');
+    file.close();
+    expect(pageSize(join(dir, DECISIONS_FILE))).toBe(4096);
+
+    const s = await start({ kind: 'sqlite', dir });
+    try {
+      expect(s.state.status().decisions).toMatchObject({ setAside: 0, recreated: 0 });
+      await write(s, range(20, 40));
+      expect(await counts(s, range(0, 40))).toEqual({ stored: 40, rows: 40, drift: 0 });
+    } finally {
+      await s.stop();
+    }
+    expect(pageSize(join(dir, DECISIONS_FILE))).toBe(4096);
   });
 });
 

@@ -37,7 +37,12 @@ import { ownerOnly } from './state-files.ts';
 
 /** Where the database is (RISKGATE_DATABASE). */
 export type DatabaseTarget =
-  | { kind: 'sqlite'; path: string }
+  | {
+      kind: 'sqlite';
+      path: string;
+      /** Page size of the file when this open creates it, bytes. Default SQLite's (4096). */
+      pageSize?: number;
+    }
   | { kind: 'memory' }
   | { kind: 'postgres'; url: string };
 
@@ -131,6 +136,7 @@ async function openEngine(target: DatabaseTarget, options: OpenDatabaseOptions):
     // The file's queries run on a thread of their own (sqlite-thread-dialect.ts): never on the event loop.
     const threaded = new SqliteThreadDialect({
       path: target.path,
+      ...(target.pageSize !== undefined && { pageSize: target.pageSize }),
       timeoutMs: options.sqliteTimeoutMs,
       log: options.log,
     });

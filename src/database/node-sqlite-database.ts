@@ -39,10 +39,23 @@ function enterWalMode(db: DatabaseSync, busyTimeoutMs: number): void {
   }
 }
 
+export interface NodeSqliteOptions {
+  /** How long a write waits on another connection's lock (SQLite's busy timeout), ms. Default 5000. */
+  busyTimeoutMs?: number;
+  /**
+   * Page size of a file this open creates, bytes (a power of two, 512 to 65536). A file that
+   * already has pages keeps its own: SQLite fixes the size with the first page written (in WAL
+   * mode only a VACUUM outside WAL changes it). Default: SQLite's (4096).
+   */
+  pageSize?: number;
+}
+
 /** Opens `path` (`:memory:` for a process-private database) for kysely's `SqliteDialect`. */
-export function openNodeSqlite(path: string, options: { busyTimeoutMs?: number } = {}): SqliteDatabase {
+export function openNodeSqlite(path: string, options: NodeSqliteOptions = {}): SqliteDatabase {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const db = new DatabaseSync(path, { timeout: busyTimeoutMs });
+  // Before WAL mode: entering it writes the first page of a fresh file, and with it the size.
+  if (options.pageSize !== undefined) db.exec(`PRAGMA page_size = ${Math.trunc(options.pageSize)}`);
   if (path !== ':memory:') enterWalMode(db, busyTimeoutMs);
   db.exec('PRAGMA synchronous = NORMAL');
   return {

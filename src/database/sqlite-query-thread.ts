@@ -10,9 +10,13 @@ import type { QueryReply, QueryRequest, StatementResult } from './sqlite-thread-
  * what kysely's own SQLite driver would have (rows, or changes and the last rowid).
  */
 
-const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: number };
+const { path, busyTimeoutMs, pageSize } = workerData as {
+  path: string;
+  busyTimeoutMs: number;
+  pageSize?: number;
+};
 // Opened at start: a file that cannot be opened ends the thread with that error, failing `init`.
-const db = openNodeSqlite(path, { busyTimeoutMs });
+const db = openNodeSqlite(path, { busyTimeoutMs, ...(pageSize !== undefined && { pageSize }) });
 
 /**
  * Prepared statements by their SQL text (issue 32: each request prepared its statement afresh,

@@ -64,6 +64,8 @@ export interface SqliteThreadOptions {
   path: string;
   /** How long a write waits on another connection's lock (SQLite's busy timeout), ms. Default 5000. */
   busyTimeoutMs?: number;
+  /** Page size of the file when the thread creates it, bytes (`openNodeSqlite`'s `pageSize`). Default SQLite's. */
+  pageSize?: number;
   /** How long a query, or a wait for the connection, may take before it is given up, ms. Default 30000. */
   timeoutMs?: number;
   /** Where the thread's death is reported. Default: not reported (the queries it fails still are). */
@@ -158,8 +160,8 @@ class QueryThread {
   }
 
   #start(): Worker {
-    const { path, busyTimeoutMs = 5000 } = this.#options;
-    const w = new Worker(THREAD_FILE, { workerData: { path, busyTimeoutMs } });
+    const { path, busyTimeoutMs = 5000, pageSize } = this.#options;
+    const w = new Worker(THREAD_FILE, { workerData: { path, busyTimeoutMs, pageSize } });
     w.unref();
     w.on('message', (reply: QueryReply) => this.#settle(reply));
     w.on('error', (error) => this.#died(w, `the SQLite thread failed: ${error.message}`));

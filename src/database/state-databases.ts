@@ -8,6 +8,7 @@ import { DatabaseGate, GatedDialect, isCorruptFileError } from './gated-dialect.
 import { splitLegacyFile } from './legacy-split.ts';
 import { SqliteThreadDialect } from './sqlite-thread-dialect.ts';
 import {
+  DECISIONS_PAGE_SIZE,
   fileIdentity,
   markerPresent,
   prepareStateDir,
@@ -267,7 +268,7 @@ class EmbeddedState implements StateDatabases {
     }
     const open = () =>
       openDatabase(
-        { kind: 'sqlite', path: f.decisions },
+        { kind: 'sqlite', path: f.decisions, pageSize: DECISIONS_PAGE_SIZE },
         {
           migrations: this.#o.decisionMigrations,
           log: this.#o.log,

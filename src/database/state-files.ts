@@ -31,6 +31,17 @@ import { withLockFile } from './state-lock.ts';
 export const CONTROL_FILE = 'control.sqlite';
 export const DECISIONS_FILE = 'decisions.sqlite';
 export const MARKER_FILE = 'state.json';
+
+/**
+ * Page size of a decisions file riskgate makes, bytes (issue 32). A stored decision carries its
+ * logged line whole (~5 KB on the bench's mix): on SQLite's 4 KiB pages every row spilled into an
+ * overflow page of its own, and a batch's commit wrote ~4.2 WAL frames per decision (each two
+ * `pwrite`s, on riskgate's core) plus ~2.3 pages checkpointed. On 16 KiB pages three rows share a
+ * leaf and each index has a quarter of the leaves: ~1.8 frames and ~0.6 pages, for more bytes per
+ * write (bench/RESULTS.md, "the SQLite files' pages per decision"). The control file keeps
+ * SQLite's default: its transactions touch one page per index however large the pages are.
+ */
+export const DECISIONS_PAGE_SIZE = 16_384;
 export const LEGACY_FILE = 'riskgate.sqlite';
 
 /** SQLite's companions of a database file (WAL mode). */

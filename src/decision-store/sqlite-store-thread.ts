@@ -2,6 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kysely, SqliteDialect } from 'kysely';
 import { openNodeSqlite } from '../database/node-sqlite-database.ts';
+import { DECISIONS_PAGE_SIZE } from '../database/state-files.ts';
 import { type DecisionDb, pruneStep } from './decision-batch.ts';
 import { wireWriter } from './sqlite-batch-wire.ts';
 import type { ThreadReply, ThreadRequest } from './store-thread.ts';
@@ -15,7 +16,10 @@ const { path, busyTimeoutMs } = workerData as { path: string; busyTimeoutMs: num
 // Retention (once a minute) in kysely's builder; the writes on prepared statements of their own
 // connection (sqlite-batch-wire.ts says why). Requests run one at a time: never both at once.
 const db: DecisionDb = new Kysely({
-  dialect: new SqliteDialect({ database: openNodeSqlite(path, { busyTimeoutMs }) }),
+  // Its page size too, should this thread be the one to make the file (one deleted under it).
+  dialect: new SqliteDialect({
+    database: openNodeSqlite(path, { busyTimeoutMs, pageSize: DECISIONS_PAGE_SIZE }),
+  }),
 });
 const writer = new DatabaseSync(path, { timeout: busyTimeoutMs });
 writer.exec('PRAGMA synchronous = NORMAL');
