@@ -392,7 +392,7 @@ export const SETTINGS = defineSettings({
     unit: 'MiB',
     doc: 'Most decision lines the store keeps (the oldest go first)',
     details:
-      'and at most this much of logged decision lines (`line_bytes`; indexes and the other columns come on top, about a third more): past it, the oldest decisions go first',
+      'and at most this much of logged decision lines (`line_bytes`; indexes and the other columns come on top, about a third more; on SQLite up to twice the lines when they run 5.5-16 KB, its 16 KiB pages then holding one or two rows each): past it, the oldest decisions go first',
   },
   RISKGATE_OUTBOX_HORIZON_SECONDS: {
     group: 'state',
