@@ -10,6 +10,7 @@ import { DEFAULT_REDACTION, parseRedaction } from '../src/config/redaction-rules
 import { chartFrame } from '../src/console/decisions-page.tsx';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
+import { DECISIONS_PAGE_SIZE } from '../src/database/state-files.ts';
 import { createDecisionLog } from '../src/decision-log/decision-log.ts';
 import { createRedactor } from '../src/decision-log/log-redaction.ts';
 import type { DecisionSink } from '../src/decision-store/decision-batch.ts';
@@ -67,6 +68,7 @@ import { type RunningPostgres, startPostgres } from '../test/support/postgres-se
  *     [--loop-delay --loop-seconds 5]
  *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]]
  *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
+ *     [--page-size 4096] (SQLite files on that page size; default the decisions file's, 16384)
  *     [--indexes]
  */
 
@@ -130,6 +132,9 @@ function line(rnd: () => number, atMs: number, padBytes: number): Record<string,
     timings: { totalMs: 20 + rnd() * 50, evaluationMs: 0.3, calls: [] },
   };
 }
+
+/** Page size of the SQLite files made here, bytes: riskgate's decisions file's unless `--page-size`. */
+let pageSize = DECISIONS_PAGE_SIZE;
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -270,7 +275,7 @@ async function hourCountCost(
   let n = 0;
   const run = async (withCounts: boolean): Promise<InsertFigures> => {
     n++;
-    let target: DatabaseTarget = { kind: 'sqlite', path: join(dir, `cost-${n}.sqlite`) };
+    let target: DatabaseTarget = { kind: 'sqlite', path: join(dir, `cost-${n}.sqlite`), pageSize };
     if (pg !== undefined) {
       const admin = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: {} });
       await sql.raw(`create database cost_${n}`).execute(admin.db);
@@ -567,7 +572,7 @@ async function loopDelayRuns(path: string, seconds: number, runs: number): Promi
       return { db, close: () => db.destroy() };
     },
     'worker thread (SqliteThreadDialect)': () =>
-      openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS }),
+      openDatabase({ kind: 'sqlite', path, pageSize }, { migrations: ALL_MIGRATIONS }),
   };
   console.log(
     '\n| queries on | loop delay p99 ms | max ms | counts requests/s | select 1 µs |\n|---|---:|---:|---:|---:|',
@@ -632,7 +637,9 @@ async function hotRun(
   });
   const path = join(dir, 'hot.sqlite');
   // As shipped: SQLite (the default) and PostgreSQL each written from the store's thread.
-  const database = await openDatabase(target ?? { kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS });
+  const database = await openDatabase(target ?? { kind: 'sqlite', path, pageSize }, {
+    migrations: ALL_MIGRATIONS,
+  });
   const sink = storeSink(database, target === undefined ? path : undefined);
   const writer = withStore
     ? new DecisionStoreWriter({ sink, ...(intervalMs !== undefined && { intervalMs }) })
@@ -741,7 +748,7 @@ async function seededQueries(
 ): Promise<void> {
   const path = join(dir, 'seeded.sqlite');
   const target: DatabaseTarget =
-    pg === undefined ? { kind: 'sqlite', path } : { kind: 'postgres', url: pg.url };
+    pg === undefined ? { kind: 'sqlite', path, pageSize } : { kind: 'postgres', url: pg.url };
   const { loadavg } = await import('node:os');
   const t0 = performance.now();
   await seed(target, seeded, lineBytes);
@@ -919,7 +926,7 @@ const INDEXES: [name: string, table: string, columns: string, servedQuery: strin
 /** Prints `INDEXES`; throws when a fresh SQLite store's indexes are not exactly those listed. */
 async function indexList(dir: string): Promise<void> {
   const path = join(dir, 'indexes.sqlite');
-  await (await openDatabase({ kind: 'sqlite', path }, { migrations: ALL_MIGRATIONS })).close();
+  await (await openDatabase({ kind: 'sqlite', path, pageSize }, { migrations: ALL_MIGRATIONS })).close();
   const file = new DatabaseSync(path);
   const tables = [...new Set(INDEXES.map(([, table]) => table))];
   const present = file
@@ -950,6 +957,8 @@ async function main(): Promise<void> {
       queries: { type: 'string', default: '40' },
       runs: { type: 'string', default: '3' },
       'line-bytes': { type: 'string', default: '2500' },
+      /** SQLite page size of the files made, bytes (riskgate's decisions file: DECISIONS_PAGE_SIZE). */
+      'page-size': { type: 'string', default: String(DECISIONS_PAGE_SIZE) },
       'skip-inserts': { type: 'boolean', default: false },
       'loop-delay': { type: 'boolean', default: false },
       'loop-seconds': { type: 'string', default: '5' },
@@ -963,6 +972,7 @@ async function main(): Promise<void> {
       seconds: { type: 'string', default: '10' },
     },
   });
+  pageSize = Number(values['page-size']);
   const records = Number(values.records);
   const runs = Number(values.runs);
   const lineBytes = Number(values['line-bytes']);
@@ -1013,7 +1023,7 @@ async function main(): Promise<void> {
           for (let r = 0; r < runs; r++) {
             const target: DatabaseTarget =
               engine === 'sqlite'
-                ? { kind: 'sqlite', path: join(dir, `insert-${r}.sqlite`) }
+                ? { kind: 'sqlite', path: join(dir, `insert-${r}.sqlite`), pageSize }
                 : { kind: 'postgres', url: pg.url };
             const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
             const sink = storeSink(
