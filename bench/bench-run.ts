@@ -565,6 +565,9 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         bodies,
         rounds: 3,
       });
+      progress(
+        `overload: quiet-day verdicts ${JSON.stringify(quiet.verdicts)} (${quiet.setAside} degraded or refused answers set aside and asked again)`,
+      );
       const cap = options.overloadCpu > 0 ? limitCpu(riskgate.pid, options.overloadCpu) : undefined;
       if (cap !== undefined) progress(`overload: ${cap.note}`);
       try {
