@@ -294,7 +294,7 @@ function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): s
             .map(([a, v]) => `${a} ${v}`)
             .join(
               ', ',
-            )}; asked uncapped before the steps) or the degraded verdict (${DEGRADED_VERDICT}): wrong allows / wrong denies of the answers checked (bench/verdict-check.ts).`,
+            )}; asked uncapped, undegraded, with the vendor answering at once, before the steps) or the degraded verdict (${DEGRADED_VERDICT}): wrong allows / wrong denies of the answers checked (bench/verdict-check.ts).`,
           '',
         ]),
     '| step | rate/s | answered 2xx/s | within deadline + 50 ms (share of scheduled) | goodput (share of capacity) | verdicts: wrong allows / wrong denies of checked | shed (503) | timeouts | other errors | 2xx p50 ms | 2xx p99 ms | 503 p50 / p99 ms | generator lag p99 ms | riskgate CPU % |',

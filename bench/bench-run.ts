@@ -555,9 +555,12 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         p50Ms: options.latencyP50Ms,
         p99Ms: options.latencyP99Ms,
       };
-      await freshSandbox(profile);
-      // Each account's quiet-day verdict, uncapped and one at a time, before the overload: what
-      // every step's answers are checked against (bench/verdict-check.ts, as the stress test does).
+      // Each account's quiet-day verdict, uncapped, one at a time and with the vendor answering at
+      // once, before the overload: what every step's answers are checked against
+      // (bench/verdict-check.ts, as the stress test does). Asked under the steps' latency profile,
+      // a slow vendor call is a degraded answer, not a quiet day (issue 32: trudy's geovelocity
+      // timed out and her reference became the degraded challenge); the profile follows.
+      await freshSandbox({ name: 'zero' });
       progress('overload: quiet-day verdicts of the demo accounts');
       const quiet = await askQuietVerdicts({
         decideUrl: `${riskgate.url}/decide`,
@@ -565,6 +568,10 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         bodies,
         rounds: 3,
       });
+      progress(
+        `overload: quiet-day verdicts ${JSON.stringify(quiet.verdicts)} (${quiet.setAside} degraded or refused answers set aside and asked again)`,
+      );
+      await applyLatencyProfile(sandbox.url, profile);
       const cap = options.overloadCpu > 0 ? limitCpu(riskgate.pid, options.overloadCpu) : undefined;
       if (cap !== undefined) progress(`overload: ${cap.note}`);
       try {

@@ -150,6 +150,12 @@ function toFacts(input: PolicyInput): Record<string, unknown> {
     newDevices1h: input.history?.newDevices1h ?? 0,
     overrideDeny: now < DENY_UNTIL && ip !== null && DENY_CIDRS.some((c) => cidrContains(c, ip)),
     overrideAllow: now < ALLOW_UNTIL && ALLOW_ACCOUNTS.has(input.request.accountId),
+    // The runtime lists the shipped policy reads (issue 33); a suite case with them unavailable is
+    // decided by the degraded rule and left out of both engines' figures.
+    blockedNetwork:
+      input.request.ip !== undefined &&
+      (input.lists?.contains('blockedNetworks', input.request.ip, now) ?? false),
+    vouchedAccount: input.lists?.contains('vouchedAccounts', input.request.accountId, now) ?? false,
   };
 }
 
@@ -209,7 +215,21 @@ function jreRules(): { name: string; all: Cond[]; score?: number; verdict?: Verd
       all: [avail('nb'), is('nbSuccess', false), is('nbReason', 'insufficient_observations'), rat],
       verdict: 'challenge' as const,
     })),
+    { name: 'blocked-network', all: [is('blockedNetwork', true)], verdict: 'deny' },
     { name: 'new-browser', all: [avail('nb'), is('nbSuccess', true), is('nbKnown', false)], score: 40 },
+    {
+      name: 'vouched-account-new-browser',
+      all: [
+        is('vouchedAccount', true),
+        avail('nb'),
+        is('nbSuccess', true),
+        is('nbKnown', false),
+        avail('rat'),
+        is('ratSuccess', true),
+        is('ratAnomaly', false),
+      ],
+      score: -40,
+    },
     {
       name: 'new-browser-os-changed',
       all: [

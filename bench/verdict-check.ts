@@ -1,12 +1,15 @@
+import { setTimeout as delay } from 'node:timers/promises';
+
 /**
  * Verdict correctness under stress (issue 22), shared by the bench's overload scenario and
  * test/stress-verdicts.test.ts so both count the same way.
  *
  * The rule: stress may only make an answer more careful, never more permissive and never harsher
  * than the evidence. So every 200 answer for a demo account must be either the account's quiet-day
- * verdict (what riskgate answers it on an idle machine) or the policy's degraded verdict
- * (challenge); an allow for an account challenged or denied on a quiet day is a **wrong allow**,
- * a deny for an account allowed or challenged on a quiet day a **wrong deny**.
+ * verdict (what riskgate answers it undegraded before any stress: `deriveQuietVerdicts`) or the
+ * policy's degraded verdict (challenge); an allow for an account challenged or denied on a quiet
+ * day is a **wrong allow**, a deny for an account allowed or challenged on a quiet day a **wrong
+ * deny**.
  */
 
 export type Verdict = 'allow' | 'challenge' | 'deny';
@@ -119,43 +122,96 @@ export function formatVerdictsByAccount(
     });
 }
 
-/** One quiet-day answer: the account, the HTTP status and the verdict (undefined unless 200). */
+/**
+ * One quiet-day answer: the account, the HTTP status, the verdict (undefined unless 200) and whether
+ * the answer says it was degraded (undefined when it says nothing).
+ */
 export interface QuietAnswer {
   account: string;
   status: number;
   verdict: string | undefined;
+  degraded?: boolean | undefined;
+}
+
+/**
+ * Whether `a` can stand for a quiet-day verdict: a 200 that says it was not degraded (every input
+ * the policy reads gathered, every rule evaluated, not an overload answer). A degraded answer is a
+ * stressed one (an input timed out, the deadline or the budget ran out: on a loaded machine the
+ * quiet phase is not quiet), and a reference taken from it makes every right answer after it look
+ * wrong: trudy, denied for impossible travel, answered the degraded `challenge` when geovelocity
+ * timed out, and each of her later `deny` answers was counted a wrong deny (issue 32).
+ */
+export function isQuietAnswer(a: QuietAnswer): boolean {
+  return a.status === 200 && a.degraded === false && a.verdict !== undefined && isVerdict(a.verdict);
+}
+
+/** Options of `deriveQuietVerdicts`. */
+export interface QuietVerdictOptions {
+  /**
+   * Answers asked per account and warm round before giving up when each is degraded or refused
+   * (default 8): a stressed answer is set aside and the same login asked again.
+   */
+  attempts?: number;
+  /** Waits before retry `attempt` (1-based) of a degraded or refused answer (default: none). */
+  pause?: (attempt: number) => Promise<void>;
 }
 
 /**
  * Each account's quiet-day verdict, derived from what riskgate answered before any stress: `rounds`
  * answers per account, sent one at a time. The first round is riskgate's cold start (the issue saw
- * alice denied by a cold evaluation), so the verdict is the one of the later rounds, which must
- * agree; every answer is also returned for the caller to check like any other. A deny that locks
- * the account out (mallory) is followed by account-locked denies: still deny.
+ * alice denied by a cold evaluation) and never a reference. In the later rounds only an answer
+ * `isQuietAnswer` accepts counts: a degraded or refused one is set aside and the login asked again,
+ * up to `attempts` times, and the counted answers must agree. Every answer, set aside or not, is
+ * returned for the caller to check like any other. A deny that locks the account out (mallory) is
+ * followed by account-locked denies: still deny.
  */
 export async function deriveQuietVerdicts(
   accounts: readonly string[],
   rounds: number,
-  decide: (account: string, round: number) => Promise<{ status: number; verdict: string | undefined }>,
-): Promise<{ verdicts: Record<string, Verdict>; answers: QuietAnswer[] }> {
+  decide: (account: string, round: number) => Promise<Omit<QuietAnswer, 'account'>>,
+  options: QuietVerdictOptions = {},
+): Promise<{ verdicts: Record<string, Verdict>; answers: QuietAnswer[]; setAside: number }> {
   if (rounds < 2) throw new Error('deriveQuietVerdicts needs at least 2 rounds (the first is a cold start)');
+  const attempts = options.attempts ?? 8;
   const answers: QuietAnswer[] = [];
+  const counted = new Map<string, QuietAnswer[]>();
+  let setAside = 0;
   for (let round = 0; round < rounds; round++) {
-    for (const account of accounts) answers.push({ account, ...(await decide(account, round)) });
+    for (const account of accounts) {
+      for (let attempt = 0; attempt < (round === 0 ? 1 : attempts); attempt++) {
+        if (attempt > 0) await options.pause?.(attempt);
+        const answer = { account, ...(await decide(account, round)) };
+        answers.push(answer);
+        if (round === 0) break;
+        if (isQuietAnswer(answer)) {
+          counted.set(account, [...(counted.get(account) ?? []), answer]);
+          break;
+        }
+        setAside++;
+      }
+    }
   }
   const verdicts: Record<string, Verdict> = {};
   for (const account of accounts) {
-    const warm = answers.filter((a) => a.account === account).slice(1);
-    const seen = new Set(warm.map((a) => (a.status === 200 ? a.verdict : `HTTP ${a.status}`)));
+    const quiet = counted.get(account) ?? [];
+    const seen = new Set(quiet.map((a) => a.verdict));
     const [only] = seen;
-    if (seen.size !== 1 || only === undefined || !isVerdict(only)) {
+    if (quiet.length !== rounds - 1 || seen.size !== 1 || only === undefined || !isVerdict(only)) {
+      const warm = answers.filter((a) => a.account === account).slice(1);
       throw new Error(
-        `no stable quiet-day verdict for ${account}: warm answers ${[...seen].join(', ')} (before any stress)`,
+        `no stable quiet-day verdict for ${account} (before any stress): ${quiet.length} of ${rounds - 1} warm rounds answered undegraded${
+          seen.size > 1 ? ` and they disagree (${[...seen].join(', ')})` : ''
+        }; warm answers ${warm.map(describeAnswer).join(', ')}`,
       );
     }
     verdicts[account] = only;
   }
-  return { verdicts, answers };
+  return { verdicts, answers, setAside };
+}
+
+function describeAnswer(a: QuietAnswer): string {
+  if (a.status !== 200) return `HTTP ${a.status}`;
+  return a.degraded === false ? String(a.verdict) : `${a.verdict} (degraded: ${a.degraded})`;
 }
 
 /** Counts of `answers` (200s only) per account and verdict. */
@@ -171,7 +227,8 @@ export function countAnswers(answers: readonly QuietAnswer[]): VerdictsByAccount
 /**
  * `deriveQuietVerdicts` over HTTP: POSTs each account's own bodies of `bodies` (round k sends the
  * account's k-th body, a distinct login scored as the seeded one) to `decideUrl`, one at a time,
- * each with a `timeoutMs` timeout (default 30 s). Accounts in the order of their first body.
+ * each with a `timeoutMs` timeout (default 30 s); a degraded or refused answer is asked again after
+ * 250 ms × the attempt. Accounts in the order of their first body.
  */
 export async function askQuietVerdicts(o: {
   decideUrl: string;
@@ -179,7 +236,9 @@ export async function askQuietVerdicts(o: {
   bodies: readonly string[];
   rounds: number;
   timeoutMs?: number;
-}): Promise<{ verdicts: Record<string, Verdict>; answers: QuietAnswer[] }> {
+  /** See `QuietVerdictOptions.attempts` (default 8). */
+  attempts?: number;
+}): Promise<{ verdicts: Record<string, Verdict>; answers: QuietAnswer[]; setAside: number }> {
   const byAccount = new Map<string, string[]>();
   for (const body of o.bodies) {
     const account = (JSON.parse(body) as { accountId: string }).accountId;
@@ -187,16 +246,23 @@ export async function askQuietVerdicts(o: {
     list.push(body);
     byAccount.set(account, list);
   }
-  return deriveQuietVerdicts([...byAccount.keys()], o.rounds, async (account, round) => {
-    const list = byAccount.get(account)!;
-    const response = await fetch(o.decideUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...o.headers },
-      body: list[round % list.length]!,
-      signal: AbortSignal.timeout(o.timeoutMs ?? 30_000),
-    });
-    const text = await response.text();
-    const verdict = response.status === 200 ? (JSON.parse(text) as { verdict?: string }).verdict : undefined;
-    return { status: response.status, verdict };
-  });
+  return deriveQuietVerdicts(
+    [...byAccount.keys()],
+    o.rounds,
+    async (account, round) => {
+      const list = byAccount.get(account)!;
+      const response = await fetch(o.decideUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...o.headers },
+        body: list[round % list.length]!,
+        signal: AbortSignal.timeout(o.timeoutMs ?? 30_000),
+      });
+      const text = await response.text();
+      if (response.status !== 200) return { status: response.status, verdict: undefined };
+      const body = JSON.parse(text) as { verdict?: string; degraded?: boolean };
+      return { status: 200, verdict: body.verdict, degraded: body.degraded };
+    },
+    // A stressed answer comes from a busy moment: the next try waits it out a little longer.
+    { ...(o.attempts !== undefined && { attempts: o.attempts }), pause: (attempt) => delay(250 * attempt) },
+  );
 }
