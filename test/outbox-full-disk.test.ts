@@ -14,10 +14,12 @@ import { CAN_MOUNT, mountSmallDisk } from './support/small-disk.ts';
  * (riskgate_action_answers_total) and logged ('outbox store failed'); nothing of it is stored; every
  * lock-out answered `queued` is in the outbox; and once space is back the next one is queued.
  *
- * The state dir is a 1 MiB tmpfs, filled up (the test runs as root, as CI does; elsewhere it says
- * why it skips). A commit only needs new blocks when the control file's WAL grows past its largest
- * size (a WAL restarted after a checkpoint is written over), so lock-outs are asked for until one
- * meets the full disk, a bounded number of times.
+ * The state dir is a 4 MiB tmpfs, filled up (the test runs as root, as CI does; elsewhere it says
+ * why it skips). Not smaller: the decisions file is made even with the store off, and on its 16 KiB
+ * pages its migrations leave ~0.7 MB of WAL; on 1 MiB the next lock-out's commit still found
+ * the disk full once the filler was gone. A commit only needs new blocks when the control file's
+ * WAL grows past its largest size (a WAL restarted after a checkpoint is written over), so
+ * lock-outs are asked for until one meets the full disk, a bounded number of times.
  */
 
 /** Lock-outs asked for on the full disk before the test gives up on meeting it. */
@@ -45,7 +47,7 @@ describe('a full disk under the outbox group commit (SQLite)', () => {
   it.runIf(CAN_MOUNT)(
     'answers a lock-out whose script meets it failed, counted and logged, stores none of it, and queues the next once space is back',
     async () => {
-      const disk = mountSmallDisk('riskgate-outbox-full-', '1m');
+      const disk = mountSmallDisk('riskgate-outbox-full-', '4m');
       let h: Harness | undefined;
       const scripts: unknown[] = [];
       const post = Worker.prototype.postMessage;
