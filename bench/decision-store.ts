@@ -26,6 +26,7 @@ import { createRuleReport } from '../src/decision-store/rule-report-query.ts';
 import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type RunningPostgres, startPostgres } from '../test/support/postgres-server.ts';
+import { mulberry32 } from './seeded-random.ts';
 
 /**
  * The decision store (issue 25): how fast it takes decisions, and how fast it answers the console.
@@ -82,16 +83,6 @@ const RULES = [
   'tor-exit',
 ];
 const DAY_MS = 86_400_000;
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A decision line shaped as riskgate writes them, `padBytes` of inputs. */
 function line(rnd: () => number, atMs: number, padBytes: number): Record<string, unknown> {

@@ -11,6 +11,7 @@
  * `--without-report-indexes` seeds and reports without the report's migration (the cost before it,
  * and what its indexes cost the inserts).
  */
+
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -25,6 +26,7 @@ import { RECOUNT_HOURS } from '../src/decision-store/hour-counts.ts';
 import { createRuleReport, type ReportedPolicy } from '../src/decision-store/rule-report-query.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { mulberry32 } from './seeded-random.ts';
 
 const { values } = parseArgs({
   options: {
@@ -63,17 +65,6 @@ function pick(p: ReportedPolicy): ReportedPolicy {
   };
 }
 
-/** A small deterministic generator (mulberry32): the same rows on every seeding. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Rule ids matched by one decision: skewed (a few rules fire often, most rarely), about 1.2 each. */
 function matched(next: () => number): string[] {
   const out = new Set<string>();
@@ -95,7 +86,7 @@ async function seed(): Promise<void> {
   const insertRule = db.prepare(
     'insert into decision_rule (decision_id, policy, policy_revision, rule_id, at_ms) values (?, ?, ?, ?, ?)',
   );
-  const next = random(25);
+  const next = mulberry32(25);
   const verdictOf = (x: number) => (x < 0.85 ? 'allow' : x < 0.95 ? 'challenge' : 'deny');
   const startedAt = performance.now();
   let rules = 0;

@@ -12,6 +12,7 @@ import {
 } from '../src/features/velocity-counters.ts';
 import type { PolicyRequest } from '../src/policy/policy-types.ts';
 import { startRedis } from '../test/support/redis-server.ts';
+import { mulberry32 } from './seeded-random.ts';
 
 /**
  * What five velocity counters cost a decision, on each store: the decision's part (hash the keys,
@@ -52,16 +53,6 @@ function request(i: number, rnd: () => number): PolicyRequest {
     accountId: `account-${account}`,
     ip: `10.${(ip >> 8) & 255}.${ip & 255}.${i % 7}`,
     context: {},
-  };
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { mulberry32 } from '../bench/seeded-random.ts';
 import {
   type Activation,
   createActivation,
@@ -131,17 +132,6 @@ function prepare(expr: string): ParseResult | undefined {
   }
 }
 
-/** mulberry32: the same activations on every run. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const NUMBERS = [
   0,
   -0,
@@ -207,7 +197,7 @@ const LOOKUP = {
 };
 
 function activation(seed: number): Activation {
-  const rand = prng(seed);
+  const rand = mulberry32(seed);
   const act = createActivation(bindings);
   // A quarter of the activations are well typed throughout; the others carry wrong values.
   const wrong = seed % 4 === 0 ? 0 : 0.08;
