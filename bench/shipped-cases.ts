@@ -1,0 +1,31 @@
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+
+/** A case's inputs as the policy test runner builds them: what the vendor and the Admin API answer. */
+export interface ShippedCase {
+  signals: Record<string, { status: string; response?: unknown; reason?: string }>;
+  user?: unknown;
+  devices: unknown[];
+  adminUnavailable?: { user?: string; devices?: string };
+  request: Record<string, unknown>;
+}
+
+/**
+ * The shipped policy (policies/login.yaml) and its test suite's inputs, from the tree at `root`
+ * (ending in `/`), whose src/ is imported rather than this checkout's, so a bench can run a change
+ * against its base in turns on the same machine. The `policy` is that tree's compiled policy.
+ */
+export async function loadShippedCases(root: string): Promise<{ policy: unknown; cases: ShippedCase[] }> {
+  const { loadPolicy } = await import(`${root}src/policy/policy-loader.ts`);
+  const { buildInput } = await import(`${root}src/policy/policy-test-runner.ts`);
+  const { policyTestFileSchema } = await import(`${root}src/policy/policy-test-schema.ts`);
+  const policy = await loadPolicy(`${root}policies/login.yaml`);
+  const suite = policyTestFileSchema.parse(
+    parseYaml(await readFile(`${root}policies/login.test.yaml`, 'utf8')),
+  );
+  const counters = (policy.velocityCounters ?? []).map((c: { name: string }) => c.name);
+  const cases: ShippedCase[] = suite.cases.map((c: { given: unknown }) =>
+    buildInput(suite.defaults, c.given, suite.now, counters),
+  );
+  return { policy, cases };
+}
