@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { browserPolicy } from './support/browser-policy.ts';
 import { eventually } from './support/eventually.ts';
 import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
@@ -95,9 +94,7 @@ describe('the policy versions API', () => {
     expect(list.body.versions).not.toContainEqual(expect.objectContaining({ yaml: expect.anything() }));
 
     // Every step in the audit trail, with its operator and its outcome.
-    const audit = await as('vera', 'GET', `/audit?target=${id}`);
-    const steps = (audit.body.entries as AuditEntry[]).map((e) => [e.action, e.actor, e.outcome?.status]);
-    expect(steps).toEqual(
+    expect(await h.auditSteps('vera', id)).toEqual(
       expect.arrayContaining([
         ['policy.propose', 'alice', 'done'],
         ['policy.approve', 'alice', 'refused'],

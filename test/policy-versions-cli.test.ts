@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { browserPolicy } from './support/browser-policy.ts';
 import { eventually } from './support/eventually.ts';
 import { LAUNCHER_TEST_MS, runLauncher } from './support/launcher.ts';
@@ -164,10 +163,8 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
 
     // Each step once in the audit trail, with its operator and what became of it (a body the
     // route refuses, as percent 100, is refused before anything is recorded).
-    const audit = await h.as('bob', 'GET', `/audit?target=${id}`);
-    const entries = (audit.body.entries as AuditEntry[])
-      .filter((e) => /stage|schedule/.test(e.action))
-      .map((e) => [e.action, e.actor, e.outcome?.status])
+    const entries = (await h.auditSteps('bob', id))
+      .filter(([action]) => /stage|schedule/.test(action))
       .reverse();
     expect(entries).toEqual([
       ['policy.stage', 'bob', 'refused'],
