@@ -1,5 +1,5 @@
 /**
- * The login policy of the policy-version tests: one rule giving every browser login `verdict`, so a
+ * The login policy of the policy-version tests (and bench/policy-backtest.ts): one rule giving every browser login `verdict`, so a
  * version's effect shows in the verdict served (and a draft differs from the active by one word).
  */
 export const browserPolicy = (verdict: string) => `apiVersion: riskgate/v1
