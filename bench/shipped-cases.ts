@@ -11,21 +11,29 @@ export interface ShippedCase {
 }
 
 /**
- * The shipped policy (policies/login.yaml) and its test suite's inputs, from the tree at `root`
- * (ending in `/`), whose src/ is imported rather than this checkout's, so a bench can run a change
- * against its base in turns on the same machine. The `policy` is that tree's compiled policy.
+ * The inputs the shipped policy's test suite (policies/login.test.yaml) builds, each case's, with
+ * `counterNames` the policy's velocity counters; from the tree at `root` (ending in `/`), whose
+ * src/ is imported rather than this checkout's, so a bench can run a change against its base in
+ * turns on the same machine. `T`: the input type of the caller's tree.
  */
-export async function loadShippedCases(root: string): Promise<{ policy: unknown; cases: ShippedCase[] }> {
-  const { loadPolicy } = await import(`${root}src/policy/policy-loader.ts`);
+export async function shippedInputs<T = ShippedCase>(
+  root: string,
+  counterNames: readonly string[],
+): Promise<T[]> {
   const { buildInput } = await import(`${root}src/policy/policy-test-runner.ts`);
   const { policyTestFileSchema } = await import(`${root}src/policy/policy-test-schema.ts`);
-  const policy = await loadPolicy(`${root}policies/login.yaml`);
   const suite = policyTestFileSchema.parse(
     parseYaml(await readFile(`${root}policies/login.test.yaml`, 'utf8')),
   );
-  const counters = (policy.velocityCounters ?? []).map((c: { name: string }) => c.name);
-  const cases: ShippedCase[] = suite.cases.map((c: { given: unknown }) =>
-    buildInput(suite.defaults, c.given, suite.now, counters),
+  return suite.cases.map((c: { given: unknown }) =>
+    buildInput(suite.defaults, c.given, suite.now, counterNames),
   );
-  return { policy, cases };
+}
+
+/** The shipped policy (policies/login.yaml), compiled by the tree at `root`, and its suite's inputs. */
+export async function loadShippedCases(root: string): Promise<{ policy: unknown; cases: ShippedCase[] }> {
+  const { loadPolicy } = await import(`${root}src/policy/policy-loader.ts`);
+  const policy = await loadPolicy(`${root}policies/login.yaml`);
+  const counters = (policy.velocityCounters ?? []).map((c: { name: string }) => c.name);
+  return { policy, cases: await shippedInputs(root, counters) };
 }
