@@ -185,8 +185,15 @@ export class AdmissionControl {
     e.answerMs = e.answerMs * ESTIMATE_DECAY + this.#answerMs;
     this.#newWindow(at, activeMs);
     let limit: number;
-    if (saturated && throughput > 0) limit = (throughput * this.#targetMs) / 1000;
-    else if (e.completed >= 1 && e.busyMs > 0) {
+    if (saturated && throughput > 0) {
+      // Not below the decayed rate: the loop counts as busy while its thread waits for the core
+      // (the database threads' page writes on it, a GC), so one window's count of answers dips
+      // with no queue behind it, and a limit from it alone shed a closed loop of 32 answered in
+      // 50 ms. A fall that lasts is followed within a few windows. Not the decayed rate alone:
+      // at a surge it still holds the windows with room, and the limit it gives keeps the loop
+      // below saturation, where the lull rule holds it, under what the CPU finishes.
+      limit = (Math.max(throughput, (e.completed * 1000) / e.spentMs) * this.#targetMs) / 1000;
+    } else if (e.completed >= 1 && e.busyMs > 0) {
       const perBusyMs = e.completed / e.busyMs;
       const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
       // Down at once, up by at most MIN_LIMIT or a tenth a window, and not in a lull (the loop still
