@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActionSpec } from '../src/actions/admin-actions.ts';
 import { type DatabaseEngine, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
 import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
@@ -12,6 +11,7 @@ import { LOCKOUT_INDEXES, type LockoutRead } from '../src/lockouts/lockout-table
 import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { OUTBOX_INDEXES, type OutboxRead } from '../src/outbox/outbox-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { doneOutcome, lockOutSpec } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -27,17 +27,7 @@ const T0 = 1_800_000_000_000;
 const LEASE = 10_000;
 
 let n = 0;
-function spec(user: string): ActionSpec {
-  n++;
-  return {
-    id: `d${n}:lock_out_user:${user}`,
-    decisionId: `d${n}`,
-    type: 'lock_out_user',
-    target: user,
-    orderingKey: user,
-    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
-  };
-}
+const spec = (user: string) => lockOutSpec(++n, user);
 
 const planned = (decisionId: string, userId: string): PlannedLockout => ({
   decisionId,
@@ -178,33 +168,11 @@ const LOCKOUT_READS: Record<LockoutRead, (s: LockoutStore) => Promise<unknown>> 
   previousWithin: (s) => s.previousWithin('u1', 'd2', T0, 60_000),
   extendedBy: (s) => s.extendedBy('u1', 'd1', T0),
   beginUnlock: async (s) => s.beginUnlock((await s.get('d1'))!, 'op', 'r', T0),
-  lockedAll: (s) =>
-    s.lockedAll(
-      [
-        {
-          key: 'd2:lock_out_user:u1',
-          decisionId: 'd2',
-          type: 'lock_out_user',
-          target: 'u1',
-          status: 'done',
-          attempts: 1,
-          elapsedMs: 0,
-        },
-      ],
-      T0,
-    ),
+  lockedAll: (s) => s.lockedAll([doneOutcome(lockOutSpec(2, 'u1'))], T0),
   // A scheduled unlock done: the record read by id, the user's lock-outs in force expired.
   applyOutcome: (s) =>
     s.applyOutcome(
-      {
-        key: 'd3:unlock_user:u2',
-        decisionId: 'd3',
-        type: 'unlock_user',
-        target: 'u2',
-        status: 'done',
-        attempts: 1,
-        elapsedMs: 0,
-      },
+      doneOutcome({ id: 'd3:unlock_user:u2', decisionId: 'd3', type: 'unlock_user', target: 'u2' }),
       T0,
     ),
   makePermanent: (s) => s.makePermanent('d1', T0),

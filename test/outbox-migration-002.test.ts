@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActionSpec } from '../src/actions/admin-actions.ts';
 import {
   type DatabaseTarget,
   type FeatureMigrations,
@@ -15,6 +14,7 @@ import { LockoutStore } from '../src/lockouts/lockout-store.ts';
 import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { OUTBOX_INDEXES } from '../src/outbox/outbox-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { doneOutcome, lockOutSpec } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -33,17 +33,7 @@ const T0 = 1_800_000_000_000;
 const LEASE = 10_000;
 
 let n = 0;
-function spec(user: string): ActionSpec {
-  n++;
-  return {
-    id: `d${n}:lock_out_user:${user}`,
-    decisionId: `d${n}`,
-    type: 'lock_out_user',
-    target: user,
-    orderingKey: user,
-    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
-  };
-}
+const spec = (user: string) => lockOutSpec(++n, user);
 
 const open = (target: DatabaseTarget, migrations = CONTROL_MIGRATIONS) =>
   openDatabase(target, { migrations });
@@ -71,20 +61,7 @@ async function seed(database: RiskgateDatabase): Promise<string[]> {
   await store.drop(specs[3]!.id, 'operator', T0);
   await store.retryLater(specs[4]!.id, 'w1', T0 + 60_000, 'UPSTREAM_TIMEOUT', true, T0);
   await store.retryLater(specs[7]!.id, 'w1', T0, 'UPSTREAM_TIMEOUT', true, T0);
-  await new LockoutStore(database).lockedAll(
-    [
-      {
-        key: specs[0]!.id,
-        decisionId: specs[0]!.decisionId,
-        type: 'lock_out_user',
-        target: 'u1',
-        status: 'done',
-        attempts: 1,
-        elapsedMs: 0,
-      },
-    ],
-    T0,
-  );
+  await lockouts.lockedAll([doneOutcome(specs[0]!)], T0);
   // Leased: u6's first (w1's lease runs); due later: u5's; due: u7's; behind u6's first: u6's second.
   return [specs[5]!.id, specs[6]!.id, specs[7]!.id];
 }

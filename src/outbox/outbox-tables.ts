@@ -124,19 +124,25 @@ function entryTable(db: Kysely<any>, name: string, seq: 'autoincrement' | 'rowid
     .addColumn('logged', 'integer', (c) => c.notNull().defaultTo(1));
 }
 
-/** Indexes 002 keeps or makes (`OUTBOX_INDEXES` says which query needs each). */
+/** Plain indexes of `outbox_entry`, each `[name, columns]`. */
 // biome-ignore lint/suspicious/noExplicitAny: a migration sees the database before its tables exist.
-async function createEntryIndexes(db: Kysely<any>): Promise<void> {
-  for (const [name, columns] of [
-    ['outbox_entry_ordering', ['ordering_key', 'status', 'seq']],
-    ['outbox_entry_status_seq', ['status', 'seq']],
-  ] as const)
+async function createIndexes(db: Kysely<any>, indexes: ReadonlyArray<readonly [string, readonly string[]]>) {
+  for (const [name, columns] of indexes)
     await db.schema
       .createIndex(name)
       .ifNotExists()
       .on('outbox_entry')
       .columns([...columns])
       .execute();
+}
+
+/** Indexes 002 keeps or makes (`OUTBOX_INDEXES` says which query needs each). */
+// biome-ignore lint/suspicious/noExplicitAny: a migration sees the database before its tables exist.
+async function createEntryIndexes(db: Kysely<any>): Promise<void> {
+  await createIndexes(db, [
+    ['outbox_entry_ordering', ['ordering_key', 'status', 'seq']],
+    ['outbox_entry_status_seq', ['status', 'seq']],
+  ]);
   await sql`CREATE INDEX IF NOT EXISTS outbox_entry_untold ON outbox_entry (updated_at) WHERE logged = 0`.execute(
     db,
   );
@@ -170,19 +176,12 @@ export const outboxMigrations: FeatureMigrations = {
       // The append order. SQLite: AUTOINCREMENT never reuses a pruned row's number (002 drops it).
       await entryTable(db, 'outbox_entry', 'autoincrement').execute();
       // The claim: due pending rows; the order rule: a user's pending rows by seq.
-      for (const [name, columns] of [
+      await createIndexes(db, [
         ['outbox_entry_due', ['status', 'next_attempt_at']],
         ['outbox_entry_ordering', ['ordering_key', 'status', 'seq']],
         ['outbox_entry_unlogged', ['logged', 'updated_at']],
         ['outbox_entry_status_seq', ['status', 'seq']],
-      ] as const) {
-        await db.schema
-          .createIndex(name)
-          .ifNotExists()
-          .on('outbox_entry')
-          .columns([...columns])
-          .execute();
-      }
+      ]);
       // Only pending rows are ever claimed: a partial index keeps the claim's scan to them.
       await sql`CREATE INDEX IF NOT EXISTS outbox_entry_pending ON outbox_entry (seq) WHERE status = 'pending'`.execute(
         db,
