@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oneRulePolicy } from '../../test/support/one-rule-policy.ts';
 import { SIGNAL_VIEW_TYPES } from './cel-environment.ts';
 import type { PolicySignalName, SignalOutcome } from './inputs/input-values.ts';
 import { ANSWER_MEMBERS_FILLING, SIGNAL_FILLS, unreadAnswerMembers } from './policy-activation.ts';
-import { compilePolicy } from './policy-compiler.ts';
 import { loadPolicy } from './policy-loader.ts';
 
 /**
@@ -18,24 +18,20 @@ const logged = JSON.parse(
   readFileSync(join(ROOT, 'bench/fixtures/decision-lines.jsonl'), 'utf8').split('\n')[0]!,
 ).inputs.signals as Record<string, SignalOutcome>;
 
-const match = (type: string, matched: boolean) => ({ type, details: { matched, matchCount: null } });
-
 /** An answer of each signal of the table, every member in it present and filling something. */
+const proximity = logged.latestProximity as SignalOutcome<'latestProximity'> & { status: 'ok' };
+const supporting = proximity.response.result!.supportingSignals;
 const ANSWERS: { [N in PolicySignalName]?: SignalOutcome<N> } = {
-  latestProximity: logged.latestProximity as SignalOutcome<'latestProximity'>,
+  latestProximity: proximity,
   historicalProximity: {
     status: 'ok',
     response: {
+      ...proximity.response,
       signalType: 'historical_proximity',
-      success: true,
       result: {
-        bestMatch: { proximityConfidence: 0.7, supportingSignals: [match('wifiNetworkOverlap', true)] },
-        bestIngressMatch: {
-          proximityConfidence: 0.4,
-          supportingSignals: [match('ingressIpCityOverlap', true), match('ingressIpOverlap', false)],
-        },
+        bestMatch: proximity.response.result,
+        bestIngressMatch: { proximityConfidence: 0.4, supportingSignals: supporting.slice(0, 2) },
       },
-      observationTimesByUnit: { subjectUnitId: '2026-11-25T02:59:00.008Z' },
     },
   } as unknown as SignalOutcome<'historicalProximity'>,
 };
@@ -89,18 +85,7 @@ const names = (members: ReturnType<typeof unreadAnswerMembers>) =>
   members.map((m) => `${m.signal}.${m.member}`);
 
 describe('what a compiled policy never reads of an answer', () => {
-  const compile = (when: string) => {
-    const yaml = `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 40, deny: 80 }
-rules:
-  - { id: r, description: a rule, when: '${when}', score: 40 }
-`;
-    const { policy, issues } = compilePolicy('login.yaml', yaml);
-    expect(issues.filter((i) => i.severity === 'error')).toEqual([]);
-    return policy!.requirements;
-  };
+  const compile = (when: string) => oneRulePolicy(when).requirements;
 
   it("the shipped policy: latestProximity's supporting signals (it reads the confidence)", async () => {
     const policy = await loadPolicy(join(ROOT, 'policies'));

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oneRulePolicy } from '../../test/support/one-rule-policy.ts';
 import { compilePolicy } from '../policy/policy-compiler.ts';
 import { loadPolicy } from '../policy/policy-loader.ts';
 import { lineNeeds, readDecisionLine } from './replay-record.ts';
@@ -165,17 +166,6 @@ rules:
 
   describe("for a candidate that never reads an answer's member (the shipped policy: latestProximity's supportingSignals)", async () => {
     const policy = await loadPolicy(join(import.meta.dirname, '../../policies'));
-    const compile = (when: string) =>
-      compilePolicy(
-        'login.yaml',
-        `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 40, deny: 80 }
-rules:
-  - { id: r, description: a rule, when: '${when}', score: 40 }
-`,
-      ).policy!;
     const supporting = (read: ReturnType<typeof readDecisionLine>) =>
       read.kind === 'decision'
         ? (read.decision.input.signals.latestProximity as LineFields | undefined)?.response?.result
@@ -204,7 +194,7 @@ rules:
     });
 
     it('parses it for a candidate that reads the matched types', () => {
-      const reads = compile('"wifiNetworkOverlap" in signals.latestProximity.matchedSignals');
+      const reads = oneRulePolicy('"wifiNetworkOverlap" in signals.latestProximity.matchedSignals');
       const needs = lineNeeds(reads);
       expect(needs.cuts).toEqual([]);
       for (const text of lines) {
