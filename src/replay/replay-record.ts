@@ -53,7 +53,7 @@ interface AnswerCut {
   /** The signal's key as it opens in a line, with the status that says it holds an answer. */
   key: string;
   signal: string;
-  /** The member's key as it opens (`"supportingSignals":`). */
+  /** The member's key as it opens (`"supportingSignals":`), and its name. */
   member: string;
   name: string;
   /** The objects of the answer (`response`) the member sits in, one cut each at most. */
