@@ -14,6 +14,7 @@ import type {
 import { DeviceView } from './cel-environment.ts';
 import type { PolicyInput, PolicySignalName, SignalOutcome, SignalResponses } from './inputs/input-values.ts';
 import { MISSING } from './inputs/unavailable-reason.ts';
+import { EVERY_FIELD } from './policy-analysis.ts';
 
 /**
  * Refills the activation views from a `PolicyInput`. Views are reset to their zero values first, so
@@ -195,6 +196,59 @@ export const SIGNAL_FILLS: {
   activeCall: fillActiveCall,
   geolocation: fillGeolocation,
 };
+
+/**
+ * Members of a signal's vendor answer that the fills above read only for some fields of the view,
+ * and where in the answer (`response`) each sits: `supportingSignals` only for the matched types, the
+ * largest part of a proximity answer (a third of a decision line's parse). Only members worth
+ * leaving unparsed are listed (newBrowser's `mismatchedFields`, a few short strings, costs less to
+ * parse than to cut). src/policy/policy-activation.test.ts checks that dropping a member changes no
+ * other field.
+ */
+export const ANSWER_MEMBERS_FILLING: {
+  [N in PolicySignalName]?: Readonly<
+    Record<string, { fills: readonly string[]; at: readonly (readonly string[])[] }>
+  >;
+} = {
+  latestProximity: { supportingSignals: { fills: ['matchedSignals'], at: [['result']] } },
+  historicalProximity: {
+    supportingSignals: {
+      fills: ['matchedSignals', 'ingressMatchedSignals'],
+      at: [
+        ['result', 'bestMatch'],
+        ['result', 'bestIngressMatch'],
+      ],
+    },
+  },
+};
+
+/** A member of a signal's answer a policy never needs, and the objects of the answer it sits in. */
+export interface UnreadAnswerMember {
+  signal: PolicySignalName;
+  member: string;
+  at: readonly (readonly string[])[];
+}
+
+/**
+ * The members of the answers of the signals a policy reads that it never needs, by the fields of
+ * the views it reads: what replay may leave unparsed (src/replay/replay-record.ts).
+ */
+export function unreadAnswerMembers(requirements: {
+  signals: ReadonlySet<PolicySignalName>;
+  signalFields?: ReadonlyMap<PolicySignalName, ReadonlySet<string>>;
+}): UnreadAnswerMember[] {
+  const out: UnreadAnswerMember[] = [];
+  if (requirements.signalFields === undefined) return out;
+  for (const signal of requirements.signals) {
+    const read = requirements.signalFields.get(signal);
+    const members = ANSWER_MEMBERS_FILLING[signal];
+    if (read === undefined || read.has(EVERY_FIELD) || members === undefined) continue;
+    for (const [member, { fills, at }] of Object.entries(members)) {
+      if (!fills.some((f) => read.has(f))) out.push({ signal, member, at });
+    }
+  }
+  return out;
+}
 
 const NO_COUNTERS: Record<string, number> = Object.freeze({});
 

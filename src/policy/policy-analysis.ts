@@ -16,7 +16,15 @@ export interface ExpressionRefs {
   velocityNames: Set<string>;
   /** The lists it names (`lists.<name>`). */
   listNames: Set<string>;
+  /**
+   * The fields of each signal's view it reads (`signals.<name>.<field>`), by input name:
+   * {@link EVERY_FIELD} when it reads the view otherwise (as a whole value, by a computed index).
+   */
+  signalFields: Map<string, Set<string>>;
 }
+
+/** In `signalFields`: the whole view may be read. */
+export const EVERY_FIELD = '*';
 
 const SIGNAL_NAME_SET: ReadonlySet<string> = new Set(POLICY_SIGNAL_NAMES);
 
@@ -78,6 +86,15 @@ export function analyzeExpression(
     aware: new Set(),
     velocityNames: new Set(),
     listNames: new Set(),
+    signalFields: new Map(),
+  };
+  const readField = (name: string, field: string) => {
+    let fields = refs.signalFields.get(name);
+    if (fields === undefined) {
+      fields = new Set();
+      refs.signalFields.set(name, fields);
+    }
+    fields.add(field);
   };
   const visit = (x: unknown): void => {
     if (Array.isArray(x)) {
@@ -88,8 +105,12 @@ export function analyzeExpression(
     const n = x;
     const sig = signalOf(n);
     if (sig) {
+      // Reached other than by one of its fields (below): any of them may be read.
       const name = signals.get(sig);
-      if (name !== undefined) refs.inputs.add(name);
+      if (name !== undefined) {
+        refs.inputs.add(name);
+        readField(name, EVERY_FIELD);
+      }
       return;
     }
     if (n.op === '.' || n.op === '.?') {
@@ -104,6 +125,13 @@ export function analyzeExpression(
       }
       if (isNode(obj) && isId(obj, 'velocity') && typeof field === 'string') refs.velocityNames.add(field);
       if (isNode(obj) && isId(obj, 'lists') && typeof field === 'string') refs.listNames.add(field);
+      const name = isNode(obj) && typeof field === 'string' ? signalOf(obj) : undefined;
+      const input = name === undefined ? undefined : signals.get(name);
+      if (input !== undefined) {
+        refs.inputs.add(input);
+        readField(input, field);
+        return;
+      }
       visit(obj);
       return;
     }

@@ -24,7 +24,7 @@ import { budgetComprehensions, DEFAULT_EVALUATION_BUDGET_MS } from './evaluation
 import type { InputTable } from './inputs/input-row.ts';
 import { celBindings, INPUT_ROWS } from './inputs/input-table.ts';
 import { checkLiteralArguments } from './literal-arguments.ts';
-import { analyzeExpression, extractGuards } from './policy-analysis.ts';
+import { analyzeExpression, EVERY_FIELD, type ExpressionRefs, extractGuards } from './policy-analysis.ts';
 import {
   type CompiledAction,
   type CompiledOutage,
@@ -272,6 +272,15 @@ export function compilePolicy(file: string, text: string, options: CompileOption
 
   // Actions first: rules refer to them by name.
   const actionReads = new Set<string>();
+  /** The fields of each signal's view a rule or an action reads. */
+  const fieldReads = new Map<string, Set<string>>();
+  const addFieldReads = (refs: ExpressionRefs) => {
+    for (const [name, fields] of refs.signalFields) {
+      const into = fieldReads.get(name);
+      if (into === undefined) fieldReads.set(name, new Set(fields));
+      else for (const f of fields) into.add(f);
+    }
+  };
   const actions = new Map<string, CompiledAction>();
   for (const [name, cfg] of Object.entries(p.actions ?? {})) {
     const template: Omit<PolicyAction, 'source'> = { type: cfg.type, name };
@@ -294,7 +303,9 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       const fn = compileExpression(path, cfg.select, 'list<string>');
       if (fn) {
         compiled.select = fn;
-        for (const name of analyzeExpression(fn.ast, table).inputs) actionReads.add(name);
+        const refs = analyzeExpression(fn.ast, table);
+        for (const name of refs.inputs) actionReads.add(name);
+        addFieldReads(refs);
       }
     }
     actions.set(name, compiled);
@@ -355,6 +366,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
     const fn = compileExpression(['rules', i, 'when'], rule.when, 'bool');
     if (!fn) return;
     const refs = analyzeExpression(fn.ast, table);
+    addFieldReads(refs);
     if (!checkVelocityNames(['rules', i, 'when'], refs.velocityNames)) return;
     if (!checkListNames(['rules', i, 'when'], refs.listNames)) return;
     let skipMask = 0;
@@ -476,6 +488,7 @@ export function compilePolicy(file: string, text: string, options: CompileOption
       history: reads.has('history'),
       lists: reads.has('lists'),
       inputs: new Set(table.filter((row) => reads.has(row.name)).map((row) => row.name)),
+      signalFields: new Map(signalOrder.map((s) => [s, fieldReads.get(s) ?? new Set([EVERY_FIELD])])),
     },
     inputs: table,
     velocityCounters,

@@ -81,3 +81,30 @@ export function scanObject(buf: Uint8Array, from: number, end: number, onMember:
     i = valueEnd + 1;
   }
 }
+
+/**
+ * Just past the object or array whose opening bracket is at `text[i]`, or -1 when it is not one or
+ * not balanced (its strings closed, its brackets matched): `skipValue` over a decoded line.
+ */
+export function skipNested(text: string, i: number): number {
+  const first = text.charCodeAt(i);
+  if (first !== OPEN_OBJECT && first !== OPEN_ARRAY) return -1;
+  let depth = 0;
+  for (let j = i; j < text.length; j++) {
+    const c = text.charCodeAt(j);
+    if (c === QUOTE) {
+      for (j++; j < text.length; j++) {
+        const d = text.charCodeAt(j);
+        if (d === QUOTE) break;
+        if (d === BACKSLASH) j++;
+      }
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (depth === MAX_DEPTH) return -1;
+      closers[depth++] = c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      if (closers[--depth] !== c) return -1;
+      if (depth === 0) return j + 1;
+    }
+  }
+  return -1;
+}

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oneRulePolicy } from '../../test/support/one-rule-policy.ts';
 import { compilePolicy } from '../policy/policy-compiler.ts';
+import { loadPolicy } from '../policy/policy-loader.ts';
 import { lineNeeds, readDecisionLine } from './replay-record.ts';
 
 /**
@@ -159,6 +161,87 @@ rules:
       const at = text.indexOf('"latestProximity":{') + '"latestProximity":{'.length;
       const unbalanced = `${text.slice(0, at)}"x":[1,${text.slice(at)}`;
       expect(readDecisionLine(unbalanced, needs)).toEqual({ kind: 'bad', why: 'not JSON' });
+    });
+  });
+
+  describe("for a candidate that never reads an answer's member (the shipped policy: latestProximity's supportingSignals)", async () => {
+    const policy = await loadPolicy(join(import.meta.dirname, '../../policies'));
+    const supporting = (read: ReturnType<typeof readDecisionLine>) =>
+      read.kind === 'decision'
+        ? (read.decision.input.signals.latestProximity as LineFields | undefined)?.response?.result
+            ?.supportingSignals
+        : undefined;
+    /** The read without the member: what the whole read gives with the member emptied. */
+    const emptied = (text: string) => {
+      const whole = wholeRead(text);
+      const proximity = whole.kind === 'decision' ? whole.decision.input.signals.latestProximity : undefined;
+      const result = (proximity as LineFields | undefined)?.response?.result;
+      if (result?.supportingSignals !== undefined) result.supportingSignals = [];
+      return whole;
+    };
+
+    it('leaves it unparsed, reads all else as the whole line, and evaluates the same', () => {
+      const needs = lineNeeds(policy);
+      for (const text of lines) {
+        const read = readDecisionLine(text, needs);
+        expect(supporting(wholeRead(text)).length).toBeGreaterThan(0);
+        expect(supporting(read)).toEqual([]);
+        expect(read).toEqual(emptied(text));
+        const whole = wholeRead(text);
+        if (read.kind !== 'decision' || whole.kind !== 'decision') throw new Error('not read as a decision');
+        expect(policy.evaluate(read.decision.input)).toEqual(policy.evaluate(whole.decision.input));
+      }
+    });
+
+    it('parses it for a candidate that reads the matched types', () => {
+      const reads = oneRulePolicy('"wifiNetworkOverlap" in signals.latestProximity.matchedSignals');
+      const needs = lineNeeds(reads);
+      expect(needs.cuts).toEqual([]);
+      for (const text of lines) {
+        expect(supporting(readDecisionLine(text, needs))).toEqual(supporting(wholeRead(text)));
+      }
+    });
+
+    it('reads whole a line where the member is not where the answer holds it', () => {
+      const needs = lineNeeds(policy);
+      const v = JSON.parse(lines[0]!) as LineFields;
+      const proximity = v.inputs.signals.latestProximity.response;
+      // Moved out of `result` into the answer itself: found by the search, not where it is read from.
+      const moved = JSON.parse(JSON.stringify(v)) as LineFields;
+      const m = moved.inputs.signals.latestProximity.response;
+      moved.inputs.signals.latestProximity.response = {
+        supportingSignals: m.result.supportingSignals,
+        ...m,
+        result: { proximityConfidence: m.result.proximityConfidence },
+      };
+      const text = JSON.stringify(moved);
+      expect(readDecisionLine(text, needs)).toEqual(wholeRead(text));
+      // And one deeper in another signal's answer, the proximity unavailable: never cut there.
+      const elsewhere = JSON.parse(JSON.stringify(v)) as LineFields;
+      elsewhere.inputs.signals.latestProximity = { status: 'unavailable', reason: 'timeout' };
+      elsewhere.inputs.signals.remoteAccessTool.response.result.supportingSignals =
+        proximity.result.supportingSignals;
+      const other = JSON.stringify(elsewhere);
+      expect(readDecisionLine(other, needs)).toEqual(wholeRead(other));
+    });
+
+    it('refuses a line whose member is not balanced, and reads the same whatever the lines before held', () => {
+      const text = lines[1]!;
+      const at = text.indexOf('"supportingSignals":[') + '"supportingSignals":['.length;
+      expect(readDecisionLine(`${text.slice(0, at)}{"x":[1}${text.slice(at)}`, lineNeeds(policy))).toEqual({
+        kind: 'bad',
+        why: 'not JSON',
+      });
+      // A line holding a signal the candidate does not read, between two that do not: each read as
+      // it is read alone.
+      const v = JSON.parse(text) as LineFields;
+      v.inputs.signals.geolocation = { status: 'unavailable', reason: 'timeout' };
+      const more = JSON.stringify(v);
+      const needs = lineNeeds(policy);
+      const alone = (t: string) => readDecisionLine(t, lineNeeds(policy));
+      for (const t of [text, more, text, more, more, text])
+        expect(readDecisionLine(t, needs)).toEqual(alone(t));
+      expect(alone(more)).toEqual(alone(text));
     });
   });
 });

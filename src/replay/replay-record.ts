@@ -1,8 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import type { DecideRequest } from '../decide/decide-request.ts';
 import { toPolicyRequest } from '../decide/policy-request.ts';
-import { POLICY_SIGNAL_NAMES, type PolicyInput, type Verdict } from '../policy/policy-types.ts';
-import { scanObject } from './replay-json-scan.ts';
+import { unreadAnswerMembers } from '../policy/policy-activation.ts';
+import {
+  POLICY_SIGNAL_NAMES,
+  type PolicyInput,
+  type PolicyRequirements,
+  type Verdict,
+} from '../policy/policy-types.ts';
+import { scanObject, skipNested } from './replay-json-scan.ts';
 
 /**
  * A decision log line (src/decide/decision-line.ts, schemaVersion 1) read back as what the
@@ -31,12 +38,51 @@ export interface LineNeeds {
    * search for a needle that starts with `"` stops at every string of the line (4x slower).
    */
   unread: readonly Buffer[];
+  /** Members of the answers of the signals it reads that it never needs (src/policy's `unreadAnswerMembers`). */
+  cuts: readonly AnswerCut[];
+  /**
+   * Whether the last line read held a signal the candidate does not read (the lines of one log are
+   * alike): then the next is searched for such signals before it is parsed, else parsed first and
+   * what it holds of them dropped. A hint for the order of the work, never for what is read.
+   */
+  heldUnread: boolean;
 }
 
-export function lineNeeds(policy: { requirements: { signals: ReadonlySet<string> } }): LineNeeds {
+/** A member of a signal's answer left unparsed: searched for in the head's text, checked where it lands. */
+interface AnswerCut {
+  /** The signal's key as it opens in a line, with the status that says it holds an answer. */
+  key: string;
+  signal: string;
+  /** The member's key as it opens (`"supportingSignals":`), and its name. */
+  member: string;
+  name: string;
+  /** The objects of the answer (`response`) the member sits in, one cut each at most. */
+  at: readonly (readonly string[])[];
+  /** What the member's value reads as in the text parsed: a string no line holds. */
+  placeholder: string;
+}
+
+/**
+ * What an unparsed member's value reads as, per signal: random, so no line holds it (ASCII, needing
+ * no escape). A placeholder found after the parse anywhere but where the cut was meant to be means
+ * the byte search cut something else, and the head is parsed whole.
+ */
+const UNREAD = `rg-unread-${randomBytes(12).toString('hex')}-`;
+
+export function lineNeeds(policy: {
+  requirements: Pick<PolicyRequirements, 'signals' | 'signalFields'>;
+}): LineNeeds {
   const signals = policy.requirements.signals;
   const unread = POLICY_SIGNAL_NAMES.filter((n) => !signals.has(n)).map((n) => ascii(`${n}":{"status":"`));
-  return { signals, unread };
+  const cuts = unreadAnswerMembers(policy.requirements).map((m) => ({
+    key: `"${m.signal}":{"status":"ok",`,
+    signal: m.signal,
+    member: `"${m.member}":`,
+    name: m.member,
+    at: m.at,
+    placeholder: `${UNREAD}${m.signal}-${m.member}`,
+  }));
+  return { signals, unread, cuts, heldUnread: true };
 }
 
 export type ReadLine =
@@ -100,14 +146,130 @@ function neededFields(line: Buffer, needs: LineNeeds | undefined): DecisionLineS
   if (rulesEnd === -1) return undefined;
   try {
     const head =
-      (needs === undefined ? undefined : withoutUnreadSignals(line, at, needs)) ??
-      (JSON.parse(`${line.toString('utf8', 0, at)}}`) as DecisionLineShape);
+      needs === undefined
+        ? (JSON.parse(`${line.toString('utf8', 0, at)}}`) as DecisionLineShape)
+        : neededHead(line, at, needs);
     if (head.inputs === undefined) return undefined;
     head.outcome = JSON.parse(`${line.toString('utf8', at + OUTCOME_KEY.length - 1, rulesEnd + 1)}}`);
     return typeof head.outcome?.verdict === 'string' ? head : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The head (`line[0, at)`, what precedes `outcome`) as the candidate reads it: without the signals
+ * it does not read (parsed apart, {@link withoutUnreadSignals}, when the last line held some;
+ * parsed with the rest and dropped otherwise: a search for them costs each line a tenth of its
+ * parse), and without the members of answers it never needs ({@link headWithoutMembers}). Either
+ * way the same: a line that is not JSON only inside a signal the candidate does not read is read.
+ */
+function neededHead(line: Buffer, at: number, needs: LineNeeds): DecisionLineShape {
+  if (needs.heldUnread) {
+    const head = withoutUnreadSignals(line, at, needs);
+    if (head !== undefined) return emptyMembers(head, needs.cuts);
+    needs.heldUnread = false;
+  }
+  const text = line.toString('utf8', 0, at);
+  let head: DecisionLineShape;
+  try {
+    head =
+      (needs.cuts.length === 0 ? undefined : headWithoutMembers(text, needs.cuts)) ??
+      (JSON.parse(`${text}}`) as DecisionLineShape);
+  } catch (e) {
+    const apart = withoutUnreadSignals(line, at, needs);
+    if (apart === undefined) throw e;
+    needs.heldUnread = true;
+    return emptyMembers(apart, needs.cuts);
+  }
+  emptyMembers(head, needs.cuts);
+  const signals = head.inputs?.signals as Record<string, unknown> | undefined;
+  if (signals === null || typeof signals !== 'object') return head;
+  for (const name in signals) {
+    if (needs.signals.has(name)) continue;
+    needs.heldUnread = true;
+    const read: Record<string, unknown> = {};
+    for (const n in signals) if (needs.signals.has(n)) read[n] = signals[n];
+    head.inputs!.signals = read as PolicyInput['signals'];
+    break;
+  }
+  return head;
+}
+
+const EMPTY_LIST: readonly unknown[] = Object.freeze([]);
+
+/**
+ * The head's text (what precedes `outcome`) parsed with the members the candidate never needs left
+ * unparsed (`supportingSignals` for the shipped policy: 16 of a line's ~37 objects, a third of the
+ * head's `JSON.parse`). Each member is found by text search after its signal's key, its value
+ * skipped by balance (strings and brackets) and read as its placeholder; after the parse, each
+ * placeholder must be where the member sits in its own signal's answer ({@link emptyMembers} then
+ * makes it an empty list: the view fields it fills are ones the candidate does not read). Undefined
+ * when a cut is not so (a key found at another depth, a value not balanced): the caller parses the
+ * head whole.
+ */
+function headWithoutMembers(text: string, cuts: readonly AnswerCut[]): DecisionLineShape | undefined {
+  const ranges: { start: number; end: number; placeholder: string }[] = [];
+  for (const c of cuts) {
+    const keyAt = text.indexOf(c.key);
+    if (keyAt === -1) continue;
+    let from = keyAt + c.key.length;
+    for (let i = 0; i < c.at.length; i++) {
+      const memberAt = text.indexOf(c.member, from);
+      if (memberAt === -1) break;
+      // A key: after an object's `{` or a `,` (no unescaped `"` sits inside a string).
+      const before = text.charCodeAt(memberAt - 1);
+      if (before !== 0x2c && before !== 0x7b) return undefined;
+      const start = memberAt + c.member.length;
+      const end = skipNested(text, start);
+      if (end === -1) return undefined;
+      ranges.push({ start, end, placeholder: c.placeholder });
+      from = end;
+    }
+  }
+  if (ranges.length === 0) return undefined;
+  if (ranges.length > 1) ranges.sort((a, b) => a.start - b.start);
+  let cut = '';
+  let from = 0;
+  for (const r of ranges) {
+    if (r.start < from) return undefined;
+    cut += `${text.slice(from, r.start)}"${r.placeholder}"`;
+    from = r.end;
+  }
+  const head = JSON.parse(`${cut}${text.slice(from)}}`) as DecisionLineShape;
+  let found = 0;
+  forEachMember(head, cuts, (holder, c) => {
+    if (holder[c.name] === c.placeholder) found++;
+  });
+  return found === ranges.length ? head : undefined;
+}
+
+/** Each object of the head's signals' answers a cut's member sits in, with the cut. */
+function forEachMember(
+  head: DecisionLineShape,
+  cuts: readonly AnswerCut[],
+  each: (holder: Record<string, unknown>, cut: AnswerCut) => void,
+): void {
+  const signals = head.inputs?.signals as Record<string, { response?: unknown } | undefined> | undefined;
+  for (const c of cuts) {
+    const response = signals?.[c.signal]?.response;
+    for (const path of c.at) {
+      let holder = response;
+      for (const k of path) holder = (holder as Record<string, unknown> | null | undefined)?.[k];
+      if (holder !== null && typeof holder === 'object') each(holder as Record<string, unknown>, c);
+    }
+  }
+}
+
+/**
+ * The members the candidate never needs, as an empty list wherever the head holds them: a head
+ * parsed with them cut, apart or whole reads the same.
+ */
+function emptyMembers(head: DecisionLineShape, cuts: readonly AnswerCut[]): DecisionLineShape {
+  forEachMember(head, cuts, (holder, c) => {
+    if (holder[c.name] !== undefined) holder[c.name] = EMPTY_LIST;
+  });
+  return head;
 }
 
 const INPUTS_KEY = ascii(',"inputs":{"signals":{');

@@ -129,6 +129,11 @@ export interface PolicyRequirements {
   lists?: boolean;
   /** Every input the policy reads, by name (the table's rows; the fields above say the same of theirs). */
   inputs?: ReadonlySet<string>;
+  /**
+   * The fields of each signal's view the policy reads (`signals.<name>.<field>`), `*` when it may
+   * read any; absent: any field of every signal it reads.
+   */
+  signalFields?: ReadonlyMap<PolicySignalName, ReadonlySet<string>>;
 }
 
 /** Settings of the feature reads (`velocity`, `history` in the policy). */
