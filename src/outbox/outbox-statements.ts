@@ -1,7 +1,7 @@
-import { type CompiledQuery, type Kysely, type Selectable, sql } from 'kysely';
+import { type CompiledQuery, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
 import type { DatabaseEngine } from '../database/database.ts';
 import { queryTemplate, queryTemplates } from '../database/query-template.ts';
-import { WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
+import { type DeliveredCheck, WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
 import type { OutboxTables } from './outbox-tables.ts';
 
 /**
@@ -53,6 +53,8 @@ export interface OutboxStatements {
   complete(ids: readonly string[], owner: string, nowMs: number): CompiledQuery<{ id: string }>;
   /** The outcome lines of `ids` confirmed written. */
   markLogged(ids: readonly string[]): CompiledQuery;
+  /** Whether an entry is delivered, as a companion's condition (`DeliveryCompanion`). */
+  delivered: DeliveredCheck;
 }
 
 export function outboxStatements(db: Kysely<OutboxTables>, engine: DatabaseEngine): OutboxStatements {
@@ -109,5 +111,7 @@ export function outboxStatements(db: Kysely<OutboxTables>, engine: DatabaseEngin
     claim: (args, skipWebhooks) => claims[skipWebhooks ? 1 : 0](args),
     complete: (ids, owner, nowMs) => complete({ ids, owner, nowMs }, ids.length),
     markLogged: (ids) => markLogged({ ids }, ids.length),
+    delivered: (id) =>
+      sql<SqlBool>`EXISTS (SELECT 1 FROM outbox_entry d WHERE d.id = ${id} AND d.status = 'delivered')`,
   };
 }
