@@ -372,8 +372,8 @@ export class DatabaseOutboxStore implements OutboxStore {
   }
 
   /**
-   * The completions of `part` and their records: one statement when none has a record; else one
-   * transaction (a script on the SQLite file), the records after the completion, so they see it.
+   * The completions of `part` and their records in one transaction, the records after the
+   * completion so they see it: on the SQLite file one script, on PostgreSQL one statement.
    */
   async #completeWithRecords(part: readonly Completion[], owner: string): Promise<Array<{ id: string }>> {
     const complete = this.#completeQuery(part, owner);
@@ -381,11 +381,7 @@ export class DatabaseOutboxStore implements OutboxStore {
     if (records.length === 0) return (await this.#db.executeQuery(complete)).rows;
     if (this.#script !== undefined)
       return (await this.#script([complete, ...records]))[0]!.rows as Array<{ id: string }>;
-    return this.#db.transaction().execute(async (tx) => {
-      const { rows } = await tx.executeQuery(complete);
-      for (const record of records) await tx.executeQuery(record);
-      return rows;
-    });
+    return (await this.#db.executeQuery(this.#statements.completeWith(complete, records))).rows;
   }
 
   /**
