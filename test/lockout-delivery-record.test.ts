@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import { type ActionAdmin, type ActionSpec, actionId } from '../src/actions/admin-actions.ts';
@@ -14,6 +13,7 @@ import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
 import { outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 
 /**
  * Issue 32: a lock-out's `locked` is written in the transaction that completes its outbox entry
@@ -89,24 +89,10 @@ async function expectAgreeing(o: Opened, spec: ActionSpec): Promise<void> {
 }
 
 /** A trigger refusing any lock-out record set `locked` (the write after the completion fails). */
-async function refuseLocked(database: RiskgateDatabase): Promise<void> {
-  if (database.engine === 'sqlite') {
-    await sql`CREATE TRIGGER refuse_locked BEFORE UPDATE OF status ON lockout
-      WHEN NEW.status = 'locked' BEGIN SELECT RAISE(ABORT, 'locked refused'); END`.execute(database.db);
-    return;
-  }
-  await sql`CREATE OR REPLACE FUNCTION refuse_locked() RETURNS trigger AS $$
-    BEGIN IF NEW.status = 'locked' THEN RAISE EXCEPTION 'locked refused'; END IF; RETURN NEW; END
-    $$ LANGUAGE plpgsql`.execute(database.db);
-  await sql`CREATE TRIGGER refuse_locked BEFORE UPDATE OF status ON lockout
-    FOR EACH ROW EXECUTE FUNCTION refuse_locked()`.execute(database.db);
-}
+const refuseLocked = (database: RiskgateDatabase) =>
+  refuseUpdate(database, { name: 'refuse_locked', table: 'lockout', column: 'status', value: 'locked' });
 
-async function allowLocked(database: RiskgateDatabase): Promise<void> {
-  await sql`DROP TRIGGER IF EXISTS refuse_locked${database.engine === 'postgres' ? sql` ON lockout` : sql``}`.execute(
-    database.db,
-  );
-}
+const allowLocked = (database: RiskgateDatabase) => allowUpdate(database, 'refuse_locked', 'lockout');
 
 /** A lease owner of this process, as the outbox names its own (a stopped one's lease is ended at the next start). */
 const ownerName = (name: string) => `${hostname()}:${process.pid}:${name}`;
