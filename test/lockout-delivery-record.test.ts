@@ -260,6 +260,10 @@ describe('a lock-out recorded with its delivery, on SQLite', () => {
   it('is written only for what its completion delivered', async () => {
     await recordsOnlyWhatItDelivered(outboxSqliteFile('rg-lock-delivery-'), 'sq');
   });
+
+  it('is written only for what its completion delivered, in a process-private database (no script)', async () => {
+    await recordsOnlyWhatItDelivered({ kind: 'memory' }, 'mem');
+  });
 });
 
 describe.runIf(postgresAvailable())('a lock-out recorded with its delivery, on PostgreSQL', () => {

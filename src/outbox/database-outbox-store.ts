@@ -109,6 +109,7 @@ export class DatabaseOutboxStore implements OutboxStore {
   readonly #db: Kysely<OutboxTables>;
   readonly #statements: OutboxStatements;
   readonly #script: RiskgateDatabase['script'];
+  readonly #engine: RiskgateDatabase['engine'];
   #appends: PendingAppend[] = [];
   /** The group commit in flight (at most one: see `#commitAppends`). */
   #committing: Promise<void> | undefined;
@@ -123,6 +124,7 @@ export class DatabaseOutboxStore implements OutboxStore {
     this.#db = database.db.withTables<OutboxTables>();
     this.#statements = outboxStatements(this.#db, database.engine);
     this.#script = database.script;
+    this.#engine = database.engine;
     this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
     this.#onUnreadable = options.onUnreadable;
   }
@@ -373,7 +375,8 @@ export class DatabaseOutboxStore implements OutboxStore {
 
   /**
    * The completions of `part` and their records in one transaction, the records after the
-   * completion so they see it: on the SQLite file one script, on PostgreSQL one statement.
+   * completion so they see it: on the SQLite file one script, on PostgreSQL one statement, in a
+   * process-private SQLite database (no script) a transaction.
    */
   async #completeWithRecords(part: readonly Completion[], owner: string): Promise<Array<{ id: string }>> {
     const complete = this.#completeQuery(part, owner);
@@ -381,7 +384,13 @@ export class DatabaseOutboxStore implements OutboxStore {
     if (records.length === 0) return (await this.#db.executeQuery(complete)).rows;
     if (this.#script !== undefined)
       return (await this.#script([complete, ...records]))[0]!.rows as Array<{ id: string }>;
-    return (await this.#db.executeQuery(this.#statements.completeWith(complete, records))).rows;
+    if (this.#engine === 'postgres')
+      return (await this.#db.executeQuery(this.#statements.completeWith(complete, records))).rows;
+    return this.#db.transaction().execute(async (tx) => {
+      const { rows } = await tx.executeQuery(complete);
+      for (const record of records) await tx.executeQuery(record);
+      return rows;
+    });
   }
 
   /**
