@@ -67,9 +67,9 @@ export function planPinning(wanted: boolean): Pinning {
  * CPU time (user + system) a process has used so far, microseconds, from `/proc/<pid>/stat`
  * (10 ms resolution at the usual 100 ticks/s). Undefined where /proc does not exist.
  */
-export function processCpuUs(pid: number): number | undefined {
+export function processCpuUs(pid: number, statPath = `/proc/${pid}/stat`): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(statPath, 'utf8');
     // Fields after the command name (which may contain spaces) start at state, field 3.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(fields[11]) + Number(fields[12]);
@@ -77,6 +77,15 @@ export function processCpuUs(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU time (user + system) of a process's main thread so far, microseconds, from
+ * `/proc/<pid>/task/<pid>/stat` (the same ticks as {@link processCpuUs}). Undefined where /proc
+ * does not exist.
+ */
+export function mainThreadCpuUs(pid: number): number | undefined {
+  return processCpuUs(pid, `/proc/${pid}/task/${pid}/stat`);
 }
 
 /**

@@ -3,6 +3,7 @@
  * distinct interaction on browser accounts), with the IP and the free `context` varied.
  * Deterministic (seeded), so two runs send the same sequence.
  */
+import { mulberry32 } from './seeded-random.ts';
 
 interface DemoAccount {
   name: string;
@@ -26,18 +27,6 @@ const USER_AGENTS = [
 ];
 const CHANNELS = ['web', 'ios', 'android', 'partner-portal'];
 const COUNTRIES = ['US', 'DE', 'FR', 'GB', 'BR', 'JP', 'IN'];
-
-/** Mulberry32: a tiny seeded PRNG, enough to vary bodies reproducibly. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The interaction of an account's `k`-th login in the bench. Browser accounts get a distinct one per
@@ -107,7 +96,7 @@ export function buildDecideBodies(
   userIds: Readonly<Record<string, string>> = {},
   seed = 20240102,
 ): string[] {
-  const random = seededRandom(seed);
+  const random = mulberry32(seed);
   const bodies: string[] = [];
   for (let i = 0; i < count; i++) {
     const account = DEMO_ACCOUNTS[i % DEMO_ACCOUNTS.length]!;

@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
+import { loadShippedCases, type ShippedCase } from './shipped-cases.ts';
 
 /**
  * The CPU of /decide's own path per decision, in process, without HTTP or the vendor: the input
@@ -21,29 +20,11 @@ const at = process.argv.indexOf('--root');
 const root =
   at > 0 ? `${process.argv[at + 1]!.replace(/\/$/, '')}/` : new URL('..', import.meta.url).pathname;
 
-const { loadPolicy } = await import(`${root}src/policy/policy-loader.ts`);
-const { buildInput } = await import(`${root}src/policy/policy-test-runner.ts`);
-const { policyTestFileSchema } = await import(`${root}src/policy/policy-test-schema.ts`);
 const { runDecision } = await import(`${root}src/decide/run-decision.ts`);
 const { buildDecideResponse } = await import(`${root}src/decide/decide-response.ts`);
 const { ErrorCode, UpstreamError } = await import(`${root}src/errors/riskgate-error.ts`);
 
-interface Given {
-  signals: Record<string, { status: string; response?: unknown; reason?: string }>;
-  user?: unknown;
-  devices: unknown[];
-  adminUnavailable?: { user?: string; devices?: string };
-  request: Record<string, unknown>;
-}
-
-const policy = await loadPolicy(`${root}policies/login.yaml`);
-const suite = policyTestFileSchema.parse(
-  parseYaml(await readFile(`${root}policies/login.test.yaml`, 'utf8')),
-);
-const counters = (policy.velocityCounters ?? []).map((c: { name: string }) => c.name);
-const cases: Given[] = suite.cases.map((c: { given: unknown }) =>
-  buildInput(suite.defaults, c.given, suite.now, counters),
-);
+const { policy, cases } = await loadShippedCases(root);
 
 const failed = () => ({
   ok: false,
@@ -52,7 +33,7 @@ const failed = () => ({
 });
 
 /** Clients that answer at once with what the case's input says (an unavailable input fails). */
-function depsFor(given: Given) {
+function depsFor(given: ShippedCase) {
   return {
     policies: { current: () => policy },
     deadlineMs: 300,

@@ -14,14 +14,13 @@
  * (A build is a tree with `src/` and `policies/`, e.g. `git archive main | tar -x -C /tmp/x` with
  * `node_modules` linked; run with TSX_TSCONFIG_PATH naming a tsconfig that includes every tree.)
  */
-import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { getRequestListener } from '@hono/node-server';
 import { Pool } from 'undici';
-import { parse as parseYaml } from 'yaml';
+import { loadShippedCases, type ShippedCase } from './shipped-cases.ts';
 
 const { values } = parseArgs({
   options: {
@@ -36,13 +35,6 @@ const ROUNDS = Number(values.rounds);
 const REQUESTS = Number(values.requests);
 const IN_FLIGHT = Number(values['in-flight']);
 
-interface Given {
-  signals: Record<string, { status: string; response?: unknown }>;
-  user?: unknown;
-  devices: unknown[];
-  request: Record<string, unknown>;
-}
-
 interface Build {
   name: string;
   pool: Pool;
@@ -53,21 +45,11 @@ interface Build {
 /** One tree's app on a port of its own, and the bodies of its policy's test cases. */
 async function start(name: string, dir: string): Promise<Build> {
   const root = `${resolve(dir)}/`;
-  const { loadPolicy } = await import(`${root}src/policy/policy-loader.ts`);
-  const { buildInput } = await import(`${root}src/policy/policy-test-runner.ts`);
-  const { policyTestFileSchema } = await import(`${root}src/policy/policy-test-schema.ts`);
   const { createApp } = await import(`${root}src/http/create-app.ts`);
   const { createMetrics } = await import(`${root}src/observability/metrics.ts`);
-  const policy = await loadPolicy(`${root}policies/login.yaml`);
-  const suite = policyTestFileSchema.parse(
-    parseYaml(await readFile(`${root}policies/login.test.yaml`, 'utf8')),
-  );
-  const counters = (policy.velocityCounters ?? []).map((c: { name: string }) => c.name);
-  const cases: Given[] = suite.cases.map((c: { given: unknown }) =>
-    buildInput(suite.defaults, c.given, suite.now, counters),
-  );
+  const { policy, cases } = await loadShippedCases(root);
   // Every case's answers by its account, so one app serves them all.
-  const byAccount = new Map<string, Given>();
+  const byAccount = new Map<string, ShippedCase>();
   const bodies: string[] = [];
   cases.forEach((given, i) => {
     const accountId = `bench-${i}`;

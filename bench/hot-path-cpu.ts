@@ -5,7 +5,8 @@
  * tree) pinned to its own core with the shipped configuration (the decision log to a file in its
  * state directory, the decision store and the outbox at their defaults, the default process
  * model), resets the sandbox, warms up, then drives a closed loop on `POST /decide` and divides
- * riskgate's CPU (its process tree from /proc, over the measured run) by its 2xx answers.
+ * riskgate's CPU (its process tree from /proc, over the measured run) by its 2xx answers; the
+ * main thread's alone beside it (its event loop: the HTTP edge, the decision path, the answer).
  *
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
  *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
@@ -18,7 +19,7 @@ import { rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { processTree, processTreeCpuUs } from './bench-processes.ts';
+import { mainThreadCpuUs, processTree, processTreeCpuUs } from './bench-processes.ts';
 import { demoDecideBodies, withBenchRig } from './bench-scenario.ts';
 import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
 import { resetSandbox } from './sandbox-control.ts';
@@ -53,15 +54,16 @@ type Measured = Pick<ClosedLoopResult, 'ok' | 'requestsPerSecond' | 'non2xx'> & 
   latencyMs: { p99: number };
 };
 const results = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+const mainResults = new Map<string, number[]>(builds.map((b) => [b.name, []]));
 await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (rig) => {
   const { sandbox, generator, apiKey } = rig;
   console.log(
     `pinning: ${rig.pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
   );
   console.log(
-    '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx |',
+    '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx | main thread µs per 2xx |',
   );
-  console.log('|---|---|---|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---|');
   for (let round = 1; round <= rounds; round++) {
     // Alternating order: no build always runs first in a round.
     const order = round % 2 === 1 ? builds : [...builds].reverse();
@@ -116,14 +118,18 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
         if (warmupS > 0) await measure(warmupS);
         const loadBefore = load();
         const cpuBefore = processTreeCpuUs(riskgate.pid) ?? 0;
+        const mainBefore = mainThreadCpuUs(riskgate.pid) ?? 0;
         const r = await measure(durationS);
         const cpuUs = (processTreeCpuUs(riskgate.pid) ?? 0) - cpuBefore;
+        const mainUs = (mainThreadCpuUs(riskgate.pid) ?? 0) - mainBefore;
         const perOk = r.ok > 0 ? cpuUs / r.ok : Number.NaN;
+        const mainPerOk = r.ok > 0 ? mainUs / r.ok : Number.NaN;
         results.get(build.name)!.push(perOk);
+        mainResults.get(build.name)!.push(mainPerOk);
         console.log(
           `| ${round} | ${build.name} | ${loadBefore} → ${load()} | ${processTree(riskgate.pid).length} | ` +
             `${r.requestsPerSecond.toFixed(0)} | ${r.non2xx + r.errors.timeouts + r.errors.connection} | ` +
-            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
+            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${mainPerOk.toFixed(0)} | ${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
         );
       } finally {
         await riskgate.stop();
@@ -136,8 +142,11 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-  for (const [name, xs] of results)
+  for (const [name, xs] of results) {
+    const main = mainResults.get(name)!;
     console.log(
-      `${name}: median ${median(xs).toFixed(0)} µs per 2xx (${xs.map((x) => x.toFixed(0)).join(', ')})`,
+      `${name}: median ${median(xs).toFixed(0)} µs per 2xx (${xs.map((x) => x.toFixed(0)).join(', ')}); ` +
+        `main thread ${median(main).toFixed(0)} (${main.map((x) => x.toFixed(0)).join(', ')})`,
     );
+  }
 });

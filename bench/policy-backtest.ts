@@ -6,6 +6,7 @@ import { openDatabase } from '../src/database/database.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { computeEvidence } from '../src/policy-evidence/policy-evidence.ts';
 import { DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { browserPolicy } from '../test/support/browser-policy.ts';
 import { type ReplayableDecision, storeReplayable } from '../test/support/stored-decisions.ts';
 
 /**
@@ -32,16 +33,7 @@ const count = Number(args.decisions);
 const file = args.file ?? `/tmp/rg-backtest-${count}.sqlite`;
 const T0 = Date.parse('2026-11-28T00:00:00.000Z');
 
-const DRAFT = `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 50, deny: 100 }
-rules:
-  - id: browser
-    description: every browser login
-    when: request.platform == "browser"
-    verdict: deny
-  - id: mobile
+const DRAFT = `${browserPolicy('deny')}  - id: mobile
     description: mobile logins of some accounts
     when: request.platform == "mobile" && request.accountId.endsWith("7")
     verdict: challenge

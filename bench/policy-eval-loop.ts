@@ -1,10 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
-import { buildInput } from '../src/policy/policy-test-runner.ts';
-import { policyTestFileSchema } from '../src/policy/policy-test-schema.ts';
 import type { CompiledPolicy, PolicyInput } from '../src/policy/policy-types.ts';
+import { shippedInputs } from './shipped-cases.ts';
 
 /**
  * The evaluator's cost in a tight loop, with no per-call timer: 5 runs of 50,000 evaluations of the
@@ -40,11 +37,8 @@ const path = args.policy.startsWith('/') ? args.policy : `${root}${args.policy}`
 const builds: [string, CompiledPolicy][] = [];
 if (mode !== 'off') builds.push(['fast', await loadPolicy(path, { fastPath: true })]);
 if (mode !== 'on') builds.push(['cel', await loadPolicy(path, { fastPath: false })]);
-const suite = policyTestFileSchema.parse(
-  parseYaml(await readFile(`${root}policies/login.test.yaml`, 'utf8')),
-);
 const counters = (builds[0]![1].velocityCounters ?? []).map((c) => c.name);
-const inputs = suite.cases.map((c) => buildInput(suite.defaults, c.given, suite.now, counters));
+const inputs = await shippedInputs<PolicyInput>(root, counters);
 
 /** Everything a decision says but its policy reference: both builds must agree on it. */
 function answers(policy: CompiledPolicy, all: readonly PolicyInput[]): string {

@@ -1,12 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Engine } from 'json-rules-engine';
-import { parse as parseYaml } from 'yaml';
 import { cidrContains, parseCidr, parseIp } from '../src/net/ip-cidr.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
-import { buildInput } from '../src/policy/policy-test-runner.ts';
-import { type PolicyTestFile, policyTestFileSchema } from '../src/policy/policy-test-schema.ts';
 import type { CompiledPolicy, PolicyInput, Verdict } from '../src/policy/policy-types.ts';
+import { shippedInputs } from './shipped-cases.ts';
 
 /**
  * Policy-evaluation microbenchmark: nanoseconds per evaluation of the shipped policy
@@ -20,7 +17,6 @@ import type { CompiledPolicy, PolicyInput, Verdict } from '../src/policy/policy-
  */
 
 const POLICY = new URL('../policies/login.yaml', import.meta.url).pathname;
-const SUITE = new URL('../policies/login.test.yaml', import.meta.url).pathname;
 
 export interface EngineFigures {
   medianNs: number;
@@ -40,9 +36,9 @@ export interface PolicyEvalResult {
   speedup: number;
 }
 
-export async function suiteInputs(counterNames: readonly string[]): Promise<PolicyInput[]> {
-  const suite: PolicyTestFile = policyTestFileSchema.parse(parseYaml(await readFile(SUITE, 'utf8')));
-  return suite.cases.map((c) => buildInput(suite.defaults, c.given, suite.now, counterNames));
+/** The shipped suite's inputs, as this checkout builds them. */
+export function suiteInputs(counterNames: readonly string[]): Promise<PolicyInput[]> {
+  return shippedInputs<PolicyInput>(new URL('..', import.meta.url).pathname, counterNames);
 }
 
 export function figures(samples: Float64Array): EngineFigures {

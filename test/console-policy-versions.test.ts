@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import type { ConsoleClient } from './support/console-client.ts';
 import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
 
@@ -116,9 +115,7 @@ describe('the Policies pages', () => {
       new RegExp(`Active: <a href="/console/policies/${id}"`),
     );
 
-    const audit = await h.as('vera', 'GET', `/audit?target=${id}`);
-    const steps = (audit.body.entries as AuditEntry[]).map((e) => [e.action, e.actor, e.outcome?.status]);
-    expect(steps).toEqual(
+    expect(await h.auditSteps('vera', id)).toEqual(
       expect.arrayContaining([
         ['policy.propose', 'alice', 'done'],
         ['policy.approve', 'alice', 'refused'],
@@ -192,10 +189,8 @@ describe('the Policies pages', () => {
     expect(cancelledPage).toContain('Scheduled activation cancelled');
     expect(cancelledPage).not.toContain('Cancel the scheduled activation');
 
-    const audit = await h.as('vera', 'GET', `/audit?target=${id}`);
-    const steps = (audit.body.entries as AuditEntry[])
-      .filter((e) => /stage|schedule/.test(e.action))
-      .map((e) => [e.action, e.actor, e.outcome?.status])
+    const steps = (await h.auditSteps('vera', id))
+      .filter(([action]) => /stage|schedule/.test(action))
       .reverse();
     expect(steps).toEqual([
       ['policy.stage', 'bob', 'done'],

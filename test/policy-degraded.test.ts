@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  CHECKS_PER_CLOCK_READ,
   endEvaluationBudget,
   evaluationBudgetSpent,
   startEvaluationBudget,
@@ -297,6 +298,10 @@ describe('the degraded verdict setting', () => {
 });
 
 describe('the evaluation budget', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   // 200 x 200 x 200 comprehension steps: seconds of CPU on any machine, so the budget runs out
   // inside it however coarse the kernel's CPU accounting (a tick, a few milliseconds).
   const list = `[${Array.from({ length: 200 }, (_, i) => `${i}.0`).join(', ')}]`;
@@ -374,6 +379,48 @@ rules:
       expect(x).toBeGreaterThan(0);
       expect(evaluationBudgetSpent()).toBe(true);
       expect((cpu.user + cpu.system) / 1000).toBeGreaterThanOrEqual(10);
+    } finally {
+      endEvaluationBudget();
+    }
+  });
+
+  it('reads the wall clock once per few checks while within it', () => {
+    const wall = vi.spyOn(performance, 'now');
+    startEvaluationBudget(20);
+    try {
+      for (let i = 0; i < 10 * CHECKS_PER_CLOCK_READ; i++) expect(evaluationBudgetSpent()).toBe(false);
+    } finally {
+      endEvaluationBudget();
+    }
+    // The start's read and one per CHECKS_PER_CLOCK_READ checks, not one per check.
+    expect(CHECKS_PER_CLOCK_READ).toBeGreaterThan(1);
+    expect(wall).toHaveBeenCalledTimes(1 + 10);
+  });
+
+  it('finds it spent within a few checks of wall and CPU time passing it', () => {
+    // Driven clocks: 5 ms at the start; from the 2nd check on, wall time is past the 20 ms budget
+    // with no CPU used; from the check after the 9th, 25 ms of CPU have been used too.
+    let checks = 0;
+    let wallMs = 5;
+    let cpuUs = 0;
+    vi.spyOn(performance, 'now').mockImplementation(() => wallMs);
+    vi.spyOn(process, 'threadCpuUsage').mockImplementation(() => ({ user: cpuUs, system: 0 }));
+    startEvaluationBudget(20);
+    try {
+      for (;;) {
+        checks++;
+        if (checks === 2) wallMs = 30;
+        if (checks === CHECKS_PER_CLOCK_READ + 2) {
+          wallMs = 55;
+          cpuUs = 25_000;
+        }
+        if (evaluationBudgetSpent() || checks === 100) break;
+      }
+      // The first check reads the clock (within); the next CHECKS_PER_CLOCK_READ - 1 pass
+      // unread; the one after reads wall time past the budget and starts counting CPU; the next
+      // reads 25 ms of CPU: spent, and it stays spent.
+      expect(checks).toBe(CHECKS_PER_CLOCK_READ + 2);
+      expect(evaluationBudgetSpent()).toBe(true);
     } finally {
       endEvaluationBudget();
     }

@@ -17,6 +17,7 @@ import { PolicyVersionStore } from '../src/policy-versions/policy-version-store.
 import { EVIDENCE_IMMUTABLE_MESSAGE } from '../src/policy-versions/policy-version-tables.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { systemClock } from '../src/timing/clock.ts';
+import { browserPolicy } from './support/browser-policy.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { type ReplayableDecision, storeReplayable } from './support/stored-decisions.ts';
 
@@ -27,16 +28,7 @@ import { type ReplayableDecision, storeReplayable } from './support/stored-decis
  * the control database (SQLite and PostgreSQL refuse a change to written evidence).
  */
 
-const ACTIVE = `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 50, deny: 100 }
-rules:
-  - id: browser
-    description: every browser login
-    when: request.platform == "browser"
-    verdict: challenge
-`;
+const ACTIVE = browserPolicy('challenge');
 
 /** Denies browsers (was challenge) and challenges mobile logins of some accounts (new rule). */
 const DRAFT = `${ACTIVE.replace('verdict: challenge', 'verdict: deny')}  - id: mobile

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import type { AuditEntry } from '../src/operators/audit-trail.ts';
+import { browserPolicy } from './support/browser-policy.ts';
 import { eventually } from './support/eventually.ts';
 import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
 
@@ -11,20 +11,9 @@ import { type OperatorsHarness, startOperatorsHarness } from './support/operator
  * in the audit trail with its operator; a version's content cannot be changed.
  */
 
-const policy = (verdict: string) => `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 50, deny: 100 }
-rules:
-  - id: browser
-    description: every browser login
-    when: request.platform == "browser"
-    verdict: ${verdict}
-`;
-
 let h: OperatorsHarness;
 beforeAll(async () => {
-  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') } });
+  h = await startOperatorsHarness({ policy: { yaml: browserPolicy('challenge') } });
 });
 afterAll(() => h?.stop());
 
@@ -48,7 +37,7 @@ describe('the policy versions API', () => {
   it('takes a draft through a second admin’s approval to every login, and back by a revert', async () => {
     expect(await verdict()).toBe('challenge');
     const draft = await as('alice', 'POST', '/policy-versions', {
-      yaml: policy('deny'),
+      yaml: browserPolicy('deny'),
       message: 'deny browsers',
     });
     expect(draft.status).toBe(201);
@@ -56,7 +45,7 @@ describe('the policy versions API', () => {
       state: 'draft',
       author: 'alice',
       name: 'login',
-      yaml: policy('deny'),
+      yaml: browserPolicy('deny'),
     });
     const id = draft.body.id as string;
 
@@ -82,7 +71,7 @@ describe('the policy versions API', () => {
 
     // Back to what served before: a first version of the file's policy, then a revert to it.
     const first = await as('alice', 'POST', '/policy-versions', {
-      yaml: policy('challenge'),
+      yaml: browserPolicy('challenge'),
       message: 'as the file',
     });
     const firstId = first.body.id as string;
@@ -105,9 +94,7 @@ describe('the policy versions API', () => {
     expect(list.body.versions).not.toContainEqual(expect.objectContaining({ yaml: expect.anything() }));
 
     // Every step in the audit trail, with its operator and its outcome.
-    const audit = await as('vera', 'GET', `/audit?target=${id}`);
-    const steps = (audit.body.entries as AuditEntry[]).map((e) => [e.action, e.actor, e.outcome?.status]);
-    expect(steps).toEqual(
+    expect(await h.auditSteps('vera', id)).toEqual(
       expect.arrayContaining([
         ['policy.propose', 'alice', 'done'],
         ['policy.approve', 'alice', 'refused'],
@@ -121,29 +108,34 @@ describe('the policy versions API', () => {
   it('refuses a draft that does not compile, naming the YAML, and keeps nothing', async () => {
     const before = (await as('vera', 'GET', '/policy-versions')).body.versions as unknown[];
     const bad = await as('alice', 'POST', '/policy-versions', {
-      yaml: policy('deny').replace('request.platform', 'request.noSuchField'),
+      yaml: browserPolicy('deny').replace('request.platform', 'request.noSuchField'),
       message: 'broken',
     });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'RG_ERR_INVALID_INPUT', field: 'yaml' });
     expect(String(bad.body.detail)).toMatch(/noSuchField/);
-    const missing = await as('alice', 'POST', '/policy-versions', { yaml: policy('deny') });
+    const missing = await as('alice', 'POST', '/policy-versions', { yaml: browserPolicy('deny') });
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ field: 'message' });
     expect((await as('vera', 'GET', '/policy-versions')).body.versions).toHaveLength(before.length);
   });
 
   it('never changes a version: PUT, PATCH and DELETE answer 405, an unknown id 404', async () => {
-    const draft = await as('alice', 'POST', '/policy-versions', { yaml: policy('allow'), message: 'x' });
+    const draft = await as('alice', 'POST', '/policy-versions', {
+      yaml: browserPolicy('allow'),
+      message: 'x',
+    });
     const id = draft.body.id as string;
     for (const method of ['PUT', 'PATCH', 'DELETE'])
-      expect((await as('alice', method, `/policy-versions/${id}`, { yaml: policy('deny') })).status).toBe(
-        405,
-      );
-    expect((await as('vera', 'GET', `/policy-versions/${id}`)).body).toMatchObject({ yaml: policy('allow') });
+      expect(
+        (await as('alice', method, `/policy-versions/${id}`, { yaml: browserPolicy('deny') })).status,
+      ).toBe(405);
+    expect((await as('vera', 'GET', `/policy-versions/${id}`)).body).toMatchObject({
+      yaml: browserPolicy('allow'),
+    });
     expect((await as('vera', 'GET', '/policy-versions/nope')).status).toBe(404);
     expect(
-      (await as('vera', 'POST', '/policy-versions', { yaml: policy('allow'), message: 'x' })).status,
+      (await as('vera', 'POST', '/policy-versions', { yaml: browserPolicy('allow'), message: 'x' })).status,
     ).toBe(403);
   });
 });

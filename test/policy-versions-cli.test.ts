@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../src/cli/main.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import type { AuditEntry } from '../src/operators/audit-trail.ts';
+import { browserPolicy } from './support/browser-policy.ts';
 import { eventually } from './support/eventually.ts';
 import { LAUNCHER_TEST_MS, runLauncher } from './support/launcher.ts';
 import {
@@ -23,21 +23,10 @@ import {
  * and each undone, audited once a step.
  */
 
-const policy = (verdict: string) => `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 50, deny: 100 }
-rules:
-  - id: browser
-    description: every browser login
-    when: request.platform == "browser"
-    verdict: ${verdict}
-`;
-
 let h: OperatorsHarness;
 let dir: string;
 beforeAll(async () => {
-  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') } });
+  h = await startOperatorsHarness({ policy: { yaml: browserPolicy('challenge') } });
   dir = mkdtempSync(join(tmpdir(), 'riskgate-versions-cli-'));
   for (const who of ['alice', 'bob'] as const) writeFileSync(join(dir, who), `${OPERATOR_KEYS[who]}\n`);
 }, 60_000);
@@ -75,7 +64,7 @@ const idIn = (line: string | undefined) => /\b([0-9a-f]{24})\b/.exec(line ?? '')
 describe('riskgate policy push, propose, approve, activate, versions, revert', () => {
   it('takes a pushed file through a second admin to every login, lists it and reverts', async () => {
     const file = join(dir, 'login.yaml');
-    writeFileSync(file, policy('deny'));
+    writeFileSync(file, browserPolicy('deny'));
     const pushed = await cli('alice', 'policy', 'push', file, '-m', 'deny browsers');
     expect(pushed.code).toBe(0);
     expect(pushed.out[0]).toMatch(/^draft [0-9a-f]{24} \(login @ [0-9a-f]{16}\): deny browsers$/);
@@ -98,7 +87,7 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
     expect(await verdict()).toBe('deny');
 
     // A second version, active; then back to the first by a revert.
-    writeFileSync(file, policy('allow'));
+    writeFileSync(file, browserPolicy('allow'));
     const second = idIn((await cli('alice', 'policy', 'push', file, '-m', 'allow browsers')).out[0])!;
     for (const [who, step] of [
       ['alice', 'propose'],
@@ -131,7 +120,7 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
 
   it('stages an approved version to a share of accounts, schedules it, and undoes both, audited', async () => {
     const file = join(dir, 'staged.yaml');
-    writeFileSync(file, policy('deny'));
+    writeFileSync(file, browserPolicy('deny'));
     const id = idIn((await cli('alice', 'policy', 'push', file, '-m', 'deny browsers, staged')).out[0])!;
     expect((await cli('alice', 'policy', 'propose', id)).code).toBe(0);
     // Only an approved version is staged: riskgate's 409, printed.
@@ -174,10 +163,8 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
 
     // Each step once in the audit trail, with its operator and what became of it (a body the
     // route refuses, as percent 100, is refused before anything is recorded).
-    const audit = await h.as('bob', 'GET', `/audit?target=${id}`);
-    const entries = (audit.body.entries as AuditEntry[])
-      .filter((e) => /stage|schedule/.test(e.action))
-      .map((e) => [e.action, e.actor, e.outcome?.status])
+    const entries = (await h.auditSteps('bob', id))
+      .filter(([action]) => /stage|schedule/.test(action))
       .reverse();
     expect(entries).toEqual([
       ['policy.stage', 'bob', 'refused'],
@@ -207,7 +194,7 @@ describe('riskgate policy push, propose, approve, activate, versions, revert', (
   it('exits 3 on a policy that does not compile, printing why, and keeps nothing', async () => {
     const before = (await cli('bob', 'policy', 'versions')).out.length;
     const file = join(dir, 'broken.yaml');
-    writeFileSync(file, policy('deny').replace('request.platform', 'request.noSuchField'));
+    writeFileSync(file, browserPolicy('deny').replace('request.platform', 'request.noSuchField'));
     const pushed = await cli('alice', 'policy', 'push', file, '-m', 'broken');
     expect(pushed.code).toBe(3);
     expect(pushed.err[0]).toMatch(

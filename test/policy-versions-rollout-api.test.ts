@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import type { PolicyEvidence } from '../src/policy-evidence/policy-evidence.ts';
 import { rolloutBucket } from '../src/policy-versions/policy-version-sync.ts';
+import { browserPolicy } from './support/browser-policy.ts';
 import { eventually } from './support/eventually.ts';
 import { type OperatorsHarness, startOperatorsHarness } from './support/operators-harness.ts';
 
@@ -13,20 +14,9 @@ import { type OperatorsHarness, startOperatorsHarness } from './support/operator
  * field, a step the state refuses a 409.
  */
 
-const policy = (verdict: string) => `apiVersion: riskgate/v1
-kind: Policy
-name: login
-thresholds: { challenge: 50, deny: 100 }
-rules:
-  - id: browser
-    description: every browser login
-    when: request.platform == "browser"
-    verdict: ${verdict}
-`;
-
 let h: OperatorsHarness;
 beforeAll(async () => {
-  h = await startOperatorsHarness({ policy: { yaml: policy('challenge') }, deadlineMs: 2000 });
+  h = await startOperatorsHarness({ policy: { yaml: browserPolicy('challenge') }, deadlineMs: 2000 });
 });
 afterAll(() => h?.stop());
 
@@ -60,7 +50,10 @@ describe('the evidence of a proposal and staged activation over the API', () => 
       },
       { timeoutMs: 15_000, what: 'the three decisions in the store' },
     );
-    const draft = await as('alice', 'POST', '/policy-versions', { yaml: policy('deny'), message: 'deny' });
+    const draft = await as('alice', 'POST', '/policy-versions', {
+      yaml: browserPolicy('deny'),
+      message: 'deny',
+    });
     const id = String(draft.body.id);
     const bad = await as('alice', 'POST', `/policy-versions/${id}/propose`, { windowHours: 0 });
     expect(bad.status).toBe(400);
@@ -98,7 +91,7 @@ describe('the evidence of a proposal and staged activation over the API', () => 
   });
 
   it('stages an approved version to 10 % of accounts, then ends the stage, audited', async () => {
-    const id = await approved(policy('deny'));
+    const id = await approved(browserPolicy('deny'));
     const badPercent = await as('bob', 'POST', `/policy-versions/${id}/stage`, { percent: 100 });
     expect(badPercent.status).toBe(400);
     expect(JSON.stringify(badPercent.body)).toContain('percent');
@@ -121,7 +114,7 @@ describe('the evidence of a proposal and staged activation over the API', () => 
     expect((await h.decide(login(outside))).body.verdict).toBe('challenge');
 
     // Another approved version cannot be staged while this one is.
-    const other = await approved(policy('allow'));
+    const other = await approved(browserPolicy('allow'));
     expect((await as('bob', 'POST', `/policy-versions/${other}/stage`, { shadow: true })).status).toBe(409);
 
     expect((await as('bob', 'POST', '/policy-versions/unstage')).status).toBe(204);
@@ -132,7 +125,7 @@ describe('the evidence of a proposal and staged activation over the API', () => 
   });
 
   it('schedules an approved version at a future time and cancels it; a past time is a 400 naming at', async () => {
-    const id = await approved(policy('deny'));
+    const id = await approved(browserPolicy('deny'));
     const past = await as('bob', 'POST', `/policy-versions/${id}/schedule`, { at: '2020-01-01T00:00:00Z' });
     expect(past.status).toBe(400);
     expect(JSON.stringify(past.body)).toContain('"at"');

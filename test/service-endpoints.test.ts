@@ -1,10 +1,10 @@
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCallbackBody } from '../src/callbacks/jws-signature.ts';
 import { decideResponseSchema } from '../src/decide/decide-response.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
+import { postRaw } from './support/raw-post.ts';
 import { signatureRespellings as respellings } from './support/signature-respellings.ts';
 
 /** Everything around /decide, over real HTTP against riskgate on the sandbox. */
@@ -61,26 +61,11 @@ describe('service endpoints', () => {
 
   it('answers a decision as JSON of its exact length, with Server-Timing, on a kept-alive connection', async () => {
     const body = JSON.stringify(demoRequest('alice', undefined));
-    const answer = await new Promise<{ status: number; raw: string[]; text: string }>((resolve, reject) => {
-      const req = request(`${h.url}/decide`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' },
-      });
-      req.on('error', reject);
-      req.on('response', (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, raw: res.rawHeaders, text }));
-      });
-      req.end(body);
-    });
+    const answer = await postRaw(`${h.url}/decide`, CALLER_KEY, body);
     expect(answer.status).toBe(200);
     const headers = new Map<string, string>();
-    for (let i = 0; i < answer.raw.length; i += 2)
-      headers.set(answer.raw[i]!.toLowerCase(), answer.raw[i + 1]!);
+    for (let i = 0; i < answer.rawHeaders.length; i += 2)
+      headers.set(answer.rawHeaders[i]!.toLowerCase(), answer.rawHeaders[i + 1]!);
     expect([...headers.keys()].sort()).toEqual([
       'connection',
       'content-length',

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
-import { type Harness, startHarness } from './decide-harness.ts';
+import type { Harness } from './decide-harness.ts';
+import { startDecisionWebhooks } from './support/decision-webhooks.ts';
 import { eventually } from './support/eventually.ts';
 import { loadRecipe, startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.ts';
 
@@ -11,29 +12,12 @@ import { loadRecipe, startWebhookReceiver, type WebhookReceiver } from './suppor
  */
 
 const SECRET = 'an-end-to-end-webhook-secret-of-40-chars';
-/** mallory is denied, bob challenged, everyone else allowed. */
-const POLICY = `apiVersion: riskgate/v1
-kind: Policy
-name: webhook-decisions
-description: a deny and a challenge by name (a test of the events, not of risk)
-thresholds: { challenge: 40, deny: 80 }
-rules:
-  - { id: deny-mallory, description: d, when: 'request.accountId == "mallory"', verdict: deny }
-  - { id: challenge-bob, description: c, when: 'request.accountId == "bob"', verdict: challenge }
-`;
 
 let h: Harness;
 let receiver: WebhookReceiver;
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  h = await startHarness({
-    policy: { yaml: POLICY },
-    env: {
-      RISKGATE_WEBHOOK_URLS: receiver.url(),
-      RISKGATE_WEBHOOK_SECRET: SECRET,
-      RISKGATE_WEBHOOK_EVENTS: 'decision.denied,decision.challenged',
-    },
-  });
+  h = await startDecisionWebhooks(receiver, SECRET);
 });
 afterAll(async () => {
   await h?.stop();

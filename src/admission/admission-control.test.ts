@@ -225,3 +225,54 @@ describe('AdmissionControl: the limit from what the loop measured', () => {
     admission.stop();
   });
 });
+
+describe('AdmissionControl: a saturated loop that loses its core for a moment', () => {
+  it('keeps admitting a closed loop answered well within the target through one window of few answers', () => {
+    const { admission, busy } = measured();
+    // A closed loop of 32 on a saturated loop, 650 answered a second (each in 49 ms): Little's
+    // law puts the limit at 65, and nothing is shed.
+    const enteredAt: number[] = [];
+    for (let i = 0; i < 32; i++) enteredAt.push(admission.enter());
+    const window = (answered: number) => {
+      for (let i = 0; i < answered; i++) {
+        admission.leave(enteredAt.shift());
+        expect(admission.check()).toBeUndefined();
+        enteredAt.push(admission.enter());
+      }
+      busy(100); // the loop counts as busy throughout, whether it ran or waited for its core
+    };
+    for (let w = 0; w < 10; w++) window(65);
+    expect(admission.limit).toBe(65);
+    // The database threads' page writes on the same core (or a GC) take most of one window: the
+    // loop still busy, 20 answered. The decayed rate still sees the CPU it has: no shed.
+    window(20);
+    expect(admission.limit).toBeGreaterThan(32);
+    for (let w = 0; w < 3; w++) window(65);
+    expect(admission.shed).toEqual({ event_loop_delay: 0, in_flight: 0 });
+    admission.stop();
+  });
+
+  it('still follows a fall in what the saturated loop finishes that lasts, within a few windows', () => {
+    const { admission, busy } = measured();
+    for (let i = 0; i < 32; i++) admission.enter();
+    const window = (answered: number) => {
+      for (let i = 0; i < answered; i++) {
+        admission.leave();
+        admission.enter();
+      }
+      busy(100);
+    };
+    for (let w = 0; w < 10; w++) window(65);
+    // A CPU quota or an overload cuts the rate to 200/s for good: the limit comes down to what it
+    // finishes (20), below the 32 in flight by the fourth window, 400 ms.
+    const limits: number[] = [];
+    for (let w = 0; w < 10; w++) {
+      window(20);
+      limits.push(admission.limit);
+    }
+    expect(limits.findIndex((l) => l < 32)).toBeLessThanOrEqual(3);
+    expect(limits.at(-1)).toBeLessThanOrEqual(22);
+    expect(admission.check()).toBe('in_flight');
+    admission.stop();
+  });
+});

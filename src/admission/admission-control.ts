@@ -18,7 +18,9 @@
  *   samples: a busy loop runs its sampler late, and the window must not stretch with it), the limit
  *   is set from what the last windows measured:
  *   - the loop saturated (utilisation ≥ 90 %): every decision in flight shares the same CPU, so the
- *     limit is the throughput × `targetLatencyMs`;
+ *     limit is the throughput × `targetLatencyMs`, the window's or the decayed one, whichever is
+ *     higher (the loop reads busy while its thread waits for a core the database threads hold, so
+ *     one window's count of answers dips with no queue behind it);
  *   - the loop with room: the limit is what the CPU could finish at full speed, each decision
  *     taking its usual time plus `targetLatencyMs`: the service rate (decisions per second of busy
  *     loop) × (the mean time from admission to answer + `targetLatencyMs`). Not `maxInFlight`: a
@@ -185,8 +187,15 @@ export class AdmissionControl {
     e.answerMs = e.answerMs * ESTIMATE_DECAY + this.#answerMs;
     this.#newWindow(at, activeMs);
     let limit: number;
-    if (saturated && throughput > 0) limit = (throughput * this.#targetMs) / 1000;
-    else if (e.completed >= 1 && e.busyMs > 0) {
+    if (saturated && throughput > 0) {
+      // Not below the decayed rate: the loop counts as busy while its thread waits for the core
+      // (the database threads' page writes on it, a GC), so one window's count of answers dips
+      // with no queue behind it, and a limit from it alone shed a closed loop of 32 answered in
+      // 50 ms. A fall that lasts is followed within a few windows. Not the decayed rate alone:
+      // at a surge it still holds the windows with room, and the limit it gives keeps the loop
+      // below saturation, where the lull rule holds it, under what the CPU finishes.
+      limit = (Math.max(throughput, (e.completed * 1000) / e.spentMs) * this.#targetMs) / 1000;
+    } else if (e.completed >= 1 && e.busyMs > 0) {
       const perBusyMs = e.completed / e.busyMs;
       const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
       // Down at once, up by at most MIN_LIMIT or a tenth a window, and not in a lull (the loop still

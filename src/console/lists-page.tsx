@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { MAX_REASON_LENGTH, MAX_TTL_SECONDS, pageQuerySchema } from '../lists/list-api.ts';
+import { MAX_REASON_LENGTH } from '../audit/change-reason.ts';
+import { MAX_TTL_SECONDS, pageQuerySchema } from '../lists/list-api.ts';
 import type { ListOperations } from '../lists/list-routes.ts';
 import { MAX_LIST_VALUE_LENGTH } from '../lists/list-values.ts';
 import { roleAllows } from '../operators/operator.ts';

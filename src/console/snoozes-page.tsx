@@ -1,11 +1,11 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
+import { changeReason, MAX_REASON_LENGTH } from '../audit/change-reason.ts';
 import type { StoredDecision } from '../decision-store/decision-query.ts';
-import { MAX_REASON_LENGTH } from '../lists/list-api.ts';
 import { roleAllows } from '../operators/operator.ts';
 import { SNOOZE_ENTITIES, type SnoozeEntity } from '../policy-input/rule-snooze.ts';
 import type { SnoozeView } from '../snoozes/snooze-api.ts';
-import { storableLine, storableText } from '../text/storable-text.ts';
+import { storableLine } from '../text/storable-text.ts';
 import { CsrfField, Notice, Time } from './console-layout.tsx';
 import type { ConsoleContext, ConsoleEnv, ConsoleKit } from './console-routes.tsx';
 import { pageError } from './lists-page.tsx';
@@ -193,10 +193,10 @@ const snoozeFormSchema = z.object({
     .int()
     .min(1)
     .max(24 * 365),
-  reason: storableText().trim().min(1, 'must not be empty').max(MAX_REASON_LENGTH),
+  reason: changeReason(),
 });
 const endFormSchema = z.object({
-  reason: storableText().trim().min(1, 'must not be empty').max(MAX_REASON_LENGTH),
+  reason: changeReason(),
 });
 const rulePageQuery = z.object({
   ended: z.string().max(100).optional(),

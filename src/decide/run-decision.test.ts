@@ -104,6 +104,19 @@ const LOGIN: DecideRequest = {
   baseline: { unitId: 'alice-app', verificationStatus: 'verified' },
 };
 
+/** `running` under the fake clock: still pending `ms - 1` ms from now, settled at `ms`. */
+async function settlesAt<T>(running: Promise<T>, ms: number): Promise<T> {
+  let done = false;
+  const watched = running.then((r) => {
+    done = true;
+    return r;
+  });
+  await vi.advanceTimersByTimeAsync(ms - 1);
+  expect(done).toBe(false);
+  await vi.advanceTimersByTimeAsync(1);
+  return watched;
+}
+
 describe('runDecision', () => {
   beforeEach(() => vi.useFakeTimers({ now: 0 }));
   afterEach(() => vi.useRealTimers());
@@ -231,26 +244,21 @@ describe('runDecision', () => {
       user: { timeoutMs: 100 },
       devices: { timeoutMs: 150 },
     };
-    let done = false;
-    const running = runDecision(
-      {
-        signals: scriptedSignals({}).fetch,
-        admin: admin({
-          getUserCached: () => new Promise(() => {}),
-          getUserDevicesCached: () => new Promise(() => {}),
-        }),
-        policies: { current: () => policy },
-        deadlineMs: 300,
-      },
-      LOGIN,
-    ).then((r) => {
-      done = true;
-      return r;
-    });
-    await vi.advanceTimersByTimeAsync(149);
-    expect(done).toBe(false);
-    await vi.advanceTimersByTimeAsync(1);
-    const run = await running;
+    const run = await settlesAt(
+      runDecision(
+        {
+          signals: scriptedSignals({}).fetch,
+          admin: admin({
+            getUserCached: () => new Promise(() => {}),
+            getUserDevicesCached: () => new Promise(() => {}),
+          }),
+          policies: { current: () => policy },
+          deadlineMs: 300,
+        },
+        LOGIN,
+      ),
+      150,
+    );
     expect(seen[0]!.adminUnavailable).toEqual({ user: 'timeout', devices: 'timeout' });
     expect(run.elapsedMs).toBe(150);
     expect(run.calls).toEqual([
@@ -379,23 +387,18 @@ describe('runDecision', () => {
       adminSignal = o?.signal;
       return new Promise(() => {});
     };
-    let done = false;
-    const running = runDecision(
-      {
-        signals: signals.fetch,
-        admin: admin({ getUserCached: hangingUser }),
-        policies: { current: () => policy },
-        deadlineMs: 300,
-      },
-      LOGIN,
-    ).then((r) => {
-      done = true;
-      return r;
-    });
-    await vi.advanceTimersByTimeAsync(299);
-    expect(done).toBe(false);
-    await vi.advanceTimersByTimeAsync(1);
-    const run = await running;
+    const run = await settlesAt(
+      runDecision(
+        {
+          signals: signals.fetch,
+          admin: admin({ getUserCached: hangingUser }),
+          policies: { current: () => policy },
+          deadlineMs: 300,
+        },
+        LOGIN,
+      ),
+      300,
+    );
     expect(seen[0]!.signals.remoteAccessTool).toEqual({ status: 'unavailable', reason: 'deadline' });
     expect(seen[0]!.signals.newBrowser?.status).toBe('ok');
     expect(seen[0]!.adminUnavailable).toEqual({ user: 'deadline' });
@@ -409,24 +412,19 @@ describe('runDecision', () => {
 
   it('ends a signal at its own timeout even when its client overruns it, the deadline still ahead', async () => {
     const { policy, seen } = fixturePolicy({ signals: new Set(['newBrowser']) }, { timeoutMs: 120 });
-    let done = false;
-    const running = runDecision(
-      {
-        signals: scriptedSignals({ newBrowser: 'hang' }).fetch,
-        admin: admin(),
-        policies: { current: () => policy },
-        deadlineMs: 300,
-        subjectBinding: 'off',
-      },
-      LOGIN,
-    ).then((r) => {
-      done = true;
-      return r;
-    });
-    await vi.advanceTimersByTimeAsync(119);
-    expect(done).toBe(false);
-    await vi.advanceTimersByTimeAsync(1);
-    const run = await running;
+    const run = await settlesAt(
+      runDecision(
+        {
+          signals: scriptedSignals({ newBrowser: 'hang' }).fetch,
+          admin: admin(),
+          policies: { current: () => policy },
+          deadlineMs: 300,
+          subjectBinding: 'off',
+        },
+        LOGIN,
+      ),
+      120,
+    );
     expect(seen[0]!.signals.newBrowser).toEqual({ status: 'unavailable', reason: 'timeout' });
     expect(run.calls).toEqual([{ name: 'signals-newBrowser', durationMs: 120, outcome: 'timeout' }]);
   });

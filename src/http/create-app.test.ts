@@ -1,9 +1,10 @@
 import { once } from 'node:events';
-import { Agent, type IncomingHttpHeaders, request } from 'node:http';
+import { Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../test/support/eventually.ts';
+import { postRaw } from '../../test/support/raw-post.ts';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { ActionJob } from '../actions/admin-actions.ts';
 import type { AdminPort, SignalsPort } from '../decide/decide-ports.ts';
@@ -263,24 +264,7 @@ describe('createApp in process: routing', () => {
     await once(server, 'listening');
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/decide`;
     const agent = new Agent({ keepAlive: true });
-    const post = () =>
-      new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
-        const req = request(url, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${CALLER}`, 'content-type': 'application/json' },
-          agent,
-        });
-        req.on('error', reject);
-        req.on('response', (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-          });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-        });
-        req.end(JSON.stringify(LOGIN));
-      });
+    const post = () => postRaw(url, CALLER, JSON.stringify(LOGIN), agent);
     try {
       const open = await post();
       expect(open.status).toBe(200);

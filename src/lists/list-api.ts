@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { changeReason } from '../audit/change-reason.ts';
 import { LIST_KEY_KINDS } from '../policy/policy-schema.ts';
-import { storableLine, storableText } from '../text/storable-text.ts';
+import { storableLine } from '../text/storable-text.ts';
 import { MAX_LIST_VALUE_LENGTH } from './list-values.ts';
 
 /**
@@ -8,8 +9,6 @@ import { MAX_LIST_VALUE_LENGTH } from './list-values.ts';
  * arrives and describe what leaves in the OpenAPI document.
  */
 
-/** Longest reason, characters. */
-export const MAX_REASON_LENGTH = 500;
 /** Longest time-to-live an entry may be given, seconds (about ten years). */
 export const MAX_TTL_SECONDS = 3650 * 86_400;
 /** Most entries one import takes. */
@@ -19,11 +18,7 @@ export const MAX_IMPORT_BODY_BYTES = 2 * 1024 * 1024;
 /** Largest body of one entry's add or remove, bytes. */
 export const MAX_ENTRY_BODY_BYTES = 4096;
 
-const reasonSchema = storableText()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(MAX_REASON_LENGTH)
-  .describe('Why: shown with the entry and in the audit trail.');
+const reasonSchema = changeReason().describe('Why: shown with the entry and in the audit trail.');
 
 const ttlSecondsSchema = z
   .number()

@@ -1,4 +1,4 @@
-import { type IpWords, parseCidr, parseIp } from '../net/ip-cidr.ts';
+import { type IpWords, parseCidr, parseIpShared } from '../net/ip-cidr.ts';
 import type { ListLookup } from '../policy/policy-types.ts';
 
 /**
@@ -126,7 +126,7 @@ class ListIndex {
     const exact = this.exact.get(value);
     if (exact !== undefined && exact > nowMs) return true;
     if (this.networks.size === 0) return false;
-    const words = parseIp(value);
+    const words = parseIpShared(value);
     return words !== null && this.networks.contains(words, nowMs);
   }
 

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { ActionDispatcher, CompanionTx } from '../actions/action-dispatcher.ts';
 import { type ActionSpec, actionId, planActions } from '../actions/admin-actions.ts';
+import { MAX_REASON_LENGTH } from '../audit/change-reason.ts';
 import { DATABASE_ROUTE, declareRoute, notFoundNote, QUERY_RULE_NOTE } from '../edge/route-declaration.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
@@ -57,7 +58,7 @@ export const unlockRequestSchema = z.strictObject({
   reason: storableText()
     .trim()
     .min(1)
-    .max(500)
+    .max(MAX_REASON_LENGTH)
     .describe(
       'Why the user is unlocked (the help desk vouched for them): kept on the record and in the audit trail.',
     ),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cidrContains, parseCidr, parseIp } from './ip-cidr.ts';
+import { cidrContains, parseCidr, parseIp, parseIpShared } from './ip-cidr.ts';
 
 const inside = (cidr: string, ip: string) => {
   const c = parseCidr(cidr);
@@ -41,5 +41,21 @@ describe('CIDR matching', () => {
     expect(parseCidr('10.0.0.0')).toBeNull();
     expect(parseCidr('2001:db8::/129')).toBeNull();
     expect(parseCidr('10.0.0.0/x')).toBeNull();
+  });
+});
+
+describe('parseIpShared', () => {
+  it('parses as parseIp does, once for the same address asked again', () => {
+    for (const text of ['198.18.4.20', '2001:db8:dead::1', '::ffff:1.2.3.4', 'not an ip', '']) {
+      const first = parseIpShared(text);
+      expect(first).toEqual(parseIp(text));
+      // The same words, not a second parse (a decision asks about its request.ip several times).
+      expect(parseIpShared(text)).toBe(first);
+    }
+    const a = parseIpShared('10.0.0.1');
+    const b = parseIpShared('10.0.0.2');
+    expect(b).not.toBe(a);
+    expect(b).toEqual(parseIp('10.0.0.2'));
+    expect(parseIpShared('10.0.0.1')).toEqual(parseIp('10.0.0.1'));
   });
 });

@@ -78,6 +78,22 @@ export function parseIp(input: string): IpWords | null {
   return out;
 }
 
+let lastParsedText: string | undefined;
+let lastParsed: IpWords | null = null;
+
+/**
+ * {@link parseIp} of the address asked about last, kept: one decision asks about its `request.ip`
+ * in the overrides, the snoozes, each list lookup and each `inCidr` call, and parses it once. The
+ * words are shared between callers: read them, never write them.
+ */
+export function parseIpShared(text: string): IpWords | null {
+  if (text !== lastParsedText) {
+    lastParsed = parseIp(text);
+    lastParsedText = text;
+  }
+  return lastParsed;
+}
+
 /** Parses `addr/bits`; `null` when malformed. */
 export function parseCidr(text: string): Cidr | null {
   const slash = text.indexOf('/');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, Transaction, Updateable } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode, RiskgateError } from '../errors/riskgate-error.ts';
 import { policyRevision } from '../policy/policy-compiler.ts';
@@ -10,6 +10,16 @@ import {
   type PolicyVersionState,
   type PolicyVersionTables,
 } from './policy-version-tables.ts';
+
+type ActiveChanges = Updateable<PolicyVersionTables['policy_active']>;
+/** `policy_active` with no version staged. */
+const NO_STAGE = { staged_version_id: null, stage: null, stage_basis_points: 0 } satisfies ActiveChanges;
+/** `policy_active` with no activation scheduled. */
+const NO_SCHEDULE = {
+  scheduled_version_id: null,
+  activate_at_ms: null,
+  scheduled_by: null,
+} satisfies ActiveChanges;
 
 /** One version as the API shows it. */
 export interface PolicyVersion {
@@ -276,35 +286,13 @@ export class PolicyVersionStore {
   }
 
   async #markActive(trx: Transaction<PolicyVersionTables>, id: string, nowMs: number): Promise<void> {
-    await trx
-      .updateTable('policy_active')
-      // An activation ends any rollout: a stage was judged against the control it replaced.
-      .set((eb) => ({
-        version_id: id,
-        staged_version_id: null,
-        stage: null,
-        stage_basis_points: 0,
-        generation: eb('generation', '+', 1),
-        changed_ms: nowMs,
-      }))
-      .where('id', '=', 1)
-      .execute();
+    // An activation ends any rollout: a stage was judged against the control it replaced.
+    await this.#changeActive(trx, { version_id: id, ...NO_STAGE }, nowMs).execute();
   }
 
   /** A withdrawn version stops being staged (the replicas see it at the next marker). */
   async #endStage(trx: Transaction<PolicyVersionTables>, id: string): Promise<void> {
-    await trx
-      .updateTable('policy_active')
-      .set((eb) => ({
-        staged_version_id: null,
-        stage: null,
-        stage_basis_points: 0,
-        generation: eb('generation', '+', 1),
-        changed_ms: this.#now(),
-      }))
-      .where('id', '=', 1)
-      .where('staged_version_id', '=', id)
-      .execute();
+    await this.#changeActive(trx, NO_STAGE).where('staged_version_id', '=', id).execute();
   }
 
   /**
@@ -400,16 +388,11 @@ export class PolicyVersionStore {
       );
     return this.#db.transaction().execute(async (trx) => {
       const version = await this.#approved(trx, id, 'staged');
-      const moved = await trx
-        .updateTable('policy_active')
-        .set((eb) => ({
-          staged_version_id: id,
-          stage: rollout.stage,
-          stage_basis_points: basisPoints,
-          generation: eb('generation', '+', 1),
-          changed_ms: this.#now(),
-        }))
-        .where('id', '=', 1)
+      const moved = await this.#changeActive(trx, {
+        staged_version_id: id,
+        stage: rollout.stage,
+        stage_basis_points: basisPoints,
+      })
         .where((eb) => eb.or([eb('staged_version_id', 'is', null), eb('staged_version_id', '=', id)]))
         .executeTakeFirst();
       if (Number(moved.numUpdatedRows) === 0)
@@ -426,16 +409,7 @@ export class PolicyVersionStore {
    * given `id`, when the staged version is not `id` (a page showing it staged may be out of date).
    */
   async unstage(id?: string): Promise<void> {
-    const moved = await this.#db
-      .updateTable('policy_active')
-      .set((eb) => ({
-        staged_version_id: null,
-        stage: null,
-        stage_basis_points: 0,
-        generation: eb('generation', '+', 1),
-        changed_ms: this.#now(),
-      }))
-      .where('id', '=', 1)
+    const moved = await this.#changeActive(this.#db, NO_STAGE)
       .where('staged_version_id', id === undefined ? 'is not' : '=', id ?? null)
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) === 0)
@@ -455,17 +429,11 @@ export class PolicyVersionStore {
       throw new RiskgateError(ErrorCode.INVALID_INPUT, 'the activation time must be in the future');
     return this.#db.transaction().execute(async (trx) => {
       await this.#approved(trx, id, 'scheduled');
-      await trx
-        .updateTable('policy_active')
-        .set((eb) => ({
-          scheduled_version_id: id,
-          activate_at_ms: atMs,
-          scheduled_by: actor,
-          generation: eb('generation', '+', 1),
-          changed_ms: this.#now(),
-        }))
-        .where('id', '=', 1)
-        .execute();
+      await this.#changeActive(trx, {
+        scheduled_version_id: id,
+        activate_at_ms: atMs,
+        scheduled_by: actor,
+      }).execute();
       return { versionId: id, atMs, by: actor };
     });
   }
@@ -475,16 +443,7 @@ export class PolicyVersionStore {
    * scheduled version is not `id`.
    */
   async unschedule(id?: string): Promise<void> {
-    const moved = await this.#db
-      .updateTable('policy_active')
-      .set((eb) => ({
-        scheduled_version_id: null,
-        activate_at_ms: null,
-        scheduled_by: null,
-        generation: eb('generation', '+', 1),
-        changed_ms: this.#now(),
-      }))
-      .where('id', '=', 1)
+    const moved = await this.#changeActive(this.#db, NO_SCHEDULE)
       .where('scheduled_version_id', id === undefined ? 'is not' : '=', id ?? null)
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) === 0)
@@ -510,7 +469,7 @@ export class PolicyVersionStore {
         return undefined;
       const taken = await trx
         .updateTable('policy_active')
-        .set({ scheduled_version_id: null, activate_at_ms: null, scheduled_by: null })
+        .set(NO_SCHEDULE)
         .where('id', '=', 1)
         .where('scheduled_version_id', '=', due.scheduled_version_id)
         .executeTakeFirst();
@@ -522,19 +481,22 @@ export class PolicyVersionStore {
         .executeTakeFirst();
       const by = due.scheduled_by ?? 'schedule';
       if (current?.state !== 'approved') {
-        await this.#bump(trx);
+        await this.#changeActive(trx, {}).execute();
         return undefined;
       }
       return { version: await this.#move(trx, current, 'activate', by), by };
     });
   }
 
-  async #bump(trx: Transaction<PolicyVersionTables>): Promise<void> {
-    await trx
+  /**
+   * The UPDATE of the one `policy_active` row with `changes`: every change bumps its generation,
+   * the marker each replica polls, so a stage or a schedule moving is seen as an activation is.
+   */
+  #changeActive(db: Kysely<PolicyVersionTables>, changes: ActiveChanges, nowMs = this.#now()) {
+    return db
       .updateTable('policy_active')
-      .set((eb) => ({ generation: eb('generation', '+', 1), changed_ms: this.#now() }))
-      .where('id', '=', 1)
-      .execute();
+      .set((eb) => ({ ...changes, generation: eb('generation', '+', 1), changed_ms: nowMs }))
+      .where('id', '=', 1);
   }
 
   async #approved(trx: Transaction<PolicyVersionTables>, id: string, what: string): Promise<PolicyVersion> {

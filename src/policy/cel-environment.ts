@@ -1,6 +1,6 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { HISTORY_FEATURE_NAMES } from '../features/history-features.ts';
-import { type Cidr, cidrContains, parseCidr, parseIp } from '../net/ip-cidr.ts';
+import { type Cidr, cidrContains, parseCidr, parseIpShared } from '../net/ip-cidr.ts';
 import { checkEvaluationBudget } from './evaluation-budget.ts';
 import type { ListLookup, PolicySignalName } from './inputs/input-values.ts';
 import { RE2_MATCHES_NAME, re2Matches } from './re2-matches.ts';
@@ -408,7 +408,7 @@ export function ipInCidr(ip: string, cidrText: string): boolean {
     if (cidrCache.size < CIDR_CACHE_MAX) cidrCache.set(cidrText, cidr);
   }
   if (!cidr) throw new Error(`inCidr: "${cidrText}" is not a CIDR`);
-  const words = parseIp(ip);
+  const words = parseIpShared(ip);
   return words !== null && cidrContains(cidr, words);
 }
 

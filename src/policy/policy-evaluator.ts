@@ -1,6 +1,6 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CompiledCounter } from '../features/velocity-counters.ts';
-import { type Cidr, cidrContains, type IpWords, parseIp } from '../net/ip-cidr.ts';
+import { type Cidr, cidrContains, type IpWords, parseIpShared } from '../net/ip-cidr.ts';
 import { type Activation, createActivation, ListView } from './cel-environment.ts';
 import { FALLBACK, type FastExpression } from './cel-fast-path.ts';
 import {
@@ -791,7 +791,7 @@ export class PolicyEvaluator implements CompiledPolicy {
       let by: OverrideMatch['matchedBy'] | undefined;
       if (o.accounts.has(account)) by = 'account';
       else if (o.cidrs.length > 0 && input.request.ip) {
-        if (ip === undefined) ip = parseIp(input.request.ip);
+        if (ip === undefined) ip = parseIpShared(input.request.ip);
         if (ip) for (const c of o.cidrs) if (cidrContains(c, ip)) by = 'ip';
       }
       if (!by) continue;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_REASON_LENGTH } from '../audit/change-reason.ts';
 import { OPERATOR_NAME } from '../operators/operator-keys.ts';
 import { storableText } from '../text/storable-text.ts';
 import { DISPOSITIONS, REVIEW_REASONS, REVIEW_STATUSES } from './review-store.ts';
@@ -64,7 +65,7 @@ export const lockOutSchema = z
     reason: storableText()
       .trim()
       .min(1)
-      .max(500)
+      .max(MAX_REASON_LENGTH)
       .describe('Why the user is locked out: kept on the lock-out record and in the audit trail.'),
   })
   .strict();

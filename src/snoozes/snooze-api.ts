@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { MAX_REASON_LENGTH } from '../lists/list-api.ts';
+import { changeReason } from '../audit/change-reason.ts';
 import { MAX_LIST_VALUE_LENGTH } from '../lists/list-values.ts';
 import { SNOOZE_ENTITIES } from '../policy-input/rule-snooze.ts';
-import { storableLine, storableText } from '../text/storable-text.ts';
+import { storableLine } from '../text/storable-text.ts';
 
 /**
  * The snooze endpoints' requests and answers (src/snoozes/snooze-routes.ts), as zod: they validate
@@ -14,11 +14,7 @@ export const MAX_SNOOZE_BODY_BYTES = 4096;
 /** Longest rule id a snooze names, characters (a policy's ids are far shorter). */
 const MAX_RULE_ID_LENGTH = 200;
 
-const reasonSchema = storableText()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(MAX_REASON_LENGTH)
-  .describe('Why: shown with the snooze and in the audit trail.');
+const reasonSchema = changeReason().describe('Why: shown with the snooze and in the audit trail.');
 
 const entitySchema = z
   .enum(SNOOZE_ENTITIES)

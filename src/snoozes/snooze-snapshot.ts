@@ -1,5 +1,5 @@
 import { v6Key } from '../lists/list-snapshot.ts';
-import { type IpWords, parseCidr, parseIp } from '../net/ip-cidr.ts';
+import { type IpWords, parseCidr, parseIpShared } from '../net/ip-cidr.ts';
 import type { PolicyRequest } from '../policy-input/policy-request.ts';
 import type { SnoozedRule, SnoozeEntity, SnoozeLookup } from '../policy-input/rule-snooze.ts';
 
@@ -79,7 +79,7 @@ class RuleSnoozes {
         best = latest(best, this.exact.get('unitId')?.get(request.unitId), nowMs);
     }
     if (this.lengths.length > 0 && request.ip !== undefined) {
-      const ip: IpWords | null = parseIp(request.ip);
+      const ip: IpWords | null = parseIpShared(request.ip);
       if (ip !== null) {
         for (const bits of this.lengths)
           best = latest(best, this.networks.get(bits)!.get(v6Key(ip, bits)), nowMs);

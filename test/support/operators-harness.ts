@@ -1,3 +1,4 @@
+import type { AuditEntry } from '../../src/operators/audit-trail.ts';
 import { type Harness, type HarnessOptions, startHarness } from '../decide-harness.ts';
 import { type ConsoleClient, consoleSignIn } from './console-client.ts';
 
@@ -33,7 +34,12 @@ export interface OperatorsHarness extends Harness {
   ): Promise<{ status: number; body: Record<string, unknown> }>;
   /** A console session of `who`. */
   signIn(who: Operator): Promise<ConsoleClient>;
+  /** The audit trail of `target` as `who` reads it, newest first: each entry's action, actor and outcome. */
+  auditSteps(who: Operator, target: string): Promise<AuditStep[]>;
 }
+
+/** An audit entry's action, actor and outcome status (undefined while pending). */
+export type AuditStep = [action: string, actor: string, status: string | undefined];
 
 /** A call to riskgate at `url` with operator `key`: a JSON body in, the status and JSON body out. */
 export async function operatorCall(
@@ -68,5 +74,9 @@ export async function startOperatorsHarness(options: HarnessOptions = {}): Promi
     ...h,
     as: (who, method, path, body) => operatorCall(h.url, OPERATOR_KEYS[who], method, path, body),
     signIn: (who) => consoleSignIn(h.url, OPERATOR_KEYS[who]),
+    async auditSteps(who, target) {
+      const audit = await operatorCall(h.url, OPERATOR_KEYS[who], 'GET', `/audit?target=${target}`);
+      return (audit.body.entries as AuditEntry[]).map((e) => [e.action, e.actor, e.outcome?.status]);
+    },
   };
 }

@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../../bench/seeded-random.ts';
 import { faultRuleSchema, ruleMatches, sampleLatencyMs } from './fault-rule.ts';
-
-/** Deterministic [0,1) source (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -19,7 +8,7 @@ function quantile(sorted: number[], q: number): number {
 
 describe('sampleLatencyMs', () => {
   it('draws a lognormal whose median and 99th percentile are the given ones', () => {
-    const random = seeded(42);
+    const random = mulberry32(42);
     const xs = Array.from({ length: 40_000 }, () =>
       sampleLatencyMs({ kind: 'lognormal', p50Ms: 15, p99Ms: 60 }, random),
     ).sort((a, b) => a - b);
@@ -30,7 +19,7 @@ describe('sampleLatencyMs', () => {
   });
 
   it('draws uniform latencies inside the bounds and fixed ones exactly', () => {
-    const random = seeded(7);
+    const random = mulberry32(7);
     const xs = Array.from({ length: 1000 }, () =>
       sampleLatencyMs({ kind: 'uniform', minMs: 10, maxMs: 20 }, random),
     );
