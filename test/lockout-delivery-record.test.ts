@@ -1,9 +1,8 @@
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
-import { type ActionAdmin, type ActionSpec, actionId } from '../src/actions/admin-actions.ts';
+import type { ActionAdmin, ActionSpec } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
-import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
 import { LockoutRecorder } from '../src/lockouts/lockout-recorder.ts';
 import { LockoutStore, lockoutView } from '../src/lockouts/lockout-store.ts';
 import { lockoutMigrations } from '../src/lockouts/lockout-tables.ts';
@@ -11,6 +10,7 @@ import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
+import { lockSpec, plannedLockout } from './support/lockout-fixtures.ts';
 import { outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
@@ -26,24 +26,7 @@ import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 const T0 = 1_800_000_000_000;
 const LEASE = 10_000;
 
-const lockSpec = (id: string, userId: string): ActionSpec => ({
-  id: actionId(id, 'lock_out_user', userId),
-  decisionId: id,
-  type: 'lock_out_user',
-  target: userId,
-  orderingKey: userId,
-  call: { method: 'updateUser', userId, update: { status: 'locked_out' } },
-});
-
-const planned = (id: string, userId: string, createdMs: number): PlannedLockout => ({
-  decisionId: id,
-  userId,
-  accountId: `acct-${userId}`,
-  rule: 'short-lockout',
-  createdMs,
-  status: 'queued',
-  durationMs: 600_000,
-});
+const planned = (id: string, userId: string, createdMs: number) => plannedLockout(id, userId, createdMs);
 
 interface Opened {
   database: RiskgateDatabase;
@@ -252,14 +235,19 @@ async function recordsOnlyWhatItDelivered(target: DatabaseTarget, tag: string): 
   }
 }
 
-describe('a lock-out recorded with its delivery, on SQLite', () => {
+/** Both cases on the database `target` gives (called once the database is up). */
+function onEngine(target: () => DatabaseTarget, tag: string): void {
   it('agrees with its entry through a completion that fails and a restart', async () => {
-    await agreesThroughAFailedCompletionAndARestart(outboxSqliteFile('rg-lock-delivery-'), 'sq');
+    await agreesThroughAFailedCompletionAndARestart(target(), tag);
   }, 30_000);
 
   it('is written only for what its completion delivered', async () => {
-    await recordsOnlyWhatItDelivered(outboxSqliteFile('rg-lock-delivery-'), 'sq');
+    await recordsOnlyWhatItDelivered(target(), tag);
   });
+}
+
+describe('a lock-out recorded with its delivery, on SQLite', () => {
+  onEngine(() => outboxSqliteFile('rg-lock-delivery-'), 'sq');
 
   it('is written only for what its completion delivered, in a process-private database (no script)', async () => {
     await recordsOnlyWhatItDelivered({ kind: 'memory' }, 'mem');
@@ -267,17 +255,10 @@ describe('a lock-out recorded with its delivery, on SQLite', () => {
 });
 
 describe.runIf(postgresAvailable())('a lock-out recorded with its delivery, on PostgreSQL', () => {
-  let pg: RunningPostgres;
+  let pg: RunningPostgres | undefined;
   beforeAll(async () => {
     pg = await startPostgres();
   }, 60_000);
   afterAll(async () => pg?.stop());
-
-  it('agrees with its entry through a completion that fails and a restart', async () => {
-    await agreesThroughAFailedCompletionAndARestart({ kind: 'postgres', url: pg.url }, 'pg');
-  }, 30_000);
-
-  it('is written only for what its completion delivered', async () => {
-    await recordsOnlyWhatItDelivered({ kind: 'postgres', url: pg.url }, 'pg');
-  });
+  onEngine(() => ({ kind: 'postgres', url: pg!.url }), 'pg');
 });
