@@ -8,13 +8,13 @@ import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import { emitCommitted } from '../src/events/emit-committed.ts';
 import type { RiskgateEvent } from '../src/events/riskgate-event.ts';
-import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
 import { LockoutRecorder, lockoutEvent } from '../src/lockouts/lockout-recorder.ts';
 import { LockoutStore, lockoutView } from '../src/lockouts/lockout-store.ts';
 import { lockoutMigrations } from '../src/lockouts/lockout-tables.ts';
 import { unlockGate } from '../src/lockouts/unlock-gate.ts';
 import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
+import { lockSpec, plannedLockout } from './support/lockout-fixtures.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 
 /**
@@ -30,17 +30,7 @@ const DAY_MS = 86_400_000;
 // The lock's outbox entry was pruned: the gate goes by the records.
 const outbox = { get: async () => undefined };
 
-const planned = (id: string, userId: string, createdMs: number, extra: Partial<PlannedLockout> = {}) =>
-  ({
-    decisionId: id,
-    userId,
-    accountId: `acct-${userId}`,
-    rule: 'short-lockout',
-    createdMs,
-    status: 'queued',
-    durationMs: TEN_MINUTES_MS,
-    ...extra,
-  }) satisfies PlannedLockout;
+const planned = plannedLockout;
 
 const lockDone = (id: string, userId: string): ActionOutcome => ({
   key: actionId(id, 'lock_out_user', userId),
@@ -164,16 +154,6 @@ async function recordsOneOfTwoRacingUnlocks(target: DatabaseTarget): Promise<voi
     });
   });
 }
-
-const lockSpec = (id: string, userId: string) =>
-  ({
-    id: actionId(id, 'lock_out_user', userId),
-    decisionId: id,
-    type: 'lock_out_user',
-    target: userId,
-    orderingKey: userId,
-    call: { method: 'updateUser', userId, update: { status: 'locked_out' } },
-  }) satisfies ActionSpec;
 
 /**
  * A decision's records written with its outbox append (the recorder's companion): as statements

@@ -10,6 +10,7 @@ import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
 import { outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 
 /**
  * The database outbox store against what its rows and its database can do to it (the reviewer's
@@ -88,26 +89,15 @@ function notingStatement(id: string, text = 'noted') {
 }
 
 /** A trigger refusing any lease to `owner` (a claim that fails in the database, mid-transaction). */
-async function refuseLeases(database: RiskgateDatabase, owner: string): Promise<void> {
-  if (database.engine === 'sqlite') {
-    await sql`CREATE TRIGGER refuse_leases BEFORE UPDATE OF lease_owner ON outbox_entry
-      WHEN NEW.lease_owner = ${sql.lit(owner)} BEGIN SELECT RAISE(ABORT, 'leases refused'); END`.execute(
-      database.db,
-    );
-    return;
-  }
-  await sql`CREATE OR REPLACE FUNCTION refuse_leases() RETURNS trigger AS $$
-    BEGIN IF NEW.lease_owner = ${sql.lit(owner)} THEN RAISE EXCEPTION 'leases refused'; END IF; RETURN NEW; END
-    $$ LANGUAGE plpgsql`.execute(database.db);
-  await sql`CREATE TRIGGER refuse_leases BEFORE UPDATE OF lease_owner ON outbox_entry
-    FOR EACH ROW EXECUTE FUNCTION refuse_leases()`.execute(database.db);
-}
+const refuseLeases = (database: RiskgateDatabase, owner: string) =>
+  refuseUpdate(database, {
+    name: 'refuse_leases',
+    table: 'outbox_entry',
+    column: 'lease_owner',
+    value: owner,
+  });
 
-async function allowLeases(database: RiskgateDatabase): Promise<void> {
-  await sql`DROP TRIGGER IF EXISTS refuse_leases${database.engine === 'postgres' ? sql` ON outbox_entry` : sql``}`.execute(
-    database.db,
-  );
-}
+const allowLeases = (database: RiskgateDatabase) => allowUpdate(database, 'refuse_leases', 'outbox_entry');
 
 function faults(name: string, target: () => DatabaseTarget) {
   describe(`outbox store faults: ${name}`, () => {
@@ -213,7 +203,7 @@ function faults(name: string, target: () => DatabaseTarget) {
         // did not, and says why.
         expect(settled).toMatchObject({ completed: [true], logged: true, claimed: [] });
         expect(settled.errors.length).toBeGreaterThan(0);
-        for (const error of settled.errors) expect(String(error)).toContain('leases refused');
+        for (const error of settled.errors) expect(String(error)).toContain('refuse_leases: refused');
         expect(await o.store.get(first.id)).toMatchObject({ status: 'delivered' });
         expect(await o.store.get(next.id)).toMatchObject({ status: 'pending', attempts: 0 });
       } finally {

@@ -1,4 +1,4 @@
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, Expression, SqlBool } from 'kysely';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { ActionJob, ActionSpec } from './admin-actions.ts';
@@ -30,6 +30,38 @@ export interface AppendCompanion {
   statements?(db: CompanionTx, nowMs: number): CompiledQuery[] | undefined;
   /** Told once the transaction committed (what could not join it goes out then). Must not throw. */
   committed?(): void;
+}
+
+/**
+ * Whether the outbox entry `entryId` is delivered, as a condition in a statement of the
+ * transaction that completes it (after the completion: it sees it). The outbox's own SQL, handed
+ * to a `DeliveryCompanion`, which knows nothing of the outbox's table.
+ */
+export type DeliveredCheck = (entryId: string) => Expression<SqlBool>;
+
+/**
+ * Rows another feature keeps in step with an entry's delivery (a lock-out's `locked`), written in
+ * the transaction that marks the entry delivered: they change when it does and never otherwise,
+ * one commit instead of a second write after it (issue 32). Run by a store that says so
+ * (`OutboxStore.deliveryRecords`); elsewhere the feature learns the delivery from its outcome.
+ */
+export interface DeliveryCompanion {
+  /** The action types it keeps rows for. */
+  readonly types: readonly ActionSpec['type'][];
+  /**
+   * The delivery of `spec` (an entry created at `createdAtMs`) recorded at `nowMs`, as one
+   * statement compiled with `db` and not run, writing only where `delivered(spec.id)` holds: what
+   * a `done` outcome of `spec` would write, so that outcome has nothing left to write.
+   */
+  statement(db: CompanionTx, delivery: Delivery, delivered: DeliveredCheck): CompiledQuery;
+}
+
+/** A delivery as a `DeliveryCompanion` records it. */
+export interface Delivery {
+  spec: ActionSpec;
+  /** The entry's creation (its due time): when the action was promised. */
+  createdAtMs: number;
+  nowMs: number;
 }
 
 /**

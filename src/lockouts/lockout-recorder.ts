@@ -1,5 +1,5 @@
 import type { CompiledQuery } from 'kysely';
-import type { ActionOutcome, AppendCompanion } from '../actions/action-dispatcher.ts';
+import type { ActionOutcome, AppendCompanion, DeliveryCompanion } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import { emitCommitted } from '../events/emit-committed.ts';
 import type { EventSink, RiskgateEvent } from '../events/riskgate-event.ts';
@@ -89,8 +89,23 @@ export class LockoutRecorder implements LockoutSink {
     };
   }
 
-  /** An action's final outcome (the outbox's `onOutcome`); only lock-outs and unlocks are kept. */
-  outcome(outcome: ActionOutcome): void {
+  /**
+   * The outbox's `delivery`: a lock's `locked` written in the transaction that completes its entry
+   * (issue 32: one commit, not a second transaction after it), so the lock's `done` outcome comes
+   * `recorded` and is not written again. Exactly when the entry is delivered: never before it, and
+   * never left `queued` after it.
+   */
+  readonly delivery: DeliveryCompanion = {
+    types: ['lock_out_user'],
+    statement: (db, delivery, delivered) => LockoutStore.within(db).lockedStatement(delivery, delivered),
+  };
+
+  /**
+   * An action's final outcome (the outbox's `onOutcome`); only lock-outs and unlocks are kept, and
+   * not one whose record its completion wrote (`recorded`: `delivery`).
+   */
+  outcome(outcome: ActionOutcome, recorded = false): void {
+    if (recorded) return;
     if (outcome.type === 'lock_out_user' || outcome.type === 'unlock_user')
       this.#push({ kind: 'outcome', outcome });
   }

@@ -1,5 +1,5 @@
 import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
-import type { ActionOutcome, CompanionTx } from '../actions/action-dispatcher.ts';
+import type { ActionOutcome, CompanionTx, DeliveredCheck, Delivery } from '../actions/action-dispatcher.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { queryTemplate } from '../database/query-template.ts';
 import {
@@ -140,6 +140,65 @@ function insertTemplate(db: Kysely<LockoutTables>): (row: InsertedLockout) => Co
         ),
     );
     insertTemplates.set(engine, template);
+  }
+  return template;
+}
+
+/** What a delivered lock's `locked` statement is filled with. */
+interface LockedArgs {
+  id: string;
+  userId: string;
+  createdMs: number;
+  entryId: string;
+  nowMs: number;
+}
+
+/**
+ * A delivered lock's `locked`, compiled once per engine like the insert. The outbox's check is
+ * the same SQL for every call on an engine (its one statement), so the template keeps the first.
+ */
+// biome-ignore lint/complexity/noBannedTypes: keyed by the adapter's class (one compiler per engine).
+const lockedTemplates = new Map<Function, (args: LockedArgs) => CompiledQuery>();
+
+function lockedTemplate(
+  db: Kysely<LockoutTables>,
+  delivered: DeliveredCheck,
+): (args: LockedArgs) => CompiledQuery {
+  const engine = db.getExecutor().adapter.constructor;
+  let template = lockedTemplates.get(engine);
+  if (template === undefined) {
+    template = queryTemplate<LockedArgs, unknown>((h) =>
+      db
+        .insertInto('lockout')
+        .columns(['id', 'user_id', 'decision_id', 'rule', 'created_ms', 'status', 'escalated', 'updated_ms'])
+        // Typed: PostgreSQL gives a bare parameter in a SELECT's list the type text.
+        .expression(
+          db
+            .selectNoFrom((eb) => [
+              eb.cast<string>(eb.val(h.value('id')), 'text').as('id'),
+              eb.cast<string>(eb.val(h.value('userId')), 'text').as('user_id'),
+              eb.cast<string>(eb.val(h.value('id')), 'text').as('decision_id'),
+              eb.cast<string>(eb.val(UNKNOWN_RULE), 'text').as('rule'),
+              eb.cast<number>(eb.val(h.value('createdMs')), 'bigint').as('created_ms'),
+              eb.cast<string>(eb.val('locked'), 'text').as('status'),
+              eb.cast<number>(eb.val(0), 'integer').as('escalated'),
+              eb.cast<number>(eb.val(h.value('nowMs')), 'bigint').as('updated_ms'),
+            ])
+            .where(delivered(h.value('entryId'))),
+        )
+        .onConflict((oc) =>
+          oc
+            .column('id')
+            .doUpdateSet((eb) => ({
+              status: 'locked',
+              updated_ms: eb.ref('excluded.updated_ms'),
+              reason: null,
+            }))
+            // As `lockedAll`: a dead-lettered lock an operator retried and the Admin API then took.
+            .where('lockout.status', 'in', ['queued', 'failed']),
+        ),
+    );
+    lockedTemplates.set(engine, template);
   }
   return template;
 }
@@ -353,6 +412,26 @@ export class LockoutStore {
       .execute();
     const done = new Set(updated.map((r) => r.id));
     return outcomes.filter((o) => !done.has(o.decisionId));
+  }
+
+  /**
+   * A lock's delivery, as `applyOutcome` records its `done` outcome (its record `locked` from
+   * `queued` or `failed`; made from what the lock knows when the decision's record is missing), as
+   * one statement compiled and not run, writing only if `delivered(spec.id)` holds: the outbox runs
+   * it in the transaction that completes the lock's entry (`DeliveryCompanion`), so `locked` and
+   * `delivered` are one commit and the outcome has nothing left to write.
+   */
+  lockedStatement({ spec, createdAtMs, nowMs }: Delivery, delivered: DeliveredCheck): CompiledQuery {
+    return lockedTemplate(
+      this.#db,
+      delivered,
+    )({
+      id: spec.decisionId,
+      userId: spec.target,
+      createdMs: Math.round(createdAtMs),
+      entryId: spec.id,
+      nowMs: Math.round(nowMs),
+    });
   }
 
   async #lockOutcome(o: ActionOutcome, nowMs: number): Promise<void> {

@@ -13,6 +13,8 @@ import {
   type AppendCompanion,
   type ClaimOptions,
   type CompanionTx,
+  type Completion,
+  type DeliveryRecord,
   dueAtMs,
   type OutboxEntry,
   type OutboxListFilter,
@@ -86,6 +88,7 @@ interface PendingCompletion {
   id: string;
   owner: string;
   nowMs: number;
+  record: DeliveryRecord | undefined;
   resolve: (completed: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -102,9 +105,11 @@ export interface DatabaseOutboxStoreOptions {
 
 export class DatabaseOutboxStore implements OutboxStore {
   readonly durable = true;
+  readonly deliveryRecords = true;
   readonly #db: Kysely<OutboxTables>;
   readonly #statements: OutboxStatements;
   readonly #script: RiskgateDatabase['script'];
+  readonly #engine: RiskgateDatabase['engine'];
   #appends: PendingAppend[] = [];
   /** The group commit in flight (at most one: see `#commitAppends`). */
   #committing: Promise<void> | undefined;
@@ -119,6 +124,7 @@ export class DatabaseOutboxStore implements OutboxStore {
     this.#db = database.db.withTables<OutboxTables>();
     this.#statements = outboxStatements(this.#db, database.engine);
     this.#script = database.script;
+    this.#engine = database.engine;
     this.#closeDatabase = options.ownsDatabase === true ? () => database.close() : undefined;
     this.#onUnreadable = options.onUnreadable;
   }
@@ -335,10 +341,10 @@ export class DatabaseOutboxStore implements OutboxStore {
     );
   }
 
-  complete(id: string, owner: string, nowMs: number): Promise<boolean> {
+  complete(id: string, owner: string, nowMs: number, record?: DeliveryRecord): Promise<boolean> {
     if (this.#closed) return Promise.reject(new Error('the outbox is closed'));
     return new Promise((resolve, reject) => {
-      this.#completions.push({ id, owner, nowMs, resolve, reject });
+      this.#completions.push({ id, owner, nowMs, record, resolve, reject });
       // The completions of this turn in one statement per owner.
       if (this.#completions.length === 1) setImmediate(() => void this.#commitCompletions());
     });
@@ -357,7 +363,7 @@ export class DatabaseOutboxStore implements OutboxStore {
       for (let i = 0; i < all.length; i += IDS_PER_STATEMENT) {
         const part = all.slice(i, i + IDS_PER_STATEMENT);
         try {
-          const { rows } = await this.#db.executeQuery(this.#completeQuery(part, owner));
+          const rows = await this.#completeWithRecords(part, owner);
           const ids = new Set(rows.map((r) => r.id));
           for (const c of part) c.resolve(ids.has(c.id));
         } catch (error) {
@@ -368,14 +374,47 @@ export class DatabaseOutboxStore implements OutboxStore {
   }
 
   /**
+   * The completions of `part` and their records in one transaction, the records after the
+   * completion so they see it: on the SQLite file one script, on PostgreSQL one statement, in a
+   * process-private SQLite database (no script) a transaction.
+   */
+  async #completeWithRecords(part: readonly Completion[], owner: string): Promise<Array<{ id: string }>> {
+    const complete = this.#completeQuery(part, owner);
+    const records = this.#recordQueries(part);
+    if (records.length === 0) return (await this.#db.executeQuery(complete)).rows;
+    if (this.#script !== undefined)
+      return (await this.#script([complete, ...records]))[0]!.rows as Array<{ id: string }>;
+    if (this.#engine === 'postgres')
+      return (await this.#db.executeQuery(this.#statements.completeWith(complete, records))).rows;
+    return this.#db.transaction().execute(async (tx) => {
+      const { rows } = await tx.executeQuery(complete);
+      for (const record of records) await tx.executeQuery(record);
+      return rows;
+    });
+  }
+
+  /**
+   * The delivery records of `completed` (a lock-out's `locked`), each changing its rows only if
+   * its entry is delivered, so in the completion's transaction and after it: they land with it,
+   * and a completion the lease holder lost (or one rolled back) changes none of them.
+   */
+  #recordQueries(completed: readonly Completion[]): CompiledQuery[] {
+    const queries: CompiledQuery[] = [];
+    const db = this.#db as unknown as CompanionTx;
+    for (const { record, nowMs } of completed) {
+      if (record === undefined) continue;
+      const { spec, createdAtMs, companion } = record;
+      queries.push(companion.statement(db, { spec, createdAtMs, nowMs }, this.#statements.delivered));
+    }
+    return queries;
+  }
+
+  /**
    * The completions of `part` (held by `owner`) as one statement, each delivered and its outcome
    * line due; it returns the ids it completed. At the batch's latest time: the completions of one
    * turn are within a few milliseconds.
    */
-  #completeQuery(
-    part: ReadonlyArray<{ id: string; nowMs: number }>,
-    owner: string,
-  ): CompiledQuery<{ id: string }> {
+  #completeQuery(part: readonly Completion[], owner: string): CompiledQuery<{ id: string }> {
     const nowMs = Math.max(...part.map((c) => c.nowMs));
     return this.#statements.complete(
       part.map((c) => c.id),
@@ -385,9 +424,9 @@ export class DatabaseOutboxStore implements OutboxStore {
   }
 
   /**
-   * On the SQLite file, the completions, the marks and the claim as one script: one transaction,
-   * one message to the database's thread instead of three (the claim, in the same transaction,
-   * sees the completions). A script that fails rolled back whole: the step is tried again call by
+   * On the SQLite file, the completions, their delivery records, the marks and the claim as one
+   * script: one transaction, one message to the database's thread instead of three (the claim, in
+   * the same transaction, sees the completions; a lock-out's `locked` is no transaction of its own). A script that fails rolled back whole: the step is tried again call by
    * call (`settleThenClaim`), so a claim that failed never takes the completions down with it, and
    * the script's error is told with the step's.
    */
@@ -401,7 +440,8 @@ export class DatabaseOutboxStore implements OutboxStore {
       return { completed: [], logged: true, claimed, errors: [] };
     }
     const statements: CompiledQuery[] = [];
-    if (completed.length > 0) statements.push(this.#completeQuery(completed, owner));
+    if (completed.length > 0)
+      statements.push(this.#completeQuery(completed, owner), ...this.#recordQueries(completed));
     if (logged.length > 0) statements.push(this.#markLoggedQuery(logged));
     const claiming = step.limit > 0;
     if (claiming)

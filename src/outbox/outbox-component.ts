@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ActionOutcome } from '../actions/action-dispatcher.ts';
 import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import type { RiskgateDatabase } from '../database/database.ts';
 import { FileWatermark } from '../database/file-watermark.ts';
@@ -32,7 +31,7 @@ export function outboxComponent(o: {
   admin: OutboxOptions['admin'];
   /** Carries out webhook deliveries (src/webhooks/); none when no receiver is configured. */
   webhooks?: OutboxOptions['webhooks'];
-  onOutcome: (outcome: ActionOutcome) => void;
+  onOutcome: OutboxOptions['onOutcome'];
   flushOutcomes: () => Promise<void>;
   log: LifecycleLog;
   /** Tuning (tests poll faster, shorten the backoff). */

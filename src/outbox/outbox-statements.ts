@@ -1,7 +1,7 @@
-import { type CompiledQuery, type Kysely, type Selectable, sql } from 'kysely';
+import { CompiledQuery, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
 import type { DatabaseEngine } from '../database/database.ts';
 import { queryTemplate, queryTemplates } from '../database/query-template.ts';
-import { WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
+import { type DeliveredCheck, WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
 import type { OutboxTables } from './outbox-tables.ts';
 
 /**
@@ -53,6 +53,41 @@ export interface OutboxStatements {
   complete(ids: readonly string[], owner: string, nowMs: number): CompiledQuery<{ id: string }>;
   /** The outcome lines of `ids` confirmed written. */
   markLogged(ids: readonly string[]): CompiledQuery;
+  /**
+   * Whether an entry is delivered, as a condition of a companion's statement (`DeliveryCompanion`)
+   * run after `complete` in its transaction: on SQLite a statement after it in the script; on
+   * PostgreSQL a part of the same statement (`completeWith`), which sees what `complete` returned.
+   */
+  delivered: DeliveredCheck;
+  /**
+   * PostgreSQL: `complete` and the companions' statements as one statement (data-modifying `WITH`
+   * parts, one round trip and one commit), returning what `complete` returns.
+   */
+  completeWith(
+    complete: CompiledQuery<{ id: string }>,
+    records: readonly CompiledQuery[],
+  ): CompiledQuery<{ id: string }>;
+}
+
+/**
+ * `complete` and `records` as one PostgreSQL statement: `WITH completed AS (complete), r0 AS
+ * (record 0), … SELECT id FROM completed`. The parts see one snapshot, so a record's condition
+ * reads `completed` (what the completion returned), never the table. Each part's `$n` are
+ * renumbered after the parts before it: these statements have no `$` but their parameters.
+ */
+function completeWith(
+  complete: CompiledQuery<{ id: string }>,
+  records: readonly CompiledQuery[],
+): CompiledQuery<{ id: string }> {
+  const parameters: unknown[] = [];
+  const part = (q: CompiledQuery) => {
+    const offset = parameters.length;
+    parameters.push(...q.parameters);
+    return q.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+  };
+  const parts = [`completed AS (${part(complete)})`, ...records.map((r, i) => `r${i} AS (${part(r)})`)];
+  const text = `WITH ${parts.join(', ')} SELECT id FROM completed`;
+  return CompiledQuery.raw(text, parameters) as CompiledQuery<{ id: string }>;
 }
 
 export function outboxStatements(db: Kysely<OutboxTables>, engine: DatabaseEngine): OutboxStatements {
@@ -109,5 +144,11 @@ export function outboxStatements(db: Kysely<OutboxTables>, engine: DatabaseEngin
     claim: (args, skipWebhooks) => claims[skipWebhooks ? 1 : 0](args),
     complete: (ids, owner, nowMs) => complete({ ids, owner, nowMs }, ids.length),
     markLogged: (ids) => markLogged({ ids }, ids.length),
+    delivered:
+      engine === 'postgres'
+        ? (id) => sql<SqlBool>`EXISTS (SELECT 1 FROM completed d WHERE d.id = ${id})`
+        : (id) =>
+            sql<SqlBool>`EXISTS (SELECT 1 FROM outbox_entry d WHERE d.id = ${id} AND d.status = 'delivered')`,
+    completeWith,
   };
 }

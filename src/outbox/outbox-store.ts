@@ -1,7 +1,28 @@
-import type { AppendCompanion } from '../actions/action-dispatcher.ts';
+import type { AppendCompanion, DeliveryCompanion } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
 
-export type { AppendCompanion, CompanionTx } from '../actions/action-dispatcher.ts';
+export type {
+  AppendCompanion,
+  CompanionTx,
+  DeliveredCheck,
+  DeliveryCompanion,
+} from '../actions/action-dispatcher.ts';
+
+/** What a completion writes besides its entry: `companion`'s rows for `spec`, in its transaction. */
+export interface DeliveryRecord {
+  spec: ActionSpec;
+  /** The entry's `createdAtMs`. */
+  createdAtMs: number;
+  companion: DeliveryCompanion;
+}
+
+/** An entry delivered, as a completion carries it. */
+export interface Completion {
+  id: string;
+  nowMs: number;
+  /** Written in the completion's transaction (a store with `deliveryRecords`). */
+  record?: DeliveryRecord | undefined;
+}
 
 /**
  * The outbox's storage: what was promised in an answer, until it is delivered or dead-lettered.
@@ -56,8 +77,8 @@ export interface ClaimOptions {
 export interface SettleAndClaim {
   /** The process settling and claiming (the completions' lease holder). */
   owner: string;
-  /** Entries `owner` delivered, each with its time: as `complete`. */
-  completed: ReadonlyArray<{ id: string; nowMs: number }>;
+  /** Entries `owner` delivered, each with its time and its record: as `complete`. */
+  completed: readonly Completion[];
   /** Outcome lines confirmed written: as `markLogged`. */
   logged: readonly string[];
   /** The claim after them (`claim`'s arguments); 0 claims nothing. */
@@ -87,7 +108,9 @@ export async function settleThenClaim(
   store: Pick<OutboxStore, 'complete' | 'markLogged' | 'claim'>,
   step: SettleAndClaim,
 ): Promise<SettledClaim> {
-  const completed = await Promise.all(step.completed.map((c) => store.complete(c.id, step.owner, c.nowMs)));
+  const completed = await Promise.all(
+    step.completed.map((c) => store.complete(c.id, step.owner, c.nowMs, c.record)),
+  );
   const errors: unknown[] = [];
   let logged = true;
   if (step.logged.length > 0) {
@@ -123,6 +146,12 @@ export interface OutboxStore {
    */
   readonly unreadableSpecs?: number;
   /**
+   * Whether a completion's `DeliveryRecord` is written in the completion's transaction (the
+   * database). Absent or false: `complete` ignores it, and the feature learns the delivery from
+   * its outcome (memory).
+   */
+  readonly deliveryRecords?: boolean;
+  /**
    * Records `specs` durably (resolves once they are). An id already present is not added again:
    * false at its index. A spec with `notBeforeMs` (a scheduled unlock) is due then, and counts as
    * created then (`dueAtMs`): its wait is neither the pending age an Admin outage shows in nor
@@ -147,8 +176,11 @@ export interface OutboxStore {
     leaseMs: number,
     options?: ClaimOptions,
   ): Promise<OutboxEntry[]>;
-  /** Marks a leased entry delivered; false when `owner` no longer holds it. */
-  complete(id: string, owner: string, nowMs: number): Promise<boolean>;
+  /**
+   * Marks a leased entry delivered; false when `owner` no longer holds it. `record`'s rows are
+   * written in the same transaction (with `deliveryRecords`), changed only if the entry is delivered.
+   */
+  complete(id: string, owner: string, nowMs: number, record?: DeliveryRecord): Promise<boolean>;
   /**
    * One turn of the delivery loop: `complete` for each of `step.completed`, `markLogged` for
    * `step.logged`, then `claim` (none when `step.limit` is 0), in that order, so the claim sees the

@@ -4,6 +4,7 @@ import {
   type ActionOutcome,
   type AppendCompanion,
   actionOutcome,
+  type DeliveryCompanion,
   type EnqueueResult,
   RETRYABLE_ACTION_FAILURES,
   SUBJECT_MISMATCH_REASON,
@@ -25,7 +26,13 @@ import { backoffDelayMs } from '../timing/backoff.ts';
 import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
-import { type OutboxEntry, type OutboxStats, type OutboxStore, WEBHOOK_ACTION_TYPE } from './outbox-store.ts';
+import {
+  type DeliveryRecord,
+  type OutboxEntry,
+  type OutboxStats,
+  type OutboxStore,
+  WEBHOOK_ACTION_TYPE,
+} from './outbox-store.ts';
 
 /**
  * The outbox, riskgate's one action engine: every Admin action a decision promises is written to
@@ -51,8 +58,16 @@ export interface OutboxOptions {
   admin: ActionAdmin;
   /** Carries out the webhook deliveries (`postWebhook`); none: they are dead-lettered. */
   webhooks?: WebhookPoster | undefined;
-  /** Told each final outcome (a decision log line, metrics). Must not throw. */
-  onOutcome: (outcome: ActionOutcome) => void;
+  /**
+   * Told each final outcome (a decision log line, metrics). `recorded`: the `delivery` companion's
+   * rows for it were written with its completion (nothing of it is left to write). Must not throw.
+   */
+  onOutcome: (outcome: ActionOutcome, recorded: boolean) => void;
+  /**
+   * Rows another feature keeps in step with a delivery (a lock-out's `locked`), written in the
+   * completion's transaction by a store that can (`OutboxStore.deliveryRecords`). Default: none.
+   */
+  delivery?: DeliveryCompanion | undefined;
   /** Told when the store fails (a write refused, a claim failed). */
   onError?: (error: unknown) => void;
   /**
@@ -130,6 +145,7 @@ interface Completing {
   id: string;
   webhook: boolean;
   nowMs: number;
+  record: DeliveryRecord | undefined;
   resolve: (completed: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -152,9 +168,12 @@ function isGone(owner: string): boolean {
 
 export class Outbox implements ActionDispatcher {
   readonly #o: Required<
-    Omit<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark'>
+    Omit<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark' | 'delivery'>
   > &
-    Pick<OutboxOptions, 'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark'>;
+    Pick<
+      OutboxOptions,
+      'onError' | 'flushOutcomes' | 'webhooks' | 'beforeAttempt' | 'watermark' | 'delivery'
+    >;
   #toConfirm: string[] = [];
   /**
    * Outcome lines written, their confirmation carried by the next claim (issue 32: a message to
@@ -378,7 +397,10 @@ export class Outbox implements ActionDispatcher {
       const held = this.#deferred.get(spec.id);
       if (held?.submit !== submit) continue;
       this.#deferred.delete(spec.id);
-      this.#o.onOutcome(actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - held.atMs, reason));
+      this.#o.onOutcome(
+        actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - held.atMs, reason),
+        false,
+      );
     }
   }
 
@@ -387,7 +409,7 @@ export class Outbox implements ActionDispatcher {
     this.#o.clock.clearTimeout(this.#deferredTimer);
     const now = this.#o.clock.monotonicMs();
     for (const { spec, atMs } of this.#deferred.values()) {
-      this.#o.onOutcome(actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - atMs, reason));
+      this.#o.onOutcome(actionOutcome({ ...spec, key: spec.id }, 'failed', 0, now - atMs, reason), false);
     }
     this.#deferred.clear();
   }
@@ -496,7 +518,7 @@ export class Outbox implements ActionDispatcher {
       const now = this.#o.clock.nowMs();
       for (const entry of await store.list({ status: 'pending', limit: Number.MAX_SAFE_INTEGER })) {
         if (await store.drop(entry.spec.id, reason, now)) {
-          this.#o.onOutcome(outcomeOf(entry, 'failed', now, reason));
+          this.#o.onOutcome(outcomeOf(entry, 'failed', now, reason), false);
         }
       }
     } catch (error) {
@@ -659,7 +681,7 @@ export class Outbox implements ActionDispatcher {
     try {
       const settled = await this.#o.store.settleAndClaim({
         owner: this.#o.owner,
-        completed: completing.map((c) => ({ id: c.id, nowMs: c.nowMs })),
+        completed: completing.map((c) => ({ id: c.id, nowMs: c.nowMs, record: c.record })),
         logged,
         ...claim,
       });
@@ -674,15 +696,25 @@ export class Outbox implements ActionDispatcher {
     }
   }
 
-  /** Completes `entry`'s successful attempt with the next claim, woken at once (its slot is free). */
-  #complete(entry: OutboxEntry, nowMs: number): Promise<boolean> {
+  /**
+   * Completes `entry`'s successful attempt with the next claim, woken at once (its slot is free),
+   * with its delivery's `record` when it has one (written in the same transaction).
+   */
+  #complete(entry: OutboxEntry, nowMs: number, record?: DeliveryRecord): Promise<boolean> {
     const { id, type } = entry.spec;
     // Closing: no claim comes.
-    if (this.#closing) return this.#o.store.complete(id, this.#o.owner, nowMs);
+    if (this.#closing) return this.#o.store.complete(id, this.#o.owner, nowMs, record);
     return new Promise((resolve, reject) => {
-      this.#completing.push({ id, webhook: type === WEBHOOK_ACTION_TYPE, nowMs, resolve, reject });
+      this.#completing.push({ id, webhook: type === WEBHOOK_ACTION_TYPE, nowMs, record, resolve, reject });
       this.#wake(0);
     });
+  }
+
+  /** The rows kept in step with `spec`'s delivery, when the store writes them with its completion. */
+  #recordOf({ spec, createdAtMs }: OutboxEntry): DeliveryRecord | undefined {
+    const companion = this.#o.delivery;
+    if (companion === undefined || this.#o.store.deliveryRecords !== true) return undefined;
+    return companion.types.includes(spec.type) ? { spec, createdAtMs, companion } : undefined;
   }
 
   /** What waits for a claim that no longer comes (a shutdown): the completions and the marks, now. */
@@ -777,7 +809,8 @@ export class Outbox implements ActionDispatcher {
     const { store, owner } = this.#o;
     const now = this.#o.clock.nowMs();
     if (failure === undefined) {
-      if (await this.#complete(entry, now)) this.#outcome(entry, 'done', now);
+      const record = this.#recordOf(entry);
+      if (await this.#complete(entry, now, record)) this.#outcome(entry, 'done', now, undefined, record);
       return;
     }
     if (aborted) {
@@ -851,14 +884,21 @@ export class Outbox implements ActionDispatcher {
     }
   }
 
-  #outcome(entry: OutboxEntry, status: 'done' | 'failed', now: number, reason?: string): void {
-    this.#o.onOutcome(outcomeOf(entry, status, now, reason));
+  #outcome(
+    entry: OutboxEntry,
+    status: 'done' | 'failed',
+    now: number,
+    reason?: string,
+    record?: DeliveryRecord,
+  ): void {
+    this.#o.onOutcome(outcomeOf(entry, status, now, reason), record !== undefined);
     this.#confirmLater(entry.spec.id);
   }
 
   /** Tells the final outcome of `entry` ended elsewhere (an operator's drop over HTTP). */
   reportFinal(entry: OutboxEntry): void {
-    this.#o.onOutcome(finalOutcomeOf(entry, this.#o.clock.nowMs()));
+    // Told again (a crash before its line was confirmed), or ended elsewhere: its records too.
+    this.#o.onOutcome(finalOutcomeOf(entry, this.#o.clock.nowMs()), false);
     this.#confirmLater(entry.spec.id);
   }
 

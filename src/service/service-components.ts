@@ -1,3 +1,4 @@
+import type { ActionOutcome } from '../actions/action-dispatcher.ts';
 import type { ActionSpec } from '../actions/admin-actions.ts';
 import type { AdminClient } from '../admin/admin-client.ts';
 import { admissionComponent } from '../admission/admission-component.ts';
@@ -392,9 +393,9 @@ async function startActionPath(
     }),
   );
   const writeOutcome = actionOutcomeWriter({ decisionLog, metrics: m, log });
-  const onOutcome: typeof writeOutcome = (outcome) => {
+  const onOutcome = (outcome: ActionOutcome, recorded: boolean) => {
     writeOutcome(outcome);
-    lockouts.recorder.outcome(outcome);
+    lockouts.recorder.outcome(outcome, recorded);
   };
   const webhookDelivery = await l.start(webhookDeliveryComponent(config, options.clock));
   const outbox = await l.start(
@@ -407,7 +408,12 @@ async function startActionPath(
       onOutcome,
       flushOutcomes: () => decisionLog.flush(),
       log,
-      tuning: { beforeAttempt: lockouts.gate, ...options.actionQueue, ...options.outbox },
+      tuning: {
+        beforeAttempt: lockouts.gate,
+        delivery: lockouts.recorder.delivery,
+        ...options.actionQueue,
+        ...options.outbox,
+      },
       drainTimeoutMs: ctx.drainTimeoutMs,
       clock: options.clock,
     }),
