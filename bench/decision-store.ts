@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  createWriteStream,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -10,7 +20,7 @@ import { DEFAULT_REDACTION, parseRedaction } from '../src/config/redaction-rules
 import { chartFrame } from '../src/console/decisions-page.tsx';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
-import { DECISIONS_PAGE_SIZE } from '../src/database/state-files.ts';
+import { DECISIONS_PAGE_SIZE, DECISIONS_WAL_BYTES } from '../src/database/state-files.ts';
 import { createDecisionLog } from '../src/decision-log/decision-log.ts';
 import { createRedactor } from '../src/decision-log/log-redaction.ts';
 import type { DecisionSink } from '../src/decision-store/decision-batch.ts';
@@ -59,6 +69,15 @@ import { mulberry32 } from './seeded-random.ts';
  * 6. With `--indexes`: every index of the store's tables and the query that needs it (`INDEXES`),
  *    checked against a store migrated fresh.
  *
+ * 7. With `--wal-pages`, instead of 1-3 (issue 32): the SQLite writer's pages per decision over a
+ *    store seeded with `--seed` decisions: `--rate` hot-shaped records/s for `--seconds`, batched
+ *    every `--intervals` ms, written by the writer's statements in this thread; the WAL's frames
+ *    read from their headers, a PASSIVE checkpoint after the commit that takes the WAL to each of
+ *    `--checkpoints` frames (SQLite's autocheckpoint, emulated to count the distinct pages each
+ *    copies). Per decision: frames, pages checkpointed, the writer's CPU (writes, checkpoints);
+ *    the largest WAL; with `--by-tree`, the frames by table or index (dbstat). Variants on one
+ *    file (it grows by each one's records), the order reversed every other run.
+ *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
  *    route makes) runs back to back for `--loop-seconds`, on kysely's own SQLite dialect (queries on
@@ -71,6 +90,7 @@ import { mulberry32 } from './seeded-random.ts';
  *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
  *     [--page-size 4096] (SQLite files on that page size; default the decisions file's, 16384)
  *     [--indexes]
+ *     [--wal-pages --seed 100000 --rate 200 --seconds 40 --intervals 1000,2000 --checkpoints 1000,4096 [--by-tree]]
  */
 
 const RULES = [
@@ -940,6 +960,186 @@ async function indexList(dir: string): Promise<void> {
     );
 }
 
+/** Frames a WAL file holds since its last reset, read from the frames' headers (salts match the file's). */
+class WalFrames {
+  #offset = 32;
+  #salts: [number, number] | undefined;
+  readonly #header = Buffer.alloc(32);
+  /** Pages (by number) the frames since the last checkpoint wrote, and how many frames. */
+  pages = new Map<number, number>();
+  frames = 0;
+  constructor(
+    private readonly path: string,
+    private readonly pageBytes: number,
+  ) {}
+  /** Reads the frames appended since the last call. */
+  scan(): void {
+    const fd = openSync(this.path, 'r');
+    try {
+      if (this.#salts === undefined) {
+        if (readSync(fd, this.#header, 0, 32, 0) < 32) return;
+        this.#salts = [this.#header.readUInt32BE(16), this.#header.readUInt32BE(20)];
+      }
+      const frame = this.#header.subarray(0, 24);
+      while (readSync(fd, frame, 0, 24, this.#offset) === 24) {
+        if (frame.readUInt32BE(8) !== this.#salts[0] || frame.readUInt32BE(12) !== this.#salts[1]) break;
+        const page = frame.readUInt32BE(0);
+        this.pages.set(page, (this.pages.get(page) ?? 0) + 1);
+        this.frames++;
+        this.#offset += 24 + this.pageBytes;
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+  /** After a complete checkpoint: the next commit starts the WAL over, with new salts. */
+  reset(): void {
+    this.#offset = 32;
+    this.#salts = undefined;
+    this.pages = new Map();
+  }
+}
+
+interface WalFigures {
+  framesPerDecision: number;
+  checkpointedPerDecision: number;
+  checkpoints: number;
+  maxWalMb: number;
+  writeUs: number;
+  checkpointUs: number;
+  byTree: Record<string, number>;
+}
+
+/**
+ * Mode 7 (`--wal-pages`): over a store seeded with `--seed` decisions, the SQLite writer's pages per
+ * decision (WAL frames, pages checkpointed) and its CPU in this thread, at `--rate` decisions/s for
+ * `--seconds`, for each batch interval (`--intervals`) and checkpoint threshold in frames
+ * (`--checkpoints`; SQLite's autocheckpoint, PASSIVE after a commit, emulated to count).
+ */
+async function walPages(
+  dir: string,
+  o: {
+    seeded: number;
+    rate: number;
+    seconds: number;
+    runs: number;
+    lineBytes: number;
+    intervals: number[];
+    checkpoints: number[];
+    byTree: boolean;
+  },
+): Promise<void> {
+  const { loadavg } = await import('node:os');
+  const path = join(dir, 'wal.sqlite');
+  const t0 = performance.now();
+  await seed({ kind: 'sqlite', path, pageSize }, o.seeded, o.lineBytes);
+  process.stderr.write(
+    `[wal-pages] seeded ${o.seeded} in ${round((performance.now() - t0) / 1000)} s, ${round(statSync(path).size / 1e6)} MB\n`,
+  );
+  const variants = o.intervals.flatMap((intervalMs) =>
+    o.checkpoints.map((frames) => ({ intervalMs, frames })),
+  );
+  const results = new Map<string, WalFigures[]>();
+  const rnd = mulberry32(5);
+  let clock = Date.now();
+  for (let r = 0; r < o.runs; r++) {
+    const order = r % 2 === 0 ? variants : [...variants].reverse();
+    for (const v of order) {
+      const file = new DatabaseSync(path, { timeout: 5000 });
+      file.exec('PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0');
+      file.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      const write = wireWriter(file);
+      const wal = new WalFrames(`${path}-wal`, pageSize);
+      const perBatch = Math.max(1, Math.round((o.rate * v.intervalMs) / 1000));
+      const total = Math.round(o.rate * o.seconds);
+      let frames = 0;
+      let checkpointed = 0;
+      let checkpoints = 0;
+      let maxFrames = 0;
+      let writeUs = 0;
+      let checkpointUs = 0;
+      const byPage = new Map<number, number>();
+      const checkpoint = () => {
+        const c0 = process.threadCpuUsage();
+        const [row] = file.prepare('PRAGMA wal_checkpoint(PASSIVE)').all() as {
+          log: number;
+          checkpointed: number;
+        }[];
+        const c = process.threadCpuUsage(c0);
+        checkpointUs += c.user + c.system;
+        if (row!.log !== row!.checkpointed) throw new Error(`checkpoint incomplete: ${JSON.stringify(row)}`);
+        checkpointed += wal.pages.size;
+        checkpoints++;
+        wal.reset();
+      };
+      for (let i = 0; i < total; i += perBatch) {
+        const ops: StoreOp[] = [];
+        for (let j = i; j < Math.min(total, i + perBatch); j++) {
+          clock += 1000 / o.rate;
+          const record = hotRecord(rnd, o.lineBytes);
+          record.at = new Date(clock).toISOString();
+          ops.push(storeOpOf(record, clock)!);
+        }
+        const batch = wireBatch(ops);
+        const c0 = process.threadCpuUsage();
+        write(batch);
+        const c = process.threadCpuUsage(c0);
+        writeUs += c.user + c.system;
+        const before = wal.frames;
+        const pagesBefore = new Map(wal.pages);
+        wal.scan();
+        frames += wal.frames - before;
+        for (const [page, n] of wal.pages)
+          byPage.set(page, (byPage.get(page) ?? 0) + n - (pagesBefore.get(page) ?? 0));
+        maxFrames = Math.max(
+          maxFrames,
+          wal.pages.size === 0 ? 0 : [...wal.pages.values()].reduce((a, b) => a + b, 0),
+        );
+        if ([...wal.pages.values()].reduce((a, b) => a + b, 0) >= v.frames) checkpoint();
+      }
+      if (wal.pages.size > 0) checkpoint();
+      const byTree: Record<string, number> = {};
+      if (o.byTree) {
+        const names = new Map<number, string>();
+        for (const row of file.prepare('select pageno, name from dbstat').all() as {
+          pageno: number;
+          name: string;
+        }[])
+          names.set(row.pageno, row.name);
+        for (const [page, n] of byPage) {
+          const name = names.get(page) ?? (page === 1 ? 'page 1' : 'other');
+          byTree[name] = round((byTree[name] ?? 0) + n / total, 3);
+        }
+      }
+      file.close();
+      const f: WalFigures = {
+        framesPerDecision: round(frames / total, 3),
+        checkpointedPerDecision: round(checkpointed / total, 3),
+        checkpoints,
+        maxWalMb: round((maxFrames * (pageSize + 24)) / 1e6),
+        writeUs: round(writeUs / total),
+        checkpointUs: round(checkpointUs / total),
+        byTree,
+      };
+      const key = `batches every ${v.intervalMs} ms (${perBatch}), checkpoint at ${v.frames} frames`;
+      results.set(key, [...(results.get(key) ?? []), f]);
+      process.stderr.write(
+        `[wal-pages] run ${r + 1}: ${key}: ${JSON.stringify(f)} (load ${loadavg()[0]!.toFixed(2)})\n`,
+      );
+    }
+  }
+  console.log(
+    `\n| writer at ${o.rate}/s over ${o.seeded} seeded (median of ${o.runs}) | WAL frames per decision | pages checkpointed per decision | checkpoints | WAL at most MB | write µs per decision | checkpoint µs per decision |\n|---|---:|---:|---:|---:|---:|---:|`,
+  );
+  for (const [key, fs] of results) {
+    const m = (f: (x: WalFigures) => number) => round(median(fs.map(f)), 3);
+    console.log(
+      `| ${key} | ${m((x) => x.framesPerDecision)} | ${m((x) => x.checkpointedPerDecision)} | ${m((x) => x.checkpoints)} | ${m((x) => x.maxWalMb)} | ${m((x) => x.writeUs)} | ${m((x) => x.checkpointUs)} |`,
+    );
+  }
+  console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -961,6 +1161,9 @@ async function main(): Promise<void> {
       rate: { type: 'string', default: '300' },
       intervals: { type: 'string' },
       seconds: { type: 'string', default: '10' },
+      'wal-pages': { type: 'boolean', default: false },
+      checkpoints: { type: 'string' },
+      'by-tree': { type: 'boolean', default: false },
     },
   });
   pageSize = Number(values['page-size']);
@@ -971,6 +1174,20 @@ async function main(): Promise<void> {
   try {
     if (values.indexes) {
       await indexList(dir);
+      return;
+    }
+    if (values['wal-pages']) {
+      await walPages(dir, {
+        seeded: Number(values.seed),
+        rate: Number(values.rate),
+        seconds: Number(values.seconds),
+        runs,
+        lineBytes,
+        intervals: (values.intervals ?? '1000').split(',').map(Number),
+        // Default: riskgate's bound (state-files.ts) against SQLite's default of 1,000 pages.
+        checkpoints: (values.checkpoints ?? `1000,${DECISIONS_WAL_BYTES / pageSize}`).split(',').map(Number),
+        byTree: values['by-tree'],
+      });
       return;
     }
     if (values['hot-cost'] && values['store-only']) {
