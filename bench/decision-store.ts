@@ -34,6 +34,7 @@ import { type WireBatch, wireBatch } from '../src/decision-store/decision-wire.t
 import { columnTypes, pgWireWriter } from '../src/decision-store/pg-batch-wire.ts';
 import { createRuleReport } from '../src/decision-store/rule-report-query.ts';
 import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
+import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type RunningPostgres, startPostgres } from '../test/support/postgres-server.ts';
 import { mulberry32 } from './seeded-random.ts';
@@ -51,6 +52,8 @@ import { mulberry32 } from './seeded-random.ts';
  *    filter the console offers queried `--queries` times with random values through the reader
  *    the route calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter; then the counts the
  *    Decisions page and the rule report make (issue 32: over 30 days, from the hour counts).
+ *    With `--wal-writes N` (SQLite), N records written by the shipped writer thread after the seed,
+ *    its connection open while the queries run (they read through the WAL it leaves).
  *
  * 4. With `--hot-cost`, instead of 1-3 (issue 32): the store's cost on the hot process. The shipped
  *    path (the decision log to a file with the default redaction, teed into the store's writer on
@@ -59,7 +62,8 @@ import { mulberry32 } from './seeded-random.ts';
  *    (every thread) per record, store on minus store off, median over the pairs. With
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
- *    With `--intervals 100,250,1000`, the store on with each writer interval against it off.
+ *    With `--intervals 100,250,1000`, the store on with each writer interval against it off. With
+ *    `--store-seed N`, the SQLite file seeded with N decisions first (a store some days old).
  *
  * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts
  *    (SQLite: the writer's per-batch upserts; PostgreSQL: the triggers), the real writer with and
@@ -86,8 +90,9 @@ import { mulberry32 } from './seeded-random.ts';
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
- *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]]
- *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
+ *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]
+       [--store-seed 100000]]
+ *     [--skip-inserts --postgres --seed 1000000] [--skip-inserts --seed 100000 --wal-writes 6000] [--hour-count-cost [--postgres] --records 20000]
  *     [--page-size 4096] (SQLite files on that page size; default the decisions file's, 16384)
  *     [--indexes]
  *     [--wal-pages --seed 100000 --rate 200 --seconds 40 --intervals 1000,2000 --checkpoints 1000,4096 [--by-tree]]
@@ -706,14 +711,30 @@ async function hotRun(
 async function hotCost(
   dir: string,
   target: DatabaseTarget | undefined,
-  o: { rate: number; seconds: number; runs: number; lineBytes: number; intervals: (number | undefined)[] },
+  o: {
+    rate: number;
+    seconds: number;
+    runs: number;
+    lineBytes: number;
+    intervals: (number | undefined)[];
+    storeSeed: number;
+  },
 ): Promise<void> {
   const { rate, seconds, lineBytes } = o;
   const { loadavg } = await import('node:os');
+  // `--store-seed`: the store's file (SQLite) holding that many decisions first, as a store some
+  // days old does: its indexes on random keys then cost about a leaf a row (bench/RESULTS.md).
+  if (o.storeSeed > 0 && target === undefined)
+    await seed({ kind: 'sqlite', path: join(dir, 'hot.sqlite'), pageSize }, o.storeSeed, lineBytes);
+  // A connection open throughout, as riskgate's query thread keeps one: the WAL file then lives
+  // from run to run (the last connection to close deletes it), grown once, as in a running riskgate.
+  const holder = target === undefined ? new DatabaseSync(join(dir, 'hot.sqlite')) : undefined;
   const load0 = loadavg()[0]!;
-  // A warm-up pair, not counted (JIT, the thread's first start).
-  await hotRun(dir, target, false, rate, 1, lineBytes);
-  await hotRun(dir, target, true, rate, 1, lineBytes);
+  // A warm-up pair, not counted (JIT, the thread's first start; over a seeded store, the WAL grown
+  // to its bound).
+  const warmSeconds = o.storeSeed > 0 ? seconds : 1;
+  await hotRun(dir, target, false, rate, warmSeconds, lineBytes);
+  await hotRun(dir, target, true, rate, warmSeconds, lineBytes);
   const sides = [undefined, ...o.intervals.map((intervalMs) => ({ intervalMs }))];
   const deltas = o.intervals.map(() => ({ main: [] as number[], proc: [] as number[] }));
   for (let r = 0; r < o.runs; r++) {
@@ -740,6 +761,7 @@ async function hotCost(
       `[hot-cost] run ${r + 1}: ${said.join(', ')} per record (load ${loadavg()[0]!.toFixed(2)})\n`,
     );
   }
+  holder?.close();
   for (const [i, d] of deltas.entries()) {
     const interval = o.intervals[i] === undefined ? '' : `, batches every ${o.intervals[i]} ms`;
     console.log(
@@ -753,7 +775,7 @@ async function seededQueries(
   dir: string,
   pg: RunningPostgres | undefined,
   seeded: number,
-  values: { queries?: string; 'loop-delay'?: boolean; 'loop-seconds'?: string },
+  values: { queries?: string; 'loop-delay'?: boolean; 'loop-seconds'?: string; 'wal-writes'?: string },
   runs: number,
   lineBytes: number,
 ): Promise<void> {
@@ -771,6 +793,24 @@ async function seededQueries(
     await loopDelayRuns(path, Number(values['loop-seconds']), runs);
     return;
   }
+  // `--wal-writes N` (SQLite): N hot records through the shipped writer thread in batches of 200
+  // (a second's at 200/s), its connection kept open while the queries run: they read through the
+  // WAL the writer leaves (its checkpoints' bound), as the console's do while decisions arrive.
+  const walWrites = Number(values['wal-writes'] ?? 0);
+  const walSink = walWrites > 0 && pg === undefined ? sqliteThreadSink(path) : undefined;
+  if (walSink !== undefined) {
+    const rnd = mulberry32(4);
+    for (let i = 0; i < walWrites; i += 200) {
+      const ops = Array.from(
+        { length: Math.min(200, walWrites - i) },
+        () => storeOpOf(hotRecord(rnd, lineBytes), Date.now())!,
+      );
+      await walSink.write(ops);
+    }
+    console.log(
+      `then ${walWrites} written by the writer thread: WAL ${round(statSync(`${path}-wal`).size / 1e6)} MB`,
+    );
+  }
   const perRun: Record<string, { p50: number; p95: number }>[] = [];
   for (let r = 0; r < runs; r++) {
     perRun.push(await queryTimes(target, Number(values.queries)));
@@ -786,6 +826,10 @@ async function seededQueries(
     );
   }
   console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
+  // The writer's thread is unref'd (it never holds a stopping riskgate): this holds the bench.
+  const keepAlive = setInterval(() => {}, 1000);
+  await walSink?.close();
+  clearInterval(keepAlive);
 }
 
 /**
@@ -1162,6 +1206,8 @@ async function main(): Promise<void> {
       intervals: { type: 'string' },
       seconds: { type: 'string', default: '10' },
       'wal-pages': { type: 'boolean', default: false },
+      'store-seed': { type: 'string', default: '0' },
+      'wal-writes': { type: 'string', default: '0' },
       checkpoints: { type: 'string' },
       'by-tree': { type: 'boolean', default: false },
     },
@@ -1217,6 +1263,7 @@ async function main(): Promise<void> {
           runs,
           lineBytes,
           intervals,
+          storeSeed: Number(values['store-seed']),
         });
       } finally {
         await pg?.stop();
