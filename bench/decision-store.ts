@@ -1,5 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  createWriteStream,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -10,7 +20,7 @@ import { DEFAULT_REDACTION, parseRedaction } from '../src/config/redaction-rules
 import { chartFrame } from '../src/console/decisions-page.tsx';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
-import { DECISIONS_PAGE_SIZE } from '../src/database/state-files.ts';
+import { DECISIONS_PAGE_SIZE, DECISIONS_WAL_BYTES } from '../src/database/state-files.ts';
 import { createDecisionLog } from '../src/decision-log/decision-log.ts';
 import { createRedactor } from '../src/decision-log/log-redaction.ts';
 import type { DecisionSink } from '../src/decision-store/decision-batch.ts';
@@ -24,6 +34,7 @@ import { type WireBatch, wireBatch } from '../src/decision-store/decision-wire.t
 import { columnTypes, pgWireWriter } from '../src/decision-store/pg-batch-wire.ts';
 import { createRuleReport } from '../src/decision-store/rule-report-query.ts';
 import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
+import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type RunningPostgres, startPostgres } from '../test/support/postgres-server.ts';
 import { mulberry32 } from './seeded-random.ts';
@@ -41,6 +52,8 @@ import { mulberry32 } from './seeded-random.ts';
  *    filter the console offers queried `--queries` times with random values through the reader
  *    the route calls (the HTTP edge adds its ~1 ms), p50 and p95 per filter; then the counts the
  *    Decisions page and the rule report make (issue 32: over 30 days, from the hour counts).
+ *    With `--wal-writes N` (SQLite), N records written by the shipped writer thread after the seed,
+ *    its connection open while the queries run (they read through the WAL it leaves).
  *
  * 4. With `--hot-cost`, instead of 1-3 (issue 32): the store's cost on the hot process. The shipped
  *    path (the decision log to a file with the default redaction, teed into the store's writer on
@@ -49,7 +62,8 @@ import { mulberry32 } from './seeded-random.ts';
  *    (every thread) per record, store on minus store off, median over the pairs. With
  *    `--postgres`, the store on PostgreSQL (a server started as the tests do). With
  *    `--store-only`, one run with the store on (to profile: `node --cpu-prof --import tsx ...`).
- *    With `--intervals 100,250,1000`, the store on with each writer interval against it off.
+ *    With `--intervals 100,250,1000`, the store on with each writer interval against it off. With
+ *    `--store-seed N`, the SQLite file seeded with N decisions first (a store some days old).
  *
  * 5. With `--hour-count-cost`, instead of 1-3 (issue 32): the insert cost of the hour counts
  *    (SQLite: the writer's per-batch upserts; PostgreSQL: the triggers), the real writer with and
@@ -59,6 +73,15 @@ import { mulberry32 } from './seeded-random.ts';
  * 6. With `--indexes`: every index of the store's tables and the query that needs it (`INDEXES`),
  *    checked against a store migrated fresh.
  *
+ * 7. With `--wal-pages`, instead of 1-3 (issue 32): the SQLite writer's pages per decision over a
+ *    store seeded with `--seed` decisions: `--rate` hot-shaped records/s for `--seconds`, batched
+ *    every `--intervals` ms, written by the writer's statements in this thread; the WAL's frames
+ *    read from their headers, a PASSIVE checkpoint after the commit that takes the WAL to each of
+ *    `--checkpoints` frames (SQLite's autocheckpoint, emulated to count the distinct pages each
+ *    copies). Per decision: frames, pages checkpointed, the writer's CPU (writes, checkpoints);
+ *    the largest WAL; with `--by-tree`, the frames by table or index (dbstat). Variants on one
+ *    file (it grows by each one's records), the order reversed every other run.
+ *
  * 3. With `--loop-delay`, instead of 2: the main thread's event-loop delay while `GET /decisions?
  *    counts=true` (a page and the counts by verdict over every stored decision, the reader calls the
  *    route makes) runs back to back for `--loop-seconds`, on kysely's own SQLite dialect (queries on
@@ -67,10 +90,12 @@ import { mulberry32 } from './seeded-random.ts';
  *
  *   npx tsx bench/decision-store.ts [--records 20000] [--seed 1000000] [--queries 40] [--runs 3]
  *     [--loop-delay --loop-seconds 5]
- *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]]
- *     [--skip-inserts --postgres --seed 1000000] [--hour-count-cost [--postgres] --records 20000]
+ *     [--hot-cost --rate 300 --seconds 10 [--postgres | --store-only] [--intervals 100,250,1000]
+       [--store-seed 100000]]
+ *     [--skip-inserts --postgres --seed 1000000] [--skip-inserts --seed 100000 --wal-writes 6000] [--hour-count-cost [--postgres] --records 20000]
  *     [--page-size 4096] (SQLite files on that page size; default the decisions file's, 16384)
  *     [--indexes]
+ *     [--wal-pages --seed 100000 --rate 200 --seconds 40 --intervals 1000,2000 --checkpoints 1000,4096 [--by-tree]]
  */
 
 const RULES = [
@@ -686,14 +711,30 @@ async function hotRun(
 async function hotCost(
   dir: string,
   target: DatabaseTarget | undefined,
-  o: { rate: number; seconds: number; runs: number; lineBytes: number; intervals: (number | undefined)[] },
+  o: {
+    rate: number;
+    seconds: number;
+    runs: number;
+    lineBytes: number;
+    intervals: (number | undefined)[];
+    storeSeed: number;
+  },
 ): Promise<void> {
   const { rate, seconds, lineBytes } = o;
   const { loadavg } = await import('node:os');
+  // `--store-seed`: the store's file (SQLite) holding that many decisions first, as a store some
+  // days old does: its indexes on random keys then cost about a leaf a row (bench/RESULTS.md).
+  if (o.storeSeed > 0 && target === undefined)
+    await seed({ kind: 'sqlite', path: join(dir, 'hot.sqlite'), pageSize }, o.storeSeed, lineBytes);
+  // A connection open throughout, as riskgate's query thread keeps one: the WAL file then lives
+  // from run to run (the last connection to close deletes it), grown once, as in a running riskgate.
+  const holder = target === undefined ? new DatabaseSync(join(dir, 'hot.sqlite')) : undefined;
   const load0 = loadavg()[0]!;
-  // A warm-up pair, not counted (JIT, the thread's first start).
-  await hotRun(dir, target, false, rate, 1, lineBytes);
-  await hotRun(dir, target, true, rate, 1, lineBytes);
+  // A warm-up pair, not counted (JIT, the thread's first start; over a seeded store, the WAL grown
+  // to its bound).
+  const warmSeconds = o.storeSeed > 0 ? seconds : 1;
+  await hotRun(dir, target, false, rate, warmSeconds, lineBytes);
+  await hotRun(dir, target, true, rate, warmSeconds, lineBytes);
   const sides = [undefined, ...o.intervals.map((intervalMs) => ({ intervalMs }))];
   const deltas = o.intervals.map(() => ({ main: [] as number[], proc: [] as number[] }));
   for (let r = 0; r < o.runs; r++) {
@@ -720,6 +761,7 @@ async function hotCost(
       `[hot-cost] run ${r + 1}: ${said.join(', ')} per record (load ${loadavg()[0]!.toFixed(2)})\n`,
     );
   }
+  holder?.close();
   for (const [i, d] of deltas.entries()) {
     const interval = o.intervals[i] === undefined ? '' : `, batches every ${o.intervals[i]} ms`;
     console.log(
@@ -733,7 +775,7 @@ async function seededQueries(
   dir: string,
   pg: RunningPostgres | undefined,
   seeded: number,
-  values: { queries?: string; 'loop-delay'?: boolean; 'loop-seconds'?: string },
+  values: { queries?: string; 'loop-delay'?: boolean; 'loop-seconds'?: string; 'wal-writes'?: string },
   runs: number,
   lineBytes: number,
 ): Promise<void> {
@@ -751,6 +793,24 @@ async function seededQueries(
     await loopDelayRuns(path, Number(values['loop-seconds']), runs);
     return;
   }
+  // `--wal-writes N` (SQLite): N hot records through the shipped writer thread in batches of 200
+  // (a second's at 200/s), its connection kept open while the queries run: they read through the
+  // WAL the writer leaves (its checkpoints' bound), as the console's do while decisions arrive.
+  const walWrites = Number(values['wal-writes'] ?? 0);
+  const walSink = walWrites > 0 && pg === undefined ? sqliteThreadSink(path) : undefined;
+  if (walSink !== undefined) {
+    const rnd = mulberry32(4);
+    for (let i = 0; i < walWrites; i += 200) {
+      const ops = Array.from(
+        { length: Math.min(200, walWrites - i) },
+        () => storeOpOf(hotRecord(rnd, lineBytes), Date.now())!,
+      );
+      await walSink.write(ops);
+    }
+    console.log(
+      `then ${walWrites} written by the writer thread: WAL ${round(statSync(`${path}-wal`).size / 1e6)} MB`,
+    );
+  }
   const perRun: Record<string, { p50: number; p95: number }>[] = [];
   for (let r = 0; r < runs; r++) {
     perRun.push(await queryTimes(target, Number(values.queries)));
@@ -766,6 +826,10 @@ async function seededQueries(
     );
   }
   console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
+  // The writer's thread is unref'd (it never holds a stopping riskgate): this holds the bench.
+  const keepAlive = setInterval(() => {}, 1000);
+  await walSink?.close();
+  clearInterval(keepAlive);
 }
 
 /**
@@ -940,6 +1004,186 @@ async function indexList(dir: string): Promise<void> {
     );
 }
 
+/** Frames a WAL file holds since its last reset, read from the frames' headers (salts match the file's). */
+class WalFrames {
+  #offset = 32;
+  #salts: [number, number] | undefined;
+  readonly #header = Buffer.alloc(32);
+  /** Pages (by number) the frames since the last checkpoint wrote, and how many frames. */
+  pages = new Map<number, number>();
+  frames = 0;
+  constructor(
+    private readonly path: string,
+    private readonly pageBytes: number,
+  ) {}
+  /** Reads the frames appended since the last call. */
+  scan(): void {
+    const fd = openSync(this.path, 'r');
+    try {
+      if (this.#salts === undefined) {
+        if (readSync(fd, this.#header, 0, 32, 0) < 32) return;
+        this.#salts = [this.#header.readUInt32BE(16), this.#header.readUInt32BE(20)];
+      }
+      const frame = this.#header.subarray(0, 24);
+      while (readSync(fd, frame, 0, 24, this.#offset) === 24) {
+        if (frame.readUInt32BE(8) !== this.#salts[0] || frame.readUInt32BE(12) !== this.#salts[1]) break;
+        const page = frame.readUInt32BE(0);
+        this.pages.set(page, (this.pages.get(page) ?? 0) + 1);
+        this.frames++;
+        this.#offset += 24 + this.pageBytes;
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+  /** After a complete checkpoint: the next commit starts the WAL over, with new salts. */
+  reset(): void {
+    this.#offset = 32;
+    this.#salts = undefined;
+    this.pages = new Map();
+  }
+}
+
+interface WalFigures {
+  framesPerDecision: number;
+  checkpointedPerDecision: number;
+  checkpoints: number;
+  maxWalMb: number;
+  writeUs: number;
+  checkpointUs: number;
+  byTree: Record<string, number>;
+}
+
+/**
+ * Mode 7 (`--wal-pages`): over a store seeded with `--seed` decisions, the SQLite writer's pages per
+ * decision (WAL frames, pages checkpointed) and its CPU in this thread, at `--rate` decisions/s for
+ * `--seconds`, for each batch interval (`--intervals`) and checkpoint threshold in frames
+ * (`--checkpoints`; SQLite's autocheckpoint, PASSIVE after a commit, emulated to count).
+ */
+async function walPages(
+  dir: string,
+  o: {
+    seeded: number;
+    rate: number;
+    seconds: number;
+    runs: number;
+    lineBytes: number;
+    intervals: number[];
+    checkpoints: number[];
+    byTree: boolean;
+  },
+): Promise<void> {
+  const { loadavg } = await import('node:os');
+  const path = join(dir, 'wal.sqlite');
+  const t0 = performance.now();
+  await seed({ kind: 'sqlite', path, pageSize }, o.seeded, o.lineBytes);
+  process.stderr.write(
+    `[wal-pages] seeded ${o.seeded} in ${round((performance.now() - t0) / 1000)} s, ${round(statSync(path).size / 1e6)} MB\n`,
+  );
+  const variants = o.intervals.flatMap((intervalMs) =>
+    o.checkpoints.map((frames) => ({ intervalMs, frames })),
+  );
+  const results = new Map<string, WalFigures[]>();
+  const rnd = mulberry32(5);
+  let clock = Date.now();
+  for (let r = 0; r < o.runs; r++) {
+    const order = r % 2 === 0 ? variants : [...variants].reverse();
+    for (const v of order) {
+      const file = new DatabaseSync(path, { timeout: 5000 });
+      file.exec('PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0');
+      file.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      const write = wireWriter(file);
+      const wal = new WalFrames(`${path}-wal`, pageSize);
+      const perBatch = Math.max(1, Math.round((o.rate * v.intervalMs) / 1000));
+      const total = Math.round(o.rate * o.seconds);
+      let frames = 0;
+      let checkpointed = 0;
+      let checkpoints = 0;
+      let maxFrames = 0;
+      let writeUs = 0;
+      let checkpointUs = 0;
+      const byPage = new Map<number, number>();
+      const checkpoint = () => {
+        const c0 = process.threadCpuUsage();
+        const [row] = file.prepare('PRAGMA wal_checkpoint(PASSIVE)').all() as {
+          log: number;
+          checkpointed: number;
+        }[];
+        const c = process.threadCpuUsage(c0);
+        checkpointUs += c.user + c.system;
+        if (row!.log !== row!.checkpointed) throw new Error(`checkpoint incomplete: ${JSON.stringify(row)}`);
+        checkpointed += wal.pages.size;
+        checkpoints++;
+        wal.reset();
+      };
+      for (let i = 0; i < total; i += perBatch) {
+        const ops: StoreOp[] = [];
+        for (let j = i; j < Math.min(total, i + perBatch); j++) {
+          clock += 1000 / o.rate;
+          const record = hotRecord(rnd, o.lineBytes);
+          record.at = new Date(clock).toISOString();
+          ops.push(storeOpOf(record, clock)!);
+        }
+        const batch = wireBatch(ops);
+        const c0 = process.threadCpuUsage();
+        write(batch);
+        const c = process.threadCpuUsage(c0);
+        writeUs += c.user + c.system;
+        const before = wal.frames;
+        const pagesBefore = new Map(wal.pages);
+        wal.scan();
+        frames += wal.frames - before;
+        for (const [page, n] of wal.pages)
+          byPage.set(page, (byPage.get(page) ?? 0) + n - (pagesBefore.get(page) ?? 0));
+        maxFrames = Math.max(
+          maxFrames,
+          wal.pages.size === 0 ? 0 : [...wal.pages.values()].reduce((a, b) => a + b, 0),
+        );
+        if ([...wal.pages.values()].reduce((a, b) => a + b, 0) >= v.frames) checkpoint();
+      }
+      if (wal.pages.size > 0) checkpoint();
+      const byTree: Record<string, number> = {};
+      if (o.byTree) {
+        const names = new Map<number, string>();
+        for (const row of file.prepare('select pageno, name from dbstat').all() as {
+          pageno: number;
+          name: string;
+        }[])
+          names.set(row.pageno, row.name);
+        for (const [page, n] of byPage) {
+          const name = names.get(page) ?? (page === 1 ? 'page 1' : 'other');
+          byTree[name] = round((byTree[name] ?? 0) + n / total, 3);
+        }
+      }
+      file.close();
+      const f: WalFigures = {
+        framesPerDecision: round(frames / total, 3),
+        checkpointedPerDecision: round(checkpointed / total, 3),
+        checkpoints,
+        maxWalMb: round((maxFrames * (pageSize + 24)) / 1e6),
+        writeUs: round(writeUs / total),
+        checkpointUs: round(checkpointUs / total),
+        byTree,
+      };
+      const key = `batches every ${v.intervalMs} ms (${perBatch}), checkpoint at ${v.frames} frames`;
+      results.set(key, [...(results.get(key) ?? []), f]);
+      process.stderr.write(
+        `[wal-pages] run ${r + 1}: ${key}: ${JSON.stringify(f)} (load ${loadavg()[0]!.toFixed(2)})\n`,
+      );
+    }
+  }
+  console.log(
+    `\n| writer at ${o.rate}/s over ${o.seeded} seeded (median of ${o.runs}) | WAL frames per decision | pages checkpointed per decision | checkpoints | WAL at most MB | write µs per decision | checkpoint µs per decision |\n|---|---:|---:|---:|---:|---:|---:|`,
+  );
+  for (const [key, fs] of results) {
+    const m = (f: (x: WalFigures) => number) => round(median(fs.map(f)), 3);
+    console.log(
+      `| ${key} | ${m((x) => x.framesPerDecision)} | ${m((x) => x.checkpointedPerDecision)} | ${m((x) => x.checkpoints)} | ${m((x) => x.maxWalMb)} | ${m((x) => x.writeUs)} | ${m((x) => x.checkpointUs)} |`,
+    );
+  }
+  console.log(`load average at the end ${loadavg()[0]!.toFixed(2)}`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -961,6 +1205,11 @@ async function main(): Promise<void> {
       rate: { type: 'string', default: '300' },
       intervals: { type: 'string' },
       seconds: { type: 'string', default: '10' },
+      'wal-pages': { type: 'boolean', default: false },
+      'store-seed': { type: 'string', default: '0' },
+      'wal-writes': { type: 'string', default: '0' },
+      checkpoints: { type: 'string' },
+      'by-tree': { type: 'boolean', default: false },
     },
   });
   pageSize = Number(values['page-size']);
@@ -971,6 +1220,20 @@ async function main(): Promise<void> {
   try {
     if (values.indexes) {
       await indexList(dir);
+      return;
+    }
+    if (values['wal-pages']) {
+      await walPages(dir, {
+        seeded: Number(values.seed),
+        rate: Number(values.rate),
+        seconds: Number(values.seconds),
+        runs,
+        lineBytes,
+        intervals: (values.intervals ?? '1000').split(',').map(Number),
+        // Default: riskgate's bound (state-files.ts) against SQLite's default of 1,000 pages.
+        checkpoints: (values.checkpoints ?? `1000,${DECISIONS_WAL_BYTES / pageSize}`).split(',').map(Number),
+        byTree: values['by-tree'],
+      });
       return;
     }
     if (values['hot-cost'] && values['store-only']) {
@@ -1000,6 +1263,7 @@ async function main(): Promise<void> {
           runs,
           lineBytes,
           intervals,
+          storeSeed: Number(values['store-seed']),
         });
       } finally {
         await pg?.stop();

@@ -42,6 +42,21 @@ export const MARKER_FILE = 'state.json';
  * SQLite's default: its transactions touch one page per index however large the pages are.
  */
 export const DECISIONS_PAGE_SIZE = 16_384;
+
+/**
+ * How much WAL the decisions file's writer lets build up before a commit checkpoints it, bytes
+ * (`PRAGMA wal_autocheckpoint`, in pages of the file's size; issue 32). A checkpoint copies each
+ * page the WAL holds once, however many batches changed it since the last one. At SQLite's default
+ * (1,000 pages: 16 MB here) a store of 100,000 decisions was checkpointed after every batch of a
+ * second at 200/s (~5.7 frames a decision: the indexes on random keys, user, IP, account, unit,
+ * cost about a leaf a row), copying every frame; at 64 MiB ~3.4 pages a decision, and the
+ * checkpoints' CPU ~0.6x (bench/RESULTS.md, "the decisions file's checkpoints"; 128 MiB copied
+ * fewer pages for no less CPU). The price: readers look pages up in the WAL it keeps, and read
+ * the recent ones there (the console's 1 h and 24 h charts ~0.5 ms slower, ~1.35x). After a burst
+ * `journal_size_limit` trims the WAL back to this size: disk on top of
+ * RISKGATE_DECISION_STORE_MAX_MB's lines.
+ */
+export const DECISIONS_WAL_BYTES = 64 * 1024 * 1024;
 export const LEGACY_FILE = 'riskgate.sqlite';
 
 /** SQLite's companions of a database file (WAL mode). */
