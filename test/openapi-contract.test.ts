@@ -129,6 +129,25 @@ describe('the OpenAPI document', () => {
     expect([...undeclared].filter(([, ok]) => !ok).map(([key]) => key)).toEqual([]);
   });
 
+  it('names, in the description of every body with a size limit, that limit', () => {
+    const limited = new Map<string, string | undefined>();
+    for (const r of h.riskgate.app.routes) {
+      const declared = declarationOf(r.handler);
+      const maxBytes = declared?.body?.maxBytes;
+      if (declared === undefined || maxBytes === undefined) continue;
+      const operation = doc.paths[declared.path]?.[declared.method] as
+        | { requestBody?: { description?: string } }
+        | undefined;
+      const description = operation?.requestBody?.description;
+      limited.set(
+        `${declared.method} ${declared.path}`,
+        description?.includes(`${maxBytes} bytes`) ? 'named' : description,
+      );
+    }
+    expect(limited.size).toBeGreaterThanOrEqual(15);
+    expect([...limited].filter(([, named]) => named !== 'named')).toEqual([]);
+  });
+
   it('is what riskgate serves at /openapi.json and what `npm run openapi` writes', async () => {
     const servedDoc = await (await h.ops('/openapi.json')).json();
     expect(servedDoc, `${OPENAPI_FILE} is stale: run npm run openapi`).toEqual(doc);

@@ -38,7 +38,6 @@ export const DECIDE_ROUTE = declareRoute({
   body: {
     schema: { component: 'DecideRequest', schema: decideRequestSchema },
     maxBytes: MAX_DECIDE_BODY_BYTES,
-    description: `JSON, at most ${MAX_DECIDE_BODY_BYTES} bytes.`,
   },
   responses: {
     200: {

@@ -57,7 +57,6 @@ export const FEEDBACK_ROUTE = declareRoute({
   body: {
     schema: { component: 'FeedbackRequest', schema: feedbackRequestSchema },
     maxBytes: MAX_FEEDBACK_BODY_BYTES,
-    description: `JSON, at most ${MAX_FEEDBACK_BODY_BYTES} bytes.`,
   },
   responses: {
     202: {

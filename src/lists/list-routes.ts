@@ -205,7 +205,6 @@ export const ADD_LIST_ENTRY_ROUTE = declareRoute({
   body: {
     schema: { component: 'AddListEntry', schema: addEntrySchema },
     maxBytes: MAX_ENTRY_BODY_BYTES,
-    description: `JSON, at most ${MAX_ENTRY_BODY_BYTES} bytes.`,
   },
   responses: {
     201: { description: 'The entry as kept (an `ip` entry as its network).', schema: 'ListEntry' },

@@ -236,7 +236,6 @@ export const UNLOCK_ROUTE = declareRoute({
   body: {
     schema: { component: 'UnlockRequest', schema: unlockRequestSchema },
     maxBytes: MAX_UNLOCK_BODY_BYTES,
-    description: `JSON, at most ${MAX_UNLOCK_BODY_BYTES} bytes.`,
   },
   responses: {
     202: {

@@ -241,6 +241,7 @@ function operationOf(route: AnyRouteDeclaration): Record<string, unknown> {
     ...(route.query === undefined ? [] : parametersOf(route.query, 'query')),
   ];
   const body = route.body;
+  const bodyNote = body === undefined ? undefined : bodyDescription(body);
   const answers: Record<string, object> = {};
   for (const [status, answer] of Object.entries(route.responses)) {
     const { description, schema, contentType = 'application/json', headers } = answer;
@@ -263,7 +264,7 @@ function operationOf(route: AnyRouteDeclaration): Record<string, unknown> {
     ...(body !== undefined && {
       requestBody: {
         required: body.required ?? true,
-        ...(body.description !== undefined && { description: body.description }),
+        ...(bodyNote !== undefined && { description: bodyNote }),
         content: {
           'application/json': {
             schema: body.schema !== undefined ? ref(body.schema.component) : (body.jsonSchema ?? {}),
@@ -278,6 +279,13 @@ function operationOf(route: AnyRouteDeclaration): Record<string, unknown> {
       ...(rules.timeout && REQUEST_TIMEOUT),
     },
   };
+}
+
+/** A body's description as declared, or else its size limit's (`RouteSpec.body.description`). */
+function bodyDescription(body: NonNullable<AnyRouteDeclaration['body']>): string | undefined {
+  return (
+    body.description ?? (body.maxBytes === undefined ? undefined : `JSON, at most ${body.maxBytes} bytes.`)
+  );
 }
 
 /** The request bodies the routes name, by component name (a name given twice must be one schema). */

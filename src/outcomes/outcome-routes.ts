@@ -50,7 +50,6 @@ export const OUTCOME_ROUTE = declareRoute({
   body: {
     schema: { component: 'OutcomeRequest', schema: outcomeRequestSchema },
     maxBytes: MAX_OUTCOME_BODY_BYTES,
-    description: `JSON, at most ${MAX_OUTCOME_BODY_BYTES} bytes.`,
   },
   responses: {
     202: {

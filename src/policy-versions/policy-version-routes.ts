@@ -203,8 +203,8 @@ export const CREATE_POLICY_VERSION_ROUTE = declareRoute({
   description: VERSION_STEP_NOTE,
   body: {
     schema: { component: 'NewPolicyVersion', schema: newPolicyVersionSchema },
+    // The YAML's own limit is the schema's; the rest is room for the message and the JSON around them.
     maxBytes: MAX_POLICY_VERSION_BODY_BYTES + 4096,
-    description: `JSON, the YAML at most ${MAX_POLICY_VERSION_BODY_BYTES} bytes.`,
   },
   responses: { 201: { description: 'The draft as kept.', schema: 'PolicyVersion' } },
   problems: {
@@ -267,8 +267,6 @@ export const POLICY_VERSION_STEP_ROUTES = (
             schema: { component: 'ProposePolicyVersion', schema: proposePolicyVersionSchema },
             required: false,
             maxBytes: 1024,
-            description:
-              'Optional JSON: the backtest window (default the last RISKGATE_BACKTEST_WINDOW_HOURS hours, 24).',
           },
         }),
         responses: { 200: { description: 'The version after the step.', schema: 'PolicyVersion' } },

@@ -41,7 +41,6 @@ const REVIEW_CHANGE_NOTE =
 const bodyOf = <S extends z.ZodType>(component: string, schema: S) => ({
   schema: { component, schema },
   maxBytes: MAX_REVIEW_BODY_BYTES,
-  description: `JSON, at most ${MAX_REVIEW_BODY_BYTES} bytes.`,
 });
 const BODY_PROBLEMS = jsonBodyProblems(MAX_REVIEW_BODY_BYTES);
 const NO_CASE = notFoundNote('No review case of this id.');

@@ -218,7 +218,6 @@ export const CREATE_SNOOZE_ROUTE = declareRoute({
   body: {
     schema: { component: 'CreateSnooze', schema: createSnoozeSchema },
     maxBytes: MAX_SNOOZE_BODY_BYTES,
-    description: `JSON, at most ${MAX_SNOOZE_BODY_BYTES} bytes.`,
   },
   responses: {
     201: { description: 'The snooze as kept (an `ip` snooze as its network).', schema: 'Snooze' },
