@@ -49,7 +49,8 @@ export type LockoutRead =
   | 'beginUnlock'
   | 'lockedAll'
   | 'applyOutcome'
-  | 'makePermanent';
+  | 'makePermanent'
+  | 'lockedStatement';
 
 /**
  * Every index of `lockout` and the store's queries that need it (issue 32: each is a page written
@@ -66,7 +67,9 @@ export const LOCKOUT_INDEXES: ReadonlyArray<{
   {
     index: '(primary key)',
     columns: 'id',
-    reads: ['add', 'get', 'beginUnlock', 'lockedAll', 'applyOutcome', 'makePermanent'],
+    // `lockedStatement`: an upsert of its id, in the outbox's completion (on SQLite its delivered
+    // check finds the entry by the outbox's unique id).
+    reads: ['add', 'get', 'beginUnlock', 'lockedAll', 'applyOutcome', 'makePermanent', 'lockedStatement'],
   },
   { index: 'lockout_created', columns: 'created_ms, id', reads: ['list'] },
   {

@@ -82,6 +82,8 @@ export const OUTBOX_INDEXES: ReadonlyArray<{ index: string; columns: string; rea
     {
       index: '(unique id)',
       columns: 'id',
+      // And, on SQLite, the condition of `complete`'s delivery records (`delivered`, in the
+      // lock-out's `lockedStatement`: run by the test with LOCKOUT_INDEXES' reads).
       reads: ['append', 'complete', 'markLogged', 'retryLater', 'deadLetter', 'get', 'retry', 'drop'],
     },
     {
