@@ -70,7 +70,10 @@ export interface RouteSpec<
     required?: boolean;
     /** 413 past it, before the body is read: `mount` puts `limitBody` right before the handler. */
     maxBytes?: number;
-    /** Default `JSON, at most <maxBytes> bytes.` */
+    /**
+     * Default (with `maxBytes`) `JSON, at most <maxBytes> bytes.`, the document's; one given must
+     * name `<maxBytes> bytes` too (test/openapi-contract.test.ts).
+     */
     description?: string;
     /** Other content types it takes besides JSON (JSON Schema by content type). */
     alsoAccepts?: Record<string, Record<string, unknown>>;
