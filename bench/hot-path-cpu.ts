@@ -11,6 +11,9 @@
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
  *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
  *
+ * A build `name=peer` runs the peer (bench/peer-server.ts) the same way instead, for a differential
+ * profile at the same load (issue 32: where riskgate's CPU per 2xx goes beyond the peer's).
+ *
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
  */
@@ -19,10 +22,17 @@ import { rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { mainThreadCpuUs, processTree, processTreeCpuUs } from './bench-processes.ts';
+import {
+  freePort,
+  mainThreadCpuUs,
+  processTree,
+  processTreeCpuUs,
+  type ServerProcess,
+  startServer,
+} from './bench-processes.ts';
 import { demoDecideBodies, withBenchRig } from './bench-scenario.ts';
 import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
-import { resetSandbox } from './sandbox-control.ts';
+import { resetSandbox, sandboxVendorEnv } from './sandbox-control.ts';
 
 const { values } = parseArgs({
   options: {
@@ -35,9 +45,11 @@ const { values } = parseArgs({
     'profile-dir': { type: 'string' },
   },
 });
+/** A build's entry is a tree's bench/riskgate-under-bench.ts, or `peer` for bench/peer-server.ts. */
 const builds = values.builds.split(',').map((b) => {
   const at = b.indexOf('=');
-  return { name: b.slice(0, at), entry: resolve(b.slice(at + 1)) };
+  const entry = b.slice(at + 1);
+  return { name: b.slice(0, at), entry: entry === 'peer' ? entry : resolve(entry) };
 });
 const rounds = Number(values.rounds);
 const durationS = Number(values.duration);
@@ -64,6 +76,26 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
     '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx | main thread µs per 2xx |',
   );
   console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---|');
+  /** The peer (bench/peer-server.ts) on riskgate's core, as bench/syscalls-per-decision.ts starts it. */
+  const startPeer = async (stateDir: string, nodeArgs: string[]): Promise<ServerProcess> => {
+    const port = await freePort();
+    return await startServer({
+      name: 'peer',
+      entry: 'bench/peer-server.ts',
+      port,
+      cpu: rig.pinning.riskgate,
+      readyPath: '/bench/hello',
+      nodeArgs,
+      readyTimeoutMs: 120_000,
+      env: {
+        ...sandboxVendorEnv(sandbox.url),
+        RISKGATE_RAT_BATCH_WINDOW_MS: '1',
+        REFERENCE_STATE_DIR: stateDir,
+        PEER_PORT: String(port),
+        PEER_API_KEY: apiKey,
+      },
+    });
+  };
   for (let round = 1; round <= rounds; round++) {
     // Alternating order: no build always runs first in a round.
     const order = round % 2 === 1 ? builds : [...builds].reverse();
@@ -72,19 +104,22 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
       const bodies = await demoDecideBodies(sandbox.url, 256);
       const stateDir = mkdtempSync(join(tmpdir(), 'riskgate-hot-path-state-'));
       const profiling = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${stateDir}/prof`];
-      const riskgate = await rig.startRiskgate({
-        name: `riskgate ${build.name}`,
-        entry: build.entry,
-        nodeArgs: ['--expose-gc', ...profiling],
-        // Start-up on one shared core at load 10+ (tsx compiling, the profiler on) took over 30 s.
-        readyTimeoutMs: 120_000,
-        env: {
-          RISKGATE_STATE_DIR: stateDir,
-          RISKGATE_DECISION_LOG: join(stateDir, 'decisions.ndjson'),
-          RISKGATE_RAT_BATCH_WINDOW_MS: '1',
-          RISKGATE_RAT_CACHE_MS: '0',
-        },
-      });
+      const riskgate: ServerProcess =
+        build.entry === 'peer'
+          ? await startPeer(stateDir, profiling)
+          : await rig.startRiskgate({
+              name: `riskgate ${build.name}`,
+              entry: build.entry,
+              nodeArgs: ['--expose-gc', ...profiling],
+              // Start-up on one shared core at load 10+ (tsx compiling, the profiler on) took over 30 s.
+              readyTimeoutMs: 120_000,
+              env: {
+                RISKGATE_STATE_DIR: stateDir,
+                RISKGATE_DECISION_LOG: join(stateDir, 'decisions.ndjson'),
+                RISKGATE_RAT_BATCH_WINDOW_MS: '1',
+                RISKGATE_RAT_CACHE_MS: '0',
+              },
+            });
       try {
         const job = {
           type: 'closed' as const,

@@ -285,6 +285,8 @@ const server = createServer((req, res) => {
   decide(req, res).catch(() => send(res, 500, { title: 'Internal error', status: 500 }));
 });
 server.keepAliveTimeout = 5000;
+// A clean exit on the harness's SIGTERM, so `--cpu-prof` writes its profile (bench/hot-path-cpu.ts).
+process.once('SIGTERM', () => process.exit(0));
 server.listen(Number(process.env.PEER_PORT ?? 0), '127.0.0.1', () => {
   process.stderr.write(`peer listening on ${(server.address() as { port: number }).port}\n`);
 });

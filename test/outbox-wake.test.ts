@@ -144,6 +144,57 @@ describe('an idle outbox on the SQLite file', () => {
     await outbox.drain(0);
   });
 
+  it('stats the file once per poll interval under a stream of submits, not at every wake-up', async () => {
+    const target = outboxSqliteFile();
+    const path = (target as { path: string }).path;
+    const store = await openDatabaseOutbox(target);
+    opened.push(store);
+    /** The real watermark, its marks counted (each is a `stat` of the file and of its WAL). */
+    class CountedWatermark extends FileWatermark {
+      marks = 0;
+      override mark(): string | undefined {
+        this.marks++;
+        return super.mark();
+      }
+    }
+    const watermark = new CountedWatermark(path);
+    const clock = new DrivenClock();
+    let outcomes = 0;
+    const outbox = new Outbox({
+      store,
+      admin: { updateUser: async () => ({ ok: true, value: {}, durationMs: 0 }) } as unknown as ActionAdmin,
+      onOutcome: () => {
+        outcomes++;
+      },
+      pollMs: 1000,
+      quietFullPollMs: 10_000,
+      clock,
+      watermark,
+    });
+    outbox.start();
+    const polled = () => eventually(() => clock.pendingTimers === 1, { what: 'the poll done' });
+    await polled();
+    await clock.advance(10);
+    await polled();
+    const before = watermark.marks;
+    // Five lock-outs 100 ms apart: each submit and each completion wakes a poll that claims.
+    for (let i = 0; i < 5; i++) {
+      expect(await outbox.submit([job(`u-stream-${i}`)], { timeoutMs: 5000 })).toEqual(['queued']);
+      await clock.advance(10);
+      await eventually(
+        async () => {
+          await clock.advance(0);
+          return outcomes === i + 1;
+        },
+        { what: `lock-out ${i} done` },
+      );
+      await clock.advance(90);
+    }
+    // Within one poll interval of the first housekeeping: at most the one poll that housekeeps.
+    expect(watermark.marks - before).toBeLessThanOrEqual(1);
+    await outbox.drain(0);
+  });
+
   it('queries the store at least every quietFullPollMs, the file untouched', async () => {
     const target = outboxSqliteFile();
     const path = (target as { path: string }).path;
