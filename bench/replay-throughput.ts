@@ -4,9 +4,10 @@
  * `--log`: the log is kept there and reused when it exists, so builds are compared over the same
  * bytes; `--policy`: the candidate, default the shipped policy).
  * Writes a decision log of N lines made from real ones (bench/fixtures/decision-lines.jsonl: lines a
- * running riskgate wrote for the sandbox's demo accounts with the shipped policy; each copy gets its
- * own decisionId), then times `replayDecisions` over it with the shipped policy, as
- * `riskgate replay --policy policies/ <log>` runs it. Prints decisions/s, elapsed seconds, peak RSS,
+ * running riskgate wrote for the sandbox's demo accounts with the shipped policy, their members put
+ * in today's writer's order by its `withLastInHead`, session 9; each copy gets its own decisionId),
+ * then times `replayDecisions` over it with the shipped policy, as `riskgate replay --policy
+ * policies/ <log>` runs it. Prints decisions/s, elapsed seconds, peak RSS,
  * and the replay's CPU: the process's, and each thread's from /proc (Linux), per decision.
  */
 import { randomUUID } from 'node:crypto';

@@ -61,7 +61,7 @@ describe('decision line', () => {
       'degraded',
       'timings',
     ]);
-    expect(Object.keys(plain.inputs)).toEqual(['signals', 'user', 'devices', 'adminUnavailable']);
+    expect(Object.keys(plain.inputs)).toEqual(['user', 'devices', 'adminUnavailable', 'signals']);
     expect(Object.keys(plain.outcome)).toEqual(['verdict', 'score', 'matchedRules', 'decidedBy']);
     expect(plain.timings).toEqual({
       totalMs: 12,
@@ -88,7 +88,6 @@ describe('decision line', () => {
       'timings',
     ]);
     expect(Object.keys(full.inputs)).toEqual([
-      'signals',
       'user',
       'devices',
       'adminUnavailable',
@@ -96,9 +95,43 @@ describe('decision line', () => {
       'history',
       'featuresUnavailable',
       'extra',
+      'signals',
     ]);
     expect(full.shadow).toBe(shadow);
     expect(full.staged).toEqual({ versionId: 'v2', fellBack: false });
+  });
+
+  it("writes latestProximity's supportingSignals last in the head, the policy's input left as it was", () => {
+    const proximity = {
+      status: 'ok',
+      response: {
+        signalType: 'latest_proximity',
+        result: {
+          supportingSignals: [{ type: 'ipOverlap', details: { matched: true } }],
+          proximityConfidence: 0.9,
+        },
+        observationTimesByUnit: { subjectUnitId: '2026-11-29T07:59:00.000Z' },
+      },
+    };
+    const r = run();
+    const signals = { latestProximity: proximity, newBrowser: { status: 'ok' } };
+    (r.input as unknown as Record<string, unknown>).signals = signals;
+    const text = JSON.stringify(decisionLine(r, response, 12));
+    const head = text.slice(0, text.indexOf(',"outcome":{'));
+    expect(head).toMatch(
+      /"supportingSignals":\[\{"type":"ipOverlap","details":\{"matched":true\}\}\]\}\}\}\}\}$/,
+    );
+    expect(JSON.parse(text).inputs.signals).toEqual(signals);
+    // The policy's own objects keep the vendor's order.
+    expect(Object.keys(signals)).toEqual(['latestProximity', 'newBrowser']);
+    expect(Object.keys(proximity.response)).toEqual(['signalType', 'result', 'observationTimesByUnit']);
+    expect(Object.keys(proximity.response.result)).toEqual(['supportingSignals', 'proximityConfidence']);
+
+    // Unavailable, or answered without the member: written as it came, signal still last.
+    signals.latestProximity = { status: 'unavailable', reason: 'timeout' } as never;
+    const unavailable = decisionLine(r, response, 12).inputs.signals as Record<string, unknown>;
+    expect(Object.keys(unavailable)).toEqual(['newBrowser', 'latestProximity']);
+    expect(unavailable.latestProximity).toBe(signals.latestProximity);
   });
 
   it('keeps whether a one-time code was issued, never the code', () => {

@@ -33,7 +33,7 @@ function skipString(buf: Uint8Array, i: number, end: number): number {
 }
 
 /** Just past the value starting at `i`, or -1 when it is not balanced before `end`. */
-function skipValue(buf: Uint8Array, i: number, end: number): number {
+export function skipValue(buf: Uint8Array, i: number, end: number): number {
   const first = buf[i];
   if (first === QUOTE) return skipString(buf, i, end);
   if (first !== OPEN_OBJECT && first !== OPEN_ARRAY) {

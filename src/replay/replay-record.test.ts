@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { oneRulePolicy } from '../../test/support/one-rule-policy.ts';
 import { compilePolicy } from '../policy/policy-compiler.ts';
 import { loadPolicy } from '../policy/policy-loader.ts';
@@ -242,6 +242,52 @@ rules:
       for (const t of [text, more, text, more, more, text])
         expect(readDecisionLine(t, needs)).toEqual(alone(t));
       expect(alone(more)).toEqual(alone(text));
+    });
+
+    it('decodes and parses nothing of it in a line written with it last, nor after it', () => {
+      const needs = lineNeeds(policy);
+      const text = lines[0]!;
+      const member = text.indexOf('"supportingSignals":[') + '"supportingSignals":'.length;
+      const expected = emptied(text);
+      const decodes = vi.spyOn(Buffer.prototype, 'toString');
+      let decoded: string[];
+      try {
+        expect(readDecisionLine(text, needs)).toEqual(expected);
+        decoded = decodes.mock.results.map((r) => String(r.value));
+      } finally {
+        decodes.mockRestore();
+      }
+      // The head's one decode stops where the member's value begins; no decode holds its types.
+      expect(decoded.some((t) => t.length === member)).toBe(true);
+      expect(decoded.filter((t) => t.includes('reportedIpOverlap'))).toEqual([]);
+    });
+
+    it('reads a line written before (signals first, the member inside) as it did', () => {
+      /** The layout of a line written before session 9: `signals` first in `inputs`, `result` first in the proximity's answer. */
+      const before = (text: string) => {
+        const v = JSON.parse(text) as LineFields;
+        const { signals, ...rest } = v.inputs;
+        const proximity = signals.latestProximity;
+        if (proximity?.response?.result !== undefined) {
+          const { result, ...others } = proximity.response;
+          proximity.response = { result, ...others };
+        }
+        const { latestProximity, ...others } = signals;
+        v.inputs = {
+          signals: latestProximity === undefined ? signals : { latestProximity, ...others },
+          ...rest,
+        };
+        return JSON.stringify(v);
+      };
+      const fewer = lineNeeds(oneRulePolicy('signals.newBrowser.known'));
+      for (const text of lines) {
+        const old = before(text);
+        expect(old).not.toBe(text);
+        expect(readDecisionLine(old, lineNeeds(policy))).toEqual(emptied(old));
+        expect(readDecisionLine(old, lineNeeds(policy))).toEqual(readDecisionLine(text, lineNeeds(policy)));
+        expect(readDecisionLine(old, fewer)).toEqual(readDecisionLine(text, fewer));
+        expect(readDecisionLine(old)).toEqual(wholeRead(text));
+      }
     });
   });
 });

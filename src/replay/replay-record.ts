@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AdminDevice, AdminUser } from '../admin/admin-schemas.ts';
 import type { DecideRequest } from '../decide/decide-request.ts';
+import { LAST_IN_HEAD } from '../decide/decision-line.ts';
 import { toPolicyRequest } from '../decide/policy-request.ts';
 import { unreadAnswerMembers } from '../policy/policy-activation.ts';
 import {
@@ -9,7 +10,7 @@ import {
   type PolicyRequirements,
   type Verdict,
 } from '../policy/policy-types.ts';
-import { scanObject, skipNested } from './replay-json-scan.ts';
+import { scanObject, skipNested, skipValue } from './replay-json-scan.ts';
 
 /**
  * A decision log line (src/decide/decision-line.ts, schemaVersion 1) read back as what the
@@ -40,6 +41,8 @@ export interface LineNeeds {
   unread: readonly Buffer[];
   /** Members of the answers of the signals it reads that it never needs (src/policy's `unreadAnswerMembers`). */
   cuts: readonly AnswerCut[];
+  /** The one cut when it is the member a line writes last in its head ({@link headWithLastCut}). */
+  lastCut: AnswerCut | undefined;
   /**
    * Whether the last line read held a signal the candidate does not read (the lines of one log are
    * alike): then the next is searched for such signals before it is parsed, else parsed first and
@@ -82,7 +85,16 @@ export function lineNeeds(policy: {
     at: m.at,
     placeholder: `${UNREAD}${m.signal}-${m.member}`,
   }));
-  return { signals, unread, cuts, heldUnread: true };
+  const only = cuts.length === 1 ? cuts[0]! : undefined;
+  const lastCut =
+    only !== undefined &&
+    only.signal === LAST_IN_HEAD.signal &&
+    only.name === LAST_IN_HEAD.member &&
+    only.at.length === 1 &&
+    ['response', ...only.at[0]!].join('.') === LAST_IN_HEAD.at.join('.')
+      ? only
+      : undefined;
+  return { signals, unread, cuts, lastCut, heldUnread: true };
 }
 
 export type ReadLine =
@@ -170,12 +182,15 @@ function neededHead(line: Buffer, at: number, needs: LineNeeds): DecisionLineSha
     if (head !== undefined) return emptyMembers(head, needs.cuts);
     needs.heldUnread = false;
   }
-  const text = line.toString('utf8', 0, at);
-  let head: DecisionLineShape;
+  let head: DecisionLineShape | undefined;
   try {
-    head =
-      (needs.cuts.length === 0 ? undefined : headWithoutMembers(text, needs.cuts)) ??
-      (JSON.parse(`${text}}`) as DecisionLineShape);
+    if (needs.lastCut !== undefined) head = headWithLastCut(line, at, needs.lastCut);
+    if (head === undefined) {
+      const text = line.toString('utf8', 0, at);
+      head =
+        (needs.cuts.length === 0 ? undefined : headWithoutMembers(text, needs.cuts)) ??
+        (JSON.parse(`${text}}`) as DecisionLineShape);
+    }
   } catch (e) {
     const apart = withoutUnreadSignals(line, at, needs);
     if (apart === undefined) throw e;
@@ -244,6 +259,41 @@ function headWithoutMembers(text: string, cuts: readonly AnswerCut[]): DecisionL
   return found === ranges.length ? head : undefined;
 }
 
+const LAST_MEMBER_KEY = ascii(`"${LAST_IN_HEAD.member}":`);
+/** What closes after the member: its holders, the envelope, `signals`, `inputs`. */
+const LAST_CLOSES = LAST_IN_HEAD.at.length + 3;
+/** Those, and the line's own object. */
+const LAST_CLOSE_TEXT = '}'.repeat(LAST_CLOSES + 1);
+
+/**
+ * The head (`line[0, at)`) parsed without `cut`, when the line was written with it last in its
+ * head (src/decide/decision-line.ts `LAST_IN_HEAD`, lines written from session 9 on): the member's
+ * key found back from the head's closing brackets, its value checked for balance to end right where
+ * they begin, and only the bytes before it decoded and parsed, with the placeholder and the closes.
+ * The placeholder must then sit where the member does ({@link headWithoutMembers}'s check).
+ * Undefined when the line is not so (written before, the signal unavailable, a key at another
+ * depth): the caller takes the text cut's path.
+ */
+function headWithLastCut(line: Buffer, at: number, cut: AnswerCut): DecisionLineShape | undefined {
+  const closeAt = at - LAST_CLOSES;
+  if (line[closeAt - 1] !== 0x5d) return undefined;
+  for (let i = closeAt; i < at; i++) if (line[i] !== 0x7d) return undefined;
+  const keyAt = line.lastIndexOf(LAST_MEMBER_KEY, closeAt);
+  if (keyAt <= 0) return undefined;
+  const before = line[keyAt - 1];
+  if (before !== 0x2c && before !== 0x7b) return undefined;
+  const start = keyAt + LAST_MEMBER_KEY.length;
+  if (skipValue(line, start, closeAt) !== closeAt) return undefined;
+  const head = JSON.parse(
+    `${line.toString('utf8', 0, start)}"${cut.placeholder}"${LAST_CLOSE_TEXT}`,
+  ) as DecisionLineShape;
+  let found = 0;
+  forEachMember(head, [cut], (holder, c) => {
+    if (holder[c.name] === c.placeholder) found++;
+  });
+  return found === 1 ? head : undefined;
+}
+
 /** Each object of the head's signals' answers a cut's member sits in, with the cut. */
 function forEachMember(
   head: DecisionLineShape,
@@ -272,22 +322,28 @@ function emptyMembers(head: DecisionLineShape, cuts: readonly AnswerCut[]): Deci
   return head;
 }
 
-const INPUTS_KEY = ascii(',"inputs":{"signals":{');
+const INPUTS_KEY = ascii(',"inputs":{');
+const SIGNALS_KEY = ascii('"signals":{');
 
 /**
  * The head (`line[0, at)`, what precedes `outcome`) without the signals the candidate does not
  * read, when the line holds any: the part before `inputs` parsed as one piece (it parses only if
  * `inputs` is a key of the line's own object), the signals object's members found by
- * `scanObject` and only those the candidate reads parsed, and the inputs after `signals` (the
- * Admin reads, the features) parsed as one piece that must end where `outcome` begins. A signal
- * passed over is checked for balance only: a broken byte inside it no longer makes the line
- * unreadable, as a broken byte past `matchedRules` never did. Undefined when the line holds no
- * signal the candidate leaves unread, or is not laid out so: the head is parsed whole.
+ * `scanObject` and only those the candidate reads parsed, and the inputs before `signals` (lines
+ * written from session 9 on: the Admin reads, the features) and after it (lines written before)
+ * each parsed as one piece, which parses only if `signals` is a key of `inputs` itself, the one
+ * after ending where `outcome` begins. A signal passed over is checked for balance only: a broken
+ * byte inside it no longer makes the line unreadable, as a broken byte past `matchedRules` never
+ * did. Undefined when the line holds no signal the candidate leaves unread, or is not laid out so:
+ * the head is parsed whole.
  */
 function withoutUnreadSignals(line: Buffer, at: number, needs: LineNeeds): DecisionLineShape | undefined {
   const inputsAt = line.indexOf(INPUTS_KEY);
   if (inputsAt === -1 || inputsAt > at) return undefined;
-  const signalsAt = inputsAt + INPUTS_KEY.length - 1;
+  const open = inputsAt + INPUTS_KEY.length - 1;
+  const keyAt = line.indexOf(SIGNALS_KEY, open);
+  if (keyAt === -1 || keyAt > at || (line[keyAt - 1] !== 0x2c && keyAt !== open + 1)) return undefined;
+  const signalsAt = keyAt + SIGNALS_KEY.length - 1;
   const inputs = line.subarray(signalsAt, at);
   if (!needs.unread.some((key) => inputs.includes(key))) return undefined;
   const head = JSON.parse(`${line.toString('utf8', 0, inputsAt)}}`) as DecisionLineShape;
@@ -297,15 +353,20 @@ function withoutUnreadSignals(line: Buffer, at: number, needs: LineNeeds): Decis
     if (needs.signals.has(name)) signals[name] = JSON.parse(line.toString('utf8', valueStart, valueEnd));
   });
   if (signalsEnd === -1) return undefined;
+  const before =
+    keyAt === open + 1
+      ? {}
+      : (JSON.parse(`${line.toString('utf8', open, keyAt - 1)}}`) as DecisionLineShape['inputs']);
   // After the signals: more inputs, or the end of `inputs` right before `outcome`.
-  const rest =
+  const after =
     line[signalsEnd] === 0x2c
       ? (JSON.parse(`{${line.toString('utf8', signalsEnd + 1, at)}`) as DecisionLineShape['inputs'])
       : signalsEnd === at - 1 && line[signalsEnd] === 0x7d
         ? {}
         : undefined;
-  if (rest === undefined || 'signals' in rest) return undefined;
-  head.inputs = { ...rest, signals: signals as PolicyInput['signals'] };
+  if (before === undefined || after === undefined || 'signals' in before || 'signals' in after)
+    return undefined;
+  head.inputs = { ...before, ...after, signals: signals as PolicyInput['signals'] };
   return head;
 }
 
