@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
-import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
+import type { ActionAdmin, ActionJob } from '../src/actions/admin-actions.ts';
 import { Outbox } from '../src/outbox/outbox.ts';
 import type { CompanionTx, OutboxStore } from '../src/outbox/outbox-store.ts';
 import { eventually } from './support/eventually.ts';
-import { openDatabaseOutbox } from './support/outbox-database.ts';
+import { lockOutSpec, openDatabaseOutbox } from './support/outbox-database.ts';
 
 /**
  * The outbox's deferred actions (issue 22, item 3), on a real SQLite store whose appends are held
@@ -17,14 +17,7 @@ import { openDatabaseOutbox } from './support/outbox-database.ts';
 let seq = 0;
 function job(user: string): ActionJob {
   seq++;
-  const spec: ActionSpec = {
-    id: `d${seq}:lock_out_user:${user}`,
-    decisionId: `d${seq}`,
-    type: 'lock_out_user',
-    target: user,
-    orderingKey: user,
-    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
-  };
+  const spec = lockOutSpec(seq, user);
   return { key: spec.id, decisionId: spec.decisionId, type: spec.type, target: user, spec };
 }
 

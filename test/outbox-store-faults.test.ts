@@ -8,7 +8,7 @@ import { DatabaseOutboxStore, UNREADABLE_SPEC_REASON } from '../src/outbox/datab
 import { Outbox } from '../src/outbox/outbox.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
-import { outboxSqliteFile } from './support/outbox-database.ts';
+import { lockOutSpec, outboxSqliteFile } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
 import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 
@@ -22,14 +22,7 @@ import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 let n = 0;
 function spec(user: string): ActionSpec {
   n++;
-  return {
-    id: `f${n}:lock_out_user:${user}`,
-    decisionId: `f${n}`,
-    type: 'lock_out_user',
-    target: user,
-    orderingKey: user,
-    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
-  };
+  return lockOutSpec(n, user);
 }
 
 const T0 = 1_800_000_000_000;
