@@ -16,6 +16,7 @@ import { OUTBOX_INDEXES } from '../src/outbox/outbox-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { doneOutcome, lockOutSpec } from './support/outbox-database.ts';
 import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { CAN_MOUNT, mountSmallDisk } from './support/small-disk.ts';
 
 /**
  * The outbox's migration 002 (issue 32: the indexes no query needs dropped, the untold lines'
@@ -179,6 +180,43 @@ describe('outbox migration 002 (SQLite)', () => {
     dirs.push(dir);
     await migrateAndRerun({ kind: 'sqlite', path: join(dir, 'control.sqlite') });
   });
+
+  // The rebuild writes a second copy of `outbox_entry` before it drops the first: on a disk without
+  // room for it the one migration transaction rolls back whole, riskgate does not start (never an
+  // empty outbox), and with room again the next start migrates every row.
+  it.runIf(CAN_MOUNT)(
+    'on a full disk, 002 fails whole and keeps every row; with room again it migrates them',
+    async () => {
+      const disk = mountSmallDisk('riskgate-outbox-002-full-', '4m');
+      try {
+        const target: DatabaseTarget = { kind: 'sqlite', path: join(disk.dir, 'control.sqlite') };
+        const earlier = await open(target, BEFORE_002);
+        await seed(earlier);
+        const bulk = new DatabaseOutboxStore(earlier);
+        await bulk.append(
+          Array.from({ length: 2_000 }, (_, i) => spec(`bulk-${i}`)),
+          T0,
+        );
+        const before = await rows(earlier);
+        await earlier.close();
+
+        const filler = disk.fillUp();
+        await expect(open(target)).rejects.toThrow(/migrating the sqlite database failed/);
+        rmSync(filler);
+
+        const migrated = await open(target);
+        try {
+          expect(await rows(migrated)).toEqual(before);
+          expect(await indexes(migrated)).toEqual(LISTED);
+          expect(await autoincrement(migrated)).toEqual({ autoincrement: false, sequenceRows: 0 });
+        } finally {
+          await migrated.close();
+        }
+      } finally {
+        disk.remove();
+      }
+    },
+  );
 });
 
 describe.runIf(postgresAvailable())('outbox migration 002 (PostgreSQL)', () => {
