@@ -10,7 +10,10 @@
  *   BENCH_RISKGATE_NODE_ARGS="--import $PWD/bench/sqlite-thread-messages.ts" npm run bench -- ...
  *
  * Every deny of bench/deny-heavy-policy.yaml writes one lock-out record with its outbox append
- * (`insert into "lockout"`), so messages per deny = messages ÷ that statement's count.
+ * (`insert into "lockout"`), so messages per deny = messages ÷ that statement's count. `byShape`
+ * counts the messages by what they carry (each statement's first words, in order: `script: insert
+ * into "outbox_entry" + insert into "lockout" + UPDATE outbox_entry SET lease_owner`), which tells
+ * the delivery's messages (appends, claims, completions, marks) from the start's and the polls'.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +24,7 @@ interface Counts {
   statements: number;
   byKind: Record<string, number>;
   bySql: Record<string, number>;
+  byShape: Record<string, number>;
 }
 
 type Request = { type?: unknown; sql?: unknown; begin?: unknown; statements?: unknown };
@@ -34,11 +38,16 @@ function keyOf(sql: string): string {
     .slice(0, 90);
 }
 
+/** A statement's first words, its table included (`update "outbox_entry" set "status"`). */
+function shapeOf(sql: string): string {
+  return sql.replace(/\s+/g, ' ').split(' ').slice(0, 4).join(' ');
+}
+
 const dir = process.env.SQLITE_THREAD_MESSAGES_DIR;
 // Main thread only: a preload runs in every worker thread too, and they share the pid's file name.
 if (isMainThread && dir !== undefined && dir !== '') {
   mkdirSync(dir, { recursive: true });
-  const counts: Counts = { messages: 0, statements: 0, byKind: {}, bySql: {} };
+  const counts: Counts = { messages: 0, statements: 0, byKind: {}, bySql: {}, byShape: {} };
   const add = (record: Record<string, number>, key: string) => {
     record[key] = (record[key] ?? 0) + 1;
   };
@@ -62,12 +71,15 @@ if (isMainThread && dir !== undefined && dir !== '') {
       if (m.type === 'script' && Array.isArray(m.statements)) {
         add(counts.byKind, 'script');
         statement('begin');
-        for (const s of m.statements as Array<{ sql: string }>) statement(s.sql);
+        const statements = m.statements as Array<{ sql: string }>;
+        for (const s of statements) statement(s.sql);
         statement('commit');
+        add(counts.byShape, `script: ${statements.map((s) => shapeOf(s.sql)).join(' + ')}`);
       } else if (typeof m.sql === 'string') {
         add(counts.byKind, m.begin === true ? 'query+begin' : 'query');
         if (m.begin === true) statement('begin');
         statement(m.sql);
+        add(counts.byShape, `query: ${shapeOf(m.sql)}`);
       }
     }
     return post.call(this, message, transfer);
