@@ -37,6 +37,7 @@ import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type RunningPostgres, startPostgres } from '../test/support/postgres-server.ts';
+import { median } from './bench-median.ts';
 import { mulberry32 } from './seeded-random.ts';
 
 /**
@@ -153,11 +154,6 @@ function line(rnd: () => number, atMs: number, padBytes: number): Record<string,
 let pageSize = DECISIONS_PAGE_SIZE;
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function percentile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
