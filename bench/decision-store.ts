@@ -288,12 +288,7 @@ async function hourCountCost(
   const run = async (withCounts: boolean): Promise<InsertFigures> => {
     n++;
     let target: DatabaseTarget = { kind: 'sqlite', path: join(dir, `cost-${n}.sqlite`), pageSize };
-    if (pg !== undefined) {
-      const admin = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: {} });
-      await sql.raw(`create database cost_${n}`).execute(admin.db);
-      await admin.close();
-      target = { kind: 'postgres', url: pg.url.replace(/\/postgres$/, `/cost_${n}`) };
-    }
+    if (pg !== undefined) target = { kind: 'postgres', url: await pg.createDatabase(`cost_${n}`) };
     const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
     if (!withCounts && pg !== undefined) {
       for (const [trigger, table] of Object.entries(HOUR_TRIGGERS))

@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit-trail.ts';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
 import { failingDatabase } from './support/failing-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * The audit trail's store (issue 25): the same entries, order, filters and pages on SQLite and on
@@ -110,13 +110,7 @@ describe('the audit trail store', () => {
     await expect(audit.record(change('ana', 'decision.label', 'd-1'))).rejects.toThrow();
   });
 
-  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-    let pg: RunningPostgres;
-    beforeAll(async () => {
-      pg = await startPostgres();
-    }, 60_000);
-    afterAll(async () => pg?.stop());
-
+  describeOnPostgres('on PostgreSQL', (pg) => {
     it('keeps, orders, filters and pages entries the same', async () => {
       await behavesAsAnAuditTrail({ kind: 'postgres', url: pg.url });
     });

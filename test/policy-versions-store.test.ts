@@ -9,7 +9,7 @@ import { isImmutableRefusal, PolicyVersionStore } from '../src/policy-versions/p
 import { policyVersionMigrations } from '../src/policy-versions/policy-version-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { systemClock } from '../src/timing/clock.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * Issue 33's policy versions in the control database: a version's content is written once (no
@@ -160,15 +160,7 @@ describe('policy versions on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('policy versions on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await pg?.stop();
-  });
-
+describeOnPostgres('policy versions on PostgreSQL', (pg) => {
   it('keeps each version immutable and moves it along the promotion flow (PostgreSQL)', async () => {
     const database = await openDatabase(
       { kind: 'postgres', url: pg.url },

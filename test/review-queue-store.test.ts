@@ -10,7 +10,7 @@ import { ErrorCode } from '../src/errors/riskgate-error.ts';
 import { reviewOperations } from '../src/review-queue/review-operations.ts';
 import { type NewReviewCase, ReviewStore } from '../src/review-queue/review-store.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * The review queue's store (issue 34) on a SQLite file and on PostgreSQL: one case per decision;
@@ -224,15 +224,7 @@ describe('the review queue on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('the review queue on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await pg?.stop();
-  });
-
+describeOnPostgres('the review queue on PostgreSQL', (pg) => {
   it('claims distinct cases for concurrent analysts (FOR UPDATE SKIP LOCKED), closes each once, and refuses a bad row (PostgreSQL)', async () => {
     const database = await openDatabase(
       { kind: 'postgres', url: pg.url },
