@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit-trail.ts';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
@@ -9,6 +7,7 @@ import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
 import { failingDatabase } from './support/failing-database.ts';
 import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The audit trail's store (issue 25): the same entries, order, filters and pages on SQLite and on
@@ -97,8 +96,7 @@ async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-audit-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-audit-');
 
 describe('the audit trail store', () => {
   it('keeps, orders, filters and pages entries on SQLite', async () => {

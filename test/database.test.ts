@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import pgClient from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type DatabaseTarget, type FeatureMigrations, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import { eventually } from './support/eventually.ts';
 import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 // A type, not an interface: kysely's withTables wants an index signature.
 type NoteTables = {
@@ -84,8 +83,7 @@ async function openTogether(target: () => DatabaseTarget, count: number): Promis
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-db-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-db-');
 
 describe('the database serves the same kysely queries on both engines', () => {
   it('keeps rows and migrations in the embedded SQLite file', async () => {

@@ -1,5 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
@@ -17,6 +15,7 @@ import { HOUR_MS, type HourTables, hourDriftCheck } from '../src/decision-store/
 import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The counts per hour (src/decision-store/hour-counts.ts) are a second copy of what the rows say:
@@ -294,8 +293,7 @@ function sqlitePoison(sink: DecisionSink): DecisionSink {
   return { ...sink, write: (ops) => sink.write(ops.map(broken)) };
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-hour-counts-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-hour-counts-');
 
 suite(
   'SQLite (the writer thread)',
