@@ -8,7 +8,11 @@ export function medianOf<T>(runs: T[]): T {
   return merge(runs as unknown[], []) as T;
 }
 
-function median(values: number[]): number {
+/**
+ * The median of `values`: the middle one, or the mean of the two middle ones when they are even in
+ * number. Every bench takes its medians here, so all of them mean the same thing.
+ */
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;

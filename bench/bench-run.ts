@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { median } from './bench-median.ts';
 import type { BenchOptions } from './bench-options.ts';
 import {
   freePort,
@@ -214,13 +215,6 @@ function toMemorySample(sample: ProcessSample, tS: number): MemorySample {
     heapTotalMb: round(sample.memoryUsage.heapTotal / MB),
     externalMb: round(sample.memoryUsage.external / MB),
   };
-}
-
-function median(values: number[]): number {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function describeProfile(profile: LatencyProfile): string {

@@ -21,6 +21,7 @@ import { createTokenManager } from '../src/auth/token-manager.ts';
 import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
 import { createSignalsClient, type SignalsClient } from '../src/signals/signals-client.ts';
 import { spawnTree, stopTree } from '../test/support/process-tree.ts';
+import { median } from './bench-median.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -136,8 +137,6 @@ async function perItem(client: SignalsClient, total: number) {
     batches: after.batches - before.batches,
   };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
   const { url, child } = await startSandboxProcess();

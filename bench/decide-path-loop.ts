@@ -1,3 +1,4 @@
+import { median } from './bench-median.ts';
 import { loadShippedCases, type ShippedCase } from './shipped-cases.ts';
 
 /**
@@ -94,7 +95,7 @@ console.log(
     root,
     cases: work.length,
     usPerDecision,
-    medianUs: usPerDecision[Math.floor(RUNS / 2)],
+    medianUs: median(usPerDecision),
     checksum: sink,
   }),
 );

@@ -20,6 +20,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { getRequestListener } from '@hono/node-server';
 import { Pool } from 'undici';
+import { median } from './bench-median.ts';
 import { loadShippedCases, type ShippedCase } from './shipped-cases.ts';
 
 const { values } = parseArgs({
@@ -142,7 +143,6 @@ for (let r = 0; r < ROUNDS; r++) {
     results.get(b.name)!.push(Math.round((await run(b, REQUESTS)) * 10) / 10);
   }
 }
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
 for (const [name, us] of results)
   console.log(JSON.stringify({ build: name, usPerRequest: us, medianUs: median(us) }));
 if (builds.length === 2) {

@@ -37,6 +37,7 @@ import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type RunningPostgres, startPostgres } from '../test/support/postgres-server.ts';
+import { median } from './bench-median.ts';
 import { mulberry32 } from './seeded-random.ts';
 
 /**
@@ -153,11 +154,6 @@ function line(rnd: () => number, atMs: number, padBytes: number): Record<string,
 let pageSize = DECISIONS_PAGE_SIZE;
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function percentile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -292,12 +288,7 @@ async function hourCountCost(
   const run = async (withCounts: boolean): Promise<InsertFigures> => {
     n++;
     let target: DatabaseTarget = { kind: 'sqlite', path: join(dir, `cost-${n}.sqlite`), pageSize };
-    if (pg !== undefined) {
-      const admin = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: {} });
-      await sql.raw(`create database cost_${n}`).execute(admin.db);
-      await admin.close();
-      target = { kind: 'postgres', url: pg.url.replace(/\/postgres$/, `/cost_${n}`) };
-    }
+    if (pg !== undefined) target = { kind: 'postgres', url: await pg.createDatabase(`cost_${n}`) };
     const database = await openDatabase(target, { migrations: ALL_MIGRATIONS });
     if (!withCounts && pg !== undefined) {
       for (const [trigger, table] of Object.entries(HOUR_TRIGGERS))

@@ -20,6 +20,7 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { median } from './bench-median.ts';
 
 const { values } = parseArgs({
   options: {
@@ -195,7 +196,6 @@ for (let round = 1; round <= rounds + 1; round++) {
     }
   }
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 console.log('| operation | before µs | after µs | after / before |');
 console.log('|---|---:|---:|---:|');
 for (const cut of builds[0]!.cuts) {

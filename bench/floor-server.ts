@@ -13,37 +13,16 @@
  * once every call is back (its verdicts are not checked: it has none).
  *
  * Env: those of bench/plain-vendor-calls.ts, FLOOR_PORT (0: any). Prints `floor listening on
- * <port>` on stderr. `GET /bench/process` and `GET /bench/hello` as in bench/riskgate-under-bench.ts.
+ * <port>` on stderr. `GET /bench/process` and `GET /bench/hello`: bench/reference-http.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { DecideRequest } from '../src/decide/decide-request.ts';
 import { adminWrite, fetchToken, gather, userPath } from './plain-vendor-calls.ts';
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => {
-      data += c;
-    });
-    req.on('end', () => resolve(data));
-    req.on('error', reject);
-  });
-}
+import { answeredBenchRoute, readBody } from './reference-http.ts';
 
 let decisions = 0;
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (req.method === 'GET' && req.url?.startsWith('/bench/process')) {
-    res.setHeader('content-type', 'application/json');
-    res.end(
-      JSON.stringify({ pid: process.pid, cpuUsage: process.cpuUsage(), memoryUsage: process.memoryUsage() }),
-    );
-    return;
-  }
-  if (req.method === 'GET' && req.url === '/bench/hello') {
-    res.end('Hello, World!');
-    return;
-  }
+  if (answeredBenchRoute(req, res)) return;
   const r = JSON.parse(await readBody(req)) as DecideRequest;
   const id = `floor-${process.pid}-${++decisions}`;
   const { signals } = await gather(r, () => undefined);

@@ -22,6 +22,7 @@ import { rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { median } from './bench-median.ts';
 import {
   freePort,
   mainThreadCpuUs,
@@ -176,7 +177,6 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
       await rm(stateDir, { recursive: true, force: true });
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   for (const [name, xs] of results) {
     const main = mainResults.get(name)!;
     console.log(

@@ -3,6 +3,7 @@ import { loadavg } from 'node:os';
 import { DEFAULT_REDACTION, parseRedaction } from '../src/config/redaction-rules.ts';
 import { lineJson, takeLineJson } from '../src/decision-log/line-json.ts';
 import { createRedactor } from '../src/decision-log/log-redaction.ts';
+import { median } from './bench-median.ts';
 
 /**
  * Issue 32: the decision line serialised for the decision log (redacted) and for the decision
@@ -43,7 +44,6 @@ function cpuUs(serialise: (raw: object, redacted: object) => void): number {
   return (t.user + t.system) / records;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const f = (xs: number[]) => `${median(xs).toFixed(1)} µs (runs ${xs.map((x) => x.toFixed(1)).join(', ')})`;
 const before: number[] = [];
 const after: number[] = [];

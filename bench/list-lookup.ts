@@ -10,6 +10,7 @@ import { compilePolicy } from '../src/policy/policy-compiler.ts';
 import type { PolicyInput } from '../src/policy/policy-types.ts';
 import { LIST_POLICY } from '../test/support/list-policy.ts';
 import { startPostgres } from '../test/support/postgres-server.ts';
+import { median } from './bench-median.ts';
 
 /**
  * What runtime lists cost. A decision reads them from this process's in-memory snapshot, so its
@@ -22,11 +23,6 @@ import { startPostgres } from '../test/support/postgres-server.ts';
  *
  *   npx tsx bench/list-lookup.ts [--entries 10000] [--lookups 200000] [--runs 5] [--json]
  */
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function entriesOf(n: number, nowMs: number): ListEntry[] {
   const out: ListEntry[] = [];

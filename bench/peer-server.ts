@@ -16,7 +16,8 @@
  *
  * Env: those of bench/plain-vendor-calls.ts, PEER_PORT (0: any), PEER_DECISION_LOG (a file;
  * default in REFERENCE_STATE_DIR), PEER_API_KEY (the Bearer key callers must send, as riskgate's
- * RISKGATE_API_KEYS; unset: none asked). `GET /bench/process` and `GET /bench/hello` as the FLOOR's.
+ * RISKGATE_API_KEYS; unset: none asked). `GET /bench/process` and `GET /bench/hello`:
+ * bench/reference-http.ts.
  */
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -25,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DecideRequest } from '../src/decide/decide-request.ts';
 import { type Answers, adminWrite, fetchToken, gather, userPath } from './plain-vendor-calls.ts';
+import { answeredBenchRoute, readBody } from './reference-http.ts';
 
 /** policies/login.yaml: per-input timeouts (ms) and what an unavailable input adds. */
 const TIMEOUT_MS: Record<string, number> = {
@@ -177,18 +179,6 @@ function invalidField(r: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => {
-      data += c;
-    });
-    req.on('end', () => resolve(data));
-    req.on('error', reject);
-  });
-}
-
 function send(res: ServerResponse, status: number, body: unknown, type = 'application/json'): void {
   res.statusCode = status;
   res.setHeader('content-type', type);
@@ -272,14 +262,7 @@ async function decide(req: IncomingMessage, res: ServerResponse): Promise<void> 
 
 await fetchToken();
 const server = createServer((req, res) => {
-  if (req.method === 'GET' && req.url?.startsWith('/bench/process')) {
-    return send(res, 200, {
-      pid: process.pid,
-      cpuUsage: process.cpuUsage(),
-      memoryUsage: process.memoryUsage(),
-    });
-  }
-  if (req.method === 'GET' && req.url === '/bench/hello') return void res.end('Hello, World!');
+  if (answeredBenchRoute(req, res)) return;
   if (req.method !== 'POST' || req.url !== '/decide')
     return send(res, 404, { title: 'Not found', status: 404 });
   decide(req, res).catch(() => send(res, 500, { title: 'Internal error', status: 500 }));

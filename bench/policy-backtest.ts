@@ -8,6 +8,7 @@ import { computeEvidence } from '../src/policy-evidence/policy-evidence.ts';
 import { DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { browserPolicy } from '../test/support/browser-policy.ts';
 import { type ReplayableDecision, storeReplayable } from '../test/support/stored-decisions.ts';
+import { median } from './bench-median.ts';
 
 /**
  * A policy version's backtest (src/policy-evidence/policy-evidence.ts) over N decisions stored in a
@@ -98,7 +99,6 @@ for (let r = 0; r < Number(args.runs); r++) {
       .join(' ')}`,
   );
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(
   `median of ${runs.length}: ${median(runs.map((x) => x.seconds))} s, ${median(runs.map((x) => x.perSecond))} decisions/s, longest event-loop hold ${median(runs.map((x) => x.maxLoopMs))} ms; peak RSS ${Math.max(...runs.map((x) => x.rssMiB))} MiB`,
 );

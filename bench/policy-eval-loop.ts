@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import type { CompiledPolicy, PolicyInput } from '../src/policy/policy-types.ts';
+import { median } from './bench-median.ts';
 import { shippedInputs } from './shipped-cases.ts';
 
 /**
@@ -70,7 +71,6 @@ for (let r = 0; r < RUNS; r++) {
     cpu.get(name)!.push(cpuNs);
   }
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const out: Record<string, unknown> = { policy: args.policy, inputs: inputs.length };
 for (const [name, xs] of ns) {
   const c = cpu.get(name)!;

@@ -3,6 +3,7 @@ import { Engine } from 'json-rules-engine';
 import { cidrContains, parseCidr, parseIp } from '../src/net/ip-cidr.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import type { CompiledPolicy, PolicyInput, Verdict } from '../src/policy/policy-types.ts';
+import { median } from './bench-median.ts';
 import { shippedInputs } from './shipped-cases.ts';
 
 /**
@@ -52,11 +53,6 @@ export function figures(samples: Float64Array): EngineFigures {
     meanNs: Math.round(sum / samples.length),
     samples: samples.length,
   };
-}
-
-function medianOf(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 // --- riskgate --------------------------------------------------------------------------------
@@ -413,9 +409,9 @@ export async function runPolicyEvalBench(
     });
   }
   const med = (pick: (r: PolicyEvalResult['runs'][number]) => EngineFigures): EngineFigures => ({
-    medianNs: medianOf(runs.map((r) => pick(r).medianNs)),
-    p99Ns: medianOf(runs.map((r) => pick(r).p99Ns)),
-    meanNs: medianOf(runs.map((r) => pick(r).meanNs)),
+    medianNs: median(runs.map((r) => pick(r).medianNs)),
+    p99Ns: median(runs.map((r) => pick(r).p99Ns)),
+    meanNs: median(runs.map((r) => pick(r).meanNs)),
     samples: pick(runs[0]!).samples,
   });
   const riskgate = med((r) => r.riskgate);

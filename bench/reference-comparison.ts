@@ -14,6 +14,8 @@
  * in every round is checked against riskgate's (the quiet verdict or the degraded one). The FLOOR
  * answers no verdict and is not checked.
  */
+
+import { median } from './bench-median.ts';
 import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
 import {
   addVerdicts,
@@ -125,10 +127,7 @@ const round1 = (v: number, digits = 1) => Math.round(v * 10 ** digits) / 10 ** d
 /** Median and min-max of `values` (0s when empty). */
 export function spreadOf(values: number[]): Spread {
   if (values.length === 0) return { median: 0, min: 0, max: 0, values };
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return { median: round1(median, 3), min: sorted[0]!, max: sorted.at(-1)!, values };
+  return { median: round1(median(values), 3), min: Math.min(...values), max: Math.max(...values), values };
 }
 
 /** The servers of round `i`, rotated so each takes each position in turn. */

@@ -4,6 +4,7 @@ import type { DecisionForReview } from '../src/decide/decide-ports.ts';
 import { ReviewIntake } from '../src/review-queue/review-intake.ts';
 import { ReviewStore } from '../src/review-queue/review-store.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { median } from './bench-median.ts';
 
 /**
  * What the review queue's intake costs a decision (src/review-queue/review-intake.ts). After its
@@ -19,11 +20,6 @@ import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
  *
  *   npx tsx bench/review-sampling.ts [--decisions 200000] [--runs 5] [--json]
  */
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 const args = parseArgs({
   options: {

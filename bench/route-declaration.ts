@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from '../src/decide/decide-request.ts';
 import { DECIDE_ROUTE } from '../src/decide/decide-route.ts';
 import { limitBody, readJsonBody } from '../src/edge/json-body.ts';
+import { median } from './bench-median.ts';
 import { buildDecideBodies } from './decide-bodies.ts';
 
 /**
@@ -55,11 +56,6 @@ async function timeApp(app: Hono): Promise<number> {
   }
   const used = process.cpuUsage(start);
   return (used.user + used.system) / requests;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 await timeApp(hand);

@@ -26,6 +26,7 @@ import { RECOUNT_HOURS } from '../src/decision-store/hour-counts.ts';
 import { createRuleReport, type ReportedPolicy } from '../src/decision-store/rule-report-query.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { median } from './bench-median.ts';
 import { mulberry32 } from './seeded-random.ts';
 
 const { values } = parseArgs({
@@ -181,16 +182,14 @@ for (let i = 0; i < runs; i++) {
   const cpu = process.cpuUsage(cpuAt);
   cpuMs.push((cpu.user + cpu.system) / 1000);
 }
-const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-if (values.plan)
-  for (const [q, ms] of queryMs) console.log(`${medianOf(ms).toFixed(0).padStart(5)} ms  ${q}`);
+if (values.plan) for (const [q, ms] of queryMs) console.log(`${median(ms).toFixed(0).padStart(5)} ms  ${q}`);
 await database.close();
 timesMs.sort((a, b) => a - b);
-const median = medianOf(timesMs);
+const medianMs = median(timesMs);
 console.log(
   `report over ${first.active.decisions.d7} active + ${first.shadow?.decisions.d7} shadow decisions (7 d), ` +
     `${first.active.rules.length} + ${first.shadow?.rules.length} rules${values.analyze ? ', after ANALYZE' : ''}: ` +
-    `median ${median.toFixed(0)} ms of ${runs} (min ${timesMs[0]!.toFixed(0)}, max ${timesMs.at(-1)!.toFixed(0)}), ` +
-    `CPU ${medianOf(cpuMs).toFixed(0)} ms`,
+    `median ${medianMs.toFixed(0)} ms of ${runs} (min ${timesMs[0]!.toFixed(0)}, max ${timesMs.at(-1)!.toFixed(0)}), ` +
+    `CPU ${median(cpuMs).toFixed(0)} ms`,
 );
 if (values.keep === undefined) rmSync(dir, { recursive: true, force: true });

@@ -15,6 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { DEFAULT_CREDENTIALS } from '../src/sandbox/sandbox-config.ts';
+import { median } from './bench-median.ts';
 import { freePort, planPinning, processCpuUs, startServer } from './bench-processes.ts';
 
 const { values } = parseArgs({
@@ -47,12 +48,6 @@ const sandbox = await startServer({
   env: { SANDBOX_PORT: String(port) },
   readyPath: '/sandbox/info',
 });
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 try {
   const c = DEFAULT_CREDENTIALS;

@@ -3,6 +3,7 @@ import { compilePolicy } from '../src/policy/policy-compiler.ts';
 import type { PolicyInput } from '../src/policy/policy-types.ts';
 import { type SnoozeRow, SnoozeSnapshot } from '../src/snoozes/snooze-snapshot.ts';
 import { SNOOZE_POLICY } from '../test/support/snooze-policy.ts';
+import { median } from './bench-median.ts';
 
 /**
  * What rule snoozes cost a decision. A decision reads them from this process's in-memory snapshot
@@ -16,11 +17,6 @@ import { SNOOZE_POLICY } from '../test/support/snooze-policy.ts';
  *
  *   npx tsx bench/snooze-lookup.ts [--snoozes 1000] [--evaluations 200000] [--runs 5] [--json]
  */
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 function rowsOf(n: number, untilMs: number): SnoozeRow[] {
   const rules = ['backend-flagged', 'new-region'];

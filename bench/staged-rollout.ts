@@ -4,6 +4,7 @@ import { pickPolicies, type RunDecisionDeps, type StagedPolicy } from '../src/de
 import { compilePolicy } from '../src/policy/policy-compiler.ts';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import type { CompiledPolicy, PolicyInput } from '../src/policy/policy-types.ts';
+import { median } from './bench-median.ts';
 import { type EngineFigures, figures, suiteInputs } from './policy-eval.ts';
 
 /**
@@ -63,8 +64,6 @@ function measure(deps: RunDecisionDeps, inputs: PolicyInput[], iterations: numbe
   return figures(samples);
 }
 
-const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: { iterations: { type: 'string', default: '200000' }, runs: { type: 'string', default: '5' } },
@@ -85,15 +84,15 @@ async function main(): Promise<void> {
   for (let r = 0; r < runs; r++)
     for (const mode of MODES)
       byMode.get(mode)!.push(measure(depsFor(mode, active, candidate), inputs, iterations));
-  const base = medianOf(byMode.get('one')!.map((f) => f.medianNs));
+  const base = median(byMode.get('one')!.map((f) => f.medianNs));
   console.log(`${runs} rounds of ${iterations} decisions each, interleaved; median of the rounds' figures`);
   console.log('| | median ns | p99 ns | mean ns | median vs one |');
   console.log('|---|---:|---:|---:|---:|');
   for (const mode of MODES) {
     const f = byMode.get(mode)!;
-    const median = medianOf(f.map((x) => x.medianNs));
+    const medianNs = median(f.map((x) => x.medianNs));
     console.log(
-      `| ${mode} | ${median} | ${medianOf(f.map((x) => x.p99Ns))} | ${medianOf(f.map((x) => x.meanNs))} | ${(median / base).toFixed(2)}× |`,
+      `| ${mode} | ${medianNs} | ${median(f.map((x) => x.p99Ns))} | ${median(f.map((x) => x.meanNs))} | ${(medianNs / base).toFixed(2)}× |`,
     );
   }
 }

@@ -12,6 +12,7 @@ import {
 } from '../src/features/velocity-counters.ts';
 import type { PolicyRequest } from '../src/policy/policy-types.ts';
 import { startRedis } from '../test/support/redis-server.ts';
+import { median } from './bench-median.ts';
 import { mulberry32 } from './seeded-random.ts';
 
 /**
@@ -116,11 +117,6 @@ async function measure(
     cpuUsPerDecision: Math.round(((cpu.user + cpu.system) / decisions) * 10) / 10,
     serverCpuUsPerDecision: Math.round(((serverAfter - serverBefore) * 1e6 * 10) / decisions) / 10,
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 async function main(): Promise<void> {

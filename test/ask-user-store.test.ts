@@ -1,7 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AskUserPruning } from '../src/ask-user/ask-user-pruning.ts';
 import {
   type AskUserLink,
@@ -12,7 +11,8 @@ import {
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The "was this you?" links' table on both engines: one answer wins of two at once, an expired
@@ -153,8 +153,7 @@ async function prunesExpiredLinks(target: DatabaseTarget): Promise<void> {
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-ask-user-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-ask-user-');
 
 describe('the "was this you?" links', () => {
   it('answer once, expire, and never answer on a read, on SQLite', async () => {
@@ -177,13 +176,7 @@ describe('the "was this you?" links', () => {
     await expect(openDatabase({ kind: 'sqlite', path }, { migrations: askUserMigrations })).rejects.toThrow();
   });
 
-  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-    let pg: RunningPostgres;
-    beforeAll(async () => {
-      pg = await startPostgres();
-    }, 60_000);
-    afterAll(async () => pg?.stop());
-
+  describeOnPostgres('on PostgreSQL', (pg) => {
     it('answer once, expire, and never answer on a read', async () => {
       await answersOnceAndExpires({ kind: 'postgres', url: pg.url });
     });

@@ -6,7 +6,7 @@ import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { oneRiskgateOn, postgresAvailable, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 
 /**
  * Issue 30: the audit trail records what happened. A list add is written to the trail before it is
@@ -159,9 +159,8 @@ describe('the audit trail’s outcomes on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('the audit trail’s outcomes on PostgreSQL', () => {
+describeOnPostgres('the audit trail’s outcomes on PostgreSQL', (pg) => {
   recordsWhatHappened(async () => {
-    const pg = await startPostgres();
     const h = await startHarness({
       policy: { yaml: LIST_POLICY },
       env: { ...oneRiskgateOn(pg.url), RISKGATE_OPS_KEYS: `adam:admin:${OPS_KEY}` },
@@ -174,7 +173,6 @@ describe.runIf(postgresAvailable())('the audit trail’s outcomes on PostgreSQL'
       stop: async () => {
         await h.stop();
         await database.close();
-        await pg.stop();
       },
     };
   });

@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { auditMigrations, databaseAuditTrail } from '../src/audit/database-audit-trail.ts';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import type { AuditEntry } from '../src/operators/audit-trail.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
 import { failingDatabase } from './support/failing-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The audit trail's store (issue 25): the same entries, order, filters and pages on SQLite and on
@@ -97,8 +96,7 @@ async function behavesAsAnAuditTrail(target: DatabaseTarget): Promise<void> {
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-audit-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-audit-');
 
 describe('the audit trail store', () => {
   it('keeps, orders, filters and pages entries on SQLite', async () => {
@@ -110,13 +108,7 @@ describe('the audit trail store', () => {
     await expect(audit.record(change('ana', 'decision.label', 'd-1'))).rejects.toThrow();
   });
 
-  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-    let pg: RunningPostgres;
-    beforeAll(async () => {
-      pg = await startPostgres();
-    }, 60_000);
-    afterAll(async () => pg?.stop());
-
+  describeOnPostgres('on PostgreSQL', (pg) => {
     it('keeps, orders, filters and pages entries the same', async () => {
       await behavesAsAnAuditTrail({ kind: 'postgres', url: pg.url });
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { medianOf } from '../bench/bench-median.ts';
+import { median, medianOf } from '../bench/bench-median.ts';
 
 describe('medianOf', () => {
   it('takes the median of every number at the same path', () => {
@@ -27,5 +27,15 @@ describe('medianOf', () => {
       { mode: 'full', samples: [{ tS: 1, rssMb: 99 }] },
     ];
     expect(medianOf(runs)).toEqual({ mode: 'full', samples: [{ tS: 1, rssMb: 80 }] });
+  });
+});
+
+describe('median', () => {
+  it('is the middle value, or the mean of the middle pair, whatever the order given, and leaves its input as it was', () => {
+    const odd = [9, 1, 4];
+    expect(median(odd)).toBe(4);
+    expect(odd).toEqual([9, 1, 4]);
+    expect(median([10, 2, 8, 4])).toBe(6);
+    expect(median([7])).toBe(7);
   });
 });

@@ -1,16 +1,15 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { signalTree, spawnTree } from './support/process-tree.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * CI smoke of the benchmark harness: `npm run bench -- --smoke` starts the sandbox, riskgate and
  * the load generator, runs every scenario for a moment and writes its results. Performance is never
  * asserted here (bench/README.md): only that a run completes with every scenario's figures.
  */
-const resultsDir = mkdtempSync(join(tmpdir(), 'riskgate-bench-smoke-'));
-afterAll(() => rmSync(resultsDir, { recursive: true, force: true }));
+const resultsDir = tempDirForBlock('riskgate-bench-smoke-');
 
 function runSmoke(): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type DatabaseEngine, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { openNodeSqlite } from '../src/database/node-sqlite-database.ts';
 import type { PlannedLockout } from '../src/lockouts/lockout-record.ts';
@@ -13,7 +13,7 @@ import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { OUTBOX_INDEXES, type OutboxRead } from '../src/outbox/outbox-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { doneOutcome, lockOutSpec } from './support/outbox-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * Every index of the control state's `outbox_entry` and `lockout` earns its place (issue 32: each
@@ -347,20 +347,7 @@ describe('the control indexes (SQLite)', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('the control indexes (PostgreSQL)', () => {
-  let pg: RunningPostgres | undefined;
+describeOnPostgres('the control indexes (PostgreSQL)', (pg) => {
   let databases = 0;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => pg?.stop());
-  everyEngine(async () => {
-    const name = `control_indexes_${++databases}`;
-    const { default: pgClient } = await import('pg');
-    const admin = new pgClient.Client({ connectionString: pg!.url });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    return caughtPostgres(pg!.url.replace(/\/postgres$/, `/${name}`));
-  });
+  everyEngine(async () => caughtPostgres(await pg.createDatabase(`control_indexes_${++databases}`)));
 });

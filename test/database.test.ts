@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import pgClient from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type DatabaseTarget, type FeatureMigrations, openDatabase } from '../src/database/database.ts';
 import { stateFiles } from '../src/database/state-files.ts';
 import { eventually } from './support/eventually.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 // A type, not an interface: kysely's withTables wants an index signature.
 type NoteTables = {
@@ -84,8 +83,7 @@ async function openTogether(target: () => DatabaseTarget, count: number): Promis
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-db-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-db-');
 
 describe('the database serves the same kysely queries on both engines', () => {
   it('keeps rows and migrations in the embedded SQLite file', async () => {
@@ -142,26 +140,14 @@ describe('the database serves the same kysely queries on both engines', () => {
     await roundTrip({ kind: 'memory' });
   });
 
-  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-    let pg: RunningPostgres;
-    beforeAll(async () => {
-      pg = await startPostgres();
-    }, 60_000);
-    afterAll(async () => pg?.stop());
-
+  describeOnPostgres('on PostgreSQL', (pg) => {
     it('keeps rows and migrations in PostgreSQL', async () => {
       await roundTrip({ kind: 'postgres', url: pg.url });
     });
 
     it('migrates once when several replicas open one fresh database at the same time', async () => {
-      const admin = new pgClient.Client({ connectionString: pg.url });
-      await admin.connect();
-      try {
-        await admin.query('create database together');
-      } finally {
-        await admin.end();
-      }
-      await openTogether(() => ({ kind: 'postgres', url: pg.url.replace(/\/postgres$/, '/together') }), 4);
+      const url = await pg.createDatabase('together');
+      await openTogether(() => ({ kind: 'postgres', url }), 4);
     });
 
     it('survives its server ending a connection that a transaction holds between two statements', async () => {

@@ -4,7 +4,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { consoleSignIn } from './support/console-client.ts';
 import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 
 /**
  * Outcomes from the login backend (issue 34) over real HTTP: `POST /decisions/{id}/outcome` with
@@ -187,13 +187,8 @@ describe('outcomes from the login backend on the embedded SQLite', () => {
   outcomesOn('SQLite', () => ({}));
 });
 
-describe.runIf(postgresAvailable())('outcomes from the login backend on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
-  outcomesOn('PostgreSQL', () => ({ RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' }));
+describeOnPostgres('outcomes from the login backend on PostgreSQL', (pg) => {
+  outcomesOn('PostgreSQL', () => oneRiskgateOn(pg.url));
 });
 
 /** A policy reading the `outcomes` input: an account that failed a step-up lately is challenged. */
@@ -270,15 +265,10 @@ describe('the outcomes input on the embedded SQLite', () => {
   outcomesInputOn('SQLite', () => ({}));
 });
 
-describe.runIf(postgresAvailable())('the outcomes input on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
+describeOnPostgres('the outcomes input on PostgreSQL', (pg) => {
   outcomesInputOn(
     'PostgreSQL',
-    () => ({ RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' }),
+    () => oneRiskgateOn(pg.url),
     () => {
       pg.pause();
       return () => pg.resume();

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { type DecisionSink, kyselySink, pruneStep, writeOps } from '../src/decision-store/decision-batch.ts';
 import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
@@ -16,7 +14,8 @@ import { wireBatch } from '../src/decision-store/decision-wire.ts';
 import { HOUR_MS, type HourTables, hourDriftCheck } from '../src/decision-store/hour-counts.ts';
 import { wireWriter } from '../src/decision-store/sqlite-batch-wire.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The counts per hour (src/decision-store/hour-counts.ts) are a second copy of what the rows say:
@@ -294,8 +293,7 @@ function sqlitePoison(sink: DecisionSink): DecisionSink {
   return { ...sink, write: (ops) => sink.write(ops.map(broken)) };
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-hour-counts-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-hour-counts-');
 
 suite(
   'SQLite (the writer thread)',
@@ -375,16 +373,11 @@ describe('the hour counts on SQLite with a full disk', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-  let pg: RunningPostgres | undefined;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
+describeOnPostgres('on PostgreSQL', (pg) => {
   // A U+0000 in a text: PostgreSQL refuses the row ("invalid byte sequence ... 0x00").
   suite(
     'PostgreSQL (the writer thread)',
-    () => ({ kind: 'postgres', url: pg!.url }),
+    () => ({ kind: 'postgres', url: pg.url }),
     (sink) => sink,
   );
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type FeatureMigrations, MIGRATION_TABLE } from '../src/database/database.ts';
 import { databaseComponent } from '../src/database/database-component.ts';
 import type { StateDatabases, StateTarget } from '../src/database/state-databases.ts';
@@ -15,7 +15,7 @@ import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { HOUR_MS, hourDriftCheck } from '../src/decision-store/hour-counts.ts';
 import { CONTROL_MIGRATIONS, DECISION_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { eventually } from './support/eventually.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * The decision store's migrations 007 (SQLite: the hour counts move from row triggers to the
@@ -374,13 +374,7 @@ describe("the decisions file's page size (SQLite)", () => {
   });
 });
 
-describe.runIf(postgresAvailable())('the decision store across migrations 007 and 008 (PostgreSQL)', () => {
-  let pg: RunningPostgres | undefined;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => pg?.stop());
-
+describeOnPostgres('the decision store across migrations 007 and 008 (PostgreSQL)', (pg) => {
   const indexes = async (s: Started) =>
     (
       await sql<{
@@ -392,7 +386,7 @@ describe.runIf(postgresAvailable())('the decision store across migrations 007 an
       .sort();
 
   it('a database 007 left (008 not run) starts and drops the unread indexes; a re-run changes nothing', async () => {
-    const target: StateTarget = { kind: 'postgres', url: pg!.url };
+    const target: StateTarget = { kind: 'postgres', url: pg.url };
     const earlier = await start(target, without(MIGRATION_008));
     await write(earlier, range(0, 40));
     expect(await indexes(earlier)).toEqual(UNREAD_INDEXES);

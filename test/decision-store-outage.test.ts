@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 
 /**
  * The issue's outage (issue 25, "Done when"): the decision store's PostgreSQL frozen (SIGSTOP: its
@@ -56,23 +56,18 @@ async function decideMany(h: Harness, count: number): Promise<void> {
   }
 }
 
-describe.runIf(postgresAvailable())('the decision store on PostgreSQL through an outage', () => {
-  let pg: RunningPostgres;
+describeOnPostgres('the decision store on PostgreSQL through an outage', (pg) => {
   let h: Harness | undefined;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
   afterEach(async () => {
     pg.resume();
     await h?.stop();
     h = undefined;
   });
-  afterAll(() => pg?.stop());
 
   const harness = (maxPending: number) =>
     startHarness({
       deadlineMs: DEADLINE_MS,
-      env: { RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' },
+      env: oneRiskgateOn(pg.url),
       riskgate: {
         decisionStore: { maxPending, writeTimeoutMs: 500, backoff: { initialMs: 50, maxMs: 500 } },
       },

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { writeOps } from '../src/decision-store/decision-batch.ts';
 import type { Reject } from '../src/decision-store/decision-rejects.ts';
@@ -12,7 +12,7 @@ import { demoRequest } from '../src/dev/demo-requests.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 
 /**
  * The decision store's PostgreSQL writer thread (src/decision-store/pg-thread-sink.ts): the same
@@ -121,39 +121,35 @@ async function dump(database: RiskgateDatabase) {
   };
 }
 
-async function writerConnections(url: string): Promise<number> {
+/** `text` run once on its own connection to `url`: the test's hand, the store's connections untouched. */
+async function queryOnce<R extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[],
+): Promise<R[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number }>(
-      'select count(*)::int as n from pg_stat_activity where application_name = $1',
-      [WRITER_APP],
-    );
-    return rows[0]!.n;
+    return (await client.query<R>(text, values)).rows;
   } finally {
     await client.end();
   }
 }
 
-describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread', () => {
-  let server: RunningPostgres;
-  let admin: pg.Client;
-  beforeAll(async () => {
-    server = await startPostgres();
-    admin = new pg.Client({ connectionString: server.url });
-    await admin.connect();
-  }, 60_000);
-  afterAll(async () => {
-    await admin?.end();
-    await server?.stop();
-  });
+async function writerConnections(url: string): Promise<number> {
+  const rows = await queryOnce<{ n: number }>(
+    url,
+    'select count(*)::int as n from pg_stat_activity where application_name = $1',
+    [WRITER_APP],
+  );
+  return rows[0]!.n;
+}
 
+describeOnPostgres('the decision store PostgreSQL writer thread', (server) => {
   /** A fresh database on the server, migrated, with timeouts short enough for a test. */
   async function freshDatabase(name: string, timeoutMs = 5000): Promise<RiskgateDatabase> {
-    await admin.query(`create database ${name}`);
-    const url = server.url.replace(/\/postgres$/, `/${name}`);
     return openDatabase(
-      { kind: 'postgres', url },
+      { kind: 'postgres', url: await server.createDatabase(name) },
       { migrations: ALL_MIGRATIONS, statementTimeoutMs: timeoutMs, connectTimeoutMs: timeoutMs },
     );
   }
@@ -248,7 +244,8 @@ describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread
       writer.push(decision('before'));
       expect(await writer.flush(20_000)).toBe(true);
       expect(await writerConnections(server.url)).toBe(1);
-      await admin.query(
+      await queryOnce(
+        server.url,
         'select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1',
         [WRITER_APP],
       );
@@ -337,9 +334,8 @@ describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread
   }, 60_000);
 
   it('a riskgate on PostgreSQL writes its decisions from the thread, and its stop ends the thread’s connection', async () => {
-    await admin.query('create database riskgate_stop');
-    const url = server.url.replace(/\/postgres$/, '/riskgate_stop');
-    const h = await startHarness({ env: { RISKGATE_DATABASE: url, RISKGATE_FEATURE_STORE: 'memory' } });
+    const url = await server.createDatabase('riskgate_stop');
+    const h = await startHarness({ env: oneRiskgateOn(url) });
     let stopped = false;
     try {
       const { status } = await h.decide(demoRequest('alice', undefined));
@@ -349,14 +345,7 @@ describe.runIf(postgresAvailable())('the decision store PostgreSQL writer thread
       });
       await h.stop();
       stopped = true;
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        const { rows } = await client.query<{ n: number }>('select count(*)::int as n from decision');
-        expect(rows[0]!.n).toBe(1);
-      } finally {
-        await client.end();
-      }
+      expect(await queryOnce(url, 'select count(*)::int as n from decision', [])).toEqual([{ n: 1 }]);
       await eventually(async () => (await writerConnections(server.url)) === 0, {
         what: 'the writer connection gone',
       });

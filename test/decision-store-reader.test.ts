@@ -6,7 +6,7 @@ import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
 import { storeOpOf } from '../src/decision-store/decision-rows.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * The decision store's writes and queries, the same on SQLite and on a real PostgreSQL: every
@@ -79,7 +79,7 @@ const SPECS: Spec[] = [
 
 const ops = (records: object[]) => records.map((r) => storeOpOf(r, T0)!);
 
-function suite(name: string, target: () => DatabaseTarget | undefined) {
+function suite(name: string, target: () => DatabaseTarget) {
   describe(name, () => {
     let database: RiskgateDatabase;
     let db: DecisionDb;
@@ -88,7 +88,7 @@ function suite(name: string, target: () => DatabaseTarget | undefined) {
       (await reader.list(filter)).decisions.map((d) => d.decisionId);
 
     beforeAll(async () => {
-      database = await openDatabase(target()!, { migrations: ALL_MIGRATIONS });
+      database = await openDatabase(target(), { migrations: ALL_MIGRATIONS });
       db = database.db.withTables<DecisionTables>();
       reader = createDecisionReader(db, () => ({
         engine: database.engine,
@@ -280,12 +280,6 @@ function suite(name: string, target: () => DatabaseTarget | undefined) {
 
 suite('the decision store on SQLite', () => ({ kind: 'memory' }));
 
-describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-  let pg: RunningPostgres | undefined;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
-  suite('the decision store on PostgreSQL', () =>
-    pg === undefined ? undefined : { kind: 'postgres', url: pg.url });
+describeOnPostgres('on PostgreSQL', (pg) => {
+  suite('the decision store on PostgreSQL', () => ({ kind: 'postgres', url: pg.url }));
 });

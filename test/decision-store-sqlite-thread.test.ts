@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/database/database.ts';
 import { isRefusedRow } from '../src/database/refused-row.ts';
 import type { DecisionSink } from '../src/decision-store/decision-batch.ts';
@@ -11,6 +9,7 @@ import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The SQLite writer thread's prepared statements (src/decision-store/sqlite-batch-wire.ts): a row
@@ -19,8 +18,7 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
  * a sink in front of the thread breaks one (a rule without its decision id: NOT NULL).
  */
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-thread-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-store-thread-');
 
 const record = (id: string) => ({
   kind: 'decision',

@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/database/database.ts';
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * With RISKGATE_WORKERS > 1 each worker writes its own batches into the one SQLite file: writers
@@ -14,8 +13,7 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
  * the other's write lock).
  */
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-store-workers-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-store-workers-');
 
 describe('the decision store with several writers on one SQLite file', () => {
   it('keeps every decision each writer took, written at the same time', async () => {

@@ -4,7 +4,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { SteppedClock } from '../src/timing/driven-clock.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, postgresForSuite } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -23,11 +23,11 @@ const sharedStores = redisAvailable() && postgresAvailable();
 
 describe.runIf(sharedStores)('one Log API follower for two riskgates on a shared store', () => {
   let redis: RunningRedis;
-  let pg: RunningPostgres;
+  const pg = postgresForSuite();
   let a: Harness;
   let b: Harness;
   beforeAll(async () => {
-    [redis, pg] = await Promise.all([startRedis(), startPostgres()]);
+    redis = await startRedis();
     const env = { RISKGATE_FEATURE_STORE: redis.url, RISKGATE_DATABASE: pg.url };
     a = await startHarness({ env, riskgate: { clock, logs: { pollIntervalMs: 50 } } });
     b = await startHarness({
@@ -39,7 +39,7 @@ describe.runIf(sharedStores)('one Log API follower for two riskgates on a shared
   afterAll(async () => {
     await b?.stop();
     await a?.stop();
-    await Promise.all([redis?.stop(), pg?.stop()]);
+    await redis?.stop();
   });
 
   it('follows once between them, and both read the history it feeds', async () => {

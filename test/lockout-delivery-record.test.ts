@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import type { ActionAdmin, ActionSpec } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
@@ -12,7 +12,7 @@ import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
 import { lockSpec, plannedLockout } from './support/lockout-fixtures.ts';
 import { outboxSqliteFile } from './support/outbox-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 
 /**
@@ -254,11 +254,6 @@ describe('a lock-out recorded with its delivery, on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('a lock-out recorded with its delivery, on PostgreSQL', () => {
-  let pg: RunningPostgres | undefined;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => pg?.stop());
-  onEngine(() => ({ kind: 'postgres', url: pg!.url }), 'pg');
+describeOnPostgres('a lock-out recorded with its delivery, on PostgreSQL', (pg) => {
+  onEngine(() => ({ kind: 'postgres', url: pg.url }), 'pg');
 });

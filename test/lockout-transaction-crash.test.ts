@@ -7,12 +7,7 @@ import { stateFiles } from '../src/database/state-files.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
-import {
-  oneRiskgateOn,
-  postgresAvailable,
-  type RunningPostgres,
-  startPostgres,
-} from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 import {
   buildDist,
   PROCESS_KEY,
@@ -190,13 +185,7 @@ describe('SIGKILL between the steps of a lock-out, on SQLite', () => {
   );
 });
 
-describe.runIf(postgresAvailable())('SIGKILL between the steps of a lock-out, on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  });
-  afterAll(() => pg?.stop());
-
+describeOnPostgres('SIGKILL between the steps of a lock-out, on PostgreSQL', (pg) => {
   it.each(KILL_POINTS)(
     'killed at $at: the record, the lock-out, its scheduled unlock and its event together or not at all',
     async ({ at, committed }) => {

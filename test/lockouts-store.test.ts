@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import { type ActionSpec, actionId } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, openDatabase } from '../src/database/database.ts';
@@ -15,7 +13,8 @@ import { unlockGate } from '../src/lockouts/unlock-gate.ts';
 import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { lockSpec, plannedLockout } from './support/lockout-fixtures.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The lock-out records' store and the gate of the unlock that ends a temporary lock-out (issue 26),
@@ -226,8 +225,7 @@ async function appliesATurnsLockOutcomes(target: DatabaseTarget): Promise<void> 
   });
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-lockouts-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-lockouts-');
 
 describe('a committed unlock’s event', () => {
   it('is emitted again after a failed emit, with the same id, and reported lost after its tries', async () => {
@@ -274,13 +272,7 @@ describe('the lock-out records', () => {
     await writesTheRecordsWithTheirAppend({ kind: 'sqlite', path: stateFiles(join(dir, 'd')).control });
   });
 
-  describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-    let pg: RunningPostgres;
-    beforeAll(async () => {
-      pg = await startPostgres();
-    }, 60_000);
-    afterAll(async () => pg?.stop());
-
+  describeOnPostgres('on PostgreSQL', (pg) => {
     it('end a temporary lock-out on time whichever of its record and its outcome comes first', async () => {
       await endsATemporaryLockoutWhicheverIsWrittenFirst({ kind: 'postgres', url: pg.url });
     });

@@ -14,7 +14,7 @@ import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { type MemoryAuditTrail, memoryAuditTrail } from './support/memory-audit-trail.ts';
-import { oneRiskgateOn, postgresAvailable, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn, type RunningPostgres } from './support/postgres-server.ts';
 
 /**
  * Issue 30 (review): what an operator unlock answers is what happened. The unlock is queued in the
@@ -70,19 +70,17 @@ const SQLITE: Engine = {
   },
 };
 
-function postgres(): Engine {
+function postgres(pg: RunningPostgres): Engine {
   let database: RiskgateDatabase | undefined;
   const hand = () => database!.db;
   return {
     async start() {
-      const pg = await startPostgres();
       // A second connection: the test's hand on the database, riskgate's own untouched.
       database = await openDatabase({ kind: 'postgres', url: pg.url }, { migrations: ALL_MIGRATIONS });
       return {
         env: oneRiskgateOn(pg.url),
         stop: async () => {
           await database?.close();
-          await pg.stop();
         },
       };
     },
@@ -342,4 +340,4 @@ function unlockAnswers(engine: Engine) {
 
 describe('on SQLite', () => unlockAnswers(SQLITE));
 
-describe.runIf(postgresAvailable())('on PostgreSQL', () => unlockAnswers(postgres()));
+describeOnPostgres('on PostgreSQL', (pg) => unlockAnswers(postgres(pg)));

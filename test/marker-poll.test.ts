@@ -1,12 +1,12 @@
-import { existsSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type FeatureMigrations, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { MarkerPoll, type MarkerWatch } from '../src/database/marker-poll.ts';
 import { DrivenClock } from '../src/timing/driven-clock.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The control database's one timer (src/database/marker-poll.ts): every watcher's marker in one
@@ -31,8 +31,7 @@ const migrations: FeatureMigrations = {
   },
 };
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-marker-poll-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-marker-poll-');
 let files = 0;
 
 type Seen = Parameters<MarkerWatch['observe']>[0];

@@ -8,7 +8,7 @@ import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { adminUserStatus } from './support/admin-user-status.ts';
 import { eventually } from './support/eventually.ts';
 import { LOCK_EVERYONE_POLICY, SANDBOX_USERS } from './support/lock-everyone-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 import {
   buildDist,
   PROCESS_KEY,
@@ -300,13 +300,7 @@ describe('SIGTERM while the Admin API hangs', () => {
   }, 60_000);
 });
 
-describe.runIf(postgresAvailable())('two riskgate processes on one PostgreSQL outbox', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  });
-  afterAll(() => pg?.stop());
-
+describeOnPostgres('two riskgate processes on one PostgreSQL outbox', (pg) => {
   it('deliver each action once between them', async () => {
     await control('POST', '/sandbox/reset');
     await control('POST', '/sandbox/stats/reset');

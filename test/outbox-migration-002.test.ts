@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   type DatabaseTarget,
   type FeatureMigrations,
@@ -15,7 +15,7 @@ import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
 import { OUTBOX_INDEXES } from '../src/outbox/outbox-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { doneOutcome, lockOutSpec } from './support/outbox-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 import { CAN_MOUNT, mountSmallDisk } from './support/small-disk.ts';
 
 /**
@@ -219,14 +219,8 @@ describe('outbox migration 002 (SQLite)', () => {
   );
 });
 
-describe.runIf(postgresAvailable())('outbox migration 002 (PostgreSQL)', () => {
-  let pg: RunningPostgres | undefined;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => pg?.stop());
-
+describeOnPostgres('outbox migration 002 (PostgreSQL)', (pg) => {
   it('a database made before 002, entries in every status, migrates: rows kept, indexes as listed; a re-run changes nothing', async () => {
-    await migrateAndRerun({ kind: 'postgres', url: pg!.url });
+    await migrateAndRerun({ kind: 'postgres', url: pg.url });
   });
 });

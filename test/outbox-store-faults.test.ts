@@ -8,7 +8,7 @@ import { Outbox } from '../src/outbox/outbox.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
 import { lockOutSpec, outboxSqliteFile } from './support/outbox-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
 import { postedDuring } from './support/thread-messages.ts';
 
@@ -390,12 +390,7 @@ describe('a delivery turn on the SQLite file', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('with PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  });
-  afterAll(() => pg?.stop());
+describeOnPostgres('with PostgreSQL', (pg) => {
   faults('PostgreSQL', () => ({ kind: 'postgres', url: pg.url }));
 
   it('makes a process’s appends visible in the order they were made: a later group waits for the one in flight', async () => {

@@ -4,7 +4,7 @@ import type { DatabaseTarget } from '../src/database/database.ts';
 import { MemoryOutboxStore } from '../src/outbox/memory-outbox-store.ts';
 import type { OutboxStore } from '../src/outbox/outbox-store.ts';
 import { openDatabaseOutbox, outboxSqliteFile } from './support/outbox-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * The store contract, run against every engine: this process's memory, and the database on the
@@ -319,12 +319,7 @@ const sqliteFile = (): DatabaseTarget => outboxSqliteFile('outbox-');
 
 contract('database, SQLite', () => databaseStore(sqliteFile()));
 
-describe.runIf(postgresAvailable())('with PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  });
-  afterAll(() => pg?.stop());
+describeOnPostgres('with PostgreSQL', (pg) => {
   contract('database, PostgreSQL', () => databaseStore({ kind: 'postgres', url: pg.url }));
 
   it('never leases one entry to two replicas claiming at the same time, and keeps each user in order', async () => {

@@ -6,7 +6,8 @@ import {
   startEvaluationBudget,
 } from '../src/policy/evaluation-budget.ts';
 import { type CompileOptions, compilePolicy } from '../src/policy/policy-compiler.ts';
-import type { CompiledPolicy, PolicyInput, SignalOutcome } from '../src/policy/policy-types.ts';
+import type { PolicyInput, SignalOutcome } from '../src/policy/policy-types.ts';
+import { compileTestPolicy, down, newBrowser, rat } from './support/test-policy.ts';
 
 /**
  * The degraded rule (policies/README.md, "Degraded decisions"): riskgate's own stress (an input it
@@ -16,23 +17,9 @@ import type { CompiledPolicy, PolicyInput, SignalOutcome } from '../src/policy/p
 
 const NOW = new Date('2026-11-20T12:00:00Z');
 
-function compile(body: string, options: CompileOptions = {}): CompiledPolicy {
-  const r = compilePolicy('t.yaml', `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${body}`, {
-    now: NOW,
-    ...options,
-  });
-  if (!r.policy) throw new Error(r.issues.map((e) => `${e.line}:${e.col} ${e.message}`).join('\n'));
-  return r.policy;
-}
+const compile = (body: string, options: CompileOptions = {}) =>
+  compileTestPolicy(body, { now: NOW, ...options });
 
-const rat = (anomaly: boolean, anomalyConfidence: number): SignalOutcome<'remoteAccessTool'> => ({
-  status: 'ok',
-  response: { signalType: 'remote_access_tool', success: true, result: { anomaly, anomalyConfidence } },
-});
-const newBrowser = (known: boolean): SignalOutcome<'newBrowser'> => ({
-  status: 'ok',
-  response: { signalType: 'new_browser', success: true, result: { known } },
-});
 const near = (proximityConfidence: number): SignalOutcome<'latestProximity'> => ({
   status: 'ok',
   response: {
@@ -41,7 +28,6 @@ const near = (proximityConfidence: number): SignalOutcome<'latestProximity'> => 
     result: { proximityConfidence, supportingSignals: [] },
   },
 });
-const down = (reason: string) => ({ status: 'unavailable', reason }) as const;
 
 function input(signals: PolicyInput['signals'], over: Partial<PolicyInput> = {}): PolicyInput {
   return {

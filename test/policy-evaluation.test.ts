@@ -1,17 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { AdminDevice, AdminUser } from '../src/admin/admin-schemas.ts';
 import { compilePolicy } from '../src/policy/policy-compiler.ts';
-import type { CompiledPolicy, PolicyInput, SignalOutcome } from '../src/policy/policy-types.ts';
+import type { PolicyInput, SignalOutcome } from '../src/policy/policy-types.ts';
+import { compileTestPolicy, down, newBrowser, rat } from './support/test-policy.ts';
 
 const NOW = new Date('2026-11-20T12:00:00Z');
 
-function compile(body: string): CompiledPolicy {
-  const text = `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${body}`;
-  const r = compilePolicy('t.yaml', text, { now: NOW });
-  const errors = r.issues.filter((i) => i.severity === 'error');
-  if (!r.policy) throw new Error(errors.map((e) => `${e.line}:${e.col} ${e.message}`).join('\n'));
-  return r.policy;
-}
+const compile = (body: string) => compileTestPolicy(body, { now: NOW });
 
 const USER: AdminUser = {
   user_id: 'u1',
@@ -39,16 +34,6 @@ function device(over: Partial<AdminDevice> = {}): AdminDevice {
     ...over,
   };
 }
-
-const rat = (anomaly: boolean, anomalyConfidence: number): SignalOutcome<'remoteAccessTool'> => ({
-  status: 'ok',
-  response: { signalType: 'remote_access_tool', success: true, result: { anomaly, anomalyConfidence } },
-});
-const newBrowser = (known: boolean): SignalOutcome<'newBrowser'> => ({
-  status: 'ok',
-  response: { signalType: 'new_browser', success: true, result: { known } },
-});
-const down = (reason: string) => ({ status: 'unavailable', reason }) as const;
 
 /**
  * A login whose password the backend checked (`firstFactor: passed`, so a lock-out is taken)

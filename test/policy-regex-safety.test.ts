@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../src/policy/policy-compiler.ts';
-import type { CompiledPolicy, PolicyInput } from '../src/policy/policy-types.ts';
+import type { PolicyInput } from '../src/policy/policy-types.ts';
+import { compileTestPolicy } from './support/test-policy.ts';
 
 const NOW = new Date('2026-11-20T12:00:00Z');
 
-function compile(body: string): CompiledPolicy {
-  const r = compilePolicy('t.yaml', `apiVersion: riskgate/v1\nkind: Policy\nname: t\n${body}`, { now: NOW });
-  if (!r.policy) throw new Error(r.issues.map((e) => `${e.line}:${e.col} ${e.message}`).join('\n'));
-  return r.policy;
-}
+const compile = (body: string) => compileTestPolicy(body, { now: NOW });
 
 function request(userAgent: string, context: Record<string, string> = {}): PolicyInput {
   return {

@@ -18,7 +18,7 @@ import { EVIDENCE_IMMUTABLE_MESSAGE } from '../src/policy-versions/policy-versio
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { systemClock } from '../src/timing/clock.ts';
 import { browserPolicy } from './support/browser-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 import { type ReplayableDecision, storeReplayable } from './support/stored-decisions.ts';
 
 /**
@@ -289,15 +289,7 @@ describe('policy version evidence on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('policy version evidence on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await pg?.stop();
-  });
-
+describeOnPostgres('policy version evidence on PostgreSQL', (pg) => {
   it(
     'checks, tests and backtests a draft against the stored decisions of a window, then keeps it unchanged (PostgreSQL)',
     async () => {

@@ -1,15 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { ErrorCode } from '../src/errors/riskgate-error.ts';
 import { isImmutableRefusal, PolicyVersionStore } from '../src/policy-versions/policy-version-store.ts';
 import { policyVersionMigrations } from '../src/policy-versions/policy-version-tables.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { systemClock } from '../src/timing/clock.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * Issue 33's policy versions in the control database: a version's content is written once (no
@@ -124,11 +123,7 @@ async function behavesAsPolicyVersions(database: RiskgateDatabase): Promise<void
 }
 
 describe('policy versions on SQLite', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rg-policy-versions-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDirForBlock('rg-policy-versions-');
 
   it('keeps each version immutable and moves it along the promotion flow (SQLite file)', async () => {
     const target: DatabaseTarget = { kind: 'sqlite', path: join(dir, 'control.sqlite') };
@@ -160,15 +155,7 @@ describe('policy versions on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('policy versions on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await pg?.stop();
-  });
-
+describeOnPostgres('policy versions on PostgreSQL', (pg) => {
   it('keeps each version immutable and moves it along the promotion flow (PostgreSQL)', async () => {
     const database = await openDatabase(
       { kind: 'postgres', url: pg.url },

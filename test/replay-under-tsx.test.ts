@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadPolicy } from '../src/policy/policy-loader.ts';
 import { type ReplayReport, replayDecisions } from '../src/replay/replay-run.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * A replay started under `npx tsx` (the benches, `npm start`'s backtests) starts its threads without
@@ -14,8 +14,7 @@ import { type ReplayReport, replayDecisions } from '../src/replay/replay-run.ts'
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-replay-tsx-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-replay-tsx-');
 
 function comparable(r: ReplayReport): Omit<ReplayReport, 'elapsedMs'> {
   const { elapsedMs: _, ...rest } = r;

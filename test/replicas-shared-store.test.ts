@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, postgresForSuite } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -32,13 +32,13 @@ function documentedSql(): string[] {
 describe.runIf(postgresAvailable() && redisAvailable())(
   'two replicas on one PostgreSQL and one Redis',
   () => {
-    let pg: RunningPostgres;
+    const pg = postgresForSuite();
     let redis: RunningRedis;
     let one: Harness;
     let two: Harness;
 
     beforeAll(async () => {
-      [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+      redis = await startRedis();
       // Step 1, as an administrator: the role and the database it owns.
       const admin = new pgClient.Client({ connectionString: pg.url });
       await admin.connect();
@@ -66,7 +66,7 @@ describe.runIf(postgresAvailable() && redisAvailable())(
     afterAll(async () => {
       await two?.stop();
       await one?.stop();
-      await Promise.all([pg?.stop(), redis?.stop()]);
+      await redis?.stop();
     });
 
     const ops = (h: Harness, method: string, path: string, body?: unknown) =>
@@ -83,7 +83,7 @@ describe.runIf(postgresAvailable() && redisAvailable())(
         // Nothing it keeps tried the unwritable state dir.
         expect(h.serviceLog.filter((l) => l.level === 'error')).toEqual([]);
       }
-      const check = new pgClient.Client({ connectionString: pg.url.replace(/\/postgres$/, '/riskgate') });
+      const check = new pgClient.Client({ connectionString: pg.databaseUrl('riskgate') });
       await check.connect();
       try {
         const owners = await check.query(

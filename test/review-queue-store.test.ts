@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Context } from 'hono';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
 import { ErrorCode } from '../src/errors/riskgate-error.ts';
 import { reviewOperations } from '../src/review-queue/review-operations.ts';
 import { type NewReviewCase, ReviewStore } from '../src/review-queue/review-store.ts';
 import { CONTROL_MIGRATIONS } from '../src/service/database-migrations.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The review queue's store (issue 34) on a SQLite file and on PostgreSQL: one case per decision;
@@ -185,11 +185,7 @@ async function unreadableIsAnError(database: RiskgateDatabase): Promise<void> {
 }
 
 describe('the review queue on SQLite', () => {
-  let dir: string;
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'rg-review-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDirForBlock('rg-review-');
 
   it('claims distinct cases for concurrent analysts, closes each once, and refuses a bad row (SQLite file)', async () => {
     const target: DatabaseTarget = { kind: 'sqlite', path: join(dir, 'control.sqlite') };
@@ -224,15 +220,7 @@ describe('the review queue on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('the review queue on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await pg?.stop();
-  });
-
+describeOnPostgres('the review queue on PostgreSQL', (pg) => {
   it('claims distinct cases for concurrent analysts (FOR UPDATE SKIP LOCKED), closes each once, and refuses a bad row (PostgreSQL)', async () => {
     const database = await openDatabase(
       { kind: 'postgres', url: pg.url },

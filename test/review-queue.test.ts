@@ -4,7 +4,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { CALLER_KEY, type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { consoleSignIn } from './support/console-client.ts';
 import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 
 /**
  * The review queue end to end (issue 34) over real HTTP, on SQLite and PostgreSQL: a policy's
@@ -331,11 +331,6 @@ describe('the review queue on the embedded SQLite', () => {
   reviewOn('SQLite', () => ({}));
 });
 
-describe.runIf(postgresAvailable())('the review queue on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
-  reviewOn('PostgreSQL', () => ({ RISKGATE_DATABASE: pg.url, RISKGATE_FEATURE_STORE: 'memory' }));
+describeOnPostgres('the review queue on PostgreSQL', (pg) => {
+  reviewOn('PostgreSQL', () => oneRiskgateOn(pg.url));
 });

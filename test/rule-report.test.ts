@@ -3,7 +3,7 @@ import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src
 import { createRuleReport, type ReportedPolicy } from '../src/decision-store/rule-report-query.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { clearDecisions, type SeededDecision, seedDecisions } from './support/decision-rows.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 
 /**
  * The rule report (issue 25, the Rules page) over the decision store's tables, seeded directly:
@@ -337,11 +337,6 @@ describe('the rule report on the embedded SQLite', () => {
   reportsOn('SQLite', () => ({ kind: 'memory' }));
 });
 
-describe.runIf(postgresAvailable())('the rule report on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(async () => pg?.stop());
+describeOnPostgres('the rule report on PostgreSQL', (pg) => {
   reportsOn('PostgreSQL', () => ({ kind: 'postgres', url: pg.url }));
 });

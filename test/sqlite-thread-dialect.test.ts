@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { Kysely, sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type DatabaseTarget, type FeatureMigrations, openDatabase } from '../src/database/database.ts';
 import { runScript, SqliteThreadDialect } from '../src/database/sqlite-thread-dialect.ts';
+import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
 /**
  * The embedded SQLite file's queries run on a worker thread (src/database/sqlite-thread-dialect.ts):
@@ -27,8 +26,7 @@ const migrations: FeatureMigrations = {
   },
 };
 
-const dir = mkdtempSync(join(tmpdir(), 'riskgate-sqlite-thread-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDirForBlock('riskgate-sqlite-thread-');
 let files = 0;
 const fileTarget = (): DatabaseTarget => ({ kind: 'sqlite', path: join(dir, `db-${files++}.sqlite`) });
 

@@ -24,12 +24,7 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness, writePolicy } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import {
-  oneRiskgateOn,
-  postgresAvailable,
-  type RunningPostgres,
-  startPostgres,
-} from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 import { PROCESS_KEY, PROCESS_OPS_KEY, processEnv, ROOT, startProcess } from './support/riskgate-process.ts';
 import { CAN_MOUNT, mountSmallDisk } from './support/small-disk.ts';
 import { startTestSandbox } from './support/test-sandbox.ts';
@@ -464,13 +459,7 @@ describe('the embedded state (SQLite) through its faults', () => {
   );
 });
 
-describe.runIf(postgresAvailable())('the state on PostgreSQL through its faults', () => {
-  let server: RunningPostgres;
-  beforeAll(async () => {
-    server = await startPostgres();
-  }, 60_000);
-  afterAll(() => server?.stop());
-
+describeOnPostgres('the state on PostgreSQL through its faults', (server) => {
   it('a poison row is set aside (metric, log line, decision_reject) and the rest of its batch written', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'riskgate-faults-pg-'));
     const h = await start(dir, { env: oneRiskgateOn(server.url) });

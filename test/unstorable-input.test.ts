@@ -6,7 +6,7 @@ import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { type Harness, OPS_KEY, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { LIST_POLICY } from './support/list-policy.ts';
-import { oneRiskgateOn, postgresAvailable, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres, oneRiskgateOn } from './support/postgres-server.ts';
 
 /**
  * Issue 30: text riskgate cannot store is refused at the edge. U+0000 (PostgreSQL refuses it), a
@@ -226,16 +226,9 @@ describe('unstorable text on SQLite', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('unstorable text on PostgreSQL', () => {
+describeOnPostgres('unstorable text on PostgreSQL', (pg) => {
   refusesWhatItCannotStore(async () => {
-    const pg = await startPostgres();
     const h = await startHarness({ policy: { yaml: LIST_POLICY }, env: oneRiskgateOn(pg.url) });
-    return {
-      h,
-      stop: async () => {
-        await h.stop();
-        await pg.stop();
-      },
-    };
+    return { h, stop: () => h.stop() };
   });
 });

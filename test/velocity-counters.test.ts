@@ -4,7 +4,7 @@ import { lookUpUserIds } from '../src/dev/embedded-sandbox.ts';
 import { type Harness, startHarness } from './decide-harness.ts';
 import { eventually } from './support/eventually.ts';
 import { PATIENT_DEADLINE_MS, patientShippedPolicy } from './support/patient-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, postgresForSuite } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 
 /**
@@ -89,11 +89,11 @@ describe('velocity counters in memory (one riskgate)', () => {
 
 describe.runIf(redisAvailable() && postgresAvailable())('velocity counters on a Redis that hangs', () => {
   let redis: RunningRedis;
-  let pg: RunningPostgres;
+  const pg = postgresForSuite();
   let h: Harness;
   let alice: string;
   beforeAll(async () => {
-    [redis, pg] = await Promise.all([startRedis(), startPostgres()]);
+    redis = await startRedis();
     // Counters on a shared Redis want the shared database too (riskgate refuses half of each).
     h = await startHarness({ env: { RISKGATE_FEATURE_STORE: redis.url, RISKGATE_DATABASE: pg.url } });
     alice = (await lookUpUserIds(h.sandbox, ['alice'])).alice!;
@@ -101,7 +101,7 @@ describe.runIf(redisAvailable() && postgresAvailable())('velocity counters on a 
   afterAll(async () => {
     redis?.resume();
     await h?.stop();
-    await Promise.all([redis?.stop(), pg?.stop()]);
+    await redis?.stop();
   }, 60_000);
 
   it('marks the counters unavailable within their timeout and still answers, never a 5xx', async () => {

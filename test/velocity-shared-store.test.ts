@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../src/sandbox/server.ts';
 import { patientPolicyEnv } from './support/patient-policy.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { postgresAvailable, postgresForSuite } from './support/postgres-server.ts';
 import { type RunningRedis, redisAvailable, startRedis } from './support/redis-server.ts';
 import {
   BUILD_HOOK_MS,
@@ -28,12 +28,12 @@ describe.runIf(sharedStores)('velocity counters shared by two riskgate processes
   let build: ReturnType<typeof buildDist>;
   let sandbox: RunningSandbox;
   let redis: RunningRedis;
-  let pg: RunningPostgres;
+  const pg = postgresForSuite();
   let work: string;
   const started: RiskgateProcess[] = [];
   beforeAll(async () => {
     build = buildDist('velocity');
-    [sandbox, redis, pg] = await Promise.all([startTestSandbox(), startRedis(), startPostgres()]);
+    [sandbox, redis] = await Promise.all([startTestSandbox(), startRedis()]);
     work = mkdtempSync(join(tmpdir(), 'riskgate-velocity-'));
   }, BUILD_HOOK_MS);
   afterAll(async () => {
@@ -41,7 +41,7 @@ describe.runIf(sharedStores)('velocity counters shared by two riskgate processes
       p.kill('SIGTERM');
       await p.exited;
     }
-    await Promise.all([sandbox?.stop(), redis?.stop(), pg?.stop()]);
+    await Promise.all([sandbox?.stop(), redis?.stop()]);
     build?.remove();
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });

@@ -2,9 +2,11 @@ import { type ChildProcess, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe } from 'vitest';
 import { eventually } from './eventually.ts';
 import { freePort } from './free-port.ts';
 import { signalTree, spawnTree, stopTree } from './process-tree.ts';
+import { runningForBlock } from './running-for-block.ts';
 
 /**
  * A real PostgreSQL server for the shared-store tests: Debian's `postgresql`, a fresh cluster made
@@ -51,6 +53,10 @@ export interface RunningPostgres {
   /** Lets a paused server go on (SIGCONT). */
   resume(): void;
   stop(): Promise<void>;
+  /** The URL of the database `name` on this server. */
+  databaseUrl(name: string): string;
+  /** Creates the empty database `name` (a fresh one for one test) and gives its URL. */
+  createDatabase(name: string): Promise<string>;
 }
 
 const NOBODY = 65534;
@@ -154,9 +160,22 @@ export async function startPostgres(): Promise<RunningPostgres> {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`postgres did not start: ${output.slice(-500)}`);
   }
+  const databaseUrl = (name: string) => `postgres://postgres@127.0.0.1:${port}/${name}`;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: databaseUrl('postgres'),
     port,
+    databaseUrl,
+    createDatabase: async (name) => {
+      const { default: pg } = await import('pg');
+      const admin = new pg.Client({ connectionString: databaseUrl('postgres') });
+      await admin.connect();
+      try {
+        await admin.query(`create database ${name}`);
+      } finally {
+        await admin.end();
+      }
+      return databaseUrl(name);
+    },
     pause: () => signalServer(child, 'SIGSTOP'),
     resume: () => signalServer(child, 'SIGCONT'),
     // SIGINT is PostgreSQL's fast shutdown; SIGKILL past 5 s: a stop never hangs the hook.
@@ -166,6 +185,24 @@ export async function startPostgres(): Promise<RunningPostgres> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The PostgreSQL of the enclosing `describe` block ({@link runningForBlock}): started before its
+ * first test (60 s allowed: a loaded machine's `initdb`) and stopped after its last. Inside a block
+ * that {@link postgresAvailable} let run, as {@link describeOnPostgres} does.
+ */
+export function postgresForSuite(): RunningPostgres {
+  return runningForBlock('the block’s PostgreSQL', startPostgres, 60_000);
+}
+
+/**
+ * A `describe` block on a PostgreSQL of its own ({@link postgresForSuite}), skipped with the
+ * message naming the package where it is not installed, and never skipped under CI
+ * ({@link postgresAvailable}).
+ */
+export function describeOnPostgres(name: string, body: (pg: RunningPostgres) => void): void {
+  describe.runIf(postgresAvailable())(name, () => body(postgresForSuite()));
 }
 
 /**
