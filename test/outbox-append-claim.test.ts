@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
 import type { ActionAdmin, ActionJob, ActionSpec } from '../src/actions/admin-actions.ts';
 import { type DatabaseTarget, openDatabase, type RiskgateDatabase } from '../src/database/database.ts';
@@ -8,7 +8,7 @@ import type { AppendClaim, OutboxEntry } from '../src/outbox/outbox-store.ts';
 import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
 import { eventually } from './support/eventually.ts';
 import { lockOutSpec, outboxSqliteFile } from './support/outbox-database.ts';
-import { postgresAvailable, type RunningPostgres, startPostgres } from './support/postgres-server.ts';
+import { describeOnPostgres } from './support/postgres-server.ts';
 import { refuseUpdate } from './support/refused-update.ts';
 import { postedDuring } from './support/thread-messages.ts';
 
@@ -153,13 +153,7 @@ describe('a claim in the append’s transaction, on the SQLite file', () => {
   });
 });
 
-describe.runIf(postgresAvailable())('on PostgreSQL', () => {
-  let pg: RunningPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  });
-  afterAll(() => pg?.stop());
-
+describeOnPostgres('on PostgreSQL', (pg) => {
   it('makes no claim at append: the entry waits for a poll’s claim, as before', async () => {
     const { store } = await open({ kind: 'postgres', url: pg.url });
     try {
