@@ -17,8 +17,10 @@
  *
  * `--thread NAME` (repeatable, comma-separated) adds a column per thread name: the CPU of riskgate's
  * threads of that name (`/proc/<pid>/task/<tid>/comm`) per 2xx, e.g. `decision-store`, the decision
- * store's writer (src/decision-store/store-thread.ts names it); every answered decision is one record
- * stored, so at an open rate without sheds it is the writer's CPU per stored decision.
+ * store's writer (src/decision-store/store-thread.ts names it); and, with it, the records the store
+ * wrote meanwhile (`/healthz` `decisionStore.written`: a shed decision is stored too) and each
+ * thread's CPU per record stored. The count is read as the run ends, up to a batch (a second)
+ * behind at both ends of the run alike.
  *
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
@@ -70,6 +72,13 @@ const profileDir = values['profile-dir'] === undefined ? undefined : resolve(val
 if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
 
 const load = () => loadavg()[0]!.toFixed(2);
+/** Records the decision store has written so far (`/healthz`: open on every surface). */
+async function storedRecords(origin: string): Promise<number> {
+  const health = (await (await fetch(`${origin}/healthz`)).json()) as {
+    decisionStore?: { written?: number };
+  };
+  return health.decisionStore?.written ?? Number.NaN;
+}
 type Measured = Pick<ClosedLoopResult, 'ok' | 'requestsPerSecond' | 'non2xx'> & {
   errors: { timeouts: number; connection: number; status: Record<string, number> };
   latencyMs: { p99: number };
@@ -84,9 +93,11 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
     `pinning: ${rig.pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
   );
   console.log(
-    `| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx | main thread µs per 2xx |${threadNames.map((t) => ` ${t} µs per 2xx |`).join('')}`,
+    `| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx | main thread µs per 2xx |${threadNames.length === 0 ? '' : ` stored${threadNames.map((t) => ` | ${t} µs per 2xx (per stored)`).join('')} |`}`,
   );
-  console.log(`|---|---|---|---:|---:|---:|---:|---:|---:|${threadNames.map(() => '---:|').join('')}---|`);
+  console.log(
+    `|---|---|---|---:|---:|---:|---:|---:|---:|${threadNames.length === 0 ? '' : `---:|${threadNames.map(() => '---:|').join('')}`}---|`,
+  );
   /** The peer (bench/peer-server.ts) on riskgate's core, as bench/syscalls-per-decision.ts starts it. */
   const startPeer = async (stateDir: string, nodeArgs: string[]): Promise<ServerProcess> => {
     const port = await freePort();
@@ -166,10 +177,11 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
         const cpuBefore = processTreeCpuUs(riskgate.pid) ?? 0;
         const mainBefore = mainThreadCpuUs(riskgate.pid) ?? 0;
         const threadsBefore = threadNames.map((t) => threadCpuUs(riskgate.pid, t) ?? 0);
+        const storedBefore = threadNames.length === 0 ? 0 : await storedRecords(riskgate.url);
         const r = await measure(durationS);
-        const threadsPerOk = threadNames.map(
-          (t, i) => ((threadCpuUs(riskgate.pid, t) ?? 0) - threadsBefore[i]!) / r.ok,
-        );
+        const threadsUs = threadNames.map((t, i) => (threadCpuUs(riskgate.pid, t) ?? 0) - threadsBefore[i]!);
+        const stored = threadNames.length === 0 ? 0 : (await storedRecords(riskgate.url)) - storedBefore;
+        const threadsPerOk = threadsUs.map((us) => us / r.ok);
         const cpuUs = (processTreeCpuUs(riskgate.pid) ?? 0) - cpuBefore;
         const mainUs = (mainThreadCpuUs(riskgate.pid) ?? 0) - mainBefore;
         const perOk = r.ok > 0 ? cpuUs / r.ok : Number.NaN;
@@ -181,7 +193,7 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
           `| ${round} | ${build.name} | ${loadBefore} → ${load()} | ${processTree(riskgate.pid).length} | ` +
             `${r.requestsPerSecond.toFixed(0)} | ${r.non2xx + r.errors.timeouts + r.errors.connection} | ` +
             `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${mainPerOk.toFixed(0)} | ` +
-            `${threadsPerOk.map((x) => `${x.toFixed(0)} | `).join('')}${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
+            `${threadNames.length === 0 ? '' : `${stored} | ${threadsUs.map((us, i) => `${threadsPerOk[i]!.toFixed(0)} (${(us / stored).toFixed(0)}) | `).join('')}`}${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
         );
       } finally {
         await riskgate.stop();
