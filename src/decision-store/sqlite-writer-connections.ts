@@ -10,7 +10,7 @@ import type { DecisionDb } from './decision-batch.ts';
  * each index on a random key (user, account, IP, unit, the decision id: bench/RESULTS.md "the
  * decisions file's checkpoints"), far more pages than the default holds, so every batch read them
  * back from the file and the WAL, and a large batch spilled dirty pages to the WAL before its
- * commit. With 64 MiB the pages stay between batches: the writer's CPU per decision over 100,000
+ * commit. With 64 MiB the pages stay between batches: the writes' CPU per decision over 100,000
  * stored ~155 → ~105 µs in batches of 200, ~125 → ~75 in batches of 1,000 (bench/RESULTS.md,
  * "the decision store's writer thread per stored decision"). The price: up to this much more
  * memory, reached as the store grows (SQLite allocates its cache as pages are read).
