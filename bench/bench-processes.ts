@@ -89,6 +89,30 @@ export function mainThreadCpuUs(pid: number): number | undefined {
 }
 
 /**
+ * CPU time (user + system) of a process's threads named `name` (`/proc/<pid>/task/<tid>/comm`: a
+ * worker thread's `name`, e.g. the decision store's writer), summed, microseconds. Undefined where
+ * /proc does not exist; 0 when no thread has the name (not started yet).
+ */
+export function threadCpuUs(pid: number, name: string): number | undefined {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let total = 0;
+  for (const tid of tids) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== name) continue;
+    } catch {
+      continue; // the thread ended
+    }
+    total += processCpuUs(pid, `/proc/${pid}/task/${tid}/stat`) ?? 0;
+  }
+  return total;
+}
+
+/**
  * CPU time (user + system) of a process and every live descendant (a cluster primary and its
  * workers; each process's threads are in its own figure) but tsx's esbuild service, microseconds,
  * from `/proc`. Undefined

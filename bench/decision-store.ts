@@ -1061,6 +1061,8 @@ async function walPages(
     lineBytes: number;
     intervals: number[];
     checkpoints: number[];
+    /** KiB of page cache on the writer's connection (`PRAGMA cache_size = -N`); undefined: SQLite's default. */
+    caches: (number | undefined)[];
     byTree: boolean;
   },
 ): Promise<void> {
@@ -1072,7 +1074,7 @@ async function walPages(
     `[wal-pages] seeded ${o.seeded} in ${round((performance.now() - t0) / 1000)} s, ${round(statSync(path).size / 1e6)} MB\n`,
   );
   const variants = o.intervals.flatMap((intervalMs) =>
-    o.checkpoints.map((frames) => ({ intervalMs, frames })),
+    o.checkpoints.flatMap((frames) => o.caches.map((cacheKib) => ({ intervalMs, frames, cacheKib }))),
   );
   const results = new Map<string, WalFigures[]>();
   const rnd = mulberry32(5);
@@ -1082,6 +1084,7 @@ async function walPages(
     for (const v of order) {
       const file = new DatabaseSync(path, { timeout: 5000 });
       file.exec('PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0');
+      if (v.cacheKib !== undefined) file.exec(`PRAGMA cache_size = -${v.cacheKib}`);
       file.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       const write = wireWriter(file);
       const wal = new WalFrames(`${path}-wal`, pageSize);
@@ -1156,7 +1159,7 @@ async function walPages(
         checkpointUs: round(checkpointUs / total),
         byTree,
       };
-      const key = `batches every ${v.intervalMs} ms (${perBatch}), checkpoint at ${v.frames} frames`;
+      const key = `batches every ${v.intervalMs} ms (${perBatch}), checkpoint at ${v.frames} frames${v.cacheKib === undefined ? '' : `, cache ${v.cacheKib} KiB`}`;
       results.set(key, [...(results.get(key) ?? []), f]);
       process.stderr.write(
         `[wal-pages] run ${r + 1}: ${key}: ${JSON.stringify(f)} (load ${loadavg()[0]!.toFixed(2)})\n`,
@@ -1200,6 +1203,7 @@ async function main(): Promise<void> {
       'store-seed': { type: 'string', default: '0' },
       'wal-writes': { type: 'string', default: '0' },
       checkpoints: { type: 'string' },
+      caches: { type: 'string' },
       'by-tree': { type: 'boolean', default: false },
     },
   });
@@ -1223,6 +1227,8 @@ async function main(): Promise<void> {
         intervals: (values.intervals ?? '1000').split(',').map(Number),
         // Default: riskgate's bound (state-files.ts) against SQLite's default of 1,000 pages.
         checkpoints: (values.checkpoints ?? `1000,${DECISIONS_WAL_BYTES / pageSize}`).split(',').map(Number),
+        // `default` (or none): SQLite's own page cache, 2,000 KiB.
+        caches: (values.caches ?? 'default').split(',').map((c) => (c === 'default' ? undefined : Number(c))),
         byTree: values['by-tree'],
       });
       return;

@@ -10,9 +10,17 @@
  *
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
  *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
+ *     [--thread decision-store]
  *
  * A build `name=peer` runs the peer (bench/peer-server.ts) the same way instead, for a differential
  * profile at the same load (issue 32: where riskgate's CPU per 2xx goes beyond the peer's).
+ *
+ * `--thread NAME` (repeatable, comma-separated) adds a column per thread name: the CPU of riskgate's
+ * threads of that name (`/proc/<pid>/task/<tid>/comm`) per 2xx, e.g. `decision-store`, the decision
+ * store's writer (src/decision-store/store-thread.ts names it); and, with it, the records the store
+ * wrote meanwhile (`/healthz` `decisionStore.written`: a shed decision is stored too) and each
+ * thread's CPU per record stored. The count is read as the run ends, up to a batch (a second)
+ * behind at both ends of the run alike.
  *
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
@@ -30,6 +38,7 @@ import {
   processTreeCpuUs,
   type ServerProcess,
   startServer,
+  threadCpuUs,
 } from './bench-processes.ts';
 import { demoDecideBodies, withBenchRig } from './bench-scenario.ts';
 import type { ClosedLoopResult, OpenLoopResult } from './open-loop-generator.ts';
@@ -44,8 +53,10 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     rate: { type: 'string' },
     'profile-dir': { type: 'string' },
+    thread: { type: 'string', multiple: true, default: [] },
   },
 });
+const threadNames = values.thread.flatMap((t) => t.split(',')).filter((t) => t !== '');
 /** A build's entry is a tree's bench/riskgate-under-bench.ts, or `peer` for bench/peer-server.ts. */
 const builds = values.builds.split(',').map((b) => {
   const at = b.indexOf('=');
@@ -62,21 +73,32 @@ const profileDir = values['profile-dir'] === undefined ? undefined : resolve(val
 if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
 
 const load = () => loadavg()[0]!.toFixed(2);
+/** Records the decision store has written so far (`/healthz`: open on every surface). */
+async function storedRecords(origin: string): Promise<number> {
+  const health = (await (await fetch(`${origin}/healthz`)).json()) as {
+    decisionStore?: { written?: number };
+  };
+  return health.decisionStore?.written ?? Number.NaN;
+}
 type Measured = Pick<ClosedLoopResult, 'ok' | 'requestsPerSecond' | 'non2xx'> & {
   errors: { timeouts: number; connection: number; status: Record<string, number> };
   latencyMs: { p99: number };
 };
 const results = new Map<string, number[]>(builds.map((b) => [b.name, []]));
 const mainResults = new Map<string, number[]>(builds.map((b) => [b.name, []]));
+/** Per build, per `--thread` name: CPU µs per 2xx of each run. */
+const threadResults = new Map(builds.map((b) => [b.name, threadNames.map(() => [] as number[])]));
 await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (rig) => {
   const { sandbox, generator, apiKey } = rig;
   console.log(
     `pinning: ${rig.pinning.note}; ${rate === undefined ? `closed loop ${connections} connections` : `open loop ${rate}/s`}, ${durationS} s after ${warmupS} s`,
   );
   console.log(
-    '| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx | main thread µs per 2xx |',
+    `| round | build | load avg before → after | processes | 2xx/s | non-2xx | p99 ms | CPU µs per 2xx | main thread µs per 2xx |${threadNames.length === 0 ? '' : ` stored${threadNames.map((t) => ` | ${t} µs per 2xx (per stored)`).join('')} |`}`,
   );
-  console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---|');
+  console.log(
+    `|---|---|---|---:|---:|---:|---:|---:|---:|${threadNames.length === 0 ? '' : `---:|${threadNames.map(() => '---:|').join('')}`}---|`,
+  );
   /** The peer (bench/peer-server.ts) on riskgate's core, as bench/syscalls-per-decision.ts starts it. */
   const startPeer = async (stateDir: string, nodeArgs: string[]): Promise<ServerProcess> => {
     const port = await freePort();
@@ -155,17 +177,24 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
         const loadBefore = load();
         const cpuBefore = processTreeCpuUs(riskgate.pid) ?? 0;
         const mainBefore = mainThreadCpuUs(riskgate.pid) ?? 0;
+        const threadsBefore = threadNames.map((t) => threadCpuUs(riskgate.pid, t) ?? 0);
+        const storedBefore = threadNames.length === 0 ? 0 : await storedRecords(riskgate.url);
         const r = await measure(durationS);
+        const threadsUs = threadNames.map((t, i) => (threadCpuUs(riskgate.pid, t) ?? 0) - threadsBefore[i]!);
+        const stored = threadNames.length === 0 ? 0 : (await storedRecords(riskgate.url)) - storedBefore;
+        const threadsPerOk = threadsUs.map((us) => us / r.ok);
         const cpuUs = (processTreeCpuUs(riskgate.pid) ?? 0) - cpuBefore;
         const mainUs = (mainThreadCpuUs(riskgate.pid) ?? 0) - mainBefore;
         const perOk = r.ok > 0 ? cpuUs / r.ok : Number.NaN;
         const mainPerOk = r.ok > 0 ? mainUs / r.ok : Number.NaN;
         results.get(build.name)!.push(perOk);
         mainResults.get(build.name)!.push(mainPerOk);
+        for (const [i, x] of threadsPerOk.entries()) threadResults.get(build.name)![i]!.push(x);
         console.log(
           `| ${round} | ${build.name} | ${loadBefore} → ${load()} | ${processTree(riskgate.pid).length} | ` +
             `${r.requestsPerSecond.toFixed(0)} | ${r.non2xx + r.errors.timeouts + r.errors.connection} | ` +
-            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${mainPerOk.toFixed(0)} | ${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
+            `${r.latencyMs.p99.toFixed(1)} | ${perOk.toFixed(0)} | ${mainPerOk.toFixed(0)} | ` +
+            `${threadNames.length === 0 ? '' : `${stored} | ${threadsUs.map((us, i) => `${threadsPerOk[i]!.toFixed(0)} (${(us / stored).toFixed(0)}) | `).join('')}`}${JSON.stringify(r.errors.status)} t${r.errors.timeouts} c${r.errors.connection} |`,
         );
       } finally {
         await riskgate.stop();
@@ -181,7 +210,13 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
     const main = mainResults.get(name)!;
     console.log(
       `${name}: median ${median(xs).toFixed(0)} µs per 2xx (${xs.map((x) => x.toFixed(0)).join(', ')}); ` +
-        `main thread ${median(main).toFixed(0)} (${main.map((x) => x.toFixed(0)).join(', ')})`,
+        `main thread ${median(main).toFixed(0)} (${main.map((x) => x.toFixed(0)).join(', ')})` +
+        threadNames
+          .map((t, i) => {
+            const xs = threadResults.get(name)![i]!;
+            return `; ${t} ${median(xs).toFixed(0)} (${xs.map((x) => x.toFixed(0)).join(', ')})`;
+          })
+          .join(''),
     );
   }
 });

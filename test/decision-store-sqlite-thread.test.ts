@@ -8,6 +8,10 @@ import { type StoreOp, storeOpOf } from '../src/decision-store/decision-rows.ts'
 import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { sqliteThreadSink } from '../src/decision-store/sqlite-thread-sink.ts';
+import {
+  DECISIONS_WRITER_CACHE_KIB,
+  openWriterConnections,
+} from '../src/decision-store/sqlite-writer-connections.ts';
 import { ALL_MIGRATIONS } from '../src/service/database-migrations.ts';
 import { tempDirForBlock } from './support/temp-dir-for-block.ts';
 
@@ -88,6 +92,21 @@ describe('the decision store SQLite writer thread', () => {
       expect(await db.selectFrom('decision').select('decision_id').execute()).toHaveLength(4);
     } finally {
       await writer.close(2000);
+      await database.close();
+    }
+  });
+
+  it("keeps its batches' pages between batches: the batch connection's cache holds 64 MiB", async () => {
+    // Issue 32: at SQLite's default (2,000 KiB, 125 pages of 16 KiB) a batch of a second read the
+    // random-key indexes' leaves back from the file every time, and a large batch spilled to the WAL.
+    const { path, database } = await openStore('cache');
+    const { writer, db } = openWriterConnections(path, 5000);
+    try {
+      expect(DECISIONS_WRITER_CACHE_KIB).toBe(64 * 1024);
+      expect(writer.prepare('PRAGMA cache_size').get()).toEqual({ cache_size: -DECISIONS_WRITER_CACHE_KIB });
+    } finally {
+      writer.close();
+      await db.destroy();
       await database.close();
     }
   });

@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DecisionSink, Retention } from './decision-batch.ts';
 import type { StoreOp } from './decision-rows.ts';
-import { DecisionStoreWriter, safeErrorText } from './decision-store-writer.ts';
+import {
+  DecisionStoreWriter,
+  STORE_BATCH_MAX,
+  STORE_INTERVAL_MS,
+  safeErrorText,
+} from './decision-store-writer.ts';
 
 /** A sink that keeps what it is given, and can be made to fail or hang. */
 function fakeSink() {
@@ -68,6 +73,25 @@ describe('the decision store writer', () => {
     expect(sink.written.map((b) => b.length)).toEqual([2, 3, 3]);
     await vi.advanceTimersByTimeAsync(100);
     expect(writer.status()).toMatchObject({ pending: 0, written: 9, dropped: 0, writing: true, lagMs: 0 });
+  });
+
+  it("writes a second's records in one batch by default, up to STORE_BATCH_MAX", async () => {
+    // Issue 32: a batch's pages are shared by its rows; a busy second (~1,000 decisions) is one
+    // transaction, not two of 500.
+    const sink = fakeSink();
+    const writer = new DecisionStoreWriter({ sink });
+    for (let n = 1; n <= 1500; n++) writer.push(decision(n));
+    await vi.advanceTimersByTimeAsync(STORE_INTERVAL_MS - 1);
+    expect(sink.written).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sink.written.map((b) => b.length)).toEqual([1500]);
+    // Past the bound a batch goes at once, the rest a second later.
+    for (let n = 1; n <= STORE_BATCH_MAX + 10; n++) writer.push(decision(10_000 + n));
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sink.written.map((b) => b.length)).toEqual([1500, STORE_BATCH_MAX]);
+    await vi.advanceTimersByTimeAsync(STORE_INTERVAL_MS);
+    expect(sink.written.map((b) => b.length)).toEqual([1500, STORE_BATCH_MAX, 10]);
+    expect(writer.status()).toMatchObject({ pending: 0, written: 1500 + STORE_BATCH_MAX + 10, dropped: 0 });
   });
 
   it('keeps the buffer while the store fails, drops exactly what is past the bound, and catches up', async () => {

@@ -24,7 +24,7 @@ export interface DecisionStoreWriterOptions {
   sink: DecisionSink;
   /** Records waiting (including a batch being written) before new ones are dropped. Default 20 000. */
   maxPending?: number;
-  /** Most records per transaction. Default 500. */
+  /** Most records per transaction. Default `STORE_BATCH_MAX` (2,000). */
   batchSize?: number;
   /** Longest a record waits for a batch to fill, milliseconds. Default `STORE_INTERVAL_MS` (1000). */
   intervalMs?: number;
@@ -69,6 +69,17 @@ export interface DecisionStoreWriterOptions {
  */
 export const STORE_INTERVAL_MS = 1000;
 
+/**
+ * Most records in one batch by default: batches are a second's records (`STORE_INTERVAL_MS`) up to
+ * this, which a second of this host's busiest closed loop (~1,000 decisions/s) stays under. A
+ * batch's pages are shared by its rows (each index's leaves, the commit's WAL frames, the next
+ * checkpoint's copies): over 100,000 stored, batches of 1,000 cost the SQLite writer ~3.3 WAL frames
+ * a decision against ~4.7 in batches of 500 (bench/RESULTS.md, "the decision store's writer thread
+ * per stored decision"). The bound keeps one transaction (after an outage, the buffer's backlog)
+ * well inside the write deadline.
+ */
+export const STORE_BATCH_MAX = 2000;
+
 interface Entry {
   record: object;
   atMs: number;
@@ -101,7 +112,7 @@ export class DecisionStoreWriter {
   constructor(options: DecisionStoreWriterOptions) {
     this.#o = options;
     this.#maxPending = options.maxPending ?? 20_000;
-    this.#batchSize = options.batchSize ?? 500;
+    this.#batchSize = options.batchSize ?? STORE_BATCH_MAX;
     if (options.retention !== undefined) {
       this.#pruneTimer = setInterval(() => {
         this.#pruneDue = true;

@@ -35,6 +35,12 @@ type Waiter = { resolve: (value: number) => void; reject: (error: Error) => void
 /** Longest wait for a thread to answer its close, then to exit, milliseconds. */
 const CLOSE_WAIT_MS = 2000;
 
+/**
+ * The OS name of every decision store writer thread (`comm`, at most 15 bytes): what
+ * bench/hot-path-cpu.ts `--thread` finds it by in /proc, beside the control database's.
+ */
+export const STORE_THREAD_NAME = 'decision-store';
+
 /** The thread running `file` (a URL beside the caller's module) with `workerData`, started on first use. */
 export function storeThread(file: URL, workerData: unknown) {
   let worker: Worker | undefined;
@@ -46,7 +52,7 @@ export function storeThread(file: URL, workerData: unknown) {
     waiting.clear();
   };
   const start = (): Worker => {
-    const w = new Worker(file, { workerData });
+    const w = new Worker(file, { workerData, name: STORE_THREAD_NAME });
     w.unref();
     w.on('message', (reply: ThreadReply) => {
       const waiter = waiting.get(reply.id);
