@@ -7,7 +7,7 @@ import { afterDecision } from './after-decision.ts';
 import { startActions } from './decide-actions.ts';
 import type { DecideDeps } from './decide-deps.ts';
 import { signalFetcher } from './decide-ports.ts';
-import { decideRequestSchema, MAX_DECIDE_BODY_BYTES } from './decide-request.ts';
+import { acceptDecideRequest, decideRequestSchema, MAX_DECIDE_BODY_BYTES } from './decide-request.ts';
 import { buildDecideResponse, serverTiming } from './decide-response.ts';
 import { overloadAnswer } from './overload-answer.ts';
 import { type RunDecisionDeps, runDecision } from './run-decision.ts';
@@ -36,7 +36,7 @@ export const DECIDE_ROUTE = declareRoute({
   operationId: 'decide',
   summary: 'Decide on one login attempt',
   body: {
-    schema: { component: 'DecideRequest', schema: decideRequestSchema },
+    schema: { component: 'DecideRequest', schema: decideRequestSchema, accept: acceptDecideRequest },
     maxBytes: MAX_DECIDE_BODY_BYTES,
   },
   responses: {

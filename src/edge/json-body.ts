@@ -88,10 +88,15 @@ export function inputErrorOf(error: z.ZodError, what = 'The request body', input
 }
 
 /**
- * Reads, parses and validates a JSON body with `schema`. Throws `RG_ERR_UNSUPPORTED_MEDIA_TYPE`
- * for a content type other than JSON, and `InputError` for bad JSON or a schema violation.
+ * Reads, parses and validates a JSON body with `schema` (or first `accept`, the same check without
+ * zod of the bodies it certainly accepts). Throws `RG_ERR_UNSUPPORTED_MEDIA_TYPE` for a content
+ * type other than JSON, and `InputError` for bad JSON or a schema violation.
  */
-export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+export async function readJsonBody<S extends z.ZodType>(
+  c: Context,
+  schema: S,
+  accept?: (json: unknown) => z.output<S> | undefined,
+): Promise<z.output<S>> {
   const contentType = c.req.header('content-type');
   if (contentType === undefined || !JSON_CONTENT_TYPE.test(contentType)) {
     throw new RiskgateError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Send the body as application/json.');
@@ -105,6 +110,8 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S): 
       { field: '', message: 'is not valid JSON' },
     ]);
   }
+  const accepted = accept?.(json);
+  if (accepted !== undefined) return accepted;
   const parsed = schema.safeParse(json);
   if (!parsed.success) throw inputErrorOf(parsed.error, 'The request body', json);
   return parsed.data;
