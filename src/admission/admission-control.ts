@@ -180,6 +180,10 @@ export class AdmissionControl {
     const saturated = busyMs >= 0.9 * spentMs;
     const throughput = (this.#completed * 1000) / spentMs;
     const e = this.#estimates;
+    // What the loop finished per busy millisecond before this window, while it had room: its
+    // capacity, which a saturated window's count of answers does not measure then (below).
+    const roomPerBusyMs =
+      e.busyMs > 0 && e.busyMs < LULL_BUSY * e.spentMs ? e.completed / e.busyMs : undefined;
     e.completed = e.completed * ESTIMATE_DECAY + this.#completed;
     e.busyMs = e.busyMs * ESTIMATE_DECAY + busyMs;
     e.spentMs = e.spentMs * ESTIMATE_DECAY + spentMs;
@@ -195,6 +199,15 @@ export class AdmissionControl {
       // at a surge it still holds the windows with room, and the limit it gives keeps the loop
       // below saturation, where the lull rule holds it, under what the CPU finishes.
       limit = (Math.max(throughput, (e.completed * 1000) / e.spentMs) * this.#targetMs) / 1000;
+      // A stall amid windows with room (the mirror of the lull below): a loop with room answers
+      // what arrives, so its throughput is the arrival rate, not what it can finish, and one window
+      // in which the host, a GC or the database threads held the core must not bring the limit
+      // down to the arrival rate × the target (at 200/s on a core that finishes ~1,100/s, a limit
+      // of 15-16 shed the few that queued behind a 50-ms stall). It falls no lower than what the
+      // loop finished per busy millisecond before it × the target, and rises no higher than it
+      // was. Once the loop has been busy over the last third of a second, the rule above alone.
+      if (roomPerBusyMs !== undefined)
+        limit = Math.max(limit, Math.min(this.limit, roomPerBusyMs * this.#targetMs));
     } else if (e.completed >= 1 && e.busyMs > 0) {
       const perBusyMs = e.completed / e.busyMs;
       const answerMs = e.timed > 0 ? e.answerMs / e.timed : 0;
