@@ -20,7 +20,9 @@
  *   - the loop saturated (utilisation ≥ 90 %): every decision in flight shares the same CPU, so the
  *     limit is the throughput × `targetLatencyMs`, the window's or the decayed one, whichever is
  *     higher (the loop reads busy while its thread waits for a core the database threads hold, so
- *     one window's count of answers dips with no queue behind it);
+ *     one window's count of answers dips with no queue behind it); and, in a window saturated after
+ *     windows with room (a stall: the loop's throughput then was what arrived, not what it can
+ *     finish), no lower than what it finished per busy millisecond before × `targetLatencyMs`;
  *   - the loop with room: the limit is what the CPU could finish at full speed, each decision
  *     taking its usual time plus `targetLatencyMs`: the service rate (decisions per second of busy
  *     loop) × (the mean time from admission to answer + `targetLatencyMs`). Not `maxInFlight`: a
