@@ -7,6 +7,7 @@
  * with `quietVerdicts` every 2xx answer checked against them (bench/verdict-check.ts); after the
  * overload, how many seconds until the per-second p99 is back to normal.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { OpenLoopJob, OpenLoopResult } from './open-loop-generator.ts';
 import {
   addVerdicts,
@@ -118,6 +119,11 @@ export async function runOverloadScenario(d: OverloadDeps): Promise<OverloadFigu
   const best = loopRuns.reduce((a, b) => (b.result.requestsPerSecond > a.result.requestsPerSecond ? b : a));
   const capacity = Math.max(1, best.result.requestsPerSecond);
   const boundMs = d.deadlineMs + 50;
+  // The probe's last loop ends with requests still in riskgate (the generator stops waiting, the
+  // decisions run on to their deadline): without a pause the first step began behind them, its
+  // admission limit at its floor, and its p99 read 330 ms where the same step at the end read
+  // 111 (bench/RESULTS.md, issue 32 session 10). Two deadlines let every one of them end.
+  await sleep(2 * d.deadlineMs);
   const steps: OverloadStep[] = [];
   const multipliers = d.multipliers ?? OVERLOAD_MULTIPLIERS;
   for (const [i, m] of multipliers.entries()) {
