@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionOutcome } from '../src/actions/action-dispatcher.ts';
@@ -10,7 +11,6 @@ import { eventually } from './support/eventually.ts';
 import { lockOutSpec, outboxSqliteFile } from './support/outbox-database.ts';
 import { describeOnPostgres } from './support/postgres-server.ts';
 import { allowUpdate, refuseUpdate } from './support/refused-update.ts';
-import { postedDuring } from './support/thread-messages.ts';
 
 /**
  * The database outbox store against what its rows and its database can do to it (the reviewer's
@@ -254,19 +254,9 @@ describe('a group commit on the SQLite file', () => {
     const told: unknown[] = [];
     // The outbox component logs what `onError` is told ('outbox store failed'); a decision answers
     // a refused action failed (queue_refused), counted in riskgate_action_answers_total.
-    // Each attempt held until the drain aborts it: the entry stays as its group wrote it (it is
-    // leased at once, in the group's own transaction).
-    const admin = {
-      updateUser: (_user: string, _update: unknown, call: { signal: AbortSignal }) =>
-        new Promise((resolve) =>
-          call.signal.addEventListener('abort', () =>
-            resolve({ ok: false, error: { code: 'RG_ERR_ABORTED' }, durationMs: 0 }),
-          ),
-        ),
-    } as unknown as ActionAdmin;
     const outbox = new Outbox({
       store: o.store,
-      admin,
+      admin: {} as ActionAdmin,
       onOutcome: () => {},
       onError: (error) => told.push(error),
     });
@@ -476,3 +466,22 @@ describeOnPostgres('with PostgreSQL', (pg) => {
     }
   });
 });
+
+/** What the main thread posts to worker threads (the SQLite query thread) while `step` runs. */
+async function postedDuring<T>(step: () => Promise<T>): Promise<{ sent: unknown[]; result: T }> {
+  const sent: unknown[] = [];
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (
+    this: Worker,
+    message: unknown,
+    transfer?: Parameters<Worker['postMessage']>[1],
+  ) {
+    sent.push(message);
+    return post.call(this, message, transfer);
+  };
+  try {
+    return { sent, result: await step() };
+  } finally {
+    Worker.prototype.postMessage = post;
+  }
+}

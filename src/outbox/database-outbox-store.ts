@@ -10,10 +10,8 @@ import {
   outboxStatements,
 } from './outbox-statements.ts';
 import {
-  type AppendClaim,
   type AppendCompanion,
   type ClaimOptions,
-  type ClaimRequest,
   type CompanionTx,
   type Completion,
   type DeliveryRecord,
@@ -78,22 +76,10 @@ function entryOf(row: Row, spec: ActionSpec): OutboxEntry {
   };
 }
 
-/** The first claim of the group's appends that asks for one, and what it asked. */
-function takeClaim(
-  appends: readonly PendingAppend[],
-): { taker: AppendClaim; request: ClaimRequest } | undefined {
-  for (const { claim } of appends) {
-    const request = claim?.take();
-    if (request !== undefined) return { taker: claim!, request };
-  }
-  return undefined;
-}
-
 interface PendingAppend {
   specs: readonly ActionSpec[];
   nowMs: number;
   companions: readonly AppendCompanion[];
-  claim: AppendClaim | undefined;
   resolve: (added: boolean[]) => void;
   reject: (error: unknown) => void;
 }
@@ -193,11 +179,10 @@ export class DatabaseOutboxStore implements OutboxStore {
     specs: readonly ActionSpec[],
     nowMs: number,
     companions: readonly AppendCompanion[] = [],
-    claim?: AppendClaim,
   ): Promise<boolean[]> {
     if (this.#closed) return Promise.reject(new Error('the outbox is closed'));
     return new Promise((resolve, reject) => {
-      this.#appends.push({ specs, nowMs, companions, claim, resolve, reject });
+      this.#appends.push({ specs, nowMs, companions, resolve, reject });
       // Group commit: every append of this turn in one transaction.
       if (this.#appends.length === 1 && this.#committing === undefined)
         setImmediate(() => void this.#commitAppends());
@@ -248,8 +233,7 @@ export class DatabaseOutboxStore implements OutboxStore {
       }
       for (const a of batch) {
         try {
-          // Without a claim: the group's was asked already (and told it failed).
-          a.resolve((await this.#writeGroup([a], false))[0]!);
+          a.resolve((await this.#writeGroup([a]))[0]!);
         } catch (alone) {
           a.reject(alone);
         }
@@ -266,12 +250,9 @@ export class DatabaseOutboxStore implements OutboxStore {
    * `begin`, each insert, each companion's statement and `commit` (issue 32: each a message and a
    * wake-up of the thread). The same statements in the same order on the one connection, so the
    * same transaction: all of it or none (a statement that fails rolls the script back, and fails
-   * the group as a failed transaction would), committed before the appends are told. The script
-   * ends with the claim of the first append that asks for one (`AppendClaim`, `claiming`): the
-   * process that queued the entries leases them in the same message. A claim that fails rolls the
-   * script back, and the group is written again without it: the claim never fails an append.
+   * the group as a failed transaction would), committed before the appends are told.
    */
-  async #writeGroup(appends: readonly PendingAppend[], claiming = true): Promise<boolean[][]> {
+  async #writeGroup(appends: readonly PendingAppend[]): Promise<boolean[][]> {
     const script = this.#script;
     if (script !== undefined) {
       const companions = appends.flatMap((a) =>
@@ -279,48 +260,12 @@ export class DatabaseOutboxStore implements OutboxStore {
       );
       if (companions.every((c): c is CompiledQuery[] => c !== undefined)) {
         const inserts = this.#inserts(appends);
-        const statements = [...inserts, ...companions.flat()];
-        const claim = claiming ? takeClaim(appends) : undefined;
-        if (claim !== undefined) statements.push(this.#claimRequestQuery(claim.request));
-        let results: Awaited<ReturnType<typeof script>>;
-        try {
-          results = await script(statements);
-        } catch (error) {
-          if (claim === undefined) throw error;
-          const claimFailed = (error as { statement?: unknown }).statement === statements.length - 1;
-          claim.taker.failed(claimFailed ? error : undefined);
-          if (!claimFailed) throw error;
-          return this.#writeGroup(appends, false);
-        }
+        const results = await script([...inserts, ...companions.flat()]);
         const added = results.slice(0, inserts.length).flatMap((r) => r.rows as Array<{ id: string }>);
-        if (claim !== undefined) await this.#landed(appends, claim, results.at(-1)!.rows as Row[]);
         return addedOf(appends, added);
       }
     }
     return this.#db.transaction().execute((tx) => this.#write(tx, appends));
-  }
-
-  /**
-   * Tells the group's claims that one committed after their rows: the taker what it leased. Rows
-   * leased and not read (their spec set aside failed) stay leased until the lease runs out, as a
-   * claim's would.
-   */
-  async #landed(
-    appends: readonly PendingAppend[],
-    claim: { taker: AppendClaim; request: ClaimRequest },
-    rows: Row[],
-  ): Promise<void> {
-    let claimed: OutboxEntry[] | undefined;
-    try {
-      claimed = await this.#claimed(rows, claim.request.nowMs);
-    } catch (error) {
-      claim.taker.failed(error);
-    }
-    for (const { claim: other } of appends) {
-      if (other === undefined) continue;
-      if (other !== claim.taker) other.landed([]);
-      else if (claimed !== undefined) other.landed(claimed);
-    }
   }
 
   /** `#writeGroup` with `tx`: one insert statement per IDS_PER_STATEMENT rows, then the companions. */
@@ -364,10 +309,6 @@ export class DatabaseOutboxStore implements OutboxStore {
     if (limit <= 0) return [];
     const { rows } = await this.#db.executeQuery(this.#claimQuery(owner, limit, nowMs, leaseMs, options));
     return this.#claimed(rows, nowMs);
-  }
-
-  #claimRequestQuery({ owner, limit, nowMs, leaseMs, options }: ClaimRequest): CompiledQuery<Row> {
-    return this.#claimQuery(owner, limit, nowMs, leaseMs, options ?? {});
   }
 
   /**

@@ -73,40 +73,6 @@ export interface ClaimOptions {
   skipWebhooks?: boolean;
 }
 
-/** A claim as `OutboxStore.claim` takes it. */
-export interface ClaimRequest {
-  owner: string;
-  limit: number;
-  nowMs: number;
-  leaseMs: number;
-  options?: ClaimOptions;
-}
-
-/**
- * A claim made in an append's own transaction, after its rows (`OutboxStore.append`'s `claim`): the
- * process that queued an action leases it as it writes it (issue 32: a claim of its own was a
- * message and a wake-up of the SQLite thread per append). A store that cannot make it there asks
- * nothing and tells nothing: the outbox then claims at its next poll, as before.
- */
-export interface AppendClaim {
-  /**
-   * Asked as the transaction is composed, for its slots free then: the claim to make, or undefined
-   * for none. Once asked and answered, exactly one of `landed` and `failed` follows.
-   */
-  take(): ClaimRequest | undefined;
-  /**
-   * The transaction committed with a claim after this append's rows: `claimed` is what it leased
-   * when the claim was this one's `take`, empty when another append's of the group. Told before
-   * the append resolves.
-   */
-  landed(claimed: OutboxEntry[]): void;
-  /**
-   * This one's claim was taken and not made: `error` when the claim itself failed (the append is
-   * written without it), none when the append failed (its own error says why).
-   */
-  failed(error?: unknown): void;
-}
-
 /** A turn of the delivery loop (`OutboxStore.settleAndClaim`). */
 export interface SettleAndClaim {
   /** The process settling and claiming (the completions' lease holder). */
@@ -190,15 +156,12 @@ export interface OutboxStore {
    * false at its index. A spec with `notBeforeMs` (a scheduled unlock) is due then, and counts as
    * created then (`dueAtMs`): its wait is neither the pending age an Admin outage shows in nor
    * part of its retry horizon. `companions` write their rows in the same transaction (a failed
-   * companion fails the append: nothing is written). `claim`, when the store can, leases what is
-   * due after the rows in the same transaction (`AppendClaim`); a claim that fails never fails the
-   * append (it is written without it).
+   * companion fails the append: nothing is written).
    */
   append(
     specs: readonly ActionSpec[],
     nowMs: number,
     companions?: readonly AppendCompanion[],
-    claim?: AppendClaim,
   ): Promise<boolean[]>;
   /**
    * Leases up to `limit` pending entries due at `nowMs` to `owner` for `leaseMs`, counting an

@@ -27,7 +27,6 @@ import { type Clock, type ClockTimer, systemClock } from '../timing/clock.ts';
 import { sleep } from '../timing/sleep.ts';
 import { settlesWithin } from '../timing/with-timeout.ts';
 import {
-  type AppendClaim,
   type DeliveryRecord,
   type OutboxEntry,
   type OutboxStats,
@@ -282,8 +281,7 @@ export class Outbox implements ActionDispatcher {
     const { companion } = options;
     // A companion's own entries (its event's deliveries) go in the same append, after the jobs'.
     const written = [...jobs.map((j) => j.spec), ...(companion?.specs ?? [])];
-    const claim = this.#appendClaim();
-    const appending = this.#o.store.append(written, this.#o.clock.nowMs(), companion && [companion], claim);
+    const appending = this.#o.store.append(written, this.#o.clock.nowMs(), companion && [companion]);
     let added: boolean[];
     try {
       added = await withDeadline(
@@ -301,71 +299,8 @@ export class Outbox implements ActionDispatcher {
     }
     companion?.committed?.();
     this.#stats = { ...this.#stats, pending: this.#stats.pending + added.filter(Boolean).length };
-    // A claim that ran after these rows in their transaction saw them: no poll is owed to them.
-    if (claim.carried) this.#quietMark = undefined;
-    else this.#wake();
+    this.#wake();
     return added.slice(0, jobs.length).map((a) => (a ? 'queued' : 'duplicate'));
-  }
-
-  /**
-   * The claim an append makes in its own transaction (`AppendClaim`), as the poll it saves would
-   * have made it 10 ms later: into the slots free when the transaction is composed, one claim at a
-   * time (`#claiming`), so an entry claimed at append is leased, counted and, should this process
-   * die, taken over when its lease runs out like any other (issue 32: the poll's claim was a
-   * message to the SQLite thread per lock-out). `carried`: a claim committed after the rows.
-   */
-  #appendClaim(): AppendClaim & { readonly carried: boolean } {
-    let carried = false;
-    let limit = 0;
-    return {
-      get carried() {
-        return carried;
-      },
-      take: () => {
-        if (this.#closing || this.#claiming) return undefined;
-        // The attempts completing still hold their slots: the claim carrying their completions fills them.
-        const free = this.#o.concurrency - this.#running.size;
-        const webhookRoom = Math.max(1, this.#o.concurrency - 1) - this.#runningWebhooks;
-        limit = Math.min(free, webhookRoom);
-        if (limit <= 0) return undefined;
-        this.#claiming = true;
-        this.#wokenWhileClaiming = false;
-        return { owner: this.#o.owner, limit, nowMs: this.#o.clock.nowMs(), leaseMs: this.#leaseMs() };
-      },
-      landed: (claimed) => {
-        carried = true;
-        if (limit > 0) this.#claimedAtAppend(claimed, limit);
-      },
-      failed: (error) => {
-        if (error !== undefined) this.#o.onError?.(error);
-        this.#claimedAtAppend([], limit);
-      },
-    };
-  }
-
-  /** The end of a claim made at append: its attempts started (given back when closing), as a poll's end. */
-  #claimedAtAppend(claimed: readonly OutboxEntry[], limit: number): void {
-    this.#claiming = false;
-    this.#quietMark = undefined;
-    if (this.#closing) {
-      void this.#giveBack(claimed);
-      return;
-    }
-    for (const entry of claimed) void this.#attempt(entry);
-    this.#afterClaim(claimed.length, limit);
-  }
-
-  /** Entries leased and never attempted (the claim ended as this process closed): due again at once, uncounted. */
-  async #giveBack(entries: readonly OutboxEntry[]): Promise<void> {
-    const now = this.#o.clock.nowMs();
-    for (const { spec, lastError } of entries) {
-      try {
-        await this.#o.store.retryLater(spec.id, this.#o.owner, now, lastError, false, now);
-      } catch (error) {
-        // Its lease runs out and it is taken over: nothing is lost.
-        this.#o.onError?.(error);
-      }
-    }
   }
 
   #defer(submit: DeferredSubmit, appending: Promise<boolean[]>): EnqueueResult[] {
@@ -665,11 +600,6 @@ export class Outbox implements ActionDispatcher {
       nothingToDo && !this.#wokenWhileClaiming && this.#running.size === 0 && this.#deferred.size === 0
         ? mark
         : undefined;
-    this.#afterClaim(claimed, free);
-  }
-
-  /** The next poll after a claim of `claimed` entries into `free` slots (a poll's, or an append's). */
-  #afterClaim(claimed: number, free: number): void {
     if (this.#closing) return;
     // A full claim may leave more due now, and a wake-up during the claim may have something the
     // claim did not see: look again as a wake-up would (10 ms, so a burst shares the claim; not 0,
@@ -721,7 +651,8 @@ export class Outbox implements ActionDispatcher {
     const free = claim ? this.#o.concurrency - this.#running.size + completing.length : 0;
     if (free <= 0 && completing.length === 0 && logged.length === 0) return 0;
     const now = this.#o.clock.nowMs();
-    const leaseMs = this.#leaseMs();
+    // The lease outlasts the longest attempt (a webhook's has its own timeout).
+    const leaseMs = Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0) + 5000;
     // Webhooks (up to all slots but one) and Admin actions, oldest first; then, the webhook lane
     // full, the Admin actions alone: a burst of deliveries to a slow receiver never holds them.
     const webhooks = this.#runningWebhooks - completing.filter((c) => c.webhook).length;
@@ -738,11 +669,6 @@ export class Outbox implements ActionDispatcher {
       claimed.push(...(await store.claim(owner, free - mixedLimit, now, leaseMs, { skipWebhooks: true })));
     for (const entry of claimed) void this.#attempt(entry);
     return claimed.length;
-  }
-
-  /** A claim's lease: it outlasts the longest attempt (a webhook's has its own timeout). */
-  #leaseMs(): number {
-    return Math.max(this.#o.attemptTimeoutMs, this.#o.webhooks?.timeoutMs ?? 0) + 5000;
   }
 
   /**
