@@ -8,7 +8,7 @@ import type { DecisionFilter } from '../src/decision-store/decision-query.ts';
 import { createDecisionReader } from '../src/decision-store/decision-reader.ts';
 import { type StoreOp, storeOpOf } from '../src/decision-store/decision-rows.ts';
 import { storeSink } from '../src/decision-store/decision-store-component.ts';
-import { DecisionStoreWriter } from '../src/decision-store/decision-store-writer.ts';
+import { DecisionStoreWriter, STORE_BATCH_MAX } from '../src/decision-store/decision-store-writer.ts';
 import type { DecisionTables } from '../src/decision-store/decision-tables.ts';
 import { wireBatch } from '../src/decision-store/decision-wire.ts';
 import { HOUR_MS, type HourTables, hourDriftCheck } from '../src/decision-store/hour-counts.ts';
@@ -279,6 +279,28 @@ function suite(engine: string, target: () => DatabaseTarget, poison: (sink: Deci
       expect(await writer.flush(20_000)).toBe(true);
       expect(writer.status()).toMatchObject({ written: 5, rejected: 1 });
       expect(await expectHourCountsExact(database)).toBe(75);
+      await writer.close(5000);
+    });
+
+    it('take a full batch (STORE_BATCH_MAX records) in one write: every row stored, and counted once', async () => {
+      // Issue 32: a batch is a second's records up to STORE_BATCH_MAX; one that size must land whole
+      // on each engine (SQLite's statements per row, PostgreSQL's arrays per column).
+      const sink = sinkOf();
+      const sizes: number[] = [];
+      const counting: DecisionSink = {
+        ...sink,
+        write: (ops) => {
+          sizes.push(ops.length);
+          return sink.write(ops);
+        },
+      };
+      const before = await expectHourCountsExact(database);
+      const writer = await drain(
+        counting,
+        range(1000, 1000 + STORE_BATCH_MAX).map((n) => record(n)),
+      );
+      expect(sizes).toEqual([STORE_BATCH_MAX]);
+      expect(await expectHourCountsExact(database)).toBe(before + STORE_BATCH_MAX);
       await writer.close(5000);
     });
   });
