@@ -60,8 +60,8 @@ const threadNames = values.thread.flatMap((t) => t.split(',')).filter((t) => t !
 /** A build's entry is a tree's bench/riskgate-under-bench.ts, or `peer` for bench/peer-server.ts. */
 const builds = values.builds.split(',').map((b) => {
   const at = b.indexOf('=');
-  const entry = b.slice(at + 1);
-  return { name: b.slice(0, at), entry: entry === 'peer' ? entry : resolve(entry) };
+  const [entry = '', ...nodeArgs] = b.slice(at + 1).split('~');
+  return { name: b.slice(0, at), entry: entry === 'peer' ? entry : resolve(entry), nodeArgs };
 });
 const rounds = Number(values.rounds);
 const durationS = Number(values.duration);
@@ -129,11 +129,11 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
       const profiling = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${stateDir}/prof`];
       const riskgate: ServerProcess =
         build.entry === 'peer'
-          ? await startPeer(stateDir, profiling)
+          ? await startPeer(stateDir, [...build.nodeArgs, ...profiling])
           : await rig.startRiskgate({
               name: `riskgate ${build.name}`,
               entry: build.entry,
-              nodeArgs: ['--expose-gc', ...profiling],
+              nodeArgs: ['--expose-gc', ...build.nodeArgs, ...profiling],
               // Start-up on one shared core at load 10+ (tsx compiling, the profiler on) took over 30 s.
               readyTimeoutMs: 120_000,
               env: {
