@@ -12,6 +12,10 @@
  *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
  *     [--thread decision-store]
  *
+ * A build's entry may carry node options after it, each after a `~`
+ * (`semi64=bench/riskgate-under-bench.ts~--max-semi-space-size=64`, `peer~--single-threaded-gc`):
+ * one build under other V8 settings, or with `--perf-basic-prof` for `perf`, in the same run.
+ *
  * A build `name=peer` runs the peer (bench/peer-server.ts) the same way instead, for a differential
  * profile at the same load (issue 32: where riskgate's CPU per 2xx goes beyond the peer's).
  *
