@@ -9,7 +9,7 @@
  * main thread's alone beside it (its event loop: the HTTP edge, the decision path, the answer).
  *
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
- *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60] [--profile-dir DIR]
+ *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60 [--warmup-burst 5]] [--profile-dir DIR]
  *     [--thread decision-store]
  *
  * A build's entry may carry node options after it, each after a `~`
@@ -54,6 +54,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '3' },
+    'warmup-burst': { type: 'string', default: '0' },
     connections: { type: 'string', default: '16' },
     rate: { type: 'string' },
     'profile-dir': { type: 'string' },
@@ -70,6 +71,13 @@ const builds = values.builds.split(',').map((b) => {
 const rounds = Number(values.rounds);
 const durationS = Number(values.duration);
 const warmupS = Number(values.warmup);
+/**
+ * Seconds of closed loop (`--connections`) before the warm-up of an open-loop run: at 200/s a 3 s
+ * warm-up is 600 decisions, and V8 was still compiling riskgate's code with TurboFan 30 s into a run
+ * (issue 32, session 11), so the measured window carried the compiler. A burst reaches thousands of
+ * decisions in seconds. 0: none.
+ */
+const warmupBurstS = Number(values['warmup-burst']);
 const connections = Number(values.connections);
 /** An open loop at this rate instead of the closed loop: background work is shared by as many answers in every run. */
 const rate = values.rate === undefined ? undefined : Number(values.rate);
@@ -177,6 +185,8 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
             latencyMs: { p99: o.latencyUs.p99 / 1000 },
           };
         };
+        if (rate !== undefined && warmupBurstS > 0)
+          await generator.run<ClosedLoopResult>({ ...job, durationS: warmupBurstS });
         if (warmupS > 0) await measure(warmupS);
         const loadBefore = load();
         const cpuBefore = processTreeCpuUs(riskgate.pid) ?? 0;
