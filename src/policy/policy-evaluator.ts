@@ -331,6 +331,17 @@ function noteUnknownLowering(rule: CompiledRule, t: Tally): void {
   if (rule.lowersToAllow || (rule.verdictRank > 0 && rule.verdictRank < DENY)) t.unknownHard = true;
 }
 
+/**
+ * `T` with every member present, an absent optional one undefined. A decision is built in this one
+ * shape, its members in the order its JSON has always had (the decision log's `outcome`; JSON leaves
+ * an undefined member out as a missing one). Issue 32: members added only when present gave the
+ * decisions of one policy several shapes, and each reader of a decision on the hot path (the
+ * answer, its explanation, the log line, the actions) a megamorphic load (bench/RESULTS.md,
+ * "megamorphic property access on the hot path"). src/policy/policy-evaluator.test.ts holds the
+ * literals below to one shape.
+ */
+type EveryMember<T> = { [K in keyof Required<T>]: object extends Pick<T, K> ? T[K] | undefined : T[K] };
+
 export class PolicyEvaluator implements CompiledPolicy {
   readonly name: string;
   readonly revision: string;
@@ -387,7 +398,8 @@ export class PolicyEvaluator implements CompiledPolicy {
       return this.#evaluate(input);
     } catch (e) {
       const verdict = BY_RANK[this.#p.degradedRank] as DegradedOutcome['verdict'];
-      return {
+      // Every member, in the decision's one order (`EveryMember`).
+      const decision: EveryMember<PolicyDecision> = {
         verdict,
         score: 0,
         matchedRules: [
@@ -402,6 +414,13 @@ export class PolicyEvaluator implements CompiledPolicy {
         actions: [],
         policy: this.#policyRef,
         decidedBy: 'degraded',
+        override: undefined,
+        outage: undefined,
+        skippedRules: undefined,
+        shadowMatches: undefined,
+        suppressedActions: undefined,
+        snoozed: undefined,
+        snoozesUnavailable: undefined,
         degraded: {
           verdict,
           inputs: [],
@@ -409,6 +428,7 @@ export class PolicyEvaluator implements CompiledPolicy {
           floor: true,
         },
       };
+      return decision;
     } finally {
       endEvaluationBudget();
     }
@@ -425,7 +445,18 @@ export class PolicyEvaluator implements CompiledPolicy {
     this.#applyDegradedRule(t, override);
     const actions = this.#planActions(t, override, input.request.firstFactor === 'passed');
 
-    const decision: PolicyDecision = {
+    let degraded: DegradedOutcome | undefined;
+    if (t.degradedInputs || t.degradedRules || t.cappedFrom) {
+      degraded = {
+        verdict: BY_RANK[p.degradedRank] as DegradedOutcome['verdict'],
+        inputs: t.degradedInputs ?? [],
+        rules: t.degradedRules ?? [],
+        floor: t.floor,
+      };
+      if (t.cappedFrom) degraded.cappedFrom = t.cappedFrom;
+    }
+    // Every member, in the decision's one order (`EveryMember`).
+    const decision: EveryMember<PolicyDecision> = {
       verdict: t.verdict,
       score: t.score,
       matchedRules: t.matchedRules,
@@ -434,26 +465,16 @@ export class PolicyEvaluator implements CompiledPolicy {
       actions,
       policy: this.#policyRef,
       decidedBy: t.decidedBy,
+      override,
+      outage: t.outage,
+      skippedRules: t.skipped,
+      shadowMatches: t.shadow,
+      suppressedActions: t.suppressed,
+      snoozed: t.snoozed,
+      snoozesUnavailable:
+        input.snoozes !== undefined && 'unavailable' in input.snoozes ? input.snoozes.unavailable : undefined,
+      degraded,
     };
-    if (override) decision.override = override;
-    if (t.outage) decision.outage = t.outage;
-    if (t.skipped) decision.skippedRules = t.skipped;
-    if (t.shadow) decision.shadowMatches = t.shadow;
-    if (t.suppressed) decision.suppressedActions = t.suppressed;
-    if (t.snoozed) decision.snoozed = t.snoozed;
-    if (input.snoozes !== undefined && 'unavailable' in input.snoozes) {
-      decision.snoozesUnavailable = input.snoozes.unavailable;
-    }
-    if (t.degradedInputs || t.degradedRules || t.cappedFrom) {
-      const d: DegradedOutcome = {
-        verdict: BY_RANK[p.degradedRank] as DegradedOutcome['verdict'],
-        inputs: t.degradedInputs ?? [],
-        rules: t.degradedRules ?? [],
-        floor: t.floor,
-      };
-      if (t.cappedFrom) d.cappedFrom = t.cappedFrom;
-      decision.degraded = d;
-    }
     return decision;
   }
 
