@@ -336,8 +336,8 @@ function noteUnknownLowering(rule: CompiledRule, t: Tally): void {
  * shape, its members in the order its JSON has always had (the decision log's `outcome`; JSON leaves
  * an undefined member out as a missing one). Issue 32: members added only when present gave the
  * decisions of one policy several shapes, and each reader of a decision on the hot path (the
- * answer, its explanation, the log line, the actions) a megamorphic load (bench/RESULTS.md,
- * "megamorphic property access on the hot path"). src/policy/policy-evaluator.test.ts holds the
+ * answer, its explanation, the log line, the actions) a 4- or 5-way load (bench/RESULTS.md,
+ * "megamorphic property access on the hot path"). test/policy-decision-shape.test.ts holds the
  * literals below to one shape.
  */
 type EveryMember<T> = { [K in keyof Required<T>]: object extends Pick<T, K> ? T[K] | undefined : T[K] };
