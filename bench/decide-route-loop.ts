@@ -9,7 +9,11 @@
  * per build, alternating builds every round:
  *
  *   npx tsx bench/decide-route-loop.ts [--builds before=/tmp/riskgate-before,after=.]
- *     [--rounds 7] [--requests 5000] [--in-flight 16]
+ *     [--rounds 7] [--requests 5000] [--in-flight 16] [--in-app]
+ *
+ * `--in-app` hands each request to the app's `fetch` as a web `Request`, without node:http or a
+ * client: the edge's middlewares, the route and the decision are then most of what is measured
+ * (issue 32: their async layers, which the socket and the client's work would hide).
  *
  * (A build is a tree with `src/` and `policies/`, e.g. `git archive main | tar -x -C /tmp/x` with
  * `node_modules` linked; run with TSX_TSCONFIG_PATH naming a tsconfig that includes every tree.)
@@ -29,6 +33,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '7' },
     requests: { type: 'string', default: '5000' },
     'in-flight': { type: 'string', default: '16' },
+    'in-app': { type: 'boolean', default: false },
   },
 });
 const CALLER_KEY = 'bench-caller-key-0123456789';
@@ -38,6 +43,7 @@ const IN_FLIGHT = Number(values['in-flight']);
 
 interface Build {
   name: string;
+  app: { fetch(request: Request): Response | Promise<Response> };
   pool: Pool;
   server: Server;
   bodies: string[];
@@ -109,9 +115,10 @@ async function start(name: string, dir: string): Promise<Build> {
   server.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 8 });
-  return { name, pool, server, bodies };
+  return { name, app, pool, server, bodies };
 }
 
+const IN_APP_URL = 'http://riskgate.test/decide';
 const headers = { authorization: `Bearer ${CALLER_KEY}`, 'content-type': 'application/json' };
 
 /** CPU µs per request over `n` requests, `IN_FLIGHT` at a time; throws on an answer other than 200. */
@@ -121,6 +128,18 @@ async function run(b: Build, n: number): Promise<number> {
   const worker = async () => {
     while (sent < n) {
       const body = b.bodies[sent++ % b.bodies.length]!;
+      if (values['in-app']) {
+        // With its length, as node:http hands it: the body limit checks the header, not a stream.
+        const init = {
+          method: 'POST',
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+          body,
+        };
+        const res = await b.app.fetch(new Request(IN_APP_URL, init));
+        const text = await res.text();
+        if (res.status !== 200) throw new Error(`${b.name}: ${res.status} ${text}`);
+        continue;
+      }
       const res = await b.pool.request({ method: 'POST', path: '/decide', headers, body });
       const text = await res.body.text();
       if (res.statusCode !== 200) throw new Error(`${b.name}: ${res.statusCode} ${text}`);

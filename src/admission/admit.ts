@@ -32,7 +32,9 @@ export interface AdmitOptions {
  */
 export function admit(o: AdmitOptions): MiddlewareHandler {
   const { admission } = o;
-  return async (c, next) => {
+  // Not async: the release rides on `next()`'s own promise (an async layer is a promise, an await
+  // and a resume more on every request; issue 32).
+  return (c, next) => {
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
     const ticket = ticketOf(incoming) ?? new AdmissionTicket(performance.now(), false);
     if (admission !== undefined) {
@@ -40,17 +42,20 @@ export function admit(o: AdmitOptions): MiddlewareHandler {
       // with a verdict (which needs the caller's key and the policy, so it is decided here).
       if (!ticket.admitted) {
         const shed = admission.check();
-        if (shed !== undefined) return o.answerShed?.(c, shed) ?? refused(o, admission, shed);
+        if (shed !== undefined)
+          return Promise.resolve(o.answerShed?.(c, shed) ?? refused(o, admission, shed));
         ticket.admitted = true;
       }
       ticket.enter(admission);
     }
     c.set('admission', ticket);
-    try {
-      await next();
-    } finally {
-      ticket.release();
-    }
+    return next().then(
+      () => ticket.release(),
+      (error: unknown) => {
+        ticket.release();
+        throw error;
+      },
+    );
   };
 }
 

@@ -12,25 +12,38 @@ import type { DecisionRun } from './run-decision.ts';
  * lock-out the policy withheld because the first factor did not pass is reported skipped too, so
  * the caller sees it was warranted and not taken.
  */
-export async function startActions(
+export function startActions(
   deps: Pick<DecideDeps, 'actions' | 'lockouts'> & { decide: Pick<DecideDeps['decide'], 'admin'> },
   run: DecisionRun,
   traceparent: string | undefined,
-): Promise<ActionReport[]> {
-  const reports = await submitActions(deps, run, traceparent);
+): ActionReport[] | Promise<ActionReport[]> {
+  const submitted = submitActions(deps, run, traceparent);
+  if (Array.isArray(submitted)) return recordLockouts(deps, run, submitted);
+  return submitted.then((reports) => recordLockouts(deps, run, reports));
+}
+
+/** The planned lock-outs not promised with the actions (submitActions wrote those), recorded now. */
+function recordLockouts(
+  deps: Pick<DecideDeps, 'lockouts'>,
+  run: DecisionRun,
+  reports: ActionReport[],
+): ActionReport[] {
   if (deps.lockouts !== undefined) {
-    // The promised ones were written with their actions (submitActions); the others now.
     const lockouts = plannedLockouts(run, reports).filter((l) => l.status !== 'queued');
     if (lockouts.length > 0) deps.lockouts.planned(lockouts);
   }
   return reports;
 }
 
-async function submitActions(
+/**
+ * The reports of the decision's actions; a promise of them only when something is submitted (most
+ * decisions submit nothing: no async layer for them, issue 32).
+ */
+function submitActions(
   deps: Pick<DecideDeps, 'actions' | 'lockouts'>,
   run: DecisionRun,
   traceparent: string | undefined,
-): Promise<ActionReport[]> {
+): ActionReport[] | Promise<ActionReport[]> {
   const { actions } = run.decision;
   const reports = withheldReports(run.decision.suppressedActions);
   if (actions.length === 0) return reports;
@@ -70,14 +83,15 @@ async function submitActions(
   // The promised lock-outs' records (and events) in the same transaction as the actions.
   const promised = plannedLockouts(run, reports).filter((l) => l.status === 'queued');
   const companion = promised.length > 0 ? deps.lockouts?.companion(promised) : undefined;
-  const results = await deps.actions.submit(jobs, { timeoutMs, companion });
-  for (const { plan, first, slot } of submitted) {
-    const own = results.slice(first, first + plan.jobs.length);
-    if (own.includes('refused')) reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');
-    else if (own.includes('deferred'))
-      reports[slot] = actionReport(plan.action, 'deferred', 'outbox_timeout');
-  }
-  return reports;
+  return deps.actions.submit(jobs, { timeoutMs, companion }).then((results) => {
+    for (const { plan, first, slot } of submitted) {
+      const own = results.slice(first, first + plan.jobs.length);
+      if (own.includes('refused')) reports[slot] = actionReport(plan.action, 'failed', 'queue_refused');
+      else if (own.includes('deferred'))
+        reports[slot] = actionReport(plan.action, 'deferred', 'outbox_timeout');
+    }
+    return reports;
+  });
 }
 
 /**

@@ -98,7 +98,9 @@ export function decideRoutes(deps: DecideDeps, edge: DecideEdge): Hono {
         span?.end({ verdict: 'refused', degraded: false, policyRevision: run.policy.revision, status: 400 });
         throw new InputError(mismatchMessage(field), [{ field, message: mismatchMessage(field) }]);
       }
-      const response = buildDecideResponse(run, await startActions(deps, run, span?.traceparent));
+      // Awaited only when something was submitted: most decisions have nothing to wait for.
+      const started = startActions(deps, run, span?.traceparent);
+      const response = buildDecideResponse(run, Array.isArray(started) ? started : await started);
       const totalMs = performance.now() - startedAt;
       setImmediate(afterDecision, deps, run, response, totalMs, span);
       // queue: from reading the request to its handler (the loop, authentication), out of the deadline.

@@ -2,12 +2,12 @@ import type { InputContext, InputDraft, InputRow, InputTable } from '../policy/i
 import { tableOf } from '../policy/inputs/input-table.ts';
 import { SHADOW_SIGNAL_ROWS } from '../policy/inputs/signal-rows.ts';
 import type { CompiledPolicy, PolicyInput, PolicySignalName } from '../policy/policy-types.ts';
-import { type CallTiming, type GatherOptions, gather, type InputSource } from './gather.ts';
+import { type CallTiming, type Gathered, type GatherOptions, gather, type InputSource } from './gather.ts';
 
 /**
  * What a decision reads: the rows of the active policy's input table (src/policy/inputs/: each
  * signal, the Admin user and devices, velocity, history, the lists, and any row added), plus a
- * fetch-only row for each signal only the shadow policy reads. `gatherInputs` fetches every row
+ * fetch-only row for each signal only the shadow policy reads. `startInputs` fetches every row
  * the decision needs at once through `gather`, under the decision's one deadline; each row lands
  * its outcome in the policy's input.
  */
@@ -69,15 +69,24 @@ class RowSource implements InputSource {
   }
 }
 
+/** The inputs being fetched: the draft so far, the rows fetched and their `gather`. */
+export interface StartedInputs {
+  draft: InputDraft;
+  fetched: readonly InputRow<unknown, string>[];
+  gathering: Promise<Gathered>;
+}
+
 /**
- * Fetches every input the decision needs, all at once under the deadline (`gather`); an input that
- * cannot be fetched for this login is unavailable at once, with its reason, and costs no call.
+ * Starts fetching every input the decision needs, all at once under the deadline (`gather`); an
+ * input that cannot be fetched for this login is unavailable at once, with its reason, and costs
+ * no call. The caller awaits `gathering` and hands it to `landInputs`: one async layer for the
+ * decision's inputs, not two (issue 32).
  */
-export async function gatherInputs(
+export function startInputs(
   ctx: InputContext & { policy: CompiledPolicy },
   shadowOnly: readonly PolicySignalName[],
   options: GatherOptions,
-): Promise<{ draft: InputDraft; calls: CallTiming[] }> {
+): StartedInputs {
   // The policy input's fixed fields first, in one order: every decision's input has one shape.
   const draft: InputDraft = { values: { signals: {}, user: undefined, devices: [] }, shadowSignals: {} };
   const fetched: InputRow<unknown, string>[] = [];
@@ -91,7 +100,15 @@ export async function gatherInputs(
     fetched.push(r);
     sources.push(new RowSource(r, ctx));
   }
-  const { outcomes, calls } = await gather(sources, options);
+  return { draft, fetched, gathering: gather(sources, options) };
+}
+
+/** Each fetched row's outcome landed in the draft. */
+export function landInputs(
+  started: StartedInputs,
+  { outcomes, calls }: Gathered,
+): { draft: InputDraft; calls: CallTiming[] } {
+  const { draft, fetched } = started;
   for (let i = 0; i < fetched.length; i++) fetched[i]!.land(draft, outcomes[i]!);
   return { draft, calls };
 }

@@ -15,7 +15,13 @@ import { checkSubject, type SubjectBindingMode, type SubjectCheck } from '../sub
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
 import type { AdminPort, PolicySource } from './decide-ports.ts';
 import type { DecideRequest } from './decide-request.ts';
-import { gatherInputs, type InputPorts, policyInputOf, shadowOnlySignals } from './decision-inputs.ts';
+import {
+  type InputPorts,
+  landInputs,
+  policyInputOf,
+  shadowOnlySignals,
+  startInputs,
+} from './decision-inputs.ts';
 import { type CallTiming, unavailableReason } from './gather.ts';
 import { toPolicyRequest } from './policy-request.ts';
 
@@ -174,7 +180,8 @@ export async function runDecision(
     traceparent,
   };
   const deadlineAtMs = startedAt + deadlineMs;
-  const { draft, calls } = await gatherInputs(inputs, shadowOnly, { deadlineAtMs, signal: callerGone });
+  const started = startInputs(inputs, shadowOnly, { deadlineAtMs, signal: callerGone });
+  const { draft, calls } = landInputs(started, await started.gathering);
 
   let input = policyInputOf(draft, policyRequest, receivedAt);
   if (deps.snoozes !== undefined) input.snoozes = deps.snoozes.forDecision();

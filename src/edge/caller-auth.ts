@@ -186,7 +186,9 @@ export function keyAuth(
   const caller = createDigestKeyring(keys.caller ?? []);
   const operator = createOperatorDigestKeyring(keys.operator ?? []);
   const which = keys.caller === undefined ? 'operator' : 'caller';
-  return async (c, next) => {
+  // Not async: hono awaits what a middleware returns, so `next()`'s own promise is enough (an
+  // async layer is a promise, an await and a resume more on every request; issue 32).
+  return (c, next) => {
     const header = c.req.header('authorization');
     const key = presentedKey(header);
     // Both rings are searched, so the time taken does not say which kind of key was sent.
@@ -200,11 +202,11 @@ export function keyAuth(
     } else {
       // A key that does not match is refused even from the proxy: never a fallback to the header.
       const vouched = key === undefined ? trustedIdentityOf(c, trusted) : undefined;
-      if (vouched === undefined) return unauthenticated(header, which);
-      if ('unknown' in vouched) return unknownIdentity(vouched.unknown);
+      if (vouched === undefined) return Promise.resolve(unauthenticated(header, which));
+      if ('unknown' in vouched) return Promise.resolve(unknownIdentity(vouched.unknown));
       c.set('principal', { keyId: vouched.operator.keyId, role: 'operator', operator: vouched.operator });
     }
-    await next();
+    return next();
   };
 }
 

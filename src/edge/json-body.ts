@@ -21,11 +21,12 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
   const tooLarge = () =>
     problemResponse(problemOf(ErrorCode.PAYLOAD_TOO_LARGE, `The request body is over ${maxBytes} bytes.`));
   const streamed = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
-  return async (c, next) => {
+  // Not async: `next()`'s promise is the layer's (see keyAuth, src/edge/caller-auth.ts).
+  return (c, next) => {
     const length = c.req.header('content-length');
     if (length === undefined || c.req.header('transfer-encoding') !== undefined) return streamed(c, next);
-    if (Number(length) > maxBytes) return tooLarge();
-    await next();
+    if (Number(length) > maxBytes) return Promise.resolve(tooLarge());
+    return next();
   };
 }
 
@@ -92,16 +93,27 @@ export function inputErrorOf(error: z.ZodError, what = 'The request body', input
  * zod of the bodies it certainly accepts). Throws `RG_ERR_UNSUPPORTED_MEDIA_TYPE` for a content
  * type other than JSON, and `InputError` for bad JSON or a schema violation.
  */
-export async function readJsonBody<S extends z.ZodType>(
+export function readJsonBody<S extends z.ZodType>(
   c: Context,
   schema: S,
   accept?: (json: unknown) => z.output<S> | undefined,
 ): Promise<z.output<S>> {
   const contentType = c.req.header('content-type');
   if (contentType === undefined || !JSON_CONTENT_TYPE.test(contentType)) {
-    throw new RiskgateError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Send the body as application/json.');
+    return Promise.reject(
+      new RiskgateError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Send the body as application/json.'),
+    );
   }
-  const text = await c.req.text();
+  // Not async: the body's own promise and one `then` (issue 32: an async layer per request).
+  return c.req.text().then((text) => checkedJsonBody(text, schema, accept));
+}
+
+/** The body's text parsed and checked (see `readJsonBody`): throws `InputError` when it is not. */
+function checkedJsonBody<S extends z.ZodType>(
+  text: string,
+  schema: S,
+  accept: ((json: unknown) => z.output<S> | undefined) | undefined,
+): z.output<S> {
   let json: unknown;
   try {
     json = JSON.parse(text);

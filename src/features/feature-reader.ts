@@ -1,7 +1,7 @@
 import { ErrorCode, UpstreamError } from '../errors/riskgate-error.ts';
 import type { Verdict } from '../policy-input/verdict.ts';
 import type { UpstreamResult } from '../upstream/upstream-result.ts';
-import type { FeatureStore } from './feature-store.ts';
+import type { CounterReadings, FeatureStore, HistoryReading } from './feature-store.ts';
 import { type HistoryFeatures, historyFeatures, historyKey } from './history-features.ts';
 import { type CounterPlan, counterValues, readOps, recordOps } from './velocity-counters.ts';
 
@@ -45,42 +45,72 @@ function unavailable<T>(cause: unknown, startedAt: number): UpstreamResult<T> {
   };
 }
 
+/** The history's features from a reading, or why they are unavailable (behind, or a bad reading). */
+function historyResult(
+  reading: HistoryReading,
+  nowMs: number,
+  maxLagMs: number,
+  startedAt: number,
+): UpstreamResult<HistoryFeatures> {
+  try {
+    const features = historyFeatures(reading, nowMs);
+    if (!(features.lagSeconds * 1000 <= maxLagMs)) {
+      const behind = Number.isFinite(features.lagSeconds)
+        ? `${Math.round(features.lagSeconds)} s behind`
+        : 'not read yet';
+      return {
+        ok: false,
+        error: new UpstreamError(
+          ErrorCode.HISTORY_BEHIND,
+          `the Log API follower is ${behind} (at most ${maxLagMs / 1000} s)`,
+          { upstream: 'features' },
+        ),
+        durationMs: performance.now() - startedAt,
+      };
+    }
+    return { ok: true, value: features, durationMs: performance.now() - startedAt };
+  } catch (cause) {
+    return unavailable(cause, startedAt);
+  }
+}
+
 export function createFeatureReader(options: FeatureReaderOptions): FeatureReader {
   const { store } = options;
   return {
     historyConfigured: options.historyConfigured ?? true,
-    async readVelocity(plan, nowMs) {
+    // Not async: each read is the store's promise and one `then` (an async layer is a promise, an
+    // await and a resume more on every decision; issue 32). Whatever throws, the store or the
+    // reading's features, is the feature store unavailable, as before.
+    readVelocity(plan, nowMs) {
       const startedAt = performance.now();
       const ops = readOps(plan);
-      try {
-        const readings = ops.length === 0 ? { counts: [], seen: [] } : await store.readCounters(ops, nowMs);
-        return { ok: true, value: counterValues(plan, readings), durationMs: performance.now() - startedAt };
-      } catch (cause) {
-        return unavailable(cause, startedAt);
-      }
-    },
-    async readHistory(userId, nowMs, maxLagMs) {
-      const startedAt = performance.now();
-      try {
-        const reading = await store.readHistory(historyKey(userId), nowMs);
-        const features = historyFeatures(reading, nowMs);
-        if (!(features.lagSeconds * 1000 <= maxLagMs)) {
-          const behind = Number.isFinite(features.lagSeconds)
-            ? `${Math.round(features.lagSeconds)} s behind`
-            : 'not read yet';
+      const read = (readings: CounterReadings): UpstreamResult<Record<string, number>> => {
+        try {
           return {
-            ok: false,
-            error: new UpstreamError(
-              ErrorCode.HISTORY_BEHIND,
-              `the Log API follower is ${behind} (at most ${maxLagMs / 1000} s)`,
-              { upstream: 'features' },
-            ),
+            ok: true,
+            value: counterValues(plan, readings),
             durationMs: performance.now() - startedAt,
           };
+        } catch (cause) {
+          return unavailable(cause, startedAt);
         }
-        return { ok: true, value: features, durationMs: performance.now() - startedAt };
+      };
+      if (ops.length === 0) return Promise.resolve(read({ counts: [], seen: [] }));
+      try {
+        return store.readCounters(ops, nowMs).then(read, (cause: unknown) => unavailable(cause, startedAt));
       } catch (cause) {
-        return unavailable(cause, startedAt);
+        return Promise.resolve(unavailable(cause, startedAt));
+      }
+    },
+    readHistory(userId, nowMs, maxLagMs) {
+      const startedAt = performance.now();
+      try {
+        return store.readHistory(historyKey(userId), nowMs).then(
+          (reading) => historyResult(reading, nowMs, maxLagMs, startedAt),
+          (cause: unknown) => unavailable(cause, startedAt),
+        );
+      } catch (cause) {
+        return Promise.resolve(unavailable(cause, startedAt));
       }
     },
     record(plan, verdict, nowMs) {

@@ -95,23 +95,30 @@ export function createApp(deps: AppDeps): Hono {
   const auth = callerAuth(deps.apiKeys);
 
   // Every request, answered or refused: in-flight count and 4xx/5xx by code (riskgate_http_*).
-  app.use(async (c, next) => {
-    deps.metrics.requestStarted();
-    try {
-      await next();
-    } finally {
-      const status = c.res.status;
-      deps.metrics.requestFinished(status, problemCodeOf(c.res));
-      // Every refusal that may close is a 4xx or 5xx: an answered request reads no header here.
-      if (
-        status >= 400 &&
-        refusalClosesConnection(status, c.req.header('content-length'), c.req.header('transfer-encoding'))
-      ) {
-        c.res.headers.set('connection', 'close');
-      }
-      // Shutting down: the client opens its next request elsewhere, never on a closing connection.
-      if (deps.isDraining?.()) c.res.headers.set('connection', 'close');
+  // Not async: the count rides on `next()`'s own promise (an async layer is a promise, an await and
+  // a resume more on every request; issue 32).
+  const finished = (c: Context): void => {
+    const status = c.res.status;
+    deps.metrics.requestFinished(status, problemCodeOf(c.res));
+    // Every refusal that may close is a 4xx or 5xx: an answered request reads no header here.
+    if (
+      status >= 400 &&
+      refusalClosesConnection(status, c.req.header('content-length'), c.req.header('transfer-encoding'))
+    ) {
+      c.res.headers.set('connection', 'close');
     }
+    // Shutting down: the client opens its next request elsewhere, never on a closing connection.
+    if (deps.isDraining?.()) c.res.headers.set('connection', 'close');
+  };
+  app.use((c, next) => {
+    deps.metrics.requestStarted();
+    return next().then(
+      () => finished(c),
+      (error: unknown) => {
+        finished(c);
+        throw error;
+      },
+    );
   });
 
   app.onError((error, c) => {
@@ -136,7 +143,10 @@ export function createApp(deps: AppDeps): Hono {
 
   const service = (deps.surface ?? 'service') === 'service';
   const recent = deps.feedback?.decisions ?? new RecentDecisions();
-  if (service) app.route('/', decideRoutes(deps, { guards: [auth, audited(deps)], recent }));
+  // Without the audit gate, no layer for it: each layer is hono's dispatch (an async function) more
+  // on every decision (issue 32).
+  const decideGuards = deps.auditRequired === undefined ? [auth] : [auth, audited(deps)];
+  if (service) app.route('/', decideRoutes(deps, { guards: decideGuards, recent }));
 
   const ops = deps.ops ?? { access: 'keys', keys: [] };
   const opsKeys = ops.access === 'keys' ? ops.keys : [];
@@ -179,16 +189,18 @@ export function createApp(deps: AppDeps): Hono {
 function audited(deps: AppDeps): MiddlewareHandler {
   const required = deps.auditRequired;
   if (required === undefined) return (_c, next) => next();
-  return async (_c, next) => {
+  return (_c, next) => {
     if (!required()) {
-      return problemResponse(
-        problemOf(
-          ErrorCode.DECISION_LOG_UNAVAILABLE,
-          'The decision log cannot record decisions, and this riskgate refuses to decide unaudited.',
+      return Promise.resolve(
+        problemResponse(
+          problemOf(
+            ErrorCode.DECISION_LOG_UNAVAILABLE,
+            'The decision log cannot record decisions, and this riskgate refuses to decide unaudited.',
+          ),
+          { 'retry-after': '5' },
         ),
-        { 'retry-after': '5' },
       );
     }
-    await next();
+    return next();
   };
 }
