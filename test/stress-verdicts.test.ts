@@ -35,7 +35,7 @@ import { runCli } from '../src/cli/main.ts';
 import { DEMO_ACCOUNTS as DEMO_EXPECTED } from '../src/dev/demo-requests.ts';
 
 /**
- * SLOW (about 50 s on 2 busy cores, up to ~3 minutes allowed): issue 22's "Done when" stress test.
+ * SLOW (about 60 s on 2 busy cores, up to ~3 minutes allowed): issue 22's "Done when" stress test.
  * Verdicts stay right under stress: a flooded or CPU-starved riskgate may answer an account's
  * quiet-day verdict or the degraded one (challenge), never a more permissive one and never a deny
  * the evidence does not carry.
