@@ -283,7 +283,15 @@ function renderOverload(o: NonNullable<BenchResult['scenarios']['overload']>): s
   const lines = [
     `### 7. Overload (${o.profile}; deadline ${o.deadlineMs} ms; ${o.stepS} s per step; ${o.cpuNote})`,
     '',
-    `Capacity (the most 2xx/s of closed loops of ${o.capacity.tried.map((t) => `${t.connections} (${t.requestsPerSecond}/s, non-2xx ${t.non2xx})`).join(', ')} connections): **${o.capacity.requestsPerSecond}/s** with ${o.capacity.connections} (p99 ${o.capacity.p99Ms} ms). Then open loop at multiples of it, one step after the other:`,
+    `Capacity, sustained (bench/overload-scenario.ts): closed loops of ${o.capacity.tried.map((t) => t.connections).join(', ')} connections, then an open loop at the best one's figure, each counted with the work it left queued (outbox, decision store) and the lower of the best closed loop and the open loop taken: **${o.capacity.requestsPerSecond}/s** (the best closed loop, ${o.capacity.connections} connections, ${o.capacity.loopRequestsPerSecond}/s in the loop alone, p99 ${o.capacity.p99Ms} ms). The loops at the CPU's limit spread ${o.capacity.spreadPct} %; ${o.capacity.settleBeforeS} s waited first for what earlier scenarios left queued. Then open loop at multiples of it, one step after the other:`,
+    '',
+    "| probe loop | 2xx/s in the loop | refused (non-2xx) | riskgate CPU % of a core | CPU after the loop, % of the loop's | wait after (s) | queued left | sustained 2xx/s |",
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...o.capacity.tried.map(
+      (t) =>
+        `| closed, ${t.connections} connections | ${t.requestsPerSecond} | ${t.non2xx} | ${t.loopCorePct} | ${t.afterCpuPct} | ${t.settleS} | ${t.backlogLeft ?? '–'} | ${t.sustainedPerSecond} |`,
+    ),
+    `| open, ${o.capacity.check.rate}/s | ${o.capacity.check.achievedRate} | ${o.capacity.check.shed} | ${o.capacity.check.loopCorePct} | ${o.capacity.check.afterCpuPct} | ${o.capacity.check.settleS} | ${o.capacity.check.backlogLeft ?? '–'} | ${o.capacity.check.sustainedPerSecond} |`,
     '',
     ...(o.quietVerdicts === undefined
       ? []

@@ -27,6 +27,7 @@ import {
   type ReferenceServer,
   runReferenceComparison,
 } from './reference-comparison.ts';
+import { readBacklog } from './riskgate-backlog.ts';
 import {
   applyLatencyProfile,
   getSandboxStats,
@@ -246,6 +247,8 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
   const pinning = planPinning(options.pin);
   progress(`pinning: ${pinning.note}`);
   const apiKey = benchApiKey();
+  // Opens riskgate's /metrics to the overload probe (its backlog: bench/riskgate-backlog.ts).
+  const opsKey = benchApiKey();
   const tokenLifetimeS = options.tokenLifetimeS || SANDBOX_DEFAULT_TOKEN_LIFETIME_S;
 
   const servers: ServerProcess[] = [];
@@ -293,6 +296,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
         ...(options.lean
           ? { RISKGATE_DECISION_LOG: 'off', RISKGATE_WORKERS: '1' }
           : { RISKGATE_DECISION_LOG: join(stateDir, 'decisions.ndjson') }),
+        RISKGATE_OPS_KEYS: opsKey,
         ...options.riskgateEnv,
       },
     });
@@ -584,6 +588,7 @@ async function runServerScenarios(options: BenchOptions, command: string): Promi
               connections,
               durationS,
             }),
+          backlog: () => readBacklog(riskgate.url, opsKey),
           openLoop: (rate, durationS, extra) =>
             generator!.run<OpenLoopResult>({
               type: 'open',

@@ -12,16 +12,23 @@ import { type BenchResult, runBench } from './bench-run.ts';
 import { comparisonWrong } from './reference-comparison.ts';
 
 /**
- * Every wrong verdict of a run (the bench fails on one): the overload steps' wrong allows and
- * denies, and the reference rounds' (a peer that disagrees with riskgate included).
+ * Every wrong verdict of a run (the bench fails on one): the overload probe's and steps' wrong
+ * allows and denies, and the reference rounds' (a peer that disagrees with riskgate included).
  */
 function wrongVerdicts(result: BenchResult): string[] {
   const wrong: string[] = [];
-  for (const step of result.scenarios.overload?.steps ?? []) {
-    const v = step.verdictCheck;
+  const overload = result.scenarios.overload;
+  const checked = [
+    { name: 'overload capacity probe', v: overload?.capacity.verdictCheck },
+    ...(overload?.steps ?? []).map((step) => ({
+      name: `overload ${step.multiplier}x`,
+      v: step.verdictCheck,
+    })),
+  ];
+  for (const { name, v } of checked) {
     if (v !== undefined && v.wrongAllows + v.wrongDenies + v.otherWrong > 0) {
       wrong.push(
-        `overload ${step.multiplier}x: ${v.wrongAllows} wrong allows, ${v.wrongDenies} wrong denies, ${v.otherWrong} other wrong (${JSON.stringify(v.wrongByAccount)})`,
+        `${name}: ${v.wrongAllows} wrong allows, ${v.wrongDenies} wrong denies, ${v.otherWrong} other wrong (${JSON.stringify(v.wrongByAccount)})`,
       );
     }
   }

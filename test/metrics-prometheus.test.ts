@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { BACKLOG_GAUGES, backlogOf } from '../bench/riskgate-backlog.ts';
 import { ADMIN_OPERATIONS } from '../src/admin/admin-client.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
 import { lookUpUserIds, sandboxUpstream } from '../src/dev/embedded-sandbox.ts';
@@ -135,6 +136,10 @@ describe('/metrics of a running riskgate', () => {
       expect(one('process_max_fds')).toBeGreaterThan(one('process_open_fds'));
     }
     expectPromtoolAccepts(before);
+    // The bench's overload probe waits on these (bench/riskgate-backlog.ts): one renamed would read
+    // as nothing queued, and the probe would not wait.
+    for (const name of BACKLOG_GAUGES) expect(samples(before, name), name).toEqual([0]);
+    expect(backlogOf(before)).toBe(0);
 
     // After decisions and a lock-out: histograms, actions, upstream calls.
     const { mallory } = await lookUpUserIds(sandbox, ['mallory']);
