@@ -20,11 +20,6 @@ export function lineJson(record: object, line: object = record): string {
   return json;
 }
 
-/** Whether `lineJson` has serialised `record` (its line is kept): `takeLineJson` then costs nothing. */
-export function hasLineJson(record: object): boolean {
-  return memo.has(record);
-}
-
 /**
  * The line `lineJson` kept for `record`; else (the log is off, or it dropped the record) the JSON of
  * `redact(record)`, the line the log would have written (not kept: no one asks again).

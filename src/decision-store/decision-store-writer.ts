@@ -1,5 +1,4 @@
 import { isRefusedRow } from '../database/refused-row.ts';
-import { hasLineJson } from '../decision-log/line-json.ts';
 import { safeErrorText } from '../errors/safe-error-text.ts';
 import { backoffDelayMs } from '../timing/backoff.ts';
 import { sleep } from '../timing/sleep.ts';
@@ -82,11 +81,7 @@ export const STORE_INTERVAL_MS = 1000;
 export const STORE_BATCH_MAX = 2000;
 
 interface Entry {
-  /**
-   * The decision-log record, until it is mapped to its rows (`op`): then let go, unless a refused
-   * row would need it (see `#mapLogged`).
-   */
-  record: object | undefined;
+  record: object;
   atMs: number;
   op?: StoreOp | undefined;
   mapped?: boolean;
@@ -113,10 +108,6 @@ export class DecisionStoreWriter {
   #pruneTimer: NodeJS.Timeout | undefined;
   #pruneDue = false;
   #idleWaiters: (() => void)[] = [];
-  /** Where `#mapLogged` starts in the queue: entries before it were tried. */
-  #unmappedFrom = 0;
-  #mapScheduled = false;
-  readonly #mapLoggedBound = () => this.#mapLogged();
 
   constructor(options: DecisionStoreWriterOptions) {
     this.#o = options;
@@ -138,10 +129,6 @@ export class DecisionStoreWriter {
       return;
     }
     this.#queue.push({ record, atMs: Date.now() });
-    if (!this.#mapScheduled) {
-      this.#mapScheduled = true;
-      setImmediate(this.#mapLoggedBound);
-    }
     if (this.#queue.length >= this.#batchSize) this.#schedule(0);
     else this.#schedule(this.#o.intervalMs ?? STORE_INTERVAL_MS);
   }
@@ -180,7 +167,6 @@ export class DecisionStoreWriter {
     const lost = this.#queue.length;
     this.#dropped += lost;
     this.#queue = [];
-    this.#unmappedFrom = 0;
     if (lost > 0) {
       this.#o.log?.({
         level: 'error',
@@ -191,29 +177,6 @@ export class DecisionStoreWriter {
       });
     }
     await this.#o.sink.close();
-  }
-
-  /**
-   * Maps the records pushed since the last pass whose line the decision log has serialised by now
-   * (its batch runs on the turn it was given them, before this) to their rows, and lets the record
-   * go. Issue 32: a record is the decision's whole object graph (request, the vendors' parsed
-   * answers, the evaluation, the timings); held here for up to a second until its batch, it was
-   * copied by the scavenges of that second, and promoted by some, where its row (the line and a few
-   * columns) is all the batch needs. A record without a line yet (the log off, waiting for its
-   * destination to drain, or dropping) is mapped by its batch as before: the line is serialised once.
-   */
-  #mapLogged(): void {
-    this.#mapScheduled = false;
-    const queue = this.#queue;
-    for (let i = this.#unmappedFrom; i < queue.length; i++) {
-      const entry = queue[i]!;
-      if (entry.mapped || entry.record === undefined || !hasLineJson(entry.record)) continue;
-      entry.op = storeOpOf(entry.record, entry.atMs, this.#o.redact);
-      entry.mapped = true;
-      // A refused decision row is set aside from its line (`#setAside`); another kind keeps its record.
-      if (entry.op === undefined || entry.op.kind === 'decision') entry.record = undefined;
-    }
-    this.#unmappedFrom = queue.length;
   }
 
   /** Runs a batch after `delayMs`; an earlier run already due is kept, a later one brought forward. */
@@ -259,7 +222,7 @@ export class DecisionStoreWriter {
     const batch = this.#queue.slice(0, this.#batchSize);
     const kept: Entry[] = [];
     for (const entry of batch) {
-      if (!entry.mapped && entry.record !== undefined) {
+      if (!entry.mapped) {
         entry.op = storeOpOf(entry.record, entry.atMs, this.#o.redact);
         entry.mapped = true;
       }
@@ -299,7 +262,6 @@ export class DecisionStoreWriter {
     // close() may have emptied the queue meanwhile (counting it dropped): take only what is left.
     const done = Math.min(batch.length, this.#queue.length);
     this.#queue.splice(0, done);
-    this.#unmappedFrom = Math.max(0, this.#unmappedFrom - done);
     if (refused.length > 0 && done > 0) await this.#setAside(refused);
     this.#written += done - (done > 0 ? refused.length : 0);
     this.#failures = 0;
@@ -330,7 +292,7 @@ export class DecisionStoreWriter {
   /** Counts, logs and keeps the refused records (keeping them may fail too: then only counted and logged). */
   async #setAside(refused: { entry: Entry; error: unknown }[]): Promise<void> {
     const rejects = refused.map(({ entry, error }) => ({
-      record: entry.record ?? recordOfLine(entry.op),
+      record: entry.record,
       error: safeErrorText(error),
       atMs: Date.now(),
     }));
@@ -374,12 +336,4 @@ export class DecisionStoreWriter {
       this.#pruneDue = false;
     }
   }
-}
-
-/**
- * A refused decision's record, read back from its line once the record was let go (`#mapLogged`):
- * the record as the decision log wrote it (redacted, when the log redacts).
- */
-function recordOfLine(op: StoreOp | undefined): object {
-  return op?.kind === 'decision' ? (JSON.parse(op.row.line) as object) : {};
 }
