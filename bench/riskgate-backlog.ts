@@ -5,11 +5,14 @@
  * scenario's capacity probe (bench/overload-scenario.ts) waits for them and counts that CPU.
  */
 
-/** The gauges of `GET /metrics` whose sum is the backlog (each declared by its component in src/). */
+import { DECISION_STORE_PENDING_GAUGE } from '../src/decision-store/decision-store-gauges.ts';
+import { OUTBOX_GAUGES } from '../src/outbox/outbox-gauges.ts';
+
+/** The gauges of `GET /metrics` whose sum is the backlog (each named once beside its component). */
 export const BACKLOG_GAUGES: readonly string[] = [
-  'riskgate_outbox_pending',
-  'riskgate_outbox_deferred',
-  'riskgate_decision_store_pending',
+  OUTBOX_GAUGES.pending,
+  OUTBOX_GAUGES.deferred,
+  DECISION_STORE_PENDING_GAUGE,
 ];
 
 /**

@@ -1,4 +1,5 @@
 import type { MetricData, ResourceMetrics, ScopeMetrics } from '@opentelemetry/sdk-metrics';
+import { OUTBOX_GAUGES } from '../outbox/outbox-gauges.ts';
 
 /**
  * Gauges that read a store every worker shares (the outbox's SQLite file or Redis): each worker
@@ -8,9 +9,9 @@ import type { MetricData, ResourceMetrics, ScopeMetrics } from '@opentelemetry/s
  * with `max`, as deploy/prometheus-rules.yaml does.)
  */
 export const STORE_WIDE_GAUGES: ReadonlySet<string> = new Set([
-  'riskgate_outbox_pending',
-  'riskgate_outbox_oldest_pending_age_seconds',
-  'riskgate_outbox_dead',
+  OUTBOX_GAUGES.pending,
+  OUTBOX_GAUGES.oldestPendingAgeSeconds,
+  OUTBOX_GAUGES.dead,
 ]);
 
 /**

@@ -14,6 +14,7 @@ import type { DecisionReader, DecisionStoreStatus } from './decision-query.ts';
 import { createDecisionReader } from './decision-reader.ts';
 import { keepRejects, type RejectTables } from './decision-rejects.ts';
 import { decisionRoutes } from './decision-routes.ts';
+import { DECISION_STORE_PENDING_GAUGE } from './decision-store-gauges.ts';
 import { DecisionStoreWriter, type DecisionStoreWriterOptions } from './decision-store-writer.ts';
 import type { DecisionTables } from './decision-tables.ts';
 import { hourDriftCheck } from './hour-counts.ts';
@@ -171,7 +172,7 @@ export function storeSink(decisions: RiskgateDatabase, file: string | undefined)
 
 function observeStore(metrics: MetricsRegistry, status: () => DecisionStoreStatus): void {
   metrics.observeGauge(
-    'riskgate_decision_store_pending',
+    DECISION_STORE_PENDING_GAUGE,
     'Decision records waiting to be written to the decision store',
     () => status().pending,
   );

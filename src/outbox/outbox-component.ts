@@ -14,6 +14,7 @@ import { actionsRoutes } from './actions-routes.ts';
 import { openOutboxStore } from './open-outbox-store.ts';
 import { Outbox, type OutboxOptions } from './outbox.ts';
 import { drainOutboxFile, LEGACY_OUTBOX_FILE } from './outbox-file-drain.ts';
+import { OUTBOX_GAUGES } from './outbox-gauges.ts';
 import type { OutboxStore } from './outbox-store.ts';
 
 /**
@@ -151,22 +152,22 @@ function observeOutbox(
     () => store.unreadableSpecs ?? 0,
   );
   metrics.observeGauge(
-    'riskgate_outbox_pending',
+    OUTBOX_GAUGES.pending,
     'Actions in the outbox not yet delivered (the whole store, shared by every worker and any replica using it)',
     () => outbox.stats.pending,
   );
   metrics.observeGauge(
-    'riskgate_outbox_oldest_pending_age_seconds',
+    OUTBOX_GAUGES.oldestPendingAgeSeconds,
     'Age of the oldest undelivered action in the store (an Admin outage shows here first)',
     () => outbox.stats.oldestPendingAgeMs / 1000,
   );
   metrics.observeGauge(
-    'riskgate_outbox_dead',
+    OUTBOX_GAUGES.dead,
     'Actions dead-lettered in the store (failed for good or out of horizon): an operator decides (riskgate actions)',
     () => outbox.stats.dead,
   );
   metrics.observeGauge(
-    'riskgate_outbox_deferred',
+    OUTBOX_GAUGES.deferred,
     'Actions answered deferred that the outbox store has not acknowledged yet (held by this process)',
     () => outbox.deferred,
   );
