@@ -2,7 +2,8 @@ import type { Context, Handler, Hono, MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
+import type { DirectRequest } from './direct-form.ts';
+import { inputErrorOf, jsonBodyOf, limitBody, readJsonBody } from './json-body.ts';
 
 /**
  * A route declared once: its method and path, who it serves, what it takes (zod schemas of its
@@ -113,6 +114,10 @@ export interface RouteDeclaration<
   queryOf(c: Context): z.output<NonNullable<Q>>;
   /** The checked JSON body (415, or 400 naming the field, otherwise). */
   bodyOf(c: Context): Promise<z.output<NonNullable<B>>>;
+  /** `bodyOf` of a request served straight from node:http (src/edge/direct-form.ts). */
+  directBodyOf(request: DirectRequest): Promise<z.output<NonNullable<B>>>;
+  /** The handlers `mount` registered on `app` (the body limit included), in order. */
+  chainOn(app: Hono): readonly Handler[] | undefined;
   /**
    * Mounts, after `guards`, the handler of a route that answers one value (a change, as a rule):
    * its path checked, then its body read (each when declared: 400 or 415 naming the field, before
@@ -146,6 +151,7 @@ export function declareRoute<
   const honoPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
   const bodySchema = spec.body?.schema?.schema;
   const acceptBody = spec.body?.schema?.accept;
+  const chains = new WeakMap<Hono, readonly Handler[]>();
   const declaration: RouteDeclaration<P, Q, B> = {
     ...spec,
     honoPath,
@@ -156,6 +162,7 @@ export function declareRoute<
       // The handler itself carries its declaration (no wrapper: nothing added to a request's path).
       const tagged = tag(handler, declaration);
       const chain = maxBytes === undefined ? [...before, tagged] : [...before, limitBody(maxBytes), tagged];
+      chains.set(app, chain);
       (app.on as (method: string, path: string, ...handlers: Handler[]) => Hono)(
         spec.method.toUpperCase(),
         honoPath,
@@ -174,6 +181,17 @@ export function declareRoute<
     },
     bodyOf(c) {
       return readJsonBody(c, bodySchema!, acceptBody) as Promise<z.output<NonNullable<B>>>;
+    },
+    directBodyOf(request) {
+      return jsonBodyOf(
+        request.req.headers['content-type'],
+        request.text,
+        bodySchema!,
+        acceptBody,
+      ) as Promise<z.output<NonNullable<B>>>;
+    },
+    chainOn(app) {
+      return chains.get(app);
     },
     serve(app, guards, status, answer) {
       declaration.mount(app, ...guards, async (c) => {
