@@ -88,20 +88,15 @@ function send(
       },
     });
     req.on('error', reject);
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => {
-        const headers: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) {
-          if (res.rawHeaders[i]!.toLowerCase() !== 'date')
-            headers.push(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-        }
-        resolve({ status: res.statusCode ?? 0, headers, body });
-      });
+    req.on('response', async (res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      const headers: string[] = [];
+      for (let i = 0; i < res.rawHeaders.length; i += 2) {
+        if (res.rawHeaders[i]!.toLowerCase() !== 'date')
+          headers.push(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+      }
+      resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks).toString('utf8') });
     });
     if (o.chunked && o.body !== undefined) req.write(o.body);
     req.end(o.chunked ? undefined : o.body);
