@@ -1,9 +1,12 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type RequestListener, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
+import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shedBeforeApp } from '../src/admission/shed-before-app.ts';
 import { demoRequest } from '../src/dev/demo-requests.ts';
+import { PASS_THROUGH, withDirectGuard, withDirectHandler } from '../src/edge/direct-form.ts';
+import { serveDirectly, withDirectRoutes } from '../src/http/direct-route.ts';
 import { type HttpListener, httpListenerComponent } from '../src/http/http-listener.ts';
 import type { StartedComponent } from '../src/lifecycle/component.ts';
 import { CALLER_KEY, type Harness, startHarness } from './decide-harness.ts';
@@ -198,5 +201,32 @@ describe('POST /decide straight from node:http', () => {
       if (direct.status === 200) expect(decisionShape(direct), what).toEqual(decisionShape(viaHono));
       else expect(direct, what).toEqual(viaHono);
     }
+  });
+});
+
+describe('which routes are served straight from node:http', () => {
+  const listener: RequestListener = () => {};
+  const handler = withDirectHandler(
+    () => new Response('ok'),
+    async () => ({ status: 200, headers: {}, body: 'ok' }),
+  );
+  const onError = () => ({ status: 500, headers: {}, body: '' });
+
+  it('serves a route whose every middleware before its handler has a direct form', () => {
+    const app = new Hono();
+    app.use(withDirectGuard((_c, next) => next(), PASS_THROUGH));
+    app.post('/x', handler);
+    app.use((_c, next) => next()); // after the handler: never reached, as in hono
+    serveDirectly(app, 'POST', '/x', onError);
+    expect(withDirectRoutes(app, listener)).not.toBe(listener);
+  });
+
+  it('leaves the route to hono when a middleware before its handler has no direct form, added after the ask too', () => {
+    const app = new Hono();
+    serveDirectly(app, 'POST', '/x', onError);
+    app.use(withDirectGuard((_c, next) => next(), PASS_THROUGH));
+    app.use('/x', (_c, next) => next());
+    app.post('/x', handler);
+    expect(withDirectRoutes(app, listener)).toBe(listener);
   });
 });

@@ -116,8 +116,6 @@ export interface RouteDeclaration<
   bodyOf(c: Context): Promise<z.output<NonNullable<B>>>;
   /** `bodyOf` of a request served straight from node:http (src/edge/direct-form.ts). */
   directBodyOf(request: DirectRequest): Promise<z.output<NonNullable<B>>>;
-  /** The handlers `mount` registered on `app` (the body limit included), in order. */
-  chainOn(app: Hono): readonly Handler[] | undefined;
   /**
    * Mounts, after `guards`, the handler of a route that answers one value (a change, as a rule):
    * its path checked, then its body read (each when declared: 400 or 415 naming the field, before
@@ -151,7 +149,6 @@ export function declareRoute<
   const honoPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
   const bodySchema = spec.body?.schema?.schema;
   const acceptBody = spec.body?.schema?.accept;
-  const chains = new WeakMap<Hono, readonly Handler[]>();
   const declaration: RouteDeclaration<P, Q, B> = {
     ...spec,
     honoPath,
@@ -162,7 +159,6 @@ export function declareRoute<
       // The handler itself carries its declaration (no wrapper: nothing added to a request's path).
       const tagged = tag(handler, declaration);
       const chain = maxBytes === undefined ? [...before, tagged] : [...before, limitBody(maxBytes), tagged];
-      chains.set(app, chain);
       (app.on as (method: string, path: string, ...handlers: Handler[]) => Hono)(
         spec.method.toUpperCase(),
         honoPath,
@@ -189,9 +185,6 @@ export function declareRoute<
         bodySchema!,
         acceptBody,
       ) as Promise<z.output<NonNullable<B>>>;
-    },
-    chainOn(app) {
-      return chains.get(app);
     },
     serve(app, guards, status, answer) {
       declaration.mount(app, ...guards, async (c) => {

@@ -176,15 +176,10 @@ export function createApp(deps: AppDeps): Hono {
   // on every decision (issue 32).
   const decideGuards = deps.auditRequired === undefined ? [auth] : [auth, audited(deps)];
   if (service) {
-    const decideApp = decideRoutes(deps, { guards: decideGuards, recent });
-    app.route('/', decideApp);
+    app.route('/', decideRoutes(deps, { guards: decideGuards, recent }));
     // Straight from node:http too: through the same middlewares, each in its direct form.
-    serveDirectly(
-      app,
-      DECIDE_ROUTE.method,
-      DECIDE_ROUTE.path,
-      [requestMetrics, ...(DECIDE_ROUTE.chainOn(decideApp) ?? [])],
-      (error, req, path) => problemAnswer(problemOfError(error, req, path)),
+    serveDirectly(app, DECIDE_ROUTE.method, DECIDE_ROUTE.path, (error, req, path) =>
+      problemAnswer(problemOfError(error, req, path)),
     );
   }
 

@@ -25,26 +25,43 @@ interface DirectRoute {
   onError: DirectErrorAnswer;
 }
 
-const ROUTES = new WeakMap<Hono, Map<string, DirectRoute>>();
+/** Routes an app asked to serve directly, with its error handler's direct form. */
+const ASKED = new WeakMap<Hono, { method: string; path: string; onError: DirectErrorAnswer }[]>();
 
 /**
- * Serves `method` `path` of `app` directly too, through `chain` (the app's middlewares on it, then
- * the route's as mounted, its handler last), when each of them has a direct form; else not at all.
+ * Serves `method` `path` of `app` directly too, when every handler hono would run for it (the
+ * app's middlewares, then the route's, its handler last: read from hono's own router once the app
+ * is complete, in `withDirectRoutes`) has a direct form; else not at all.
  */
-export function serveDirectly(
-  app: Hono,
-  method: string,
-  path: string,
-  chain: readonly unknown[],
-  onError: DirectErrorAnswer,
-): boolean {
-  const guards = chain.slice(0, -1).map(directGuardOf);
-  const handler = directHandlerOf(chain[chain.length - 1]);
-  if (handler === undefined || guards.some((g) => g === undefined)) return false;
-  const routes = ROUTES.get(app) ?? new Map<string, DirectRoute>();
-  ROUTES.set(app, routes);
-  routes.set(`${method.toUpperCase()} ${path}`, { guards: guards as DirectGuard[], handler, onError });
-  return true;
+export function serveDirectly(app: Hono, method: string, path: string, onError: DirectErrorAnswer): void {
+  const asked = ASKED.get(app) ?? [];
+  ASKED.set(app, asked);
+  asked.push({ method: method.toUpperCase(), path, onError });
+}
+
+/**
+ * The handlers hono matches for `method` `path`, in order, as its dispatch composes them: so a
+ * middleware added anywhere before the route's handler is in the chain, and one without a direct
+ * form turns the direct path off rather than being skipped.
+ */
+function chainOf(app: Hono, method: string, path: string): readonly unknown[] {
+  return app.router.match(method, path)[0].map((matched) => matched[0][0]);
+}
+
+/** The direct routes of a complete `app` (every route and middleware registered). */
+function directRoutesOf(app: Hono): Map<string, DirectRoute> | undefined {
+  const routes = new Map<string, DirectRoute>();
+  for (const { method, path, onError } of ASKED.get(app) ?? []) {
+    const chain = chainOf(app, method, path);
+    // The handler answers without calling `next`: what hono matched after it never runs.
+    const at = chain.findIndex((h) => directHandlerOf(h) !== undefined);
+    if (at < 0) continue;
+    const handler = directHandlerOf(chain[at])!;
+    const guards = chain.slice(0, at).map(directGuardOf);
+    if (guards.some((g) => g === undefined)) continue;
+    routes.set(`${method} ${path}`, { guards: guards as DirectGuard[], handler, onError });
+  }
+  return routes.size === 0 ? undefined : routes;
 }
 
 /** The host names @hono/node-server takes as they are (any other it checks through `URL`). */
@@ -52,7 +69,7 @@ const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 
 /** `listener` (the app's, through @hono/node-server), with `app`'s direct routes served before it. */
 export function withDirectRoutes(app: Hono, listener: RequestListener): RequestListener {
-  const routes = ROUTES.get(app);
+  const routes = directRoutesOf(app);
   if (routes === undefined) return listener;
   return (req, res) => {
     const route = routes.get(`${req.method} ${req.url}`);
