@@ -5,7 +5,8 @@
  * inputs, as `bench/decide-path-loop.ts`), driven by an undici Pool in the same process. What
  * `bench/hot-path-cpu.ts` cannot resolve on a loaded machine (the vendor, the sandbox and the
  * generator are not in it), and what `decide-path-loop.ts` leaves out (the route, the answer's
- * write). Prints CPU microseconds per answered request of the process (server and client both),
+ * write). A build with direct routes (src/http/direct-route.ts) serves `POST /decide` through them
+ * before the adapter, as its listener does. Prints CPU microseconds per answered request of the process (server and client both),
  * per build, alternating builds every round:
  *
  *   npx tsx bench/decide-route-loop.ts [--builds before=/tmp/riskgate-before,after=.]
@@ -111,7 +112,11 @@ async function start(name: string, dir: string): Promise<Build> {
     metrics: createMetrics({ runtime: false }),
     log: () => {},
   });
-  const server = createServer(getRequestListener(app.fetch));
+  // The app's direct routes (src/http/direct-route.ts) before the adapter, as the listener serves
+  // them; a build without them, through the adapter alone.
+  const direct = await import(`${root}src/http/direct-route.ts`).catch(() => undefined);
+  const listener = getRequestListener(app.fetch);
+  const server = createServer(direct === undefined ? listener : direct.withDirectRoutes(app, listener));
   server.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const pool = new Pool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 8 });

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
+import { withDirectGuard } from '../edge/direct-form.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { RiskgateMetrics } from '../observability/metrics.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
@@ -34,7 +35,7 @@ export function admit(o: AdmitOptions): MiddlewareHandler {
   const { admission } = o;
   // Not async: the release rides on `next()`'s own promise (an async layer is a promise, an await
   // and a resume more on every request; issue 32).
-  return (c, next) => {
+  const middleware: MiddlewareHandler = (c, next) => {
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
     const ticket = ticketOf(incoming) ?? new AdmissionTicket(performance.now(), false);
     if (admission !== undefined) {
@@ -57,6 +58,19 @@ export function admit(o: AdmitOptions): MiddlewareHandler {
       },
     );
   };
+  // Directly: a request the listener admitted (or with no admission control); one still to be
+  // checked is hono's (checking counts a shed, and a shed decision may be answered with a verdict).
+  return withDirectGuard(middleware, {
+    check: (req, vars) => {
+      const ticket = ticketOf(req) ?? new AdmissionTicket(performance.now(), false);
+      vars.admission = ticket;
+      return admission === undefined || ticket.admitted;
+    },
+    enter: (_req, vars) => {
+      if (admission !== undefined) vars.admission!.enter(admission);
+    },
+    leave: (_req, vars) => vars.admission!.release(),
+  });
 }
 
 function refused(o: AdmitOptions, admission: AdmissionControl, reason: ShedReason): Response {

@@ -6,6 +6,7 @@ import { type Operator, type OperatorRole, roleAllows } from '../operators/opera
 import { parseOperatorKeyEntries } from '../operators/operator-keys.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
 import { fromTrustedProxy } from './client-address.ts';
+import { withDirectGuard } from './direct-form.ts';
 
 /**
  * Caller authentication: `Authorization: Bearer <key>` against the configured keys.
@@ -186,19 +187,24 @@ export function keyAuth(
   const caller = createDigestKeyring(keys.caller ?? []);
   const operator = createOperatorDigestKeyring(keys.operator ?? []);
   const which = keys.caller === undefined ? 'operator' : 'caller';
+  // The principal of a key, either ring's; undefined for none or another key. Both rings are
+  // searched, so the time taken does not say which kind of key was sent.
+  const principalOf = (key: string | undefined): Principal | undefined => {
+    if (key === undefined) return undefined;
+    const digest = presentedDigest(key);
+    const asCaller = caller(digest);
+    const asOperator = operator(digest);
+    if (asOperator !== undefined) return { keyId: asOperator.keyId, role: 'operator', operator: asOperator };
+    return asCaller === undefined ? undefined : { keyId: asCaller, role: 'caller' };
+  };
   // Not async: hono awaits what a middleware returns, so `next()`'s own promise is enough (an
   // async layer is a promise, an await and a resume more on every request; issue 32).
-  return (c, next) => {
+  const middleware: MiddlewareHandler = (c, next) => {
     const header = c.req.header('authorization');
     const key = presentedKey(header);
-    // Both rings are searched, so the time taken does not say which kind of key was sent.
-    const digest = key === undefined ? undefined : presentedDigest(key);
-    const asCaller = digest === undefined ? undefined : caller(digest);
-    const asOperator = digest === undefined ? undefined : operator(digest);
-    if (asOperator !== undefined) {
-      c.set('principal', { keyId: asOperator.keyId, role: 'operator', operator: asOperator });
-    } else if (asCaller !== undefined) {
-      c.set('principal', { keyId: asCaller, role: 'caller' });
+    const principal = principalOf(key);
+    if (principal !== undefined) {
+      c.set('principal', principal);
     } else {
       // A key that does not match is refused even from the proxy: never a fallback to the header.
       const vouched = key === undefined ? trustedIdentityOf(c, trusted) : undefined;
@@ -208,6 +214,14 @@ export function keyAuth(
     }
     return next();
   };
+  // Directly: a known key only (a refusal, or a proxy's identity, is hono's).
+  return withDirectGuard(middleware, {
+    check: (req, vars) => {
+      const header = req.headers.authorization;
+      vars.principal = principalOf(presentedKey(header));
+      return vars.principal !== undefined;
+    },
+  });
 }
 
 /** Hono middleware answering 401 problem+json unless the request carries a valid caller key. */

@@ -4,6 +4,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { z } from 'zod';
 import { ErrorCode, InputError, RiskgateError } from '../errors/riskgate-error.ts';
 import { problemOf, problemResponse } from '../problem/problem-details.ts';
+import { withDirectGuard } from './direct-form.ts';
 
 /**
  * JSON request bodies at the edge: content type (415), size (413), syntax and schema (400). The
@@ -22,12 +23,21 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
     problemResponse(problemOf(ErrorCode.PAYLOAD_TOO_LARGE, `The request body is over ${maxBytes} bytes.`));
   const streamed = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
   // Not async: `next()`'s promise is the layer's (see keyAuth, src/edge/caller-auth.ts).
-  return (c, next) => {
+  const middleware: MiddlewareHandler = (c, next) => {
     const length = c.req.header('content-length');
     if (length === undefined || c.req.header('transfer-encoding') !== undefined) return streamed(c, next);
     if (Number(length) > maxBytes) return Promise.resolve(tooLarge());
     return next();
   };
+  // Directly: a declared length within the limit only (a streamed body is hono's counting reader's).
+  return withDirectGuard(middleware, {
+    check: (req) => {
+      const length = req.headers['content-length'];
+      return (
+        length !== undefined && req.headers['transfer-encoding'] === undefined && !(Number(length) > maxBytes)
+      );
+    },
+  });
 }
 
 /**
@@ -36,8 +46,7 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
  * which is the client's doing, not a bug: the edge's error handler answers it (nobody hears the
  * answer) without logging it as an unhandled error; `riskgate_http_*` still counts it by code.
  */
-export function clientAbortOf(c: Context): RiskgateError | undefined {
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+export function clientAbortOf(incoming: IncomingMessage | undefined): RiskgateError | undefined {
   if (incoming === undefined || incoming.complete) return undefined;
   if (!incoming.destroyed && incoming.errored == null) return undefined;
   return new RiskgateError(ErrorCode.ABORTED, 'The client closed the connection before its request ended.');
@@ -98,14 +107,23 @@ export function readJsonBody<S extends z.ZodType>(
   schema: S,
   accept?: (json: unknown) => z.output<S> | undefined,
 ): Promise<z.output<S>> {
-  const contentType = c.req.header('content-type');
+  return jsonBodyOf(c.req.header('content-type'), () => c.req.text(), schema, accept);
+}
+
+/** `readJsonBody` of a request's content type and body text, however they are read. */
+export function jsonBodyOf<S extends z.ZodType>(
+  contentType: string | undefined,
+  text: () => Promise<string>,
+  schema: S,
+  accept?: (json: unknown) => z.output<S> | undefined,
+): Promise<z.output<S>> {
   if (contentType === undefined || !JSON_CONTENT_TYPE.test(contentType)) {
     return Promise.reject(
       new RiskgateError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Send the body as application/json.'),
     );
   }
   // Not async: the body's own promise and one `then` (issue 32: an async layer per request).
-  return c.req.text().then((text) => checkedJsonBody(text, schema, accept));
+  return text().then((body) => checkedJsonBody(body, schema, accept));
 }
 
 /** The body's text parsed and checked (see `readJsonBody`): throws `InputError` when it is not. */

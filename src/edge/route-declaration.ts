@@ -2,7 +2,8 @@ import type { Context, Handler, Hono, MiddlewareHandler } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { ErrorCode } from '../errors/riskgate-error.ts';
-import { inputErrorOf, limitBody, readJsonBody } from './json-body.ts';
+import type { DirectRequest } from './direct-form.ts';
+import { inputErrorOf, jsonBodyOf, limitBody, readJsonBody } from './json-body.ts';
 
 /**
  * A route declared once: its method and path, who it serves, what it takes (zod schemas of its
@@ -113,6 +114,8 @@ export interface RouteDeclaration<
   queryOf(c: Context): z.output<NonNullable<Q>>;
   /** The checked JSON body (415, or 400 naming the field, otherwise). */
   bodyOf(c: Context): Promise<z.output<NonNullable<B>>>;
+  /** `bodyOf` of a request served straight from node:http (src/edge/direct-form.ts). */
+  directBodyOf(request: DirectRequest): Promise<z.output<NonNullable<B>>>;
   /**
    * Mounts, after `guards`, the handler of a route that answers one value (a change, as a rule):
    * its path checked, then its body read (each when declared: 400 or 415 naming the field, before
@@ -174,6 +177,14 @@ export function declareRoute<
     },
     bodyOf(c) {
       return readJsonBody(c, bodySchema!, acceptBody) as Promise<z.output<NonNullable<B>>>;
+    },
+    directBodyOf(request) {
+      return jsonBodyOf(
+        request.req.headers['content-type'],
+        request.text,
+        bodySchema!,
+        acceptBody,
+      ) as Promise<z.output<NonNullable<B>>>;
     },
     serve(app, guards, status, answer) {
       declaration.mount(app, ...guards, async (c) => {

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import type { ActionDispatcher } from '../actions/action-dispatcher.ts';
 import type { AdmissionControl } from '../admission/admission-control.ts';
@@ -5,7 +6,7 @@ import { admit } from '../admission/admit.ts';
 import { changeAudit } from '../audit/record-change.ts';
 import type { DecideInputs } from '../decide/decide-deps.ts';
 import type { AskUserLinks, ReviewSink } from '../decide/decide-ports.ts';
-import { decideRoutes } from '../decide/decide-route.ts';
+import { DECIDE_ROUTE, decideRoutes } from '../decide/decide-route.ts';
 import type { DecisionLog } from '../decision-log/decision-log.ts';
 import {
   callerAuth,
@@ -16,6 +17,7 @@ import {
   type TrustedProxy,
 } from '../edge/caller-auth.ts';
 import { clientAddressOf } from '../edge/client-address.ts';
+import { PASS_THROUGH, withDirectGuard } from '../edge/direct-form.ts';
 import { clientAbortOf, inputErrorOf, limitBody, readJsonBody } from '../edge/json-body.ts';
 import { ErrorCode } from '../errors/riskgate-error.ts';
 import type { EventSink } from '../events/riskgate-event.ts';
@@ -28,8 +30,15 @@ import type { DecisionTracing } from '../observability/tracing.ts';
 import type { AuditTrail } from '../operators/audit-trail.ts';
 import type { RuleStats } from '../policy/rule-stats.ts';
 import { refusalClosesConnection } from '../problem/early-refusal.ts';
-import { problemCodeOf, problemOf, problemResponse, toProblem } from '../problem/problem-details.ts';
+import {
+  problemAnswer,
+  problemCodeOf,
+  problemOf,
+  problemResponse,
+  toProblem,
+} from '../problem/problem-details.ts';
 import { allowedMethods } from './allowed-methods.ts';
+import { serveDirectly } from './direct-route.ts';
 
 /**
  * riskgate's HTTP surface. `createApp` only wires: it opens nothing, reads no environment and
@@ -94,23 +103,23 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const auth = callerAuth(deps.apiKeys);
 
-  // Every request, answered or refused: in-flight count and 4xx/5xx by code (riskgate_http_*).
-  // Not async: the count rides on `next()`'s own promise (an async layer is a promise, an await and
-  // a resume more on every request; issue 32).
+  // Whether an answer of `status` to a request with these headers closes its connection.
+  const closes = (status: number, contentLength: string | undefined, transferEncoding: string | undefined) =>
+    // Every refusal that may close is a 4xx or 5xx: an answered request reads no header here.
+    (status >= 400 && refusalClosesConnection(status, contentLength, transferEncoding)) ||
+    // Shutting down: the client opens its next request elsewhere, never on a closing connection.
+    deps.isDraining?.() === true;
   const finished = (c: Context): void => {
     const status = c.res.status;
     deps.metrics.requestFinished(status, problemCodeOf(c.res));
-    // Every refusal that may close is a 4xx or 5xx: an answered request reads no header here.
-    if (
-      status >= 400 &&
-      refusalClosesConnection(status, c.req.header('content-length'), c.req.header('transfer-encoding'))
-    ) {
+    if (closes(status, c.req.header('content-length'), c.req.header('transfer-encoding'))) {
       c.res.headers.set('connection', 'close');
     }
-    // Shutting down: the client opens its next request elsewhere, never on a closing connection.
-    if (deps.isDraining?.()) c.res.headers.set('connection', 'close');
   };
-  app.use((c, next) => {
+  // Every request, answered or refused: in-flight count and 4xx/5xx by code (riskgate_http_*).
+  // Not async: the count rides on `next()`'s own promise (an async layer is a promise, an await and
+  // a resume more on every request; issue 32).
+  const requestMetrics: MiddlewareHandler = (c, next) => {
     deps.metrics.requestStarted();
     return next().then(
       () => finished(c),
@@ -119,15 +128,35 @@ export function createApp(deps: AppDeps): Hono {
         throw error;
       },
     );
+  };
+  app.use(requestMetrics);
+  withDirectGuard(requestMetrics, {
+    check: () => true,
+    enter: () => deps.metrics.requestStarted(),
+    leave: (req, _vars, answer) => {
+      deps.metrics.requestFinished(answer.status, answer.code);
+      if (closes(answer.status, req.headers['content-length'], req.headers['transfer-encoding'])) {
+        // Names in order, as hono's answer has them once `finished` set the header in its Headers.
+        const headers: Record<string, string> = { ...answer.headers, connection: 'close' };
+        answer.headers = {};
+        for (const name of Object.keys(headers).sort()) answer.headers[name] = headers[name]!;
+      }
+    },
   });
 
-  app.onError((error, c) => {
-    const problem = toProblem(clientAbortOf(c) ?? error);
+  // The one error handler, for a request through hono and one served straight from node:http.
+  const problemOfError = (error: unknown, incoming: IncomingMessage | undefined, path: string) => {
+    const problem = toProblem(clientAbortOf(incoming) ?? error);
     if (problem.code === ErrorCode.INTERNAL) {
-      deps.log({ level: 'error', msg: 'unhandled error', path: c.req.path, error: String(error) });
+      deps.log({ level: 'error', msg: 'unhandled error', path, error: String(error) });
     }
-    return problemResponse(problem);
-  });
+    return problem;
+  };
+  app.onError((error, c) =>
+    problemResponse(
+      problemOfError(error, (c.env as { incoming?: IncomingMessage } | undefined)?.incoming, c.req.path),
+    ),
+  );
   let allowed: ((path: string) => string | undefined) | undefined;
   app.notFound((c) => {
     allowed ??= allowedMethods(app);
@@ -146,7 +175,13 @@ export function createApp(deps: AppDeps): Hono {
   // Without the audit gate, no layer for it: each layer is hono's dispatch (an async function) more
   // on every decision (issue 32).
   const decideGuards = deps.auditRequired === undefined ? [auth] : [auth, audited(deps)];
-  if (service) app.route('/', decideRoutes(deps, { guards: decideGuards, recent }));
+  if (service) {
+    app.route('/', decideRoutes(deps, { guards: decideGuards, recent }));
+    // Straight from node:http too: through the same middlewares, each in its direct form.
+    serveDirectly(app, DECIDE_ROUTE.method, DECIDE_ROUTE.path, (error, req, path) =>
+      problemAnswer(problemOfError(error, req, path)),
+    );
+  }
 
   const ops = deps.ops ?? { access: 'keys', keys: [] };
   const opsKeys = ops.access === 'keys' ? ops.keys : [];
@@ -188,8 +223,8 @@ export function createApp(deps: AppDeps): Hono {
 /** RISKGATE_DECISION_LOG_ON_FAILURE=refuse: no decision while the decision log cannot record it. */
 function audited(deps: AppDeps): MiddlewareHandler {
   const required = deps.auditRequired;
-  if (required === undefined) return (_c, next) => next();
-  return (_c, next) => {
+  if (required === undefined) return withDirectGuard((_c, next) => next(), PASS_THROUGH);
+  const gate: MiddlewareHandler = (_c, next) => {
     if (!required()) {
       return Promise.resolve(
         problemResponse(
@@ -203,4 +238,6 @@ function audited(deps: AppDeps): MiddlewareHandler {
     }
     return next();
   };
+  // Directly: while the decision log is writing (a refusal is hono's).
+  return withDirectGuard(gate, { check: () => required() });
 }

@@ -11,6 +11,7 @@ import type { RiskgateConfig } from '../config/riskgate-config.ts';
 import { type Component, stopWaitMs } from '../lifecycle/component.ts';
 import { type AcceptSockets, listenOnAcceptSockets } from './accept-sockets.ts';
 import { type AppDeps, createApp } from './create-app.ts';
+import { withDirectRoutes } from './direct-route.ts';
 import { closeSilentConnections } from './silent-connections.ts';
 
 /** Idle keep-alive connections are closed after this long, milliseconds (Node's default: 5000). */
@@ -63,10 +64,11 @@ export function httpListenerComponent(o: HttpListenerOptions): Component<HttpLis
       const { config, wrap } = o;
       const server = createAdaptorServer({
         fetch: o.app.fetch,
-        ...(wrap !== undefined && {
-          createServer: ((options: ServerOptions, listener: RequestListener) =>
-            createHttpServer(options, wrap(listener))) as unknown as typeof createHttpServer,
-        }),
+        // The app's direct routes (src/http/direct-route.ts) before the adapter; `wrap` before both.
+        createServer: ((options: ServerOptions, listener: RequestListener) => {
+          const direct = withDirectRoutes(o.app, listener);
+          return createHttpServer(options, wrap === undefined ? direct : wrap(direct));
+        }) as unknown as typeof createHttpServer,
         serverOptions: {
           headersTimeout: config.headersTimeoutMs,
           requestTimeout: config.requestTimeoutMs,

@@ -117,12 +117,23 @@ const problemCodes = new WeakMap<Response, ErrorCode>();
 
 /** A `Response` carrying `problem`, with the problem+json content type. */
 export function problemResponse(problem: ProblemDetails, headers?: Record<string, string>): Response {
-  const response = new Response(JSON.stringify(problem), {
-    status: problem.status,
-    headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...headers },
-  });
+  const answer = problemAnswer(problem, headers);
+  const response = new Response(answer.body, { status: answer.status, headers: answer.headers });
   problemCodes.set(response, problem.code);
   return response;
+}
+
+/** `problemResponse`'s parts, for an answer written without a `Response` (src/http/direct-route.ts). */
+export function problemAnswer(
+  problem: ProblemDetails,
+  headers?: Record<string, string>,
+): { status: number; headers: Record<string, string>; body: string; code: ErrorCode } {
+  return {
+    status: problem.status,
+    headers: { 'content-type': PROBLEM_CONTENT_TYPE, ...headers },
+    body: JSON.stringify(problem),
+    code: problem.code,
+  };
 }
 
 /** The `RG_ERR_*` code of a response made by `problemResponse`; undefined for any other. */
