@@ -13,14 +13,10 @@
  *
  *   npx tsx bench/control-thread-spacing.ts [--gaps 0,5,13,50] [--cycles 300] [--rounds 3]
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { ActionSpec } from '../src/actions/admin-actions.ts';
-import { openDatabase } from '../src/database/database.ts';
-import { DatabaseOutboxStore } from '../src/outbox/database-outbox-store.ts';
-import { outboxMigrations } from '../src/outbox/outbox-tables.ts';
+import { lockOutSpec, openDatabaseOutbox, outboxSqliteFile } from '../test/support/outbox-database.ts';
 
 const { values } = parseArgs({
   options: {
@@ -56,24 +52,9 @@ function workerTid(before: readonly string[]): string {
 const sleep = (ms: number) =>
   ms === 0 ? Promise.resolve() : new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-function spec(n: number): ActionSpec {
-  const user = `u${n}`;
-  return {
-    id: `d${n}:lock_out_user:${user}`,
-    decisionId: `d${n}`,
-    type: 'lock_out_user',
-    target: user,
-    orderingKey: user,
-    call: { method: 'updateUser', userId: user, update: { status: 'locked_out' } },
-  };
-}
-
 const threadsBefore = readdirSync('/proc/self/task');
-const dir = mkdtempSync(join(tmpdir(), 'control-thread-spacing-'));
-const store = new DatabaseOutboxStore(
-  await openDatabase({ kind: 'sqlite', path: join(dir, 'control.sqlite') }, { migrations: outboxMigrations }),
-  { ownsDatabase: true },
-);
+const target = outboxSqliteFile('control-thread-spacing-');
+const store = await openDatabaseOutbox(target);
 const tid = workerTid(threadsBefore);
 const main = process.pid;
 const owner = 'bench';
@@ -105,7 +86,8 @@ async function run(gap: number, totals: Totals): Promise<void> {
     before = now;
   };
   for (let i = 0; i < cycles; i++) {
-    const s = spec(n++);
+    const s = lockOutSpec(n, `u${n}`);
+    n++;
     await sleep(gap);
     mark('append');
     const [appended] = await store.append([s], Date.now());
@@ -136,7 +118,7 @@ for (let r = 0; r < rounds; r++)
     byGap.set(gap, [...(byGap.get(gap) ?? []), totals]);
   }
 await store.close();
-rmSync(dir, { recursive: true, force: true });
+rmSync(dirname((target as { path: string }).path), { recursive: true, force: true });
 
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`${cycles} cycles per round, ${rounds} rounds, median µs per transaction (thread's switches)`);

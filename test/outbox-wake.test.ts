@@ -73,6 +73,26 @@ describe('the outbox wakes up', () => {
 });
 
 describe('a completion at a low rate', () => {
+  /** An outbox on the driven clock, a 50 ms claim delay, every lock-out succeeding at once. */
+  function lowRateOutbox(store: OutboxStore) {
+    const clock = new DrivenClock();
+    const seen = { adminCalls: 0, outcomes: [] as string[] };
+    const outbox = new Outbox({
+      store,
+      admin: {
+        updateUser: async () => {
+          seen.adminCalls++;
+          return { ok: true, value: {}, durationMs: 0 };
+        },
+      } as unknown as ActionAdmin,
+      onOutcome: (o) => seen.outcomes.push(`${o.key} ${o.status}`),
+      pollMs: 1000,
+      claimDelayMs: 50,
+      clock,
+    });
+    return { clock, seen, outbox };
+  }
+
   it("rides with the next submit's claim when nothing is queued behind it: one store transaction fewer", async () => {
     const sqlite = await openDatabaseOutbox();
     opened.push(sqlite);
@@ -89,22 +109,7 @@ describe('a completion at a low rate', () => {
         return value.bind(t);
       },
     });
-    const clock = new DrivenClock();
-    let adminCalls = 0;
-    const outcomes: string[] = [];
-    const outbox = new Outbox({
-      store,
-      admin: {
-        updateUser: async () => {
-          adminCalls++;
-          return { ok: true, value: {}, durationMs: 0 };
-        },
-      } as unknown as ActionAdmin,
-      onOutcome: (o) => outcomes.push(`${o.target} ${o.status}`),
-      pollMs: 1000,
-      claimDelayMs: 50,
-      clock,
-    });
+    const { clock, seen, outbox } = lowRateOutbox(store);
     outbox.start();
     await eventually(() => clock.pendingTimers === 1 && calls.length === 0, {
       what: 'the first wake-up set',
@@ -114,45 +119,32 @@ describe('a completion at a low rate', () => {
     calls.length = 0;
     expect(await outbox.submit([job('u-a')], { timeoutMs: 5000 })).toEqual(['queued']);
     await clock.advance(50);
-    await eventually(() => adminCalls === 1, { what: "u-a's lock-out called" });
+    await eventually(() => seen.adminCalls === 1, { what: "u-a's lock-out called" });
     // The attempt's end (its completion queued) is a few turns after the call.
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     await clock.advance(20);
     expect(await outbox.submit([job('u-b')], { timeoutMs: 5000 })).toEqual(['queued']);
     await clock.advance(50);
-    await eventually(() => adminCalls === 2 && outcomes.length === 1, { what: "u-b's lock-out called" });
+    await eventually(() => seen.adminCalls === 2 && seen.outcomes.length === 1, {
+      what: "u-b's lock-out called",
+    });
     // u-a's completion went with the claim of u-b: no transaction of its own in between.
     expect(calls).toEqual(['claim', 'settleAndClaim']);
     await eventually(
       async () => {
         await clock.advance(50);
-        return outcomes.length === 2;
+        return seen.outcomes.length === 2;
       },
       { what: "u-b's outcome" },
     );
-    expect(outcomes).toEqual(['u-a done', 'u-b done']);
+    expect(seen.outcomes).toEqual([`${job('u-a').key} done`, `${job('u-b').key} done`]);
     await outbox.drain(0);
   });
 
   it("is sent at once when the user's next action waits behind it: no claim delay per action of a queue", async () => {
     const store = await openDatabaseOutbox();
     opened.push(store);
-    const clock = new DrivenClock();
-    let adminCalls = 0;
-    const outcomes: string[] = [];
-    const outbox = new Outbox({
-      store,
-      admin: {
-        updateUser: async () => {
-          adminCalls++;
-          return { ok: true, value: {}, durationMs: 0 };
-        },
-      } as unknown as ActionAdmin,
-      onOutcome: (o) => outcomes.push(`${o.key} ${o.status}`),
-      pollMs: 1000,
-      claimDelayMs: 50,
-      clock,
-    });
+    const { clock, seen, outbox } = lowRateOutbox(store);
     outbox.start();
     await eventually(() => clock.pendingTimers === 1, { what: 'the first wake-up set' });
     const first = job('u-q');
@@ -164,7 +156,7 @@ describe('a completion at a low rate', () => {
     await eventually(
       async () => {
         await clock.advance(0);
-        return adminCalls === 2;
+        return seen.adminCalls === 2;
       },
       { what: "the user's second action called" },
     );
@@ -172,11 +164,11 @@ describe('a completion at a low rate', () => {
     await eventually(
       async () => {
         await clock.advance(50);
-        return outcomes.length === 2;
+        return seen.outcomes.length === 2;
       },
       { what: "the second's outcome" },
     );
-    expect(outcomes).toEqual([`${first.key} done`, `${second.key} done`]);
+    expect(seen.outcomes).toEqual([`${first.key} done`, `${second.key} done`]);
     await outbox.drain(0);
   });
 });
