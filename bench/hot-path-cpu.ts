@@ -10,6 +10,7 @@
  *
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
  *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60 [--warmup-burst 5]] [--profile-dir DIR]
+ *     [--keep-decision-logs DIR]
  *     [--thread decision-store]
  *
  * A build's entry may carry node options after it, each after a `~`
@@ -25,6 +26,10 @@
  * wrote meanwhile (`/healthz` `decisionStore.written`: a shed decision is stored too) and each
  * thread's CPU per record stored. The count is read as the run ends, up to a batch (a second)
  * behind at both ends of the run alike.
+ *
+ * `--keep-decision-logs DIR` keeps each run's decision log as `DIR/<build>-<round>.ndjson` (its
+ * `lock_out_user` outcome lines' `elapsedMs` are the lock-out delay: from the append, which is the
+ * answer, to the completion committed).
  *
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
@@ -58,6 +63,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     rate: { type: 'string' },
     'profile-dir': { type: 'string' },
+    'keep-decision-logs': { type: 'string' },
     thread: { type: 'string', multiple: true, default: [] },
   },
 });
@@ -216,6 +222,13 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
       if (profileDir !== undefined) {
         for (const file of readdirSync(join(stateDir, 'prof')))
           renameSync(join(stateDir, 'prof', file), join(profileDir, `${build.name}-${round}-${file}`));
+      }
+      if (values['keep-decision-logs'] !== undefined && build.entry !== 'peer') {
+        mkdirSync(values['keep-decision-logs'], { recursive: true });
+        renameSync(
+          join(stateDir, 'decisions.ndjson'),
+          join(values['keep-decision-logs'], `${build.name}-${round}.ndjson`),
+        );
       }
       await rm(stateDir, { recursive: true, force: true });
     }

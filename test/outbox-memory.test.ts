@@ -69,6 +69,8 @@ describe('the outbox over the memory store', () => {
       baseDelayMs: 100,
       maxDelayMs: 1000,
       pollMs: 50,
+      // The timings below were written for a 10 ms claim delay.
+      claimDelayMs: 10,
       random: () => 1, // the top of the jitter range: deterministic delays
       ...options,
     });

@@ -72,6 +72,107 @@ describe('the outbox wakes up', () => {
   });
 });
 
+describe('a completion at a low rate', () => {
+  /** An outbox on the driven clock, a 50 ms claim delay, every lock-out succeeding at once. */
+  function lowRateOutbox(store: OutboxStore) {
+    const clock = new DrivenClock();
+    const seen = { adminCalls: 0, outcomes: [] as string[] };
+    const outbox = new Outbox({
+      store,
+      admin: {
+        updateUser: async () => {
+          seen.adminCalls++;
+          return { ok: true, value: {}, durationMs: 0 };
+        },
+      } as unknown as ActionAdmin,
+      onOutcome: (o) => seen.outcomes.push(`${o.key} ${o.status}`),
+      pollMs: 1000,
+      claimDelayMs: 50,
+      clock,
+    });
+    return { clock, seen, outbox };
+  }
+
+  it("rides with the next submit's claim when nothing is queued behind it: one store transaction fewer", async () => {
+    const sqlite = await openDatabaseOutbox();
+    opened.push(sqlite);
+    const calls: string[] = [];
+    const store = new Proxy(sqlite, {
+      get(t, name) {
+        const value = Reflect.get(t, name) as unknown;
+        if (typeof value !== 'function') return value;
+        if (name === 'claim' || name === 'settleAndClaim' || name === 'complete')
+          return (...args: unknown[]) => {
+            calls.push(name);
+            return (value as (...a: unknown[]) => unknown).apply(t, args);
+          };
+        return value.bind(t);
+      },
+    });
+    const { clock, seen, outbox } = lowRateOutbox(store);
+    outbox.start();
+    await eventually(() => clock.pendingTimers === 1 && calls.length === 0, {
+      what: 'the first wake-up set',
+    });
+    await clock.advance(50);
+    await eventually(() => clock.pendingTimers === 1 && calls.length === 1, { what: 'the first poll done' });
+    calls.length = 0;
+    expect(await outbox.submit([job('u-a')], { timeoutMs: 5000 })).toEqual(['queued']);
+    await clock.advance(50);
+    await eventually(() => seen.adminCalls === 1, { what: "u-a's lock-out called" });
+    // The attempt's end (its completion queued) is a few turns after the call.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    await clock.advance(20);
+    expect(await outbox.submit([job('u-b')], { timeoutMs: 5000 })).toEqual(['queued']);
+    await clock.advance(50);
+    await eventually(() => seen.adminCalls === 2 && seen.outcomes.length === 1, {
+      what: "u-b's lock-out called",
+    });
+    // u-a's completion went with the claim of u-b: no transaction of its own in between.
+    expect(calls).toEqual(['claim', 'settleAndClaim']);
+    await eventually(
+      async () => {
+        await clock.advance(50);
+        return seen.outcomes.length === 2;
+      },
+      { what: "u-b's outcome" },
+    );
+    expect(seen.outcomes).toEqual([`${job('u-a').key} done`, `${job('u-b').key} done`]);
+    await outbox.drain(0);
+  });
+
+  it("is sent at once when the user's next action waits behind it: no claim delay per action of a queue", async () => {
+    const store = await openDatabaseOutbox();
+    opened.push(store);
+    const { clock, seen, outbox } = lowRateOutbox(store);
+    outbox.start();
+    await eventually(() => clock.pendingTimers === 1, { what: 'the first wake-up set' });
+    const first = job('u-q');
+    const second = { ...job('u-q'), key: 'w2:lock_out_user:u-q' };
+    second.spec = { ...second.spec, id: second.key, decisionId: 'w2' };
+    expect(await outbox.submit([first, second], { timeoutMs: 5000 })).toEqual(['queued', 'queued']);
+    await clock.advance(50);
+    // The clock stands still from here: the second action needs no timer of the claim delay.
+    await eventually(
+      async () => {
+        await clock.advance(0);
+        return seen.adminCalls === 2;
+      },
+      { what: "the user's second action called" },
+    );
+    // Nothing behind the second: its completion waits for a claim, at most the claim delay.
+    await eventually(
+      async () => {
+        await clock.advance(50);
+        return seen.outcomes.length === 2;
+      },
+      { what: "the second's outcome" },
+    );
+    expect(seen.outcomes).toEqual([`${first.key} done`, `${second.key} done`]);
+    await outbox.drain(0);
+  });
+});
+
 describe('an idle outbox on the SQLite file', () => {
   /** The file's (and its WAL's) times an hour back: older than any tick of the file system's clock. */
   const ageFile = (path: string) => {
@@ -111,6 +212,7 @@ describe('an idle outbox on the SQLite file', () => {
       },
       pollMs: 1000,
       quietFullPollMs: 10_000,
+      claimDelayMs: 10,
       clock,
       watermark: new FileWatermark(path),
     });
@@ -132,10 +234,10 @@ describe('an idle outbox on the SQLite file', () => {
     await clock.advance(1000);
     await eventually(() => outbox.attemptsStarted === 1, { what: 'the other process’s action attempted' });
     expect(claims).toBe(2);
-    // Its completion goes with the next claim, woken at once (0 ms on the outbox's clock).
+    // Its completion goes with the next claim, within the claim delay (nothing queued behind it).
     await eventually(
       async () => {
-        await clock.advance(0);
+        await clock.advance(10);
         return outcomes === 1;
       },
       { what: 'its outcome' },
@@ -168,6 +270,7 @@ describe('an idle outbox on the SQLite file', () => {
       },
       pollMs: 1000,
       quietFullPollMs: 10_000,
+      claimDelayMs: 10,
       clock,
       watermark,
     });
@@ -183,7 +286,7 @@ describe('an idle outbox on the SQLite file', () => {
       await clock.advance(10);
       await eventually(
         async () => {
-          await clock.advance(0);
+          await clock.advance(10);
           return outcomes === i + 1;
         },
         { what: `lock-out ${i} done` },

@@ -95,6 +95,13 @@ export interface OutboxOptions {
   /** How often the store is looked at for entries due (others' retries, expired leases), ms. Default 1000. */
   pollMs?: number;
   /**
+   * How long a submit, or a completion with nothing queued behind it, waits for others to share
+   * its claim, milliseconds. Default 50 (issue 32: at 200/s each wake-up of the SQLite thread
+   * costs several times a back-to-back transaction; bench/RESULTS.md, "the control file's thread
+   * per transaction at a low rate").
+   */
+  claimDelayMs?: number;
+  /**
    * The store's SQLite file (src/database/file-watermark.ts): while a poll found nothing pending
    * and nothing was written to the file since, by any process, a poll has nothing to claim and
    * skips its queries (issue 32: an idle riskgate near no CPU), up to `quietFullPollMs`. Default:
@@ -192,6 +199,17 @@ export class Outbox implements ActionDispatcher {
   #attemptsStarted = 0;
   #closing = false;
   #claiming = false;
+  /** The last claim filled every free slot: more may be due, a completion's slot is wanted now. */
+  #backlog = false;
+  /**
+   * Entries this process appended and has not claimed yet, by ordering key: a completion with one
+   * of its key behind it is sent at once (that user's next action waits for it), any other rides
+   * with the next claim. Entries claimed elsewhere are forgotten when the store has nothing pending
+   * beyond what runs here (`#refreshStats`).
+   */
+  readonly #queuedKeys = new Map<string, number>();
+  /** A completion waiting for the next claim has an action of its user behind it. */
+  #completingUrgent = false;
   /** A poll found a claim running: one more claim is due when it ends. */
   #wokenWhileClaiming = false;
   #timer: ClockTimer | undefined;
@@ -218,6 +236,7 @@ export class Outbox implements ActionDispatcher {
       maxDelayMs: 60_000,
       horizonMs: 24 * 60 * 60 * 1000,
       pollMs: 1000,
+      claimDelayMs: 50,
       quietFullPollMs: 10_000,
       owner: `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`,
       clock: systemClock,
@@ -298,6 +317,7 @@ export class Outbox implements ActionDispatcher {
         : jobs.map(() => 'refused');
     }
     companion?.committed?.();
+    for (const [i, spec] of written.entries()) if (added[i] === true) this.#queued(spec.orderingKey, 1);
     this.#stats = { ...this.#stats, pending: this.#stats.pending + added.filter(Boolean).length };
     this.#wake();
     return added.slice(0, jobs.length).map((a) => (a ? 'queued' : 'duplicate'));
@@ -323,7 +343,11 @@ export class Outbox implements ActionDispatcher {
     let written = 0;
     for (const submit of submits) {
       let mine = 0;
-      for (const spec of submit.specs) if (this.#deferred.delete(spec.id)) mine++;
+      for (const spec of submit.specs)
+        if (this.#deferred.delete(spec.id)) {
+          mine++;
+          this.#queued(spec.orderingKey, 1);
+        }
       // Told once: by whichever write of it landed first.
       if (mine > 0) submit.companion?.committed?.();
       written += mine;
@@ -532,11 +556,11 @@ export class Outbox implements ActionDispatcher {
   }
 
   /**
-   * Polls within `delayMs` (default 10): the submits and finished attempts of a burst share one
+   * Polls within `delayMs` (default `claimDelayMs`): the submits and finished attempts of a burst share one
    * claim instead of a store transaction each (the claim was most of the outbox's CPU), at the
-   * price of up to 10 ms before an action starts.
+   * price of up to `claimDelayMs` before an action starts.
    */
-  #wake(delayMs = 10): void {
+  #wake(delayMs = this.#o.claimDelayMs): void {
     if (this.#closing) return;
     // Something happened here (a submit, a nudge, an attempt's end): the woken poll asks the store.
     this.#quietMark = undefined;
@@ -606,12 +630,15 @@ export class Outbox implements ActionDispatcher {
     // which under a steady stream of submits claims back to back for users whose next action is
     // still running). Otherwise at the next poll. A wake-up due sooner is kept, never pushed back.
     // Completions that came during the claim wait for nothing more: their slots are free now.
+    this.#backlog = claimed === free && free > 0;
     const delayMs =
-      this.#completing.length > 0
+      this.#completing.length > 0 && (this.#backlog || this.#completingUrgent)
         ? 0
-        : (claimed === free && free > 0) || this.#wokenWhileClaiming
+        : this.#backlog || this.#wokenWhileClaiming
           ? 10
-          : this.#o.pollMs;
+          : this.#completing.length > 0
+            ? this.#o.claimDelayMs
+            : this.#o.pollMs;
     if (this.#timer === undefined || this.#timerAt > this.#o.clock.monotonicMs() + delayMs)
       this.#schedule(delayMs);
   }
@@ -647,6 +674,7 @@ export class Outbox implements ActionDispatcher {
     const completing = this.#completing;
     const logged = this.#toMark;
     this.#completing = [];
+    this.#completingUrgent = false;
     this.#toMark = [];
     const free = claim ? this.#o.concurrency - this.#running.size + completing.length : 0;
     if (free <= 0 && completing.length === 0 && logged.length === 0) return 0;
@@ -667,7 +695,10 @@ export class Outbox implements ActionDispatcher {
         : await this.#settleAndClaim(completing, logged, { limit: mixedLimit, nowMs: now, leaseMs });
     if (claimed.length === mixedLimit && free > mixedLimit)
       claimed.push(...(await store.claim(owner, free - mixedLimit, now, leaseMs, { skipWebhooks: true })));
-    for (const entry of claimed) void this.#attempt(entry);
+    for (const entry of claimed) {
+      this.#queued(entry.spec.orderingKey, -1);
+      void this.#attempt(entry);
+    }
     return claimed.length;
   }
 
@@ -709,7 +740,11 @@ export class Outbox implements ActionDispatcher {
     if (this.#closing) return this.#o.store.complete(id, this.#o.owner, nowMs, record);
     return new Promise((resolve, reject) => {
       this.#completing.push({ id, webhook: type === WEBHOOK_ACTION_TYPE, nowMs, record, resolve, reject });
-      this.#wake(0);
+      // Wanted at once when the user's next action waits behind it, or the last claim left
+      // entries due; otherwise it rides with the next submit's claim.
+      const urgent = this.#queuedKeys.has(entry.spec.orderingKey) || this.#backlog;
+      this.#completingUrgent ||= urgent;
+      this.#wake(urgent ? 0 : this.#o.claimDelayMs);
     });
   }
 
@@ -729,10 +764,17 @@ export class Outbox implements ActionDispatcher {
     }
   }
 
+  #queued(key: string, by: number): void {
+    const n = (this.#queuedKeys.get(key) ?? 0) + by;
+    if (n > 0) this.#queuedKeys.set(key, n);
+    else this.#queuedKeys.delete(key);
+  }
+
   /** Whether the counts were read. */
   async #refreshStats(): Promise<boolean> {
     try {
       this.#stats = await this.#o.store.stats(this.#o.clock.nowMs());
+      if (this.#stats.pending <= this.#running.size) this.#queuedKeys.clear();
       return true;
     } catch (error) {
       this.#o.onError?.(error);
