@@ -30,7 +30,7 @@ const ASKED = new WeakMap<Hono, { method: string; path: string; onError: DirectE
 
 /**
  * Serves `method` `path` of `app` directly too, when every handler hono would run for it (the
- * app's middlewares, then the route's, its handler last: read from hono's own router once the app
+ * app's middlewares, then the route's, up to its handler: read from hono's own router once the app
  * is complete, in `withDirectRoutes`) has a direct form; else not at all.
  */
 export function serveDirectly(app: Hono, method: string, path: string, onError: DirectErrorAnswer): void {
