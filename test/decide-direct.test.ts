@@ -229,4 +229,40 @@ describe('which routes are served straight from node:http', () => {
     app.post('/x', handler);
     expect(withDirectRoutes(app, listener)).toBe(listener);
   });
+
+  it('cuts the connection, logging through the error handler, when the answer cannot be written', async () => {
+    const app = new Hono();
+    const logged: unknown[] = [];
+    app.use(
+      withDirectGuard((_c, next) => next(), {
+        check: () => true,
+        leave: () => {
+          throw new Error('leave failed');
+        },
+      }),
+    );
+    app.post('/x', handler);
+    serveDirectly(app, 'POST', '/x', (error) => {
+      logged.push(error);
+      return { status: 500, headers: {}, body: '' };
+    });
+    const server = createServer(withDirectRoutes(app, () => {})).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    const outcome = await new Promise<string>((resolve) => {
+      const r = request({
+        port,
+        host: '127.0.0.1',
+        method: 'POST',
+        path: '/x',
+        headers: { 'content-length': '0' },
+      });
+      r.on('response', (res) => resolve(`answered ${res.statusCode}`));
+      r.on('error', (error) => resolve(error.message));
+      r.end();
+    });
+    server.close();
+    expect(outcome).toBe('socket hang up');
+    expect(logged.map((e) => (e as Error).message)).toEqual(['leave failed']);
+  });
 });

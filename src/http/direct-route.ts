@@ -116,7 +116,14 @@ function serve(route: DirectRoute, req: IncomingMessage, res: ServerResponse, ho
       signal: controller.signal,
       text: () => bodyText(req),
     })
-    .then(finish, (error: unknown) => finish(route.onError(error, req, path)));
+    .then(finish, (error: unknown) => finish(route.onError(error, req, path)))
+    // Writing the answer failed (a guard's `leave`, a header): an unhandled rejection is fatal in
+    // riskgate (src/riskgate-process.ts), so the error is logged by the app's handler and this
+    // connection alone is cut: its caller sees a failed request, never half an answer.
+    .catch((error: unknown) => {
+      route.onError(error, req, path);
+      res.destroy();
+    });
   return true;
 }
 
