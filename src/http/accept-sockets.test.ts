@@ -100,6 +100,37 @@ describe('listening sockets', () => {
     expect(statuses).toEqual(Array(40).fill(200));
   });
 
+  it("sets up every socket's connections as node:http sets up its own: no Nagle delay, half-open allowed", async () => {
+    /** What node:net set on a connection: TCP_NODELAY (kept under its own symbol), half-open, buffer. */
+    const settingsOf = (socket: Socket) => {
+      const noDelay = Object.getOwnPropertySymbols(socket).find((k) => k.description === 'kSetNoDelay');
+      return {
+        noDelay: noDelay === undefined ? undefined : (socket as unknown as Record<symbol, unknown>)[noDelay],
+        allowHalfOpen: socket.allowHalfOpen,
+        highWaterMark: socket.writableHighWaterMark,
+      };
+    };
+    // What node:http's own listening socket gives a connection.
+    const plain = createServer();
+    const reference = new Promise<ReturnType<typeof settingsOf>>((resolve) =>
+      plain.once('connection', (socket: Socket) => resolve(settingsOf(socket))),
+    );
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    await connectTo((plain.address() as { port: number }).port);
+    const expected = await reference;
+    plain.closeAllConnections();
+    plain.close();
+    expect(expected).toMatchObject({ noDelay: true, allowHalfOpen: true });
+
+    const { server, listening } = await start(8);
+    const seen: ReturnType<typeof settingsOf>[] = [];
+    server.on('connection', (socket: Socket) => seen.push(settingsOf(socket)));
+    // A new connection each: the kernel spreads them over the eight sockets, seven of them extra.
+    await Promise.all(Array.from({ length: 40 }, () => connectTo(listening.port)));
+    await eventually(() => seen.length === 40, { what: '40 connections accepted' });
+    expect(seen).toEqual(Array(40).fill(expected));
+  });
+
   it('refuses a port already in use, as a plain listen does, though its sockets share it', async () => {
     const { listening } = await start(8);
     const other = createServer();

@@ -1,5 +1,10 @@
 import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
-import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import {
+  createServer as createNetServer,
+  type Server as NetServer,
+  type ServerOpts,
+  type Socket,
+} from 'node:net';
 import { type Clock, systemClock } from '../timing/clock.ts';
 
 /**
@@ -138,7 +143,9 @@ export async function listenOnAcceptSockets(
   const extra: NetServer[] = [];
   try {
     for (let i = 1; i < count; i++) {
-      const acceptor = createNetServer((socket) => server.emit('connection', socket));
+      const acceptor = createNetServer(connectionOptionsOf(server), (socket) =>
+        server.emit('connection', socket),
+      );
       extra.push(acceptor);
       await listen(acceptor, { port, host, reusePort: true, exclusive: shared });
     }
@@ -184,4 +191,33 @@ function closeServer(server: NetServer): Promise<void> {
     if (server.listening) server.close(() => resolve());
     else resolve();
   });
+}
+
+/** What a `net.Server` keeps of its options (node:net; `keepAliveInitialDelay` in seconds). */
+interface NetServerSettings {
+  allowHalfOpen: boolean;
+  pauseOnConnect: boolean;
+  noDelay: boolean;
+  keepAlive: boolean;
+  keepAliveInitialDelay: number;
+  highWaterMark: number;
+}
+
+/**
+ * The options `server`'s own listening socket sets on each connection it accepts (node:http passes
+ * `noDelay: true` and `allowHalfOpen: true` to node:net), for an extra socket to set them alike.
+ * Without them an extra socket's connections (63 of 64 as shipped) kept Nagle's algorithm on: an
+ * answer written in more than one write (a streamed body's chunks after its head) waited for the
+ * client's delayed ACK, ~40 ms, after its first write (bench/RESULTS.md, "the main thread's writes").
+ */
+function connectionOptionsOf(server: HttpServer): ServerOpts {
+  const s = server as unknown as NetServerSettings;
+  return {
+    allowHalfOpen: s.allowHalfOpen,
+    pauseOnConnect: s.pauseOnConnect,
+    noDelay: s.noDelay,
+    keepAlive: s.keepAlive,
+    keepAliveInitialDelay: s.keepAliveInitialDelay * 1000,
+    highWaterMark: s.highWaterMark,
+  };
 }
