@@ -10,7 +10,7 @@
  *
  *   npx tsx bench/hot-path-cpu.ts [--builds before=/tmp/before/bench/riskgate-under-bench.ts,after=bench/riskgate-under-bench.ts]
  *     [--rounds 3] [--duration 10] [--warmup 3] [--connections 16 | --rate 60 [--warmup-burst 5]] [--profile-dir DIR]
- *     [--keep-decision-logs DIR]
+ *     [--keep-decision-logs DIR] [--keep-output DIR]
  *     [--thread decision-store]
  *
  * A build's entry may carry node options after it, each after a `~`
@@ -31,10 +31,14 @@
  * `lock_out_user` outcome lines' `elapsedMs` are the lock-out delay: from the append, which is the
  * answer, to the completion committed).
  *
+ * `--keep-output DIR` writes what each riskgate (or peer) prints from the end of its start-up on to
+ * `DIR/<build>-<round>.log`: V8's traces go to stdout (`~--trace-gc-nvp`, `~--trace-opt~--trace-deopt`),
+ * and the start-up's own lines (tsx compiling, first tier-ups) are left out.
+ *
  * `--profile-dir` adds `--cpu-prof` to every riskgate started (one profile per run, named
  * `<build>-<round>.cpuprofile`); read them with `bench/cpu-profile-top.ts --last-ms <duration>`.
  */
-import { mkdirSync, mkdtempSync, readdirSync, renameSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readdirSync, renameSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -64,6 +68,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     'profile-dir': { type: 'string' },
     'keep-decision-logs': { type: 'string' },
+    'keep-output': { type: 'string' },
     thread: { type: 'string', multiple: true, default: [] },
   },
 });
@@ -161,6 +166,14 @@ await withBenchRig({ prefix: 'riskgate-hot-path-', bodyVariants: 256 }, async (r
                 RISKGATE_RAT_CACHE_MS: '0',
               },
             });
+      const keepOutput = values['keep-output'];
+      if (keepOutput !== undefined) {
+        mkdirSync(keepOutput, { recursive: true });
+        const file = createWriteStream(join(keepOutput, `${build.name}-${round}.log`));
+        riskgate.child.stdout?.pipe(file, { end: false });
+        riskgate.child.stderr?.pipe(file, { end: false });
+        riskgate.child.once('close', () => file.end());
+      }
       try {
         const job = {
           type: 'closed' as const,

@@ -74,7 +74,7 @@ export interface DecisionLogOptions {
 export const DECISION_LOG_LINGER_MS = 20;
 
 /** Lines past this many bytes are written at once, whatever `lingerMs` says. */
-const LINGER_MAX_CHARS = 64 * 1024;
+const LINGER_MAX_BYTES = 64 * 1024;
 
 /** Default longest wait of `close()`, milliseconds. */
 export const DECISION_LOG_CLOSE_TIMEOUT_MS = 5000;
@@ -131,9 +131,9 @@ export function createDecisionLog(
   const lingerMs = options.lingerMs ?? 0;
   let stream = initial;
   let pending: object[] = [];
-  /** Serialised lines waiting (up to `lingerMs`) to be written together, and how many records. */
-  let lingering = '';
-  let lingeringRecords = 0;
+  /** Serialised lines waiting (up to `lingerMs`) to be written together (one per record), and their UTF-8 bytes. */
+  let lingering: string[] = [];
+  let lingeringBytes = 0;
   let lingerTimer: NodeJS.Timeout | undefined;
   let scheduled = false;
   let waitingForDrain = false;
@@ -155,7 +155,7 @@ export function createDecisionLog(
     for (const w of waiters) w();
   };
   const settleIfIdle = () => {
-    if (pending.length === 0 && lingeringRecords === 0 && writesInFlight === 0 && !waitingForDrain)
+    if (pending.length === 0 && lingering.length === 0 && writesInFlight === 0 && !waitingForDrain)
       settleWaiters();
   };
 
@@ -164,7 +164,7 @@ export function createDecisionLog(
   const markBroken = (s: Writable) => {
     if (s !== stream || broken) return;
     broken = true;
-    dropped += pending.length + lingeringRecords;
+    dropped += pending.length + lingering.length;
     pending = [];
     dropLingering();
     waitingForDrain = false;
@@ -207,14 +207,14 @@ export function createDecisionLog(
       retry = undefined;
       options.onHealthChange?.(true);
     }
-    if (pending.length > 0 || lingeringRecords > 0) schedule();
+    if (pending.length > 0 || lingering.length > 0) schedule();
     else settleIfIdle();
   };
   const onDrain = (s: Writable) => {
     if (s !== stream) return;
     waitingForDrain = false;
     if (broken) return;
-    if (pending.length > 0 || lingeringRecords > 0) schedule();
+    if (pending.length > 0 || lingering.length > 0) schedule();
     else settleIfIdle();
   };
 
@@ -225,40 +225,43 @@ export function createDecisionLog(
       return;
     }
     if (waitingForDrain) return;
-    if (pending.length === 0 && lingeringRecords === 0) {
+    if (pending.length === 0 && lingering.length === 0) {
       settleIfIdle();
       return;
     }
-    for (const record of pending)
-      lingering += `${safeStringify(record, redact === undefined ? record : redact(record))}\n`;
-    lingeringRecords += pending.length;
+    for (const record of pending) {
+      const line = safeStringify(record, redact === undefined ? record : redact(record));
+      lingering.push(line);
+      lingeringBytes += Buffer.byteLength(line) + 1;
+    }
     pending = [];
     // Someone waits for the lines (flush, close), or enough of them: written now; else soon.
-    if (flushWaiters.length > 0 || lingerMs <= 0 || lingering.length >= LINGER_MAX_CHARS) writeLingering();
+    if (flushWaiters.length > 0 || lingerMs <= 0 || lingeringBytes >= LINGER_MAX_BYTES) writeLingering();
     else lingerTimer ??= setTimeout(writeLingering, lingerMs);
   };
 
   function dropLingering() {
     clearTimeout(lingerTimer);
     lingerTimer = undefined;
-    lingering = '';
-    lingeringRecords = 0;
+    lingering = [];
+    lingeringBytes = 0;
   }
 
   function writeLingering() {
-    const text = lingering;
-    const records = lingeringRecords;
+    const lines = lingering;
+    const bytes = lingeringBytes;
     dropLingering();
-    if (records === 0 || broken) return;
+    if (lines.length === 0 || broken) return;
     if (waitingForDrain) {
       // Kept for after the drain (onDrain schedules the next batch).
-      lingering = text;
-      lingeringRecords = records;
+      lingering = lines;
+      lingeringBytes = bytes;
       return;
     }
     writesInFlight++;
     const s = stream;
-    if (!s.write(text, (error) => onWritten(s, records, error))) {
+    const records = lines.length;
+    if (!s.write(utf8Lines(lines, bytes), (error) => onWritten(s, records, error))) {
       waitingForDrain = true;
       s.once('drain', () => onDrain(s));
     }
@@ -332,7 +335,7 @@ export function createDecisionLog(
       const done = await settlesWithin(flush(), timeoutMs);
       closed = true;
       if (!done && !broken) {
-        const unwritten = pending.length + lingeringRecords;
+        const unwritten = pending.length + lingering.length;
         dropped += unwritten;
         pending = [];
         dropLingering();
@@ -354,6 +357,22 @@ export function createDecisionLog(
       return dropped;
     },
   };
+}
+
+/**
+ * `lines`, each followed by a newline, in one UTF-8 buffer of `bytes`, encoded from each line as
+ * it is. Issue 32: the lines joined into one string were copied once more, flat, on the JavaScript
+ * heap before the stream encoded them: 3.5-4.0 KiB of the ~140 KiB a decision allocates, which sets
+ * how often the scavenger runs (bench/RESULTS.md, "the V8 threads' work per decision").
+ */
+function utf8Lines(lines: readonly string[], bytes: number): Buffer {
+  const out = Buffer.allocUnsafe(bytes);
+  let at = 0;
+  for (const line of lines) {
+    at += out.write(line, at);
+    out[at++] = 0x0a;
+  }
+  return out;
 }
 
 function errorText(error: NodeJS.ErrnoException): string {
