@@ -64,19 +64,13 @@ const LULL_BUSY = 0.8;
  */
 const PAUSE_AFTER_QUIET_MS = 1000;
 /**
- * While the loop is clearly idle (busy under `QUIET_BUSY` of the time over the last third of a
- * second) and fewer than `minInFlightToShedOnDelay` requests are in flight (the delay cannot
- * shed), the sampler runs this many times less often. At a low rate the loop sleeps between
- * requests and a sample due then wakes it for nothing else (~100-150 µs of CPU a wake on the
- * bench's VM: 27 of its 100 samples a second at 200/s, issue 32); a stall that begins then is seen
- * up to this many intervals late (40 ms instead of 10 at the defaults), and one with a queue at
- * the interval. Not while the loop is busy: with few in flight but the CPU near its limit (the
- * overload bench's 1x and 2x steps), a stall is what comes next, and read 30 ms late it let the
- * 2x step's p99 reach 360-820 ms.
+ * While fewer than `minInFlightToShedOnDelay` requests are in flight (the delay cannot shed), the
+ * sampler runs this many times less often. At a low rate the loop sleeps between requests and a
+ * sample due then wakes it for nothing else (~150-200 µs of CPU a wake on the bench's VM: 30 of
+ * its 100 samples a second at 200/s, issue 32); a stall that begins then is seen up to this many
+ * intervals late (40 ms instead of 10 at the defaults), and one with a queue at the interval.
  */
 const QUIET_INTERVALS = 4;
-/** The loop's decayed utilisation under which it is clearly idle (see `QUIET_INTERVALS`). */
-const QUIET_BUSY = 0.5;
 
 export interface AdmissionOptions {
   /** Most decisions in flight at once in this process. Default 1000. */
@@ -302,9 +296,7 @@ export class AdmissionControl {
       this.#timer = undefined;
       return;
     }
-    const e = this.#estimates;
-    const idle = e.spentMs > 0 && e.busyMs < QUIET_BUSY * e.spentMs;
-    if (this.inFlight >= this.#minQueued || !idle) this.#arm(at, this.#intervalMs);
+    if (this.inFlight >= this.#minQueued) this.#arm(at, this.#intervalMs);
     else {
       // Quiet, but still on time for the window's end: the limit is adjusted when it was.
       const windowLeftMs = this.#windowStart + this.#adjustEveryMs - at;
