@@ -59,18 +59,10 @@ const ESTIMATE_DECAY = 0.7;
  */
 const LULL_BUSY = 0.8;
 /**
- * Time with nothing in flight and nothing admitted after which sampling pauses until the next
- * request: an idle riskgate wakes for no timer of its own.
+ * Samples with nothing in flight and nothing admitted after which sampling pauses until the next
+ * request (1 s at the default interval): an idle riskgate wakes for no timer of its own.
  */
-const PAUSE_AFTER_QUIET_MS = 1000;
-/**
- * While fewer than `minInFlightToShedOnDelay` requests are in flight (the delay cannot shed), the
- * sampler runs this many times less often. At a low rate the loop sleeps between requests and a
- * sample due then wakes it for nothing else (~150-200 µs of CPU a wake on the bench's VM: 30 of
- * its 100 samples a second at 200/s, issue 32); a stall that begins then is seen up to this many
- * intervals late (40 ms instead of 10 at the defaults), and one with a queue at the interval.
- */
-const QUIET_INTERVALS = 4;
+const PAUSE_AFTER_QUIET_SAMPLES = 100;
 
 export interface AdmissionOptions {
   /** Most decisions in flight at once in this process. Default 1000. */
@@ -129,14 +121,12 @@ export class AdmissionControl {
   readonly #intervalMs: number;
   readonly #clock: Clock;
   #lastDelayMs = 0;
-  /** When the pending sample was set, and when it is due. */
-  #armedAt = 0;
   #dueAt = 0;
   #timer: ClockTimer | undefined;
   /** Started and not stopped: sampling, or paused while idle (`#timer` undefined). */
   #running = false;
-  /** Since when nothing was in flight and nothing admitted, at the samples (undefined: something was). */
-  #quietSince: number | undefined;
+  /** Samples in a row with nothing in flight and nothing admitted. */
+  #quietSamples = 0;
   /** A request was admitted since the last sample. */
   #entered = false;
   /** The concurrency limit in force: `maxInFlight` until a window measured otherwise (see above). */
@@ -170,19 +160,8 @@ export class AdmissionControl {
   enter(): number {
     this.inFlight++;
     this.#entered = true;
-    const at = this.#clock.monotonicMs();
     if (this.#running && this.#timer === undefined) this.#resume();
-    else if (
-      this.inFlight === this.#minQueued &&
-      this.#timer !== undefined &&
-      this.#dueAt > at + this.#intervalMs
-    ) {
-      // A queue now, and the next sample is a quiet one: it is brought forward to the usual
-      // interval. What is already overdue is kept (the sample due sooner is due as it was).
-      this.#clock.clearTimeout(this.#timer);
-      this.#arm(at, this.#intervalMs);
-    }
-    return at;
+    return this.#clock.monotonicMs();
   }
 
   /** An admitted decision was answered; `enteredAtMs` (what `enter` returned) times it. */
@@ -269,17 +248,11 @@ export class AdmissionControl {
   /** Sampling (re)starts: a new throughput window, nothing overdue. */
   #resume(): void {
     const at = this.#clock.monotonicMs();
+    this.#dueAt = at + this.#intervalMs;
     this.#lastDelayMs = 0;
-    this.#quietSince = undefined;
+    this.#quietSamples = 0;
     this.#newWindow(at, this.#loopActiveMs());
-    this.#arm(at, this.#intervalMs);
-  }
-
-  /** The next sample, `delayMs` from `at`. */
-  #arm(at: number, delayMs: number): void {
-    this.#armedAt = at;
-    this.#dueAt = at + delayMs;
-    this.#timer = this.#clock.setTimeout(this.#sample, delayMs);
+    this.#timer = this.#clock.setTimeout(this.#sample, this.#intervalMs);
     this.#timer.unref();
   }
 
@@ -289,19 +262,15 @@ export class AdmissionControl {
     if (at - this.#windowStart >= this.#adjustEveryMs) this.#adjustLimit(at);
     const quiet = this.inFlight === 0 && !this.#entered;
     this.#entered = false;
-    // Quiet since the sample before, which this one's interval began at.
-    this.#quietSince = quiet ? (this.#quietSince ?? this.#armedAt) : undefined;
-    if (this.#quietSince !== undefined && at - this.#quietSince >= PAUSE_AFTER_QUIET_MS) {
+    this.#quietSamples = quiet ? this.#quietSamples + 1 : 0;
+    if (this.#quietSamples >= PAUSE_AFTER_QUIET_SAMPLES) {
       // Nothing to protect: the next admitted request resumes sampling (`enter`).
       this.#timer = undefined;
       return;
     }
-    if (this.inFlight >= this.#minQueued) this.#arm(at, this.#intervalMs);
-    else {
-      // Quiet, but still on time for the window's end: the limit is adjusted when it was.
-      const windowLeftMs = this.#windowStart + this.#adjustEveryMs - at;
-      this.#arm(at, Math.max(this.#intervalMs, Math.min(this.#intervalMs * QUIET_INTERVALS, windowLeftMs)));
-    }
+    this.#dueAt = at + this.#intervalMs;
+    this.#timer = this.#clock.setTimeout(this.#sample, this.#intervalMs);
+    this.#timer.unref();
   };
 
   /** The loop's current delay: the last sample, or how overdue the next one is, milliseconds. */
