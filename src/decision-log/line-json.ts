@@ -6,7 +6,11 @@
  * decision on the event loop. The store's filter columns (account, user, IP, unit) are read from
  * the record itself, not from the line.
  *
- * Kept by the record's identity (weakly): a record is not changed once it is logged. Sharing the
+ * Kept by the record's identity (weakly) until the store takes it: a record is not changed once it
+ * is logged. Taken, the entry is deleted, not left for the key's death: a scavenge copies the value
+ * of every entry still in the map (a young key's too), and an entry whose key has been promoted is
+ * kept, value and all, until a mark-compact (every ~40 s at 200/s), so a line the store had written
+ * was promoted (issue 32, bench/RESULTS.md "what holds the decision log's line"). Sharing the
  * members redaction did not copy, serialised one by one, was measured and not kept: walking them
  * in JavaScript cost more than the native `JSON.stringify` it saved (bench/RESULTS.md, issue 32).
  */
@@ -21,9 +25,13 @@ export function lineJson(record: object, line: object = record): string {
 }
 
 /**
- * The line `lineJson` kept for `record`; else (the log is off, or it dropped the record) the JSON of
- * `redact(record)`, the line the log would have written (not kept: no one asks again).
+ * The line `lineJson` kept for `record`, no longer kept (the store is its last reader: it keeps the
+ * line in its row until written); else (the log is off, or it dropped the record) the JSON of
+ * `redact(record)`, the line the log would have written.
  */
 export function takeLineJson(record: object, redact?: (record: object) => object): string {
-  return memo.get(record) ?? JSON.stringify(redact === undefined ? record : redact(record));
+  const kept = memo.get(record);
+  if (kept === undefined) return JSON.stringify(redact === undefined ? record : redact(record));
+  memo.delete(record);
+  return kept;
 }
